@@ -1,0 +1,181 @@
+#include "hub/graph/session.h"
+
+#include "hub/core/random.h"
+
+namespace hub {
+
+struct Session::Plan {
+  struct Step {
+    int node;
+    std::vector<int> input_slots;          // slot of each input tensor
+    std::vector<int> output_slots;         // slot of each output (-1: unused)
+    std::vector<int> release_after;        // slots whose last use is this step
+    std::vector<TensorSpec> in_specs;      // last seen input specs
+    std::vector<TensorSpec> out_specs;     // inferred for in_specs
+    const KernelDef* kernel = nullptr;
+    Backend backend = Backend::kReference;
+    bool inferred = false;
+  };
+  std::vector<Step> steps;
+  std::map<Output, int> slot_of;           // tensor -> slot
+  std::vector<int> feed_slots;             // per feed, its slot
+  std::vector<int> fetch_slots;
+  std::vector<Tensor> values;              // per slot
+};
+
+Session::Session(const Graph& graph, VariableStore* variables, SessionOptions options)
+    : graph_(graph), variables_(variables), options_(options) {}
+
+Session::~Session() = default;
+
+Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
+                                 const std::vector<Output>& targets) {
+  std::string key;
+  auto add_key = [&](char tag, Output o) {
+    key += tag + std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  };
+  for (auto& [o, t] : feeds) add_key('f', o);
+  for (Output o : fetches) add_key('o', o);
+  for (Output o : targets) add_key('t', o);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  auto plan = std::make_unique<Plan>();
+  int n = graph_.num_nodes();
+  std::vector<char> fed_node(n, 0), needed(n, 0);
+  for (auto& [o, t] : feeds) {
+    if (o.node < 0 || o.node >= n) throw_error(Code::kInvalidArgument, "feed of a tensor not in the graph");
+    fed_node[o.node] = 1;
+  }
+  std::vector<int> stack;
+  for (Output o : fetches) {
+    if (o.node < 0 || o.node >= n) throw_error(Code::kInvalidArgument, "fetch of a tensor not in the graph");
+    stack.push_back(o.node);
+  }
+  for (Output o : targets) {
+    if (o.node < 0 || o.node >= n) throw_error(Code::kInvalidArgument, "target not in the graph");
+    stack.push_back(o.node);
+  }
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = 1;
+    if (fed_node[id]) continue;
+    for (const Output& in : graph_.node(id).inputs) stack.push_back(in.node);
+  }
+  auto slot = [&](Output o) {
+    auto [pos, inserted] = plan->slot_of.emplace(o, static_cast<int>(plan->slot_of.size()));
+    return pos->second;
+  };
+  for (auto& [o, t] : feeds) plan->feed_slots.push_back(slot(o));
+  std::vector<int> uses;
+  for (int id = 0; id < n; ++id) {
+    if (!needed[id] || fed_node[id]) continue;
+    const Node& node = graph_.node(id);
+    if (node.op == "Placeholder")
+      throw_error(Code::kInvalidArgument, "placeholder '" + node.name + "' (" +
+                                              node.outputs[0].to_string() + ") must be fed");
+    Plan::Step step;
+    step.node = id;
+    for (const Output& in : node.inputs) {
+      if (fed_node[in.node] && !plan->slot_of.count(in))
+        throw_error(Code::kInvalidArgument, "node '" + node.name + "' needs output " +
+                                                std::to_string(in.index) + " of '" +
+                                                graph_.node(in).name + "', which is fed only in part");
+      step.input_slots.push_back(slot(in));
+    }
+    for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) step.output_slots.push_back(slot({id, i}));
+    plan->steps.push_back(std::move(step));
+  }
+  for (Output o : fetches) plan->fetch_slots.push_back(slot(o));
+  // Last use of each slot: fetched slots are never released early.
+  std::vector<int> last_use(plan->slot_of.size(), -1);
+  for (int s = 0; s < static_cast<int>(plan->steps.size()); ++s)
+    for (int in : plan->steps[s].input_slots) last_use[in] = s;
+  for (int f : plan->fetch_slots) last_use[f] = -2;
+  for (int slot_id = 0; slot_id < static_cast<int>(last_use.size()); ++slot_id)
+    if (last_use[slot_id] >= 0) plan->steps[last_use[slot_id]].release_after.push_back(slot_id);
+  plan->values.resize(plan->slot_of.size());
+  Plan& ref = *plan;
+  plans_[key] = std::move(plan);
+  return ref;
+}
+
+std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output>& fetches,
+                                 const std::vector<Output>& targets) {
+  Plan& plan = plan_for(feeds, fetches, targets);
+  last_plan_ = &plan;
+  uint64_t run_number = run_counter_++;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const auto& [o, t] = feeds[i];
+    const TensorSpec& spec = graph_.spec(o);
+    const std::string what = graph_.node(o).op == "Placeholder" ? "placeholder" : "tensor";
+    if (!t.defined())
+      throw_error(Code::kInvalidArgument, "feed for " + what + " '" + graph_.tensor_name(o) + "' is undefined");
+    if (t.dtype() != spec.dtype || !t.shape().compatible_with(spec.shape))
+      throw_error(Code::kInvalidArgument, "feed for " + what + " '" + graph_.tensor_name(o) +
+                                              "': expected " + spec.to_string() + ", got " +
+                                              t.spec_string());
+    plan.values[plan.feed_slots[i]] = t;
+  }
+  std::vector<const Tensor*> inputs;
+  try {
+    for (Plan::Step& step : plan.steps) {
+      const Node& node = graph_.node(step.node);
+      inputs.clear();
+      bool same = step.inferred && step.in_specs.size() == step.input_slots.size();
+      for (size_t i = 0; i < step.input_slots.size(); ++i) {
+        const Tensor& t = plan.values[step.input_slots[i]];
+        HUB_CHECK(t.defined(), "input " + std::to_string(i) + " of " + node.name + " not computed");
+        inputs.push_back(&t);
+        if (same && (step.in_specs[i].dtype != t.dtype() || step.in_specs[i].shape != t.shape()))
+          same = false;
+      }
+      if (!same) {
+        step.in_specs.clear();
+        for (const Tensor* t : inputs) step.in_specs.push_back({t->dtype(), t->shape()});
+        InferContext ictx(node.name, node.op, step.in_specs, node.attrs);
+        step.out_specs = OpRegistry::global().find(node.op).shape_fn(ictx);
+        for (const TensorSpec& s : step.out_specs)
+          if (!s.shape.is_fully_defined())
+            throw_error(Code::kInternal, "node '" + node.name + "': output shape " + s.to_string() +
+                                             " unknown at run time");
+        auto [kernel, backend] = select_kernel(node, step.in_specs, options_.backend);
+        step.kernel = kernel;
+        step.backend = backend;
+        step.inferred = true;
+      }
+      KernelContext ctx(node, inputs, step.out_specs, alloc_, variables_,
+                        mix_seed(mix_seed(graph_.seed(), static_cast<uint64_t>(step.node)), run_number));
+      try {
+        step.kernel->fn(ctx);
+      } catch (const Error& e) {
+        throw e.with_context("node '" + node.name + "' (" + node.op + ")");
+      }
+      for (size_t i = 0; i < step.output_slots.size(); ++i) {
+        Tensor& out = ctx.outputs()[i];
+        if (!out.defined()) out = ctx.output(static_cast<int>(i));  // kernel wrote nothing: allocated zero-size
+        plan.values[step.output_slots[i]] = std::move(out);
+      }
+      for (int s : step.release_after) plan.values[s] = Tensor();
+    }
+  } catch (...) {
+    for (Tensor& t : plan.values) t = Tensor();
+    throw;
+  }
+  std::vector<Tensor> out;
+  out.reserve(fetches.size());
+  for (int s : plan.fetch_slots) out.push_back(plan.values[s]);
+  for (Tensor& t : plan.values) t = Tensor();
+  return out;
+}
+
+std::map<std::string, Backend> Session::last_kernels() const {
+  std::map<std::string, Backend> out;
+  if (!last_plan_) return out;
+  for (const auto& step : last_plan_->steps) out[graph_.node(step.node).name] = step.backend;
+  return out;
+}
+
+}  // namespace hub

@@ -1,0 +1,65 @@
+// Broadcasting iteration for element-wise CPU kernels.
+//
+// The operand shapes are right-aligned against the output shape and adjacent
+// dimensions with the same broadcast pattern are merged, so the work becomes
+// `outer` rows of `inner` contiguous output elements; each operand either
+// provides a contiguous row (stride 1) or one value repeated (stride 0) along
+// the row. Kernels apply an Eigen expression per row, in parallel over rows.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+#include "hub/core/parallel.h"
+#include "hub/tensor/tensor.h"
+
+namespace hub::cpu {
+
+struct BroadcastPlan {
+  int64_t outer = 1, inner = 1;
+  bool a_inner = true, b_inner = true;       // operand varies along the row
+  std::vector<int64_t> out_dims;             // merged outer dims
+  std::vector<int64_t> a_strides, b_strides; // per merged outer dim, in elements
+  // Element offsets of row r in a and b.
+  void offsets(int64_t row, int64_t* a_off, int64_t* b_off) const;
+};
+
+BroadcastPlan plan_broadcast(const Shape& a, const Shape& b, const Shape& out);
+
+// out = f(a_row, b_row) per row, with a_row/b_row Eigen array expressions of
+// length `inner` (a Map or a Constant). T: element type of a and b; U of out.
+template <class T, class U, class F>
+void broadcast_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  BroadcastPlan p = plan_broadcast(a.shape(), b.shape(), out.shape());
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  U* po = out.data<U>();
+  using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  using CMap = Eigen::Map<const Arr>;
+  using OMap = Eigen::Map<Eigen::Array<U, Eigen::Dynamic, 1>>;
+  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.inner));
+  parallel_for(p.outer, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t ao, bo;
+      p.offsets(r, &ao, &bo);
+      OMap o(po + r * p.inner, p.inner);
+      if (p.a_inner && p.b_inner) o = f(CMap(pa + ao, p.inner), CMap(pb + bo, p.inner));
+      else if (p.a_inner) o = f(CMap(pa + ao, p.inner), Arr::Constant(p.inner, pb[bo]));
+      else if (p.b_inner) o = f(Arr::Constant(p.inner, pa[ao]), CMap(pb + bo, p.inner));
+      else o = f(Arr::Constant(p.inner, pa[ao]), Arr::Constant(p.inner, pb[bo]));
+    }
+  });
+}
+
+// Dispatches T over float32, int32 and int64.
+template <class F> void dispatch_arith(DType d, F&& f) {
+  switch (d) {
+    case DType::kFloat32: f(float{}); return;
+    case DType::kInt32: f(int32_t{}); return;
+    case DType::kInt64: f(int64_t{}); return;
+    default: throw_error(Code::kInvalidArgument, "arithmetic on " + std::string(dtype_name(d)));
+  }
+}
+
+}  // namespace hub::cpu

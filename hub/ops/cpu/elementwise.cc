@@ -1,0 +1,170 @@
+#include <Eigen/Core>
+#include <cstring>
+
+#include "hub/graph/graph.h"
+#include "hub/ops/cpu/broadcast.h"
+#include "hub/ops/registry.h"
+
+namespace hub::cpu {
+
+BroadcastPlan plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
+  int r = out.rank();
+  // Per output dim: size, a's size (1 if absent), b's size.
+  std::vector<int64_t> od, ad, bd;
+  for (int i = 0; i < r; ++i) {
+    int ia = a.rank() - r + i, ib = b.rank() - r + i;
+    int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+    if (out[i] == 1) continue;  // size-1 output dims do not matter
+    od.push_back(out[i]);
+    ad.push_back(sa);
+    bd.push_back(sb);
+  }
+  // Merge adjacent dims with the same pattern (operand full or broadcast).
+  std::vector<int64_t> mo, ma, mb;
+  for (size_t i = 0; i < od.size(); ++i) {
+    bool fa = ad[i] != 1, fb = bd[i] != 1;
+    if (!mo.empty() && (ma.back() != 1) == fa && (mb.back() != 1) == fb) {
+      mo.back() *= od[i];
+      ma.back() *= ad[i];
+      mb.back() *= bd[i];
+    } else {
+      mo.push_back(od[i]);
+      ma.push_back(ad[i]);
+      mb.push_back(bd[i]);
+    }
+  }
+  BroadcastPlan p;
+  if (mo.empty()) return p;  // one element
+  p.inner = mo.back();
+  p.a_inner = ma.back() != 1;
+  p.b_inner = mb.back() != 1;
+  int m = static_cast<int>(mo.size()) - 1;
+  p.out_dims.assign(mo.begin(), mo.begin() + m);
+  p.a_strides.resize(m);
+  p.b_strides.resize(m);
+  int64_t sa = p.a_inner ? p.inner : 1, sb = p.b_inner ? p.inner : 1;
+  for (int i = m - 1; i >= 0; --i) {
+    p.a_strides[i] = ma[i] != 1 ? sa : 0;
+    p.b_strides[i] = mb[i] != 1 ? sb : 0;
+    if (ma[i] != 1) sa *= ma[i];
+    if (mb[i] != 1) sb *= mb[i];
+    p.outer *= mo[i];
+  }
+  return p;
+}
+
+void BroadcastPlan::offsets(int64_t row, int64_t* a_off, int64_t* b_off) const {
+  int64_t ao = 0, bo = 0;
+  for (int i = static_cast<int>(out_dims.size()) - 1; i >= 0; --i) {
+    int64_t idx = row % out_dims[i];
+    row /= out_dims[i];
+    ao += idx * a_strides[i];
+    bo += idx * b_strides[i];
+  }
+  *a_off = ao;
+  *b_off = bo;
+}
+
+namespace {
+
+template <class F> void binary_kernel(KernelContext& c, F f) {
+  dispatch_arith(c.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_apply<T, T>(c.input(0), c.input(1), c.output(0), f);
+  });
+}
+
+void add_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a + b; }); }
+void sub_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a - b; }); }
+void mul_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a * b; }); }
+void div_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a / b; }); }
+void maximum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); }); }
+void minimum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); }); }
+
+// (g*[a OP b], g*[!(a OP b)]) at g's shape; a and b broadcast to g.
+template <bool kMax> void select_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  dispatch_arith(g.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    // mask = [a >= b] (max) or [a <= b] (min), as T.
+    Tensor mask = c.temp(g.dtype(), g.shape());
+    broadcast_apply<T, T>(c.input(1), c.input(2), mask, [](const auto& a, const auto& b) {
+      if constexpr (kMax) return (a >= b).template cast<T>();
+      else return (a <= b).template cast<T>();
+    });
+    int64_t n = g.num_elements();
+    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> gv(g.data<T>(), n), mv(mask.data<T>(), n);
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(c.output(0).template data<T>(), n) = gv * mv;
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(c.output(1).template data<T>(), n) = gv * (T(1) - mv);
+  });
+}
+
+void add_n_kernel(KernelContext& c) {
+  dispatch_arith(c.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    Tensor& out = c.output(0);
+    int64_t n = out.num_elements();
+    T* o = out.data<T>();
+    parallel_for(n, 16384, [&](int64_t b, int64_t e) {
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> ov(o + b, e - b);
+      ov = Map(c.input(0).data<T>() + b, e - b);
+      for (int i = 1; i < c.num_inputs(); ++i) ov += Map(c.input(i).data<T>() + b, e - b);
+    });
+  });
+}
+
+// Sums x over the dims where `like` has size 1 (or is absent).
+void reduce_to_like_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Shape& target = c.input(1).shape();
+  if (x.shape() == target) {
+    c.set_output(0, x);
+    return;
+  }
+  dispatch_arith(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor& out = c.output(0);
+    std::memset(out.raw_data(), 0, out.nbytes());
+    // x is the broadcast of `target` to x's shape: plan x (full) against target.
+    BroadcastPlan p = plan_broadcast(x.shape(), target, x.shape());
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    for (int64_t r = 0; r < p.outer; ++r) {
+      int64_t xo, to;
+      p.offsets(r, &xo, &to);
+      Eigen::Map<const Arr> row(px + xo, p.inner);
+      if (p.b_inner) Eigen::Map<Arr>(po + to, p.inner) += row;
+      else po[to] += row.sum();
+    }
+  });
+}
+
+void identity_kernel(KernelContext& c) { c.set_output(0, c.input(0)); }
+
+void fill_kernel(KernelContext& c, double value) {
+  Tensor& out = c.output(0);
+  out.fill(value);
+}
+void zeros_like_kernel(KernelContext& c) { fill_kernel(c, 0.0); }
+void ones_like_kernel(KernelContext& c) { fill_kernel(c, 1.0); }
+
+}  // namespace
+
+HUB_REGISTER_KERNEL(Add, kReference, add_kernel);
+HUB_REGISTER_KERNEL(Sub, kReference, sub_kernel);
+HUB_REGISTER_KERNEL(Mul, kReference, mul_kernel);
+HUB_REGISTER_KERNEL(Div, kReference, div_kernel);
+HUB_REGISTER_KERNEL(Maximum, kReference, maximum_kernel);
+HUB_REGISTER_KERNEL(Minimum, kReference, minimum_kernel);
+HUB_REGISTER_KERNEL(MaximumGrad, kReference, select_grad_kernel<true>);
+HUB_REGISTER_KERNEL(MinimumGrad, kReference, select_grad_kernel<false>);
+HUB_REGISTER_KERNEL(AddN, kReference, add_n_kernel);
+HUB_REGISTER_KERNEL(ReduceToLike, kReference, reduce_to_like_kernel);
+HUB_REGISTER_KERNEL(Identity, kReference, identity_kernel);
+HUB_REGISTER_KERNEL(StopGradient, kReference, identity_kernel);
+HUB_REGISTER_KERNEL(ZerosLike, kReference, zeros_like_kernel);
+HUB_REGISTER_KERNEL(OnesLike, kReference, ones_like_kernel);
+
+}  // namespace hub::cpu

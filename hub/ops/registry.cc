@@ -1,0 +1,126 @@
+#include "hub/ops/registry.h"
+
+#include "hub/graph/graph.h"
+#include "hub/graph/variables.h"
+
+namespace hub {
+
+void InferContext::fail(const std::string& message) const {
+  throw_error(Code::kInvalidArgument, "node '" + node_name_ + "' (" + op_ + "): " + message);
+}
+
+void InferContext::expect_rank(int i, int rank) const {
+  if (shape(i).rank() != rank)
+    fail("input " + std::to_string(i) + " must have rank " + std::to_string(rank) + ", got " +
+         input(i).to_string());
+}
+
+void InferContext::expect_dtype(int i, DType dtype) const {
+  if (this->dtype(i) != dtype)
+    fail("input " + std::to_string(i) + " must be " + std::string(dtype_name(dtype)) + ", got " +
+         input(i).to_string());
+}
+
+void InferContext::expect_same_dtypes() const {
+  for (int i = 1; i < num_inputs(); ++i)
+    if (dtype(i) != dtype(0))
+      fail("input " + std::to_string(i) + " is " + input(i).to_string() + " but input 0 is " +
+           input(0).to_string());
+}
+
+const Attrs& KernelContext::attrs() const { return node_.attrs; }
+
+Tensor& KernelContext::output(int i) {
+  Tensor& t = outputs_.at(i);
+  if (!t.defined()) t = alloc_.allocate_tensor(output_specs_[i].dtype, output_specs_[i].shape);
+  return t;
+}
+
+void KernelContext::set_output(int i, Tensor t) {
+  const TensorSpec& spec = output_specs_.at(i);
+  HUB_CHECK(t.dtype() == spec.dtype && t.shape() == spec.shape,
+            "node " + node_.name + " output " + std::to_string(i) + ": " + t.spec_string() +
+                " vs inferred " + spec.to_string());
+  outputs_[i] = std::move(t);
+}
+
+VariableStore& KernelContext::variables() const {
+  if (!variables_)
+    throw_error(Code::kFailedPrecondition, "node '" + node_.name + "' needs variables but the run has none");
+  return *variables_;
+}
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* registry = new OpRegistry;
+  return *registry;
+}
+
+void OpRegistry::add(const OpDef& def) {
+  HUB_CHECK(!ops_.count(def.name), "op " + def.name + " registered twice");
+  HUB_CHECK(def.shape_fn != nullptr, "op " + def.name + " has no shape function");
+  ops_[def.name] = def;
+}
+
+void OpRegistry::add_kernel(const std::string& op, Backend backend, KernelDef kernel) {
+  auto key = std::make_pair(op, backend);
+  HUB_CHECK(!kernels_.count(key), "kernel " + op + "/" + std::string(backend_name(backend)) + " registered twice");
+  kernels_[key] = kernel;
+}
+
+const OpDef& OpRegistry::find(const std::string& op) const {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) throw_error(Code::kNotFound, "unknown op '" + op + "'");
+  return it->second;
+}
+
+const KernelDef* OpRegistry::kernel(const std::string& op, Backend backend) const {
+  auto it = kernels_.find({op, backend});
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::op_names() const {
+  std::vector<std::string> names;
+  for (auto& [name, def] : ops_) names.push_back(name);
+  return names;
+}
+
+Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs& attrs) {
+  const std::string where = "node '" + node_name + "' (" + def.name + ")";
+  Attrs out;
+  for (auto& [name, value] : attrs.items()) {
+    const AttrSpec* spec = nullptr;
+    for (const AttrSpec& s : def.attrs)
+      if (s.name == name) spec = &s;
+    if (!spec) throw_error(Code::kInvalidArgument, where + ": unknown attribute '" + name + "'");
+    if (attr_type(value) != spec->type)
+      throw_error(Code::kInvalidArgument,
+                  where + ": attribute '" + name + "' must be " +
+                      std::string(attr_type_name(spec->type)) + ", got " +
+                      std::string(attr_type_name(attr_type(value))));
+    out.set(name, value);
+  }
+  for (const AttrSpec& s : def.attrs) {
+    if (out.has(s.name)) continue;
+    if (!s.default_value)
+      throw_error(Code::kInvalidArgument, where + ": missing required attribute '" + s.name + "'");
+    out.set(s.name, *s.default_value);
+  }
+  return out;
+}
+
+std::pair<const KernelDef*, Backend> select_kernel(const Node& node,
+                                                   const std::vector<TensorSpec>& inputs,
+                                                   Backend preferred) {
+  const OpRegistry& reg = OpRegistry::global();
+  if (preferred != Backend::kReference) {
+    const KernelDef* k = reg.kernel(node.op, preferred);
+    if (k && (!k->supports || k->supports(node, inputs))) return {k, preferred};
+  }
+  const KernelDef* k = reg.kernel(node.op, Backend::kReference);
+  if (!k) throw_error(Code::kUnimplemented, "op '" + node.op + "' has no reference kernel");
+  return {k, Backend::kReference};
+}
+
+std::vector<TensorSpec> same_as_input0(const InferContext& c) { return {c.input(0)}; }
+
+}  // namespace hub

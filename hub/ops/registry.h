@@ -1,0 +1,208 @@
+// The op registry: one entry per op name, registered by one statement in the
+// op's own file (hub/ops/<op>.cc):
+//
+//   HUB_REGISTER_OP(Relu)
+//       .inputs(1).outputs(1)
+//       .shape_fn(same_shape_as_input0)
+//       .grad(relu_grad);
+//
+// and kernels per backend, in hub/ops/cpu/<op>.cc (reference) or
+// hub/ops/onednn/<op>.cc:
+//
+//   HUB_REGISTER_KERNEL(Relu, kReference, relu_kernel);
+//
+// Building a node validates (attributes against the schema, input dtypes and
+// shapes through the shape function), so kernels only compute.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hub/backend/backend.h"
+#include "hub/ops/attr.h"
+#include "hub/tensor/allocator.h"
+#include "hub/tensor/tensor.h"
+
+namespace hub {
+
+struct Output;
+struct Node;
+class Scope;
+class VariableStore;
+
+// ---- shape inference --------------------------------------------------------
+class InferContext {
+ public:
+  InferContext(const std::string& node_name, const std::string& op,
+               const std::vector<TensorSpec>& inputs, const Attrs& attrs)
+      : node_name_(node_name), op_(op), inputs_(inputs), attrs_(attrs) {}
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const TensorSpec& input(int i) const { return inputs_[i]; }
+  const Shape& shape(int i) const { return inputs_[i].shape; }
+  DType dtype(int i) const { return inputs_[i].dtype; }
+  const Attrs& attrs() const { return attrs_; }
+  // Throws InvalidArgument "node 'NAME' (OP): message".
+  [[noreturn]] void fail(const std::string& message) const;
+  void expect_rank(int i, int rank) const;
+  void expect_dtype(int i, DType dtype) const;
+  // All inputs share input 0's dtype.
+  void expect_same_dtypes() const;
+
+ private:
+  const std::string& node_name_;
+  const std::string& op_;
+  const std::vector<TensorSpec>& inputs_;
+  const Attrs& attrs_;
+};
+using ShapeFn = std::function<std::vector<TensorSpec>(const InferContext&)>;
+
+// ---- kernels -------------------------------------------------------------------
+// Filled by the executor for one node execution. Outputs are allocated lazily
+// from the executor's pool with the shapes inferred for this run.
+class KernelContext {
+ public:
+  KernelContext(const Node& node, std::vector<const Tensor*> inputs,
+                const std::vector<TensorSpec>& output_specs, PoolAllocator& alloc,
+                VariableStore* variables, uint64_t seed)
+      : node_(node), inputs_(std::move(inputs)), output_specs_(output_specs),
+        outputs_(output_specs.size()), alloc_(alloc), variables_(variables), seed_(seed) {}
+  const Node& node() const { return node_; }
+  const Attrs& attrs() const;
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Tensor& input(int i) const { return *inputs_[i]; }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  const TensorSpec& output_spec(int i) const { return output_specs_[i]; }
+  // Allocates output i (shape from shape inference) on first use.
+  Tensor& output(int i);
+  // Makes output i alias an existing tensor (must match the inferred spec).
+  void set_output(int i, Tensor t);
+  Tensor temp(DType dtype, const Shape& shape) { return alloc_.allocate_tensor(dtype, shape); }
+  // Variable storage; throws FailedPrecondition if the run has none.
+  VariableStore& variables() const;
+  // Deterministic per (seed, node, run): the seed random kernels start from.
+  uint64_t seed() const { return seed_; }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+ private:
+  const Node& node_;
+  std::vector<const Tensor*> inputs_;
+  const std::vector<TensorSpec>& output_specs_;
+  std::vector<Tensor> outputs_;
+  PoolAllocator& alloc_;
+  VariableStore* variables_;
+  uint64_t seed_;
+};
+using KernelFn = void (*)(KernelContext&);
+// Whether a backend's kernel can run this node (dtype, attributes, shapes).
+using SupportsFn = bool (*)(const Node&, const std::vector<TensorSpec>& inputs);
+
+// ---- gradients -----------------------------------------------------------------
+struct GradContext {
+  const Scope& scope;                // where gradient nodes go
+  const Node& node;                  // the forward node
+  const std::vector<Output>& inputs;   // its inputs
+  const std::vector<Output>& outputs;  // its outputs
+  const std::vector<Output>& grads;    // d loss / d output_i (invalid if none flows)
+};
+// Returns d loss / d input_i for each input (an invalid Output for none).
+using GradFn = std::function<std::vector<Output>(const GradContext&)>;
+
+// ---- op definitions ----------------------------------------------------------
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  std::optional<AttrValue> default_value;  // required when empty
+};
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: variadic
+  int num_outputs = 1;
+  std::vector<AttrSpec> attrs;
+  ShapeFn shape_fn;
+  GradFn grad;              // empty: not differentiable
+  bool stateful = false;    // reads/writes variables or draws random numbers
+  std::string doc;          // one line for docs/ops.md and `hub ops`
+};
+
+class OpDefBuilder {
+ public:
+  explicit OpDefBuilder(std::string name) { def_.name = std::move(name); }
+  OpDefBuilder& inputs(int n) { def_.min_inputs = def_.max_inputs = n; return *this; }
+  OpDefBuilder& inputs(int min, int max) { def_.min_inputs = min; def_.max_inputs = max; return *this; }
+  OpDefBuilder& outputs(int n) { def_.num_outputs = n; return *this; }
+  OpDefBuilder& attr(std::string name, AttrType type) {
+    def_.attrs.push_back({std::move(name), type, std::nullopt});
+    return *this;
+  }
+  OpDefBuilder& attr(std::string name, AttrType type, AttrValue default_value) {
+    def_.attrs.push_back({std::move(name), type, std::move(default_value)});
+    return *this;
+  }
+  OpDefBuilder& shape_fn(ShapeFn fn) { def_.shape_fn = std::move(fn); return *this; }
+  OpDefBuilder& grad(GradFn fn) { def_.grad = std::move(fn); return *this; }
+  OpDefBuilder& stateful() { def_.stateful = true; return *this; }
+  OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
+  const OpDef& def() const { return def_; }
+
+ private:
+  OpDef def_;
+};
+
+struct KernelDef {
+  KernelFn fn = nullptr;
+  SupportsFn supports = nullptr;  // null: supports everything the op accepts
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& global();
+  void add(const OpDef& def);
+  void add_kernel(const std::string& op, Backend backend, KernelDef kernel);
+  // Throws NotFound "unknown op 'NAME'".
+  const OpDef& find(const std::string& op) const;
+  bool contains(const std::string& op) const { return ops_.count(op) != 0; }
+  const KernelDef* kernel(const std::string& op, Backend backend) const;
+  std::vector<std::string> op_names() const;
+
+ private:
+  std::map<std::string, OpDef> ops_;
+  std::map<std::pair<std::string, Backend>, KernelDef> kernels_;
+};
+
+// Validates attrs against the op's schema and fills defaults; throws
+// InvalidArgument naming the node, the op and the attribute.
+Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs& attrs);
+
+// The one place that picks a kernel: the preferred backend's if registered and
+// supporting the node, else the reference kernel. Returns the backend used.
+std::pair<const KernelDef*, Backend> select_kernel(const Node& node,
+                                                   const std::vector<TensorSpec>& inputs,
+                                                   Backend preferred);
+
+struct OpRegistrar {
+  OpRegistrar(const OpDefBuilder& builder) { OpRegistry::global().add(builder.def()); }
+};
+struct KernelRegistrar {
+  KernelRegistrar(const char* op, Backend backend, KernelFn fn, SupportsFn supports = nullptr) {
+    OpRegistry::global().add_kernel(op, backend, {fn, supports});
+  }
+};
+
+// Shape functions shared by many ops.
+std::vector<TensorSpec> same_as_input0(const InferContext& c);
+
+}  // namespace hub
+
+#define HUB_CONCAT_INNER(a, b) a##b
+#define HUB_CONCAT(a, b) HUB_CONCAT_INNER(a, b)
+#define HUB_REGISTER_OP(name) \
+  static ::hub::OpRegistrar HUB_CONCAT(hub_op_registrar_, __COUNTER__) = ::hub::OpDefBuilder(#name)
+#define HUB_REGISTER_KERNEL(name, backend, ...)                                             \
+  static ::hub::KernelRegistrar HUB_CONCAT(hub_kernel_registrar_, __COUNTER__)(#name,        \
+                                                                               ::hub::Backend::backend, \
+                                                                               __VA_ARGS__)

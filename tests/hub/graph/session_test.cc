@@ -1,0 +1,126 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/state.h"
+#include "testutil.h"
+
+using namespace hub;
+using hub::testing::expect_close;
+using hub::testing::make;
+
+TEST_CASE("session runs only the needed subgraph and frees intermediates") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 2}, "x");
+  Output y = ops::mul(s, x, ops::scalar(s, 2.0f), "double");
+  Output z = ops::add(s, y, ops::scalar(s, 1.0f), "plus_one");
+  // Unfed placeholder on a branch that is not fetched must not matter.
+  Output unused = ops::placeholder(s, DType::kFloat32, {1}, "unused");
+  ops::add(s, unused, unused, "unused_sum");
+  Session session(g, nullptr);
+  auto out = session.run({{x, make({1, 2}, {3, 4})}}, {z});
+  expect_close(out[0], make({1, 2}, {7, 9}));
+  // Different batch size, same plan.
+  out = session.run({{x, make({3, 2}, {1, 1, 1, 1, 1, 1})}}, {z, y});
+  expect_close(out[0], make({3, 2}, {3, 3, 3, 3, 3, 3}));
+  expect_close(out[1], make({3, 2}, {2, 2, 2, 2, 2, 2}));
+}
+
+TEST_CASE("feeding a wrong shape or dtype names the placeholder") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 2}, "images");
+  Output y = ops::add(s, x, x);
+  Session session(g, nullptr);
+  auto expect_msg = [&](const FeedList& feeds, const std::string& want) {
+    try {
+      session.run(feeds, {y});
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.code() == Code::kInvalidArgument);
+      CHECK_MESSAGE(std::string(e.what()).find(want) != std::string::npos, e.what());
+    }
+  };
+  expect_msg({{x, make({2, 3}, {1, 2, 3, 4, 5, 6})}}, "placeholder 'images': expected float32[?,2], got float32[2,3]");
+  expect_msg({{x, Tensor::from_vector<int32_t>({1, 2}, {1, 2})}}, "got int32[1,2]");
+  expect_msg({}, "placeholder 'images'");
+}
+
+TEST_CASE("steady-state runs allocate nothing new") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {64, 64}, "x");
+  Output y = ops::add(s, ops::mul(s, x, x), x);
+  Output z = ops::mul(s, y, y);
+  Session session(g, nullptr);
+  Tensor in = hub::testing::random_tensor({64, 64}, 3);
+  session.run({{x, in}}, {z});
+  session.run({{x, in}}, {z});
+  int64_t before = session.allocator().system_allocations();
+  for (int i = 0; i < 5; ++i) session.run({{x, in}}, {z});
+  CHECK(session.allocator().system_allocations() == before);
+}
+
+TEST_CASE("variables, autodiff through a small expression") {
+  Graph g;
+  Scope s(g);
+  ops::VariableOptions init;
+  init.initializer = "constant";
+  init.init_params = {3.0};
+  Output w = ops::variable(s, "w", {2}, init);
+  Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
+  // loss = sum-free: y = w*w*x  => dy/dw = 2*w*x (with grad_y = 1)
+  Output y = ops::mul(s, ops::mul(s, w, w), x);
+  auto grads = gradients(s, y, {w, x}, ops::constant(s, make({2}, {1, 1})));
+  VariableStore vars;
+  vars.initialize(g);
+  Session session(g, &vars);
+  auto out = session.run({{x, make({2}, {1, -2})}}, {grads[0], grads[1]});
+  expect_close(out[0], make({2}, {6, -12}));
+  expect_close(out[1], make({2}, {9, 9}));
+  CHECK(g.node(grads[0]).name.rfind("gradients/", 0) == 0);
+}
+
+TEST_CASE("duplicate node names and unknown ops are rejected") {
+  Graph g;
+  Scope s(g);
+  ops::placeholder(s, DType::kFloat32, {1}, "x");
+  CHECK_THROWS_AS(g.add_node("Placeholder", "x", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1})), Error);
+  try {
+    g.add_node("NoSuchOp", "y", {});
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kNotFound);
+    CHECK(std::string(e.what()).find("NoSuchOp") != std::string::npos);
+  }
+  CHECK(Scope(g).sub("a").sub("b").name("w") == "a/b/w");
+}
+
+TEST_CASE("initializers are deterministic and have the right statistics") {
+  Graph g;
+  Scope s(g);
+  ops::VariableOptions o;
+  o.initializer = "truncated_normal";
+  o.init_params = {0.0, 0.5};
+  ops::variable(s, "t", {100, 100}, o);
+  o.initializer = "glorot_uniform";
+  ops::variable(s, "u", {30, 70}, o);
+  VariableStore a, b;
+  a.initialize(g);
+  b.initialize(g);
+  CHECK(identical(a.at("t"), b.at("t")));
+  auto t = a.at("t").to_vector<float>();
+  double mean = 0, var = 0, maxabs = 0;
+  for (float v : t) { mean += v; maxabs = std::max(maxabs, (double)std::fabs(v)); }
+  mean /= t.size();
+  for (float v : t) var += (v - mean) * (v - mean);
+  var /= t.size();
+  CHECK(std::fabs(mean) < 0.02);
+  CHECK(maxabs <= 1.0 + 1e-6);                       // truncated at 2 stddev
+  CHECK(std::sqrt(var) == doctest::Approx(0.5 * 0.8796).epsilon(0.05));
+  double limit = std::sqrt(6.0 / 100.0);
+  for (float v : a.at("u").to_vector<float>()) CHECK(std::fabs(v) <= limit);
+}

@@ -1,0 +1,148 @@
+#include "testutil.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "hub/core/random.h"
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
+#include "hub/ops/state.h"
+
+namespace hub::testing {
+
+namespace {
+struct OpGraph {
+  Graph graph;
+  std::vector<Output> placeholders;
+  std::vector<Output> outputs;
+};
+
+void build(OpGraph& og, const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Scope s(og.graph);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    og.placeholders.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
+  og.outputs = s.op_n(op, og.placeholders, attrs, "op");
+}
+
+FeedList feeds(const OpGraph& og, const std::vector<Tensor>& inputs) {
+  FeedList f;
+  for (size_t i = 0; i < inputs.size(); ++i) f.push_back({og.placeholders[i], inputs[i]});
+  return f;
+}
+
+double weighted_sum(const Tensor& out, const Tensor& w) {
+  const float* o = out.data<float>();
+  const float* pw = w.data<float>();
+  double s = 0;
+  for (int64_t i = 0; i < out.num_elements(); ++i) s += static_cast<double>(o[i]) * pw[i];
+  return s;
+}
+}  // namespace
+
+std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                           Backend backend) {
+  OpGraph og;
+  build(og, op, inputs, attrs);
+  Session session(og.graph, nullptr, {backend});
+  return session.run(feeds(og, inputs), og.outputs);
+}
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
+  Tensor t(DType::kFloat32, shape);
+  fill_uniform(t.data<float>(), t.num_elements(), seed, lo, hi);
+  return t;
+}
+
+Tensor make(const Shape& shape, const std::vector<float>& values) {
+  return Tensor::from_vector<float>(shape, values);
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
+  REQUIRE(got.defined());
+  REQUIRE(want.defined());
+  REQUIRE_MESSAGE(got.dtype() == want.dtype(), got.spec_string() << " vs " << want.spec_string());
+  REQUIRE_MESSAGE(got.shape() == want.shape(), got.spec_string() << " vs " << want.spec_string());
+  Tensor g = got, w = want;
+  int64_t n = got.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    double a, b;
+    dispatch_dtype(got.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      a = static_cast<double>(g.data<T>()[i]);
+      b = static_cast<double>(w.data<T>()[i]);
+    });
+    bool ok = std::fabs(a - b) <= atol + rtol * std::fabs(b) || (std::isnan(a) && std::isnan(b));
+    if (!ok) {
+      FAIL_CHECK("element " << i << " of " << got.spec_string() << ": got " << a << ", want " << b
+                            << " (atol " << atol << ", rtol " << rtol << ")");
+      return;
+    }
+  }
+}
+
+void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                     const GradCheckOptions& o) {
+  OpGraph og;
+  build(og, op, inputs, attrs);
+  Scope s(og.graph);
+  Output y = og.outputs.at(o.output);
+  const TensorSpec& yspec = og.graph.spec(y);
+  // Output shape at run time may be partial in the graph; inputs are fully defined here.
+  Session probe(og.graph, nullptr, {o.backend});
+  Tensor y0 = probe.run(feeds(og, inputs), {y})[0];
+  Tensor w = random_tensor(y0.shape(), 12345, -1.0f, 1.0f);
+  REQUIRE(yspec.dtype == DType::kFloat32);
+  std::vector<int> which = o.inputs;
+  if (which.empty())
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].dtype() == DType::kFloat32) which.push_back(static_cast<int>(i));
+  std::vector<Output> xs;
+  for (int i : which) xs.push_back(og.placeholders[i]);
+  Output wy = ops::constant(s, w, "w");
+  std::vector<Output> grads = gradients(s, y, xs, wy);
+  Session session(og.graph, nullptr, {o.backend});
+  std::vector<Output> fetch;
+  for (Output g : grads) {
+    REQUIRE_MESSAGE(g.valid(), "op " << op << " produced no gradient");
+    fetch.push_back(g);
+  }
+  std::vector<Tensor> analytic = session.run(feeds(og, inputs), fetch);
+  for (size_t k = 0; k < which.size(); ++k) {
+    int i = which[k];
+    Tensor x = inputs[i].clone();
+    std::vector<Tensor> perturbed = inputs;
+    perturbed[i] = x;
+    float* px = x.data<float>();
+    REQUIRE(analytic[k].shape() == x.shape());
+    const float* pa = analytic[k].data<float>();
+    for (int64_t e = 0; e < x.num_elements(); ++e) {
+      float orig = px[e];
+      px[e] = static_cast<float>(orig + o.step);
+      double up = weighted_sum(session.run(feeds(og, perturbed), {y})[0], w);
+      px[e] = static_cast<float>(orig - o.step);
+      double down = weighted_sum(session.run(feeds(og, perturbed), {y})[0], w);
+      px[e] = orig;
+      double numeric = (up - down) / (2 * o.step);
+      double a = pa[e];
+      if (std::fabs(a - numeric) > o.atol + o.rtol * std::fabs(numeric)) {
+        FAIL_CHECK("op " << op << ": d/d input " << i << " element " << e << " of "
+                         << x.spec_string() << ": autodiff " << a << ", finite difference "
+                         << numeric);
+        return;
+      }
+    }
+  }
+}
+
+void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                      Backend backend, double atol, double rtol) {
+  std::vector<Tensor> ref = run_op(op, inputs, attrs, Backend::kReference);
+  std::vector<Tensor> got = run_op(op, inputs, attrs, backend);
+  REQUIRE(ref.size() == got.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO("output " << i << " of " << op << " on " << backend_name(backend));
+    expect_close(got[i], ref[i], atol, rtol);
+  }
+}
+
+}  // namespace hub::testing

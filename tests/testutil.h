@@ -1,0 +1,51 @@
+// Shared helpers for op tests: run one op on a backend, compare tensors,
+// check gradients against central finite differences, compare backends.
+// An op's test then reads as a list of cases (inputs, attributes, expected).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "hub/backend/backend.h"
+#include "hub/graph/graph.h"
+#include "hub/ops/attr.h"
+#include "hub/tensor/tensor.h"
+
+namespace hub::testing {
+
+// Builds a graph (placeholders for inputs, one `op` node) and runs it.
+std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
+                           const Attrs& attrs = {}, Backend backend = Backend::kReference);
+
+// Uniform in [lo, hi), deterministic for the seed.
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// float32 tensor with the given shape and values.
+Tensor make(const Shape& shape, const std::vector<float>& values);
+
+// CHECKs dtype, shape and |got - want| <= atol + rtol*|want| element-wise;
+// a failure prints the first differing index and both values.
+void expect_close(const Tensor& got, const Tensor& want, double atol = 1e-5, double rtol = 1e-5);
+
+struct GradCheckOptions {
+  double step = 1e-2;          // finite-difference step
+  double atol = 1e-2;          // absolute tolerance
+  double rtol = 1e-2;          // relative tolerance
+  std::vector<int> inputs;     // which inputs to check (default: every float input)
+  int output = 0;              // which output to differentiate
+  Backend backend = Backend::kReference;
+};
+
+// For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
+// autodiff with central finite differences.
+void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
+                     const Attrs& attrs = {}, const GradCheckOptions& options = {});
+
+// Runs the op on `backend` and on reference and compares every output.
+void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,
+                      const Attrs& attrs, Backend backend, double atol = 1e-4,
+                      double rtol = 1e-4);
+
+}  // namespace hub::testing
