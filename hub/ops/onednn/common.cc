@@ -1,0 +1,94 @@
+#include "hub/ops/onednn/common.h"
+
+#include <atomic>
+#include <list>
+
+namespace hub::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+dims to_dims(const Shape& shape) { return dims(shape.dims().begin(), shape.dims().end()); }
+
+dnnl::memory::desc desc(const dims& d, tag layout) { return dnnl::memory::desc(d, dt::f32, layout); }
+
+dnnl::memory memory(const Tensor& t, const dims& d, tag layout) {
+  return dnnl::memory(desc(d, layout), engine(), const_cast<void*>(t.raw_data()));
+}
+
+void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
+  dnnl::reorder(src, dst).execute(stream(), const_cast<dnnl::memory&>(src), const_cast<dnnl::memory&>(dst));
+  stream().wait();
+}
+
+namespace {
+std::mutex g_mu;
+std::unordered_map<std::string, std::shared_ptr<void>>& cache() {
+  static auto* c = new std::unordered_map<std::string, std::shared_ptr<void>>;
+  return *c;
+}
+std::atomic<uint64_t> g_weight_version{1};
+
+struct WeightEntry {
+  std::weak_ptr<Storage> storage;
+  uint64_t version;
+  dnnl::memory mem;
+  Tensor holder;  // owns the reordered buffer
+};
+std::unordered_map<std::string, WeightEntry>& weights() {
+  static auto* w = new std::unordered_map<std::string, WeightEntry>;
+  return *w;
+}
+}  // namespace
+
+std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = cache().find(key);
+    if (it != cache().end()) return it->second;
+  }
+  std::shared_ptr<void> value = make();
+  std::lock_guard<std::mutex> lock(g_mu);
+  return cache().emplace(key, value).first->second;
+}
+
+uint64_t weight_version() { return g_weight_version.load(); }
+void bump_weight_version() { ++g_weight_version; }
+
+std::string key_of(const dims& d) {
+  std::string s;
+  for (auto v : d) s += std::to_string(v) + ",";
+  return s;
+}
+
+dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
+  dnnl::memory::desc have = desc(d, layout);
+  if (have == want) return memory(w, d, layout);
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(w.storage().get())) + "@" +
+                    std::to_string(w.offset()) + ":" + key_of(d) + ":" +
+                    std::to_string(static_cast<int>(layout)) + ":" +
+                    std::to_string(std::hash<std::string>{}(std::string(
+                        reinterpret_cast<const char*>(&want.data), sizeof(want.data))));
+  uint64_t version = weight_version();
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = weights().find(key);
+  if (it != weights().end() && it->second.version == version &&
+      it->second.storage.lock() == w.storage())
+    return it->second.mem;
+  Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
+  dnnl::memory dst(want, engine(), holder.raw_data());
+  dnnl::memory src = memory(w, d, layout);
+  dnnl::reorder(src, dst).execute(stream(), src, dst);
+  stream().wait();
+  weights()[key] = WeightEntry{w.storage(), version, dst, holder};
+  return dst;
+}
+
+}  // namespace hub::onednn

@@ -1,0 +1,61 @@
+// Shared plumbing for oneDNN kernels (the `onednn` backend).
+//
+// - One CPU engine and stream for the process (oneDNN runs on the OpenMP pool,
+//   the same one hub::parallel_for uses).
+// - A primitive cache keyed by a string describing op + shapes + attributes,
+//   so a primitive is created once per shape and reused (thread-safe).
+// - A weight cache: the reordered (blocked-layout) copy of a weight tensor is
+//   kept while the source storage is unchanged, keyed by the storage pointer
+//   and a version the caller bumps when the weight changes (see
+//   weight_version()); inference never reorders the same weights twice.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "hub/tensor/tensor.h"
+
+namespace hub::onednn {
+
+dnnl::engine& engine();
+// A stream for the calling thread.
+dnnl::stream& stream();
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+// Dims of a tensor as oneDNN dims.
+dims to_dims(const Shape& shape);
+// A memory object viewing a float32 tensor's buffer with the given layout.
+dnnl::memory memory(const Tensor& t, const dims& d, tag layout);
+dnnl::memory::desc desc(const dims& d, tag layout);
+
+// Runs reorder src -> dst.
+void reorder(const dnnl::memory& src, const dnnl::memory& dst);
+
+// Returns the cached object for key, creating it with make() on first use.
+// T is a primitive or primitive-desc bundle; stored as shared_ptr<void>.
+std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
+template <class T> std::shared_ptr<T> cached_as(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
+  return std::static_pointer_cast<T>(cached(key, [&]() -> std::shared_ptr<void> { return make(); }));
+}
+
+// The weight tensor `w` reordered to `want` (a desc from a primitive desc);
+// memoized on (w's storage, offset, desc) until the storage's contents change.
+// Contents are assumed unchanged while weight_version() is unchanged; anything
+// that writes variables in place (optimizers, Module::assign) calls
+// bump_weight_version().
+dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
+uint64_t weight_version();
+void bump_weight_version();
+
+// Stable string for cache keys: "k1,k2,..."
+std::string key_of(const dims& d);
+
+}  // namespace hub::onednn
