@@ -1,0 +1,127 @@
+#include "modules/slim/layers.h"
+
+#include "hub/ops/activation.h"
+#include "hub/ops/array.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/dropout.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/matmul.h"
+#include "hub/ops/pool.h"
+#include "hub/ops/reduction.h"
+
+namespace hub::slim {
+
+Activation relu() {
+  return [](const Scope& s, Output x) { return ops::relu(s, x); };
+}
+Activation relu6() {
+  return [](const Scope& s, Output x) { return ops::relu6(s, x); };
+}
+
+Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& o, const std::string& name) {
+  ops::VariableOptions init = o.weights_init;
+  init.trainable = o.trainable;
+  Output w = ops::variable(s, name, shape, init);
+  if (o.weight_decay > 0 && o.trainable) {
+    Scope r = s.sub("Regularizer");
+    Output loss = ops::mul(r, ops::l2_loss(r, w), ops::scalar(r, static_cast<float>(o.weight_decay)),
+                           "l2_regularizer");
+    s.graph().add_to_collection(kRegularizationLosses, s.graph().node(loss).name);
+  }
+  return w;
+}
+
+Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o, const std::string& name) {
+  ops::VariableOptions init = o.biases_init;
+  init.trainable = o.trainable;
+  return ops::variable(s, name, {size}, init);
+}
+
+namespace {
+// (batch norm | bias) then activation.
+Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o) {
+  if (o.use_batch_norm) {
+    ops::BatchNormOptions bn = o.batch_norm;
+    bn.is_training = o.is_training;
+    bn.trainable = o.trainable;
+    y = ops::batch_norm(ls, y, bn);
+  } else {
+    y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
+  }
+  return o.activation ? o.activation(ls, y) : y;
+}
+
+int64_t channels_of(const Scope& s, Output x, const std::string& layer) {
+  const Shape& shape = s.graph().spec(x).shape;
+  if (shape.rank() < 1 || shape.dim(-1) < 0)
+    throw_error(Code::kInvalidArgument, "layer '" + layer + "': input " + shape.to_string() +
+                                            " needs a known last (channel) dimension");
+  return shape.dim(-1);
+}
+}  // namespace
+
+Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
+              const std::string& name, const LayerOptions& o, std::vector<int64_t> stride, int64_t rate) {
+  Scope ls = s.sub(name);
+  int64_t c = channels_of(s, x, ls.prefix());
+  Output w = weights_variable(ls, {kernel[0], kernel[1], c, num_outputs}, o);
+  ops::ConvOptions co;
+  co.strides = stride;
+  co.padding = o.padding;
+  co.dilations = {rate, rate};
+  return finish(ls, ops::conv2d(ls, x, w, co), num_outputs, o);
+}
+
+Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, const std::string& name,
+                        const LayerOptions& o, std::vector<int64_t> stride, int64_t depth_multiplier) {
+  Scope ls = s.sub(name);
+  int64_t c = channels_of(s, x, ls.prefix());
+  Output w = weights_variable(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
+  ops::ConvOptions co;
+  co.strides = stride;
+  co.padding = o.padding;
+  return finish(ls, ops::depthwise_conv2d(ls, x, w, co), c * depth_multiplier, o);
+}
+
+Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,
+                       const LayerOptions& o) {
+  Scope ls = s.sub(name);
+  int64_t c = channels_of(s, x, ls.prefix());
+  Output w = weights_variable(ls, {c, num_outputs}, o);
+  return finish(ls, ops::matmul(ls, x, w), num_outputs, o);
+}
+
+Output max_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  const std::string& padding, const std::string& name) {
+  return ops::max_pool(s.sub(name), x, kernel, stride, padding);
+}
+
+Output avg_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  const std::string& padding, const std::string& name) {
+  return ops::avg_pool(s.sub(name), x, kernel, stride, padding);
+}
+
+Output flatten(const Scope& s, Output x, const std::string& name) {
+  const Shape& shape = s.graph().spec(x).shape;
+  int64_t k = 1;
+  for (int i = 1; i < shape.rank(); ++i) {
+    if (shape[i] < 0)
+      throw_error(Code::kInvalidArgument, "flatten: input " + shape.to_string() + " has unknown non-batch dims");
+    k *= shape[i];
+  }
+  return ops::reshape(s.sub(name), x, {-1, k});
+}
+
+Output dropout(const Scope& s, Output x, double keep_prob, bool is_training, const std::string& name) {
+  return ops::dropout(s.sub(name), x, 1.0 - keep_prob, is_training);
+}
+
+Output regularization_loss(const Scope& s) {
+  const Graph& g = s.graph();
+  std::vector<Output> losses;
+  for (const std::string& n : g.collection(kRegularizationLosses)) losses.push_back(g.tensor(n));
+  if (losses.empty()) return {};
+  return ops::add_n(s, losses, "regularization_loss");
+}
+
+}  // namespace hub::slim

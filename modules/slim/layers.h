@@ -1,0 +1,73 @@
+// TF-Slim-style layers over the graph builder: each layer creates its
+// variables under its own scope with slim's names (".../weights",
+// ".../biases", ".../BatchNorm/beta", ...), so built-in networks have the
+// variable names of the published slim checkpoints.
+//
+// LayerOptions plays the role of slim.arg_scope: one value carried through a
+// network's builder holds the defaults every layer uses (activation,
+// initializer, weight decay, batch norm, training mode).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hub/graph/graph.h"
+#include "hub/ops/batch_norm.h"
+#include "hub/ops/state.h"
+
+namespace hub::slim {
+
+// An activation applied after a layer; empty = linear.
+using Activation = std::function<Output(const Scope&, Output)>;
+Activation relu();
+Activation relu6();
+
+struct LayerOptions {
+  Activation activation = relu();
+  // slim's default weights initializer is Xavier/Glorot uniform.
+  ops::VariableOptions weights_init = [] {
+    ops::VariableOptions o;
+    o.initializer = "glorot_uniform";
+    return o;
+  }();
+  ops::VariableOptions biases_init;  // zeros
+  double weight_decay = 0.0;         // L2: weight_decay * sum(w^2) / 2 per weight
+  bool use_batch_norm = false;       // replaces biases
+  ops::BatchNormOptions batch_norm;  // is_training is taken from is_training below
+  bool is_training = false;
+  bool trainable = true;
+  std::string padding = "SAME";
+};
+
+// Variables of a layer: weights with the options' initializer and weight
+// decay (added to kRegularizationLosses).
+Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& o,
+                        const std::string& name = "weights");
+Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o,
+                       const std::string& name = "biases");
+
+// conv -> (batch norm | bias) -> activation, under scope `name`.
+Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
+              const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
+              int64_t rate = 1);
+// Depthwise 3x3-style convolution (slim.separable_conv2d with num_outputs=None):
+// weights "depthwise_weights" [kh,kw,C,multiplier].
+Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, const std::string& name,
+                        const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
+                        int64_t depth_multiplier = 1);
+Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,
+                       const LayerOptions& o);
+Output max_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  const std::string& padding, const std::string& name);
+Output avg_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  const std::string& padding, const std::string& name);
+// [N, d1, d2, ...] -> [N, d1*d2*...]; the non-batch dims must be known.
+Output flatten(const Scope& s, Output x, const std::string& name = "Flatten");
+// slim.dropout: keep_prob, identity unless training.
+Output dropout(const Scope& s, Output x, double keep_prob, bool is_training, const std::string& name = "Dropout");
+
+// Sum of the graph's kRegularizationLosses (a scalar), or an invalid Output if none.
+Output regularization_loss(const Scope& s);
+
+}  // namespace hub::slim
