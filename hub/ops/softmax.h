@@ -10,6 +10,8 @@
 //     loss_n = -sum_c labels_nc * log softmax(logits)_nc;  backprop = softmax(logits) - labels
 //     d logits = g_loss[:, None] * backprop (+ the softmax Jacobian applied to g_backprop)
 //     d labels = -g_loss[:, None] * log softmax(logits) (- g_backprop)
+//     Each row of labels should be a distribution (sum 1): backprop, and so
+//     the logits gradient, assume it, as in TF.
 //   SparseSoftmaxCrossEntropyWithLogits(logits [N,C], labels [N] int32|int64) -> (loss [N], backprop [N,C])
 //     as above with labels = one_hot(labels, C); a label outside [0, C) fails
 //     at run time with InvalidArgument naming the node, the label and C.

@@ -89,7 +89,9 @@ TEST_CASE("SparseSoftmaxCrossEntropyWithLogits: out-of-range label names node, v
 
 TEST_CASE("cross entropy ops: gradients") {
   Tensor logits = random_tensor({3, 4}, 7, -2, 2);
-  Tensor labels = random_tensor({3, 4}, 8, 0, 1);
+  // Rows of labels are distributions (sum 1), the op's contract: backprop =
+  // softmax - labels is then d loss / d logits.
+  Tensor labels = make({3, 4}, {0.1f, 0.2f, 0.3f, 0.4f, 0, 1, 0, 0, 0.25f, 0.25f, 0.5f, 0});
   check_gradients("SoftmaxCrossEntropyWithLogits", {logits, labels});  // loss w.r.t. logits and labels
   GradCheckOptions back;
   back.output = 1;
