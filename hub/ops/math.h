@@ -1,13 +1,67 @@
-// Unary math, comparisons and casts.
-//   Neg:  y = -x            dy/dx = -g
+// Unary math, comparisons, casts and BroadcastLike.
+//
+// Unary ops keep x's shape. g = d loss / d y.
+//   Neg:         y = -x              dx = -g                 (float32, int32, int64)
+//   Square:      y = x^2             dx = g * 2x             (float32, int32, int64)
+//   Abs:         y = |x|             dx = g * sign(x)        (float32, int32, int64)
+//   Sign:        y = -1, 0 or 1      dx = 0                  (float32, int32, int64)
+//   Sqrt:        y = sqrt(x)         dx = g * 0.5 / y        (float32)
+//   Rsqrt:       y = 1/sqrt(x)       dx = g * -0.5 * y^3     (float32)
+//   Exp:         y = e^x             dx = g * y              (float32)
+//   Log:         y = ln(x)           dx = g / x              (float32)
+//   Reciprocal:  y = 1/x             dx = -g * y^2           (float32)
+// Domain errors follow IEEE: Sqrt(-1) = NaN, Log(0) = -inf, Reciprocal(0) = inf.
+//
+// Cast(x; dtype): y = x converted to `dtype` (any of float32, int32, int64,
+// uint8, bool), as static_cast: float -> int truncates toward zero, nonzero ->
+// true, bool -> 0/1. Values outside the destination's range are undefined (as
+// in TF). Gradient: g passes through when source and destination are both
+// float32; otherwise none.
+//
+// Comparisons Equal, NotEqual, Greater, GreaterEqual, Less, LessEqual:
+// z = a (op) b as bool, shape broadcast(a, b) (NumPy/TF rules); a and b share a
+// dtype (float32, int32, int64, uint8). Not differentiable.
+//
+// BroadcastLike(x, like; reduced_axes = []): y has like's run-time shape and
+// dtype of x. With reduced_axes empty, x broadcasts to like's shape by the
+// usual right-aligned rules. With reduced_axes set, x is the result of a
+// reduction of like over those axes without keep_dims (rank(x) = rank(like) -
+// |reduced_axes|): size-1 dims are first re-inserted at reduced_axes, then x is
+// broadcast. Gradient: dx = ReduceToLike(Sum(g, reduced_axes), x); none for like.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hub/graph/graph.h"
 
 namespace hub::ops {
 
 Output neg(const Scope& s, Output x, const std::string& name = "Neg");
+Output square(const Scope& s, Output x, const std::string& name = "Square");
+Output abs(const Scope& s, Output x, const std::string& name = "Abs");
+Output sign(const Scope& s, Output x, const std::string& name = "Sign");
+Output sqrt(const Scope& s, Output x, const std::string& name = "Sqrt");
+Output rsqrt(const Scope& s, Output x, const std::string& name = "Rsqrt");
+Output exp(const Scope& s, Output x, const std::string& name = "Exp");
+Output log(const Scope& s, Output x, const std::string& name = "Log");
+Output reciprocal(const Scope& s, Output x, const std::string& name = "Reciprocal");
+Output cast(const Scope& s, Output x, DType dtype, const std::string& name = "Cast");
+
+Output equal(const Scope& s, Output a, Output b, const std::string& name = "Equal");
+Output not_equal(const Scope& s, Output a, Output b, const std::string& name = "NotEqual");
+Output greater(const Scope& s, Output a, Output b, const std::string& name = "Greater");
+Output greater_equal(const Scope& s, Output a, Output b, const std::string& name = "GreaterEqual");
+Output less(const Scope& s, Output a, Output b, const std::string& name = "Less");
+Output less_equal(const Scope& s, Output a, Output b, const std::string& name = "LessEqual");
+
+// x broadcast to like's run-time shape; see the header comment for reduced_axes.
+Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<int64_t>& reduced_axes = {},
+                      const std::string& name = "BroadcastLike");
+
+// Normalizes reduction axes against `rank`: negative axes count from the end;
+// empty means all axes. Returns them sorted and unique. Throws InvalidArgument
+// (prefixed with `what`) for an axis outside [-rank, rank).
+std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int rank, const std::string& what);
 
 }  // namespace hub::ops

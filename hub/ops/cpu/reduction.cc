@@ -1,0 +1,210 @@
+#include <Eigen/Core>
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "hub/ops/cpu/broadcast.h"
+#include "hub/ops/math.h"
+#include "hub/ops/registry.h"
+
+namespace hub::cpu {
+namespace {
+
+enum class Reduce { kSum, kMax };
+
+template <class T> T init_value(Reduce r) {
+  return r == Reduce::kSum ? T(0) : std::numeric_limits<T>::lowest();
+}
+
+// out[a, b] = reduce_r in[a, r, b] for in of shape [A, R, B] (row-major).
+template <class T> void reduce3(const T* in, T* out, int64_t A, int64_t R, int64_t B, Reduce op) {
+  using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+  if (R == 0) {
+    std::fill(out, out + A * B, init_value<T>(op));
+    return;
+  }
+  if (B == 1) {
+    parallel_for(A, std::max<int64_t>(1, 16384 / R), [&](int64_t b, int64_t e) {
+      for (int64_t a = b; a < e; ++a) {
+        Eigen::Map<const Vec> row(in + a * R, R);
+        out[a] = op == Reduce::kSum ? row.sum() : row.maxCoeff();
+      }
+    });
+    return;
+  }
+  // Rows of B contiguous values are accumulated column by column (vectorized);
+  // work items are (a, chunk of B).
+  const int64_t chunk = std::min<int64_t>(B, 4096);
+  const int64_t chunks = (B + chunk - 1) / chunk;
+  parallel_for(A * chunks, std::max<int64_t>(1, 16384 / (R * chunk)), [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w) {
+      int64_t a = w / chunks, b0 = (w % chunks) * chunk, len = std::min(chunk, B - b0);
+      const T* base = in + a * R * B + b0;
+      Eigen::Map<Vec> o(out + a * B + b0, len);
+      o = Eigen::Map<const Vec>(base, len);
+      for (int64_t r = 1; r < R; ++r) {
+        Eigen::Map<const Vec> row(base + r * B, len);
+        if (op == Reduce::kSum) o += row;
+        else o = o.max(row);
+      }
+    }
+  });
+}
+
+// Reduces x over `axes` (sorted, unique) into out (x's kept dims, in order).
+// Dims of size 1 are dropped and adjacent dims of the same kind merged; each
+// remaining reduced group is reduced in turn, last first.
+template <class T> void reduce_axes(KernelContext& c, const Tensor& x, const std::vector<int>& axes, Tensor& out,
+                                    Reduce op) {
+  std::vector<int64_t> size;
+  std::vector<char> red;
+  size_t k = 0;
+  for (int d = 0; d < x.rank(); ++d) {
+    bool r = k < axes.size() && axes[k] == d;
+    if (r) ++k;
+    int64_t n = x.dim(d);
+    if (n == 1) continue;
+    if (!size.empty() && red.back() == r) size.back() *= n;
+    else {
+      size.push_back(n);
+      red.push_back(r);
+    }
+  }
+  const T* src = x.data<T>();
+  Tensor cur;  // intermediate result
+  for (;;) {
+    int last = -1;
+    for (int i = static_cast<int>(size.size()) - 1; i >= 0; --i)
+      if (red[i]) {
+        last = i;
+        break;
+      }
+    if (last < 0) break;
+    int64_t A = 1, B = 1;
+    for (int i = 0; i < last; ++i) A *= size[i];
+    for (size_t i = last + 1; i < size.size(); ++i) B *= size[i];
+    int64_t R = size[last];
+    bool final_step = true;
+    for (int i = 0; i < last; ++i)
+      if (red[i]) final_step = false;
+    Tensor dst = final_step ? out : c.temp(x.dtype(), Shape{A * B});
+    reduce3<T>(src, dst.data<T>(), A, R, B, op);
+    cur = dst;
+    src = cur.data<T>();
+    // Remove the group; its neighbours are both kept, so they merge.
+    if (last > 0 && last + 1 < static_cast<int>(size.size())) {
+      size[last - 1] *= size[last + 1];
+      size.erase(size.begin() + last, size.begin() + last + 2);
+      red.erase(red.begin() + last, red.begin() + last + 2);
+    } else {
+      size.erase(size.begin() + last);
+      red.erase(red.begin() + last);
+    }
+  }
+  if (!cur.defined()) {  // nothing reduced (only size-1 or no axes): a copy
+    std::copy(src, src + x.num_elements(), out.data<T>());
+  }
+}
+
+template <Reduce kOp, bool kMean> void reduce_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int> axes = ops::normalize_axes(c.attrs().get_ints("axes"), x.rank(), "axes");
+  Tensor& out = c.output(0);
+  dispatch_arith(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    reduce_axes<T>(c, x, axes, out, kOp);
+    if constexpr (kMean) {
+      int64_t n = 1;
+      for (int a : axes) n *= x.dim(a);
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> o(out.data<T>(), out.num_elements());
+      if constexpr (std::is_floating_point_v<T>) {
+        o *= T(1) / static_cast<T>(n);  // n == 0: 0 * inf = NaN, as TF
+      } else {
+        if (n == 0) throw_error(Code::kInvalidArgument, "integer Mean over an empty axis of " + x.spec_string());
+        o /= static_cast<T>(n);
+      }
+    }
+  });
+}
+
+// in viewed as [A, R, B] for a single axis.
+void split_at_axis(const Shape& s, int axis, int64_t* A, int64_t* R, int64_t* B) {
+  *A = *B = 1;
+  for (int d = 0; d < axis; ++d) *A *= s[d];
+  *R = s[axis];
+  for (int d = axis + 1; d < s.rank(); ++d) *B *= s[d];
+}
+
+void arg_max_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  int64_t A, R, B;
+  split_at_axis(x.shape(), axis, &A, &R, &B);
+  if (R == 0) throw_error(Code::kInvalidArgument, "ArgMax over empty axis " + std::to_string(axis) + " of " + x.spec_string());
+  int64_t* out = c.output(0).data<int64_t>();
+  dispatch_arith(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    parallel_for(A * B, std::max<int64_t>(1, 16384 / R), [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w) {
+        int64_t a = w / B, bb = w % B;
+        const T* p = px + a * R * B + bb;
+        int64_t best = 0;
+        T v = p[0];
+        for (int64_t r = 1; r < R; ++r)
+          if (p[r * B] > v) {
+            v = p[r * B];
+            best = r;
+          }
+        out[w] = best;
+      }
+    });
+  });
+}
+
+void top_k_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  int64_t k = c.attrs().get_int("k");
+  int64_t n = x.dim(x.rank() - 1);
+  if (k > n) throw_error(Code::kInvalidArgument, "TopK: k = " + std::to_string(k) + " exceeds the last dim of " + x.spec_string());
+  int64_t rows = n == 0 ? 0 : x.num_elements() / n;
+  Tensor& values = c.output(0);
+  int32_t* idx = c.output(1).data<int32_t>();
+  dispatch_arith(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* pv = values.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)), [&](int64_t b, int64_t e) {
+      std::vector<int32_t> order(n);
+      for (int64_t r = b; r < e; ++r) {
+        const T* row = px + r * n;
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t i, int32_t j) {
+          return row[i] > row[j] || (row[i] == row[j] && i < j);
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          idx[r * k + j] = order[j];
+          pv[r * k + j] = row[order[j]];
+        }
+      }
+    });
+  });
+}
+
+void l2_loss_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Eigen::Map<const Eigen::ArrayXf> v(x.data<float>(), x.num_elements());
+  c.output(0).data<float>()[0] = x.num_elements() == 0 ? 0.0f : 0.5f * v.square().sum();
+}
+
+}  // namespace
+
+HUB_REGISTER_KERNEL(Sum, kReference, reduce_kernel<Reduce::kSum, false>);
+HUB_REGISTER_KERNEL(Mean, kReference, reduce_kernel<Reduce::kSum, true>);
+HUB_REGISTER_KERNEL(Max, kReference, reduce_kernel<Reduce::kMax, false>);
+HUB_REGISTER_KERNEL(ArgMax, kReference, arg_max_kernel);
+HUB_REGISTER_KERNEL(TopK, kReference, top_k_kernel);
+HUB_REGISTER_KERNEL(L2Loss, kReference, l2_loss_kernel);
+
+}  // namespace hub::cpu

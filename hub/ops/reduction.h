@@ -1,0 +1,45 @@
+// Reductions.
+//
+// Sum, Mean, Max(x; axes = [] (all), keep_dims = false): reduce x over `axes`
+// (negative counts from the end; duplicates allowed). Output shape: x's with
+// reduced dims removed, or set to 1 with keep_dims. dtypes float32, int32,
+// int64 (Mean of integers divides with truncation, as TF). Empty reductions:
+// Sum = 0, Mean = NaN (float), Max = lowest value of the dtype.
+//   Sum:   dx = broadcast(g)                       (g re-expanded over axes)
+//   Mean:  dx = broadcast(g) / N,                  N = elements reduced per output
+//   Max:   dx = broadcast(g) * [x == max] / count, count = ties per output (TF)
+//
+// ArgMax(x; axis): int64 index of the largest value along `axis` (first one on
+// ties); output drops that axis. x: float32, int32 or int64; the axis must not
+// be empty. Not differentiable.
+//
+// TopK(x; k, sorted = true) -> (values, indices): the k largest entries of each
+// row along the last axis, largest first; ties go to the lower index first.
+// values: x's dtype, [..., k]; indices: int32, [..., k]. Needs k <= last dim.
+// (sorted = false is accepted; the result is still sorted.) Not differentiable.
+//
+// L2Loss(x) = sum(x^2) / 2, a float32 scalar.  dx = g * x.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hub/graph/graph.h"
+
+namespace hub::ops {
+
+Output sum(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
+           const std::string& name = "Sum");
+Output mean(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
+            const std::string& name = "Mean");
+Output max(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
+           const std::string& name = "Max");
+Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMax");
+struct TopKResult {
+  Output values;
+  Output indices;
+};
+TopKResult top_k(const Scope& s, Output x, int64_t k, bool sorted = true, const std::string& name = "TopK");
+Output l2_loss(const Scope& s, Output x, const std::string& name = "L2Loss");
+
+}  // namespace hub::ops

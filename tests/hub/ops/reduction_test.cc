@@ -1,0 +1,194 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
+#include "hub/ops/reduction.h"
+#include "hub/ops/state.h"
+#include "testutil.h"
+
+using namespace hub;
+using hub::testing::check_gradients;
+using hub::testing::expect_close;
+using hub::testing::GradCheckOptions;
+using hub::testing::make;
+using hub::testing::random_tensor;
+using hub::testing::run_op;
+
+namespace {
+Attrs red(std::vector<int64_t> axes, bool keep = false) { return Attrs().set("axes", axes).set("keep_dims", keep); }
+
+// Independent reference: loops over every input element and accumulates into
+// its output position (reduced coordinates dropped).
+Tensor naive_reduce(const Tensor& x, const std::vector<int>& axes, bool max, bool mean) {
+  std::vector<int64_t> out_dims;
+  std::vector<char> is_red(x.rank(), 0);
+  for (int a : axes) is_red[a] = 1;
+  for (int d = 0; d < x.rank(); ++d)
+    if (!is_red[d]) out_dims.push_back(x.dim(d));
+  Tensor out(DType::kFloat32, Shape(out_dims));
+  int64_t n_out = out.num_elements();
+  std::vector<double> acc(n_out, max ? -1e300 : 0.0);
+  const float* px = x.data<float>();
+  std::vector<int64_t> idx(x.rank(), 0);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t o = 0;
+    for (int d = 0; d < x.rank(); ++d)
+      if (!is_red[d]) o = o * x.dim(d) + idx[d];
+    acc[o] = max ? std::max(acc[o], double(px[i])) : acc[o] + px[i];
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < x.dim(d)) break;
+      idx[d] = 0;
+    }
+  }
+  int64_t count = n_out == 0 ? 0 : x.num_elements() / n_out;
+  for (int64_t o = 0; o < n_out; ++o) out.data<float>()[o] = static_cast<float>(mean ? acc[o] / count : acc[o]);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Sum, Mean, Max: hand-computed values") {
+  Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_close(run_op("Sum", {x}, red({}))[0], Tensor::scalar<float>(21));
+  expect_close(run_op("Sum", {x}, red({0}))[0], make({3}, {5, 7, 9}));
+  expect_close(run_op("Sum", {x}, red({1}))[0], make({2}, {6, 15}));
+  expect_close(run_op("Sum", {x}, red({-1}, true))[0], make({2, 1}, {6, 15}));
+  expect_close(run_op("Sum", {x}, red({}, true))[0], make({1, 1}, {21}));
+  expect_close(run_op("Sum", {x}, red({1, -1, 1}))[0], make({2}, {6, 15}));  // duplicates allowed
+  expect_close(run_op("Mean", {x}, red({0}))[0], make({3}, {2.5f, 3.5f, 4.5f}));
+  expect_close(run_op("Mean", {x}, red({}))[0], Tensor::scalar<float>(3.5f));
+  expect_close(run_op("Max", {x}, red({1}))[0], make({2}, {3, 6}));
+  expect_close(run_op("Max", {x}, red({}))[0], Tensor::scalar<float>(6));
+
+  Tensor y = make({2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  expect_close(run_op("Sum", {y}, red({0, 2}))[0], make({3}, {14, 22, 30}));
+  expect_close(run_op("Sum", {y}, red({1}))[0], make({2, 2}, {6, 9, 24, 27}));
+  expect_close(run_op("Max", {y}, red({0, 2}))[0], make({3}, {7, 9, 11}));
+  expect_close(run_op("Mean", {y}, red({0, 2}, true))[0], make({1, 3, 1}, {3.5f, 5.5f, 7.5f}));
+  // Size-1 axes only: a copy.
+  expect_close(run_op("Sum", {make({2, 1, 2}, {1, 2, 3, 4})}, red({1}))[0], make({2, 2}, {1, 2, 3, 4}));
+  // Rank 0 input.
+  expect_close(run_op("Sum", {Tensor::scalar<float>(4)}, red({}))[0], Tensor::scalar<float>(4));
+}
+
+TEST_CASE("Sum, Mean, Max: integers and empty reductions") {
+  Tensor i = Tensor::from_vector<int32_t>({2, 2}, {1, 2, -7, 4});
+  CHECK(run_op("Sum", {i}, red({1}))[0].to_vector<int32_t>() == std::vector<int32_t>{3, -3});
+  CHECK(run_op("Mean", {i}, red({1}))[0].to_vector<int32_t>() == std::vector<int32_t>{1, -1});  // truncation
+  CHECK(run_op("Max", {i}, red({0}))[0].to_vector<int32_t>() == std::vector<int32_t>{1, 4});
+  Tensor l = Tensor::from_vector<int64_t>({3}, {int64_t{1} << 40, 1, 2});
+  CHECK(run_op("Sum", {l}, red({}))[0].item<int64_t>() == (int64_t{1} << 40) + 3);
+  Tensor empty = Tensor::zeros(DType::kFloat32, {0, 3});
+  expect_close(run_op("Sum", {empty}, red({0}))[0], make({3}, {0, 0, 0}));
+  float lowest = std::numeric_limits<float>::lowest();
+  expect_close(run_op("Max", {empty}, red({0}))[0], make({3}, {lowest, lowest, lowest}));
+  CHECK(std::isnan(run_op("Mean", {empty}, red({0}))[0].to_vector<float>()[0]));
+  CHECK(run_op("Sum", {empty}, red({1}))[0].shape() == Shape{0});
+}
+
+TEST_CASE("Sum, Mean, Max agree with a naive reference on awkward shapes") {
+  Tensor x = random_tensor({3, 5, 4, 7}, 21);
+  std::vector<std::vector<int>> cases = {{0}, {1}, {2}, {3}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}, {0, 1, 3}, {0, 1, 2, 3}};
+  for (const auto& axes : cases) {
+    std::vector<int64_t> a(axes.begin(), axes.end());
+    std::string what;
+    for (int v : axes) what += std::to_string(v) + " ";
+    INFO("axes " << what);
+    expect_close(run_op("Sum", {x}, red(a))[0], naive_reduce(x, axes, false, false), 1e-4, 1e-4);
+    expect_close(run_op("Mean", {x}, red(a))[0], naive_reduce(x, axes, false, true), 1e-5, 1e-4);
+    expect_close(run_op("Max", {x}, red(a))[0], naive_reduce(x, axes, true, false), 0, 0);
+  }
+  // Large inner dimension (chunked, parallel path).
+  Tensor wide = random_tensor({3, 9000}, 22);
+  expect_close(run_op("Sum", {wide}, red({0}))[0], naive_reduce(wide, {0}, false, false), 1e-4, 1e-4);
+  expect_close(run_op("Max", {wide}, red({1}))[0], naive_reduce(wide, {1}, true, false), 0, 0);
+}
+
+TEST_CASE("Sum, Mean, Max: gradients match finite differences") {
+  Tensor x = random_tensor({2, 3, 4}, 31);
+  for (std::string op : {"Sum", "Mean", "Max"}) {
+    INFO(op);
+    check_gradients(op, {x}, red({}));
+    check_gradients(op, {x}, red({1}));
+    check_gradients(op, {x}, red({0, 2}, true));
+    check_gradients(op, {x}, red({-1}));
+  }
+  check_gradients("L2Loss", {x});
+}
+
+TEST_CASE("Max gradient is split evenly among ties, as TF") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {2, 3}, "x");
+  Output y = ops::max(s, x, {1});
+  Output dx = gradients(s, y, {x})[0];
+  Session session(g, nullptr);
+  expect_close(session.run({{x, make({2, 3}, {1, 3, 3, 2, 2, 2})}}, {dx})[0],
+               make({2, 3}, {0, 0.5f, 0.5f, 1 / 3.0f, 1 / 3.0f, 1 / 3.0f}));
+}
+
+TEST_CASE("Mean gradient with a batch size known only at run time") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 2}, "x");
+  Output m = ops::mean(s, x, {0});
+  Output total = ops::sum(s, m);
+  Output dx = gradients(s, total, {x})[0];
+  Session session(g, nullptr);
+  expect_close(session.run({{x, random_tensor({4, 2}, 1)}}, {dx})[0], make({4, 2}, {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f}));
+  expect_close(session.run({{x, random_tensor({5, 2}, 2)}}, {dx})[0], make({5, 2}, std::vector<float>(10, 0.2f)));
+}
+
+TEST_CASE("reductions: bad axes name the node and the axis") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {2, 3}, "x");
+  try {
+    ops::sum(s, x, {2}, false, "total");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+    std::string m = e.what();
+    CHECK(m.find("'total'") != std::string::npos);
+    CHECK(m.find("axis 2") != std::string::npos);
+  }
+  CHECK_THROWS_AS(ops::arg_max(s, x, -3), Error);
+  CHECK_THROWS_AS(ops::top_k(s, x, 4), Error);
+  CHECK_THROWS_AS(ops::l2_loss(s, ops::placeholder(s, DType::kInt32, {2}, "i")), Error);
+}
+
+TEST_CASE("ArgMax: first index on ties, int64 output") {
+  Tensor x = make({2, 3}, {1, 3, 3, 7, 2, 7});
+  Tensor a1 = run_op("ArgMax", {x}, Attrs().set("axis", 1))[0];
+  CHECK(a1.dtype() == DType::kInt64);
+  CHECK(a1.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(run_op("ArgMax", {x}, Attrs().set("axis", 0))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1});
+  CHECK(run_op("ArgMax", {x}, Attrs().set("axis", -1))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  Tensor y = make({2, 2, 2}, {0, 5, 1, 4, 9, 2, 3, 8});
+  CHECK(run_op("ArgMax", {y}, Attrs().set("axis", 1))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0, 1});
+  Tensor i = Tensor::from_vector<int32_t>({4}, {-5, -2, -9, -2});
+  CHECK(run_op("ArgMax", {i}, Attrs().set("axis", 0))[0].item<int64_t>() == 1);
+}
+
+TEST_CASE("TopK: sorted values, int32 indices, ties to the lower index") {
+  Tensor x = make({2, 5}, {1, 4, 2, 4, 3, 5, 5, 5, 1, 0});
+  auto out = run_op("TopK", {x}, Attrs().set("k", 3));
+  expect_close(out[0], make({2, 3}, {4, 4, 3, 5, 5, 5}));
+  REQUIRE(out[1].dtype() == DType::kInt32);
+  CHECK(out[1].to_vector<int32_t>() == std::vector<int32_t>{1, 3, 4, 0, 1, 2});
+  auto one = run_op("TopK", {make({4}, {0.5f, -1, 2, 2})}, Attrs().set("k", 1));
+  expect_close(one[0], make({1}, {2}));
+  CHECK(one[1].to_vector<int32_t>() == std::vector<int32_t>{2});
+  auto all = run_op("TopK", {make({1, 3}, {3, 1, 2})}, Attrs().set("k", 3));
+  CHECK(all[1].to_vector<int32_t>() == std::vector<int32_t>{0, 2, 1});
+  auto none = run_op("TopK", {make({2, 2}, {1, 2, 3, 4})}, Attrs().set("k", 0));
+  CHECK(none[0].shape() == Shape{2, 0});
+}
+
+TEST_CASE("L2Loss") {
+  expect_close(run_op("L2Loss", {make({3}, {1, 2, 3})})[0], Tensor::scalar<float>(7));
+  expect_close(run_op("L2Loss", {make({2, 2}, {-1, 0.5f, 0, 2})})[0], Tensor::scalar<float>(2.625f));
+}
