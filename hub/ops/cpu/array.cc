@@ -1,11 +1,9 @@
 // Reference kernels of the shape ops. Reshape-like ops alias their input;
 // Pad/Slice/Concat are box copies (memcpy of contiguous rows, parallel over
-// rows); Transpose merges dims that stay adjacent and then uses Eigen's tensor
-// shuffle, in parallel over slabs of the output's first dim. All are
+// rows); Transpose merges dims that stay adjacent, then copies contiguous rows
+// or does tiled 2-D transposes, in parallel. All are
 // dtype-agnostic: they move elements of dtype_size bytes.
-#include <unsupported/Eigen/CXX11/Tensor>
-
-#include <array>
+#include <algorithm>
 #include <cstring>
 
 #include "hub/core/parallel.h"
@@ -108,62 +106,71 @@ void concat_kernel(KernelContext& c) {
 }
 
 // ---- Transpose ----------------------------------------------------------------
+//
+// After merging, dims are d (input order) and output dim i is input dim
+// perm[i]. If the innermost input dim stays innermost, each output row is one
+// contiguous copy. Otherwise every combination of the other dims holds a 2-D
+// transpose between input dim b = perm[last] (output-contiguous) and the input's
+// innermost dim a (input-contiguous), done in cache-sized tiles.
 
-template <class T, int R>
-void shuffle(const T* in, T* out, const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
-  std::array<Eigen::Index, R> in_dims, out_dims, p;
-  for (int i = 0; i < R; ++i) {
-    in_dims[i] = dims[i];
-    p[i] = perm[i];
-  }
-  for (int i = 0; i < R; ++i) out_dims[i] = in_dims[p[i]];
-  Eigen::TensorMap<const Eigen::Tensor<T, R, Eigen::RowMajor>> src(in, in_dims);
-  Eigen::TensorMap<Eigen::Tensor<T, R, Eigen::RowMajor>> dst(out, out_dims);
-  int64_t slab = 1;
-  for (int i = 1; i < R; ++i) slab *= out_dims[i];
-  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, slab));
-  parallel_for(out_dims[0], grain, [&](int64_t b, int64_t e) {
-    std::array<Eigen::Index, R> off{}, ext = out_dims;
-    off[0] = b;
-    ext[0] = e - b;
-    dst.slice(off, ext) = src.shuffle(p).slice(off, ext);
-  });
-}
-
-// Any rank: index arithmetic per element (only for merged rank > 6).
 template <class T>
-void transpose_generic(const T* in, T* out, const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
-  int r = static_cast<int>(dims.size());
-  std::vector<int64_t> in_strides(r, 1), out_dims(r), src_stride(r);
-  for (int i = r - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * dims[i + 1];
-  int64_t n = 1;
-  for (int i = 0; i < r; ++i) {
-    out_dims[i] = dims[perm[i]];
-    src_stride[i] = in_strides[perm[i]];
-    n *= out_dims[i];
-  }
-  parallel_for(n, 16384, [&](int64_t b, int64_t e) {
-    for (int64_t o = b; o < e; ++o) {
-      int64_t rem = o, src = 0;
-      for (int i = r - 1; i >= 0; --i) {
-        src += (rem % out_dims[i]) * src_stride[i];
-        rem /= out_dims[i];
+void transpose_blocked(const T* in, T* out, const std::vector<int64_t>& d, const std::vector<int64_t>& perm) {
+  int r = static_cast<int>(d.size());
+  std::vector<int64_t> is(r, 1), os_out(r, 1), os(r);  // input strides; output strides by output dim / input dim
+  for (int k = r - 2; k >= 0; --k) is[k] = is[k + 1] * d[k + 1];
+  for (int i = r - 2; i >= 0; --i) os_out[i] = os_out[i + 1] * d[perm[i + 1]];
+  for (int i = 0; i < r; ++i) os[perm[i]] = os_out[i];
+  const int a = r - 1;
+  const int b = static_cast<int>(perm[r - 1]);
+  if (b == a) {
+    // Rows of d[a] contiguous elements: iterate output rows.
+    int64_t inner = d[a], rows = 1;
+    for (int i = 0; i < r - 1; ++i) rows *= d[perm[i]];
+    int64_t grain = std::max<int64_t>(1, 16384 / inner);
+    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t rem = row, src = 0;
+        for (int i = r - 2; i >= 0; --i) {
+          int64_t dim = d[perm[i]];
+          src += (rem % dim) * is[perm[i]];
+          rem /= dim;
+        }
+        std::memcpy(out + row * inner, in + src, static_cast<size_t>(inner) * sizeof(T));
       }
-      out[o] = in[src];
+    });
+    return;
+  }
+  std::vector<int> others;  // input dims other than a and b
+  for (int k = 0; k < r; ++k)
+    if (k != a && k != b) others.push_back(k);
+  int64_t outer = 1;
+  for (int k : others) outer *= d[k];
+  constexpr int64_t kTile = 32;
+  const int64_t nb = d[b], na = d[a], sb = is[b], oa = os[a];
+  const int64_t tiles_b = (nb + kTile - 1) / kTile;
+  int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kTile * na));
+  parallel_for(outer * tiles_b, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      int64_t o = unit / tiles_b, tb = unit % tiles_b;
+      int64_t src = 0, dst = 0, rem = o;
+      for (int j = static_cast<int>(others.size()) - 1; j >= 0; --j) {
+        int k = others[j];
+        int64_t idx = rem % d[k];
+        rem /= d[k];
+        src += idx * is[k];
+        dst += idx * os[k];
+      }
+      int64_t b0 = tb * kTile, b1 = std::min(nb, b0 + kTile);
+      for (int64_t a0 = 0; a0 < na; a0 += kTile) {
+        int64_t a1 = std::min(na, a0 + kTile);
+        for (int64_t ib = b0; ib < b1; ++ib) {
+          const T* s_row = in + src + ib * sb;
+          T* d_col = out + dst + ib;
+          for (int64_t ia = a0; ia < a1; ++ia) d_col[ia * oa] = s_row[ia];
+        }
+      }
     }
   });
-}
-
-template <class T>
-void transpose_typed(const T* in, T* out, const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
-  switch (dims.size()) {
-    case 2: return shuffle<T, 2>(in, out, dims, perm);
-    case 3: return shuffle<T, 3>(in, out, dims, perm);
-    case 4: return shuffle<T, 4>(in, out, dims, perm);
-    case 5: return shuffle<T, 5>(in, out, dims, perm);
-    case 6: return shuffle<T, 6>(in, out, dims, perm);
-    default: return transpose_generic<T>(in, out, dims, perm);
-  }
 }
 
 void transpose_kernel(KernelContext& c) {
@@ -207,13 +214,13 @@ void transpose_kernel(KernelContext& c) {
   }
   switch (dtype_size(x.dtype())) {
     case 1:
-      return transpose_typed(static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()),
+      return transpose_blocked(static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()),
                              merged_dims, merged_perm);
     case 4:
-      return transpose_typed(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(y.raw_data()),
+      return transpose_blocked(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(y.raw_data()),
                              merged_dims, merged_perm);
     case 8:
-      return transpose_typed(static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(y.raw_data()),
+      return transpose_blocked(static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(y.raw_data()),
                              merged_dims, merged_perm);
     default:
       throw_error(Code::kUnimplemented, "Transpose of " + x.spec_string());

@@ -152,7 +152,7 @@ TEST_CASE("Transpose: against index arithmetic on larger tensors and dtypes") {
       {{5, 3, 33, 17}, {0, 2, 3, 1}},   // NCHW -> NHWC
       {{7, 1, 9, 4}, {3, 2, 1, 0}},
       {{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}},
-      {{3, 2, 2, 3, 2, 2, 3}, {6, 5, 4, 3, 2, 1, 0}},  // merged rank 7: generic path
+      {{3, 2, 2, 3, 2, 2, 3}, {6, 5, 4, 3, 2, 1, 0}},  // merged rank 7
       {{4, 5, 6}, {1, 2, 0}},
   };
   for (const Case& k : cases) {
