@@ -340,3 +340,30 @@ TEST_CASE("l2_regularizer, total_loss and train_step on a graph") {
   // d total / d w = x + 0.1*w = [3.1, 4.2]; w = [1 - 0.31, 2 - 0.42]
   expect_close(vars.at("w"), make({2}, {0.69f, 1.58f}));
 }
+
+TEST_CASE("optimizers on a large variable (parallel chunks) match a per-element loop") {
+  const int64_t n = 50001;
+  Tensor w0 = hub::testing::random_tensor({n}, 7);
+  Tensor g1 = hub::testing::random_tensor({n}, 8);
+  Tensor g2 = hub::testing::random_tensor({n}, 9);
+  VariableStore vars;
+  vars.set("w", w0.clone());
+  auto opt = make_optimizer("rmsprop", kLr);
+  opt->apply_gradients(vars, {{"w", g1}});
+  opt->apply_gradients(vars, {{"w", g2}});
+  const float* pw = w0.data<float>();
+  const float* pg1 = g1.data<float>();
+  const float* pg2 = g2.data<float>();
+  const float* got = vars.at("w").data<float>();
+  int64_t bad = -1;
+  for (int64_t i = 0; i < n && bad < 0; ++i) {
+    double w = pw[i], ms = 1, mom = 0;
+    for (double g : {static_cast<double>(pg1[i]), static_cast<double>(pg2[i])}) {
+      ms += (g * g - ms) * 0.1;
+      mom = 0.9 * mom + 0.1 * g / std::sqrt(ms + 1.0);
+      w -= mom;
+    }
+    if (std::fabs(w - got[i]) > 1e-5) bad = i;
+  }
+  CHECK_MESSAGE(bad == -1, "first mismatch at element " << bad);
+}
