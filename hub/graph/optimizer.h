@@ -1,0 +1,234 @@
+// Training: optimizers, learning-rate schedules, weight decay and moving
+// averages, with TensorFlow's update rules (tf.train.*Optimizer, dense case)
+// and TF-Slim train_image_classifier's defaults.
+//
+// An Optimizer updates variables of a VariableStore in place from gradient
+// tensors that a Session computed (see build_gradients / train_step). It keeps
+// its slot variables (per-variable accumulators) itself, named as TensorFlow
+// names them ("<var>/Adam", "<var>/Adam_1", ...), plus the global step and any
+// non-slot state ("beta1_power", "beta2_power"); state() / load_state() move all
+// of it in and out for checkpoints. After each update it calls
+// onednn::bump_weight_version() so cached reordered weights are refreshed.
+//
+// Update rules (lr = schedule.at(global_step); g = gradient; all element-wise):
+//   sgd        w -= lr*g
+//   momentum   a = momentum*a + g;  w -= lr*a
+//              (nesterov: w -= lr*g + lr*momentum*a)                 slot Momentum (0)
+//   rmsprop    ms += (g^2 - ms)*(1 - decay);  mom = momentum*mom + lr*g/sqrt(ms + eps);
+//              w -= mom                               slots RMSProp (ms, 1), RMSProp_1 (mom, 0)
+//   adam       t-th step, b1p = beta1^t, b2p = beta2^t; lr_t = lr*sqrt(1 - b2p)/(1 - b1p);
+//              m += (g - m)*(1 - beta1); v += (g^2 - v)*(1 - beta2);
+//              w -= lr_t*m/(sqrt(v) + eps)             slots Adam (m, 0), Adam_1 (v, 0)
+//   adagrad    acc += g^2;  w -= lr*g/sqrt(acc)        slot Adagrad (initial_accumulator_value)
+//   adadelta   acc = rho*acc + (1 - rho)*g^2;  u = sqrt(acc_u + eps)/sqrt(acc + eps)*g;
+//              acc_u = rho*acc_u + (1 - rho)*u^2;  w -= lr*u   slots Adadelta, Adadelta_1 (0)
+//   ftrl       n' = n + g^2;  z += g - (n'^(-p) - n^(-p))/lr*w;  (p = learning_rate_power)
+//              w = |z| > l1 ? (l1*sign(z) - z)/(n'^(-p)/lr + 2*l2) : 0;  n = n'
+//                                          slots Ftrl (n, initial_accumulator_value), Ftrl_1 (z, 0)
+//
+// Not thread-safe; one optimizer per training loop.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hub/graph/graph.h"
+#include "hub/graph/session.h"
+#include "hub/graph/variables.h"
+#include "hub/tensor/tensor.h"
+
+namespace hub {
+
+// ---- learning-rate schedules (slim's _configure_learning_rate) ---------------
+struct LearningRateSchedule {
+  std::string type = "fixed";        // fixed | exponential | polynomial
+  double learning_rate = 0.01;
+  int64_t decay_steps = 1;           // > 0 for exponential and polynomial
+  double decay_rate = 0.94;          // exponential
+  bool staircase = true;             // exponential: floor(step / decay_steps)
+  double end_learning_rate = 0.0001; // polynomial
+  double power = 1.0;                // polynomial
+  bool cycle = false;                // polynomial
+
+  static LearningRateSchedule fixed(double learning_rate);
+  // lr * decay_rate^(step / decay_steps) (integer division when staircase).
+  static LearningRateSchedule exponential(double learning_rate, int64_t decay_steps, double decay_rate,
+                                          bool staircase = true);
+  // (lr - end)*(1 - s/D)^power + end with s = min(step, D), D = decay_steps;
+  // with cycle, D = decay_steps*ceil(step/decay_steps) (at least decay_steps).
+  static LearningRateSchedule polynomial(double learning_rate, int64_t decay_steps, double end_learning_rate,
+                                         double power = 1.0, bool cycle = false);
+
+  // The learning rate at global_step (>= 0). Throws InvalidArgument naming an
+  // unknown type or a non-positive decay_steps.
+  double at(int64_t global_step) const;
+};
+
+// slim: int(num_samples_per_epoch * num_epochs_per_decay / batch_size).
+int64_t slim_decay_steps(int64_t num_samples_per_epoch, int64_t batch_size, double num_epochs_per_decay = 2.0);
+
+// ---- optimizers --------------------------------------------------------------
+// Hyperparameters, named and defaulted like slim's flags.
+struct OptimizerOptions {
+  double momentum = 0.9;                    // momentum
+  bool use_nesterov = false;                // momentum
+  double rmsprop_decay = 0.9;               // rmsprop
+  double rmsprop_momentum = 0.9;            // rmsprop
+  double opt_epsilon = 1.0;                 // rmsprop, adam, adadelta
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adagrad_initial_accumulator_value = 0.1;
+  double adadelta_rho = 0.95;
+  double ftrl_learning_rate_power = -0.5;
+  double ftrl_initial_accumulator_value = 0.1;
+  double ftrl_l1 = 0.0;
+  double ftrl_l2 = 0.0;
+};
+
+using GradientList = std::vector<std::pair<std::string, Tensor>>;  // variable name, gradient
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // TensorFlow's name, also the slot prefix: "GradientDescent", "Momentum",
+  // "RMSProp", "Adam", "Adagrad", "Adadelta", "Ftrl".
+  const std::string& name() const { return name_; }
+  const LearningRateSchedule& schedule() const { return schedule_; }
+  int64_t global_step() const { return global_step_; }
+  void set_global_step(int64_t step) { global_step_ = step; }
+  // The learning rate the next apply_gradients() uses.
+  double learning_rate() const { return schedule_.at(global_step_); }
+
+  // Updates each named variable in place with its gradient, then increments
+  // the global step. All pairs are checked first (variable exists: NotFound;
+  // gradient defined, float32, the variable's shape: InvalidArgument, naming
+  // the variable), so on error nothing has changed.
+  void apply_gradients(VariableStore& variables, const GradientList& grads);
+
+  // Slots ("<var>/<Slot>"), "global_step" (int64 scalar) and non-slot state.
+  std::map<std::string, Tensor> state() const;
+  // Replaces the state with `state` (as returned by state()); throws
+  // InvalidArgument naming a key this optimizer does not know or a bad tensor.
+  void load_state(const std::map<std::string, Tensor>& state);
+  // The slot tensor "<var>/<suffix>"; throws NotFound.
+  const Tensor& slot(const std::string& variable, const std::string& slot_name) const;
+
+ protected:
+  struct SlotSpec {
+    std::string suffix;  // "Adam", "Adam_1"
+    float initial_value;
+  };
+  Optimizer(std::string name, LearningRateSchedule schedule, std::vector<SlotSpec> slots);
+  // Per-step scalars (e.g. Adam's lr_t), before any variable is updated.
+  virtual void begin_step(float lr) { lr_ = lr; }
+  // Updates elements [0, n) of w from g with this variable's slots (in the
+  // order of the SlotSpecs). Called on disjoint chunks, concurrently.
+  virtual void update(float* w, const float* g, float* const* slots, int64_t n) const = 0;
+  // After all variables of a step were updated.
+  virtual void end_step() {}
+  // Non-slot state beyond the global step.
+  virtual std::map<std::string, Tensor> extra_state() const { return {}; }
+  virtual bool load_extra(const std::string& key, const Tensor& value) { (void)key; (void)value; return false; }
+
+  float lr_ = 0.0f;
+
+ private:
+  std::string name_;
+  LearningRateSchedule schedule_;
+  std::vector<SlotSpec> slot_specs_;
+  std::map<std::string, Tensor> slots_;
+  int64_t global_step_ = 0;
+};
+
+// "sgd", "momentum", "rmsprop", "adam", "adagrad", "adadelta", "ftrl" (slim's
+// --optimizer values). Throws InvalidArgument naming an unknown optimizer and
+// listing the known ones, or naming an invalid hyperparameter.
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const LearningRateSchedule& schedule,
+                                          const OptimizerOptions& options = {});
+std::vector<std::string> optimizer_names();
+
+// ---- gradients and one training step -----------------------------------------
+struct GradientOps {
+  std::vector<std::string> variables;  // variable names
+  std::vector<Output> gradients;       // d loss / d variable, same order
+  std::vector<Output> update_ops;      // the graph's kUpdateOps, run with each step
+};
+// Adds gradient nodes of `loss` w.r.t. the named variables (default: every
+// trainable variable the loss depends on) under s.sub("gradients").
+GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::string>& variables = {});
+// Runs loss and gradients (and the graph's kUpdateOps as targets) with
+// `feeds`, applies the gradients, and returns the loss value (before the step).
+float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,
+                 Output loss, const FeedList& feeds);
+
+// ---- moving averages of variables (tf.train.ExponentialMovingAverage) --------
+// shadow -= (1 - d)*(shadow - var), d = decay, or min(decay, (1+n)/(10+n)) when
+// apply() gets num_updates n. Shadows are named "<var>/ExponentialMovingAverage"
+// and start as a copy of the variable when first tracked (call track() right
+// after initialization to match TF, whose shadows start at the initial value).
+class ExponentialMovingAverage {
+ public:
+  explicit ExponentialMovingAverage(double decay);
+  static std::string average_name(const std::string& variable) { return variable + "/ExponentialMovingAverage"; }
+
+  // Creates shadows (copies of the current values) for variables not yet tracked.
+  void track(const VariableStore& variables, const std::vector<std::string>& names);
+  // Tracks any new names, then updates every named shadow once.
+  void apply(const VariableStore& variables, const std::vector<std::string>& names,
+             std::optional<int64_t> num_updates = std::nullopt);
+  // The shadow of `variable`; throws NotFound naming it.
+  const Tensor& average(const std::string& variable) const;
+
+  // Copies the shadows into the variables, keeping the live values aside,
+  // until restore(); a second swap_in without restore throws FailedPrecondition.
+  void swap_in(VariableStore& variables);
+  void restore(VariableStore& variables);
+  // RAII form: averages in the variables for this object's lifetime.
+  class Swapped {
+   public:
+    Swapped(ExponentialMovingAverage& ema, VariableStore& variables) : ema_(ema), variables_(variables) {
+      ema_.swap_in(variables_);
+    }
+    ~Swapped() { ema_.restore(variables_); }
+    Swapped(const Swapped&) = delete;
+    Swapped& operator=(const Swapped&) = delete;
+
+   private:
+    ExponentialMovingAverage& ema_;
+    VariableStore& variables_;
+  };
+
+  // Shadows by average_name(); load_state replaces them (InvalidArgument for a
+  // key not ending in "/ExponentialMovingAverage").
+  std::map<std::string, Tensor> state() const;
+  void load_state(const std::map<std::string, Tensor>& state);
+
+ private:
+  double decay_;
+  std::map<std::string, Tensor> shadows_;  // by variable name
+  std::map<std::string, Tensor> backup_;   // live values while swapped in
+};
+
+}  // namespace hub
+
+namespace hub::ops {
+
+// slim.l2_regularizer: adds weight_decay * sum(w^2) / 2 to the graph and to the
+// collection kRegularizationLosses; returns it (a float32 scalar), or an
+// invalid Output when weight_decay is 0. Throws InvalidArgument for a negative
+// weight_decay or a weight of unknown shape.
+Output l2_regularizer(const Scope& s, Output weight, float weight_decay, const std::string& name = "l2_regularizer");
+// Sum of the kRegularizationLosses collection (invalid Output if empty).
+Output regularization_loss(const Scope& s, const std::string& name = "regularization_loss");
+// loss + regularization_loss (tf.losses.get_total_loss); loss must be a scalar.
+Output total_loss(const Scope& s, Output loss, const std::string& name = "total_loss");
+
+}  // namespace hub::ops
