@@ -1,0 +1,181 @@
+// oneDNN kernels for Conv2D and DepthwiseConv2dNative, forward and backward.
+//
+// Activations stay NHWC (hub's layout; oneDNN's NHWC kernels are its fast
+// channels-last path, and a blocked layout would cost a reorder in and out of
+// every op). Weights use format_tag::any: the forward and backward-data
+// primitives pick a blocked layout and onednn::reordered_weights() keeps the
+// reordered copy until the weights change. Depthwise is a grouped convolution
+// with groups = C: the HWCM filter is exactly oneDNN's `hwigo` layout of
+// dims {G=C, O=M, I=1, KH, KW}.
+//
+// TF's SAME padding is asymmetric: padding_l = pad_before, padding_r =
+// pad_after (hub/ops/padding.h). oneDNN's dilation is TF's minus one.
+// Primitive descriptors and primitives are cached per shape + attributes.
+#include <memory>
+#include <string>
+
+#include "hub/core/error.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/onednn/common.h"
+#include "hub/ops/registry.h"
+
+namespace hub::onednn {
+namespace {
+
+using ops::ConvGeometry;
+
+enum class Pass { kForward, kBackwardData, kBackwardWeights };
+
+struct ConvDims {
+  dims src, weights, dst, strides, dilates, pad_l, pad_r;
+  tag weights_tag;
+  std::string key;
+};
+
+ConvDims conv_dims(const ConvGeometry& g, bool depthwise, Pass pass) {
+  ConvDims d;
+  d.src = {g.n, g.c, g.h, g.w};
+  d.dst = {g.n, g.oc, g.oh, g.ow};
+  if (depthwise) {
+    d.weights = {g.c, g.m, 1, g.kh, g.kw};
+    d.weights_tag = tag::hwigo;
+  } else {
+    d.weights = {g.oc, g.c, g.kh, g.kw};
+    d.weights_tag = tag::hwio;
+  }
+  d.strides = {g.sh, g.sw};
+  d.dilates = {g.dh - 1, g.dw - 1};
+  d.pad_l = {g.pad_top, g.pad_left};
+  d.pad_r = {g.pad_bottom, g.pad_right};
+  d.key = std::string(depthwise ? "dwconv" : "conv") + ":" + std::to_string(static_cast<int>(pass)) +
+          ":" + key_of(d.src) + "|" + key_of(d.weights) + "|" + key_of(d.strides) + "|" +
+          key_of(d.dilates) + "|" + key_of(d.pad_l) + "|" + key_of(d.pad_r);
+  return d;
+}
+
+ConvGeometry geometry(const KernelContext& c, bool depthwise) {
+  ConvGeometry g;
+  std::string error = ops::conv_geometry(c.input(0).shape(), c.input(1).shape(), c.attrs(), depthwise, &g);
+  HUB_CHECK(error.empty(), error);
+  return g;
+}
+
+dnnl::memory::desc any(const dims& d) { return dnnl::memory::desc(d, dt::f32, tag::any); }
+
+dnnl::convolution_forward::desc forward_desc(const ConvDims& d, dnnl::prop_kind kind) {
+  return dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
+                                         any(d.weights), desc(d.dst, tag::nhwc), d.strides, d.dilates,
+                                         d.pad_l, d.pad_r);
+}
+
+struct Forward {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+};
+struct BackwardData {
+  dnnl::convolution_backward_data::primitive_desc pd;
+  dnnl::convolution_backward_data prim;
+};
+struct BackwardWeights {
+  dnnl::convolution_backward_weights::primitive_desc pd;
+  dnnl::convolution_backward_weights prim;
+};
+
+void execute(dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
+  prim.execute(stream(), args);
+  stream().wait();
+}
+
+template <class F> void guarded(const char* what, F body) {
+  try {
+    body();
+  } catch (const dnnl::error& e) {
+    throw_error(Code::kInternal, std::string("oneDNN ") + what + ": " + e.what());
+  }
+}
+
+void forward_kernel(KernelContext& c, bool depthwise) {
+  guarded("convolution forward", [&] {
+    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
+    auto p = cached_as<Forward>(d.key, [&] {
+      dnnl::convolution_forward::primitive_desc pd(forward_desc(d, dnnl::prop_kind::forward_inference), engine());
+      return std::make_shared<Forward>(Forward{pd, dnnl::convolution_forward(pd)});
+    });
+    dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
+    execute(p->prim, {{DNNL_ARG_SRC, memory(c.input(0), d.src, tag::nhwc)},
+                      {DNNL_ARG_WEIGHTS, weights},
+                      {DNNL_ARG_DST, memory(c.output(0), d.dst, tag::nhwc)}});
+  });
+}
+
+void backward_data_kernel(KernelContext& c, bool depthwise) {
+  guarded("convolution backward data", [&] {
+    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
+    auto p = cached_as<BackwardData>(d.key, [&] {
+      dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training), engine());
+      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
+                                               any(d.weights), desc(d.dst, tag::nhwc), d.strides, d.dilates,
+                                               d.pad_l, d.pad_r);
+      dnnl::convolution_backward_data::primitive_desc pd(bd, engine(), hint);
+      return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
+    });
+    dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
+    execute(p->prim, {{DNNL_ARG_DIFF_DST, memory(c.input(2), d.dst, tag::nhwc)},
+                      {DNNL_ARG_WEIGHTS, weights},
+                      {DNNL_ARG_DIFF_SRC, memory(c.output(0), d.src, tag::nhwc)}});
+  });
+}
+
+void backward_weights_kernel(KernelContext& c, bool depthwise) {
+  guarded("convolution backward weights", [&] {
+    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
+    auto p = cached_as<BackwardWeights>(d.key, [&] {
+      dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training), engine());
+      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
+                                                  any(d.weights), desc(d.dst, tag::nhwc), d.strides,
+                                                  d.dilates, d.pad_l, d.pad_r);
+      dnnl::convolution_backward_weights::primitive_desc pd(bd, engine(), hint);
+      return std::make_shared<BackwardWeights>(BackwardWeights{pd, dnnl::convolution_backward_weights(pd)});
+    });
+    dnnl::memory user = memory(c.output(0), d.weights, d.weights_tag);
+    const dnnl::memory::desc want = p->pd.diff_weights_desc();
+    dnnl::memory diff_weights = user;
+    Tensor blocked;
+    if (want != user.get_desc()) {
+      blocked = c.temp(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
+      diff_weights = dnnl::memory(want, engine(), blocked.raw_data());
+    }
+    execute(p->prim, {{DNNL_ARG_SRC, memory(c.input(0), d.src, tag::nhwc)},
+                      {DNNL_ARG_DIFF_DST, memory(c.input(2), d.dst, tag::nhwc)},
+                      {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+    if (blocked.defined()) reorder(diff_weights, user);
+  });
+}
+
+// float32 only; empty tensors go to the reference kernels.
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
+  for (const TensorSpec& s : inputs) {
+    if (s.dtype != DType::kFloat32) return false;
+    for (int64_t dim : s.shape.dims())
+      if (dim <= 0) return false;
+  }
+  return true;
+}
+
+void conv2d(KernelContext& c) { forward_kernel(c, false); }
+void conv2d_backprop_input(KernelContext& c) { backward_data_kernel(c, false); }
+void conv2d_backprop_filter(KernelContext& c) { backward_weights_kernel(c, false); }
+void depthwise(KernelContext& c) { forward_kernel(c, true); }
+void depthwise_backprop_input(KernelContext& c) { backward_data_kernel(c, true); }
+void depthwise_backprop_filter(KernelContext& c) { backward_weights_kernel(c, true); }
+
+}  // namespace
+
+HUB_REGISTER_KERNEL(Conv2D, kOneDNN, conv2d, supports);
+HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, conv2d_backprop_input, supports);
+HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kOneDNN, conv2d_backprop_filter, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kOneDNN, depthwise, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kOneDNN, depthwise_backprop_input, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, kOneDNN, depthwise_backprop_filter, supports);
+
+}  // namespace hub::onednn
