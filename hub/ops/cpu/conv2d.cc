@@ -5,7 +5,7 @@
 //   y[rows*OW, O] = col[rows*OW, KH*KW*C] * w[KH*KW*C, O]
 // (the HWIO filter is already that row-major matrix). Blocks are split across
 // threads; each thread's col buffer comes from the session pool. A 1x1,
-// stride-1, unpadded convolution is a single GEMM on the input itself.
+// stride-1, unpadded convolution uses the input itself as the col matrix.
 // Backprops: dcol = dy * w^T then col2im (added into dx, per image so threads
 // never write the same pixel); dw = sum over blocks of col^T * dy, one partial
 // per thread, summed at the end.
@@ -137,22 +137,20 @@ void conv2d_kernel(KernelContext& c) {
   CMapMat w(c.input(1).data<float>(), K, g.oc);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) return;
-  if (is_pointwise(g)) {  // Eigen's GEMM parallelizes itself
-    MapMat(y, rows * g.ow, g.oc).noalias() = CMapMat(x, rows * g.ow, g.c) * w;
-    return;
-  }
+  const bool pointwise = is_pointwise(g);  // the input is its own im2col matrix
   const int64_t block = block_rows(g);
   const int64_t chunks = chunk_count(rows);
-  Tensor scratch = c.temp(DType::kFloat32, Shape{chunks, std::min(block, rows) * g.ow * K});
+  Tensor scratch = c.temp(DType::kFloat32, Shape{chunks, pointwise ? 1 : std::min(block, rows) * g.ow * K});
   float* buffers = scratch.data<float>();
   const int64_t slot = scratch.dim(1);
   for_chunks(rows, chunks, [&](int64_t ci, int64_t b, int64_t e) {
     float* col = buffers + ci * slot;
     for (int64_t r0 = b; r0 < e; r0 += block) {
       const int64_t r1 = std::min(e, r0 + block);
-      im2col(x, g, r0, r1, col);
+      const float* src = pointwise ? x + r0 * g.ow * K : col;
+      if (!pointwise) im2col(x, g, r0, r1, col);
       MapMat(y + r0 * g.ow * g.oc, (r1 - r0) * g.ow, g.oc).noalias() =
-          CMapMat(col, (r1 - r0) * g.ow, K) * w;
+          CMapMat(src, (r1 - r0) * g.ow, K) * w;
     }
   });
 }
@@ -163,8 +161,11 @@ void conv2d_backprop_input_kernel(KernelContext& c) {
   float* dx = c.output(0).data<float>();
   const int64_t K = g.kh * g.kw * g.c;
   CMapMat w(c.input(1).data<float>(), K, g.oc);
-  if (is_pointwise(g)) {
-    MapMat(dx, g.n * g.h * g.w, g.c).noalias() = CMapMat(dy, g.n * g.oh * g.ow, g.oc) * w.transpose();
+  if (is_pointwise(g)) {  // dx rows are independent: split them across threads
+    const int64_t pixels = g.n * g.h * g.w;
+    for_chunks(pixels, chunk_count(pixels), [&](int64_t, int64_t b, int64_t e) {
+      MapMat(dx + b * g.c, e - b, g.c).noalias() = CMapMat(dy + b * g.oc, e - b, g.oc) * w.transpose();
+    });
     return;
   }
   std::fill_n(dx, c.output(0).num_elements(), 0.0f);
@@ -197,13 +198,11 @@ void conv2d_backprop_filter_kernel(KernelContext& c) {
     dw.setZero();
     return;
   }
-  if (is_pointwise(g)) {
-    dw.noalias() = CMapMat(x, rows * g.ow, g.c).transpose() * CMapMat(dy, rows * g.ow, g.oc);
-    return;
-  }
+  const bool pointwise = is_pointwise(g);
   const int64_t block = block_rows(g);
   const int64_t chunks = chunk_count(rows);
-  Tensor scratch = c.temp(DType::kFloat32, Shape{chunks, std::min(block, rows) * g.ow * K + K * g.oc});
+  Tensor scratch =
+      c.temp(DType::kFloat32, Shape{chunks, (pointwise ? 0 : std::min(block, rows) * g.ow * K) + K * g.oc + 1});
   float* buffers = scratch.data<float>();
   const int64_t slot = scratch.dim(1);
   for_chunks(rows, chunks, [&](int64_t ci, int64_t b, int64_t e) {
@@ -213,8 +212,9 @@ void conv2d_backprop_filter_kernel(KernelContext& c) {
     acc.setZero();
     for (int64_t r0 = b; r0 < e; r0 += block) {
       const int64_t r1 = std::min(e, r0 + block);
-      im2col(x, g, r0, r1, col);
-      acc.noalias() += CMapMat(col, (r1 - r0) * g.ow, K).transpose() *
+      const float* src = pointwise ? x + r0 * g.ow * K : col;
+      if (!pointwise) im2col(x, g, r0, r1, col);
+      acc.noalias() += CMapMat(src, (r1 - r0) * g.ow, K).transpose() *
                        CMapMat(dy + r0 * g.ow * g.oc, (r1 - r0) * g.ow, g.oc);
     }
   });

@@ -162,6 +162,14 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
   return true;
 }
 
+// oneDNN 2.6 pads the input channels of Conv2D's backward-data primitive to
+// its block (8 on AVX2, 16 on AVX-512): with few input channels (e.g. the
+// first layer of a CNN, C = 1) it does up to 8-16x the work and the im2col
+// reference is faster (measured in bench/engine_bench.cc).
+bool supports_backprop_input(const Node& node, const std::vector<TensorSpec>& inputs) {
+  return supports(node, inputs) && inputs[1].shape[2] >= 8;
+}
+
 void conv2d(KernelContext& c) { forward_kernel(c, false); }
 void conv2d_backprop_input(KernelContext& c) { backward_data_kernel(c, false); }
 void conv2d_backprop_filter(KernelContext& c) { backward_weights_kernel(c, false); }
@@ -172,7 +180,7 @@ void depthwise_backprop_filter(KernelContext& c) { backward_weights_kernel(c, tr
 }  // namespace
 
 HUB_REGISTER_KERNEL(Conv2D, kOneDNN, conv2d, supports);
-HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, conv2d_backprop_input, supports);
+HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, conv2d_backprop_input, supports_backprop_input);
 HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kOneDNN, conv2d_backprop_filter, supports);
 HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kOneDNN, depthwise, supports);
 HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kOneDNN, depthwise_backprop_input, supports);

@@ -228,6 +228,11 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
       {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
       {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},  // one input channel
       {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},  // stride > kernel, asym.
+      // >= 8 input channels: oneDNN's backward-data path (fewer go to reference)
+      {false, {1, 7, 7, 9}, {3, 3, 9, 5}, conv_attrs("SAME", {2, 2})},
+      {false, {2, 5, 6, 16}, {1, 1, 16, 3}, conv_attrs("SAME")},
+      {false, {1, 9, 8, 8}, {3, 2, 8, 4}, conv_attrs("VALID", {2, 1}, {2, 2})},
+      {false, {1, 5, 5, 8}, {5, 5, 8, 2}, conv_attrs("SAME", {3, 3})},
       {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},      // multiplier 2
       {true, {2, 8, 9, 5}, {3, 3, 5, 1}, conv_attrs("SAME")},
       {true, {1, 9, 9, 4}, {5, 5, 4, 1}, conv_attrs("VALID", {2, 2})},
@@ -261,6 +266,11 @@ TEST_CASE("Conv2D: the onednn backend really runs oneDNN, and falls back for emp
   session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dww, dwt}}, {y, dw});
   CHECK(session.last_kernels().at("conv") == Backend::kOneDNN);
   CHECK(session.last_kernels().at("dw") == Backend::kOneDNN);
+  // Backward data with few input channels is routed to reference (see onednn/conv2d.cc).
+  Output dy = ops::placeholder(s, DType::kFloat32, {2, 6, 6, 4}, "dy");
+  Output dx = ops::conv2d_backprop_input(s, x, w, dy, {{1, 1}, "SAME"}, "dx");
+  session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dy, random_tensor({2, 6, 6, 4}, 4)}}, {dx});
+  CHECK(session.last_kernels().at("dx") == Backend::kReference);
   auto out = session.run({{x, Tensor(DType::kFloat32, {0, 6, 6, 3})}, {w, wt}, {dww, dwt}}, {y, dw});
   CHECK(out[0].shape() == Shape{0, 6, 6, 4});
   CHECK(session.last_kernels().at("conv") == Backend::kReference);
