@@ -1,15 +1,17 @@
 // engine_bench: convolution throughput through hub's Session, on the onednn
 // and reference backends side by side, against the machine's GEMM rate.
 //
-//   ./build/bench/engine_bench [repeats]      (default 7)
+//   ./build/bench/engine_bench [repeats [name-filter]]      (default 7, all cases)
 //
-// (a) dnnl_sgemm 1024^3 on all cores: the machine reference rate R.
+// (a) dnnl_sgemm 1024^3 on all cores: the machine reference rate.
 // (b) Conv2D forward / backprop-input / backprop-filter at the MNIST CNN shapes
 //     (batch 100): 28x28x1 -> 32, 5x5 SAME and 14x14x32 -> 64, 5x5 SAME.
-// (c) A MobileNet block at 112x112x64, batch 8: depthwise 3x3 SAME then
-//     pointwise 1x1 64 -> 128, each alone and the two chained in one graph.
-// One line per case and backend: median time over `repeats` timed runs (each
-// after warm-up), GFLOP/s (2 flops per multiply-add) and `ratio=` GFLOP/s / R.
+// (c) A MobileNet block at 112x112x64, batch 8: depthwise 3x3 SAME and
+//     pointwise 1x1 64 -> 128, each alone (fwd and both backprops) and the
+//     two chained in one graph (fwd).
+// One line per case and backend: median time per call, GFLOP/s (2 flops per
+// multiply-add), the GEMM rate measured in alternation with that case (so
+// both see the same load on a shared machine) and `ratio=` their quotient.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hub/core/parallel.h"
@@ -30,50 +33,59 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds of `repeats` calls of fn, after `warmup` untimed calls. Each
-// timed sample runs fn enough times to last >= 50 ms.
-double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 2) {
-  for (int i = 0; i < warmup; ++i) fn();
-  auto t0 = Clock::now();
-  fn();
-  double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  int inner = std::max(1, static_cast<int>(0.05 / std::max(once, 1e-9)));
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = Clock::now();
-    for (int i = 0; i < inner; ++i) fn();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / inner);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
 hub::Tensor random(const hub::Shape& shape, uint64_t seed) {
   hub::Tensor t(hub::DType::kFloat32, shape);
   hub::fill_uniform(t.data<float>(), t.num_elements(), seed, -1.0f, 1.0f);
   return t;
 }
 
-double g_gemm_rate = 0;  // GFLOP/s of (a)
+// dnnl_sgemm 1024^3 (row-major, no transposes) on all cores.
+struct Gemm {
+  static constexpr int64_t n = 1024;
+  hub::Tensor a = random({n, n}, 1), b = random({n, n}, 2), c{hub::DType::kFloat32, {n, n}};
+  void operator()() {
+    dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f, c.data<float>(), n);
+  }
+  static double flops() { return 2.0 * n * n * n; }
+};
+Gemm* g_gemm = nullptr;
+int g_repeats = 7;
+std::string g_filter;  // only cases whose name contains this
 
-void report(const std::string& name, const std::string& backend, double seconds, double flops) {
-  double rate = flops / seconds * 1e-9;
-  std::printf("%-44s %-9s %9.3f ms %8.1f GFLOP/s  ratio=%.2f\n", name.c_str(), backend.c_str(), seconds * 1e3,
-              rate, rate / g_gemm_rate);
-  std::fflush(stdout);
+double seconds_of(const std::function<void()>& fn, int inner) {
+  auto start = Clock::now();
+  for (int i = 0; i < inner; ++i) fn();
+  return std::chrono::duration<double>(Clock::now() - start).count() / inner;
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
-void bench_gemm(int repeats) {
-  const int64_t n = 1024;
-  hub::Tensor a = random({n, n}, 1), b = random({n, n}, 2), c(hub::DType::kFloat32, {n, n});
-  double s = median_seconds(
-      [&] {
-        dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f, c.data<float>(), n);
-      },
-      repeats);
-  g_gemm_rate = 2.0 * n * n * n / s * 1e-9;
-  std::printf("%-44s %-9s %9.3f ms %8.1f GFLOP/s  ratio=%.2f\n", "dnnl_sgemm 1024^3 (machine reference)", "onednn",
-              s * 1e3, g_gemm_rate, 1.0);
+// Median seconds per call of fn and of the GEMM, sampled in alternation
+// (g_repeats samples each, after warm-up; a sample lasts >= 50 ms).
+std::pair<double, double> measure(const std::function<void()>& fn) {
+  std::function<void()> gemm = [] { (*g_gemm)(); };
+  fn();
+  fn();
+  gemm();
+  const int inner = std::max(1, static_cast<int>(0.05 / std::max(seconds_of(fn, 1), 1e-9)));
+  const int gemm_inner = std::max(1, static_cast<int>(0.05 / std::max(seconds_of(gemm, 1), 1e-9)));
+  std::vector<double> t, tg;
+  for (int r = 0; r < g_repeats; ++r) {
+    tg.push_back(seconds_of(gemm, gemm_inner));
+    t.push_back(seconds_of(fn, inner));
+  }
+  return {median(t), median(tg)};
+}
+
+void report(const std::string& name, const std::string& backend, const std::function<void()>& fn, double flops) {
+  if (name.find(g_filter) == std::string::npos && name.find("sgemm") == std::string::npos) return;
+  auto [s, sg] = measure(fn);
+  double rate = flops / s * 1e-9, gemm_rate = Gemm::flops() / sg * 1e-9;
+  std::printf("%-46s %-9s %9.3f ms %8.1f GFLOP/s  gemm %6.1f GFLOP/s  ratio=%.2f\n", name.c_str(),
+              backend.c_str(), s * 1e3, rate, gemm_rate, rate / gemm_rate);
+  std::fflush(stdout);
 }
 
 struct ConvCase {
@@ -90,7 +102,7 @@ double conv_flops(const hub::Graph& g, hub::Output y, const ConvCase& k) {
   return 2 * macs;
 }
 
-void bench_conv(const ConvCase& k, int repeats) {
+void bench_conv(const ConvCase& k) {
   using namespace hub;
   for (Backend backend : {Backend::kOneDNN, Backend::kReference}) {
     Graph g;
@@ -108,14 +120,14 @@ void bench_conv(const ConvCase& k, int repeats) {
     Session session(g, nullptr, {backend});
     const double flops = conv_flops(g, y, k);
     const std::string b(backend_name(backend));
-    report(k.name + " fwd", b, median_seconds([&] { session.run({{x, xt}, {w, wt}}, {y}); }, repeats), flops);
-    report(k.name + " bwd data", b, median_seconds([&] { session.run(feeds, {dx}); }, repeats), flops);
-    report(k.name + " bwd weights", b, median_seconds([&] { session.run(feeds, {dw}); }, repeats), flops);
+    report(k.name + " fwd", b, [&] { session.run({{x, xt}, {w, wt}}, {y}); }, flops);
+    report(k.name + " bwd data", b, [&] { session.run(feeds, {dx}); }, flops);
+    report(k.name + " bwd weights", b, [&] { session.run(feeds, {dw}); }, flops);
   }
 }
 
 // Depthwise 3x3 SAME followed by pointwise 1x1, in one graph, forward.
-void bench_block(int repeats) {
+void bench_block() {
   using namespace hub;
   const Shape xs{8, 112, 112, 64}, dws{3, 3, 64, 1}, pws{1, 1, 64, 128};
   for (Backend backend : {Backend::kOneDNN, Backend::kReference}) {
@@ -130,16 +142,19 @@ void bench_block(int repeats) {
     const double px = 8.0 * 112 * 112;
     const double flops = 2 * px * 64 * 9 + 2 * px * 64 * 128;
     report("mobilenet block dw3x3+pw1x1 112x112x64 b8 fwd", std::string(backend_name(backend)),
-           median_seconds([&] { session.run({{x, xt}, {dw, dwt}, {pw, pwt}}, {y}); }, repeats), flops);
+           [&] { session.run({{x, xt}, {dw, dwt}, {pw, pwt}}, {y}); }, flops);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
-  std::printf("engine_bench: %d threads, median of %d\n", hub::num_threads(), repeats);
-  bench_gemm(repeats);
+  g_repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  g_filter = argc > 2 ? argv[2] : "";
+  std::printf("engine_bench: %d threads, median of %d\n", hub::num_threads(), g_repeats);
+  Gemm gemm;
+  g_gemm = &gemm;
+  report("dnnl_sgemm 1024^3 (machine reference)", "onednn", [&] { gemm(); }, Gemm::flops());
   using hub::ops::ConvOptions;
   std::vector<ConvCase> cases{
       {"conv 5x5 28x28x1->32 SAME b100", false, {100, 28, 28, 1}, {5, 5, 1, 32}, ConvOptions{}},
@@ -147,7 +162,7 @@ int main(int argc, char** argv) {
       {"depthwise 3x3 112x112x64 SAME b8", true, {8, 112, 112, 64}, {3, 3, 64, 1}, ConvOptions{}},
       {"pointwise 1x1 112x112x64->128 b8", false, {8, 112, 112, 64}, {1, 1, 64, 128}, ConvOptions{}},
   };
-  for (const ConvCase& k : cases) bench_conv(k, repeats);
-  bench_block(repeats);
+  for (const ConvCase& k : cases) bench_conv(k);
+  bench_block();
   return 0;
 }

@@ -11,6 +11,7 @@
 // TF's SAME padding is asymmetric: padding_l = pad_before, padding_r =
 // pad_after (hub/ops/padding.h). oneDNN's dilation is TF's minus one.
 // Primitive descriptors and primitives are cached per shape + attributes.
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -62,10 +63,23 @@ ConvGeometry geometry(const KernelContext& c, bool depthwise) {
 
 dnnl::memory::desc any(const dims& d) { return dnnl::memory::desc(d, dt::f32, tag::any); }
 
-dnnl::convolution_forward::desc forward_desc(const ConvDims& d, dnnl::prop_kind kind) {
-  return dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
-                                         any(d.weights), desc(d.dst, tag::nhwc), d.strides, d.dilates,
-                                         d.pad_l, d.pad_r);
+// Whether a pass runs on oneDNN's blocked activation layout (format `any`,
+// reordered from and to NHWC around the primitive) instead of NHWC directly.
+bool blocked_activations(bool depthwise, Pass pass) {
+  static const char* env = std::getenv("HUB_CONV_LAYOUT");  // experiment knob, see docs/performance.md
+  if (env && std::string(env) == "blocked") return true;
+  if (env && std::string(env) == "nhwc") return false;
+  (void)depthwise;
+  (void)pass;
+  return false;
+}
+
+dnnl::memory::desc act(const dims& d, bool blocked) { return blocked ? any(d) : desc(d, tag::nhwc); }
+
+dnnl::convolution_forward::desc forward_desc(const ConvDims& d, dnnl::prop_kind kind, bool blocked) {
+  return dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, act(d.src, blocked),
+                                         any(d.weights), act(d.dst, blocked), d.strides, d.dilates, d.pad_l,
+                                         d.pad_r);
 }
 
 struct Forward {
@@ -94,61 +108,95 @@ template <class F> void guarded(const char* what, F body) {
   }
 }
 
+// `t` (NHWC, or the weights' own layout) as the primitive wants it: the tensor
+// itself, or a reordered copy in a pool buffer held by `holder`.
+dnnl::memory input_as(KernelContext& c, const Tensor& t, const dims& d, tag layout,
+                      const dnnl::memory::desc& want, Tensor& holder) {
+  dnnl::memory user = memory(t, d, layout);
+  if (user.get_desc() == want) return user;
+  holder = c.temp(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
+  dnnl::memory m(want, engine(), holder.raw_data());
+  reorder(user, m);
+  return m;
+}
+
+// Output `i` as the primitive wants it; finish() reorders into the tensor when
+// the primitive wrote a blocked copy.
+struct OutputAs {
+  dnnl::memory user, mem;
+  Tensor holder;
+  OutputAs(KernelContext& c, int i, const dims& d, tag layout, const dnnl::memory::desc& want) {
+    user = memory(c.output(i), d, layout);
+    mem = user;
+    if (user.get_desc() != want) {
+      holder = c.temp(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
+      mem = dnnl::memory(want, engine(), holder.raw_data());
+    }
+  }
+  void finish() {
+    if (holder.defined()) reorder(mem, user);
+  }
+};
+
 void forward_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution forward", [&] {
+    const bool blocked = blocked_activations(depthwise, Pass::kForward);
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
-    auto p = cached_as<Forward>(d.key, [&] {
-      dnnl::convolution_forward::primitive_desc pd(forward_desc(d, dnnl::prop_kind::forward_inference), engine());
+    auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
+      dnnl::convolution_forward::primitive_desc pd(
+          forward_desc(d, dnnl::prop_kind::forward_inference, blocked), engine());
       return std::make_shared<Forward>(Forward{pd, dnnl::convolution_forward(pd)});
     });
+    Tensor src_holder;
+    dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
     dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
-    execute(p->prim, {{DNNL_ARG_SRC, memory(c.input(0), d.src, tag::nhwc)},
-                      {DNNL_ARG_WEIGHTS, weights},
-                      {DNNL_ARG_DST, memory(c.output(0), d.dst, tag::nhwc)}});
+    OutputAs dst(c, 0, d.dst, tag::nhwc, p->pd.dst_desc());
+    execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst.mem}});
+    dst.finish();
   });
 }
 
 void backward_data_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution backward data", [&] {
+    const bool blocked = blocked_activations(depthwise, Pass::kBackwardData);
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
-    auto p = cached_as<BackwardData>(d.key, [&] {
-      dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training), engine());
-      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
-                                               any(d.weights), desc(d.dst, tag::nhwc), d.strides, d.dilates,
+    auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
+      dnnl::convolution_forward::primitive_desc hint(
+          forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
+      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
+                                               any(d.weights), act(d.dst, blocked), d.strides, d.dilates,
                                                d.pad_l, d.pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(bd, engine(), hint);
       return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
     });
+    Tensor dy_holder;
+    dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
     dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
-    execute(p->prim, {{DNNL_ARG_DIFF_DST, memory(c.input(2), d.dst, tag::nhwc)},
-                      {DNNL_ARG_WEIGHTS, weights},
-                      {DNNL_ARG_DIFF_SRC, memory(c.output(0), d.src, tag::nhwc)}});
+    OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
+    execute(p->prim, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
+    dx.finish();
   });
 }
 
 void backward_weights_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution backward weights", [&] {
+    const bool blocked = blocked_activations(depthwise, Pass::kBackwardWeights);
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
-    auto p = cached_as<BackwardWeights>(d.key, [&] {
-      dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training), engine());
-      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, desc(d.src, tag::nhwc),
-                                                  any(d.weights), desc(d.dst, tag::nhwc), d.strides,
+    auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
+      dnnl::convolution_forward::primitive_desc hint(
+          forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
+      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
+                                                  any(d.weights), act(d.dst, blocked), d.strides,
                                                   d.dilates, d.pad_l, d.pad_r);
       dnnl::convolution_backward_weights::primitive_desc pd(bd, engine(), hint);
       return std::make_shared<BackwardWeights>(BackwardWeights{pd, dnnl::convolution_backward_weights(pd)});
     });
-    dnnl::memory user = memory(c.output(0), d.weights, d.weights_tag);
-    const dnnl::memory::desc want = p->pd.diff_weights_desc();
-    dnnl::memory diff_weights = user;
-    Tensor blocked;
-    if (want != user.get_desc()) {
-      blocked = c.temp(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
-      diff_weights = dnnl::memory(want, engine(), blocked.raw_data());
-    }
-    execute(p->prim, {{DNNL_ARG_SRC, memory(c.input(0), d.src, tag::nhwc)},
-                      {DNNL_ARG_DIFF_DST, memory(c.input(2), d.dst, tag::nhwc)},
-                      {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
-    if (blocked.defined()) reorder(diff_weights, user);
+    Tensor src_holder, dy_holder;
+    dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
+    dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
+    OutputAs dw(c, 0, d.weights, d.weights_tag, p->pd.diff_weights_desc());
+    execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}});
+    dw.finish();
   });
 }
 
