@@ -1,0 +1,311 @@
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "hub/graph/session.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/padding.h"
+#include "hub/ops/state.h"
+#include "testutil.h"
+
+using namespace hub;
+using hub::testing::check_gradients;
+using hub::testing::compare_backends;
+using hub::testing::expect_close;
+using hub::testing::make;
+using hub::testing::random_tensor;
+using hub::testing::run_op;
+
+namespace {
+
+Attrs conv_attrs(const std::string& padding, std::vector<int64_t> strides = {1, 1},
+                 std::vector<int64_t> dilations = {1, 1}) {
+  return ops::ConvOptions{strides, padding, dilations}.to_attrs();
+}
+
+// 0, 1, 2, ... in the given shape.
+Tensor iota(const Shape& shape, float start = 0) {
+  Tensor t(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
+  return t;
+}
+
+std::string error_of(const std::string& op, const Shape& x, const Shape& w, const Attrs& attrs,
+                     const Shape* dy = nullptr) {
+  Graph g;
+  Scope s(g);
+  std::vector<Output> in{ops::placeholder(s, DType::kFloat32, x, "x"),
+                         ops::placeholder(s, DType::kFloat32, w, "w")};
+  if (dy) in.push_back(ops::placeholder(s, DType::kFloat32, *dy, "dy"));
+  try {
+    s.op(op, in, attrs, "conv");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+    return e.what();
+  }
+  FAIL("expected an error from " << op);
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("window_dim: TF SAME and VALID geometry") {
+  using ops::Padding;
+  using ops::window_dim;
+  // VALID: ceil((in - (k-1)*d) / s)
+  CHECK(window_dim(5, 3, 1, 1, Padding::kValid).out == 3);
+  CHECK(window_dim(5, 3, 2, 1, Padding::kValid).out == 2);
+  CHECK(window_dim(6, 3, 2, 1, Padding::kValid).out == 2);
+  CHECK(window_dim(5, 3, 1, 2, Padding::kValid).out == 1);
+  CHECK(window_dim(4, 3, 1, 2, Padding::kValid).out <= 0);
+  // SAME: ceil(in/s), padding split with the odd pixel after.
+  ops::WindowDim w = window_dim(4, 3, 2, 1, Padding::kSame);  // total = 1*2 + 3 - 4 = 1
+  CHECK(w.out == 2);
+  CHECK(w.pad_before == 0);
+  CHECK(w.pad_after == 1);
+  w = window_dim(7, 5, 1, 1, Padding::kSame);  // total 4
+  CHECK(w.out == 7);
+  CHECK(w.pad_before == 2);
+  CHECK(w.pad_after == 2);
+  w = window_dim(5, 3, 1, 3, Padding::kSame);  // dilated window 7: total 6
+  CHECK(w.pad_before == 3);
+  CHECK(w.pad_after == 3);
+  w = window_dim(5, 1, 3, 1, Padding::kSame);  // stride > kernel: no padding
+  CHECK(w.out == 2);
+  CHECK(w.pad_before + w.pad_after == 0);
+  CHECK(window_dim(kUnknownDim, 3, 1, 1, Padding::kSame).out == kUnknownDim);
+  CHECK(ops::parse_padding("SAME") == Padding::kSame);
+  CHECK(ops::parse_padding("VALID") == Padding::kValid);
+  CHECK(!ops::parse_padding("same").has_value());
+}
+
+TEST_CASE("Conv2D: hand-computed vectors") {
+  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
+    INFO(backend_name(b));
+    // 3x3 input 1..9, 2x2 filter [[1,2],[3,4]], SAME: pad 0 before, 1 after.
+    // y[i,j] = x[i,j] + 2x[i,j+1] + 3x[i+1,j] + 4x[i+1,j+1]
+    Tensor x = iota({1, 3, 3, 1}, 1);
+    Tensor w = make({2, 2, 1, 1}, {1, 2, 3, 4});
+    expect_close(run_op("Conv2D", {x, w}, conv_attrs("SAME"), b)[0],
+                 make({1, 3, 3, 1}, {37, 47, 21, 67, 77, 33, 23, 26, 9}));
+    // Same with stride 2: windows at 0 and 2.
+    expect_close(run_op("Conv2D", {x, w}, conv_attrs("SAME", {2, 2}), b)[0], make({1, 2, 2, 1}, {37, 21, 23, 9}));
+    // VALID
+    expect_close(run_op("Conv2D", {x, w}, conv_attrs("VALID"), b)[0], make({1, 2, 2, 1}, {37, 47, 67, 77}));
+
+    // Stride > kernel: 5x5 input (5i+j), 2x2 ones, stride 3; rows/cols 2 are skipped.
+    Tensor x5 = iota({1, 5, 5, 1});
+    Tensor ones = make({2, 2, 1, 1}, {1, 1, 1, 1});
+    expect_close(run_op("Conv2D", {x5, ones}, conv_attrs("SAME", {3, 3}), b)[0], make({1, 2, 2, 1}, {12, 24, 72, 84}));
+    // 3x3 ones, stride 2, 4x4 input (1..16): SAME pads 1 after only.
+    Tensor x4 = iota({1, 4, 4, 1}, 1);
+    Tensor ones3 = make({3, 3, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1});
+    expect_close(run_op("Conv2D", {x4, ones3}, conv_attrs("SAME", {2, 2}), b)[0], make({1, 2, 2, 1}, {54, 45, 72, 54}));
+
+    // Dilation 2, VALID: y[i,j] = x[i,j] + 2x[i,j+2] + 3x[i+2,j] + 4x[i+2,j+2] = 50i + 10j + 82
+    expect_close(run_op("Conv2D", {x5, w}, conv_attrs("VALID", {1, 1}, {2, 2}), b)[0],
+                 make({1, 3, 3, 1}, {82, 92, 102, 132, 142, 152, 182, 192, 202}));
+    // Dilation 2, SAME on 3x3: dilated window 3, pad 1 each side; only the
+    // centre output sees all four taps: y[1,1] = x00 + 2x02 + 3x20 + 4x22.
+    Tensor yd = run_op("Conv2D", {x, w}, conv_attrs("SAME", {1, 1}, {2, 2}), b)[0];
+    expect_close(yd, make({1, 3, 3, 1}, {4 * 5, 3 * 4 + 4 * 6, 3 * 5, 2 * 2 + 4 * 8, 1 + 2 * 3 + 3 * 7 + 4 * 9,
+                                         1 * 2 + 3 * 8, 2 * 5, 1 * 4 + 2 * 6, 1 * 5}));
+
+    // Channels: batch 2, C=2 -> O=3 through a 1x1 filter.
+    Tensor xc = make({2, 1, 1, 2}, {1, 2, -1, 0.5f});
+    Tensor wc = make({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+    expect_close(run_op("Conv2D", {xc, wc}, conv_attrs("VALID"), b)[0], make({2, 1, 1, 3}, {9, 12, 15, 1, 0.5f, 0}));
+  }
+}
+
+TEST_CASE("Conv2D backprops: hand-computed vectors") {
+  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
+    INFO(backend_name(b));
+    // 3x3 input, 2x2 filter [[1,2],[3,4]], VALID, dy = [[1,0],[0,1]]:
+    // dx = w placed at (0,0) plus w placed at (1,1).
+    Tensor x = iota({1, 3, 3, 1}, 1);
+    Tensor w = make({2, 2, 1, 1}, {1, 2, 3, 4});
+    Tensor dy = make({1, 2, 2, 1}, {1, 0, 0, 1});
+    expect_close(run_op("Conv2DBackpropInput", {x, w, dy}, conv_attrs("VALID"), b)[0],
+                 make({1, 3, 3, 1}, {1, 2, 0, 3, 4 + 1, 2, 0, 3, 4}));
+    // dw[kh,kw] = x[kh,kw] + x[kh+1,kw+1]
+    expect_close(run_op("Conv2DBackpropFilter", {x, w, dy}, conv_attrs("VALID"), b)[0],
+                 make({2, 2, 1, 1}, {1 + 5, 2 + 6, 4 + 8, 5 + 9}));
+  }
+}
+
+TEST_CASE("DepthwiseConv2dNative: hand-computed vectors") {
+  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
+    INFO(backend_name(b));
+    // 2x2 input, channels c0 = 1,2,3,4 and c1 = 10,20,30,40; M = 2, VALID.
+    Tensor x = make({1, 2, 2, 2}, {1, 10, 2, 20, 3, 30, 4, 40});
+    // HWCM, per tap [c0m0, c0m1, c1m0, c1m1]
+    Tensor w = make({2, 2, 2, 2}, {1, 1, 0, 1, /**/ 1, 0, 0, -1, /**/ 1, 0, 0, 1, /**/ 1, 0, 1, -1});
+    expect_close(run_op("DepthwiseConv2dNative", {x, w}, conv_attrs("VALID"), b)[0],
+                 make({1, 1, 1, 4}, {10, 1, 40, 10 - 20 + 30 - 40}));
+    // M = 1, SAME stride 2 on 3x3: same taps as Conv2D's case above.
+    Tensor x3 = iota({1, 3, 3, 1}, 1);
+    Tensor w1 = make({2, 2, 1, 1}, {1, 2, 3, 4});
+    expect_close(run_op("DepthwiseConv2dNative", {x3, w1}, conv_attrs("SAME", {2, 2}), b)[0],
+                 make({1, 2, 2, 1}, {37, 21, 23, 9}));
+    // Channels do not mix: c1 = -c0 gives -y.
+    Tensor x2 = make({1, 2, 2, 2}, {1, -1, 2, -2, 3, -3, 4, -4});
+    Tensor w2 = make({1, 1, 2, 1}, {2, 2});
+    expect_close(run_op("DepthwiseConv2dNative", {x2, w2}, conv_attrs("SAME"), b)[0],
+                 make({1, 2, 2, 2}, {2, -2, 4, -4, 6, -6, 8, -8}));
+    // Backprops, M = 1, VALID 2x2 on 3x3 with dy = [[1,0],[0,1]] (as Conv2D with C = 1).
+    Tensor dy = make({1, 2, 2, 1}, {1, 0, 0, 1});
+    expect_close(run_op("DepthwiseConv2dNativeBackpropInput", {x3, w1, dy}, conv_attrs("VALID"), b)[0],
+                 make({1, 3, 3, 1}, {1, 2, 0, 3, 5, 2, 0, 3, 4}));
+    expect_close(run_op("DepthwiseConv2dNativeBackpropFilter", {x3, w1, dy}, conv_attrs("VALID"), b)[0],
+                 make({2, 2, 1, 1}, {6, 8, 12, 14}));
+  }
+}
+
+TEST_CASE("Conv2D: gradients match finite differences") {
+  struct Case {
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {{2, 5, 4, 3}, {3, 2, 3, 2}, conv_attrs("SAME", {2, 1})},
+      {{1, 6, 7, 2}, {2, 3, 2, 3}, conv_attrs("VALID", {1, 2}, {2, 1})},
+      {{2, 3, 3, 2}, {1, 1, 2, 3}, conv_attrs("SAME")},
+  };
+  int seed = 0;
+  for (const Case& k : cases) {
+    INFO("x " << k.x.to_string() << " w " << k.w.to_string());
+    check_gradients("Conv2D", {random_tensor(k.x, ++seed), random_tensor(k.w, ++seed)}, k.attrs);
+  }
+  // The backprops are linear in (w, dy) and (x, dy); their gradients too.
+  Tensor x = random_tensor({1, 5, 5, 2}, 11), w = random_tensor({3, 3, 2, 2}, 12);
+  Tensor dy = random_tensor({1, 3, 3, 2}, 13);
+  hub::testing::GradCheckOptions o;
+  o.inputs = {1, 2};
+  check_gradients("Conv2DBackpropInput", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
+  o.inputs = {0, 2};
+  check_gradients("Conv2DBackpropFilter", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
+}
+
+TEST_CASE("DepthwiseConv2dNative: gradients match finite differences") {
+  struct Case {
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {{1, 4, 5, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},
+      {{2, 5, 4, 2}, {2, 2, 2, 1}, conv_attrs("VALID", {1, 1}, {2, 2})},
+      {{1, 5, 5, 3}, {3, 2, 3, 1}, conv_attrs("SAME", {3, 1}, {1, 2})},
+  };
+  int seed = 100;
+  for (const Case& k : cases) {
+    INFO("x " << k.x.to_string() << " w " << k.w.to_string());
+    check_gradients("DepthwiseConv2dNative", {random_tensor(k.x, ++seed), random_tensor(k.w, ++seed)}, k.attrs);
+  }
+  Tensor x = random_tensor({1, 4, 4, 2}, 21), w = random_tensor({3, 3, 2, 2}, 22);
+  Tensor dy = random_tensor({1, 2, 2, 4}, 23);
+  hub::testing::GradCheckOptions o;
+  o.inputs = {1, 2};
+  check_gradients("DepthwiseConv2dNativeBackpropInput", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
+  o.inputs = {0, 2};
+  check_gradients("DepthwiseConv2dNativeBackpropFilter", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
+}
+
+TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
+  struct Case {
+    bool depthwise;
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {false, {1, 7, 7, 3}, {3, 3, 3, 5}, conv_attrs("SAME", {2, 2})},     // batch 1, stride 2, odd input
+      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},             // 5x5, odd channels
+      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},             // 1x1
+      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},    // 1x1 stride 2, odd input
+      {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
+      {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},  // one input channel
+      {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},  // stride > kernel, asym.
+      // >= 8 input channels: oneDNN's backward-data path (fewer go to reference)
+      {false, {1, 7, 7, 9}, {3, 3, 9, 5}, conv_attrs("SAME", {2, 2})},
+      {false, {2, 5, 6, 16}, {1, 1, 16, 3}, conv_attrs("SAME")},
+      {false, {1, 9, 8, 8}, {3, 2, 8, 4}, conv_attrs("VALID", {2, 1}, {2, 2})},
+      {false, {1, 5, 5, 8}, {5, 5, 8, 2}, conv_attrs("SAME", {3, 3})},
+      {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},      // multiplier 2
+      {true, {2, 8, 9, 5}, {3, 3, 5, 1}, conv_attrs("SAME")},
+      {true, {1, 9, 9, 4}, {5, 5, 4, 1}, conv_attrs("VALID", {2, 2})},
+      {true, {2, 6, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {1, 1}, {2, 2})},
+      {true, {1, 4, 4, 3}, {1, 1, 3, 3}, conv_attrs("SAME")},
+  };
+  int seed = 200;
+  for (const Case& k : cases) {
+    INFO((k.depthwise ? "depthwise" : "conv") << " x " << k.x.to_string() << " w " << k.w.to_string());
+    const std::string fwd = k.depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+    Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
+    Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
+    Tensor dy = random_tensor(y.shape(), ++seed);
+    compare_backends(fwd, {x, w}, k.attrs, Backend::kOneDNN, 2e-4, 2e-4);
+    compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs,
+                     Backend::kOneDNN, 2e-4, 2e-4);
+    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, Backend::kOneDNN, 2e-4, 2e-4);
+  }
+}
+
+TEST_CASE("Conv2D: the onednn backend really runs oneDNN, and falls back for empty batches") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 6, 6, 3}, "x");
+  Output w = ops::placeholder(s, DType::kFloat32, {3, 3, 3, 4}, "w");
+  Output y = ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv");
+  Output dww = ops::placeholder(s, DType::kFloat32, {3, 3, 3, 1}, "dww");
+  Output dw = ops::depthwise_conv2d(s, x, dww, {}, "dw");
+  Session session(g, nullptr, {Backend::kOneDNN});
+  Tensor wt = random_tensor({3, 3, 3, 4}, 1), dwt = random_tensor({3, 3, 3, 1}, 2);
+  session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dww, dwt}}, {y, dw});
+  CHECK(session.last_kernels().at("conv") == Backend::kOneDNN);
+  CHECK(session.last_kernels().at("dw") == Backend::kOneDNN);
+  // Backward data with few input channels is routed to reference (see onednn/conv2d.cc).
+  Output dy = ops::placeholder(s, DType::kFloat32, {2, 6, 6, 4}, "dy");
+  Output dx = ops::conv2d_backprop_input(s, x, w, dy, {{1, 1}, "SAME"}, "dx");
+  session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dy, random_tensor({2, 6, 6, 4}, 4)}}, {dx});
+  CHECK(session.last_kernels().at("dx") == Backend::kReference);
+  auto out = session.run({{x, Tensor(DType::kFloat32, {0, 6, 6, 3})}, {w, wt}, {dww, dwt}}, {y, dw});
+  CHECK(out[0].shape() == Shape{0, 6, 6, 4});
+  CHECK(session.last_kernels().at("conv") == Backend::kReference);
+}
+
+TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 28, 28, 1}, "x");
+  Output w = ops::placeholder(s, DType::kFloat32, {5, 5, 1, 32}, "w");
+  CHECK(g.spec(ops::conv2d(s, x, w, {{2, 2}, "SAME"})).shape == Shape{kUnknownDim, 14, 14, 32});
+  CHECK(g.spec(ops::conv2d(s, x, w, {{1, 1}, "VALID"})).shape == Shape{kUnknownDim, 24, 24, 32});
+  Output dww = ops::placeholder(s, DType::kFloat32, {3, 3, 1, 2}, "dww");
+  CHECK(g.spec(ops::depthwise_conv2d(s, x, dww, {{2, 2}, "VALID"})).shape == Shape{kUnknownDim, 13, 13, 2});
+
+  std::string m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 4, 8}, conv_attrs("SAME"));
+  CHECK(contains(m, "'conv'"));
+  CHECK(contains(m, "[1,8,8,3]"));
+  CHECK(contains(m, "[3,3,4,8]"));
+  m = error_of("Conv2D", {8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME"));
+  CHECK(contains(m, "rank 4"));
+  CHECK(contains(m, "[8,8,3]"));
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("same"));
+  CHECK(contains(m, "\"same\""));
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME", {0, 1}));
+  CHECK(contains(m, "strides"));
+  CHECK(contains(m, "[0,1]"));
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME", {1, 1}, {1, -2}));
+  CHECK(contains(m, "dilations"));
+  m = error_of("DepthwiseConv2dNative", {1, 4, 4, 3}, {3, 3, 3, 1}, conv_attrs("VALID", {1, 1}, {2, 2}));
+  CHECK(contains(m, "exceeds input height 4"));
+  CHECK(contains(m, "[1,4,4,3]"));
+  CHECK(contains(m, "[3,3,3,1]"));
+  Shape bad_dy{1, 8, 8, 7};
+  m = error_of("Conv2DBackpropInput", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME"), &bad_dy);
+  CHECK(contains(m, "[1,8,8,7]"));
+  CHECK(contains(m, "[1,8,8,8]"));
+}
