@@ -38,8 +38,12 @@ std::pair<int64_t, int64_t> window_attr(const Attrs& attrs, const char* name, Fa
   const std::vector<int64_t>& v = attrs.get_ints(name);
   auto show = [&] {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-    return s + "]";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(v[i]);
+    }
+    s += ']';
+    return s;
   };
   int64_t a = 1, b = 1;
   if (v.size() == 2) {

@@ -26,6 +26,23 @@ Attrs bn(bool training, float eps = 0.001f) { return Attrs().set("epsilon", eps)
 Tensor x42() { return make({4, 2}, {1, 0, 2, 0, 3, 4, 4, 4}); }
 Tensor scale2() { return make({2}, {2, 1}); }
 Tensor offset2() { return make({2}, {0.5f, -1}); }
+// Which backend ran `op` in a Session preferring oneDNN (so a oneDNN kernel
+// that silently fell back to reference shows up).
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Graph graph;
+  Scope s(graph);
+  std::vector<Output> in;
+  FeedList feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
+    feeds.push_back({in.back(), inputs[i]});
+  }
+  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
+  Session session(graph, nullptr, {Backend::kOneDNN});
+  session.run(feeds, outs);
+  return session.last_kernels().at("op");
+}
+
 }  // namespace
 
 TEST_CASE("FusedBatchNorm: training uses batch statistics") {
@@ -99,6 +116,9 @@ TEST_CASE("FusedBatchNorm: oneDNN matches reference, forward and backward") {
       auto fwd = run_op("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training));
       compare_backends("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training), Backend::kOneDNN,
                        2e-4, 2e-4);
+      CHECK(backend_used("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training)) == Backend::kOneDNN);
+      CHECK(backend_used("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training)) ==
+            Backend::kOneDNN);
     }
   }
 }

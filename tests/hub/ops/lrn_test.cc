@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "hub/ops/lrn.h"
+#include "hub/graph/session.h"
+#include "hub/ops/state.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -15,6 +17,23 @@ namespace {
 Attrs lrn(int r, float bias, float alpha, float beta) {
   return Attrs().set("depth_radius", r).set("bias", bias).set("alpha", alpha).set("beta", beta);
 }
+// Which backend ran `op` in a Session preferring oneDNN (so a oneDNN kernel
+// that silently fell back to reference shows up).
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Graph graph;
+  Scope s(graph);
+  std::vector<Output> in;
+  FeedList feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
+    feeds.push_back({in.back(), inputs[i]});
+  }
+  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
+  Session session(graph, nullptr, {Backend::kOneDNN});
+  session.run(feeds, outs);
+  return session.last_kernels().at("op");
+}
+
 }  // namespace
 
 TEST_CASE("LRN: hand-computed values") {
@@ -69,6 +88,8 @@ TEST_CASE("LRN: oneDNN matches reference, forward and backward") {
     Tensor y = run_op("LRN", {x}, k.attrs)[0];
     Tensor g = random_tensor(k.shape, ++seed);
     compare_backends("LRNGrad", {g, x, y}, k.attrs, Backend::kOneDNN);
+    CHECK(backend_used("LRN", {x}, k.attrs) == Backend::kOneDNN);
+    CHECK(backend_used("LRNGrad", {g, x, y}, k.attrs) == Backend::kOneDNN);
   }
 }
 
