@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "hub/graph/graph.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -127,9 +128,19 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
   return true;
 }
 
+// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
+// unsupported case `supports` missed; either way callers see one error type).
+template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
+  try {
+    kKernel(c);
+  } catch (const dnnl::error& e) {
+    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
+  }
+}
+
 }  // namespace
 
-HUB_REGISTER_KERNEL(FusedBatchNorm, kOneDNN, fused_batch_norm_kernel, supports);
-HUB_REGISTER_KERNEL(FusedBatchNormGrad, kOneDNN, fused_batch_norm_grad_kernel, supports);
+HUB_REGISTER_KERNEL(FusedBatchNorm, kOneDNN, guarded<fused_batch_norm_kernel>, supports);
+HUB_REGISTER_KERNEL(FusedBatchNormGrad, kOneDNN, guarded<fused_batch_norm_grad_kernel>, supports);
 
 }  // namespace hub::onednn

@@ -5,6 +5,7 @@
 // which ops do not carry between nodes: LRNGrad re-runs the forward for it.
 #include <string>
 
+#include "hub/graph/graph.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -99,9 +100,19 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
   return true;
 }
 
+// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
+// unsupported case `supports` missed; either way callers see one error type).
+template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
+  try {
+    kKernel(c);
+  } catch (const dnnl::error& e) {
+    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
+  }
+}
+
 }  // namespace
 
-HUB_REGISTER_KERNEL(LRN, kOneDNN, lrn_kernel, supports);
-HUB_REGISTER_KERNEL(LRNGrad, kOneDNN, lrn_grad_kernel, supports);
+HUB_REGISTER_KERNEL(LRN, kOneDNN, guarded<lrn_kernel>, supports);
+HUB_REGISTER_KERNEL(LRNGrad, kOneDNN, guarded<lrn_grad_kernel>, supports);
 
 }  // namespace hub::onednn

@@ -109,11 +109,21 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
   return true;
 }
 
+// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
+// unsupported case `supports` missed; either way callers see one error type).
+template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
+  try {
+    kKernel(c);
+  } catch (const dnnl::error& e) {
+    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
+  }
+}
+
 }  // namespace
 
-HUB_REGISTER_KERNEL(MaxPool, kOneDNN, pool_kernel<true>, supports);
-HUB_REGISTER_KERNEL(AvgPool, kOneDNN, pool_kernel<false>, supports);
-HUB_REGISTER_KERNEL(MaxPoolGrad, kOneDNN, pool_grad_kernel<true>, supports);
-HUB_REGISTER_KERNEL(AvgPoolGrad, kOneDNN, pool_grad_kernel<false>, supports);
+HUB_REGISTER_KERNEL(MaxPool, kOneDNN, guarded<pool_kernel<true>>, supports);
+HUB_REGISTER_KERNEL(AvgPool, kOneDNN, guarded<pool_kernel<false>>, supports);
+HUB_REGISTER_KERNEL(MaxPoolGrad, kOneDNN, guarded<pool_grad_kernel<true>>, supports);
+HUB_REGISTER_KERNEL(AvgPoolGrad, kOneDNN, guarded<pool_grad_kernel<false>>, supports);
 
 }  // namespace hub::onednn

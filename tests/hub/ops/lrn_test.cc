@@ -78,7 +78,7 @@ TEST_CASE("LRN: oneDNN matches reference, forward and backward") {
       {{2, 3, 4, 7}, lrn(2, 1, 1, 0.5f)},          {{1, 1, 1, 1}, Attrs()},
       {{1, 5, 3, 16}, Attrs()},                     {{3, 2, 2, 3}, lrn(1, 2, 1e-4f, 0.75f)},
       {{1, 4, 4, 64}, lrn(2, 1, 1e-3f, 0.75f)},    {{2, 3, 3, 9}, lrn(0, 1, 0.5f, 1.0f)},
-      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f)},
+      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f)}, {{1, 2, 2, 7}, lrn(20, 1, 0.01f, 0.75f)},
   };
   uint64_t seed = 20;
   for (const Case& k : cases) {

@@ -190,6 +190,7 @@ TEST_CASE("pooling: oneDNN matches reference, forward and backward") {
       {{3, 1, 6, 1}, {1, 4}, {1, 2}, "SAME"},   {{1, 4, 4, 8}, {4, 4}, {1, 1}, "SAME"},
       {{2, 6, 5, 33}, {3, 2}, {2, 1}, "VALID"}, {{1, 8, 7, 16}, {2, 3}, {2, 2}, "SAME"},
       {{4, 3, 3, 5}, {3, 3}, {1, 1}, "VALID"},  {{1, 2, 9, 3}, {2, 3}, {2, 4}, "VALID"},
+      {{1, 3, 3, 2}, {5, 5}, {2, 2}, "SAME"},   {{2, 3, 4, 3}, {1, 1}, {1, 1}, "VALID"},
   };
   uint64_t seed = 10;
   for (const Case& k : cases) {
