@@ -1,0 +1,139 @@
+// Reference pooling kernels (NHWC float32): Eigen arrays over the channel
+// dimension, parallel over output rows (forward) or (batch, channel block)
+// pairs (backward, whose windows overlap in the input).
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <limits>
+
+#include "hub/core/parallel.h"
+#include "hub/ops/pool.h"
+#include "hub/ops/registry.h"
+
+namespace hub::cpu {
+namespace {
+
+using Vec = Eigen::Map<Eigen::ArrayXf>;
+using CVec = Eigen::Map<const Eigen::ArrayXf>;
+constexpr int64_t kChannelBlock = 64;
+
+struct Window {
+  int64_t h0, h1, w0, w1;  // in-bounds [h0,h1) x [w0,w1)
+  int64_t count() const { return (h1 - h0) * (w1 - w0); }
+};
+
+Window window(const ops::PoolGeometry& g, int64_t i, int64_t j) {
+  int64_t h0 = i * g.sh - g.pad_top, w0 = j * g.sw - g.pad_left;
+  return {std::max<int64_t>(h0, 0), std::min(h0 + g.kh, g.h), std::max<int64_t>(w0, 0),
+          std::min(w0 + g.kw, g.w)};
+}
+
+ops::PoolGeometry geometry_of(const KernelContext& c) {
+  return ops::pool_geometry(c.attrs(), c.input(0).shape(), c.node().name);
+}
+
+template <bool kMax> void pool_kernel(KernelContext& c) {
+  ops::PoolGeometry g = geometry_of(c);
+  const float* x = c.input(0).data<float>();
+  float* y = c.output(0).data<float>();
+  const int64_t C = g.c;
+  parallel_for(g.n * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow * C)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t n = r / g.oh, i = r % g.oh;
+      const float* xn = x + n * g.h * g.w * C;
+      for (int64_t j = 0; j < g.ow; ++j) {
+        Window win = window(g, i, j);
+        Vec out(y + ((r * g.ow) + j) * C, C);
+        if (kMax)
+          out.setConstant(-std::numeric_limits<float>::infinity());
+        else
+          out.setZero();
+        for (int64_t hh = win.h0; hh < win.h1; ++hh)
+          for (int64_t ww = win.w0; ww < win.w1; ++ww) {
+            CVec in(xn + (hh * g.w + ww) * C, C);
+            if (kMax)
+              out = out.max(in);
+            else
+              out += in;
+          }
+        if (!kMax) out *= 1.0f / static_cast<float>(win.count());
+      }
+    }
+  });
+}
+
+// Runs fn(n, c0, c1) over every (batch, channel block) in parallel.
+template <class F> void for_batch_channel_blocks(const ops::PoolGeometry& g, F fn) {
+  int64_t blocks = (g.c + kChannelBlock - 1) / kChannelBlock;
+  parallel_for(g.n * blocks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      int64_t n = u / blocks, c0 = (u % blocks) * kChannelBlock;
+      fn(n, c0, std::min(c0 + kChannelBlock, g.c));
+    }
+  });
+}
+
+void max_pool_grad_kernel(KernelContext& c) {
+  ops::PoolGeometry g = geometry_of(c);
+  const float* x = c.input(0).data<float>();
+  const float* gy = c.input(2).data<float>();
+  Tensor& out = c.output(0);
+  out.fill(0.0);
+  float* dx = out.data<float>();
+  const int64_t C = g.c;
+  for_batch_channel_blocks(g, [&](int64_t n, int64_t c0, int64_t c1) {
+    const int64_t len = c1 - c0;
+    const float* xn = x + n * g.h * g.w * C + c0;
+    float* dxn = dx + n * g.h * g.w * C + c0;
+    Eigen::ArrayXf best(len);
+    Eigen::Array<int64_t, Eigen::Dynamic, 1> arg(len);
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        Window win = window(g, i, j);
+        best = CVec(xn + (win.h0 * g.w + win.w0) * C, len);
+        arg.setConstant(win.h0 * g.w + win.w0);
+        for (int64_t hh = win.h0; hh < win.h1; ++hh)
+          for (int64_t ww = win.w0; ww < win.w1; ++ww) {
+            int64_t pos = hh * g.w + ww;
+            CVec in(xn + pos * C, len);
+            // Strictly greater: the first maximum in scan order keeps the gradient.
+            auto better = in > best;
+            arg = better.select(Eigen::Array<int64_t, Eigen::Dynamic, 1>::Constant(len, pos), arg);
+            best = better.select(in, best);
+          }
+        const float* gv = gy + ((n * g.oh + i) * g.ow + j) * C + c0;
+        for (int64_t k = 0; k < len; ++k) dxn[arg[k] * C + k] += gv[k];
+      }
+  });
+}
+
+void avg_pool_grad_kernel(KernelContext& c) {
+  ops::PoolGeometry g = geometry_of(c);
+  const float* gy = c.input(1).data<float>();
+  Tensor& out = c.output(0);
+  out.fill(0.0);
+  float* dx = out.data<float>();
+  const int64_t C = g.c;
+  for_batch_channel_blocks(g, [&](int64_t n, int64_t c0, int64_t c1) {
+    const int64_t len = c1 - c0;
+    float* dxn = dx + n * g.h * g.w * C + c0;
+    Eigen::ArrayXf share(len);
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        Window win = window(g, i, j);
+        share = CVec(gy + ((n * g.oh + i) * g.ow + j) * C + c0, len) / static_cast<float>(win.count());
+        for (int64_t hh = win.h0; hh < win.h1; ++hh)
+          for (int64_t ww = win.w0; ww < win.w1; ++ww) Vec(dxn + (hh * g.w + ww) * C, len) += share;
+      }
+  });
+}
+
+}  // namespace
+
+HUB_REGISTER_KERNEL(MaxPool, kReference, pool_kernel<true>);
+HUB_REGISTER_KERNEL(AvgPool, kReference, pool_kernel<false>);
+HUB_REGISTER_KERNEL(MaxPoolGrad, kReference, max_pool_grad_kernel);
+HUB_REGISTER_KERNEL(AvgPoolGrad, kReference, avg_pool_grad_kernel);
+
+}  // namespace hub::cpu
