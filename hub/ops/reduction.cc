@@ -134,7 +134,22 @@ HUB_REGISTER_OP(TopK)
       out.set_dim(x.rank() - 1, k);
       return {{c.dtype(0), out}, {DType::kInt32, out}};
     })
+    .grad([](const GradContext& c) -> std::vector<Output> {
+      if (!c.grads[0].valid()) return {Output{}};
+      return {c.scope.op("TopKGrad", {c.grads[0], c.outputs[1], c.inputs[0]})};
+    })
     .doc("k largest values along the last axis and their int32 indices; ties: lower index first.");
+HUB_REGISTER_OP(TopKGrad)
+    .inputs(3)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(1, DType::kInt32);
+      if (c.dtype(0) != c.dtype(2)) c.fail("gradient " + c.input(0).to_string() + " and x " + c.input(2).to_string() + " differ in dtype");
+      if (c.shape(0).rank() != c.shape(2).rank() || !c.shape(0).compatible_with(c.shape(1)))
+        c.fail("gradient " + c.input(0).to_string() + ", indices " + c.input(1).to_string() + " and x " +
+               c.input(2).to_string() + " do not match");
+      return {c.input(2)};
+    })
+    .doc("(g [...,k], indices [...,k], x [...,n]) -> g scattered into x's shape along the last axis.");
 
 HUB_REGISTER_OP(L2Loss)
     .inputs(1)

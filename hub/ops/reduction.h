@@ -16,7 +16,9 @@
 // TopK(x; k, sorted = true) -> (values, indices): the k largest entries of each
 // row along the last axis, largest first; ties go to the lower index first.
 // values: x's dtype, [..., k]; indices: int32, [..., k]. Needs k <= last dim.
-// (sorted = false is accepted; the result is still sorted.) Not differentiable.
+// (sorted = false is accepted; the result is still sorted.)
+//   d x = TopKGrad(g_values, indices, x): g_values scattered to the chosen
+//   positions of each row, zero elsewhere; indices get no gradient.
 //
 // L2Loss(x) = sum(x^2) / 2, a float32 scalar.  dx = g * x.
 #pragma once

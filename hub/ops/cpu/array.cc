@@ -215,13 +215,13 @@ void transpose_kernel(KernelContext& c) {
   switch (dtype_size(x.dtype())) {
     case 1:
       return transpose_blocked(static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()),
-                             merged_dims, merged_perm);
+                               merged_dims, merged_perm);
     case 4:
       return transpose_blocked(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(y.raw_data()),
-                             merged_dims, merged_perm);
+                               merged_dims, merged_perm);
     case 8:
       return transpose_blocked(static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(y.raw_data()),
-                             merged_dims, merged_perm);
+                               merged_dims, merged_perm);
     default:
       throw_error(Code::kUnimplemented, "Transpose of " + x.spec_string());
   }

@@ -192,6 +192,26 @@ void top_k_kernel(KernelContext& c) {
   });
 }
 
+void top_k_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const int32_t* idx = c.input(1).data<int32_t>();
+  Tensor& out = c.output(0);
+  int64_t k = g.dim(g.rank() - 1), n = out.dim(out.rank() - 1);
+  int64_t rows = k == 0 ? 0 : g.num_elements() / k;
+  dispatch_arith(g.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    std::fill(po, po + out.num_elements(), T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < k; ++j) {
+        int32_t i = idx[r * k + j];
+        if (i < 0 || i >= n) throw_error(Code::kInvalidArgument, "TopKGrad: index " + std::to_string(i) + " outside [0, " + std::to_string(n) + ")");
+        po[r * n + i] += pg[r * k + j];
+      }
+  });
+}
+
 void l2_loss_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Eigen::Map<const Eigen::ArrayXf> v(x.data<float>(), x.num_elements());
@@ -205,6 +225,7 @@ HUB_REGISTER_KERNEL(Mean, kReference, reduce_kernel<Reduce::kSum, true>);
 HUB_REGISTER_KERNEL(Max, kReference, reduce_kernel<Reduce::kMax, false>);
 HUB_REGISTER_KERNEL(ArgMax, kReference, arg_max_kernel);
 HUB_REGISTER_KERNEL(TopK, kReference, top_k_kernel);
+HUB_REGISTER_KERNEL(TopKGrad, kReference, top_k_grad_kernel);
 HUB_REGISTER_KERNEL(L2Loss, kReference, l2_loss_kernel);
 
 }  // namespace hub::cpu

@@ -82,6 +82,9 @@ TEST_CASE("MatMul: gradients for every transpose combination") {
       Tensor a = random_tensor(ta ? Shape{3, 2} : Shape{2, 3}, 21);
       Tensor b = random_tensor(tb ? Shape{4, 3} : Shape{3, 4}, 22);
       check_gradients("MatMul", {a, b}, mm(ta, tb));
+      hub::testing::GradCheckOptions on_onednn;
+      on_onednn.backend = Backend::kOneDNN;
+      check_gradients("MatMul", {a, b}, mm(ta, tb), on_onednn);
     }
 }
 

@@ -156,6 +156,7 @@ TEST_CASE("reductions: bad axes name the node and the axis") {
     CHECK(m.find("axis 2") != std::string::npos);
   }
   CHECK_THROWS_AS(ops::arg_max(s, x, -3), Error);
+  CHECK_THROWS_AS(ops::mean(s, ops::placeholder(s, DType::kBool, {2}, "b")), Error);
   CHECK_THROWS_AS(ops::top_k(s, x, 4), Error);
   CHECK_THROWS_AS(ops::l2_loss(s, ops::placeholder(s, DType::kInt32, {2}, "i")), Error);
 }
@@ -186,6 +187,14 @@ TEST_CASE("TopK: sorted values, int32 indices, ties to the lower index") {
   CHECK(all[1].to_vector<int32_t>() == std::vector<int32_t>{0, 2, 1});
   auto none = run_op("TopK", {make({2, 2}, {1, 2, 3, 4})}, Attrs().set("k", 0));
   CHECK(none[0].shape() == Shape{2, 0});
+}
+
+TEST_CASE("TopK: gradient scatters to the chosen entries") {
+  Tensor x = make({2, 4}, {0.1f, 0.9f, -0.4f, 0.5f, 2.0f, -1.0f, 1.2f, 0.3f});
+  check_gradients("TopK", {x}, Attrs().set("k", 2));
+  Tensor g = make({2, 2}, {10, 20, 30, 40});
+  Tensor idx = Tensor::from_vector<int32_t>({2, 2}, {1, 3, 0, 2});
+  expect_close(run_op("TopKGrad", {g, idx, x})[0], make({2, 4}, {0, 10, 0, 20, 30, 0, 40, 0}));
 }
 
 TEST_CASE("L2Loss") {
