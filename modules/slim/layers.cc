@@ -43,7 +43,6 @@ Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o
   if (o.use_batch_norm) {
     ops::BatchNormOptions bn = o.batch_norm;
     bn.is_training = o.is_training;
-    bn.trainable = o.trainable;
     y = ops::batch_norm(ls, y, bn);
   } else {
     y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
