@@ -1,5 +1,6 @@
 #include "modules/slim/layers.h"
 
+#include "hub/graph/optimizer.h"
 #include "hub/ops/activation.h"
 #include "hub/ops/array.h"
 #include "hub/ops/conv2d.h"
@@ -22,12 +23,8 @@ Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& 
   ops::VariableOptions init = o.weights_init;
   init.trainable = o.trainable;
   Output w = ops::variable(s, name, shape, init);
-  if (o.weight_decay > 0 && o.trainable) {
-    Scope r = s.sub("Regularizer");
-    Output loss = ops::mul(r, ops::l2_loss(r, w), ops::scalar(r, static_cast<float>(o.weight_decay)),
-                           "l2_regularizer");
-    s.graph().add_to_collection(kRegularizationLosses, s.graph().node(loss).name);
-  }
+  if (o.weight_decay > 0 && o.trainable)
+    ops::l2_regularizer(s.sub("Regularizer"), w, static_cast<float>(o.weight_decay));
   return w;
 }
 
@@ -43,7 +40,6 @@ Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o
   if (o.use_batch_norm) {
     ops::BatchNormOptions bn = o.batch_norm;
     bn.is_training = o.is_training;
-    bn.trainable = o.trainable;
     y = ops::batch_norm(ls, y, bn);
   } else {
     y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
@@ -116,12 +112,5 @@ Output dropout(const Scope& s, Output x, double keep_prob, bool is_training, con
   return ops::dropout(s.sub(name), x, 1.0 - keep_prob, is_training);
 }
 
-Output regularization_loss(const Scope& s) {
-  const Graph& g = s.graph();
-  std::vector<Output> losses;
-  for (const std::string& n : g.collection(kRegularizationLosses)) losses.push_back(g.tensor(n));
-  if (losses.empty()) return {};
-  return ops::add_n(s, losses, "regularization_loss");
-}
 
 }  // namespace hub::slim

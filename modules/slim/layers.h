@@ -67,7 +67,4 @@ Output flatten(const Scope& s, Output x, const std::string& name = "Flatten");
 // slim.dropout: keep_prob, identity unless training.
 Output dropout(const Scope& s, Output x, double keep_prob, bool is_training, const std::string& name = "Dropout");
 
-// Sum of the graph's kRegularizationLosses (a scalar), or an invalid Output if none.
-Output regularization_loss(const Scope& s);
-
 }  // namespace hub::slim

@@ -1,0 +1,142 @@
+// `hub train`, `hub eval`, `hub export`: TF-Slim's train_image_classifier,
+// eval_image_classifier and export_inference_graph, with their flag names.
+#include <cstdio>
+#include <sstream>
+
+#include "cli/command.h"
+#include "hub/core/error.h"
+#include "modules/train/train.h"
+
+namespace hub::cli {
+namespace {
+
+std::vector<int64_t> parse_classes(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto dash = item.find('-');
+    try {
+      if (dash != std::string::npos && dash > 0) {
+        for (int64_t v = std::stoll(item.substr(0, dash)); v <= std::stoll(item.substr(dash + 1)); ++v) out.push_back(v);
+      } else {
+        out.push_back(std::stoll(item));
+      }
+    } catch (const std::exception&) {
+      throw_error(Code::kInvalidArgument, "--classes: '" + item + "' is not a class id or range like 0-4");
+    }
+  }
+  return out;
+}
+
+RunFn setup_train(CLI::App& app) {
+  auto c = std::make_shared<train::TrainConfig>();
+  auto classes = std::make_shared<std::string>();
+  app.add_option("--train_dir", c->train_dir, "Where checkpoints and event logs are written")->capture_default_str();
+  app.add_option("--model_name", c->model_name, "Network to train (see `hub nets`)")->capture_default_str();
+  app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name)->capture_default_str();
+  app.add_option("--dataset_dir", c->dataset_dir, "Folder written by `hub data convert`")->required();
+  app.add_option("--labels_offset", c->labels_offset)->capture_default_str();
+  app.add_option("--preprocessing_name", c->preprocessing_name, "Default: the network's");
+  app.add_option("--train_image_size", c->train_image_size, "Default: the network's");
+  app.add_option("--batch_size", c->batch_size)->capture_default_str();
+  app.add_option("--max_number_of_steps", c->max_number_of_steps)->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads)->capture_default_str();
+  app.add_option("--log_every_n_steps", c->log_every_n_steps)->capture_default_str();
+  app.add_option("--save_interval_secs", c->save_interval_secs)->capture_default_str();
+  app.add_option("--save_summaries_secs", c->save_summaries_secs)->capture_default_str();
+  app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")->capture_default_str();
+  app.add_option("--weight_decay", c->weight_decay)->capture_default_str();
+  app.add_option("--adadelta_rho", c->adadelta_rho)->capture_default_str();
+  app.add_option("--adagrad_initial_accumulator_value", c->adagrad_initial_accumulator_value)->capture_default_str();
+  app.add_option("--adam_beta1", c->adam_beta1)->capture_default_str();
+  app.add_option("--adam_beta2", c->adam_beta2)->capture_default_str();
+  app.add_option("--opt_epsilon", c->opt_epsilon)->capture_default_str();
+  app.add_option("--ftrl_learning_rate_power", c->ftrl_learning_rate_power)->capture_default_str();
+  app.add_option("--ftrl_initial_accumulator_value", c->ftrl_initial_accumulator_value)->capture_default_str();
+  app.add_option("--ftrl_l1", c->ftrl_l1)->capture_default_str();
+  app.add_option("--ftrl_l2", c->ftrl_l2)->capture_default_str();
+  app.add_option("--momentum", c->momentum)->capture_default_str();
+  app.add_option("--rmsprop_momentum", c->rmsprop_momentum)->capture_default_str();
+  app.add_option("--rmsprop_decay", c->rmsprop_decay)->capture_default_str();
+  app.add_option("--learning_rate_decay_type", c->learning_rate_decay_type, "fixed, exponential or polynomial")->capture_default_str();
+  app.add_option("--learning_rate", c->learning_rate)->capture_default_str();
+  app.add_option("--end_learning_rate", c->end_learning_rate)->capture_default_str();
+  app.add_option("--learning_rate_decay_factor", c->learning_rate_decay_factor)->capture_default_str();
+  app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay)->capture_default_str();
+  app.add_option("--label_smoothing", c->label_smoothing)->capture_default_str();
+  app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
+  app.add_option("--checkpoint_path", c->checkpoint_path, "Fine-tune from this checkpoint (file or folder)");
+  app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes, "Comma-separated scopes not restored");
+  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated scopes to train (default: all)");
+  app.add_flag("--ignore_missing_vars", c->ignore_missing_vars);
+  app.add_option("--train_epochs", c->train_epochs, "Train this many epochs (overrides --max_number_of_steps)");
+  app.add_option("--epochs_between_evals", c->epochs_between_evals, "Evaluate every N epochs");
+  app.add_option("--eval_split", c->eval_split, "Split evaluated between epochs")->capture_default_str();
+  app.add_option("--stop_threshold", c->stop_threshold, "Stop once eval accuracy reaches this");
+  app.add_option("--classes", *classes, "Train on these class ids only, e.g. 0-4 (relabelled 0..k-1)");
+  app.add_option("--seed", c->seed)->capture_default_str();
+  return [c, classes] {
+    c->only_classes = parse_classes(*classes);
+    train::TrainResult r = train::train(*c);
+    std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps),
+                r.final_loss, r.checkpoint.c_str());
+    return 0;
+  };
+}
+
+RunFn setup_eval(CLI::App& app) {
+  auto c = std::make_shared<train::EvalConfig>();
+  auto classes = std::make_shared<std::string>();
+  app.add_option("--checkpoint_path", c->checkpoint_path, "Checkpoint file or train_dir")->required();
+  app.add_option("--model_name", c->model_name)->capture_default_str();
+  app.add_option("--dataset_name", c->dataset_name)->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name)->capture_default_str();
+  app.add_option("--dataset_dir", c->dataset_dir)->required();
+  app.add_option("--eval_dir", c->eval_dir, "Write TensorBoard logs here");
+  app.add_option("--labels_offset", c->labels_offset)->capture_default_str();
+  app.add_option("--preprocessing_name", c->preprocessing_name);
+  app.add_option("--eval_image_size", c->eval_image_size);
+  app.add_option("--batch_size", c->batch_size)->capture_default_str();
+  app.add_option("--max_num_batches", c->max_num_batches)->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads)->capture_default_str();
+  app.add_option("--moving_average_decay", c->moving_average_decay, "> 0: evaluate the moving averages");
+  app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
+  return [c, classes] {
+    c->only_classes = parse_classes(*classes);
+    train::EvalResult r = train::evaluate(*c);
+    std::printf("examples=%lld\naccuracy=%.4f recall_at_5=%.4f\n", static_cast<long long>(r.examples), r.accuracy,
+                r.recall_at_5);
+    return 0;
+  };
+}
+
+RunFn setup_export(CLI::App& app) {
+  auto c = std::make_shared<train::ExportConfig>();
+  auto classes = std::make_shared<std::string>();
+  app.add_option("--model_name", c->model_name)->required();
+  app.add_option("--checkpoint_path", c->checkpoint_path, "Weights (file or train_dir); default: initial values");
+  app.add_option("--num_classes", c->num_classes, "Default: from the dataset's labels.txt or the network's");
+  app.add_option("--dataset_name", c->dataset_name);
+  app.add_option("--dataset_dir", c->dataset_dir, "For labels.txt");
+  app.add_option("--labels_offset", c->labels_offset);
+  app.add_option("--image_size", c->image_size);
+  app.add_option("--output_dir", c->output_dir, "The module folder to create (must not exist)")->required();
+  app.add_option("--classes", *classes, "Class ids the checkpoint was trained on (labels kept)");
+  return [c, classes] {
+    c->only_classes = parse_classes(*classes);
+    train::export_module(*c);
+    std::printf("%s\n", c->output_dir.c_str());
+    return 0;
+  };
+}
+
+}  // namespace
+
+HUB_REGISTER_COMMAND(train, "Train a built-in network on a converted data set (train_image_classifier)", setup_train);
+HUB_REGISTER_COMMAND(eval, "Evaluate a checkpoint: accuracy and recall@5 (eval_image_classifier)", setup_eval);
+HUB_REGISTER_COMMAND(export, "Export a built-in network (and checkpoint) as a module", setup_export);
+
+}  // namespace hub::cli

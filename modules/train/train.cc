@@ -1,0 +1,479 @@
+#include "modules/train/train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "hub/core/logging.h"
+#include "hub/graph/optimizer.h"
+#include "hub/graph/session.h"
+#include "hub/module/module.h"
+#include "hub/ops/array.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
+#include "hub/ops/reduction.h"
+#include "hub/ops/softmax.h"
+#include "hub/ops/state.h"
+#include "modules/datasets/convert.h"
+#include "modules/datasets/example.h"
+#include "modules/datasets/reader.h"
+#include "modules/datasets/tfrecord.h"
+#include "modules/nets/nets.h"
+#include "modules/preprocessing/preprocessing.h"
+#include "modules/train/checkpoint.h"
+#include "modules/train/summary.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+bool in_scopes(const std::string& name, const std::vector<std::string>& scopes) {
+  for (const std::string& sc : scopes)
+    if (name == sc || name.rfind(sc + "/", 0) == 0 || name.rfind(sc, 0) == 0) return true;
+  return false;
+}
+
+// A converted data set split: its shards, class names and size.
+struct Split {
+  std::vector<std::string> files;
+  std::vector<std::string> labels;
+  int64_t num_samples = 0;
+  int64_t num_classes = 0;
+};
+
+Split open_split(const std::string& dir, const std::string& name, const std::string& split,
+                 const std::vector<int64_t>& only_classes, int64_t labels_offset) {
+  if (dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
+  Split out;
+  out.files = data::find_split_files(dir, name, split);
+  fs::path labels = fs::path(dir) / "labels.txt";
+  if (fs::exists(labels)) out.labels = data::read_labels_file(labels.string());
+  std::vector<int64_t> per_label;
+  for (const std::string& f : out.files) {
+    data::TFRecordReader reader(f);
+    std::string record;
+    for (int64_t i = 0; reader.read(&record); ++i) {
+      int64_t label = data::parse_image_example(record, f + " record " + std::to_string(i)).label;
+      if (label >= 0 && label < (int64_t{1} << 20)) {
+        if (label >= static_cast<int64_t>(per_label.size())) per_label.resize(label + 1);
+        ++per_label[label];
+      }
+    }
+  }
+  if (only_classes.empty()) {
+    for (int64_t n : per_label) out.num_samples += n;
+  } else {
+    std::vector<std::string> kept;
+    for (int64_t c : only_classes) {
+      if (c < 0 || c >= static_cast<int64_t>(out.labels.size()))
+        throw_error(Code::kInvalidArgument, "class " + std::to_string(c) + " is not in labels.txt of " + dir);
+      kept.push_back(out.labels[c]);
+      if (c < static_cast<int64_t>(per_label.size())) out.num_samples += per_label[c];
+    }
+    out.labels = kept;
+  }
+  out.num_classes = static_cast<int64_t>(out.labels.size()) - labels_offset;
+  if (out.labels.empty())
+    throw_error(Code::kNotFound, "no labels.txt in --dataset_dir " + dir + " (run `hub data convert` first)");
+  return out;
+}
+
+data::ReaderOptions reader_options(const Split& split, const nets::NetInfo& info, int64_t size,
+                                   const std::string& preprocessing_name, bool training, int64_t batch,
+                                   int threads, uint64_t seed, const std::vector<int64_t>& only_classes) {
+  data::ReaderOptions r;
+  r.files = split.files;
+  r.batch_size = batch;
+  r.height = r.width = size;
+  r.channels = static_cast<int>(info.channels);
+  r.num_threads = std::max(1, threads);
+  r.shuffle_buffer = training ? std::max<int64_t>(1000, 4 * batch) : 0;
+  r.seed = seed;
+  r.num_epochs = training ? 0 : 1;
+  r.drop_remainder = training;
+  r.label_dtype = DType::kInt64;
+  r.keep_labels = only_classes;
+  preprocessing::Fn fn = preprocessing::get(preprocessing_name.empty() ? info.preprocessing : preprocessing_name);
+  r.preprocess = [fn, size, training](const Tensor& image, uint64_t s) { return fn(image, size, size, training, s); };
+  return r;
+}
+
+Tensor offset_labels(const Tensor& labels, int64_t offset) {
+  if (offset == 0) return labels;
+  Tensor out = labels.clone();
+  for (int64_t i = 0; i < out.num_elements(); ++i) out.data<int64_t>()[i] -= offset;
+  return out;
+}
+
+struct Model {
+  Graph graph;
+  Output images, labels, loss, total_loss;
+  nets::Net net;
+};
+
+void build_model(Model& m, const std::string& model_name, int64_t size, int64_t num_classes, bool training,
+                 double weight_decay, double label_smoothing, uint64_t seed) {
+  const nets::NetInfo& info = nets::find_net(model_name);
+  m.graph.set_seed(seed);
+  Scope s(m.graph);
+  m.images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, info.channels}, "images");
+  m.labels = ops::placeholder(s, DType::kInt64, {kUnknownDim}, "labels");
+  nets::NetOptions o;
+  o.num_classes = num_classes;
+  o.is_training = training;
+  o.weight_decay = weight_decay;
+  o.create_aux_logits = training && model_name == "inception_v3";
+  m.net = nets::build_net(model_name, s, m.images, o);
+  Scope ls = s.sub("losses");
+  m.loss = ops::sparse_softmax_cross_entropy(ls, m.net.logits, m.labels, static_cast<float>(label_smoothing));
+  Output loss = m.loss;
+  auto aux = m.net.end_points.find("AuxLogits");
+  if (aux != m.net.end_points.end())
+    loss = ops::add(ls, loss, ops::mul(ls, ops::scalar(ls, 0.4f),
+                                       ops::sparse_softmax_cross_entropy(ls, aux->second, m.labels,
+                                                                         static_cast<float>(label_smoothing))));
+  m.total_loss = ops::total_loss(ls, loss);
+}
+
+LearningRateSchedule schedule_of(const TrainConfig& c, int64_t num_samples) {
+  int64_t decay_steps = std::max<int64_t>(1, slim_decay_steps(num_samples, c.batch_size, c.num_epochs_per_decay));
+  if (c.learning_rate_decay_type == "fixed") return LearningRateSchedule::fixed(c.learning_rate);
+  if (c.learning_rate_decay_type == "exponential")
+    return LearningRateSchedule::exponential(c.learning_rate, decay_steps, c.learning_rate_decay_factor, true);
+  if (c.learning_rate_decay_type == "polynomial")
+    return LearningRateSchedule::polynomial(c.learning_rate, decay_steps, c.end_learning_rate, 1.0, false);
+  throw_error(Code::kInvalidArgument, "--learning_rate_decay_type '" + c.learning_rate_decay_type +
+                                          "' is not fixed, exponential or polynomial");
+}
+
+OptimizerOptions optimizer_options(const TrainConfig& c) {
+  OptimizerOptions o;
+  o.momentum = c.momentum;
+  o.rmsprop_decay = c.rmsprop_decay;
+  o.rmsprop_momentum = c.rmsprop_momentum;
+  o.opt_epsilon = c.opt_epsilon;
+  o.adam_beta1 = c.adam_beta1;
+  o.adam_beta2 = c.adam_beta2;
+  o.adagrad_initial_accumulator_value = c.adagrad_initial_accumulator_value;
+  o.adadelta_rho = c.adadelta_rho;
+  o.ftrl_learning_rate_power = c.ftrl_learning_rate_power;
+  o.ftrl_initial_accumulator_value = c.ftrl_initial_accumulator_value;
+  o.ftrl_l1 = c.ftrl_l1;
+  o.ftrl_l2 = c.ftrl_l2;
+  return o;
+}
+
+// Fine-tuning: variables from another checkpoint, minus excluded scopes.
+void restore_for_fine_tuning(const TrainConfig& c, const Graph& g, VariableStore& vars) {
+  std::string path = resolve_checkpoint(c.checkpoint_path);
+  auto tensors = load_checkpoint(path);
+  std::vector<std::string> exclude = split_list(c.checkpoint_exclude_scopes);
+  int restored = 0;
+  for (int id : g.variables()) {
+    const std::string& name = g.node(id).name;
+    if (in_scopes(name, exclude)) continue;
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      if (c.ignore_missing_vars) {
+        HUB_LOG(Warning) << "variable " << name << " is missing from checkpoint " << path << "; keeping its initial value";
+        continue;
+      }
+      throw_error(Code::kNotFound, "variable '" + name + "' is missing from --checkpoint_path " + path +
+                                       " (use --checkpoint_exclude_scopes or --ignore_missing_vars)");
+    }
+    try {
+      vars.assign(name, it->second);
+    } catch (const Error& e) {
+      throw e.with_context("restoring from --checkpoint_path " + path);
+    }
+    ++restored;
+  }
+  HUB_LOG(Info) << "fine-tuning from " << path << ": restored " << restored << " variables";
+}
+
+std::map<std::string, Tensor> checkpoint_tensors(const VariableStore& vars, const Optimizer& opt,
+                                                 const ExponentialMovingAverage* ema) {
+  std::map<std::string, Tensor> out = vars.items();
+  for (auto& [k, v] : opt.state()) out["optimizer/" + k] = v;
+  if (ema)
+    for (auto& [k, v] : ema->state()) out[k] = v;
+  return out;
+}
+
+void restore_training_state(const std::string& path, VariableStore& vars, Optimizer& opt,
+                            ExponentialMovingAverage* ema) {
+  auto tensors = load_checkpoint(path);
+  std::map<std::string, Tensor> opt_state, ema_state;
+  for (auto& [k, v] : tensors) {
+    if (k.rfind("optimizer/", 0) == 0) opt_state[k.substr(10)] = v;
+    else if (k.size() > 26 && k.compare(k.size() - 26, 26, "/ExponentialMovingAverage") == 0) ema_state[k] = v;
+    else if (vars.contains(k)) vars.assign(k, v);
+  }
+  for (auto& [name, t] : vars.items())
+    if (!tensors.count(name)) throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
+  opt.load_state(opt_state);
+  if (ema && !ema_state.empty()) ema->load_state(ema_state);
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& c) {
+  if (c.batch_size <= 0) throw_error(Code::kInvalidArgument, "--batch_size must be positive");
+  const nets::NetInfo& info = nets::find_net(c.model_name);
+  int64_t size = c.train_image_size > 0 ? c.train_image_size : info.image_size;
+  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Model m;
+  build_model(m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed);
+  Scope s(m.graph);
+  std::vector<std::string> trainable;
+  std::vector<std::string> scopes = split_list(c.trainable_scopes);
+  for (int id : m.graph.variables(true)) {
+    const std::string& name = m.graph.node(id).name;
+    if (scopes.empty() || in_scopes(name, scopes)) trainable.push_back(name);
+  }
+  if (trainable.empty()) throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
+  GradientOps grads = build_gradients(s, m.total_loss, trainable);
+  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples), optimizer_options(c));
+  VariableStore vars;
+  vars.initialize(m.graph);
+  std::unique_ptr<ExponentialMovingAverage> ema;
+  if (c.moving_average_decay > 0) ema = std::make_unique<ExponentialMovingAverage>(c.moving_average_decay);
+  if (auto latest = latest_checkpoint(c.train_dir)) {
+    restore_training_state(*latest, vars, *optimizer, ema.get());
+    HUB_LOG(Info) << "resuming from " << *latest << " at step " << optimizer->global_step();
+  } else if (!c.checkpoint_path.empty()) {
+    restore_for_fine_tuning(c, m.graph, vars);
+  }
+  if (ema) ema->track(vars, trainable);
+
+  int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / c.batch_size);
+  int64_t max_steps = c.max_number_of_steps;
+  if (c.train_epochs > 0) max_steps = static_cast<int64_t>(std::ceil(c.train_epochs * static_cast<double>(steps_per_epoch)));
+  int64_t eval_every = c.epochs_between_evals > 0
+                           ? std::max<int64_t>(1, static_cast<int64_t>(c.epochs_between_evals * static_cast<double>(steps_per_epoch)))
+                           : 0;
+  data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
+                                            c.num_preprocessing_threads, c.seed, c.only_classes));
+  Session session(m.graph, &vars);
+  SummaryWriter summaries(c.train_dir);
+  TrainResult result;
+  auto save = [&] {
+    save_checkpoint(c.train_dir, optimizer->global_step(), checkpoint_tensors(vars, *optimizer, ema.get()));
+    result.checkpoint = *latest_checkpoint(c.train_dir);
+  };
+  auto last_save = Clock::now(), last_summary = Clock::now(), window = Clock::now();
+  int64_t window_steps = 0;
+  data::Batch batch;
+  HUB_LOG(Info) << "training " << c.model_name << " on " << c.dataset_name << "/" << c.dataset_split_name << " ("
+                << split.num_samples << " examples, " << split.num_classes << " classes), batch " << c.batch_size
+                << ", " << (max_steps > 0 ? std::to_string(max_steps) + " steps" : std::string("no step limit"));
+  while (max_steps <= 0 || optimizer->global_step() < max_steps) {
+    if (!reader.next(&batch)) break;
+    double lr = optimizer->learning_rate();
+    float loss = train_step(session, *optimizer, vars, grads, m.total_loss,
+                            {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
+    int64_t step = optimizer->global_step();
+    if (!std::isfinite(loss))
+      throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
+                                                 std::to_string(step) + " (NaN or infinite loss)");
+    if (ema) ema->apply(vars, trainable, step);
+    result.final_loss = loss;
+    ++window_steps;
+    if (step % std::max(1, c.log_every_n_steps) == 0 || step == max_steps) {
+      double secs = seconds_since(window) / static_cast<double>(window_steps);
+      std::printf("step %lld: loss = %.4f, learning_rate = %.6g (%.1f examples/sec; %.3f sec/batch)\n",
+                  static_cast<long long>(step), loss, lr, static_cast<double>(c.batch_size) / secs, secs);
+      std::fflush(stdout);
+      window = Clock::now();
+      window_steps = 0;
+    }
+    if (seconds_since(last_summary) >= c.save_summaries_secs || step == 1 || step % 100 == 0) {
+      summaries.scalar("losses/total_loss", loss, step);
+      summaries.scalar("learning_rate", lr, step);
+      last_summary = Clock::now();
+    }
+    if (seconds_since(last_save) >= c.save_interval_secs) {
+      save();
+      last_save = Clock::now();
+    }
+    if (eval_every > 0 && step % eval_every == 0) {
+      save();
+      EvalConfig e;
+      e.checkpoint_path = result.checkpoint;
+      e.model_name = c.model_name;
+      e.dataset_name = c.dataset_name;
+      e.dataset_split_name = c.eval_split;
+      e.dataset_dir = c.dataset_dir;
+      e.labels_offset = c.labels_offset;
+      e.preprocessing_name = c.preprocessing_name;
+      e.eval_image_size = size;
+      e.num_preprocessing_threads = c.num_preprocessing_threads;
+      e.only_classes = c.only_classes;
+      EvalResult r = evaluate(e);
+      result.last_eval_accuracy = r.accuracy;
+      summaries.scalar("eval/accuracy", r.accuracy, step);
+      std::printf("step %lld: eval accuracy = %.4f (%lld examples)\n", static_cast<long long>(step), r.accuracy,
+                  static_cast<long long>(r.examples));
+      std::fflush(stdout);
+      if (c.stop_threshold > 0 && r.accuracy >= c.stop_threshold) {
+        HUB_LOG(Info) << "stop_threshold " << c.stop_threshold << " reached";
+        break;
+      }
+    }
+  }
+  save();
+  result.steps = optimizer->global_step();
+  return result;
+}
+
+EvalResult evaluate(const EvalConfig& c) {
+  const nets::NetInfo& info = nets::find_net(c.model_name);
+  int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
+  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Model m;
+  build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
+  Scope s(m.graph);
+  std::vector<Output> top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes));
+  std::string path = resolve_checkpoint(c.checkpoint_path);
+  auto tensors = load_checkpoint(path);
+  VariableStore vars;
+  for (int id : m.graph.variables()) {
+    const std::string& name = m.graph.node(id).name;
+    auto it = c.moving_average_decay > 0 ? tensors.find(ExponentialMovingAverage::average_name(name)) : tensors.end();
+    if (it == tensors.end()) it = tensors.find(name);
+    if (it == tensors.end())
+      throw_error(Code::kNotFound, "variable '" + name + "' is missing from checkpoint " + path);
+    if (it->second.dtype() != DType::kFloat32 || it->second.shape() != m.graph.node(id).outputs[0].shape)
+      throw_error(Code::kInvalidArgument, "checkpoint " + path + " has " + it->second.spec_string() + " for '" +
+                                              name + "', the graph expects " + m.graph.node(id).outputs[0].to_string());
+    vars.set(name, it->second);
+  }
+  data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, false, c.batch_size,
+                                            c.num_preprocessing_threads, 0, c.only_classes));
+  Session session(m.graph, &vars);
+  EvalResult r;
+  int64_t correct = 0, in_top5 = 0, batches = 0;
+  data::Batch batch;
+  while ((c.max_num_batches <= 0 || batches < c.max_num_batches) && reader.next(&batch)) {
+    Tensor labels = offset_labels(batch.labels, c.labels_offset);
+    Tensor idx = session.run({{m.images, batch.images}}, {top5[1]})[0];
+    int64_t n = labels.num_elements(), k = idx.dim(1);
+    const int32_t* pi = idx.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t label = labels.data<int64_t>()[i];
+      if (pi[i * k] == label) ++correct;
+      for (int64_t j = 0; j < k; ++j)
+        if (pi[i * k + j] == label) ++in_top5;
+    }
+    r.examples += n;
+    ++batches;
+  }
+  if (r.examples == 0) throw_error(Code::kNotFound, "split " + c.dataset_split_name + " of " + c.dataset_dir + " has no examples");
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
+  r.recall_at_5 = static_cast<double>(in_top5) / static_cast<double>(r.examples);
+  if (!c.eval_dir.empty()) {
+    SummaryWriter w(c.eval_dir);
+    int64_t step = std::max<int64_t>(0, checkpoint_step(path));
+    w.scalar("eval/Accuracy", r.accuracy, step);
+    w.scalar("eval/Recall_5", r.recall_at_5, step);
+  }
+  return r;
+}
+
+namespace {
+// Maps module input images in [0, 1] to the range the net was trained on.
+Output input_transform(const Scope& s, Output x, const std::string& preprocessing) {
+  if (preprocessing == "inception") return ops::sub(s, ops::mul(s, x, ops::scalar(s, 2.0f)), ops::scalar(s, 1.0f));
+  if (preprocessing == "lenet")
+    return ops::sub(s, ops::mul(s, x, ops::scalar(s, 255.0f / 128.0f)), ops::scalar(s, 1.0f));
+  if (preprocessing == "vgg")
+    return ops::sub(s, ops::mul(s, x, ops::scalar(s, 255.0f)),
+                    ops::constant(s, Tensor::floats({123.68f, 116.78f, 103.94f}), "rgb_means"));
+  if (preprocessing == "cifarnet" || preprocessing == "cifar10") {
+    // tf.image.per_image_standardization on the 0..255 scale, per image.
+    const Shape& shape = s.graph().spec(x).shape;
+    float n = static_cast<float>(shape[1] * shape[2] * shape[3]);
+    Output v = ops::mul(s, x, ops::scalar(s, 255.0f));
+    Output centered = ops::sub(s, v, ops::mean(s, v, {1, 2, 3}, true));
+    Output stddev = ops::sqrt(s, ops::mean(s, ops::square(s, centered), {1, 2, 3}, true));
+    return ops::div(s, centered, ops::maximum(s, stddev, ops::scalar(s, 1.0f / std::sqrt(n))));
+  }
+  return x;  // mnist: [0, 1] as is
+}
+}  // namespace
+
+void export_module(const ExportConfig& c) {
+  if (c.output_dir.empty()) throw_error(Code::kInvalidArgument, "--output_dir is required");
+  const nets::NetInfo& info = nets::find_net(c.model_name);
+  int64_t size = c.image_size > 0 ? c.image_size : info.image_size;
+  std::vector<std::string> labels;
+  if (!c.dataset_dir.empty() && fs::exists(fs::path(c.dataset_dir) / "labels.txt")) {
+    labels = data::read_labels_file((fs::path(c.dataset_dir) / "labels.txt").string());
+    if (!c.only_classes.empty()) {
+      std::vector<std::string> kept;
+      for (int64_t k : c.only_classes) kept.push_back(labels.at(static_cast<size_t>(k)));
+      labels = kept;
+    }
+    if (c.labels_offset > 0 && static_cast<int64_t>(labels.size()) > c.labels_offset)
+      labels.erase(labels.begin(), labels.begin() + c.labels_offset);
+  }
+  int64_t classes = c.num_classes > 0 ? c.num_classes : !labels.empty() ? static_cast<int64_t>(labels.size()) : info.default_classes;
+  auto fn = [&](ModuleBuilder& b, const Attrs& args) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, info.channels}, "images");
+    nets::NetOptions o;
+    o.num_classes = classes;
+    o.is_training = args.get_bool("is_training");
+    nets::Net net = nets::build_net(c.model_name, s, input_transform(s.sub("input"), images, info.preprocessing), o);
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", net.features}});
+    b.add_signature("logits", {{"images", images}}, {{"default", net.logits}});
+    b.add_signature("classification", {{"images", images}}, {{"default", ops::softmax(s, net.logits, "probabilities")}});
+    b.set_image_info(size, size, info.channels);
+    ModuleMetadata meta;
+    meta.name = c.model_name;
+    meta.description = "Built-in network " + c.model_name + " exported by hub export" +
+                       (c.checkpoint_path.empty() ? " (initial weights)" : " from " + c.checkpoint_path);
+    meta.version = HUB_VERSION;
+    meta.license = "Apache-2.0";
+    b.set_metadata(meta);
+  };
+  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", false)},
+                                            {TagSet{"train"}, Attrs().set("is_training", true)}});
+  Module module(spec);
+  if (!c.checkpoint_path.empty()) {
+    std::string path = resolve_checkpoint(c.checkpoint_path);
+    auto tensors = load_checkpoint(path);
+    for (const std::string& name : module.variable_map().names()) {
+      auto it = tensors.find(name);
+      if (it == tensors.end())
+        throw_error(Code::kNotFound, "variable '" + name + "' is missing from --checkpoint_path " + path);
+      module.variable_map().at(name).assign(it->second);
+    }
+  }
+  std::map<std::string, std::string> assets;
+  if (!labels.empty()) {
+    std::string text;
+    for (const std::string& l : labels) text += l + "\n";
+    assets["labels.txt"] = text;
+  }
+  module.export_to(c.output_dir, assets);
+}
+
+}  // namespace hub::train

@@ -1,0 +1,109 @@
+// The slim tools as library functions: train_image_classifier (train),
+// eval_image_classifier (evaluate) and export_inference_graph (export_module),
+// over TFRecord data sets written by `hub data convert` and the built-in
+// networks of modules/nets. The `hub train|eval|export` commands are thin
+// layers over these (cli/train.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hub::train {
+
+// Flag names and defaults of train_image_classifier.py (and, for the epoch
+// flags, the official MNIST model).
+struct TrainConfig {
+  std::string train_dir = "/tmp/tfmodel/";
+  std::string model_name = "inception_v3";
+  std::string dataset_name = "imagenet";
+  std::string dataset_split_name = "train";
+  std::string dataset_dir;
+  int64_t labels_offset = 0;
+  std::string preprocessing_name;  // default: the net's
+  int64_t train_image_size = 0;    // default: the net's
+  int64_t batch_size = 32;
+  int64_t max_number_of_steps = 0;  // 0: until train_epochs (or forever)
+  int num_preprocessing_threads = 4;
+  int log_every_n_steps = 10;
+  double save_interval_secs = 600;
+  double save_summaries_secs = 600;
+  // Optimizer and learning rate.
+  std::string optimizer = "rmsprop";
+  double weight_decay = 0.00004;
+  double adadelta_rho = 0.95, adagrad_initial_accumulator_value = 0.1;
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, opt_epsilon = 1.0;
+  double ftrl_learning_rate_power = -0.5, ftrl_initial_accumulator_value = 0.1, ftrl_l1 = 0.0, ftrl_l2 = 0.0;
+  double momentum = 0.9, rmsprop_momentum = 0.9, rmsprop_decay = 0.9;
+  std::string learning_rate_decay_type = "exponential";
+  double learning_rate = 0.01, end_learning_rate = 0.0001, learning_rate_decay_factor = 0.94;
+  double num_epochs_per_decay = 2.0;
+  double label_smoothing = 0.0;
+  double moving_average_decay = 0;  // 0: none
+  // Fine-tuning.
+  std::string checkpoint_path, checkpoint_exclude_scopes, trainable_scopes;
+  bool ignore_missing_vars = false;
+  // Official MNIST model: epochs, evaluation between them, early stop.
+  double train_epochs = 0;            // > 0: train this many epochs (overrides max steps)
+  double epochs_between_evals = 0;    // > 0: evaluate on --eval_split every N epochs
+  std::string eval_split = "test";
+  double stop_threshold = 0;          // > 0: stop once eval accuracy >= this
+  uint64_t seed = 0;
+  // Classes to keep (labels outside are skipped); empty = all.
+  std::vector<int64_t> only_classes;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double final_loss = 0;
+  double last_eval_accuracy = -1;
+  std::string checkpoint;
+};
+
+TrainResult train(const TrainConfig& config);
+
+struct EvalConfig {
+  std::string checkpoint_path;  // file or train_dir (latest)
+  std::string model_name = "inception_v3";
+  std::string dataset_name = "imagenet";
+  std::string dataset_split_name = "test";
+  std::string dataset_dir;
+  std::string eval_dir;  // TensorBoard logs (optional)
+  int64_t labels_offset = 0;
+  std::string preprocessing_name;
+  int64_t eval_image_size = 0;
+  int64_t batch_size = 100;
+  int64_t max_num_batches = 0;  // 0: the whole split
+  int num_preprocessing_threads = 4;
+  double moving_average_decay = 0;  // > 0: evaluate the moving averages
+  std::vector<int64_t> only_classes;
+};
+
+struct EvalResult {
+  double accuracy = 0;
+  double recall_at_5 = 0;
+  int64_t examples = 0;
+};
+
+EvalResult evaluate(const EvalConfig& config);
+
+struct ExportConfig {
+  std::string model_name;
+  std::string checkpoint_path;  // empty: initial (random) weights
+  int64_t num_classes = 0;      // 0: from the dataset's labels.txt, else the net default
+  std::string dataset_name;     // for labels (optional)
+  std::string dataset_dir;
+  int64_t labels_offset = 0;
+  int64_t image_size = 0;       // default: the net's
+  std::string output_dir;
+  std::vector<int64_t> only_classes;  // labels kept when training used a class subset
+};
+
+// Writes a module: input images float32 [batch, H, W, C] in [0, 1] (the
+// net's preprocessing range mapping is inside the graph), signatures
+// "default" (features), "logits", "classification" (probabilities), image
+// size attached, labels.txt as an asset; tag sets {} and {"train"}.
+void export_module(const ExportConfig& config);
+
+}  // namespace hub::train
