@@ -44,7 +44,7 @@ Output bottleneck(const Scope& s, Output x, int64_t depth, int64_t bottleneck, i
   if (v2) {
     ops::BatchNormOptions bo = lo.batch_norm;
     bo.is_training = lo.is_training;
-    inner = ops::relu(p, ops::batch_norm(u.sub("preact"), x, bo));
+    inner = ops::relu(u.sub("preact"), ops::batch_norm(u.sub("preact"), x, bo));
   }
   Output shortcut;
   if (depth == depth_in) {
