@@ -57,6 +57,13 @@ TEST_CASE("large nets: published parameter counts") {
   CHECK(nets::count_parameters(build("inception_v3", 1000)->g, false) == 23851784);
   // ResNet-50 v1: 25,557,032 trainable (conv weights, BN gamma/beta, fc).
   CHECK(nets::count_parameters(build("resnet_v1_50", 1000)->g, true) == 25557032);
+  // ResNet-101 / -152 (same units, more of them): 44,549,160 and 60,192,808.
+  CHECK(nets::count_parameters(build("resnet_v1_101", 1000)->g, true) == 44549160);
+  CHECK(nets::count_parameters(build("resnet_v1_152", 1000)->g, true) == 60192808);
+  // GoogLeNet / Inception v1: about 6.6 M (slim's table), 1.5 G multiply-adds.
+  auto v1 = build("inception_v1", 1001);
+  CHECK(static_cast<double>(nets::count_parameters(v1->g, true)) / 1e6 == doctest::Approx(6.6).epsilon(0.01));
+  CHECK(static_cast<double>(nets::count_macs(v1->g)) / 1e9 == doctest::Approx(1.5).epsilon(0.01));
   // MobileNet v1 1.0/224: 4,231,976 trainable with 1000 classes (Keras).
   CHECK(nets::count_parameters(build("mobilenet_v1", 1000)->g, true) == 4231976);
 }
