@@ -12,6 +12,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/matmul.h"
 #include "hub/ops/onednn/common.h"
+#include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 
 namespace hub {
@@ -518,10 +519,8 @@ Output l2_regularizer(const Scope& s, Output weight, float weight_decay, const s
                                             spec.to_string());
   std::string full = s.name(name);
   Scope r = Scope(g).sub(full);
-  // sum(w^2) as the 1x1 product of the flattened weight with itself.
-  Output flat = reshape(r, weight, {1, -1});
-  Output sum_sq = reshape(r, matmul(r, flat, flat, false, true), {});
-  Output loss = Scope(g).op("Mul", {sum_sq, scalar(r, weight_decay * 0.5f, "scale")}, {}, full);
+  // weight_decay * sum(w^2) / 2 = weight_decay * L2Loss(w).
+  Output loss = Scope(g).op("Mul", {l2_loss(r, weight), scalar(r, weight_decay, "scale")}, {}, full);
   g.add_to_collection(kRegularizationLosses, g.node(loss).name);
   return loss;
 }
