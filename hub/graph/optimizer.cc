@@ -8,9 +8,7 @@
 
 #include "hub/core/parallel.h"
 #include "hub/graph/autodiff.h"
-#include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
-#include "hub/ops/matmul.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
