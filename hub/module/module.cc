@@ -512,12 +512,22 @@ ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn) {
 
 // ---- loading --------------------------------------------------------------------
 
+namespace {
+ModuleHandleResolver& handle_resolver() {
+  static ModuleHandleResolver resolver;
+  return resolver;
+}
+}  // namespace
+
+void set_module_handle_resolver(ModuleHandleResolver resolver) { handle_resolver() = std::move(resolver); }
+
 ModuleSpec load_module_spec(const std::string& handle) {
-  // Today a handle is a local path; the resolver maps URLs and registry names
-  // to a local directory before this point.
+  // A local path (or file://) is read in place; anything else goes through
+  // the installed resolver (URLs, registry names), which returns a local dir.
   std::string dir = handle;
   if (dir.rfind("file://", 0) == 0) dir = dir.substr(7);
   std::error_code ec;
+  if (!fs::is_directory(dir, ec) && handle_resolver()) dir = handle_resolver()(handle);
   if (!fs::is_directory(dir, ec))
     throw_error(Code::kNotFound, "module '" + handle + "' not found (not a directory)");
   const std::string where = "module " + dir;

@@ -194,6 +194,13 @@ ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn);
 // or a missing variable, InvalidArgument for mismatching weights.
 ModuleSpec load_module_spec(const std::string& handle);
 
+// Maps a handle that is not a local directory (a URL, a registry name) to a
+// local module directory, downloading and caching as needed; installed once
+// at startup by the resolver (hub/resolver). Without one, load_module_spec
+// accepts local paths (and file://) only. Not thread-safe against concurrent loads.
+using ModuleHandleResolver = std::function<std::string(const std::string& handle)>;
+void set_module_handle_resolver(ModuleHandleResolver resolver);
+
 // Attached image info: (height, width) and channels. Throw NotFound when the
 // module has no such info.
 std::pair<int64_t, int64_t> get_expected_image_size(const ModuleSpec& spec);

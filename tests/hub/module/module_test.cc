@@ -317,3 +317,21 @@ TEST_CASE("format upgrades are named functions chained on load") {
   upgrade_module_def(def, "m");
   CHECK(def.format_version() == kModuleFormatVersion);
 }
+
+TEST_CASE("load_module_spec: file:// handles and an installed handle resolver") {
+  TempDir tmp;
+  Module m(create_module_spec(half_plus_two));
+  m.variable_map().at("a").assign(0.5f);
+  m.export_to(tmp / "m");
+  CHECK(Module(load_module_spec("file://" + (tmp / "m")))({4}).to_vector<float>() == std::vector<float>{2});
+  CHECK_THROWS_AS(load_module_spec("https://example.invalid/m.tar.gz"), Error);
+  std::string seen;
+  set_module_handle_resolver([&](const std::string& handle) {
+    seen = handle;
+    return tmp / "m";
+  });
+  ModuleSpec spec = load_module_spec("registry:tests/half_plus_two/1");
+  set_module_handle_resolver(nullptr);
+  CHECK(seen == "registry:tests/half_plus_two/1");
+  CHECK(spec.source() == tmp / "m");
+}
