@@ -73,7 +73,7 @@ DType parse_st_dtype(const std::string& name, const std::string& source, const s
   static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I8", "I16", "U16", "U32",
                                                "U64", "F8_E4M3", "F8_E5M2"};
   if (kKnown.count(name))
-    throw_error(Code::kUnimplemented, "safetensors file '" + source + "': tensor '" + tensor +
+    throw_error(Code::kInvalidArgument, "safetensors file '" + source + "': tensor '" + tensor +
                                           "' has dtype " + name +
                                           ", which hub does not support (F32, I32, I64, U8, BOOL)");
   corrupt(source, "tensor '" + tensor + "' has unknown dtype '" + escaped(name) + "'");
@@ -117,6 +117,9 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
     header[name] = std::move(entry);
     offset += t.nbytes();
   }
+  for (const auto& [k, v] : metadata)
+    if (invalid_utf8_at(k) != std::string_view::npos || invalid_utf8_at(v) != std::string_view::npos)
+      throw_error(Code::kInvalidArgument, "safetensors: metadata entry '" + escaped(k) + "' is not UTF-8");
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');

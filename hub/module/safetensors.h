@@ -17,8 +17,8 @@
 // end - begin == product(shape) * dtype size (computed without overflow);
 // the entries cover the buffer contiguously (no gap, no overlap, nothing
 // after the last one); BOOL bytes are 0 or 1; __metadata__ maps strings to
-// strings. Malformed data is Code::kCorruption; a dtype this hub does not
-// support (e.g. F16) is Code::kUnimplemented.
+// strings. Malformed data is Code::kCorruption; a published dtype this hub
+// does not support (e.g. F16) is Code::kInvalidArgument.
 //
 // The writer sorts tensors by name, lays them out contiguously in that order
 // and pads the header with spaces to a multiple of 8 bytes.

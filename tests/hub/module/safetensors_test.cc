@@ -3,6 +3,7 @@
 // hub::Error naming the file and the tensor.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,8 @@ TEST_CASE("written files follow the published layout") {
   tensors["w"] = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
   tensors["b"] = Tensor::from_vector<int64_t>({3}, {-1, 0, 1LL << 40});
   tensors["mask"] = Tensor::from_vector<bool>({2}, {true, false});
+  CHECK_THROWS_AS(encode_safetensors(tensors, {{"k", "\xff"}}), Error);
+  CHECK_THROWS_AS(encode_safetensors({{"\xfe", Tensor::floats({1})}}), Error);
   std::string bytes = encode_safetensors(tensors, {{"format", "hub"}});
 
   // 8-byte little-endian length, then JSON padded with spaces to 8 bytes.
@@ -158,7 +161,7 @@ TEST_CASE("malformed files are clear errors naming the file and the tensor") {
                  Code::kCorruption, "near \"{\"a\\xc0\\xaf");
   }
   SUBCASE("unsupported and unknown dtypes") {
-    expect_error(file_of(R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", data), Code::kUnimplemented,
+    expect_error(file_of(R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", data), Code::kInvalidArgument,
                  "tensor 'h' has dtype F16");
     expect_error(file_of(R"({"h":{"dtype":"Q4","shape":[4],"data_offsets":[0,8]}})", data), Code::kCorruption,
                  "tensor 'h' has unknown dtype 'Q4'");
@@ -198,4 +201,37 @@ TEST_CASE("files on disk: write is atomic, read names a missing file") {
     CHECK(e.code() == Code::kNotFound);
     CHECK(std::string(e.what()).find(path) != std::string::npos);
   }
+}
+
+// Independent check of the published rules on bytes we wrote (not using our reader).
+TEST_CASE("files we write satisfy the format rules for many tensors") {
+  std::map<std::string, Tensor> tensors;
+  for (int i = 0; i < 20; ++i) {
+    int64_t n = (i * 7) % 5;
+    Tensor t = i % 3 == 0 ? Tensor::zeros(DType::kUInt8, {n, 3}) : hub::testing::random_tensor({n + 1, 2}, i);
+    tensors["layer_" + std::to_string(i) + "/w"] = t;
+  }
+  std::string bytes = encode_safetensors(tensors, {{"k", "v"}});
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  REQUIRE(8 + n <= bytes.size());
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  std::map<std::string, size_t> sizes = {{"F32", 4}, {"U8", 1}};
+  for (auto& [name, e] : header.items()) {
+    if (name == "__metadata__") continue;
+    uint64_t count = 1;
+    for (auto& d : e["shape"]) count *= d.get<uint64_t>();
+    uint64_t b = e["data_offsets"][0], en = e["data_offsets"][1];
+    CHECK(en - b == count * sizes.at(e["dtype"]));
+    spans.push_back({b, en});
+  }
+  CHECK(spans.size() == tensors.size());
+  std::sort(spans.begin(), spans.end());
+  uint64_t pos = 0;
+  for (auto [b, en] : spans) {
+    CHECK(b == pos);
+    pos = en;
+  }
+  CHECK(pos == bytes.size() - 8 - n);
 }
