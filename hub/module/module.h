@@ -258,8 +258,9 @@ class Module {
   // (or the output named "default" when there are several).
   Tensor operator()(const Tensor& input);
   Tensor operator()(std::initializer_list<float> values) { return (*this)(Tensor::floats(values)); }
-  // A named signature with a single input and output.
+  // A named signature with a single input; its single (or "default") output.
   Tensor call_single(const std::string& signature, const Tensor& input);
+  Tensor operator()(const std::string& signature, const Tensor& input) { return call_single(signature, input); }
 
   VariableMap variable_map() { return VariableMap(&variables()); }
   VariableStore& variables();

@@ -63,6 +63,7 @@ TEST_CASE("half_plus_two: build, call, assign, query") {
   CHECK(onednn::weight_version() > version);
   m.variable_map().at("b").assign(Tensor::scalar<float>(2.0f));
   CHECK(m({10, 3, 4}).to_vector<float>() == std::vector<float>{7, 3.5f, 4});
+  CHECK(m("default", Tensor::floats({4})).to_vector<float>() == std::vector<float>{4});
   TensorMap out = m("default", {{"x", Tensor::floats({-2})}});
   CHECK(out.at("y").to_vector<float>() == std::vector<float>{1});
   CHECK(m.variable_map().at("a").value().item<float>() == 0.5f);
