@@ -53,7 +53,8 @@ RunFn setup(CLI::App& app) {
   app.add_option("MODULE", o->module, "Module directory (or handle)")->required();
   app.add_option("--signature", o->signature, "Signature to run")->capture_default_str();
   app.add_option("--input", o->inputs, "name=FILE.npy (repeatable); FILE.npy alone for a single-input signature")
-      ->required();
+      ->required()
+      ->allow_extra_args(false);
   app.add_option("--output_dir", o->output_dir, "Write each output as NAME.npy here (default: print)");
   app.add_option("--tags", o->tags, "Tag set, comma-separated (default: the inference tag set {})");
   return [o] {
