@@ -281,7 +281,10 @@ class Module {
   // from `inputs`, and returns the signature's outputs there. Variables are
   // renamed "<scope>/<var>", trainable only if this Module is; their current
   // values are copied into `initial_values` (pass ModuleBuilder::initial_values()
-  // inside a module function so the new spec carries them).
+  // inside a module function so the new spec carries them). The module's
+  // collections (update_ops, regularization_losses) are carried over, renamed,
+  // only when this Module is trainable. Assets of the applied module are not
+  // copied into the new module.
   OutputMap apply(const Scope& scope, const OutputMap& inputs, const std::string& signature = kDefaultSignature,
                   VariableStore* initial_values = nullptr, const std::string& name = "module") const;
   // apply() inside a module function, recording the weights in the builder.
