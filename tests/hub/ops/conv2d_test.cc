@@ -295,6 +295,7 @@ TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
   CHECK(contains(m, "[8,8,3]"));
   m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("same"));
   CHECK(contains(m, "\"same\""));
+  CHECK(contains(m, "[3,3,3,8]"));
   m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME", {0, 1}));
   CHECK(contains(m, "strides"));
   CHECK(contains(m, "[0,1]"));
