@@ -79,11 +79,21 @@ std::pair<double, double> measure(const std::function<void()>& fn) {
   return {median(t), median(tg)};
 }
 
-void report(const std::string& name, const std::string& backend, const std::function<void()>& fn, double flops) {
+// `backend` names the session's backend; when the node `node` of `session`
+// fell back to another kernel, the line says so ("onednn>reference").
+void report(const std::string& name, std::string backend, const std::function<void()>& fn, double flops,
+            const hub::Session* session = nullptr, const std::string& node = "") {
   if (name.find(g_filter) == std::string::npos && name.find("sgemm") == std::string::npos) return;
   auto [s, sg] = measure(fn);
+  if (session) {
+    hub::Backend ran = session->last_kernels().at(node);
+    if (ran != session->backend()) {
+      backend += '>';
+      backend += hub::backend_name(ran);
+    }
+  }
   double rate = flops / s * 1e-9, gemm_rate = Gemm::flops() / sg * 1e-9;
-  std::printf("%-46s %-9s %9.3f ms %8.1f GFLOP/s  gemm %6.1f GFLOP/s  ratio=%.2f\n", name.c_str(),
+  std::printf("%-46s %-17s %9.3f ms %8.1f GFLOP/s  gemm %6.1f GFLOP/s  ratio=%.2f\n", name.c_str(),
               backend.c_str(), s * 1e3, rate, gemm_rate, rate / gemm_rate);
   std::fflush(stdout);
 }
@@ -120,9 +130,10 @@ void bench_conv(const ConvCase& k) {
     Session session(g, nullptr, {backend});
     const double flops = conv_flops(g, y, k);
     const std::string b(backend_name(backend));
-    report(k.name + " fwd", b, [&] { session.run({{x, xt}, {w, wt}}, {y}); }, flops);
-    report(k.name + " bwd data", b, [&] { session.run(feeds, {dx}); }, flops);
-    report(k.name + " bwd weights", b, [&] { session.run(feeds, {dw}); }, flops);
+    report(k.name + " fwd", b, [&] { session.run({{x, xt}, {w, wt}}, {y}); }, flops, &session,
+           g.node(y).name);
+    report(k.name + " bwd data", b, [&] { session.run(feeds, {dx}); }, flops, &session, g.node(dx).name);
+    report(k.name + " bwd weights", b, [&] { session.run(feeds, {dw}); }, flops, &session, g.node(dw).name);
   }
 }
 

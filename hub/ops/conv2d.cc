@@ -39,13 +39,13 @@ std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bo
   std::vector<int64_t> dilations = spatial_pair(raw_dilations);
   if (strides.empty() || strides[0] <= 0 || strides[1] <= 0)
     return "strides must be [sh,sw] (or [1,sh,sw,1]) with positive entries, got " +
-           ints_string(raw_strides);
+           ints_string(raw_strides) + " (" + shapes + ")";
   if (dilations.empty() || dilations[0] <= 0 || dilations[1] <= 0)
     return "dilations must be [dh,dw] (or [1,dh,dw,1]) with positive entries, got " +
-           ints_string(raw_dilations);
+           ints_string(raw_dilations) + " (" + shapes + ")";
   const std::string& padding_text = attrs.get_string("padding");
   std::optional<Padding> padding = parse_padding(padding_text);
-  if (!padding) return "padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\"";
+  if (!padding) return "padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\" (" + shapes + ")";
   ConvGeometry g{};
   g.n = x[0];
   g.h = x[1];

@@ -87,6 +87,9 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   dnnl::memory src = memory(w, d, layout);
   dnnl::reorder(src, dst).execute(stream(), src, dst);
   stream().wait();
+  // Entries of freed tensors (e.g. a filter computed by another op, whose
+  // storage is gone) would otherwise pile up with their reordered copies.
+  std::erase_if(weights(), [](const auto& kv) { return kv.second.storage.expired(); });
   weights()[key] = WeightEntry{w.storage(), version, dst, holder};
   return dst;
 }

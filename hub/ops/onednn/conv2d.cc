@@ -2,9 +2,12 @@
 //
 // Activations stay NHWC (hub's layout; oneDNN's NHWC kernels are its fast
 // channels-last path, and a blocked layout would cost a reorder in and out of
-// every op). Weights use format_tag::any: the forward and backward-data
-// primitives pick a blocked layout and onednn::reordered_weights() keeps the
-// reordered copy until the weights change. Depthwise is a grouped convolution
+// every op: measured no faster in bench/engine_bench.cc, see
+// docs/performance.md; HUB_CONV_LAYOUT=blocked forces it for measuring).
+// Weights use format_tag::any: the forward and backward-data primitives pick a
+// blocked layout and onednn::reordered_weights() keeps the reordered copy
+// until the weights change; backward-weights writes its blocked result to a
+// pool buffer and reorders it into the HWIO/HWCM output. Depthwise is a grouped convolution
 // with groups = C: the HWCM filter is exactly oneDNN's `hwigo` layout of
 // dims {G=C, O=M, I=1, KH, KW}.
 //
@@ -65,13 +68,12 @@ dnnl::memory::desc any(const dims& d) { return dnnl::memory::desc(d, dt::f32, ta
 
 // Whether a pass runs on oneDNN's blocked activation layout (format `any`,
 // reordered from and to NHWC around the primitive) instead of NHWC directly.
-bool blocked_activations(bool depthwise, Pass pass) {
-  static const char* env = std::getenv("HUB_CONV_LAYOUT");  // experiment knob, see docs/performance.md
-  if (env && std::string(env) == "blocked") return true;
-  if (env && std::string(env) == "nhwc") return false;
-  (void)depthwise;
-  (void)pass;
-  return false;
+bool blocked_activations() {
+  static const bool blocked = [] {
+    const char* env = std::getenv("HUB_CONV_LAYOUT");  // measuring knob, see docs/performance.md
+    return env && std::string(env) == "blocked";
+  }();
+  return blocked;
 }
 
 dnnl::memory::desc act(const dims& d, bool blocked) { return blocked ? any(d) : desc(d, tag::nhwc); }
@@ -140,7 +142,7 @@ struct OutputAs {
 
 void forward_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution forward", [&] {
-    const bool blocked = blocked_activations(depthwise, Pass::kForward);
+    const bool blocked = blocked_activations();
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
     auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
       dnnl::convolution_forward::primitive_desc pd(
@@ -158,7 +160,7 @@ void forward_kernel(KernelContext& c, bool depthwise) {
 
 void backward_data_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution backward data", [&] {
-    const bool blocked = blocked_activations(depthwise, Pass::kBackwardData);
+    const bool blocked = blocked_activations();
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
     auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
       dnnl::convolution_forward::primitive_desc hint(
@@ -180,7 +182,7 @@ void backward_data_kernel(KernelContext& c, bool depthwise) {
 
 void backward_weights_kernel(KernelContext& c, bool depthwise) {
   guarded("convolution backward weights", [&] {
-    const bool blocked = blocked_activations(depthwise, Pass::kBackwardWeights);
+    const bool blocked = blocked_activations();
     const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
     auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
       dnnl::convolution_forward::primitive_desc hint(

@@ -5,6 +5,7 @@
 
 #include "hub/graph/session.h"
 #include "hub/ops/conv2d.h"
+#include "hub/ops/onednn/common.h"
 #include "hub/ops/padding.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -295,6 +296,7 @@ TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
   CHECK(contains(m, "[8,8,3]"));
   m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("same"));
   CHECK(contains(m, "\"same\""));
+  CHECK(contains(m, "[3,3,3,8]"));
   m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME", {0, 1}));
   CHECK(contains(m, "strides"));
   CHECK(contains(m, "[0,1]"));
@@ -308,4 +310,27 @@ TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
   m = error_of("Conv2DBackpropInput", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME"), &bad_dy);
   CHECK(contains(m, "[1,8,8,7]"));
   CHECK(contains(m, "[1,8,8,8]"));
+}
+
+TEST_CASE("Conv2D on oneDNN: cached reordered filters never go stale") {
+  // A new filter tensor of the same shape (possibly at the freed buffer's
+  // address) and a filter changed in place plus bump_weight_version() must
+  // both be seen by the next run.
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {1, 6, 6, 8}, "x");
+  Output w = ops::placeholder(s, DType::kFloat32, {3, 3, 8, 16}, "w");
+  Output y = ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv");
+  Session fast(g, nullptr, {Backend::kOneDNN});
+  Session ref(g, nullptr, {Backend::kReference});
+  Tensor xt = random_tensor({1, 6, 6, 8}, 1);
+  for (uint64_t seed = 10; seed < 13; ++seed) {
+    Tensor wt = random_tensor({3, 3, 8, 16}, seed);
+    expect_close(fast.run({{x, xt}, {w, wt}}, {y})[0], ref.run({{x, xt}, {w, wt}}, {y})[0], 1e-4, 1e-4);
+  }
+  Tensor wt = random_tensor({3, 3, 8, 16}, 20);
+  fast.run({{x, xt}, {w, wt}}, {y});
+  wt.data<float>()[5] += 1.0f;
+  onednn::bump_weight_version();
+  expect_close(fast.run({{x, xt}, {w, wt}}, {y})[0], ref.run({{x, xt}, {w, wt}}, {y})[0], 1e-4, 1e-4);
 }
