@@ -21,15 +21,18 @@ using CRowMap = Eigen::Map<const RowVec>;
 
 constexpr int64_t kRowGrain = 256;
 
-// sum over rows of block(r0, n) (an [n, C] array) -> [1, C].
-template <class Block> RowVec column_sums(int64_t M, int64_t C, Block block) {
+// Per-channel sums over the M rows: add_row(r, acc) adds row r's term to
+// acc [1, C]. Rows are split into chunks summed in parallel (float within a
+// chunk, double across chunks), without materializing the terms.
+template <class AddRow> RowVec column_sums(int64_t M, int64_t C, AddRow add_row) {
   int64_t chunks = std::clamp<int64_t>(M / kRowGrain, 1, 4 * num_threads());
   std::vector<Eigen::Array<double, 1, Eigen::Dynamic>> partial(chunks);
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    RowVec acc(C);
     for (int64_t k = b; k < e; ++k) {
-      int64_t r0 = M * k / chunks, r1 = M * (k + 1) / chunks;
-      Rows part = block(r0, r1 - r0);
-      partial[k] = part.colwise().sum().template cast<double>();
+      acc.setZero();
+      for (int64_t r = M * k / chunks, r1 = M * (k + 1) / chunks; r < r1; ++r) add_row(r, acc);
+      partial[k] = acc.cast<double>();
     }
   });
   Eigen::Array<double, 1, Eigen::Dynamic> total = Eigen::Array<double, 1, Eigen::Dynamic>::Zero(C);
@@ -62,10 +65,9 @@ void fused_batch_norm_kernel(KernelContext& c) {
   RowVec mean(C), var(C);
   if (training) {
     float inv_m = M > 0 ? 1.0f / static_cast<float>(M) : 0.0f;
-    mean = column_sums(M, C, [&](int64_t r0, int64_t n) -> Rows { return CRowsMap(px + r0 * C, n, C); }) * inv_m;
-    var = column_sums(M, C, [&](int64_t r0, int64_t n) -> Rows {
-            return (CRowsMap(px + r0 * C, n, C).rowwise() - mean).square();
-          }) * inv_m;
+    mean = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(px + r * C, C); }) * inv_m;
+    var = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += (CRowMap(px + r * C, C) - mean).square(); }) *
+          inv_m;
     Eigen::Map<RowVec>(c.output(1).data<float>(), C) = mean;
     Eigen::Map<RowVec>(c.output(2).data<float>(), C) = var;
     float bessel = static_cast<float>(M) / static_cast<float>(std::max<int64_t>(M - 1, 1));
@@ -96,10 +98,10 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
   const float* px = x.data<float>();
   CRowMap scale(c.input(2).data<float>(), C), mean(c.input(3).data<float>(), C);
   RowVec rstd = (CRowMap(c.input(4).data<float>(), C) + eps).rsqrt();
-  RowVec doffset = column_sums(M, C, [&](int64_t r0, int64_t n) -> Rows { return CRowsMap(pdy + r0 * C, n, C); });
+  RowVec doffset = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(pdy + r * C, C); });
   // dscale = sum dy * (x - mean) * rstd
-  RowVec dscale = column_sums(M, C, [&](int64_t r0, int64_t n) -> Rows {
-                    return CRowsMap(pdy + r0 * C, n, C) * (CRowsMap(px + r0 * C, n, C).rowwise() - mean);
+  RowVec dscale = column_sums(M, C, [&](int64_t r, RowVec& acc) {
+                    acc += CRowMap(pdy + r * C, C) * (CRowMap(px + r * C, C) - mean);
                   }) * rstd;
   Eigen::Map<RowVec>(c.output(1).data<float>(), C) = dscale;
   Eigen::Map<RowVec>(c.output(2).data<float>(), C) = doffset;

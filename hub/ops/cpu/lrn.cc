@@ -35,6 +35,17 @@ void window_sum(const Rows& in, int64_t r, Rows& out) {
   }
 }
 
+// norm^(-beta), with the common betas (0.5: TF's default, 0.75: AlexNet's)
+// as square roots instead of pow.
+Rows pow_neg_beta(const Rows& norm, float beta) {
+  if (beta == 0.5f) return norm.rsqrt();
+  if (beta == 0.75f) {
+    Rows r = norm.rsqrt();
+    return r * r.sqrt();
+  }
+  return norm.pow(-beta);
+}
+
 // Runs fn(row_begin, row_count) over chunks of the [M, D] row view.
 template <class F> void for_row_chunks(int64_t rows, int64_t depth, F fn) {
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, depth)),
@@ -52,7 +63,7 @@ void lrn_kernel(KernelContext& c) {
     Rows sq = xs.square(), norm;
     window_sum(sq, p.r, norm);
     norm = p.bias + p.alpha * norm;
-    RowsMap(py + b * D, n, D) = xs * norm.pow(-p.beta);
+    RowsMap(py + b * D, n, D) = xs * pow_neg_beta(norm, p.beta);
   });
 }
 
@@ -71,7 +82,7 @@ void lrn_grad_kernel(KernelContext& c) {
     norm = p.bias + p.alpha * norm;
     t = gs * ys / norm;
     window_sum(t, p.r, tsum);
-    RowsMap(pdx + b * D, n, D) = gs * norm.pow(-p.beta) - (2.0f * p.alpha * p.beta) * xs * tsum;
+    RowsMap(pdx + b * D, n, D) = gs * pow_neg_beta(norm, p.beta) - (2.0f * p.alpha * p.beta) * xs * tsum;
   });
 }
 

@@ -15,7 +15,7 @@ namespace {
 
 using Vec = Eigen::Map<Eigen::ArrayXf>;
 using CVec = Eigen::Map<const Eigen::ArrayXf>;
-constexpr int64_t kChannelBlock = 64;
+constexpr int64_t kChannelBlock = 32;
 
 struct Window {
   int64_t h0, h1, w0, w1;  // in-bounds [h0,h1) x [w0,w1)

@@ -73,12 +73,16 @@ TEST_CASE("LRN: gradients match finite differences") {
 }
 
 TEST_CASE("LRN: oneDNN matches reference, forward and backward") {
-  struct Case { Shape shape; Attrs attrs; };
+  // grad_on_onednn: oneDNN 2.6 has a JIT LRN backward only for local_size 5
+  // (r = 2), bias 1 and beta 0.75 (blocked layout); elsewhere LRNGrad falls
+  // back to reference.
+  struct Case { Shape shape; Attrs attrs; bool grad_on_onednn; };
   std::vector<Case> cases = {
-      {{2, 3, 4, 7}, lrn(2, 1, 1, 0.5f)},          {{1, 1, 1, 1}, Attrs()},
-      {{1, 5, 3, 16}, Attrs()},                     {{3, 2, 2, 3}, lrn(1, 2, 1e-4f, 0.75f)},
-      {{1, 4, 4, 64}, lrn(2, 1, 1e-3f, 0.75f)},    {{2, 3, 3, 9}, lrn(0, 1, 0.5f, 1.0f)},
-      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f)}, {{1, 2, 2, 7}, lrn(20, 1, 0.01f, 0.75f)},
+      {{2, 3, 4, 7}, lrn(2, 1, 1, 0.5f), false},        {{1, 1, 1, 1}, Attrs(), false},
+      {{1, 5, 3, 16}, Attrs(), false},                   {{3, 2, 2, 3}, lrn(1, 2, 1e-4f, 0.75f), false},
+      {{1, 4, 4, 64}, lrn(2, 1, 1e-3f, 0.75f), true},   {{2, 3, 3, 9}, lrn(0, 1, 0.5f, 1.0f), false},
+      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f), false}, {{1, 2, 2, 7}, lrn(20, 1, 0.01f, 0.75f), false},
+      {{2, 3, 5, 16}, lrn(2, 1, 0.3f, 0.75f), true},  {{1, 3, 3, 16}, lrn(2, 2, 0.3f, 0.5f), false},
   };
   uint64_t seed = 20;
   for (const Case& k : cases) {
@@ -89,7 +93,7 @@ TEST_CASE("LRN: oneDNN matches reference, forward and backward") {
     Tensor g = random_tensor(k.shape, ++seed);
     compare_backends("LRNGrad", {g, x, y}, k.attrs, Backend::kOneDNN);
     CHECK(backend_used("LRN", {x}, k.attrs) == Backend::kOneDNN);
-    CHECK(backend_used("LRNGrad", {g, x, y}, k.attrs) == Backend::kOneDNN);
+    if (k.grad_on_onednn) CHECK(backend_used("LRNGrad", {g, x, y}, k.attrs) == Backend::kOneDNN);
   }
 }
 
