@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -87,18 +88,22 @@ std::vector<std::string> read_labels_file(const std::string& path) {
 
 namespace {
 
+using Writers = std::vector<std::unique_ptr<TFRecordWriter>>;
+
 // Writes examples [0, count) produced by make(i) into num_shards shards
 // (contiguous ranges, as slim). Examples are built in parallel in chunks.
-std::vector<std::string> write_shards(const std::string& dir, const std::string& name,
+// The writers are appended to *pending uncommitted: convert_dataset commits
+// them all once every split succeeded, so a failure leaves no file behind.
+void write_shards(Writers* pending, const std::string& dir, const std::string& name,
                                       const std::string& split, int num_shards, int64_t count,
                                       const std::function<std::string(int64_t)>& make) {
-  std::vector<std::string> files;
   const int64_t per_shard = (count + num_shards - 1) / num_shards;
   constexpr int64_t kChunk = 1024;
   std::vector<std::string> chunk(kChunk);
   for (int s = 0; s < num_shards; ++s) {
     const std::string path = (fs::path(dir) / shard_file_name(name, split, s, num_shards)).string();
-    TFRecordWriter writer(path);
+    pending->push_back(std::make_unique<TFRecordWriter>(path));
+    TFRecordWriter& writer = *pending->back();
     const int64_t begin = std::min(count, s * per_shard), end = std::min(count, begin + per_shard);
     for (int64_t c = begin; c < end; c += kChunk) {
       const int64_t n = std::min(kChunk, end - c);
@@ -107,12 +112,9 @@ std::vector<std::string> write_shards(const std::string& dir, const std::string&
       });
       for (int64_t i = 0; i < n; ++i) writer.write(chunk[i]);
     }
-    writer.commit();
-    files.push_back(path);
   }
   HUB_LOG(Info) << "wrote " << count << " " << split << " records of " << name << " to "
                 << num_shards << " file(s) in " << dir;
-  return files;
 }
 
 // PNG-encoded examples of images[i] (uint8 [N,H,W,C]).
@@ -139,14 +141,14 @@ int64_t limited(int64_t n, int64_t max_per_split) {
 }
 
 void convert_arrays(const ConvertOptions& o, const std::string& split, const LabeledImages& data,
-                    int shards, ConvertResult& result) {
+                    int shards, ConvertResult& result, Writers* pending) {
   const int64_t n = limited(data.images.dim(0), o.max_per_split);
-  auto files = write_shards(o.dataset_dir, o.dataset_name, split, shards, n, png_examples(data));
-  result.files.insert(result.files.end(), files.begin(), files.end());
+  write_shards(pending, o.dataset_dir, o.dataset_name, split, shards, n, png_examples(data));
   result.counts[split] = n;
 }
 
-void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result) {
+void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
+                     Writers* pending) {
   ImageFolder folder = list_image_folder(o.source);
   auto& items = folder.items;
   // Fisher-Yates with a fixed engine, so the split is the same on every platform.
@@ -178,8 +180,7 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result)
   const int64_t n_train = limited(total - num_val, o.max_per_split);
   for (auto [split, offset, n] : {std::tuple{std::string("train"), num_val, n_train},
                                   std::tuple{std::string("validation"), int64_t{0}, n_val}}) {
-    auto files = write_shards(o.dataset_dir, o.dataset_name, split, shards, n, make(offset));
-    result.files.insert(result.files.end(), files.begin(), files.end());
+    write_shards(pending, o.dataset_dir, o.dataset_name, split, shards, n, make(offset));
     result.counts[split] = n;
   }
   result.labels = folder.classes;
@@ -191,7 +192,7 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
   ConvertOptions o = options;
   const std::string& name = o.dataset_name;
   if (name != "mnist" && name != "fashion_mnist" && name != "cifar10" && name != "flowers")
-    throw_error(Code::kInvalidArgument, "--dataset_name '" + name +
+    throw_error(Code::kInvalidArgument, "unknown --dataset_name '" + name +
                                             "' (supported: mnist, fashion_mnist, cifar10, flowers)");
   if (o.dataset_dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
   if (o.source.empty()) {
@@ -211,6 +212,7 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
     throw_error(Code::kIOError, o.dataset_dir + ": cannot create output folder");
 
   ConvertResult result;
+  Writers pending;
   if (name == "mnist" || name == "fashion_mnist") {
     const fs::path src(o.source);
     for (auto [split, prefix] : {std::pair{"train", "train"}, std::pair{"test", "t10k"}}) {
@@ -218,17 +220,21 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
           read_mnist((src / (std::string(prefix) + "-images-idx3-ubyte.gz")).string(),
                      (src / (std::string(prefix) + "-labels-idx1-ubyte.gz")).string(),
                      o.max_per_split);
-      convert_arrays(o, split, data, shards, result);
+      convert_arrays(o, split, data, shards, result, &pending);
     }
     result.labels = name == "mnist" ? mnist_labels() : fashion_mnist_labels();
   } else if (name == "cifar10") {
     for (const char* split : {"train", "test"}) {
       const LabeledImages data = read_cifar10(o.source, split);
-      convert_arrays(o, split, data, shards, result);
+      convert_arrays(o, split, data, shards, result, &pending);
     }
     result.labels = cifar10_labels();
   } else {
-    convert_flowers(o, shards, result);
+    convert_flowers(o, shards, result, &pending);
+  }
+  for (auto& w : pending) {
+    w->commit();
+    result.files.push_back(w->path());
   }
   write_labels_file((fs::path(o.dataset_dir) / "labels.txt").string(), result.labels);
   return result;

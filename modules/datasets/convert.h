@@ -15,8 +15,9 @@
 //                         flowers_<split>_0000i-of-00005.tfrecord. The image
 //                         files are stored as they are (JPEG or PNG, checked by
 //                         decoding), format "jpeg"/"png".
-// Every file is written to a temporary and renamed when complete, so an error
-// leaves no partial file under its final name.
+// Every file is written to a temporary; all are renamed to their final names
+// only after every split was written, and labels.txt last, so an error leaves
+// no file (and no temporary) behind.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -79,9 +80,12 @@ Tensor read_idx_gz(const std::string& path, int64_t max_count) {
   if (magic[0] != 0 || magic[1] != 0)
     throw_error(Code::kInvalidArgument, path + ": not an IDX file (bad magic bytes)");
   if (magic[2] != 0x08)
-    throw_error(Code::kInvalidArgument, path + ": IDX element type 0x" +
-                                            std::to_string(magic[2]) +
+  {
+    char type[8];
+    std::snprintf(type, sizeof type, "0x%02x", magic[2]);
+    throw_error(Code::kInvalidArgument, path + ": IDX element type " + type +
                                             " is not supported (only 0x08, unsigned byte)");
+  }
   const int rank = magic[3];
   if (rank < 1 || rank > 4)
     throw_error(Code::kCorruption, path + ": IDX rank " + std::to_string(rank) + " not in 1..4");
