@@ -42,5 +42,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(data, "Convert and inspect data sets", setup);
+HUB_REGISTER_COMMAND(data, "Convert data sets to TFRecord files of tf.Example", setup);
 }  // namespace hub::cli
