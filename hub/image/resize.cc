@@ -1,0 +1,153 @@
+#include "hub/image/resize.h"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "hub/core/parallel.h"
+
+namespace hub::image {
+namespace {
+
+struct Nhwc {
+  int64_t n, h, w, c;
+  bool batched;
+};
+
+Nhwc dims_of(const Tensor& t, const char* who) {
+  if (t.rank() == 3) return {1, t.dim(0), t.dim(1), t.dim(2), false};
+  if (t.rank() == 4) return {t.dim(0), t.dim(1), t.dim(2), t.dim(3), true};
+  throw_error(Code::kInvalidArgument,
+              std::string(who) + ": needs [H,W,C] or [N,H,W,C], got " + t.spec_string());
+}
+
+Shape shape_of(const Nhwc& d, int64_t h, int64_t w) {
+  return d.batched ? Shape{d.n, h, w, d.c} : Shape{h, w, d.c};
+}
+
+struct Lerp {
+  std::vector<int64_t> lo, hi;  // source indices
+  std::vector<float> frac;
+};
+
+Lerp lerp_table(int64_t in, int64_t out) {
+  Lerp t;
+  t.lo.resize(out);
+  t.hi.resize(out);
+  t.frac.resize(out);
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  for (int64_t i = 0; i < out; ++i) {
+    const float src = static_cast<float>(i) * scale;
+    const int64_t lo = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+    t.lo[i] = lo;
+    t.hi[i] = std::min(lo + 1, in - 1);
+    t.frac[i] = src - static_cast<float>(lo);
+  }
+  return t;
+}
+
+template <class T>
+void resize_impl(const T* in, float* out, const Nhwc& d, int64_t oh, int64_t ow) {
+  const Lerp ys = lerp_table(d.h, oh), xs = lerp_table(d.w, ow);
+  const int64_t row = ow * d.c;
+  // dx expanded per channel so that the horizontal lerp is one array expression.
+  Eigen::ArrayXf dx(row);
+  for (int64_t x = 0; x < ow; ++x) dx.segment(x * d.c, d.c).setConstant(xs.frac[x]);
+  using Arr = Eigen::Array<float, Eigen::Dynamic, 1>;
+  parallel_for(d.n * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row)),
+               [&](int64_t begin, int64_t end) {
+    Arr tl(row), tr(row), bl(row), br(row);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / oh, y = r % oh;
+      const T* top = in + ((b * d.h + ys.lo[y]) * d.w) * d.c;
+      const T* bot = in + ((b * d.h + ys.hi[y]) * d.w) * d.c;
+      // Gather the four neighbours of every output element of this row.
+      for (int64_t x = 0; x < ow; ++x) {
+        const int64_t o = x * d.c, l = xs.lo[x] * d.c, h = xs.hi[x] * d.c;
+        for (int64_t c = 0; c < d.c; ++c) {
+          tl[o + c] = static_cast<float>(top[l + c]);
+          tr[o + c] = static_cast<float>(top[h + c]);
+          bl[o + c] = static_cast<float>(bot[l + c]);
+          br[o + c] = static_cast<float>(bot[h + c]);
+        }
+      }
+      const float dy = ys.frac[y];
+      Eigen::Map<Arr> o(out + r * row, row);
+      const Arr t = tl + (tr - tl) * dx;
+      const Arr bt = bl + (br - bl) * dx;
+      o = t + (bt - t) * dy;
+    }
+  });
+}
+
+}  // namespace
+
+Tensor resize_bilinear(const Tensor& images, int64_t out_height, int64_t out_width) {
+  const Nhwc d = dims_of(images, "resize_bilinear");
+  if (d.h <= 0 || d.w <= 0 || d.c <= 0 || out_height <= 0 || out_width <= 0)
+    throw_error(Code::kInvalidArgument, "resize_bilinear: cannot resize " +
+                                            images.spec_string() + " to " +
+                                            std::to_string(out_height) + "x" +
+                                            std::to_string(out_width));
+  Tensor out(DType::kFloat32, shape_of(d, out_height, out_width));
+  if (d.n == 0) return out;
+  if (images.dtype() == DType::kFloat32)
+    resize_impl(images.data<float>(), out.data<float>(), d, out_height, out_width);
+  else if (images.dtype() == DType::kUInt8)
+    resize_impl(images.data<uint8_t>(), out.data<float>(), d, out_height, out_width);
+  else
+    throw_error(Code::kInvalidArgument,
+                "resize_bilinear: needs float32 or uint8, got " + images.spec_string());
+  return out;
+}
+
+Tensor crop(const Tensor& images, int64_t top, int64_t left, int64_t height, int64_t width) {
+  const Nhwc d = dims_of(images, "crop");
+  if (top < 0 || left < 0 || height <= 0 || width <= 0 || top + height > d.h ||
+      left + width > d.w)
+    throw_error(Code::kInvalidArgument,
+                "crop: window top=" + std::to_string(top) + " left=" + std::to_string(left) +
+                    " height=" + std::to_string(height) + " width=" + std::to_string(width) +
+                    " is not inside " + images.spec_string());
+  Tensor out(images.dtype(), shape_of(d, height, width));
+  const size_t es = dtype_size(images.dtype());
+  const size_t row_bytes = static_cast<size_t>(width * d.c) * es;
+  const auto* in = static_cast<const char*>(images.raw_data());
+  auto* o = static_cast<char*>(out.raw_data());
+  parallel_for(d.n * height, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / height, y = r % height;
+      const int64_t src = ((b * d.h + top + y) * d.w + left) * d.c;
+      std::memcpy(o + r * row_bytes, in + static_cast<size_t>(src) * es, row_bytes);
+    }
+  });
+  return out;
+}
+
+Tensor central_crop(const Tensor& images, double fraction) {
+  const Nhwc d = dims_of(images, "central_crop");
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw_error(Code::kInvalidArgument,
+                "central_crop: fraction " + std::to_string(fraction) + " not in (0, 1]");
+  if (fraction == 1.0) return images;
+  const int64_t top = static_cast<int64_t>((d.h - d.h * fraction) / 2.0);
+  const int64_t left = static_cast<int64_t>((d.w - d.w * fraction) / 2.0);
+  return crop(images, top, left, d.h - 2 * top, d.w - 2 * left);
+}
+
+Tensor flip_left_right(const Tensor& images) {
+  const Nhwc d = dims_of(images, "flip_left_right");
+  Tensor out(images.dtype(), images.shape());
+  const size_t px = static_cast<size_t>(d.c) * dtype_size(images.dtype());
+  const auto* in = static_cast<const char*>(images.raw_data());
+  auto* o = static_cast<char*>(out.raw_data());
+  parallel_for(d.n * d.h, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t x = 0; x < d.w; ++x)
+        std::memcpy(o + (r * d.w + x) * px, in + (r * d.w + (d.w - 1 - x)) * px, px);
+  });
+  return out;
+}
+
+}  // namespace hub::image

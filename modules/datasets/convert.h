@@ -1,0 +1,71 @@
+// Converting data sets to sharded TFRecord files of tf.Example, as TF-Slim's
+// download_and_convert_* scripts do, plus labels.txt ("<id>:<name>" lines).
+//
+//   mnist, fashion_mnist  source: a folder with train-images-idx3-ubyte.gz,
+//                         train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz,
+//                         t10k-labels-idx1-ubyte.gz (fashion_mnist defaults to
+//                         /usr/share/datasets/fashion-mnist, Debian's
+//                         dataset-fashion-mnist). Writes <name>_train.tfrecord
+//                         and <name>_test.tfrecord; PNG-encoded 28x28x1.
+//   cifar10               source: cifar-10-binary.tar.gz. Writes
+//                         cifar10_train.tfrecord, cifar10_test.tfrecord; PNG 32x32x3.
+//   flowers               source: a folder of class folders (flower_photos/).
+//                         Shuffled with `seed`, split into validation (the
+//                         first num_validation) and train, 5 shards each:
+//                         flowers_<split>_0000i-of-00005.tfrecord. The image
+//                         files are stored as they are (JPEG or PNG, checked by
+//                         decoding), format "jpeg"/"png".
+// Every file is written to a temporary; all are renamed to their final names
+// only after every split was written, and labels.txt last, so an error leaves
+// no file (and no temporary) behind.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hub::data {
+
+inline constexpr const char* kFashionMnistDefaultSource = "/usr/share/datasets/fashion-mnist";
+
+struct ConvertOptions {
+  std::string dataset_name;  // mnist | fashion_mnist | cifar10 | flowers
+  std::string dataset_dir;   // output folder (created if missing)
+  std::string source;        // input; empty = the data set's default (if any)
+  int num_shards = 0;        // 0 = default: 5 for flowers, 1 otherwise
+  int64_t max_per_split = 0;  // > 0: convert only the first N records of each split
+  int64_t num_validation = -1;  // flowers: -1 = 350 as slim (10% if that is over half)
+  uint64_t seed = 0;            // flowers shuffle
+};
+
+struct ConvertResult {
+  std::vector<std::string> files;          // every TFRecord written, in order
+  std::map<std::string, int64_t> counts;   // records per split
+  std::vector<std::string> labels;         // class names by id
+};
+
+// Throws kInvalidArgument for an unknown data set or missing source flag,
+// kNotFound for missing inputs, kCorruption for malformed ones.
+ConvertResult convert_dataset(const ConvertOptions& options);
+
+// "<name>_<split>.tfrecord" for one shard, else
+// "<name>_<split>_<%05d shard>-of-<%05d num_shards>.tfrecord".
+std::string shard_file_name(const std::string& name, const std::string& split, int shard,
+                            int num_shards);
+
+// TFRecord shards of a split in dataset_dir (names from shard_file_name),
+// sorted. kNotFound naming the pattern if none.
+std::vector<std::string> find_split_files(const std::string& dataset_dir,
+                                          const std::string& name, const std::string& split);
+
+// labels.txt as slim's dataset_utils: one "<id>:<name>" line per class.
+void write_labels_file(const std::string& path, const std::vector<std::string>& labels);
+std::vector<std::string> read_labels_file(const std::string& path);
+
+// Class names of the built-in data sets.
+std::vector<std::string> mnist_labels();
+std::vector<std::string> fashion_mnist_labels();
+std::vector<std::string> cifar10_labels();
+
+}  // namespace hub::data

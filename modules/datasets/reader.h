@@ -1,0 +1,98 @@
+// Streaming reader of image TFRecord data sets (tf.Example with the keys of
+// example.h): reads shards in order, shuffles with a buffer, decodes and
+// preprocesses on worker threads, and returns batches
+//   images float32 [N, height, width, channels], labels int64 or int32 [N].
+//
+// Determinism: for a fixed seed the sequence of batches is identical on every
+// run and for any num_threads: records are numbered in reading order, the
+// shuffle uses one seeded engine on the reading thread, the preprocessing
+// callback receives a seed derived from (seed, record number), and results are
+// reassembled in order.
+//
+// Errors (corrupt records, undecodable images, wrong preprocessed shapes) are
+// raised by next() as hub::Error naming the file and record index; the reader
+// is then finished. The destructor stops and joins the threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hub/tensor/tensor.h"
+
+namespace hub::data {
+
+// image: float32 [h, w, channels] in [0, 1] as decoded. Must return float32
+// [height, width, channels] (the reader's options) and be safe to call
+// concurrently. seed: distinct per record, fixed for a fixed reader seed.
+using PreprocessFn = std::function<Tensor(const Tensor& image, uint64_t seed)>;
+
+struct ReaderOptions {
+  std::vector<std::string> files;  // TFRecord shards, read in this order
+  int64_t batch_size = 32;
+  int64_t height = 0;  // output size; 0 = keep the decoded size (all images
+  int64_t width = 0;   //   must then have the same size)
+  int channels = 3;    // 1 or 3
+  int num_threads = 1;          // preprocessing workers
+  int64_t shuffle_buffer = 0;   // <= 1: no shuffling
+  uint64_t seed = 0;
+  int64_t num_epochs = 1;       // 0 = repeat forever
+  bool drop_remainder = false;  // drop a last batch smaller than batch_size
+  DType label_dtype = DType::kInt64;  // or kInt32
+  // Default (when empty): bilinear resize (TF semantics) to height x width.
+  PreprocessFn preprocess;
+};
+
+struct Batch {
+  Tensor images;  // float32 [n, height, width, channels]
+  Tensor labels;  // label_dtype [n]
+};
+
+class DatasetReader {
+ public:
+  // Checks options (kInvalidArgument) and starts the threads.
+  explicit DatasetReader(ReaderOptions options);
+  ~DatasetReader();
+  DatasetReader(const DatasetReader&) = delete;
+  DatasetReader& operator=(const DatasetReader&) = delete;
+
+  // Fills *batch with the next batch; false when the data is exhausted.
+  bool next(Batch* batch);
+
+ private:
+  struct Item {
+    Tensor image;
+    int64_t label = 0;
+  };
+  struct Pending {
+    int64_t seq;
+    std::string record;
+    std::string where;
+  };
+  void produce();
+  void work();
+  Item process(const Pending& p) const;
+  void fail(std::exception_ptr e);
+
+  ReaderOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;       // read, not yet processed
+  std::map<int64_t, Item> done_;      // processed, not yet consumed
+  int64_t produced_ = 0;              // records emitted by the producer
+  int64_t consumed_ = 0;              // records taken by next()
+  int64_t window_ = 0;                // max produced_ - consumed_
+  bool producer_done_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace hub::data

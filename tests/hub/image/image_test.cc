@@ -1,0 +1,368 @@
+// Decoding/encoding tests. Test images are written by stb_image_write and by
+// libspng/libjpeg directly (independent of the decoder under test), or crafted
+// byte by byte for the hostile cases.
+#include <doctest/doctest.h>
+#include <spng.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STBI_WRITE_NO_STDIO
+#include <stb/stb_image_write.h>
+
+#include "hub/image/image.h"
+
+using namespace hub;
+using namespace hub::image;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+void append_bytes(void* ctx, void* data, int size) {
+  auto* out = static_cast<Bytes*>(ctx);
+  out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+}
+
+// Deterministic test pattern, h x w x c.
+Bytes pattern(int h, int w, int c) {
+  Bytes p(static_cast<size_t>(h) * w * c);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) p[(y * w + x) * c + k] = static_cast<uint8_t>((y * 37 + x * 11 + k * 85) % 256);
+  return p;
+}
+
+// Smooth pattern (JPEG reproduces it within a few levels).
+Bytes smooth(int h, int w, int c) {
+  Bytes p(static_cast<size_t>(h) * w * c);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k)
+        p[(y * w + x) * c + k] = static_cast<uint8_t>(40 + (y * 150) / h + (x * 50) / w + k * 10);
+  return p;
+}
+
+Bytes stb_png(const Bytes& px, int h, int w, int c) {
+  Bytes out;
+  REQUIRE(stbi_write_png_to_func(append_bytes, &out, w, h, c, px.data(), w * c));
+  return out;
+}
+
+Bytes stb_jpg(const Bytes& px, int h, int w, int c, int quality = 95) {
+  Bytes out;
+  REQUIRE(stbi_write_jpg_to_func(append_bytes, &out, w, h, c, px.data(), quality));
+  return out;
+}
+
+uint32_t crc32(const uint8_t* p, size_t n) {
+  uint32_t crc = 0xffffffffu;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void put_be32(Bytes& b, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+
+void png_chunk(Bytes& b, const char* type, const Bytes& data) {
+  put_be32(b, static_cast<uint32_t>(data.size()));
+  Bytes td(type, type + 4);
+  td.insert(td.end(), data.begin(), data.end());
+  b.insert(b.end(), td.begin(), td.end());
+  put_be32(b, crc32(td.data(), td.size()));
+}
+
+// A PNG whose IHDR (with a valid CRC) claims w x h RGB; no pixel data follows.
+Bytes png_bomb(uint32_t w, uint32_t h) {
+  Bytes b = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  Bytes ihdr;
+  put_be32(ihdr, w);
+  put_be32(ihdr, h);
+  ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
+  png_chunk(b, "IHDR", ihdr);
+  png_chunk(b, "IEND", {});
+  return b;
+}
+
+Bytes spng_encode(const void* px, size_t len, uint32_t w, uint32_t h, uint8_t depth,
+                  uint8_t color, const spng_plte* plte = nullptr) {
+  spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
+  spng_ihdr ihdr{};
+  ihdr.width = w;
+  ihdr.height = h;
+  ihdr.bit_depth = depth;
+  ihdr.color_type = color;
+  REQUIRE(spng_set_ihdr(ctx, &ihdr) == 0);
+  if (plte) REQUIRE(spng_set_plte(ctx, const_cast<spng_plte*>(plte)) == 0);
+  REQUIRE(spng_encode_image(ctx, px, len, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE) == 0);
+  size_t n = 0;
+  int err = 0;
+  void* buf = spng_get_png_buffer(ctx, &n, &err);
+  REQUIRE(err == 0);
+  Bytes out(static_cast<uint8_t*>(buf), static_cast<uint8_t*>(buf) + n);
+  std::free(buf);
+  spng_ctx_free(ctx);
+  return out;
+}
+
+void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    FAIL("no error thrown, expected " << code_name(code));
+  } catch (const Error& e) {
+    CHECK_MESSAGE(e.code() == code, e.what());
+    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+  }
+}
+
+Tensor u8(const Bytes& px, int h, int w, int c) {
+  Tensor t(DType::kUInt8, Shape{h, w, c});
+  std::memcpy(t.data<uint8_t>(), px.data(), px.size());
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("format is sniffed from magic bytes") {
+  const Bytes px = pattern(4, 5, 3);
+  CHECK(sniff_format(stb_png(px, 4, 5, 3)) == Format::kPng);
+  CHECK(sniff_format(stb_jpg(px, 4, 5, 3)) == Format::kJpeg);
+  const Bytes gif = {'G', 'I', 'F', '8', '9', 'a', 1, 0};
+  CHECK(sniff_format(gif) == Format::kGif);
+  CHECK(sniff_format(Bytes{}) == Format::kUnknown);
+  CHECK(sniff_format(Bytes{'h', 'e', 'l', 'l', 'o'}) == Format::kUnknown);
+  // A JPEG named .png still decodes as JPEG.
+  const auto path = std::filesystem::temp_directory_path() / "hub_image_test_misnamed.png";
+  write_file_atomic(path.string(), stb_jpg(smooth(16, 16, 3), 16, 16, 3));
+  Tensor t = read_image_u8(path.string());
+  CHECK(t.shape() == Shape{16, 16, 3});
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("PNG decodes exactly: RGB, gray, RGBA, to 1 and 3 channels") {
+  const int h = 7, w = 9;
+  for (int c : {1, 3, 4}) {
+    CAPTURE(c);
+    const Bytes px = pattern(h, w, c);
+    const Bytes png = stb_png(px, h, w, c);
+    ImageInfo info = probe_image(png, "x.png");
+    CHECK(info.format == Format::kPng);
+    CHECK(info.height == h);
+    CHECK(info.width == w);
+    CHECK(info.channels == c);
+    Tensor rgb = decode_image_u8(png, {.channels = 3}, "x.png");
+    Tensor gray = decode_image_u8(png, {.channels = 1}, "x.png");
+    REQUIRE(rgb.shape() == Shape{h, w, 3});
+    REQUIRE(gray.shape() == Shape{h, w, 1});
+    const uint8_t* r = rgb.data<uint8_t>();
+    const uint8_t* g = gray.data<uint8_t>();
+    for (int i = 0; i < h * w; ++i) {
+      const uint8_t* p = &px[i * c];
+      if (c == 1) {
+        CHECK(r[i * 3] == p[0]);
+        CHECK(r[i * 3 + 1] == p[0]);
+        CHECK(r[i * 3 + 2] == p[0]);
+        CHECK(g[i] == p[0]);
+      } else {
+        CHECK(r[i * 3] == p[0]);
+        CHECK(r[i * 3 + 1] == p[1]);
+        CHECK(r[i * 3 + 2] == p[2]);
+        CHECK(g[i] == (299 * p[0] + 587 * p[1] + 114 * p[2] + 500) / 1000);
+      }
+    }
+  }
+}
+
+TEST_CASE("float decode is value / 255") {
+  const Bytes px = pattern(3, 4, 3);
+  Tensor f = decode_image(stb_png(px, 3, 4, 3), {}, "f.png");
+  CHECK(f.dtype() == DType::kFloat32);
+  const float* p = f.data<float>();
+  for (size_t i = 0; i < px.size(); ++i) CHECK(p[i] == doctest::Approx(px[i] / 255.0).epsilon(1e-6));
+}
+
+TEST_CASE("16-bit and palette PNGs") {
+  const uint32_t w = 5, h = 3;
+  std::vector<uint16_t> wide(w * h);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<uint16_t>(i * 4000 + 7);
+  // spng's encoder takes host-endian 16-bit samples with SPNG_FMT_PNG.
+  Bytes png16 = spng_encode(wide.data(), wide.size() * 2, w, h, 16, SPNG_COLOR_TYPE_GRAYSCALE);
+  Tensor g = decode_image_u8(png16, {.channels = 1}, "g16.png");
+  REQUIRE(g.shape() == Shape{3, 5, 1});
+  for (size_t i = 0; i < wide.size(); ++i)
+    CHECK(g.data<uint8_t>()[i] == static_cast<uint8_t>((wide[i] * 255u + 32767u) / 65535u));
+
+  spng_plte plte{};
+  plte.n_entries = 3;
+  plte.entries[0] = {10, 20, 30, 255};
+  plte.entries[1] = {200, 100, 0, 255};
+  plte.entries[2] = {0, 255, 128, 255};
+  Bytes idx(w * h);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint8_t>(i % 3);
+  Bytes pal = spng_encode(idx.data(), idx.size(), w, h, 8, SPNG_COLOR_TYPE_INDEXED, &plte);
+  Tensor rgb = decode_image_u8(pal, {.channels = 3}, "pal.png");
+  REQUIRE(rgb.shape() == Shape{3, 5, 3});
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const auto& e = plte.entries[idx[i]];
+    CHECK(rgb.data<uint8_t>()[i * 3] == e.red);
+    CHECK(rgb.data<uint8_t>()[i * 3 + 1] == e.green);
+    CHECK(rgb.data<uint8_t>()[i * 3 + 2] == e.blue);
+  }
+}
+
+TEST_CASE("JPEG decodes within tolerance, gray and RGB") {
+  const int h = 32, w = 24;
+  for (int c : {1, 3}) {
+    CAPTURE(c);
+    const Bytes px = smooth(h, w, c);
+    const Bytes jpg = stb_jpg(px, h, w, c, 100);
+    ImageInfo info = probe_image(jpg, "x.jpg");
+    CHECK(info.format == Format::kJpeg);
+    CHECK(info.height == h);
+    CHECK(info.width == w);
+    CHECK(info.channels == 3);  // stb_image_write stores gray as YCbCr too
+    Tensor t = decode_image_u8(jpg, {.channels = 3}, "x.jpg");
+    REQUIRE(t.shape() == Shape{h, w, 3});
+    int worst = 0;
+    for (int i = 0; i < h * w; ++i)
+      for (int k = 0; k < 3; ++k)
+        worst = std::max(worst, std::abs(int(t.data<uint8_t>()[i * 3 + k]) - int(px[i * c + (c == 1 ? 0 : k)])));
+    CHECK(worst <= 6);
+  }
+}
+
+TEST_CASE("JPEG DCT scaling when the target is much smaller") {
+  const int h = 64, w = 80;
+  const Bytes jpg = stb_jpg(smooth(h, w, 3), h, w, 3);
+  CHECK(decode_image_u8(jpg, {.min_height = 8, .min_width = 10}, "s").shape() == Shape{8, 10, 3});
+  CHECK(decode_image_u8(jpg, {.min_height = 9, .min_width = 10}, "s").shape() == Shape{16, 20, 3});
+  CHECK(decode_image_u8(jpg, {.min_height = 30, .min_width = 40}, "s").shape() == Shape{32, 40, 3});
+  CHECK(decode_image_u8(jpg, {.min_height = 33, .min_width = 10}, "s").shape() == Shape{64, 80, 3});
+  // Scaled decode averages blocks: close to the mean of each 8x8 block.
+  const Bytes px = smooth(h, w, 3);
+  Tensor s = decode_image_u8(jpg, {.min_height = 8, .min_width = 10}, "s");
+  double mean = 0;
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 8; ++x) mean += px[(y * w + x) * 3];
+  CHECK(std::abs(s.data<uint8_t>()[0] - mean / 64) <= 4);
+}
+
+TEST_CASE("our encoders round-trip") {
+  const Bytes px = pattern(6, 5, 3);
+  Tensor img = u8(px, 6, 5, 3);
+  Tensor back = decode_image_u8(encode_png(img), {}, "enc.png");
+  CHECK(identical(back, img));
+  Tensor gray = u8(pattern(6, 5, 1), 6, 5, 1);
+  CHECK(identical(decode_image_u8(encode_png(gray), {.channels = 1}, "g.png"), gray));
+  Tensor smooth_img = u8(smooth(16, 16, 3), 16, 16, 3);
+  Tensor j = decode_image_u8(encode_jpeg(smooth_img, 100), {}, "enc.jpg");
+  int worst = 0;
+  for (int64_t i = 0; i < j.num_elements(); ++i)
+    worst = std::max(worst, std::abs(int(j.data<uint8_t>()[i]) - int(smooth_img.data<uint8_t>()[i])));
+  CHECK(worst <= 6);
+  // A gray JPEG from our encoder has one component and decodes to 1 or 3 channels.
+  Tensor gray_smooth = u8(smooth(16, 16, 1), 16, 16, 1);
+  const Bytes gj = encode_jpeg(gray_smooth, 100);
+  CHECK(probe_image(gj, "g.jpg").channels == 1);
+  Tensor g1 = decode_image_u8(gj, {.channels = 1}, "g.jpg");
+  Tensor g3 = decode_image_u8(gj, {.channels = 3}, "g.jpg");
+  REQUIRE(g3.shape() == Shape{16, 16, 3});
+  for (int i = 0; i < 256; ++i) {
+    CHECK(std::abs(int(g1.data<uint8_t>()[i]) - int(gray_smooth.data<uint8_t>()[i])) <= 3);
+    CHECK(g3.data<uint8_t>()[3 * i] == g1.data<uint8_t>()[i]);
+    CHECK(g3.data<uint8_t>()[3 * i + 2] == g1.data<uint8_t>()[i]);
+  }
+  expect_error(Code::kInvalidArgument, [] { encode_png(Tensor(DType::kFloat32, Shape{2, 2, 3})); },
+               "float32[2,2,3]");
+  expect_error(Code::kInvalidArgument, [&] { encode_jpeg(img, 0); }, "quality 0");
+}
+
+TEST_CASE("decompression bombs are refused from the header") {
+  // No pixel data follows the header: reaching the decoder would report
+  // corruption, so kResourceExhausted proves the check came first.
+  const Bytes bomb = png_bomb(30000, 30000);
+  CHECK(probe_image(bomb, "bomb.png").width == 30000);
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); },
+               "bomb.png");
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); },
+               "30000x30000");
+  // A small limit applies to ordinary images too.
+  const Bytes small = stb_png(pattern(10, 10, 3), 10, 10, 3);
+  expect_error(Code::kResourceExhausted,
+               [&] { decode_image_u8(small, {.max_pixels = 99}, "small.png"); }, "10x10");
+  CHECK(decode_image_u8(small, {.max_pixels = 100}, "small.png").num_elements() == 300);
+
+  // JPEG: patch a real file's SOF0 to claim 65500 x 65500.
+  Bytes jpg = stb_jpg(smooth(8, 8, 3), 8, 8, 3);
+  bool patched = false;
+  for (size_t i = 0; i + 9 < jpg.size(); ++i) {
+    if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
+      jpg[i + 5] = 0xff; jpg[i + 6] = 0xdc;  // height 65500
+      jpg[i + 7] = 0xff; jpg[i + 8] = 0xdc;  // width 65500
+      patched = true;
+      break;
+    }
+  }
+  REQUIRE(patched);
+  CHECK(probe_image(jpg, "bomb.jpg").height == 65500);
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(jpg, {}, "bomb.jpg"); },
+               "65500x65500");
+}
+
+TEST_CASE("corrupt, truncated, empty and non-image inputs name the file") {
+  expect_error(Code::kInvalidArgument, [] { decode_image_u8(Bytes{}, {}, "empty.jpg"); },
+               "empty.jpg");
+  const Bytes text = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(text, {}, "notes.png"); },
+               "notes.png");
+  const Bytes gif = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0};
+  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(gif, {}, "a.gif"); }, "gif");
+
+  const Bytes png = stb_png(pattern(16, 16, 3), 16, 16, 3);
+  for (size_t cut : {size_t{4}, size_t{20}, png.size() / 2, png.size() - 13}) {
+    CAPTURE(cut);
+    Bytes t(png.begin(), png.begin() + static_cast<long>(cut));
+    try {
+      decode_image_u8(t, {}, "trunc.png");
+      FAIL("truncated PNG decoded");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("trunc.png") != std::string::npos);
+      CHECK((e.code() == Code::kCorruption || e.code() == Code::kInvalidArgument));
+    }
+  }
+  Bytes flipped = png;
+  flipped[40] ^= 0x55;  // inside IDAT: CRC mismatch
+  expect_error(Code::kCorruption, [&] { decode_image_u8(flipped, {}, "crc.png"); }, "crc.png");
+
+  const Bytes jpg = stb_jpg(smooth(64, 64, 3), 64, 64, 3);
+  for (size_t cut : {size_t{3}, size_t{100}, jpg.size() / 2, jpg.size() - 2}) {
+    CAPTURE(cut);
+    Bytes t(jpg.begin(), jpg.begin() + static_cast<long>(cut));
+    expect_error(Code::kCorruption, [&] { decode_image_u8(t, {}, "trunc.jpg"); }, "trunc.jpg");
+  }
+  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(jpg, {.channels = 2}, "c.jpg"); },
+               "2 channels");
+  expect_error(Code::kNotFound, [] { read_image("/nonexistent/hub/x.jpg"); }, "/nonexistent/hub/x.jpg");
+}
+
+TEST_CASE("write_file_atomic leaves no temporary behind") {
+  const auto dir = std::filesystem::temp_directory_path() / "hub_image_atomic";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write_file_atomic((dir / "a.bin").string(), Bytes{1, 2, 3});
+  CHECK(read_file_bytes((dir / "a.bin").string()) == Bytes{1, 2, 3});
+  expect_error(Code::kIOError, [&] { write_file_atomic((dir / "no/such/b.bin").string(), Bytes{1}); },
+               "b.bin");
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  CHECK(files == 1);
+  std::filesystem::remove_all(dir);
+}
