@@ -320,7 +320,7 @@ std::string tree_sha256(const fs::path& dir) {
   std::sort(paths.begin(), paths.end());
   Sha256 h;
   for (const fs::path& p : paths) {
-    std::string rel = fs::relative(p, dir).generic_string();
+    std::string rel = p.lexically_relative(dir).generic_string();
     struct stat st;
     if (::lstat(p.c_str(), &st) != 0) {
       throw_error(Code::kIOError, "cannot stat " + p.string() + ": " + std::strerror(errno));

@@ -330,7 +330,7 @@ void check_symlinks_resolve_inside(const fs::path& root, const EntryChecker& che
   std::string real_root = buf;
   for (const auto& it : fs::recursive_directory_iterator(root)) {
     if (!it.is_symlink()) continue;
-    std::string rel = fs::relative(it.path(), root).string();
+    std::string rel = it.path().lexically_relative(root).string();
     if (!::realpath(it.path().c_str(), buf)) {
       throw_error(Code::kPermissionDenied,
                   name + ": unsafe entry '" + rel + "': symlink to '" +
@@ -404,6 +404,20 @@ void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& c
   }
 }
 
+// libarchive reports a clean end both at the end-of-archive marker (zero
+// blocks) and when the data simply stops at an entry boundary. The latter is a
+// truncated download (no Content-Length, connection closed early), so require
+// the marker: both 512-byte zero blocks consumed at the end (every tar writer
+// emits two; a stream cut inside them is cut, even if no entry lost data).
+void check_end_marker(struct archive* a, la_int64_t before, const EntryChecker& checker) {
+  const la_int64_t after = archive_filter_bytes(a, 0);
+  if (after - before < 1024) {
+    checker.fail(Code::kCorruption,
+                 "truncated archive: data ends after " + std::to_string(checker.entries()) +
+                     " entries without the end-of-archive marker");
+  }
+}
+
 bool module_pb_listed(const EntryChecker& checker) {
   if (checker.files().count("module.pb")) return true;
   std::set<std::string> tops;
@@ -461,8 +475,12 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
   std::set<std::string> made;  // directories known to exist
   for (;;) {
     struct archive_entry* e = nullptr;
+    const la_int64_t before = archive_filter_bytes(a.get(), 0);
     int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_EOF) {
+      check_end_marker(a.get(), before, checker);
+      break;
+    }
     if (r < ARCHIVE_WARN) {
       throw_error(Code::kCorruption, name + ": malformed archive after " +
                                          std::to_string(checker.entries()) +
@@ -529,8 +547,12 @@ UnpackResult inspect_archive(const fs::path& archive, const UnpackOptions& optio
   EntryChecker checker(name, options.limits);
   for (;;) {
     struct archive_entry* e = nullptr;
+    const la_int64_t before = archive_filter_bytes(a.get(), 0);
     int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_EOF) {
+      check_end_marker(a.get(), before, checker);
+      break;
+    }
     if (r < ARCHIVE_WARN) {
       throw_error(Code::kCorruption, name + ": malformed archive after " +
                                          std::to_string(checker.entries()) +

@@ -118,12 +118,25 @@ std::string make_tar(const std::vector<TarEntry>& entries, bool gzip, int gzip_l
   return out;
 }
 
-std::string make_declared_size_bomb(const std::string& path, int64_t size) {
+namespace {
+struct Capture {
   std::string out;
+  bool stop = false;  // refuse further output (the writer's padding)
+};
+la_ssize_t capture_cb(struct archive*, void* user, const void* buf, size_t n) {
+  auto* c = static_cast<Capture*>(user);
+  if (c->stop) return -1;
+  c->out.append(static_cast<const char*>(buf), n);
+  return static_cast<la_ssize_t>(n);
+}
+}  // namespace
+
+std::string make_declared_size_bomb(const std::string& path, int64_t size) {
+  Capture cap;
   struct archive* a = archive_write_new();
   archive_write_set_format_pax_restricted(a);
-  archive_write_set_bytes_per_block(a, 0);
-  archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr);
+  archive_write_set_bytes_per_block(a, 0);  // unbuffered: headers reach us at once
+  archive_write_open2(a, &cap, nullptr, capture_cb, nullptr, nullptr);
   struct archive_entry* e = archive_entry_new();
   archive_entry_set_pathname(e, path.c_str());
   archive_entry_set_filetype(e, AE_IFREG);
@@ -131,11 +144,12 @@ std::string make_declared_size_bomb(const std::string& path, int64_t size) {
   archive_entry_set_size(e, size);
   archive_write_header(a, e);
   archive_entry_free(e);
-  std::string headers = out;  // header blocks only; never write the 10 GB
-  archive_write_free(a);      // (its padding goes to `out`, which we discard)
-  // A few KB of zeros after the header, so the body is simply short.
-  headers.append(4096, '\0');
-  return headers;
+  // Never write the 10 GB: make the writer's padding fail immediately.
+  cap.stop = true;
+  archive_write_free(a);
+  if (cap.out.empty() || cap.out.size() % 512 != 0) throw std::runtime_error("bomb header");
+  cap.out.append(4096, '\0');  // a few KB of body, then the data simply ends
+  return cap.out;
 }
 
 std::string make_sparse_bomb(const std::string& path, int64_t size) {
@@ -171,6 +185,16 @@ std::vector<TarEntry> module_entries(const std::string& prefix) {
   return v;
 }
 
+std::string noise(size_t n, uint32_t seed) {
+  std::string out(n, '\0');
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    out[i] = static_cast<char>(x >> 56);
+  }
+  return out;
+}
+
 void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -190,7 +214,7 @@ std::vector<std::string> list_tree(const fs::path& dir) {
   if (!fs::exists(fs::symlink_status(dir, ec))) return out;
   for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    out.push_back(fs::relative(it->path(), dir).generic_string());
+    out.push_back(it->path().lexically_relative(dir).generic_string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -23,6 +23,8 @@ struct Sandbox {
 
 struct TarEntry {
   enum Type { kFile, kDir, kSymlink, kHardlink, kCharDevice, kFifo, kSocket };
+  TarEntry(std::string p, Type t = kFile, std::string d = "", std::string tgt = "")
+      : path(std::move(p)), type(t), data(std::move(d)), target(std::move(tgt)) {}
   std::string path;
   Type type = kFile;
   std::string data;     // file content
@@ -40,6 +42,10 @@ std::string make_declared_size_bomb(const std::string& path, int64_t size);
 std::string make_sparse_bomb(const std::string& path, int64_t size);
 // A minimal module: module.pb (non-empty), variables file, assets/labels.txt.
 std::vector<TarEntry> module_entries(const std::string& prefix = "");
+
+// `n` bytes that do not compress (a fixed LCG sequence), so a cut in the
+// compressed stream is a cut in the content.
+std::string noise(size_t n, uint32_t seed = 1);
 
 void write_file(const std::filesystem::path& p, const std::string& bytes);
 std::string read_file(const std::filesystem::path& p);
