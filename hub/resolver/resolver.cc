@@ -284,6 +284,24 @@ fs::path resolve_impl(const std::string& handle, const ResolveOptions& o) {
     expected = merge_digest(expected, check_digest(o.sha256, "--sha256"), "--sha256");
   }
 
+  // Registry-style handles: a cache hit (or offline mode) must not consult the
+  // hooks, which may need the network.
+  std::error_code exists_ec;
+  const bool for_hooks =
+      !is_http_url(base) && !starts_with_ci(base, "file://") &&
+      (has_scheme(base) || !fs::exists(fs::symlink_status(base, exists_ec)));
+  if (for_hooks) {
+    const fs::path root = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+    Cache cache(root);
+    const std::string key = cache_key(handle);
+    auto sha = cache.complete_sha256(key);
+    if (sha && (expected.empty() || *sha == expected)) return cache.entry_dir(key) / "module";
+    if (o.offline.value_or(env_flag("HUB_OFFLINE"))) {
+      throw_error(Code::kUnavailable, "offline mode ($HUB_OFFLINE): not in the cache " +
+                                          root.string() + " and downloading is disabled");
+    }
+  }
+
   Source src = classify(base, expected, false);
   if (!src.http) {
     struct stat st;

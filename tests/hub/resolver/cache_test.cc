@@ -334,6 +334,11 @@ TEST_CASE("cache: handle hooks map registry names to URLs and digests") {
   }
   CHECK_THROWS_AS(resolver::resolve("google/unknown/1", sb.options()), Error);
   resolver::remove_handle_hook("test-registry");
+  // A cached registry name needs neither the hook nor the network, also offline.
+  auto off = sb.options();
+  off.offline = true;
+  CHECK(resolver::resolve("google/mobilenet/1", off) == dir);
+  CHECK(server.requests("/blobs/abc") == 2);
   CHECK_THROWS_AS(resolver::resolve("google/corrupt/1", sb.options()), Error);
 }
 
