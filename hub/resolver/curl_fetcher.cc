@@ -125,7 +125,11 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
   size_t len = size * n;
   if (!at->body_started) {
     at->body_started = true;
-    if (at->status == 206 && at->start > 0) {
+    if (at->status == 206 && at->start == 0) {
+      at->bad_range = true;  // a partial answer to a request for everything
+      return 0;
+    }
+    if (at->status == 206) {
       // "bytes START-END/TOTAL": must continue exactly where our file ends.
       unsigned long long first = 0;
       if (std::sscanf(at->content_range.c_str(), "bytes %llu-", &first) != 1 ||
@@ -382,11 +386,13 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
         case CURLE_COULDNT_CONNECT:
           fail = Failure{Code::kUnavailable, where + ": cannot connect" + detail, true};
           break;
-        case CURLE_OPERATION_TIMEDOUT:
-          if (at.status == 0 && !at.body_started) {
+        case CURLE_OPERATION_TIMEDOUT: {
+          curl_off_t connect_us = 0;
+          curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us);
+          if (connect_us == 0) {
             fail = Failure{Code::kDeadlineExceeded,
                            where + ": timed out after " + fmt_seconds(options.connect_timeout_s) +
-                               " s waiting for the server" + detail,
+                               " s connecting to the server" + detail,
                            true};
           } else {
             fail = Failure{Code::kDeadlineExceeded,
@@ -396,6 +402,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
                            true};
           }
           break;
+        }
         case CURLE_PARTIAL_FILE:
         case CURLE_RECV_ERROR:
         case CURLE_SEND_ERROR:

@@ -384,3 +384,18 @@ TEST_CASE("fetch: DNS failure and refused connection are named") {
   CHECK(refused.code() == Code::kUnavailable);
   CHECK(contains(refused, "cannot connect"));
 }
+
+TEST_CASE("fetch: a server that accepts and never answers times out") {
+  Sandbox sb;
+  HttpServer server;
+  server.route("/silent.tar.gz", [](const HttpRequest&, HttpConn& c) { c.sleep_ms(10000); });
+  auto o = sb.options();
+  o.fetch.max_retries = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  Error e = resolve_error(server.url("/silent.tar.gz"), o);
+  CHECK(e.code() == Code::kDeadlineExceeded);
+  CHECK(contains(e, "timed out after 1 s"));
+  CHECK(contains(e, "stalled at 0 bytes"));
+  CHECK(seconds_since(t0) < 5);
+  check_cache_empty(sb);
+}
