@@ -229,6 +229,14 @@ TEST_CASE("cache: a writer killed mid-download leaves nothing visible; next fetc
   o.fetch.low_speed_time_s = 30;  // the child must be stuck, not time out
   const std::string handle = server.url("/m.tar.gz");
   const std::string key = resolver::cache_key(handle);
+  // Watch the entry folder for the child's whole life: it must never appear.
+  std::atomic<bool> watching{true}, ever_visible{false};
+  std::thread watcher([&] {
+    while (watching) {
+      if (fs::exists(sb.cache / key)) ever_visible = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
   Child k = spawn_resolve(handle, o);
   for (int i = 0; i < 500 && !half_sent; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(half_sent);
@@ -241,6 +249,9 @@ TEST_CASE("cache: a writer killed mid-download leaves nothing visible; next fetc
   int status = 0;
   finish(k, &status);
   CHECK(WIFSIGNALED(status));
+  watching = false;
+  watcher.join();
+  CHECK(!ever_visible);
   CHECK(!fs::exists(sb.cache / key));
   CHECK(fs::exists(sb.cache / (key + ".lock")));  // stale: its owner is dead
 
