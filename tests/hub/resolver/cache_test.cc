@@ -1,0 +1,372 @@
+// The cache: handles, offline mode, concurrency across processes, killed
+// writers, stale locks, list/rm/verify.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "http_server.h"
+#include "hub/core/error.h"
+#include "hub/resolver/cache.h"
+#include "hub/resolver/digest.h"
+#include "hub/resolver/resolver.h"
+#include "resolver_testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+struct NoProxy {
+  NoProxy() {
+    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
+                          "all_proxy"})
+      ::unsetenv(v);
+  }
+} no_proxy;
+
+const std::string& good_archive() {
+  static const std::string bytes = make_tar(module_entries());
+  return bytes;
+}
+
+// Runs resolve() in a forked child; the child writes the path (or "ERR ...")
+// to a pipe and exits without running any doctest machinery.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+Child spawn_resolve(const std::string& handle, const resolver::ResolveOptions& o) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    int code = 0;
+    try {
+      out = resolver::resolve(handle, o).string();
+    } catch (const std::exception& e) {
+      out = std::string("ERR ") + e.what();
+      code = 1;
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
+std::string finish(const Child& c, int* status) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(c.fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(c.fd);
+  ::waitpid(c.pid, status, 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cache: root comes from HUB_CACHE_DIR, XDG_CACHE_HOME, HOME in that order") {
+  std::string saved_hub = std::getenv("HUB_CACHE_DIR") ? std::getenv("HUB_CACHE_DIR") : "";
+  std::string saved_xdg = std::getenv("XDG_CACHE_HOME") ? std::getenv("XDG_CACHE_HOME") : "";
+  std::string saved_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  ::setenv("HUB_CACHE_DIR", "/a/hub", 1);
+  ::setenv("XDG_CACHE_HOME", "/b", 1);
+  ::setenv("HOME", "/c", 1);
+  CHECK(resolver::default_cache_dir() == fs::path("/a/hub"));
+  ::unsetenv("HUB_CACHE_DIR");
+  CHECK(resolver::default_cache_dir() == fs::path("/b/hub"));
+  ::unsetenv("XDG_CACHE_HOME");
+  CHECK(resolver::default_cache_dir() == fs::path("/c/.cache/hub"));
+  auto restore = [](const char* k, const std::string& v) {
+    if (v.empty()) ::unsetenv(k); else ::setenv(k, v.c_str(), 1);
+  };
+  restore("HUB_CACHE_DIR", saved_hub);
+  restore("XDG_CACHE_HOME", saved_xdg);
+  restore("HOME", saved_home);
+  // Folder = SHA-1 of the handle (fragment excluded).
+  CHECK(resolver::cache_key("http://x/m.tar.gz#sha256=ab") == resolver::sha1_hex("http://x/m.tar.gz"));
+  CHECK(resolver::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+}
+
+TEST_CASE("cache: local directory used in place; local archive and file:// unpacked into the cache") {
+  Sandbox sb;
+  fs::path mod = sb.root / "mod";
+  fs::create_directories(mod);
+  write_file(mod / "module.pb", "pb");
+  CHECK(resolver::resolve(mod.string(), sb.options()) == mod);
+  CHECK(!fs::exists(sb.cache));
+  fs::create_directories(sb.root / "empty");
+  CHECK_THROWS_WITH_AS(resolver::resolve((sb.root / "empty").string(), sb.options()),
+                       doctest::Contains("no module.pb"), Error);
+
+  write_file(sb.root / "m.tar.gz", good_archive());
+  fs::path a = resolver::resolve((sb.root / "m.tar.gz").string(), sb.options());
+  fs::path b = resolver::resolve("file://" + (sb.root / "m.tar.gz").string(), sb.options());
+  CHECK(a != b);  // different handles, different folders
+  CHECK(read_file(a / "module.pb") == read_file(b / "module.pb"));
+  CHECK(a.parent_path().parent_path() == sb.cache);
+
+  try {
+    resolver::resolve((sb.root / "nope").string(), sb.options());
+    FAIL("resolved a missing path");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kNotFound);
+    CHECK(std::string(e.what()).find("module '" + (sb.root / "nope").string() + "'") == 0);
+  }
+  CHECK_THROWS_AS(resolver::resolve("ftp://example.com/m.tar.gz", sb.options()), Error);
+}
+
+TEST_CASE("cache: offline mode serves hits and names the handle on a miss") {
+  Sandbox sb;
+  HttpServer server;
+  server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
+  auto o = sb.options();
+  o.offline = true;
+  try {
+    resolver::resolve(server.url("/m.tar.gz"), o);
+    FAIL("offline resolve of an uncached handle succeeded");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kUnavailable);
+    CHECK(std::string(e.what()).find("module '" + server.url("/m.tar.gz") + "'") == 0);
+    CHECK(std::string(e.what()).find("offline") != std::string::npos);
+  }
+  CHECK(server.connections() == 0);
+  o.offline = false;
+  fs::path dir = resolver::resolve(server.url("/m.tar.gz"), o);
+  ::setenv("HUB_OFFLINE", "1", 1);
+  o.offline.reset();  // from the environment
+  CHECK(resolver::resolve(server.url("/m.tar.gz"), o) == dir);
+  CHECK_THROWS_AS(resolver::resolve(server.url("/other.tar.gz"), o), Error);
+  ::unsetenv("HUB_OFFLINE");
+  CHECK(server.connections() == 1);
+}
+
+TEST_CASE("cache: 8 processes fetch the same handle at once: one download, one path") {
+  Sandbox sb;
+  HttpServer server;
+  server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) {
+    c.sleep_ms(300);  // keep the download in flight while the others start
+    serve_body(r, c, good_archive());
+  });
+  auto o = sb.options();
+  std::vector<Child> kids;
+  for (int i = 0; i < 8; ++i) kids.push_back(spawn_resolve(server.url("/m.tar.gz"), o));
+  std::set<std::string> paths;
+  for (auto& k : kids) {
+    int status = 0;
+    std::string out = finish(k, &status);
+    INFO(out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    paths.insert(out);
+  }
+  CHECK(paths.size() == 1);
+  CHECK(server.requests("/m.tar.gz") == 1);
+  CHECK(fs::is_regular_file(fs::path(*paths.begin()) / "module.pb"));
+  CHECK(list_tree(sb.cache / ".tmp").empty());
+}
+
+TEST_CASE("cache: racing writers without the lock still leave one complete module") {
+  // Two writers that each believe they hold the lock (stale-lock takeover
+  // race): simulated by a zero stale timeout, so every waiter takes over.
+  Sandbox sb;
+  HttpServer server;
+  server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) {
+    c.sleep_ms(200);
+    serve_body(r, c, good_archive());
+  });
+  auto o = sb.options();
+  o.lock_stale_s = 0;
+  std::vector<Child> kids;
+  for (int i = 0; i < 4; ++i) kids.push_back(spawn_resolve(server.url("/m.tar.gz"), o));
+  std::set<std::string> paths;
+  for (auto& k : kids) {
+    int status = 0;
+    paths.insert(finish(k, &status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(paths.size() == 1);
+  CHECK(server.requests("/m.tar.gz") >= 2);  // the lock really was ignored
+  resolver::Cache cache(sb.cache);
+  auto v = cache.verify();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].ok);
+  CHECK(list_tree(sb.cache / ".tmp").empty());
+}
+
+TEST_CASE("cache: a writer killed mid-download leaves nothing visible; next fetch recovers") {
+  Sandbox sb;
+  HttpServer server;
+  std::atomic<bool> first{true};
+  std::atomic<bool> half_sent{false};
+  server.route("/m.tar.gz", [&](const HttpRequest& r, HttpConn& c) {
+    if (first.exchange(false)) {
+      const std::string& a = good_archive();
+      c.send(http_head(200, {{"Content-Length", std::to_string(a.size())}}));
+      c.send(std::string_view(a).substr(0, a.size() / 2));
+      half_sent = true;
+      while (c.sleep_ms(20)) {
+        if (!c.send(std::string_view())) break;  // hold the connection open
+      }
+      return;
+    }
+    serve_body(r, c, good_archive());
+  });
+  auto o = sb.options();
+  o.fetch.low_speed_time_s = 30;  // the child must be stuck, not time out
+  const std::string handle = server.url("/m.tar.gz");
+  const std::string key = resolver::cache_key(handle);
+  // Watch the entry folder for the child's whole life: it must never appear.
+  std::atomic<bool> watching{true}, ever_visible{false};
+  std::thread watcher([&] {
+    while (watching) {
+      if (fs::exists(sb.cache / key)) ever_visible = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  Child k = spawn_resolve(handle, o);
+  for (int i = 0; i < 500 && !half_sent; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(half_sent);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Mid-download: a lock and a work folder exist, no entry folder.
+  CHECK(fs::exists(sb.cache / (key + ".lock")));
+  CHECK(!fs::exists(sb.cache / key));
+  CHECK(!list_tree(sb.cache / ".tmp").empty());
+  ::kill(k.pid, SIGKILL);
+  int status = 0;
+  finish(k, &status);
+  CHECK(WIFSIGNALED(status));
+  watching = false;
+  watcher.join();
+  CHECK(!ever_visible);
+  CHECK(!fs::exists(sb.cache / key));
+  CHECK(fs::exists(sb.cache / (key + ".lock")));  // stale: its owner is dead
+
+  o.lock_stale_s = 600;  // recovery must come from the dead pid, not the timeout
+  auto t0 = std::chrono::steady_clock::now();
+  fs::path dir = resolver::resolve(handle, o);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(fs::is_regular_file(dir / "module.pb"));
+  CHECK(list_tree(sb.cache / ".tmp").empty());  // the dead writer's folder was cleaned
+  CHECK(!fs::exists(sb.cache / (key + ".lock")));
+}
+
+TEST_CASE("cache: a lock older than the stale timeout is taken over") {
+  Sandbox sb;
+  write_file(sb.root / "m.tar.gz", good_archive());
+  const std::string handle = (sb.root / "m.tar.gz").string();
+  fs::create_directories(sb.cache);
+  // Alive owner (us, on another "host"), but not refreshed for a long time.
+  write_file(sb.cache / (resolver::cache_key(handle) + ".lock"), "1 some-other-host 0 x\n");
+  auto o = sb.options();
+  o.lock_stale_s = 0.2;
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_NOTHROW(resolver::resolve(handle, o));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+}
+
+TEST_CASE("cache: a folder without the completion marker is treated as absent and repaired") {
+  Sandbox sb;
+  HttpServer server;
+  server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
+  const std::string handle = server.url("/m.tar.gz");
+  fs::path dir = resolver::resolve(handle, sb.options());
+  fs::remove(dir.parent_path() / "complete");
+  fs::remove(dir / "module.pb");  // damage that the marker's absence covers
+  fs::path again = resolver::resolve(handle, sb.options());
+  CHECK(again == dir);
+  CHECK(fs::is_regular_file(again / "module.pb"));
+  CHECK(server.requests("/m.tar.gz") == 2);
+}
+
+TEST_CASE("cache: list, verify (detects damage), rm, clear") {
+  Sandbox sb;
+  write_file(sb.root / "a.tar.gz", good_archive());
+  auto e2 = module_entries();
+  e2.push_back({"extra.txt", TarEntry::kFile, "extra"});
+  write_file(sb.root / "b.tar.gz", make_tar(e2));
+  const std::string ha = (sb.root / "a.tar.gz").string(), hb = (sb.root / "b.tar.gz").string();
+  fs::path da = resolver::resolve(ha, sb.options());
+  resolver::resolve(hb, sb.options());
+  resolver::Cache cache(sb.cache);
+  auto list = cache.list();
+  REQUIRE(list.size() == 2);
+  CHECK(list[0].handle == ha);
+  CHECK(list[0].unpacked_bytes == 7 + 3000 + 8);
+  CHECK(list[0].fetched_at.size() == 20);  // 2026-01-01T00:00:00Z
+  for (const auto& v : cache.verify()) CHECK(v.ok);
+
+  { std::ofstream(da / "assets/labels.txt", std::ios::app) << "tampered"; }
+  auto verdicts = cache.verify();
+  REQUIRE(verdicts.size() == 2);
+  CHECK(!verdicts[0].ok);
+  CHECK(verdicts[0].problem.find("content changed") != std::string::npos);
+  CHECK(verdicts[1].ok);
+
+  CHECK(cache.remove(ha));
+  CHECK(!cache.remove(ha));
+  CHECK(!fs::exists(da));
+  CHECK(cache.list().size() == 1);
+  CHECK(cache.clear() == 1);
+  CHECK(cache.list().empty());
+}
+
+TEST_CASE("cache: handle hooks map registry names to URLs and digests") {
+  Sandbox sb;
+  HttpServer server;
+  server.route("/blobs/abc", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
+  const std::string digest = resolver::sha256_hex(good_archive());
+  resolver::add_handle_hook("test-registry", [&](const std::string& h) -> std::optional<resolver::HandleSource> {
+    if (h == "google/mobilenet/1") return resolver::HandleSource{server.url("/blobs/abc"), digest};
+    if (h == "google/corrupt/1") return resolver::HandleSource{server.url("/blobs/abc"), std::string(64, '0')};
+    return std::nullopt;
+  });
+  fs::path dir = resolver::resolve("google/mobilenet/1", sb.options());
+  CHECK(dir == sb.cache / resolver::sha1_hex("google/mobilenet/1") / "module");
+  CHECK(resolver::Cache(sb.cache).list().at(0).handle == "google/mobilenet/1");
+  try {
+    resolver::resolve("google/corrupt/1", sb.options());
+    FAIL("digest from hook not enforced");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kDataLoss);
+  }
+  CHECK_THROWS_AS(resolver::resolve("google/unknown/1", sb.options()), Error);
+  resolver::remove_handle_hook("test-registry");
+  // A cached registry name needs neither the hook nor the network, also offline.
+  auto off = sb.options();
+  off.offline = true;
+  CHECK(resolver::resolve("google/mobilenet/1", off) == dir);
+  CHECK(server.requests("/blobs/abc") == 2);
+  CHECK_THROWS_AS(resolver::resolve("google/corrupt/1", sb.options()), Error);
+}
+
+TEST_CASE("cache: hostile archive over HTTP leaves nothing in the cache or outside") {
+  Sandbox sb;
+  HttpServer server;
+  auto e = module_entries();
+  e.push_back({"../../../outside/pwned", TarEntry::kFile, "evil"});
+  const std::string bad = make_tar(e);
+  server.route("/bad.tar.gz", [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, bad); });
+  try {
+    resolver::resolve(server.url("/bad.tar.gz"), sb.options());
+    FAIL("accepted");
+  } catch (const Error& err) {
+    CHECK(err.code() == Code::kPermissionDenied);
+    CHECK(std::string(err.what()).find("'../../../outside/pwned'") != std::string::npos);
+  }
+  CHECK(list_tree(sb.cache) == std::vector<std::string>{".tmp"});
+  CHECK(list_tree(sb.outside).empty());
+}
