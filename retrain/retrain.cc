@@ -1,0 +1,441 @@
+#include "retrain/retrain.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "hub/core/logging.h"
+#include "hub/core/parallel.h"
+#include "hub/core/random.h"
+#include "hub/graph/optimizer.h"
+#include "hub/graph/session.h"
+#include "hub/image/image.h"
+#include "hub/image/resize.h"
+#include "hub/module/module.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/matmul.h"
+#include "hub/ops/softmax.h"
+#include "hub/ops/state.h"
+#include "hub/resolver/digest.h"
+#include "modules/train/summary.h"
+#include "retrain/bottleneck_cache.h"
+#include "retrain/distort.h"
+#include "retrain/image_lists.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::retrain {
+
+namespace {
+
+struct FeatureModule {
+  int64_t height = 0, width = 0, channels = 3, dim = 0;
+  std::string input, output;
+};
+
+// An image feature-vector module: default signature, one float32 input
+// [batch, H, W, C], one float32 output [batch, D].
+FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& handle) {
+  const std::string what = "--module " + handle + " is not an image feature-vector module: ";
+  std::vector<std::string> names = spec.signature_names();
+  if (std::find(names.begin(), names.end(), kDefaultSignature) == names.end())
+    throw_error(Code::kInvalidArgument, what + "it has no 'default' signature");
+  const SignatureInfo& sig = spec.signature(kDefaultSignature);
+  if (sig.inputs.size() != 1) throw_error(Code::kInvalidArgument, what + "its default signature has " +
+                                                                       std::to_string(sig.inputs.size()) + " inputs, expected 1");
+  FeatureModule f;
+  const auto& [in_name, in] = *sig.inputs.begin();
+  if (in.dtype != DType::kFloat32 || in.shape.rank() != 4)
+    throw_error(Code::kInvalidArgument, what + "input '" + in_name + "' is " + std::string(dtype_name(in.dtype)) +
+                                            in.shape.to_string() + ", expected float32 [batch, H, W, C]");
+  f.input = in_name;
+  auto out = sig.outputs.find("default");
+  if (out == sig.outputs.end() && sig.outputs.size() == 1) out = sig.outputs.begin();
+  if (out == sig.outputs.end()) throw_error(Code::kInvalidArgument, what + "its default signature has no 'default' output");
+  if (out->second.dtype != DType::kFloat32 || out->second.shape.rank() != 2 || out->second.shape[1] <= 0)
+    throw_error(Code::kInvalidArgument, what + "output '" + out->first + "' is " + std::string(dtype_name(out->second.dtype)) +
+                                            out->second.shape.to_string() + ", expected float32 [batch, D]");
+  f.output = out->first;
+  f.dim = out->second.shape[1];
+  try {
+    auto [h, w] = get_expected_image_size(spec);
+    f.height = h;
+    f.width = w;
+    f.channels = get_num_image_channels(spec);
+  } catch (const Error&) {
+    f.height = in.shape[1];
+    f.width = in.shape[2];
+    f.channels = in.shape[3];
+  }
+  if (f.height <= 0 || f.width <= 0 || (f.channels != 1 && f.channels != 3))
+    throw_error(Code::kInvalidArgument, what + "its image size " + std::to_string(f.height) + "x" + std::to_string(f.width) +
+                                            "x" + std::to_string(f.channels) + " is not usable");
+  return f;
+}
+
+std::string module_fingerprint(const ModuleSpec& spec, const std::string& handle) {
+  std::string fp = handle;
+  for (const char* file : {"module.pb", "variables.safetensors"}) {
+    fs::path p = fs::path(spec.source()) / file;
+    std::error_code ec;
+    if (fs::exists(p, ec)) fp += ":" + resolver::sha256_file(p);
+  }
+  return fp;
+}
+
+// One image of the lists: class index and file, plus its bottleneck once known.
+struct Item {
+  int cls;
+  std::string file;
+  std::vector<float> bottleneck;
+  bool ok = true;
+};
+
+struct Sets {
+  // items[category][class] -> images of that class in that category
+  std::vector<std::vector<Item>> by_cat[3];
+};
+
+int cat_index(Category c) { return static_cast<int>(c); }
+
+Tensor load_image(const fs::path& path, const FeatureModule& f) {
+  image::DecodeOptions d;
+  d.channels = static_cast<int>(f.channels);
+  d.min_height = f.height;
+  d.min_width = f.width;
+  return image::read_image(path.string(), d);
+}
+
+// Runs the module on a batch of [H, W, C] images.
+std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, const std::vector<Tensor>& images) {
+  int64_t n = static_cast<int64_t>(images.size());
+  Tensor batch(DType::kFloat32, {n, f.height, f.width, f.channels});
+  int64_t per = f.height * f.width * f.channels;
+  for (int64_t i = 0; i < n; ++i)
+    std::copy(images[i].data<float>(), images[i].data<float>() + per, batch.data<float>() + i * per);
+  Tensor out = m({{f.input, batch}}).at(f.output);
+  std::vector<std::vector<float>> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i].assign(out.data<float>() + i * f.dim, out.data<float>() + (i + 1) * f.dim);
+  return rows;
+}
+
+void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const FeatureModule& f,
+                         const BottleneckCache& cache, const RetrainConfig& c, RetrainResult& r) {
+  std::vector<Item*> todo;
+  int64_t total = 0;
+  for (auto& cat : sets.by_cat)
+    for (auto& cls : cat)
+      for (Item& it : cls) {
+        ++total;
+        const ClassImages& ci = lists.classes[it.cls];
+        if (auto v = cache.load(ci.dir, it.file, static_cast<size_t>(f.dim))) {
+          it.bottleneck = std::move(*v);
+          ++r.bottlenecks_cached;
+        } else {
+          todo.push_back(&it);
+        }
+      }
+  if (todo.empty()) return;
+  std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld\n", todo.size(),
+               static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size));
+  auto start = std::chrono::steady_clock::now();
+  int64_t done = 0, next_report = 0;
+  for (size_t b = 0; b < todo.size(); b += static_cast<size_t>(c.bottleneck_batch_size)) {
+    size_t e = std::min(todo.size(), b + static_cast<size_t>(c.bottleneck_batch_size));
+    std::vector<Tensor> images(e - b);
+    std::vector<std::string> errors(e - b);
+    parallel_for(static_cast<int64_t>(e - b), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        Item& it = *todo[b + i];
+        try {
+          images[i] = image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
+        } catch (const Error& err) {
+          errors[i] = err.what();
+        }
+      }
+    });
+    std::vector<Tensor> good;
+    std::vector<Item*> good_items;
+    for (size_t i = 0; i < images.size(); ++i) {
+      Item& it = *todo[b + i];
+      if (!errors[i].empty()) {
+        HUB_LOG(Warning) << "skipping " << lists.path(lists.classes[it.cls], it.file).string() << ": " << errors[i];
+        it.ok = false;
+        ++r.images_skipped;
+        continue;
+      }
+      good.push_back(images[i]);
+      good_items.push_back(&it);
+    }
+    if (!good.empty()) {
+      auto rows = run_module(m, f, good);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        good_items[i]->bottleneck = std::move(rows[i]);
+        cache.store(lists.classes[good_items[i]->cls].dir, good_items[i]->file, good_items[i]->bottleneck);
+        ++r.bottlenecks_computed;
+      }
+    }
+    done += static_cast<int64_t>(e - b);
+    if (done >= next_report || e == todo.size()) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "  %lld/%zu bottlenecks (%.1f images/s)\n", static_cast<long long>(done), todo.size(),
+                   static_cast<double>(done) / std::max(secs, 1e-9));
+      next_report = done + std::max<int64_t>(1, static_cast<int64_t>(todo.size()) / 10);
+    }
+  }
+  // Drop images that could not be read.
+  for (auto& cat : sets.by_cat)
+    for (auto& cls : cat) cls.erase(std::remove_if(cls.begin(), cls.end(), [](const Item& it) { return !it.ok; }), cls.end());
+}
+
+struct Head {
+  Graph graph;
+  Output input, labels, weights, biases, logits, probabilities, loss;
+  GradientOps grads;
+};
+
+// The retrain.py head: logits = x * final_weights + final_biases, softmax.
+void build_head(Head& h, int64_t dim, int64_t classes, const std::string& final_name, uint64_t seed) {
+  h.graph.set_seed(seed);
+  Scope s(h.graph);
+  Scope in = s.sub("input");
+  h.input = ops::placeholder(in, DType::kFloat32, {kUnknownDim, dim}, "BottleneckInputPlaceholder");
+  h.labels = ops::placeholder(in, DType::kInt64, {kUnknownDim}, "GroundTruthInput");
+  Scope fr = s.sub("final_retrain_ops");
+  ops::VariableOptions w;
+  w.initializer = "truncated_normal";
+  w.init_params = {0.0, 0.001};
+  h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
+  h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
+  h.logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), h.input, h.weights), h.biases);
+  h.probabilities = ops::softmax(s, h.logits, final_name);
+  h.loss = ops::sparse_softmax_cross_entropy(s.sub("cross_entropy"), h.logits, h.labels);
+  h.grads = build_gradients(s, h.loss, {h.graph.node(h.weights).name, h.graph.node(h.biases).name});
+}
+
+struct Batch {
+  Tensor x, y;
+  std::vector<const Item*> items;
+};
+
+Batch make_batch(const std::vector<const Item*>& items, int64_t dim) {
+  Batch b;
+  int64_t n = static_cast<int64_t>(items.size());
+  b.x = Tensor(DType::kFloat32, {n, dim});
+  b.y = Tensor(DType::kInt64, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy(items[i]->bottleneck.begin(), items[i]->bottleneck.end(), b.x.data<float>() + i * dim);
+    b.y.data<int64_t>()[i] = items[i]->cls;
+  }
+  b.items = items;
+  return b;
+}
+
+// retrain.py's get_random_cached_bottlenecks: how_many < 0 takes every image.
+std::vector<const Item*> pick(const std::vector<std::vector<Item>>& by_class, int64_t how_many, std::mt19937_64& rng) {
+  std::vector<const Item*> out;
+  if (how_many < 0) {
+    for (const auto& cls : by_class)
+      for (const Item& it : cls) out.push_back(&it);
+    return out;
+  }
+  std::vector<int> nonempty;
+  for (int k = 0; k < static_cast<int>(by_class.size()); ++k)
+    if (!by_class[k].empty()) nonempty.push_back(k);
+  if (nonempty.empty()) return out;
+  for (int64_t i = 0; i < how_many; ++i) {
+    int k = nonempty[rng() % nonempty.size()];
+    uint64_t index = rng() % static_cast<uint64_t>(kMaxImagesPerClass + 1);
+    out.push_back(&by_class[k][index % by_class[k].size()]);
+  }
+  return out;
+}
+
+double accuracy(const Tensor& probabilities, const Tensor& labels, std::vector<int64_t>* predictions = nullptr) {
+  int64_t n = probabilities.dim(0), k = probabilities.dim(1);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = probabilities.data<float>() + i * k;
+    int64_t best = std::max_element(row, row + k) - row;
+    if (predictions) predictions->push_back(best);
+    if (best == labels.data<int64_t>()[i]) ++correct;
+  }
+  return n ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+}
+
+void write_labels(const std::string& path, const ImageLists& lists) {
+  if (path.empty()) return;
+  fs::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  fs::path tmp = p;
+  tmp += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const ClassImages& c : lists.classes) out << c.label << "\n";
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw_error(Code::kIOError, "cannot write --output_labels " + path);
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) throw_error(Code::kIOError, "cannot write --output_labels " + path + ": " + ec.message());
+}
+
+void export_retrained(const std::string& dir, const Module& features, const FeatureModule& f,
+                      const VariableStore& head_vars, const ImageLists& lists, const RetrainConfig& c) {
+  int64_t classes = static_cast<int64_t>(lists.classes.size());
+  auto fn = [&](ModuleBuilder& b, const Attrs&) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, f.height, f.width, f.channels}, "images");
+    Output x = features.apply(b, s, {{f.input, images}}).at(f.output);
+    Scope fr = s.sub("final_retrain_ops");
+    Output w = ops::variable(fr.sub("weights"), "final_weights", {f.dim, classes});
+    Output bias = ops::variable(fr.sub("biases"), "final_biases", {classes});
+    Output logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), x, w), bias);
+    Output probs = ops::softmax(s, logits, c.final_tensor_name);
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", probs}});
+    b.add_signature("logits", {{"images", images}}, {{"default", logits}});
+    b.add_signature("feature_vector", {{"images", images}}, {{"default", x}});
+    b.set_image_info(f.height, f.width, f.channels);
+    ModuleMetadata meta;
+    meta.name = "retrained";
+    meta.description = "Classifier retrained by hub retrain from " + c.module + " on " + c.image_dir + " (" +
+                       std::to_string(classes) + " classes)";
+    meta.version = HUB_VERSION;
+    b.set_metadata(meta);
+  };
+  Module out(create_module_spec(fn));
+  for (const char* name : {"final_retrain_ops/weights/final_weights", "final_retrain_ops/biases/final_biases"})
+    out.variable_map().at(name).assign(head_vars.at(name));
+  std::string labels;
+  for (const ClassImages& ci : lists.classes) labels += ci.label + "\n";
+  out.export_to(dir, {{"labels.txt", labels}});
+}
+
+}  // namespace
+
+RetrainResult retrain(const RetrainConfig& c) {
+  if (c.image_dir.empty()) throw_error(Code::kInvalidArgument, "--image_dir is required");
+  if (c.module.empty()) throw_error(Code::kInvalidArgument, "--module (--tfhub_module) is required");
+  if (c.how_many_training_steps < 1) throw_error(Code::kInvalidArgument, "--how_many_training_steps must be >= 1");
+  if (c.train_batch_size < 1) throw_error(Code::kInvalidArgument, "--train_batch_size must be >= 1");
+  if (c.eval_step_interval < 1) throw_error(Code::kInvalidArgument, "--eval_step_interval must be >= 1");
+  if (c.learning_rate <= 0) throw_error(Code::kInvalidArgument, "--learning_rate must be positive");
+  DistortionOptions distortions{c.flip_left_right, c.random_crop, c.random_scale, c.random_brightness};
+  validate(distortions);
+  std::error_code ec;
+  for (const std::string& out : {c.output_graph, c.saved_model_dir})
+    if (!out.empty() && fs::exists(out, ec))
+      throw_error(Code::kAlreadyExists, "output path " + out + " already exists; remove it or choose another");
+  ImageLists lists = create_image_lists(c.image_dir, c.testing_percentage, c.validation_percentage);
+  ModuleSpec spec = load_module_spec(c.module);
+  FeatureModule f = check_feature_module(spec, c.module);
+  Module features(spec);
+  RetrainResult result;
+
+  Sets sets;
+  for (auto& cat : sets.by_cat) cat.resize(lists.classes.size());
+  for (int k = 0; k < static_cast<int>(lists.classes.size()); ++k)
+    for (Category cat : {Category::kTraining, Category::kValidation, Category::kTesting})
+      for (const std::string& file : lists.classes[k].of(cat)) sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
+  BottleneckCache cache(c.bottleneck_dir, c.module, module_fingerprint(spec, c.module));
+  // Validation and test always use cached bottlenecks (distortions only apply to training batches).
+  compute_bottlenecks(sets, lists, features, f, cache, c, result);
+  size_t usable = 0;
+  for (auto& cls : sets.by_cat[cat_index(Category::kTraining)]) usable += cls.size();
+  if (usable == 0) throw_error(Code::kInvalidArgument, "no readable training images in --image_dir " + c.image_dir);
+
+  Head head;
+  int64_t classes = static_cast<int64_t>(lists.classes.size());
+  build_head(head, f.dim, classes, c.final_tensor_name, c.seed);
+  VariableStore vars;
+  vars.initialize(head.graph);
+  Session session(head.graph, &vars);
+  auto sgd = make_optimizer("sgd", LearningRateSchedule::fixed(c.learning_rate));
+  std::mt19937_64 rng(c.seed);
+  train::SummaryWriter train_log((fs::path(c.summaries_dir) / "train").string());
+  train::SummaryWriter validation_log((fs::path(c.summaries_dir) / "validation").string());
+  const auto& training = sets.by_cat[cat_index(Category::kTraining)];
+  const auto& validation = sets.by_cat[cat_index(Category::kValidation)];
+  const auto& testing = sets.by_cat[cat_index(Category::kTesting)];
+  uint64_t distortion_counter = 0;
+  for (int64_t step = 0; step < c.how_many_training_steps; ++step) {
+    std::vector<const Item*> picked = pick(training, c.train_batch_size, rng);
+    Batch batch;
+    if (distortions.any()) {
+      // Fresh bottlenecks of distorted images; the cache is bypassed.
+      std::vector<Tensor> images(picked.size());
+      parallel_for(static_cast<int64_t>(picked.size()), 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const Item& it = *picked[i];
+          Tensor img = load_image(lists.path(lists.classes[it.cls], it.file), f);
+          images[i] = distort(img, f.height, f.width, distortions, mix_seed(c.seed, distortion_counter + i));
+        }
+      });
+      distortion_counter += picked.size();
+      auto rows = run_module(features, f, images);
+      std::vector<Item> fresh;
+      fresh.reserve(picked.size());
+      for (size_t i = 0; i < picked.size(); ++i) fresh.push_back({picked[i]->cls, picked[i]->file, std::move(rows[i]), true});
+      std::vector<const Item*> ptrs;
+      for (const Item& it : fresh) ptrs.push_back(&it);
+      batch = make_batch(ptrs, f.dim);
+    } else {
+      batch = make_batch(picked, f.dim);
+    }
+    float loss = train_step(session, *sgd, vars, head.grads, head.loss, {{head.input, batch.x}, {head.labels, batch.y}});
+    bool last = step + 1 == c.how_many_training_steps;
+    if ((step % c.eval_step_interval) == 0 || last) {
+      Tensor probs = session.run_one({{head.input, batch.x}}, head.probabilities);
+      double train_acc = accuracy(probs, batch.y);
+      std::printf("Step %lld: Train accuracy = %.1f%%\n", static_cast<long long>(step), train_acc * 100);
+      std::printf("Step %lld: Cross entropy = %f\n", static_cast<long long>(step), loss);
+      train_log.scalar("accuracy", train_acc, step);
+      train_log.scalar("cross_entropy", loss, step);
+      std::vector<const Item*> vpick = pick(validation, c.validation_batch_size, rng);
+      if (!vpick.empty()) {
+        Batch vb = make_batch(vpick, f.dim);
+        double vacc = accuracy(session.run_one({{head.input, vb.x}}, head.probabilities), vb.y);
+        std::printf("Step %lld: Validation accuracy = %.1f%% (N=%zu)\n", static_cast<long long>(step), vacc * 100,
+                    vpick.size());
+        validation_log.scalar("accuracy", vacc, step);
+      }
+      std::fflush(stdout);
+    }
+    if (c.intermediate_store_frequency > 0 && step > 0 && step % c.intermediate_store_frequency == 0 && !last) {
+      std::string dir = (fs::path(c.intermediate_output_graphs_dir) / ("intermediate_" + std::to_string(step))).string();
+      fs::create_directories(c.intermediate_output_graphs_dir, ec);
+      if (!fs::exists(dir, ec)) export_retrained(dir, features, f, vars, lists, c);
+    }
+  }
+  std::vector<const Item*> tpick = pick(testing, c.test_batch_size, rng);
+  if (tpick.empty()) {
+    HUB_LOG(Warning) << "the testing set is empty (raise --testing_percentage or add images); no test accuracy";
+  } else {
+    Batch tb = make_batch(tpick, f.dim);
+    std::vector<int64_t> predictions;
+    result.final_test_accuracy = accuracy(session.run_one({{head.input, tb.x}}, head.probabilities), tb.y, &predictions);
+    result.test_examples = static_cast<int64_t>(tpick.size());
+    std::printf("Final test accuracy = %.1f%% (N=%zu)\n", result.final_test_accuracy * 100, tpick.size());
+    if (c.print_misclassified_test_images) {
+      std::printf("=== MISCLASSIFIED TEST IMAGES ===\n");
+      for (size_t i = 0; i < tpick.size(); ++i)
+        if (predictions[i] != tpick[i]->cls)
+          std::printf("%70s  %s\n", lists.path(lists.classes[tpick[i]->cls], tpick[i]->file).c_str(),
+                      lists.classes[predictions[i]].label.c_str());
+    }
+  }
+  export_retrained(c.output_graph, features, f, vars, lists, c);
+  if (!c.saved_model_dir.empty()) export_retrained(c.saved_model_dir, features, f, vars, lists, c);
+  write_labels(c.output_labels, lists);
+  return result;
+}
+
+}  // namespace hub::retrain

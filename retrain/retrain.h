@@ -1,0 +1,62 @@
+// The retrain pipeline (TensorFlow's retrain.py, natively): images in class
+// folders + an image feature-vector module -> a new module whose default
+// signature maps images to class probabilities.
+//
+//   1. image lists and the stable SHA-1 split (image_lists.h)
+//   2. bottlenecks: every image decoded, resized to the module's input size
+//      and run through the module in batches on all cores, cached per image
+//      and module (bottleneck_cache.h); corrupt or unreadable images are
+//      skipped with a warning naming each file
+//   3. a softmax head (fully connected, truncated-normal init stddev 0.001)
+//      trained with SGD on random cached bottlenecks, or, with distortions,
+//      on freshly distorted images (crop, scale, flip, brightness as retrain.py)
+//   4. evaluation on validation batches during training and on the whole
+//      test set at the end
+//   5. export: feature extractor + head as one self-contained module, labels
+//      as an asset and in --output_labels
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hub::retrain {
+
+struct RetrainConfig {
+  std::string image_dir;
+  std::string module;  // handle: path, file://, http(s)://, registry name
+  std::string output_graph = "/tmp/output_graph";   // the output module folder
+  std::string output_labels = "/tmp/output_labels.txt";
+  std::string intermediate_output_graphs_dir = "/tmp/intermediate_graph/";
+  int64_t intermediate_store_frequency = 0;
+  std::string summaries_dir = "/tmp/retrain_logs";
+  int64_t how_many_training_steps = 4000;
+  double learning_rate = 0.01;
+  double testing_percentage = 10;
+  double validation_percentage = 10;
+  int64_t eval_step_interval = 10;
+  int64_t train_batch_size = 100;
+  int64_t test_batch_size = -1;
+  int64_t validation_batch_size = 100;
+  bool print_misclassified_test_images = false;
+  std::string bottleneck_dir = "/tmp/bottleneck";
+  std::string final_tensor_name = "final_result";
+  bool flip_left_right = false;
+  double random_crop = 0;
+  double random_scale = 0;
+  double random_brightness = 0;
+  std::string saved_model_dir;  // optional second export location
+  uint64_t seed = 0;
+  int64_t bottleneck_batch_size = 32;
+};
+
+struct RetrainResult {
+  double final_test_accuracy = 0;
+  int64_t test_examples = 0;
+  int64_t bottlenecks_computed = 0;
+  int64_t bottlenecks_cached = 0;
+  int64_t images_skipped = 0;
+};
+
+RetrainResult retrain(const RetrainConfig& config);
+
+}  // namespace hub::retrain
