@@ -310,13 +310,14 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
                        std::to_string(classes) + " classes)";
     meta.version = HUB_VERSION;
     b.set_metadata(meta);
+    std::string labels;
+    for (const ClassImages& ci : lists.classes) labels += ci.label + "\n";
+    b.add_asset("labels.txt", labels);
   };
   Module out(create_module_spec(fn));
   for (const char* name : {"final_retrain_ops/weights/final_weights", "final_retrain_ops/biases/final_biases"})
     out.variable_map().at(name).assign(head_vars.at(name));
-  std::string labels;
-  for (const ClassImages& ci : lists.classes) labels += ci.label + "\n";
-  out.export_to(dir, {{"labels.txt", labels}});
+  out.export_to(dir);
 }
 
 }  // namespace

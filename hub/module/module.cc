@@ -39,6 +39,7 @@ struct ModuleSpec::Impl {
   ModuleMetadata metadata;
   std::string source;
   std::string assets_dir;
+  std::map<std::string, std::string> asset_files;
 };
 
 namespace {
@@ -356,6 +357,13 @@ void ModuleBuilder::set_image_info(int64_t height, int64_t width, int64_t channe
 
 void ModuleBuilder::set_metadata(ModuleMetadata metadata) { metadata_ = std::move(metadata); }
 
+void ModuleBuilder::add_asset(const std::string& filename, std::string contents) {
+  if (filename.empty() || filename == "." || filename == ".." || filename.find('/') != std::string::npos ||
+      filename.find('\0') != std::string::npos)
+    throw_error(Code::kInvalidArgument, "add_asset: '" + filename + "' is not a plain file name");
+  assets_[filename] = std::move(contents);
+}
+
 // ---- ModuleSpec -------------------------------------------------------------------
 
 const ModuleSpec::Impl& ModuleSpec::impl() const {
@@ -411,11 +419,12 @@ const TensorMap& ModuleSpec::weights() const { return impl().weights; }
 const ModuleMetadata& ModuleSpec::metadata() const { return impl().metadata; }
 const std::map<std::string, AttachedValue>& ModuleSpec::attached() const { return impl().attached; }
 const std::string& ModuleSpec::assets_dir() const { return impl().assets_dir; }
+const std::map<std::string, std::string>& ModuleSpec::asset_files() const { return impl().asset_files; }
 const std::string& ModuleSpec::source() const { return impl().source; }
 
 ModuleSpec ModuleSpec::from_parts(std::vector<TagSetParts> tag_sets, TensorMap weights,
                                   std::map<std::string, AttachedValue> attached, ModuleMetadata metadata,
-                                  std::string source, std::string assets_dir) {
+                                  std::string source, std::string assets_dir, std::map<std::string, std::string> asset_files) {
   const std::string where = "module " + source;
   if (tag_sets.empty()) throw_error(Code::kInvalidArgument, where + ": no tag sets");
   auto impl = std::make_shared<Impl>();
@@ -478,6 +487,7 @@ ModuleSpec ModuleSpec::from_parts(std::vector<TagSetParts> tag_sets, TensorMap w
   impl->metadata = std::move(metadata);
   impl->source = std::move(source);
   impl->assets_dir = std::move(assets_dir);
+  impl->asset_files = std::move(asset_files);
   ModuleSpec spec;
   spec.impl_ = std::move(impl);
   return spec;
@@ -489,6 +499,7 @@ ModuleSpec create_module_spec(const ModuleFn& fn, const std::vector<std::pair<Ta
   TensorMap weights;
   std::map<std::string, AttachedValue> attached;
   ModuleMetadata metadata;
+  std::map<std::string, std::string> assets;
   for (const auto& [tags, args] : tags_and_args) {
     ModuleBuilder b;
     b.tags_ = tags;
@@ -499,11 +510,12 @@ ModuleSpec create_module_spec(const ModuleFn& fn, const std::vector<std::pair<Ta
     }
     for (const auto& [k, v] : b.attached_) attached[k] = v;
     if (b.metadata_) metadata = *b.metadata_;
+    for (auto& [k, v] : b.assets_) assets[k] = v;
     for (const auto& [name, t] : b.initial_values_.items()) weights[name] = t.clone();
     parts.push_back({tags, std::move(b.graph_), std::move(b.signatures_)});
   }
   return ModuleSpec::from_parts(std::move(parts), std::move(weights), std::move(attached), std::move(metadata),
-                                "<module fn>");
+                                "<module fn>", "", std::move(assets));
 }
 
 ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn) {
@@ -802,6 +814,8 @@ void Module::export_to(const std::string& dir) const {
     fs::create_directory(tmp / kAssetsDir);
     if (!spec_.assets_dir().empty())
       fs::copy(spec_.assets_dir(), tmp / kAssetsDir, fs::copy_options::recursive);
+    for (const auto& [name, contents] : spec_.asset_files())
+      write_file_atomic((tmp / kAssetsDir / name).string(), contents);
     // RENAME_NOREPLACE: never replace something that appeared meanwhile.
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) != 0) {
       int err = errno;

@@ -113,6 +113,9 @@ class ModuleBuilder {
   void attach(const std::string& key, AttachedValue value);
   void set_image_info(int64_t height, int64_t width, int64_t channels = 3);
   void set_metadata(ModuleMetadata metadata);
+  // A file for the module's assets/ folder (e.g. "labels.txt"). The name must
+  // be a plain file name; throws InvalidArgument otherwise.
+  void add_asset(const std::string& filename, std::string contents);
 
   // Initial values that override a variable's initializer (e.g. the weights
   // of a module applied inside this graph). Module::apply fills it.
@@ -124,6 +127,7 @@ class ModuleBuilder {
   TagSet tags_;
   std::map<std::string, SignatureInfo> signatures_;
   std::map<std::string, AttachedValue> attached_;
+  std::map<std::string, std::string> assets_;
   std::optional<ModuleMetadata> metadata_;
   VariableStore initial_values_;
 };
@@ -169,7 +173,11 @@ class ModuleSpec {
   };
   static ModuleSpec from_parts(std::vector<TagSetParts> tag_sets, TensorMap weights,
                                std::map<std::string, AttachedValue> attached, ModuleMetadata metadata,
-                               std::string source, std::string assets_dir = "");
+                               std::string source, std::string assets_dir = "",
+                               std::map<std::string, std::string> asset_files = {});
+  // Asset files added by ModuleBuilder::add_asset (name -> contents); written
+  // into assets/ on export next to those of assets_dir().
+  const std::map<std::string, std::string>& asset_files() const;
 
  private:
   struct Impl;

@@ -1,5 +1,6 @@
 #include "modules/datasets/reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -78,8 +79,10 @@ void DatasetReader::produce() {
         while (true) {
           const int64_t index = reader.index();
           if (!reader.read(&record)) break;
+          std::string where = file + ": record " + std::to_string(index);
+          if (!options_.keep_labels.empty() && label_index(parse_image_example(record, where).label) < 0) continue;
           ++records_this_epoch;
-          buffer.push_back({0, std::move(record), file + ": record " + std::to_string(index)});
+          buffer.push_back({0, std::move(record), std::move(where)});
           if (static_cast<int64_t>(buffer.size()) >= cap && !emit(take_random())) return;
         }
         {
@@ -120,7 +123,13 @@ DatasetReader::Item DatasetReader::process(const Pending& p) const {
                                                std::to_string(options_.width)
                                          : std::string("H,W")) +
                     "," + std::to_string(options_.channels) + "]");
-  return {img, ex.label};
+  return {img, options_.keep_labels.empty() ? ex.label : label_index(ex.label)};
+}
+
+int64_t DatasetReader::label_index(int64_t label) const {
+  const auto& keep = options_.keep_labels;
+  auto it = std::find(keep.begin(), keep.end(), label);
+  return it == keep.end() ? -1 : static_cast<int64_t>(it - keep.begin());
 }
 
 void DatasetReader::work() {

@@ -46,6 +46,9 @@ struct ReaderOptions {
   int64_t num_epochs = 1;       // 0 = repeat forever
   bool drop_remainder = false;  // drop a last batch smaller than batch_size
   DType label_dtype = DType::kInt64;  // or kInt32
+  // Non-empty: only records whose label is in this list are read, and their
+  // label becomes its index in the list (train on a subset of classes).
+  std::vector<int64_t> keep_labels;
   // Default (when empty): bilinear resize (TF semantics) to height x width.
   PreprocessFn preprocess;
 };
@@ -79,6 +82,8 @@ class DatasetReader {
   void produce();
   void work();
   Item process(const Pending& p) const;
+  // Position of label in keep_labels, or -1.
+  int64_t label_index(int64_t label) const;
   void fail(std::exception_ptr e);
 
   ReaderOptions options_;

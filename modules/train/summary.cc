@@ -49,7 +49,7 @@ void SummaryWriter::scalar(const std::string& tag, double value, int64_t step) {
 }
 
 void SummaryWriter::write_event(const std::string& serialized) {
-  std::string record = data::frame_tfrecord(serialized);
+  std::string record = data::encode_tfrecord(serialized);
   if (std::fwrite(record.data(), 1, record.size(), file_) != record.size() || std::fflush(file_) != 0)
     throw_error(Code::kIOError, "cannot write summary file " + path_);
 }

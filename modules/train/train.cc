@@ -350,7 +350,7 @@ EvalResult evaluate(const EvalConfig& c) {
   Model m;
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
-  std::vector<Output> top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes));
+  Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
   std::string path = resolve_checkpoint(c.checkpoint_path);
   auto tensors = load_checkpoint(path);
   VariableStore vars;
@@ -373,7 +373,7 @@ EvalResult evaluate(const EvalConfig& c) {
   data::Batch batch;
   while ((c.max_num_batches <= 0 || batches < c.max_num_batches) && reader.next(&batch)) {
     Tensor labels = offset_labels(batch.labels, c.labels_offset);
-    Tensor idx = session.run({{m.images, batch.images}}, {top5[1]})[0];
+    Tensor idx = session.run({{m.images, batch.images}}, {top5})[0];
     int64_t n = labels.num_elements(), k = idx.dim(1);
     const int32_t* pi = idx.data<int32_t>();
     for (int64_t i = 0; i < n; ++i) {
@@ -453,6 +453,11 @@ void export_module(const ExportConfig& c) {
     meta.version = HUB_VERSION;
     meta.license = "Apache-2.0";
     b.set_metadata(meta);
+    if (!labels.empty()) {
+      std::string text;
+      for (const std::string& l : labels) text += l + "\n";
+      b.add_asset("labels.txt", text);
+    }
   };
   ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", false)},
                                             {TagSet{"train"}, Attrs().set("is_training", true)}});
@@ -467,13 +472,7 @@ void export_module(const ExportConfig& c) {
       module.variable_map().at(name).assign(it->second);
     }
   }
-  std::map<std::string, std::string> assets;
-  if (!labels.empty()) {
-    std::string text;
-    for (const std::string& l : labels) text += l + "\n";
-    assets["labels.txt"] = text;
-  }
-  module.export_to(c.output_dir, assets);
+  module.export_to(c.output_dir);
 }
 
 }  // namespace hub::train
