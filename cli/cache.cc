@@ -1,0 +1,74 @@
+// `hub cache list|rm HANDLE|clear|verify|dir`: inspect and manage the module cache.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "hub/core/error.h"
+#include "hub/resolver/cache.h"
+
+namespace hub::cli {
+namespace {
+
+std::string human(uint64_t bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+RunFn setup(CLI::App& app) {
+  auto handle = std::make_shared<std::string>();
+  app.require_subcommand(1);
+  CLI::App* list = app.add_subcommand("list", "List cached modules: handle, size, date");
+  CLI::App* rm = app.add_subcommand("rm", "Remove one cached module");
+  rm->add_option("handle", *handle, "The handle (or its 40-hex cache key)")->required();
+  CLI::App* clear = app.add_subcommand("clear", "Remove every cached module");
+  CLI::App* verify = app.add_subcommand("verify", "Re-hash every cached module; report damage");
+  CLI::App* dir = app.add_subcommand("dir", "Print the cache directory");
+  return [=] {
+    resolver::Cache cache(resolver::default_cache_dir());
+    if (dir->parsed()) {
+      std::printf("%s\n", cache.root().c_str());
+    } else if (list->parsed()) {
+      for (const auto& e : cache.list()) {
+        std::printf("%-60s %10s  %s%s\n", e.handle.empty() ? e.key.c_str() : e.handle.c_str(),
+                    human(e.unpacked_bytes).c_str(), e.fetched_at.c_str(),
+                    e.complete ? "" : "  (incomplete)");
+      }
+    } else if (rm->parsed()) {
+      if (!cache.remove(*handle)) {
+        throw_error(Code::kNotFound, "'" + *handle + "' is not in the cache " + cache.root().string());
+      }
+    } else if (clear->parsed()) {
+      size_t n = cache.clear();
+      std::fprintf(stderr, "removed %zu cached module%s\n", n, n == 1 ? "" : "s");
+    } else if (verify->parsed()) {
+      size_t bad = 0;
+      for (const auto& v : cache.verify()) {
+        const std::string& name = v.entry.handle.empty() ? v.entry.key : v.entry.handle;
+        if (v.ok) {
+          std::printf("ok       %s\n", name.c_str());
+        } else {
+          ++bad;
+          std::printf("DAMAGED  %s: %s\n", name.c_str(), v.problem.c_str());
+        }
+      }
+      if (bad) {
+        throw_error(Code::kDataLoss, std::to_string(bad) + " damaged cache entr" +
+                                         (bad == 1 ? "y" : "ies") +
+                                         " (remove with `hub cache rm HANDLE`)");
+      }
+    }
+    return 0;
+  };
+}
+}  // namespace
+HUB_REGISTER_COMMAND(cache, "Inspect and manage the module cache", setup);
+}  // namespace hub::cli

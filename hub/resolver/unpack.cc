@@ -1,0 +1,567 @@
+#include "hub/resolver/unpack.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "hub/core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::resolver {
+namespace {
+
+std::mutex& validator_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+ModuleValidator& validator_slot() {
+  static ModuleValidator v;
+  return v;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string human_bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+struct ArchiveDeleter {
+  void operator()(struct archive* a) const { archive_read_free(a); }
+};
+using ArchivePtr = std::unique_ptr<struct archive, ArchiveDeleter>;
+
+ArchivePtr open_archive(const fs::path& archive, const std::string& name) {
+  ArchivePtr a(archive_read_new());
+  if (!a) throw_error(Code::kInternal, "archive_read_new failed");
+  // Only what a module archive can be: tar (ustar, pax, GNU), gzip or none.
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_filename(a.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
+    throw_error(Code::kCorruption, name + ": cannot read archive: " +
+                                       std::string(archive_error_string(a.get())
+                                                       ? archive_error_string(a.get())
+                                                       : "unknown error"));
+  }
+  return a;
+}
+
+std::string archive_error(struct archive* a) {
+  const char* s = archive_error_string(a);
+  return s ? s : "unknown libarchive error";
+}
+
+// Splits on '/', dropping empty and "." components.
+std::vector<std::string> split_path(std::string_view p) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    std::string_view c = p.substr(i, j - i);
+    if (!c.empty() && c != ".") parts.emplace_back(c);
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::string join(const std::vector<std::string>& parts, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += '/';
+    out += parts[i];
+  }
+  return out;
+}
+
+const char* type_name(mode_t type) {
+  switch (type) {
+    case AE_IFCHR: return "character device";
+    case AE_IFBLK: return "block device";
+    case AE_IFIFO: return "FIFO";
+    case AE_IFSOCK: return "socket";
+    default: return "unknown file type";
+  }
+}
+
+enum class Kind { kSkip, kDir, kFile, kSymlink, kHardlink };
+
+struct CheckedEntry {
+  Kind kind = Kind::kSkip;
+  std::string path;    // normalised relative path
+  std::string target;  // symlink target (verbatim) or hard link target (normalised)
+  uint64_t size = 0;
+  bool executable = false;
+};
+
+// Applies every per-entry rule and the caps; keeps the state the rules need.
+class EntryChecker {
+ public:
+  EntryChecker(std::string name, const UnpackLimits& limits)
+      : name_(std::move(name)), limits_(limits) {}
+
+  CheckedEntry check(struct archive_entry* e) {
+    const char* raw_c = archive_entry_pathname(e);
+    std::string raw = raw_c ? raw_c : "";
+    if (++entries_ > limits_.max_entries) {
+      fail(Code::kResourceExhausted,
+           "more than " + std::to_string(limits_.max_entries) + " entries (archive bomb?)");
+    }
+    CheckedEntry out;
+    out.path = normalize(raw, "entry");
+    const char* hl = archive_entry_hardlink(e);
+    mode_t type = archive_entry_filetype(e);
+    if (out.path.empty()) {
+      if (hl == nullptr && type == AE_IFDIR) return out;  // "./" itself
+      fail(Code::kCorruption, "entry with an empty path");
+    }
+    std::vector<std::string> parts = split_path(out.path);
+    for (size_t i = 1; i < parts.size(); ++i) {
+      std::string prefix = join(parts, i);
+      if (symlinks_.count(prefix)) {
+        fail(Code::kPermissionDenied,
+             "unsafe entry '" + raw + "': path passes through symlink '" + prefix + "'");
+      }
+      if (files_.count(prefix)) {
+        fail(Code::kCorruption, "entry '" + raw + "' is below regular file '" + prefix + "'");
+      }
+    }
+    if (hl != nullptr) {
+      out.kind = Kind::kHardlink;
+      std::string target = normalize(hl, "hard link target of '" + raw + "'");
+      if (!files_.count(target)) {
+        fail(Code::kPermissionDenied, "unsafe entry '" + raw + "': hard link to '" +
+                                          std::string(hl) +
+                                          "', which is not a regular file earlier in the archive");
+      }
+      out.target = target;
+    } else if (type == AE_IFREG) {
+      out.kind = Kind::kFile;
+      int64_t size = archive_entry_size(e);
+      if (size < 0) fail(Code::kCorruption, "entry '" + raw + "' has a negative size");
+      out.size = static_cast<uint64_t>(size);
+      out.executable = (archive_entry_perm(e) & 0111) != 0;
+      add_bytes(out.size, raw);
+    } else if (type == AE_IFDIR) {
+      out.kind = Kind::kDir;
+    } else if (type == AE_IFLNK) {
+      out.kind = Kind::kSymlink;
+      const char* t = archive_entry_symlink(e);
+      std::string target = t ? t : "";
+      if (target.empty()) fail(Code::kCorruption, "symlink '" + raw + "' has an empty target");
+      check_symlink_target(raw, parts, target);
+      out.target = target;
+    } else {
+      fail(Code::kPermissionDenied,
+           std::string("unsafe entry '") + raw + "': " + type_name(type) + " not allowed");
+    }
+    if (out.kind != Kind::kDir) {
+      if (!names_.insert(out.path).second || dirs_.count(out.path)) {
+        fail(Code::kCorruption, "duplicate entry '" + raw + "'");
+      }
+    } else if (names_.count(out.path)) {
+      fail(Code::kCorruption, "duplicate entry '" + raw + "'");
+    }
+    if (out.kind == Kind::kFile || out.kind == Kind::kHardlink) files_.insert(out.path);
+    if (out.kind == Kind::kSymlink) symlinks_.insert(out.path);
+    if (out.kind == Kind::kDir) dirs_.insert(out.path);
+    for (size_t i = 1; i < parts.size(); ++i) dirs_.insert(join(parts, i));
+    return out;
+  }
+
+  // Data actually produced beyond what headers declared (a lying header).
+  void add_bytes(uint64_t n, const std::string& raw) {
+    if (n > limits_.max_total_bytes || total_ > limits_.max_total_bytes - n) {
+      fail(Code::kResourceExhausted,
+           "entry '" + raw + "' (" + human_bytes(n) + ") takes the unpacked size over the limit of " +
+               human_bytes(limits_.max_total_bytes) + " (archive bomb?)");
+    }
+    total_ += n;
+  }
+
+  [[noreturn]] void fail(Code code, const std::string& what) const {
+    throw_error(code, name_ + ": " + what);
+  }
+
+  uint64_t entries() const { return entries_; }
+  uint64_t total() const { return total_; }
+  const std::set<std::string>& symlinks() const { return symlinks_; }
+  const std::set<std::string>& files() const { return files_; }
+  const std::set<std::string>& dirs() const { return dirs_; }
+  const std::set<std::string>& names() const { return names_; }
+
+ private:
+  std::string normalize(const std::string& raw, const std::string& what) const {
+    if (!raw.empty() && raw[0] == '/') {
+      fail(Code::kPermissionDenied, "unsafe entry '" + raw + "': absolute path (" + what + ")");
+    }
+    std::vector<std::string> parts = split_path(raw);
+    for (const std::string& p : parts) {
+      if (p == "..") {
+        fail(Code::kPermissionDenied,
+             "unsafe entry '" + raw + "': '..' path component (" + what + ")");
+      }
+    }
+    return join(parts, parts.size());
+  }
+
+  void check_symlink_target(const std::string& raw, const std::vector<std::string>& link_parts,
+                            const std::string& target) const {
+    if (target[0] == '/') {
+      fail(Code::kPermissionDenied,
+           "unsafe entry '" + raw + "': symlink to absolute path '" + target + "'");
+    }
+    // Resolve lexically from the link's directory; must never climb above the root.
+    std::vector<std::string> at(link_parts.begin(), link_parts.end() - 1);
+    for (const std::string& c : split_path(target)) {
+      if (c == "..") {
+        if (at.empty()) {
+          fail(Code::kPermissionDenied,
+               "unsafe entry '" + raw + "': symlink to '" + target + "' points outside the module");
+        }
+        at.pop_back();
+      } else {
+        at.push_back(c);
+      }
+    }
+  }
+
+  std::string name_;
+  UnpackLimits limits_;
+  uint64_t entries_ = 0;
+  uint64_t total_ = 0;
+  std::set<std::string> symlinks_, files_, dirs_, names_;
+};
+
+void write_all_at(int fd, const char* data, size_t size, int64_t offset, const std::string& what) {
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, data, size, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_error(Code::kIOError, what + ": write failed: " + errno_text(errno));
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += n;
+  }
+}
+
+// Removes `dest` on scope exit unless released.
+class RemoveOnFailure {
+ public:
+  explicit RemoveOnFailure(fs::path p) : path_(std::move(p)) {}
+  ~RemoveOnFailure() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  void release() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          static_cast<uint64_t>(::getpid()) << 20);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+bool is_real_dir(const fs::path& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool has_module_pb(const fs::path& dir) {
+  struct stat st;
+  return ::lstat((dir / "module.pb").c_str(), &st) == 0;
+}
+
+// `tar czf m.tar.gz my_module/` wraps the module in one directory: move its
+// contents up so the module directory is always `dest`.
+void hoist_single_top_dir(const fs::path& dest) {
+  if (has_module_pb(dest)) return;
+  fs::path only;
+  int count = 0;
+  for (const auto& it : fs::directory_iterator(dest)) {
+    only = it.path();
+    if (++count > 1) return;
+  }
+  if (count != 1 || !is_real_dir(only) || !has_module_pb(only)) return;
+  fs::path tmp = dest.parent_path() / (dest.filename().string() + ".hoist-" + random_suffix());
+  fs::rename(only, tmp);
+  fs::remove(dest);
+  fs::rename(tmp, dest);
+}
+
+// The kernel's view: every symlink must resolve to something inside `root`.
+void check_symlinks_resolve_inside(const fs::path& root, const EntryChecker& checker,
+                                   const std::string& name) {
+  if (checker.symlinks().empty()) return;
+  char buf[PATH_MAX];
+  if (!::realpath(root.c_str(), buf)) {
+    throw_error(Code::kIOError, name + ": realpath(" + root.string() + "): " + errno_text(errno));
+  }
+  std::string real_root = buf;
+  for (const auto& it : fs::recursive_directory_iterator(root)) {
+    if (!it.is_symlink()) continue;
+    std::string rel = fs::relative(it.path(), root).string();
+    if (!::realpath(it.path().c_str(), buf)) {
+      throw_error(Code::kPermissionDenied,
+                  name + ": unsafe entry '" + rel + "': symlink to '" +
+                      fs::read_symlink(it.path()).string() +
+                      "' does not resolve inside the module (" + errno_text(errno) + ")");
+    }
+    std::string real = buf;
+    if (real != real_root && real.compare(0, real_root.size() + 1, real_root + "/") != 0) {
+      throw_error(Code::kPermissionDenied, name + ": unsafe entry '" + rel + "': symlink to '" +
+                                               fs::read_symlink(it.path()).string() +
+                                               "' points outside the module");
+    }
+  }
+}
+
+void make_dir(const fs::path& p, const std::string& name, const std::string& rel) {
+  if (::mkdir(p.c_str(), 0755) == 0) return;
+  int err = errno;
+  if (err == EEXIST && is_real_dir(p)) return;
+  throw_error(err == EEXIST ? Code::kCorruption : Code::kIOError,
+              name + ": cannot create directory '" + rel + "': " + errno_text(err));
+}
+
+void make_parents(const fs::path& dest, const std::string& rel, std::set<std::string>& made,
+                  const std::string& name) {
+  std::vector<std::string> parts = split_path(rel);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::string prefix = join(parts, i);
+    if (made.count(prefix)) continue;
+    make_dir(dest / prefix, name, prefix);
+    made.insert(prefix);
+  }
+}
+
+void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& ce,
+                  EntryChecker& checker, const std::string& name) {
+  fs::path full = dest / ce.path;
+  int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  ce.executable ? 0755 : 0644);
+  if (fd < 0) {
+    int err = errno;
+    throw_error(err == EEXIST ? Code::kCorruption : Code::kIOError,
+                name + ": cannot create '" + ce.path + "': " + errno_text(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  uint64_t end = 0;
+  for (;;) {
+    const void* buf = nullptr;
+    size_t size = 0;
+    la_int64_t offset = 0;
+    int r = archive_read_data_block(a, &buf, &size, &offset);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      checker.fail(Code::kCorruption, "reading '" + ce.path + "': " + archive_error(a));
+    }
+    if (offset < 0) checker.fail(Code::kCorruption, "entry '" + ce.path + "' has a negative offset");
+    uint64_t block_end = static_cast<uint64_t>(offset) + size;
+    if (block_end > ce.size && block_end > end) {
+      // More data than the header declared: count the excess against the cap.
+      checker.add_bytes(block_end - std::max<uint64_t>(end, ce.size), ce.path);
+    }
+    end = std::max(end, block_end);
+    if (size) write_all_at(fd, static_cast<const char*>(buf), size, offset, name + ": '" + ce.path + "'");
+  }
+  // Trailing hole of a sparse entry (size already counted against the cap).
+  if (end < ce.size && ::ftruncate(fd, static_cast<off_t>(ce.size)) != 0) {
+    throw_error(Code::kIOError, name + ": '" + ce.path + "': ftruncate: " + errno_text(errno));
+  }
+}
+
+bool module_pb_listed(const EntryChecker& checker) {
+  if (checker.files().count("module.pb")) return true;
+  std::set<std::string> tops;
+  for (const std::string& n : checker.names()) tops.insert(split_path(n)[0]);
+  for (const std::string& n : checker.dirs()) tops.insert(split_path(n)[0]);
+  if (tops.size() != 1) return false;
+  return checker.files().count(*tops.begin() + "/module.pb") > 0;
+}
+
+}  // namespace
+
+void check_module_pb_present(const fs::path& dir) {
+  struct stat st;
+  fs::path pb = dir / "module.pb";
+  if (::lstat(pb.c_str(), &st) != 0) {
+    throw_error(Code::kCorruption, "not a module: no module.pb in " + dir.string());
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw_error(Code::kCorruption, "not a module: " + pb.string() + " is not a regular file");
+  }
+  if (st.st_size == 0) {
+    throw_error(Code::kCorruption, "not a module: " + pb.string() + " is empty");
+  }
+}
+
+void set_module_validator(ModuleValidator validator) {
+  std::lock_guard<std::mutex> lock(validator_mutex());
+  validator_slot() = std::move(validator);
+}
+
+void validate_module_dir(const fs::path& dir) {
+  ModuleValidator v;
+  {
+    std::lock_guard<std::mutex> lock(validator_mutex());
+    v = validator_slot();
+  }
+  if (v) {
+    v(dir);
+  } else {
+    check_module_pb_present(dir);
+  }
+}
+
+UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
+                            const UnpackOptions& options) {
+  const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
+  if (::mkdir(dest.c_str(), 0755) != 0) {
+    throw_error(errno == EEXIST ? Code::kAlreadyExists : Code::kIOError,
+                name + ": cannot create unpack directory " + dest.string() + ": " +
+                    errno_text(errno));
+  }
+  RemoveOnFailure guard(dest);
+  ArchivePtr a = open_archive(archive, name);
+  EntryChecker checker(name, options.limits);
+  std::set<std::string> made;  // directories known to exist
+  for (;;) {
+    struct archive_entry* e = nullptr;
+    int r = archive_read_next_header(a.get(), &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      throw_error(Code::kCorruption, name + ": malformed archive after " +
+                                         std::to_string(checker.entries()) +
+                                         " entries: " + archive_error(a.get()));
+    }
+    CheckedEntry ce = checker.check(e);
+    if (ce.kind == Kind::kSkip) continue;
+    make_parents(dest, ce.path, made, name);
+    fs::path full = dest / ce.path;
+    switch (ce.kind) {
+      case Kind::kDir:
+        if (!made.count(ce.path)) {
+          make_dir(full, name, ce.path);
+          made.insert(ce.path);
+        }
+        break;
+      case Kind::kFile:
+        extract_file(a.get(), dest, ce, checker, name);
+        break;
+      case Kind::kSymlink:
+        if (::symlink(ce.target.c_str(), full.c_str()) != 0) {
+          throw_error(Code::kIOError,
+                      name + ": cannot create symlink '" + ce.path + "': " + errno_text(errno));
+        }
+        break;
+      case Kind::kHardlink:
+        if (::link((dest / ce.target).c_str(), full.c_str()) != 0) {
+          throw_error(Code::kIOError,
+                      name + ": cannot create hard link '" + ce.path + "': " + errno_text(errno));
+        }
+        break;
+      case Kind::kSkip:
+        break;
+    }
+  }
+  UnpackResult result;
+  result.entries = checker.entries();
+  result.total_bytes = checker.total();
+  try {
+    hoist_single_top_dir(dest);
+  } catch (const fs::filesystem_error& e) {
+    throw_error(Code::kIOError, name + ": " + e.what());
+  }
+  check_symlinks_resolve_inside(dest, checker, name);
+  result.module_dir = dest;
+  if (options.validate) {
+    try {
+      if (options.validator) {
+        options.validator(dest);
+      } else {
+        validate_module_dir(dest);
+      }
+    } catch (const Error& e) {
+      throw e.with_context(name);
+    }
+  }
+  guard.release();
+  return result;
+}
+
+UnpackResult inspect_archive(const fs::path& archive, const UnpackOptions& options) {
+  const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
+  ArchivePtr a = open_archive(archive, name);
+  EntryChecker checker(name, options.limits);
+  for (;;) {
+    struct archive_entry* e = nullptr;
+    int r = archive_read_next_header(a.get(), &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      throw_error(Code::kCorruption, name + ": malformed archive after " +
+                                         std::to_string(checker.entries()) +
+                                         " entries: " + archive_error(a.get()));
+    }
+    CheckedEntry ce = checker.check(e);
+    if (ce.kind != Kind::kFile) continue;
+    uint64_t end = 0;
+    for (;;) {
+      const void* buf = nullptr;
+      size_t size = 0;
+      la_int64_t offset = 0;
+      int rr = archive_read_data_block(a.get(), &buf, &size, &offset);
+      if (rr == ARCHIVE_EOF) break;
+      if (rr < ARCHIVE_WARN) {
+        checker.fail(Code::kCorruption, "reading '" + ce.path + "': " + archive_error(a.get()));
+      }
+      uint64_t block_end = static_cast<uint64_t>(std::max<la_int64_t>(offset, 0)) + size;
+      if (block_end > ce.size && block_end > end) {
+        checker.add_bytes(block_end - std::max<uint64_t>(end, ce.size), ce.path);
+      }
+      end = std::max(end, block_end);
+    }
+  }
+  if (options.validate && !module_pb_listed(checker)) {
+    throw_error(Code::kCorruption, name + ": not a module: the archive has no module.pb");
+  }
+  UnpackResult result;
+  result.entries = checker.entries();
+  result.total_bytes = checker.total();
+  return result;
+}
+
+}  // namespace hub::resolver

@@ -1,0 +1,97 @@
+// Secure unpacking of module archives (plain tar or gzip-compressed tar).
+//
+// Archives come from the network, so every entry is treated as hostile:
+//   - the path must be relative, non-empty, with no `..` component and must not
+//     pass through a symlink created earlier by the same archive;
+//   - only regular files, directories, symlinks and hard links are accepted;
+//     device nodes, FIFOs and sockets are refused;
+//   - a symlink target must be relative and stay inside the destination
+//     (checked on the entry's text, and again on the extracted tree with the
+//     kernel's own resolution, so chains of links cannot escape either);
+//   - a hard link must name a regular file extracted earlier by this archive;
+//   - the total unpacked size and the number of entries are capped; an entry's
+//     declared size is checked against the cap *before* any byte of it is
+//     written, so a 10 GB sparse or declared-size bomb is refused without
+//     touching the disk.
+// Files are created with O_EXCL|O_NOFOLLOW (never through a link, never over an
+// existing file), mode 0644 or 0755 (no setuid/setgid, no ownership changes).
+//
+// On failure nothing is left behind: the destination directory (which this
+// function creates) is removed entirely, and nothing is ever written outside it.
+//
+// Thread safety: unpack_archive() and inspect_archive() may run concurrently on
+// different destinations. set_module_validator() is thread-safe but is meant to
+// be called once at start-up.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace hub::resolver {
+
+struct UnpackLimits {
+  // Sum of all entries' sizes (declared or actually written, whichever is larger).
+  uint64_t max_total_bytes = uint64_t{8} << 30;  // 8 GiB
+  // Number of archive entries of any kind (directories and links included).
+  uint64_t max_entries = 100000;
+};
+
+// Checks that `dir` holds a loadable module; throws hub::Error otherwise.
+using ModuleValidator = std::function<void(const std::filesystem::path& dir)>;
+
+// The default validator: `dir/module.pb` exists, is a regular file (not a
+// symlink) and is non-empty. Throws Code::kCorruption naming the directory.
+void check_module_pb_present(const std::filesystem::path& dir);
+
+// Replaces the process-wide validator used by unpack_archive() when
+// UnpackOptions::validator is empty (the module loader installs a stricter one
+// that parses module.pb). Passing an empty function restores the default.
+void set_module_validator(ModuleValidator validator);
+// Runs the current process-wide validator on `dir`.
+void validate_module_dir(const std::filesystem::path& dir);
+
+struct UnpackOptions {
+  UnpackLimits limits;
+  // Called on the extracted module directory; empty = the process-wide one.
+  ModuleValidator validator;
+  // Skip module validation entirely (for archives that are not modules).
+  bool validate = true;
+  // Name used in error messages (the handle or URL); defaults to the archive path.
+  std::string display_name;
+};
+
+struct UnpackResult {
+  // The module directory: `dest` itself, or `dest/<top>` when the archive holds
+  // a single top-level directory and no module.pb at its root (as made by
+  // `tar czf m.tar.gz my_module/`); in that case the tree is hoisted so that
+  // the module directory is always `dest`.
+  std::filesystem::path module_dir;
+  uint64_t entries = 0;
+  uint64_t total_bytes = 0;
+};
+
+// Extracts `archive` (a tar or tar.gz file) into `dest`, which must not exist
+// (its parent must). On success `dest` holds the module and the validator has
+// accepted it. Errors (hub::Error), each naming the archive and the entry:
+//   kCorruption        malformed/truncated archive, no module.pb, duplicate entry
+//   kPermissionDenied  unsafe entry: absolute path, `..`, escaping link,
+//                      device/FIFO/socket, path through a symlink
+//   kResourceExhausted total size or entry count over the limits
+//   kIOError           the local file system failed (disk full, ...)
+// On any error `dest` does not exist afterwards.
+UnpackResult unpack_archive(const std::filesystem::path& archive,
+                            const std::filesystem::path& dest,
+                            const UnpackOptions& options = {});
+
+// Reads every header of `archive` and applies the same entry checks and caps
+// as unpack_archive() without writing anything (data is read and discarded).
+// Returns the entry count and total declared size. Does not run the validator
+// on a tree, but fails with kCorruption when no `module.pb` regular file is
+// present at the root or under a single top-level directory (when
+// options.validate). Useful for checking an upload before storing it.
+UnpackResult inspect_archive(const std::filesystem::path& archive,
+                             const UnpackOptions& options = {});
+
+}  // namespace hub::resolver

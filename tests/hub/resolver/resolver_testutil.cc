@@ -1,0 +1,199 @@
+#include "resolver_testutil.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace hub::testing {
+
+Sandbox::Sandbox() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/hub-resolver-test-XXXXXX";
+  if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+  root = templ;
+  cache = root / "cache";
+  outside = root / "outside";
+  fs::create_directories(outside);
+}
+
+Sandbox::~Sandbox() {
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+resolver::ResolveOptions Sandbox::options() const {
+  resolver::ResolveOptions o;
+  o.quiet = true;
+  o.offline = false;
+  o.cache_dir = cache;
+  o.fetch = resolver::FetchOptions{};
+  o.fetch.connect_timeout_s = 2;
+  o.fetch.low_speed_time_s = 1;
+  o.fetch.low_speed_limit = 100;
+  o.fetch.max_retries = 2;
+  o.fetch.backoff_initial_s = 0.01;
+  o.fetch.backoff_max_s = 2;
+  o.lock_poll_s = 0.01;
+  return o;
+}
+
+namespace {
+int append_cb(struct archive*, void* user, const void* buf, size_t n) {
+  static_cast<std::string*>(user)->append(static_cast<const char*>(buf), n);
+  return static_cast<int>(n);
+}
+la_ssize_t write_cb(struct archive* a, void* user, const void* buf, size_t n) {
+  return append_cb(a, user, buf, n);
+}
+}  // namespace
+
+std::string make_tar(const std::vector<TarEntry>& entries, bool gzip, int gzip_level) {
+  std::string out;
+  struct archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  if (gzip) {
+    archive_write_add_filter_gzip(a);
+    std::string opt = "gzip:compression-level=" + std::to_string(gzip_level);
+    archive_write_set_options(a, opt.c_str());
+  }
+  if (archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr) != ARCHIVE_OK) {
+    throw std::runtime_error(archive_error_string(a));
+  }
+  struct archive_entry* e = archive_entry_new();
+  for (const TarEntry& t : entries) {
+    archive_entry_clear(e);
+    archive_entry_set_pathname(e, t.path.c_str());
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_mtime(e, 1700000000, 0);
+    switch (t.type) {
+      case TarEntry::kFile:
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_size(e, t.declared_size >= 0 ? t.declared_size
+                                                       : static_cast<int64_t>(t.data.size()));
+        break;
+      case TarEntry::kDir:
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        break;
+      case TarEntry::kSymlink:
+        archive_entry_set_filetype(e, AE_IFLNK);
+        archive_entry_set_symlink(e, t.target.c_str());
+        break;
+      case TarEntry::kHardlink:
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_hardlink(e, t.target.c_str());
+        archive_entry_set_size(e, 0);
+        break;
+      case TarEntry::kCharDevice:
+        archive_entry_set_filetype(e, AE_IFCHR);
+        archive_entry_set_rdevmajor(e, 1);
+        archive_entry_set_rdevminor(e, 3);
+        break;
+      case TarEntry::kFifo:
+        archive_entry_set_filetype(e, AE_IFIFO);
+        break;
+      case TarEntry::kSocket:
+        archive_entry_set_filetype(e, AE_IFSOCK);
+        break;
+    }
+    if (archive_write_header(a, e) < ARCHIVE_WARN) {
+      throw std::runtime_error(std::string("archive_write_header: ") + archive_error_string(a));
+    }
+    if (t.type == TarEntry::kFile && !t.data.empty()) {
+      archive_write_data(a, t.data.data(), t.data.size());
+    }
+  }
+  archive_entry_free(e);
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+std::string make_declared_size_bomb(const std::string& path, int64_t size) {
+  std::string out;
+  struct archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  archive_write_set_bytes_per_block(a, 0);
+  archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr);
+  struct archive_entry* e = archive_entry_new();
+  archive_entry_set_pathname(e, path.c_str());
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, size);
+  archive_write_header(a, e);
+  archive_entry_free(e);
+  std::string headers = out;  // header blocks only; never write the 10 GB
+  archive_write_free(a);      // (its padding goes to `out`, which we discard)
+  // A few KB of zeros after the header, so the body is simply short.
+  headers.append(4096, '\0');
+  return headers;
+}
+
+std::string make_sparse_bomb(const std::string& path, int64_t size) {
+  std::string out;
+  struct archive* a = archive_write_new();
+  archive_write_set_format_pax(a);
+  archive_write_add_filter_gzip(a);
+  archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr);
+  struct archive_entry* e = archive_entry_new();
+  archive_entry_set_pathname(e, path.c_str());
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, size);
+  archive_entry_sparse_add_entry(e, size - 1, 1);
+  if (archive_write_header(a, e) < ARCHIVE_WARN) {
+    throw std::runtime_error(std::string("sparse header: ") + archive_error_string(a));
+  }
+  archive_write_data(a, "x", 1);
+  archive_entry_free(e);
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+std::vector<TarEntry> module_entries(const std::string& prefix) {
+  std::vector<TarEntry> v;
+  if (!prefix.empty()) v.push_back({prefix, TarEntry::kDir});
+  std::string p = prefix.empty() ? "" : prefix + "/";
+  v.push_back({p + "module.pb", TarEntry::kFile, std::string("\x08\x01\x12\x04test", 7)});
+  v.push_back({p + "variables.safetensors", TarEntry::kFile, std::string(3000, 'w')});
+  v.push_back({p + "assets", TarEntry::kDir});
+  v.push_back({p + "assets/labels.txt", TarEntry::kFile, "cat\ndog\n"});
+  return v;
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> list_tree(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    out.push_back(fs::relative(it->path(), dir).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace hub::testing

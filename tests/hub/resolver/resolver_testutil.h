@@ -1,0 +1,49 @@
+// Helpers for the resolver tests: a private sandbox directory, tar/tar.gz
+// archives built in memory with libarchive's writer, and fast test options.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hub/resolver/resolver.h"
+
+namespace hub::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on
+// destruction. Holds `cache/` (the cache root) and `outside/` (must stay empty:
+// hostile archives aim at it).
+struct Sandbox {
+  Sandbox();
+  ~Sandbox();
+  std::filesystem::path root, cache, outside;
+  resolver::ResolveOptions options() const;  // quiet, fast timeouts, cache = cache
+};
+
+struct TarEntry {
+  enum Type { kFile, kDir, kSymlink, kHardlink, kCharDevice, kFifo, kSocket };
+  std::string path;
+  Type type = kFile;
+  std::string data;     // file content
+  std::string target;   // symlink / hard link target
+  int64_t declared_size = -1;  // header size when >= 0 (data written may differ)
+};
+
+// tar (pax) or tar.gz bytes. gzip_level applies when gzip.
+std::string make_tar(const std::vector<TarEntry>& entries, bool gzip = true, int gzip_level = 1);
+// A plain tar whose single regular entry declares `size` bytes but carries
+// none: only the headers (the reader must refuse on the header alone).
+std::string make_declared_size_bomb(const std::string& path, int64_t size);
+// A pax tar with one sparse entry of logical size `size` holding a single
+// byte at its end.
+std::string make_sparse_bomb(const std::string& path, int64_t size);
+// A minimal module: module.pb (non-empty), variables file, assets/labels.txt.
+std::vector<TarEntry> module_entries(const std::string& prefix = "");
+
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+std::string read_file(const std::filesystem::path& p);
+// Every path under `dir`, relative, sorted ("" when dir does not exist).
+std::vector<std::string> list_tree(const std::filesystem::path& dir);
+
+}  // namespace hub::testing
