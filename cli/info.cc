@@ -1,0 +1,136 @@
+// `hub info MODULE`: signatures, tag sets, variables, attached info, metadata.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/command.h"
+#include "hub/module/module.h"
+
+namespace hub::cli {
+namespace {
+
+std::string spec_text(DType dtype, const Shape& shape) { return std::string(dtype_name(dtype)) + shape.to_string(); }
+
+nlohmann::json dims_json(const Shape& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t d : s.dims()) d == kUnknownDim ? out.push_back(nullptr) : out.push_back(d);
+  return out;
+}
+
+nlohmann::json attached_json(const AttachedValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return *i;
+  if (auto* f = std::get_if<double>(&v)) return *f;
+  return std::get<std::string>(v);
+}
+
+std::string attached_text(const AttachedValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto* f = std::get_if<double>(&v)) return std::to_string(*f);
+  return "\"" + std::get<std::string>(v) + "\"";
+}
+
+int64_t param_count(const VariableInfo& v) { return v.shape.num_elements(); }
+
+void print_text(const ModuleSpec& spec) {
+  std::printf("module: %s\n", spec.source().c_str());
+  const ModuleMetadata& m = spec.metadata();
+  std::printf("metadata:\n  name: %s\n  description: %s\n  version: %s\n  license: %s\n  author: %s\n",
+              m.name.c_str(), m.description.c_str(), m.version.c_str(), m.license.c_str(), m.author.c_str());
+  for (const TagSet& tags : spec.tag_sets()) {
+    std::printf("tag set %s:\n", tag_set_string(tags).c_str());
+    for (const std::string& name : spec.signature_names(tags)) {
+      const SignatureInfo& si = spec.signature(name, tags);
+      std::printf("  signature '%s':\n    inputs:\n", name.c_str());
+      for (const auto& [k, info] : si.inputs)
+        std::printf("      %s: %s (tensor %s)\n", k.c_str(), spec_text(info.dtype, info.shape).c_str(),
+                    info.tensor_name.c_str());
+      std::printf("    outputs:\n");
+      for (const auto& [k, info] : si.outputs)
+        std::printf("      %s: %s (tensor %s)\n", k.c_str(), spec_text(info.dtype, info.shape).c_str(),
+                    info.tensor_name.c_str());
+    }
+  }
+  std::printf("variables:\n");
+  std::printf("  %-40s %-16s %-8s %12s %s\n", "name", "shape", "dtype", "parameters", "trainable");
+  int64_t total = 0;
+  for (const VariableInfo& v : spec.variables()) {
+    int64_t n = param_count(v);
+    total += n;
+    std::printf("  %-40s %-16s %-8s %12lld %s\n", v.name.c_str(), v.shape.to_string().c_str(),
+                std::string(dtype_name(v.dtype)).c_str(), static_cast<long long>(n), v.trainable ? "yes" : "no");
+  }
+  std::printf("  total: %lld parameters in %zu variables\n", static_cast<long long>(total), spec.variables().size());
+  std::printf("attached:\n");
+  for (const auto& [k, v] : spec.attached()) std::printf("  %s: %s\n", k.c_str(), attached_text(v).c_str());
+  if (spec.attached().count(kImageHeightKey)) {
+    auto [h, w] = get_expected_image_size(spec);
+    std::printf("image input: %lldx%lld", static_cast<long long>(h), static_cast<long long>(w));
+    if (spec.attached().count(kImageChannelsKey))
+      std::printf("x%lld", static_cast<long long>(get_num_image_channels(spec)));
+    std::printf("\n");
+  }
+}
+
+void print_json(const ModuleSpec& spec) {
+  nlohmann::json j;
+  j["module"] = spec.source();
+  const ModuleMetadata& m = spec.metadata();
+  j["metadata"] = {{"name", m.name}, {"description", m.description}, {"version", m.version},
+                   {"license", m.license}, {"author", m.author}};
+  j["tag_sets"] = nlohmann::json::array();
+  for (const TagSet& tags : spec.tag_sets()) {
+    nlohmann::json t;
+    t["tags"] = std::vector<std::string>(tags.begin(), tags.end());
+    t["signatures"] = nlohmann::json::object();
+    for (const std::string& name : spec.signature_names(tags)) {
+      const SignatureInfo& si = spec.signature(name, tags);
+      nlohmann::json s;
+      for (const auto* part : {&si.inputs, &si.outputs}) {
+        nlohmann::json p = nlohmann::json::object();
+        for (const auto& [k, info] : *part)
+          p[k] = {{"tensor", info.tensor_name}, {"dtype", dtype_name(info.dtype)}, {"shape", dims_json(info.shape)}};
+        s[part == &si.inputs ? "inputs" : "outputs"] = p;
+      }
+      t["signatures"][name] = s;
+    }
+    j["tag_sets"].push_back(t);
+  }
+  j["variables"] = nlohmann::json::array();
+  int64_t total = 0;
+  for (const VariableInfo& v : spec.variables()) {
+    total += param_count(v);
+    j["variables"].push_back({{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape.dims()},
+                              {"parameters", param_count(v)}, {"trainable", v.trainable}});
+  }
+  j["total_parameters"] = total;
+  j["attached"] = nlohmann::json::object();
+  for (const auto& [k, v] : spec.attached()) j["attached"][k] = attached_json(v);
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+RunFn setup(CLI::App& app) {
+  struct Opts {
+    std::string module;
+    std::string format = "text";
+    bool graph = false;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("MODULE", o->module, "Module directory (or handle)")->required();
+  app.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--graph", o->graph, "Print each tag set's graph in protobuf text format");
+  return [o] {
+    ModuleSpec spec = load_module_spec(o->module);
+    if (o->graph) {
+      for (const TagSet& tags : spec.tag_sets())
+        std::printf("# tag set %s\n%s", tag_set_string(tags).c_str(), graph_to_text(spec.graph(tags)).c_str());
+      return 0;
+    }
+    if (o->format == "json") print_json(spec);
+    else print_text(spec);
+    return 0;
+  };
+}
+
+}  // namespace
+HUB_REGISTER_COMMAND(info, "Describe a module: signatures, tag sets, variables, metadata", setup);
+}  // namespace hub::cli

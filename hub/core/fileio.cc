@@ -1,0 +1,75 @@
+#include "hub/core/fileio.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "hub/core/error.h"
+
+namespace hub {
+
+std::string read_file_bytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    throw_error(err == ENOENT ? Code::kNotFound : Code::kIOError,
+                "cannot open '" + path + "': " + std::strerror(err));
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw_error(Code::kIOError, "cannot read '" + path + "': " + std::strerror(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw_error(Code::kIOError, "cannot create '" + tmp + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw_error(Code::kIOError, "cannot write '" + path + "': " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  int sync_rc = ::fsync(fd);
+  int sync_err = errno;
+  if (::close(fd) != 0 && sync_rc == 0) {
+    sync_rc = -1;
+    sync_err = errno;
+  }
+  if (sync_rc != 0) {
+    int err = sync_err;
+    ::unlink(tmp.c_str());
+    throw_error(Code::kIOError, "cannot write '" + path + "': " + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw_error(Code::kIOError, "cannot rename into '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace hub

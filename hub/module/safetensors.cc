@@ -1,0 +1,276 @@
+#include "hub/module/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "hub/core/fileio.h"
+
+namespace hub {
+namespace {
+
+using json = nlohmann::json;
+
+// The reference implementation caps the header at 100 MB; so do we, so a
+// hostile length cannot make us allocate without bound.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+[[noreturn]] void corrupt(const std::string& source, const std::string& what) {
+  throw_error(Code::kCorruption, "safetensors file '" + source + "': " + what);
+}
+
+// Printable rendering of possibly non-UTF-8 bytes ("\xff" escapes).
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF), or npos.
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+    else return i;
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+DType parse_st_dtype(const std::string& name, const std::string& source, const std::string& tensor) {
+  if (name == "F32") return DType::kFloat32;
+  if (name == "I32") return DType::kInt32;
+  if (name == "I64") return DType::kInt64;
+  if (name == "U8") return DType::kUInt8;
+  if (name == "BOOL") return DType::kBool;
+  static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I8", "I16", "U16", "U32",
+                                               "U64", "F8_E4M3", "F8_E5M2"};
+  if (kKnown.count(name))
+    throw_error(Code::kUnimplemented, "safetensors file '" + source + "': tensor '" + tensor +
+                                          "' has dtype " + name +
+                                          ", which hub does not support (F32, I32, I64, U8, BOOL)");
+  corrupt(source, "tensor '" + tensor + "' has unknown dtype '" + escaped(name) + "'");
+}
+
+uint64_t read_u64_le(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+}  // namespace
+
+std::string_view safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "F32";
+    case DType::kInt32: return "I32";
+    case DType::kInt64: return "I64";
+    case DType::kUInt8: return "U8";
+    case DType::kBool: return "BOOL";
+  }
+  HUB_CHECK(false, "bad dtype");
+  return "";
+}
+
+std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (name == "__metadata__")
+      throw_error(Code::kInvalidArgument, "safetensors: '__metadata__' cannot name a tensor");
+    if (invalid_utf8_at(name) != std::string_view::npos)
+      throw_error(Code::kInvalidArgument, "safetensors: tensor name '" + escaped(name) + "' is not UTF-8");
+    if (!t.defined() || t.device() != Device::kCPU)
+      throw_error(Code::kInvalidArgument, "safetensors: tensor '" + name + "' is undefined or not on the CPU");
+    json entry;
+    entry["dtype"] = std::string(safetensors_dtype_name(t.dtype()));
+    entry["shape"] = t.shape().dims();
+    entry["data_offsets"] = {offset, offset + t.nbytes()};
+    header[name] = std::move(entry);
+    offset += t.nbytes();
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + text.size() + offset);
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  out += text;
+  for (const auto& [name, t] : tensors)
+    out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  return out;
+}
+
+SafetensorsContents decode_safetensors(std::string_view bytes, const std::string& source) {
+  if (bytes.size() < 8)
+    corrupt(source, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
+  uint64_t n = read_u64_le(bytes.data());
+  if (n > bytes.size() - 8)
+    corrupt(source, "header length " + std::to_string(n) + " is larger than the file (" +
+                        std::to_string(bytes.size()) + " bytes)");
+  if (n > kMaxHeaderBytes)
+    corrupt(source, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
+  std::string_view text = bytes.substr(8, n);
+  std::string_view buffer = bytes.substr(8 + n);
+  if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    size_t from = bad >= 24 ? bad - 24 : 0;
+    corrupt(source, "header is not valid UTF-8 at byte " + std::to_string(bad) + " (near \"" +
+                        escaped(text.substr(from, 40)) + "\"), e.g. a non-UTF-8 tensor name");
+  }
+  if (text.empty() || text[0] != '{') corrupt(source, "header does not start with '{'");
+
+  // nlohmann keeps the last of duplicate keys silently; catch them while parsing.
+  std::vector<std::string> duplicates;
+  std::set<std::string> seen;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!seen.insert(key).second) duplicates.push_back(key);
+    }
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true);
+  } catch (const json::exception& e) {
+    corrupt(source, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!duplicates.empty()) corrupt(source, "duplicate tensor name '" + duplicates[0] + "'");
+  if (!header.is_object()) corrupt(source, "header is not a JSON object");
+
+  SafetensorsContents out;
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  struct Entry {
+    std::string name;
+    TensorSpec spec;
+    uint64_t begin;
+  };
+  std::vector<Entry> specs;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) corrupt(source, "__metadata__ is not an object");
+      for (auto& [k, v] : entry.items()) {
+        if (!v.is_string()) corrupt(source, "__metadata__ value of '" + k + "' is not a string");
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "'";
+    if (!entry.is_object()) corrupt(source, where + " is not an object");
+    for (auto& [k, v] : entry.items()) {
+      (void)v;
+      if (k != "dtype" && k != "shape" && k != "data_offsets")
+        corrupt(source, where + " has unknown field '" + k + "'");
+    }
+    if (!entry.contains("dtype") || !entry["dtype"].is_string())
+      corrupt(source, where + " has no string 'dtype'");
+    if (!entry.contains("shape") || !entry["shape"].is_array())
+      corrupt(source, where + " has no 'shape' array");
+    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
+      corrupt(source, where + " has no 'data_offsets' [begin, end]");
+    DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, name);
+    std::vector<int64_t> dims;
+    uint64_t bytes_needed = dtype_size(dtype);
+    bool overflow = false;
+    for (const json& d : entry["shape"]) {
+      if (!d.is_number_unsigned())
+        corrupt(source, where + " has a shape entry that is not a non-negative integer: " + d.dump());
+      uint64_t v = d.get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
+      if (v != 0 && bytes_needed > std::numeric_limits<uint64_t>::max() / v) overflow = true;
+      bytes_needed *= v;
+      dims.push_back(static_cast<int64_t>(v));
+    }
+    const std::string shape_text = entry["shape"].dump();
+    if (overflow || bytes_needed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      corrupt(source, where + ": shape " + shape_text + " x " + std::string(dtype_name(dtype)) +
+                          " size overflows");
+    const json& offs = entry["data_offsets"];
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      corrupt(source, where + " has data_offsets that are not non-negative integers: " + offs.dump());
+    uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+    if (begin > end || end > buffer.size())
+      corrupt(source, where + " has data_offsets [" + std::to_string(begin) + ", " +
+                          std::to_string(end) + "] out of range of the " + std::to_string(buffer.size()) +
+                          "-byte buffer");
+    if (end - begin != bytes_needed)
+      corrupt(source, where + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text +
+                          " x " + std::string(dtype_name(dtype)) + " needs " + std::to_string(bytes_needed));
+    spans.push_back({begin, end, name});
+    specs.push_back({name, {dtype, Shape(std::move(dims))}, begin});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t pos = 0;
+  for (const Span& s : spans) {
+    if (s.begin < pos)
+      corrupt(source, "tensor '" + s.name + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                          ") overlaps the tensor before it (which ends at " + std::to_string(pos) + ")");
+    if (s.begin > pos)
+      corrupt(source, "gap in the byte buffer before tensor '" + s.name + "' (bytes " + std::to_string(pos) +
+                          " to " + std::to_string(s.begin) + " belong to no tensor)");
+    pos = s.end;
+  }
+  if (pos != buffer.size())
+    corrupt(source, "bytes " + std::to_string(pos) + " to " + std::to_string(buffer.size()) +
+                        " at the end of the buffer belong to no tensor");
+  for (const Entry& e : specs) {
+    Tensor t(e.spec.dtype, e.spec.shape);
+    if (t.nbytes() > 0) std::memcpy(t.raw_data(), buffer.data() + e.begin, t.nbytes());
+    if (e.spec.dtype == DType::kBool) {
+      const uint8_t* p = static_cast<const uint8_t*>(t.raw_data());
+      for (int64_t i = 0; i < t.num_elements(); ++i)
+        if (p[i] > 1)
+          corrupt(source, "tensor '" + e.name + "' (BOOL) has byte value " + std::to_string(p[i]) +
+                              " at element " + std::to_string(i) + " (must be 0 or 1)");
+    }
+    out.tensors.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_file_atomic(path, encode_safetensors(tensors, metadata));
+}
+
+SafetensorsContents read_safetensors(const std::string& path) {
+  return decode_safetensors(read_file_bytes(path), path);
+}
+
+}  // namespace hub

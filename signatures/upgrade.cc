@@ -1,0 +1,39 @@
+#include "signatures/upgrade.h"
+
+#include "hub/core/error.h"
+#include "signatures/module.pb.h"
+
+namespace hub {
+
+const std::vector<FormatUpgrade>& format_upgrades() {
+  // {from_version, "upgrade_vN_to_vN+1", function}, in order.
+  static const std::vector<FormatUpgrade> kUpgrades = {};
+  return kUpgrades;
+}
+
+void upgrade_module_def(ModuleDef& def, const std::string& where,
+                        const std::vector<FormatUpgrade>& upgrades, unsigned current) {
+  unsigned v = def.format_version();
+  if (v == 0)
+    throw_error(Code::kCorruption, "module " + where + " has no format_version (0 or unset)");
+  if (v > current)
+    throw_error(Code::kFailedPrecondition,
+                "module " + where + " has format_version " + std::to_string(v) +
+                    "; this hub reads up to " + std::to_string(current) + "; upgrade hub");
+  while (v < current) {
+    const FormatUpgrade* step = nullptr;
+    for (const FormatUpgrade& u : upgrades)
+      if (u.from_version == v) step = &u;
+    if (!step)
+      throw_error(Code::kInternal, "module " + where + ": no upgrade from format_version " +
+                                       std::to_string(v) + " to " + std::to_string(v + 1));
+    try {
+      step->apply(def);
+    } catch (const Error& e) {
+      throw e.with_context("module " + where + ": " + step->name);
+    }
+    def.set_format_version(++v);
+  }
+}
+
+}  // namespace hub

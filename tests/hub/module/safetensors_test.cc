@@ -1,0 +1,201 @@
+// safetensors: our files follow the published layout byte for byte, a file
+// built by hand in that layout loads, and every malformed file is a clear
+// hub::Error naming the file and the tensor.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "hub/module/safetensors.h"
+#include "testutil.h"
+
+using namespace hub;
+
+namespace {
+
+std::string u64le(uint64_t n) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  return out;
+}
+
+// A file in the published layout from a header text and a data buffer.
+std::string file_of(const std::string& header, const std::string& data) {
+  return u64le(header.size()) + header + data;
+}
+
+std::string floats_le(std::initializer_list<float> v) {
+  std::string out;
+  for (float f : v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((bits >> (8 * i)) & 0xff);
+  }
+  return out;
+}
+
+void expect_error(const std::string& bytes, Code code, const std::string& fragment) {
+  try {
+    decode_safetensors(bytes, "weights.safetensors");
+    FAIL("no error; expected: " << fragment);
+  } catch (const Error& e) {
+    CHECK_MESSAGE(e.code() == code, std::string(e.what()));
+    CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, std::string(e.what()));
+    CHECK_MESSAGE(std::string(e.what()).find("weights.safetensors") != std::string::npos, std::string(e.what()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("written files follow the published layout") {
+  std::map<std::string, Tensor> tensors;
+  tensors["w"] = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  tensors["b"] = Tensor::from_vector<int64_t>({3}, {-1, 0, 1LL << 40});
+  tensors["mask"] = Tensor::from_vector<bool>({2}, {true, false});
+  std::string bytes = encode_safetensors(tensors, {{"format", "hub"}});
+
+  // 8-byte little-endian length, then JSON padded with spaces to 8 bytes.
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  REQUIRE(n + 8 <= bytes.size());
+  CHECK(n % 8 == 0);
+  std::string header = bytes.substr(8, n);
+  CHECK(header[0] == '{');
+  auto j = nlohmann::json::parse(header);
+  CHECK(j["__metadata__"]["format"] == "hub");
+  // Sorted by name, contiguous from 0 to the end of the file, sizes = shape x dtype.
+  CHECK(j["b"]["dtype"] == "I64");
+  CHECK(j["b"]["shape"] == nlohmann::json::array({3}));
+  CHECK(j["b"]["data_offsets"] == nlohmann::json::array({0, 24}));
+  CHECK(j["mask"]["dtype"] == "BOOL");
+  CHECK(j["mask"]["data_offsets"] == nlohmann::json::array({24, 26}));
+  CHECK(j["w"]["dtype"] == "F32");
+  CHECK(j["w"]["data_offsets"] == nlohmann::json::array({26, 42}));
+  CHECK(bytes.size() == 8 + n + 42);
+  CHECK(bytes.substr(8 + n + 26) == floats_le({1, 2, 3, 4}));
+
+  auto back = decode_safetensors(bytes, "x");
+  CHECK(back.metadata.at("format") == "hub");
+  for (const auto& [name, t] : tensors) CHECK(identical(back.tensors.at(name), t));
+}
+
+TEST_CASE("every dtype round-trips bit for bit, including empty and scalar tensors") {
+  std::map<std::string, Tensor> tensors;
+  tensors["f32"] = Tensor::from_vector<float>({2, 3}, {0.1f, -0.0f, 1e30f, -1e-30f, 3.5f, 7});
+  tensors["i32"] = Tensor::from_vector<int32_t>({2}, {-2147483647 - 1, 2147483647});
+  tensors["i64"] = Tensor::from_vector<int64_t>({1}, {-(1LL << 62)});
+  tensors["u8"] = Tensor::from_vector<uint8_t>({4}, {0, 1, 128, 255});
+  tensors["bool"] = Tensor::from_vector<bool>({3}, {true, false, true});
+  tensors["scalar"] = Tensor::scalar<float>(42.0f);
+  tensors["empty"] = Tensor(DType::kFloat32, {0, 5});
+  auto back = decode_safetensors(encode_safetensors(tensors), "x");
+  REQUIRE(back.tensors.size() == tensors.size());
+  for (const auto& [name, t] : tensors) CHECK_MESSAGE(identical(back.tensors.at(name), t), name);
+}
+
+TEST_CASE("a hand-built file in the published layout loads (with padding and no metadata)") {
+  // Out-of-order keys, offsets not in key order, header padded with spaces.
+  std::string header =
+      R"({"z":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"U8","shape":[1,3],"data_offsets":[8,11]}})";
+  header += "     ";
+  std::string data = floats_le({1.5f, -2}) + std::string("\x01\x02\xff", 3);
+  auto st = decode_safetensors(file_of(header, data), "hand.safetensors");
+  CHECK(st.metadata.empty());
+  CHECK(st.tensors.at("z").to_vector<float>() == std::vector<float>{1.5f, -2});
+  CHECK(st.tensors.at("a").shape() == Shape{1, 3});
+  CHECK(st.tensors.at("a").to_vector<uint8_t>() == std::vector<uint8_t>{1, 2, 255});
+}
+
+TEST_CASE("malformed files are clear errors naming the file and the tensor") {
+  const std::string ok_entry = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string data = floats_le({1, 2});
+
+  SUBCASE("shorter than the length field") { expect_error("abc", Code::kCorruption, "shorter than"); }
+  SUBCASE("header length larger than the file") {
+    std::string f = file_of("{" + ok_entry + "}", data);
+    f.replace(0, 8, u64le(1000));
+    expect_error(f, Code::kCorruption, "header length 1000 is larger than the file");
+  }
+  SUBCASE("huge header length") {
+    expect_error(u64le(~0ULL) + "{}", Code::kCorruption, "larger than the file");
+  }
+  SUBCASE("not JSON") { expect_error(file_of("{\"x\": [1, 2", ""), Code::kCorruption, "not valid JSON"); }
+  SUBCASE("not an object") { expect_error(file_of("[1,2]", ""), Code::kCorruption, "does not start with '{'"); }
+  SUBCASE("offsets out of range") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", data), Code::kCorruption,
+                 "tensor 'x' has data_offsets [0, 16] out of range");
+  }
+  SUBCASE("offsets overlapping") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                         R"("y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                         data),
+                 Code::kCorruption, "overlaps");
+  }
+  SUBCASE("gap in the buffer") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data), Code::kCorruption,
+                 "gap in the byte buffer before tensor 'x'");
+  }
+  SUBCASE("trailing bytes no tensor owns") {
+    expect_error(file_of("{" + ok_entry + "}", data + "xx"), Code::kCorruption, "belong to no tensor");
+  }
+  SUBCASE("size not matching shape x dtype") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data), Code::kCorruption,
+                 "tensor 'x' has 8 bytes but shape [3] x float32 needs 12");
+  }
+  SUBCASE("shape x dtype overflow") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", data),
+                 Code::kCorruption, "tensor 'x': shape [4611686018427387904,4] x float32 size overflows");
+  }
+  SUBCASE("duplicate names") {
+    expect_error(file_of("{" + ok_entry + "," + ok_entry + "}", data), Code::kCorruption,
+                 "duplicate tensor name 'x'");
+  }
+  SUBCASE("non-UTF-8 name") {
+    expect_error(file_of("{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data),
+                 Code::kCorruption, "header is not valid UTF-8 at byte 3 (near \"{\"x\\xff\":");
+    // An overlong encoding of '/' is not UTF-8 either.
+    expect_error(file_of("{\"a\xc0\xaf\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data),
+                 Code::kCorruption, "near \"{\"a\\xc0\\xaf");
+  }
+  SUBCASE("unsupported and unknown dtypes") {
+    expect_error(file_of(R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", data), Code::kUnimplemented,
+                 "tensor 'h' has dtype F16");
+    expect_error(file_of(R"({"h":{"dtype":"Q4","shape":[4],"data_offsets":[0,8]}})", data), Code::kCorruption,
+                 "tensor 'h' has unknown dtype 'Q4'");
+  }
+  SUBCASE("negative or non-integer dims and offsets") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data), Code::kCorruption,
+                 "tensor 'x' has a shape entry that is not a non-negative integer");
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0.5,8]}})", data), Code::kCorruption,
+                 "tensor 'x' has data_offsets that are not non-negative integers");
+  }
+  SUBCASE("missing and unknown fields") {
+    expect_error(file_of(R"({"x":{"dtype":"F32","data_offsets":[0,8]}})", data), Code::kCorruption,
+                 "tensor 'x' has no 'shape' array");
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1}})", data),
+                 Code::kCorruption, "tensor 'x' has unknown field 'extra'");
+  }
+  SUBCASE("bad metadata") {
+    expect_error(file_of("{" + ok_entry + R"(,"__metadata__":{"k":1}})", data), Code::kCorruption,
+                 "__metadata__ value of 'k' is not a string");
+  }
+  SUBCASE("bool bytes other than 0/1") {
+    expect_error(file_of(R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x07", 2)),
+                 Code::kCorruption, "tensor 'm' (BOOL) has byte value 7");
+  }
+}
+
+TEST_CASE("files on disk: write is atomic, read names a missing file") {
+  std::string path = "safetensors_test_tmp.safetensors";
+  write_safetensors(path, {{"v", Tensor::floats({1, 2, 3})}});
+  auto st = read_safetensors(path);
+  CHECK(st.tensors.at("v").to_vector<float>() == std::vector<float>{1, 2, 3});
+  std::remove(path.c_str());
+  try {
+    read_safetensors(path);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kNotFound);
+    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  }
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the build into a temporary DESTDIR and builds examples/embed.cc
+# against the installed headers, library and pkg-config file, as an outside
+# user would, then runs it (export + reload included).
+# Usage: install_test.sh BUILD_DIR EMBED_CC
+set -eu
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+meson install -C "$build" --no-rebuild --destdir "$tmp/dest" >"$tmp/install.log" 2>&1 || {
+  cat "$tmp/install.log"; exit 1; }
+pc=$(find "$tmp/dest" -name hub.pc | head -n 1)
+[ -n "$pc" ] || { echo "install_test: no hub.pc installed"; exit 1; }
+test -f "$(find "$tmp/dest" -path '*include/hub/module/module.h' | head -n 1)" || {
+  echo "install_test: hub/module/module.h not installed"; exit 1; }
+# PKG_CONFIG_SYSROOT_DIR prefixes -I/-L paths with the DESTDIR.
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+export PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
+flags=$(pkg-config --cflags --libs hub)
+echo "pkg-config --cflags --libs hub: $flags"
+# Nothing from the source or build tree: only the installed files.
+${CXX:-c++} -O0 "$src" $flags -o "$tmp/embed"
+libdir=$(dirname "$(find "$tmp/dest" -name 'libhub.so*' | head -n 1)")
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/embed" "$tmp/exported"
+test -f "$tmp/exported/module.pb" && test -f "$tmp/exported/variables.safetensors"
+echo "install_test: ok"
