@@ -9,6 +9,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
+#include "hub/module/module.h"
 #include "registry/digest.h"
 #include "registry/names.h"
 
@@ -206,10 +207,40 @@ json versions_doc(const std::string& publisher, const std::string& name,
               {"versions", list}};
 }
 
-ModuleValidator default_module_validator(ArchiveLimits limits) {
+ModuleValidator default_module_validator(resolver::UnpackLimits limits) {
   return [limits](const fs::path& archive) {
-    inspect_module_archive(archive, limits);
-    return ModuleInfo{};
+    fs::path dest = archive;
+    dest += ".d";
+    ModuleInfo info;
+    resolver::UnpackOptions opt;
+    opt.limits = limits;
+    opt.display_name = "upload";
+    opt.validator = [&info](const fs::path& dir) {
+      ModuleSpec spec = load_module_spec(dir.string());
+      info.description = spec.metadata().description;
+      json sigs = json::array();
+      auto tensors = [](const std::map<std::string, TensorInfo>& m) {
+        json out = json::object();
+        for (const auto& [k, t] : m)
+          out[k] = json{{"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape.to_string()}};
+        return out;
+      };
+      for (const std::string& name : spec.signature_names()) {
+        const SignatureInfo& sig = spec.signature(name);
+        sigs.push_back(json{{"name", name}, {"inputs", tensors(sig.inputs)}, {"outputs", tensors(sig.outputs)}});
+      }
+      info.signatures = sigs;
+    };
+    std::error_code ec;
+    try {
+      resolver::unpack_archive(archive, dest, opt);
+    } catch (const Error& e) {
+      fs::remove_all(dest, ec);
+      if (e.code() == Code::kResourceExhausted || e.code() == Code::kIOError) throw;
+      throw Error(Code::kInvalidArgument, "not a safe, loadable module archive: " + e.message());
+    }
+    fs::remove_all(dest, ec);
+    return info;
   };
 }
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "registry/server/archive_check.h"
+#include "hub/resolver/unpack.h"
 #include "registry/server/http.h"
 #include "registry/server/store.h"
 
@@ -33,9 +33,13 @@ struct ModuleInfo {
 // kCorruption (400), kResourceExhausted (413).
 using ModuleValidator = std::function<ModuleInfo(const std::filesystem::path& archive)>;
 
-// Streams the archive through inspect_module_archive() (traversal, links, bombs,
-// module.pb present and well-formed protobuf).
-ModuleValidator default_module_validator(ArchiveLimits limits = {});
+// Unpacks the archive with hub::resolver::unpack_archive() (no absolute or
+// `..` paths, no escaping links, no devices, entry-count and size caps checked
+// before writing) into a sibling temp directory, loads it with
+// hub::load_module_spec(), reports its metadata description and signatures,
+// and removes the directory. Unsafe or unloadable archives become
+// kInvalidArgument (400); size caps stay kResourceExhausted (413).
+ModuleValidator default_module_validator(resolver::UnpackLimits limits = {});
 
 struct RegistryServerOptions {
   std::filesystem::path root;

@@ -10,6 +10,9 @@
 #include <chrono>
 #include <thread>
 
+#include <fstream>
+
+#include "registry/client/client.h"
 #include "registry/digest.h"
 #include "registry_testutil.h"
 
@@ -87,7 +90,9 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     c = static_cast<char>(x);
   }
-  write_tar_gz(dir.path() / "big.tar.gz", {{"module.pb", std::string("\x08\x01", 2)}, {"variables.bin", noise}});
+  make_module_dir(dir.path() / "bigmod", "big");
+  std::ofstream(dir.path() / "bigmod" / "assets" / "noise.bin", std::ios::binary) << noise;
+  pack_module_dir(dir.path() / "bigmod", dir.path() / "big.tar.gz");
   std::string big = read_file(dir.path() / "big.tar.gz");
   REQUIRE(big.size() > (1u << 20));
   int fd = connect_loopback(port);

@@ -13,6 +13,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "hub/module/module.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/state.h"
 #include "registry/client/client.h"
 #include "registry/digest.h"
 
@@ -41,14 +44,21 @@ std::string read_file(const fs::path& path) {
 }
 
 void make_module_dir(const fs::path& dir, const std::string& seed) {
+  // y = a*x + b, with a derived from the seed so different seeds give different bytes.
+  auto build = [&](hub::ModuleBuilder& b) {
+    hub::Scope s = b.scope();
+    hub::Output a = hub::ops::variable(s, "a", {});
+    hub::Output c = hub::ops::variable(s, "b", {});
+    hub::Output x = hub::ops::placeholder(s, hub::DType::kFloat32, {hub::kUnknownDim}, "x");
+    b.add_signature("default", {{"x", x}}, {{"y", hub::ops::add(s, hub::ops::mul(s, a, x), c, "y")}});
+    b.set_metadata({"test", "module " + seed, "1", "Apache-2.0", "tests"});
+  };
+  hub::Module m(hub::create_module_spec(build));
+  float a = static_cast<float>(std::hash<std::string>{}(seed) % 1000) / 10.0f;
+  m.variable_map().at("a").assign(a);
+  m.variable_map().at("b").assign(2.0f);
+  m.export_to(dir.string());
   fs::create_directories(dir / "assets");
-  // Field 1 (varint) = 3; field 2 (length-delimited) = seed.
-  std::string pb = "\x08\x03";
-  pb += '\x12';
-  pb += static_cast<char>(seed.size());
-  pb += seed;
-  std::ofstream(dir / "module.pb", std::ios::binary) << pb;
-  std::ofstream(dir / "variables.safetensors", std::ios::binary) << "weights of " << seed << std::string(1000, 'w');
   std::ofstream(dir / "assets" / "labels.txt") << "cat\ndog\n" << seed << "\n";
 }
 
