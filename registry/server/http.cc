@@ -50,9 +50,9 @@ enum class Wait { kReady, kTimeout, kStopping };
 
 Wait wait_fd(int fd, short events, Clock::time_point deadline, const std::atomic<bool>& stopping,
              const std::function<bool()>& give_up = nullptr) {
-  while (true) {
+  for (bool first = true;; first = false) {
     if (stopping.load()) return Wait::kStopping;
-    if (give_up && give_up()) return Wait::kTimeout;
+    if (!first && give_up && give_up()) return Wait::kTimeout;  // only after a full idle slice
     int left = ms_left(deadline);
     if (left == 0) return Wait::kTimeout;
     pollfd p{fd, events, 0};
@@ -395,7 +395,7 @@ void HttpServer::stop() {
 
 bool HttpServer::queue_waiting() {
   std::lock_guard<std::mutex> lock(mu_);
-  return !queue_.empty();
+  return !queue_.empty() && idle_workers_ == 0;  // an idle worker will take it anyway
 }
 
 void HttpServer::accept_loop() {
@@ -438,7 +438,9 @@ void HttpServer::worker_loop() {
     int fd;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      ++idle_workers_;
       cv_.wait(lock, [&] { return stopping_.load() || !queue_.empty(); });
+      --idle_workers_;
       if (stopping_.load()) return;
       fd = queue_.front();
       queue_.pop_front();

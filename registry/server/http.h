@@ -8,7 +8,7 @@
 //   - at most max_connections are accepted at once (queued + being served);
 //     beyond that a connection gets 503 and is closed at once;
 //   - an idle keep-alive connection is closed after keepalive_timeout_ms, or
-//     at once when other connections are waiting for a worker.
+//     after ~100 ms idle when other connections wait and no worker is free.
 // Request bodies need Content-Length (Transfer-Encoding is refused with 411)
 // and are streamed to the handler through BodyReader, which also answers
 // "Expect: 100-continue" on first read. Handlers run on worker threads and
@@ -136,7 +136,8 @@ class HttpServer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int> queue_;
-  int active_ = 0;  // queued + being served
+  int active_ = 0;        // queued + being served
+  int idle_workers_ = 0;  // workers waiting for a connection
 };
 
 }  // namespace hub::registry
