@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -434,6 +436,12 @@ void HttpServer::accept_loop() {
 }
 
 void HttpServer::worker_loop() {
+  // sendfile() has no MSG_NOSIGNAL: block SIGPIPE in this thread so a client
+  // hanging up mid-download gives EPIPE instead of killing the process.
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   while (true) {
     int fd;
     {

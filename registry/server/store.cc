@@ -117,6 +117,17 @@ bool version_less(const std::string& a, const std::string& b) {
   }
 }
 
+// The version @latest resolves to: releases before prereleases, then highest.
+bool better_latest(const std::string& candidate, const std::string& current) {
+  try {
+    Version c = parse_version(candidate), cur = parse_version(current);
+    if (c.prerelease.empty() != cur.prerelease.empty()) return c.prerelease.empty();
+    return compare_versions(c, cur) > 0;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::string lower(std::string s) {
   for (char& c : s)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -303,7 +314,7 @@ std::vector<ModuleSummary> Store::search(const std::string& query) {
     }
     ++m.num_versions;
     m.updated_at = std::max(m.updated_at, t);
-    if (m.latest.empty() || version_less(m.latest, v)) {
+    if (m.latest.empty() || better_latest(v, m.latest)) {
       m.latest = v;
       m.description = d;
     }

@@ -43,7 +43,7 @@ struct VersionRecord {
 struct ModuleSummary {
   std::string publisher, name;
   std::string description;  // of the latest version
-  std::string latest;       // highest semantic version
+  std::string latest;       // what @latest resolves to: highest release, else highest prerelease
   int64_t num_versions = 0;
   int64_t updated_at = 0;   // newest publish time
 };
