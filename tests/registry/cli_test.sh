@@ -36,4 +36,7 @@ set -e
 [ "$("$hub" versions acme/half --registry "$url" | wc -l)" -eq 2 ] || fail "versions"
 "$hub" registry export-static --root "$work/root" --out "$work/www" >/dev/null
 [ -f "$work/www/v1/index.json" ] && [ -f "$work/www/v1/modules/acme/half/versions.json" ] || fail "export"
+# hub fetch resolves registry handles through $HUB_REGISTRY.
+dir=$(HUB_CACHE_DIR="$work/cache" HUB_REGISTRY=$url "$hub" fetch -q acme/half@latest)
+[ -f "$dir/module.pb" ] || fail "hub fetch acme/half@latest gave '$dir'"
 echo "registry_cli: 1 passed, 0 failed"
