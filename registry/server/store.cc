@@ -1,0 +1,370 @@
+#include "registry/server/store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "hub/core/error.h"
+#include "registry/digest.h"
+#include "registry/names.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::registry {
+namespace {
+
+constexpr int kMaxConnections = 8;
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS tokens(
+  id TEXT PRIMARY KEY,
+  publisher TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS versions(
+  publisher TEXT NOT NULL,
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  description TEXT NOT NULL,
+  signatures TEXT NOT NULL,
+  published_at INTEGER NOT NULL,
+  PRIMARY KEY(publisher, name, version));
+)sql";
+
+[[noreturn]] void sql_error(sqlite3* db, const std::string& what) {
+  throw_error(Code::kIOError, "registry database: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// RAII prepared statement.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) sql_error(db, "prepare");
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt& bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // True while rows remain; throws on error.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    last_rc_ = rc;
+    sql_error(db_, "step");
+  }
+  int step_rc() { return sqlite3_step(stmt_); }
+  std::string text(int i) {
+    const unsigned char* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, i)))
+             : std::string();
+  }
+  int64_t integer(int i) { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int last_rc_ = 0;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown";
+    sqlite3_free(err);
+    throw_error(Code::kIOError, std::string("registry database: ") + msg);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+VersionRecord read_record(Stmt& s) {
+  VersionRecord r;
+  r.publisher = s.text(0);
+  r.name = s.text(1);
+  r.version = s.text(2);
+  r.sha256 = s.text(3);
+  r.size = static_cast<uint64_t>(s.integer(4));
+  r.description = s.text(5);
+  r.signatures_json = s.text(6);
+  r.published_at = s.integer(7);
+  return r;
+}
+
+bool version_less(const std::string& a, const std::string& b) {
+  try {
+    return compare_versions(parse_version(a), parse_version(b)) < 0;
+  } catch (const Error&) {
+    return a < b;
+  }
+}
+
+// The version @latest resolves to: releases before prereleases, then highest.
+bool better_latest(const std::string& candidate, const std::string& current) {
+  try {
+    Version c = parse_version(candidate), cur = parse_version(current);
+    if (c.prerelease.empty() != cur.prerelease.empty()) return c.prerelease.empty();
+    return compare_versions(c, cur) > 0;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+}  // namespace
+
+class Store::Conn {
+ public:
+  explicit Conn(Store* s) : store_(s), db_(s->acquire()) {}
+  ~Conn() { store_->release(db_); }
+  sqlite3* get() const { return db_; }
+
+ private:
+  Store* store_;
+  sqlite3* db_;
+};
+
+Store::Store(fs::path root) : root_(std::move(root)) {
+  std::error_code ec;
+  fs::create_directories(root_ / "blobs" / "sha256", ec);
+  if (!ec) fs::create_directories(root_ / "tmp", ec);
+  if (ec) throw_error(Code::kIOError, "cannot create registry root " + root_.string() + ": " + ec.message());
+  Conn c(this);
+  exec(c.get(), kSchema);
+}
+
+Store::~Store() {
+  for (sqlite3* db : free_) sqlite3_close(db);
+}
+
+sqlite3* Store::open_connection() {
+  sqlite3* db = nullptr;
+  fs::path path = root_ / "registry.db";
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw_error(Code::kIOError, "cannot open registry database " + path.string() + ": " + msg);
+  }
+  sqlite3_busy_timeout(db, 10000);
+  try {
+    exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  } catch (...) {
+    sqlite3_close(db);
+    throw;
+  }
+  return db;
+}
+
+sqlite3* Store::acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (!free_.empty()) {
+      sqlite3* db = free_.back();
+      free_.pop_back();
+      return db;
+    }
+    if (open_count_ < kMaxConnections) {
+      ++open_count_;
+      lock.unlock();
+      try {
+        return open_connection();
+      } catch (...) {
+        lock.lock();
+        --open_count_;
+        cv_.notify_one();
+        throw;
+      }
+    }
+    cv_.wait(lock);
+  }
+}
+
+void Store::release(sqlite3* db) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(db);
+  cv_.notify_one();
+}
+
+fs::path Store::blob_path(const std::string& sha256) const {
+  HUB_CHECK(is_sha256_hex(sha256), sha256);
+  return root_ / "blobs" / "sha256" / sha256.substr(0, 2) / sha256;
+}
+
+int Store::recover() {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(tmp_dir(), ec)) {
+    fs::remove_all(e.path(), ec);
+    ++removed;
+  }
+  std::set<std::string> referenced;
+  {
+    Conn c(this);
+    Stmt s(c.get(), "SELECT DISTINCT sha256 FROM versions");
+    while (s.step()) referenced.insert(s.text(0));
+  }
+  for (const auto& e : fs::recursive_directory_iterator(root_ / "blobs" / "sha256", ec)) {
+    if (!e.is_regular_file()) continue;
+    if (!referenced.count(e.path().filename().string())) {
+      fs::remove(e.path(), ec);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+std::string Store::create_token(const std::string& publisher) {
+  std::string pub = normalize_name(publisher, "publisher");
+  std::string id = random_hex(8);
+  std::string token = "hubt_" + id + "_" + random_hex(32);
+  Conn c(this);
+  Stmt s(c.get(), "INSERT INTO tokens(id, publisher, hash, created_at) VALUES(?,?,?,?)");
+  s.bind(1, id).bind(2, pub).bind(3, sha256_hex(token)).bind(4, static_cast<int64_t>(::time(nullptr)));
+  s.step();
+  return token;
+}
+
+std::optional<std::string> Store::authenticate(const std::string& token) {
+  // hubt_<16 hex id>_<64 hex secret>
+  if (token.size() != 5 + 16 + 1 + 64 || token.compare(0, 5, "hubt_") != 0 || token[21] != '_')
+    return std::nullopt;
+  std::string id = token.substr(5, 16);
+  Conn c(this);
+  Stmt s(c.get(), "SELECT publisher, hash FROM tokens WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  std::string publisher = s.text(0);
+  std::string stored = s.text(1);
+  if (!constant_time_equal(sha256_hex(token), stored)) return std::nullopt;
+  return publisher;
+}
+
+bool Store::has_version(const std::string& p, const std::string& n, const std::string& v) {
+  Conn c(this);
+  Stmt s(c.get(), "SELECT 1 FROM versions WHERE publisher=? AND name=? AND version=?");
+  s.bind(1, p).bind(2, n).bind(3, v);
+  return s.step();
+}
+
+std::optional<VersionRecord> Store::version(const std::string& p, const std::string& n,
+                                            const std::string& v) {
+  Conn c(this);
+  Stmt s(c.get(),
+         "SELECT publisher,name,version,sha256,size,description,signatures,published_at "
+         "FROM versions WHERE publisher=? AND name=? AND version=?");
+  s.bind(1, p).bind(2, n).bind(3, v);
+  if (!s.step()) return std::nullopt;
+  return read_record(s);
+}
+
+std::vector<VersionRecord> Store::versions(const std::string& p, const std::string& n) {
+  std::vector<VersionRecord> out;
+  {
+    Conn c(this);
+    Stmt s(c.get(),
+           "SELECT publisher,name,version,sha256,size,description,signatures,published_at "
+           "FROM versions WHERE publisher=? AND name=?");
+    s.bind(1, p).bind(2, n);
+    while (s.step()) out.push_back(read_record(s));
+  }
+  std::sort(out.begin(), out.end(), [](const VersionRecord& a, const VersionRecord& b) {
+    return version_less(b.version, a.version);
+  });
+  return out;
+}
+
+std::vector<ModuleSummary> Store::search(const std::string& query) {
+  std::string q = lower(query);
+  std::map<std::string, ModuleSummary> mods;
+  Conn c(this);
+  Stmt s(c.get(), "SELECT publisher,name,version,description,published_at FROM versions");
+  while (s.step()) {
+    std::string p = s.text(0), n = s.text(1), v = s.text(2), d = s.text(3);
+    int64_t t = s.integer(4);
+    auto [it, fresh] = mods.try_emplace(p + "/" + n);
+    ModuleSummary& m = it->second;
+    if (fresh) {
+      m.publisher = p;
+      m.name = n;
+    }
+    ++m.num_versions;
+    m.updated_at = std::max(m.updated_at, t);
+    if (m.latest.empty() || better_latest(v, m.latest)) {
+      m.latest = v;
+      m.description = d;
+    }
+  }
+  std::vector<ModuleSummary> out;
+  for (auto& [key, m] : mods) {
+    if (q.empty() || key.find(q) != std::string::npos || lower(m.description).find(q) != std::string::npos)
+      out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void Store::commit_version(const fs::path& temp, const VersionRecord& rec) {
+  std::error_code ec;
+  fs::path blob = blob_path(rec.sha256);
+  fs::create_directories(blob.parent_path(), ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw_error(Code::kIOError, "cannot create blob directory " + blob.parent_path().string());
+  }
+  if (fs::exists(blob)) {
+    fs::remove(temp, ec);  // same digest, same bytes: the existing blob serves both
+  } else {
+    if (::rename(temp.c_str(), blob.c_str()) != 0) {
+      fs::remove(temp, ec);
+      throw_error(Code::kIOError, "cannot move upload into blob store " + blob.string());
+    }
+    fsync_dir(blob.parent_path());
+  }
+  Conn c(this);
+  exec(c.get(), "BEGIN IMMEDIATE");
+  try {
+    Stmt s(c.get(),
+           "INSERT INTO versions(publisher,name,version,sha256,size,description,signatures,"
+           "published_at) VALUES(?,?,?,?,?,?,?,?)");
+    s.bind(1, rec.publisher).bind(2, rec.name).bind(3, rec.version).bind(4, rec.sha256);
+    s.bind(5, static_cast<int64_t>(rec.size)).bind(6, rec.description).bind(7, rec.signatures_json);
+    s.bind(8, rec.published_at);
+    int rc = s.step_rc();
+    if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT) {
+      exec(c.get(), "ROLLBACK");
+      throw_error(Code::kAlreadyExists, rec.publisher + "/" + rec.name + "@" + rec.version +
+                                            " is already published; versions are immutable");
+    }
+    if (rc != SQLITE_DONE) sql_error(c.get(), "insert version");
+    exec(c.get(), "COMMIT");
+  } catch (const Error& e) {
+    if (e.code() != Code::kAlreadyExists) sqlite3_exec(c.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace hub::registry
