@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/module/module.h"
 #include "hub/resolver/cache.h"
 #include "hub/resolver/digest.h"
 
@@ -462,5 +463,16 @@ fs::path resolve(const std::string& handle, const ResolveOptions& options) {
     throw Error(Code::kIOError, "module '" + strip_digest_fragment(handle) + "': " + e.what());
   }
 }
+
+namespace {
+// Wires the resolver into the module layer when libhub loads:
+// load_module_spec(handle) resolves URLs, archives and registry names through
+// resolve(), and every unpacked download must load as a module.
+const bool kModuleHooksInstalled = [] {
+  set_module_handle_resolver([](const std::string& handle) { return resolve(handle).string(); });
+  set_module_validator([](const std::filesystem::path& dir) { load_module_spec(dir.string()); });
+  return true;
+}();
+}  // namespace
 
 }  // namespace hub::resolver

@@ -1,5 +1,7 @@
 #include "resolver_testutil.h"
 
+#include "hub/resolver/unpack.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
@@ -14,6 +16,16 @@
 namespace fs = std::filesystem;
 
 namespace hub::testing {
+
+namespace {
+// These tests exercise fetching, caching and unpacking with small stand-in
+// modules (a non-empty module.pb); libhub's default validator, which loads the
+// module, is tested in module_validator_test below.
+const bool kStandInValidator = [] {
+  resolver::set_module_validator(resolver::check_module_pb_present);
+  return true;
+}();
+}  // namespace
 
 Sandbox::Sandbox() {
   const char* tmp = std::getenv("TMPDIR");

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "hub/core/error.h"
+#include "hub/module/module.h"
 #include "hub/resolver/unpack.h"
 #include "resolver_testutil.h"
 
@@ -272,4 +273,14 @@ TEST_CASE("inspect: accepts a good archive without writing; refuses hostile ones
   e.push_back({"../x", TarEntry::kFile, "x"});
   write_file(sb.root / "bad.tgz", make_tar(e));
   CHECK_THROWS_AS(resolver::inspect_archive(sb.root / "bad.tgz"), Error);
+}
+
+TEST_CASE("libhub's own validator loads the module: a garbage module.pb is refused") {
+  // The suite uses a stand-in validator (presence only); put libhub's back.
+  resolver::set_module_validator([](const fs::path& dir) { load_module_spec(dir.string()); });
+  std::vector<TarEntry> entries = module_entries();
+  for (TarEntry& e : entries)
+    if (e.path == "module.pb") e.data = "this is not a ModuleDef";
+  expect_refused(make_tar(entries), Code::kCorruption, "module.pb");
+  resolver::set_module_validator(resolver::check_module_pb_present);
 }
