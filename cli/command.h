@@ -9,6 +9,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct Command {
 };
 
 std::vector<Command>& commands();
+
+// "0-4", "1,3,7", "0-2,5" -> class ids; "" -> {}. Throws InvalidArgument
+// naming `flag` for anything else.
+std::vector<int64_t> parse_class_list(const std::string& text, const std::string& flag);
 
 struct CommandRegistrar {
   CommandRegistrar(const char* name, const char* help, SetupFn setup) {

@@ -1,5 +1,6 @@
 // `hub data convert`: original data set files -> sharded TFRecord of
-// tf.Example + labels.txt (see modules/datasets/convert.h and docs/data.md).
+// tf.Example + labels.txt; `hub data export-images`: a converted split ->
+// an image folder per class (see modules/datasets/convert.h, docs/data.md).
 #include <cstdio>
 #include <memory>
 
@@ -30,7 +31,24 @@ RunFn setup(CLI::App& app) {
   convert->add_option("--num_validation", opts->num_validation,
                       "flowers: validation images (default 350, or 10% for small folders)");
   convert->add_option("--seed", opts->seed, "flowers: shuffle seed (default 0)");
-  return [opts, convert]() {
+  auto ex = std::make_shared<data::ExportImagesOptions>();
+  auto classes = std::make_shared<std::string>();
+  CLI::App* images = app.add_subcommand(
+      "export-images", "Write a converted split as a folder of images per class (for hub retrain)");
+  images->add_option("--dataset_dir", ex->dataset_dir, "Folder written by `hub data convert`")->required();
+  images->add_option("--dataset_name", ex->dataset_name, "Data set name used when converting")->required();
+  images->add_option("--split", ex->split, "train or test")->capture_default_str();
+  images->add_option("--classes", *classes, "Class ids, e.g. 5-9 or 1,3 (default: all)");
+  images->add_option("--per_class", ex->per_class, "At most this many images per class (0 = all)");
+  images->add_option("--output_dir", ex->output_dir, "Folder to create (must not exist)")->required();
+  return [opts, convert, ex, classes, images]() {
+    if (images->parsed()) {
+      ex->classes = parse_class_list(*classes, "--classes");
+      for (const auto& [label, n] : data::export_image_folder(*ex))
+        std::printf("class %lld: %lld images\n", static_cast<long long>(label), static_cast<long long>(n));
+      std::printf("wrote %s\n", ex->output_dir.c_str());
+      return 0;
+    }
     if (!convert->parsed()) return 1;
     const data::ConvertResult r = data::convert_dataset(*opts);
     for (const auto& [split, n] : r.counts)

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 
 #include "cli/command.h"
 #include "hub/core/error.h"
@@ -10,6 +12,34 @@ namespace hub::cli {
 std::vector<Command>& commands() {
   static std::vector<Command> table;
   return table;
+}
+
+std::vector<int64_t> parse_class_list(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t used = 0;
+    try {
+      auto dash = item.find('-', 1);
+      if (dash != std::string::npos) {
+        int64_t lo = std::stoll(item.substr(0, dash), &used);
+        if (used != dash) throw std::invalid_argument(item);
+        std::string rest = item.substr(dash + 1);
+        int64_t hi = std::stoll(rest, &used);
+        if (used != rest.size() || lo < 0 || hi < lo) throw std::invalid_argument(item);
+        for (int64_t v = lo; v <= hi; ++v) out.push_back(v);
+      } else {
+        int64_t v = std::stoll(item, &used);
+        if (used != item.size() || v < 0) throw std::invalid_argument(item);
+        out.push_back(v);
+      }
+    } catch (const std::exception&) {
+      throw_error(Code::kInvalidArgument, flag + ": '" + item + "' is not a class id or a range like 0-4");
+    }
+  }
+  return out;
 }
 }  // namespace hub::cli
 

@@ -1,7 +1,6 @@
 // `hub train`, `hub eval`, `hub export`: TF-Slim's train_image_classifier,
 // eval_image_classifier and export_inference_graph, with their flag names.
 #include <cstdio>
-#include <sstream>
 
 #include "cli/command.h"
 #include "hub/core/error.h"
@@ -9,26 +8,6 @@
 
 namespace hub::cli {
 namespace {
-
-std::vector<int64_t> parse_classes(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto dash = item.find('-');
-    try {
-      if (dash != std::string::npos && dash > 0) {
-        for (int64_t v = std::stoll(item.substr(0, dash)); v <= std::stoll(item.substr(dash + 1)); ++v) out.push_back(v);
-      } else {
-        out.push_back(std::stoll(item));
-      }
-    } catch (const std::exception&) {
-      throw_error(Code::kInvalidArgument, "--classes: '" + item + "' is not a class id or range like 0-4");
-    }
-  }
-  return out;
-}
 
 RunFn setup_train(CLI::App& app) {
   auto c = std::make_shared<train::TrainConfig>();
@@ -79,7 +58,7 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--classes", *classes, "Train on these class ids only, e.g. 0-4 (relabelled 0..k-1)");
   app.add_option("--seed", c->seed)->capture_default_str();
   return [c, classes] {
-    c->only_classes = parse_classes(*classes);
+    c->only_classes = parse_class_list(*classes, "--classes");
     train::TrainResult r = train::train(*c);
     std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps),
                 r.final_loss, r.checkpoint.c_str());
@@ -105,7 +84,7 @@ RunFn setup_eval(CLI::App& app) {
   app.add_option("--moving_average_decay", c->moving_average_decay, "> 0: evaluate the moving averages");
   app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
   return [c, classes] {
-    c->only_classes = parse_classes(*classes);
+    c->only_classes = parse_class_list(*classes, "--classes");
     train::EvalResult r = train::evaluate(*c);
     std::printf("examples=%lld\naccuracy=%.4f recall_at_5=%.4f\n", static_cast<long long>(r.examples), r.accuracy,
                 r.recall_at_5);
@@ -126,7 +105,7 @@ RunFn setup_export(CLI::App& app) {
   app.add_option("--output_dir", c->output_dir, "The module folder to create (must not exist)")->required();
   app.add_option("--classes", *classes, "Class ids the checkpoint was trained on (labels kept)");
   return [c, classes] {
-    c->only_classes = parse_classes(*classes);
+    c->only_classes = parse_class_list(*classes, "--classes");
     train::export_module(*c);
     std::printf("%s\n", c->output_dir.c_str());
     return 0;

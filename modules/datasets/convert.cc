@@ -1,5 +1,8 @@
 #include "modules/datasets/convert.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -8,6 +11,7 @@
 #include <sstream>
 
 #include "hub/core/error.h"
+#include "hub/core/fileio.h"
 #include "hub/core/logging.h"
 #include "hub/core/parallel.h"
 #include "hub/image/image.h"
@@ -238,6 +242,50 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
   }
   write_labels_file((fs::path(o.dataset_dir) / "labels.txt").string(), result.labels);
   return result;
+}
+
+std::map<int64_t, int64_t> export_image_folder(const ExportImagesOptions& o) {
+  namespace fs = std::filesystem;
+  if (o.output_dir.empty()) throw_error(Code::kInvalidArgument, "--output_dir is required");
+  std::error_code ec;
+  if (fs::exists(o.output_dir, ec))
+    throw_error(Code::kAlreadyExists, "--output_dir " + o.output_dir + " already exists");
+  const std::vector<std::string> labels = read_labels_file((fs::path(o.dataset_dir) / "labels.txt").string());
+  for (int64_t c : o.classes)
+    if (c < 0 || c >= static_cast<int64_t>(labels.size()))
+      throw_error(Code::kInvalidArgument, "class " + std::to_string(c) + " is not in " + o.dataset_dir +
+                                              "/labels.txt (" + std::to_string(labels.size()) + " classes)");
+  fs::path target = fs::path(o.output_dir).lexically_normal();
+  fs::path tmp = target;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  std::map<int64_t, int64_t> counts;
+  try {
+    for (const std::string& file : find_split_files(o.dataset_dir, o.dataset_name, o.split)) {
+      TFRecordReader reader(file);
+      std::string record;
+      for (int64_t index = reader.index(); reader.read(&record); index = reader.index()) {
+        ImageExample ex = parse_image_example(record, file + ": record " + std::to_string(index));
+        if (!o.classes.empty() && std::find(o.classes.begin(), o.classes.end(), ex.label) == o.classes.end()) continue;
+        if (ex.label < 0 || ex.label >= static_cast<int64_t>(labels.size()))
+          throw_error(Code::kCorruption, file + ": record " + std::to_string(index) + " has label " +
+                                             std::to_string(ex.label) + " outside labels.txt");
+        int64_t& n = counts[ex.label];
+        if (o.per_class > 0 && n >= o.per_class) continue;
+        ++n;
+        fs::path dir = tmp / labels[ex.label];
+        fs::create_directories(dir);
+        std::string ext = ex.format == "jpeg" || ex.format == "jpg" ? ".jpg" : ".png";
+        write_file_atomic((dir / (o.split + "_" + std::to_string(index) + ext)).string(), ex.encoded);
+      }
+    }
+    if (counts.empty()) throw_error(Code::kNotFound, "no images of the requested classes in " + o.dataset_dir);
+    fs::rename(tmp, target);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return counts;
 }
 
 }  // namespace hub::data

@@ -63,6 +63,19 @@ std::vector<std::string> find_split_files(const std::string& dataset_dir,
 void write_labels_file(const std::string& path, const std::vector<std::string>& labels);
 std::vector<std::string> read_labels_file(const std::string& path);
 
+// Writes images of a converted split as an image folder, one sub-folder per
+// class named by labels.txt (the layout `hub retrain --image_dir` reads):
+// <output_dir>/<label>/<split>_<record index>.<png|jpg>, the encoded bytes as
+// stored. Only `classes` (all if empty), at most per_class images each (0 =
+// all). output_dir must not exist; the folder is built beside it and renamed
+// into place when complete. Returns the number of images per class id.
+struct ExportImagesOptions {
+  std::string dataset_dir, dataset_name, split = "train", output_dir;
+  std::vector<int64_t> classes;
+  int64_t per_class = 0;
+};
+std::map<int64_t, int64_t> export_image_folder(const ExportImagesOptions& options);
+
 // Class names of the built-in data sets.
 std::vector<std::string> mnist_labels();
 std::vector<std::string> fashion_mnist_labels();
