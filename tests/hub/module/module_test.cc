@@ -7,6 +7,9 @@
 
 #include "hub/core/fileio.h"
 #include "hub/module/module.h"
+#include "hub/ops/activation.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/matmul.h"
 #include "hub/module/module_proto.h"
 #include "hub/module/safetensors.h"
 #include "hub/ops/elementwise.h"
@@ -182,18 +185,15 @@ TEST_CASE("every dtype round-trips: variables, constant attributes, unknown-dim 
   for (const Tensor& c : consts) CHECK(identical(b.at("const_" + std::string(dtype_name(c.dtype()))), c));
 }
 
-// A small multi-layer network with float weights. Written with Mul/Add
-// "1x1 convolution"-style layers (per-channel scale + bias) because that is
-// what the op set has today; when hub/ops/conv2d lands, replace `layer` with
-// conv2d + bias_add and the test keeps checking the same round trip.
+// A small CNN: two 3x3 SAME convolutions (3 -> 3 channels) with biases and ReLU.
 namespace {
 Output layer(const Scope& s, Output x, int64_t channels, const std::string& name) {
   Scope ls = s.sub(name);
   ops::VariableOptions vo;
   vo.initializer = "glorot_uniform";
-  Output w = ops::variable(ls, "weights", {channels}, vo);
+  Output w = ops::variable(ls, "weights", {3, 3, channels, channels}, vo);
   Output b = ops::variable(ls, "biases", {channels});
-  return ops::maximum(ls, ops::add(ls, ops::mul(ls, x, w), b), ops::scalar(ls, 0.0f), "relu");
+  return ops::relu(ls, ops::bias_add(ls, ops::conv2d(ls, x, w), b), "relu");
 }
 void tiny_cnn(ModuleBuilder& b, const Attrs& args) {
   Scope s = b.scope().sub("TinyNet");
@@ -216,7 +216,7 @@ TEST_CASE("network round trip: export -> load -> identical outputs bit for bit, 
   Module m(spec);
   int seed = 1;
   for (const std::string& name : m.variable_map().names())
-    m.variable_map().at(name).assign(random_tensor({3}, seed++, -1, 1));
+    m.variable_map().at(name).assign(random_tensor(m.variable_map().at(name).value().shape(), seed++, -1, 1));
   Module train(spec, {"train"}, /*trainable=*/true);
   for (const std::string& name : train.variable_map().names())
     train.variable_map().at(name).assign(m.variable_map().at(name).value());
