@@ -217,14 +217,24 @@ std::map<std::string, Tensor> checkpoint_tensors(const VariableStore& vars, cons
   return out;
 }
 
+// Suffix of ExponentialMovingAverage::average_name (25 characters).
+const std::string kEmaSuffix = "/ExponentialMovingAverage";
+
 void restore_training_state(const std::string& path, VariableStore& vars, Optimizer& opt,
                             ExponentialMovingAverage* ema) {
   auto tensors = load_checkpoint(path);
   std::map<std::string, Tensor> opt_state, ema_state;
   for (auto& [k, v] : tensors) {
     if (k.rfind("optimizer/", 0) == 0) opt_state[k.substr(10)] = v;
-    else if (k.size() > 26 && k.compare(k.size() - 26, 26, "/ExponentialMovingAverage") == 0) ema_state[k] = v;
-    else if (vars.contains(k)) vars.assign(k, v);
+    else if (k.size() > kEmaSuffix.size() && k.compare(k.size() - kEmaSuffix.size(), kEmaSuffix.size(), kEmaSuffix) == 0)
+      ema_state[k] = v;
+    else if (vars.contains(k)) {
+      try {
+        vars.assign(k, v);
+      } catch (const Error& e) {
+        throw e.with_context("resuming from checkpoint " + path);
+      }
+    }
   }
   for (auto& [name, t] : vars.items())
     if (!tensors.count(name)) throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
@@ -294,6 +304,8 @@ TrainResult train(const TrainConfig& c) {
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
                                                  std::to_string(step) + " (NaN or infinite loss)");
     if (ema) ema->apply(vars, trainable, step);
+    if (result.losses.empty()) result.first_loss = loss;
+    result.losses.push_back(loss);
     result.final_loss = loss;
     ++window_steps;
     if (step % std::max(1, c.log_every_n_steps) == 0 || step == max_steps) {
@@ -428,13 +440,20 @@ void export_module(const ExportConfig& c) {
     labels = data::read_labels_file((fs::path(c.dataset_dir) / "labels.txt").string());
     if (!c.only_classes.empty()) {
       std::vector<std::string> kept;
-      for (int64_t k : c.only_classes) kept.push_back(labels.at(static_cast<size_t>(k)));
+      for (int64_t k : c.only_classes) {
+        if (k < 0 || k >= static_cast<int64_t>(labels.size()))
+          throw_error(Code::kInvalidArgument, "class " + std::to_string(k) + " is not in labels.txt of " + c.dataset_dir);
+        kept.push_back(labels[static_cast<size_t>(k)]);
+      }
       labels = kept;
     }
     if (c.labels_offset > 0 && static_cast<int64_t>(labels.size()) > c.labels_offset)
       labels.erase(labels.begin(), labels.begin() + c.labels_offset);
   }
-  int64_t classes = c.num_classes > 0 ? c.num_classes : !labels.empty() ? static_cast<int64_t>(labels.size()) : info.default_classes;
+  int64_t classes = c.num_classes > 0          ? c.num_classes
+                    : !labels.empty()           ? static_cast<int64_t>(labels.size())
+                    : !c.only_classes.empty()   ? static_cast<int64_t>(c.only_classes.size())
+                                                : info.default_classes;
   auto fn = [&](ModuleBuilder& b, const Attrs& args) {
     Scope s = b.scope();
     Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, info.channels}, "images");

@@ -55,8 +55,10 @@ struct TrainConfig {
 };
 
 struct TrainResult {
-  int64_t steps = 0;
-  double final_loss = 0;
+  int64_t steps = 0;              // global step at the end
+  double first_loss = 0;          // loss of the first step of this call
+  double final_loss = 0;          // loss of the last step of this call
+  std::vector<double> losses;     // every step's loss, in order (this call)
   double last_eval_accuracy = -1;
   std::string checkpoint;
 };
