@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "hub/core/error.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 

@@ -19,7 +19,7 @@
 #include "hub/core/error.h"
 #include "hub/module/module.h"
 #include "hub/resolver/cache.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 

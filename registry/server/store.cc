@@ -9,7 +9,7 @@
 #include <set>
 
 #include "hub/core/error.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -211,7 +211,7 @@ void Store::release(sqlite3* db) {
 }
 
 fs::path Store::blob_path(const std::string& sha256) const {
-  HUB_CHECK(is_sha256_hex(sha256), sha256);
+  HUB_CHECK(is_sha256_hex(sha256) && sha256 == to_lower(sha256), sha256);
   return root_ / "blobs" / "sha256" / sha256.substr(0, 2) / sha256;
 }
 
