@@ -13,6 +13,7 @@
 #include <numeric>
 #include <set>
 
+#include "hub/core/fileio.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
 #include "modules/datasets/convert.h"
@@ -408,7 +409,8 @@ TEST_CASE("convert cifar10 and flowers") {
     fs::create_directories(src.path / "photos" / classes[c]);
     for (int i = 0; i < 4; ++i) {
       const auto png = image::encode_png(solid(3, 2 + i, 3, static_cast<uint8_t>(c * 10 + i)));
-      image::write_file_atomic(src / ("photos/" + classes[c] + "/img" + std::to_string(i) + ".jpg"), png);
+      write_file_atomic(src / ("photos/" + classes[c] + "/img" + std::to_string(i) + ".jpg"),
+                        {reinterpret_cast<const char*>(png.data()), png.size()});
     }
   }
   fs::create_directories(src.path / "photos" / "empty");
