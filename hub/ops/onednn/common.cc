@@ -3,6 +3,9 @@
 #include <atomic>
 #include <list>
 
+#include "hub/core/error.h"
+#include "hub/graph/graph.h"
+
 namespace hub::onednn {
 
 dnnl::engine& engine() {
@@ -26,6 +29,15 @@ dnnl::memory memory(const Tensor& t, const dims& d, tag layout) {
 void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
   dnnl::reorder(src, dst).execute(stream(), const_cast<dnnl::memory&>(src), const_cast<dnnl::memory&>(dst));
   stream().wait();
+}
+
+void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
+  prim.execute(stream(), args);
+  stream().wait();
+}
+
+void throw_kernel_error(const KernelContext& c, const dnnl::error& e) {
+  throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
 }
 
 namespace {

@@ -60,8 +60,7 @@ template <bool kMax> void pool_kernel(KernelContext& c) {
   });
   dnnl::memory src = memory(c.input(0), r.src, tag::nhwc);
   dnnl::memory dst = memory(c.output(0), r.dst, tag::nhwc);
-  f->prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  execute(f->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
 }
 
 struct Backward {
@@ -111,16 +110,6 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
       if (d <= 0) return false;
   }
   return true;
-}
-
-// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
-// unsupported case `supports` missed; either way callers see one error type).
-template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
-  try {
-    kKernel(c);
-  } catch (const dnnl::error& e) {
-    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
-  }
 }
 
 }  // namespace
