@@ -145,4 +145,19 @@ void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, 
   }
 }
 
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Graph graph;
+  Scope s(graph);
+  std::vector<Output> in;
+  FeedList feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
+    feeds.push_back({in.back(), inputs[i]});
+  }
+  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
+  Session session(graph, nullptr, {Backend::kOneDNN});
+  session.run(feeds, outs);
+  return session.last_kernels().at("op");
+}
+
 }  // namespace hub::testing

@@ -43,6 +43,11 @@ struct GradCheckOptions {
 void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
                      const Attrs& attrs = {}, const GradCheckOptions& options = {});
 
+// Which backend ran `op` (one node, inputs fed through placeholders) in a
+// Session preferring oneDNN, so a oneDNN kernel that silently fell back to
+// the reference shows up.
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+
 // Runs the op on `backend` and on reference and compares every output.
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,
                       const Attrs& attrs, Backend backend, double atol = 1e-4,
