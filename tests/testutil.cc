@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -158,6 +160,17 @@ Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, c
   Session session(graph, nullptr, {Backend::kOneDNN});
   session.run(feeds, outs);
   return session.last_kernels().at("op");
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  path = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 }  // namespace hub::testing

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,18 @@
 #include "hub/tensor/tensor.h"
 
 namespace hub::testing {
+
+// A fresh directory `<temp dir>/<prefix>_XXXXXX` (mkdtemp), removed with
+// everything in it on destruction.
+struct TempDir {
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // path / name as a string.
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  std::filesystem::path path;
+};
 
 // Builds a graph (placeholders for inputs, one `op` node) and runs it.
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
