@@ -25,19 +25,6 @@ using namespace hub::testing;
 
 namespace {
 
-struct NoProxy {
-  NoProxy() {
-    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
-                          "all_proxy"})
-      ::unsetenv(v);
-  }
-} no_proxy;
-
-const std::string& good_archive() {
-  static const std::string bytes = make_tar(module_entries());
-  return bytes;
-}
-
 // Runs resolve() in a forked child; the child writes the path (or "ERR ...")
 // to a pipe and exits without running any doctest machinery.
 struct Child {

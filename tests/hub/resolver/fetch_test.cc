@@ -18,20 +18,6 @@ using namespace hub::testing;
 
 namespace {
 
-// Proxies from the environment must not capture loopback test traffic.
-struct NoProxy {
-  NoProxy() {
-    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
-                          "all_proxy"})
-      ::unsetenv(v);
-  }
-} no_proxy;
-
-const std::string& good_archive() {
-  static const std::string bytes = make_tar(module_entries());
-  return bytes;
-}
-
 // Resolves and returns the error; fails the test if it succeeds.
 Error resolve_error(const std::string& handle, const resolver::ResolveOptions& o) {
   try {
