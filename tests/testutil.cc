@@ -173,4 +173,14 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path, ec);
 }
 
+void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    FAIL("no error thrown, expected " << code_name(code));
+  } catch (const Error& e) {
+    CHECK_MESSAGE(e.code() == code, e.what());
+    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+  }
+}
+
 }  // namespace hub::testing

@@ -6,15 +6,20 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "hub/backend/backend.h"
+#include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::testing {
+
+// CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
+void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
 
 // A fresh directory `<temp dir>/<prefix>_XXXXXX` (mkdtemp), removed with
 // everything in it on destruction.

@@ -22,9 +22,11 @@
 #include "modules/datasets/reader.h"
 #include "modules/datasets/sources.h"
 #include "modules/datasets/tfrecord.h"
+#include "testutil.h"
 
 using namespace hub;
 using namespace hub::data;
+using hub::testing::expect_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,16 +41,6 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
   std::string operator/(const std::string& f) const { return (path / f).string(); }
 };
-
-void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL("no error thrown, expected " << code_name(code));
-  } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, e.what());
-    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
-}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -16,9 +16,11 @@
 
 #include "hub/core/fileio.h"
 #include "hub/image/image.h"
+#include "testutil.h"
 
 using namespace hub;
 using namespace hub::image;
+using hub::testing::expect_error;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
@@ -112,16 +114,6 @@ Bytes spng_encode(const void* px, size_t len, uint32_t w, uint32_t h, uint8_t de
   std::free(buf);
   spng_ctx_free(ctx);
   return out;
-}
-
-void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL("no error thrown, expected " << code_name(code));
-  } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, e.what());
-    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
 }
 
 Tensor u8(const Bytes& px, int h, int w, int c) {
