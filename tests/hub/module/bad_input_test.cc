@@ -12,21 +12,15 @@
 #include "hub/module/safetensors.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
+#include "module_testutil.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::half_plus_two;
 using hub::testing::TempDir;
 
 namespace {
-
-void half_plus_two(ModuleBuilder& b) {
-  Scope s = b.scope();
-  Output a = ops::variable(s, "a", {});
-  Output c = ops::variable(s, "b", {});
-  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
-  b.add_signature("default", {{"x", x}}, {{"y", ops::add(s, ops::mul(s, a, x), c, "y")}});
-}
 
 std::string export_good(const TempDir& tmp, const std::string& name = "m") {
   Module m(create_module_spec(half_plus_two));

@@ -13,25 +13,14 @@
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/state.h"
 #include "signatures/upgrade.h"
+#include "module_testutil.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::half_plus_two;
 using hub::testing::TempDir;
 using hub::testing::random_tensor;
-
-namespace {
-
-// The seed's example: y = a*x + b.
-void half_plus_two(ModuleBuilder& b) {
-  Scope s = b.scope();
-  Output a = ops::variable(s, "a", {});
-  Output c = ops::variable(s, "b", {});
-  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
-  b.add_signature("default", {{"x", x}}, {{"y", ops::add(s, ops::mul(s, a, x), c, "y")}});
-}
-
-}  // namespace
 
 TEST_CASE("half_plus_two: build, call, assign, query") {
   ModuleSpec spec = create_module_spec(half_plus_two);
