@@ -117,14 +117,7 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
 }
 
 // Float32, x of rank 2 or 4 with no empty dimension.
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs); }
 
 }  // namespace
 

@@ -36,6 +36,15 @@ void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::me
   stream().wait();
 }
 
+bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank) {
+  for (const TensorSpec& s : inputs) {
+    if (s.dtype != DType::kFloat32 || (rank >= 0 && s.shape.rank() != rank)) return false;
+    for (int64_t d : s.shape.dims())
+      if (d <= 0) return false;
+  }
+  return true;
+}
+
 void throw_kernel_error(const KernelContext& c, const dnnl::error& e) {
   throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
 }

@@ -43,6 +43,10 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 // Runs `prim` with `args` on the calling thread's stream and waits for it.
 void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
 
+// Common `supports` test: every input is float32 with all dimensions known and
+// positive (oneDNN rejects zero-sized tensors), and of rank `rank` when rank >= 0.
+bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank = -1);
+
 // Throws hub::Error(kInternal) "oneDNN kernel for node '<name>' (<op>): <what>".
 [[noreturn]] void throw_kernel_error(const KernelContext& c, const dnnl::error& e);
 

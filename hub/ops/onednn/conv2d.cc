@@ -184,14 +184,7 @@ void backward_weights_kernel(KernelContext& c, bool depthwise) {
 }
 
 // float32 only; empty tensors go to the reference kernels.
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32) return false;
-    for (int64_t dim : s.shape.dims())
-      if (dim <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs); }
 
 // oneDNN 2.6 pads the input channels of Conv2D's backward-data primitive to
 // its block (8 on AVX2, 16 on AVX-512): with few input channels (e.g. the

@@ -115,14 +115,7 @@ void lrn_grad_kernel(KernelContext& c) {
   s.wait();
 }
 
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32 || s.shape.rank() != 4) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs, 4); }
 
 bool supports_grad(const Node& node, const std::vector<TensorSpec>& inputs) {
   if (!supports(node, inputs)) return false;

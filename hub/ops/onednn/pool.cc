@@ -103,14 +103,7 @@ template <bool kMax> void pool_grad_kernel(KernelContext& c) {
 }
 
 // Float32 NHWC with no empty dimension (oneDNN rejects zero-sized pooling).
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32 || s.shape.rank() != 4) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs, 4); }
 
 }  // namespace
 
