@@ -42,7 +42,7 @@ std::string sha256_file(const std::filesystem::path& path, uint64_t* size = null
 // True for exactly 64 hex digits (either case); callers that need the
 // canonical lower-case form also check `s == to_lower(s)`.
 bool is_sha256_hex(std::string_view s);
-// ASCII lower-casing.
+// ASCII lower-casing (A-Z only; other bytes unchanged, whatever the locale).
 std::string to_lower(std::string s);
 
 // `n` cryptographically random bytes (RAND_bytes) as lower-case hex (2n characters).

@@ -128,12 +128,6 @@ bool better_latest(const std::string& candidate, const std::string& current) {
   }
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 }  // namespace
 
 class Store::Conn {
@@ -299,7 +293,7 @@ std::vector<VersionRecord> Store::versions(const std::string& p, const std::stri
 }
 
 std::vector<ModuleSummary> Store::search(const std::string& query) {
-  std::string q = lower(query);
+  std::string q = to_lower(query);
   std::map<std::string, ModuleSummary> mods;
   Conn c(this);
   Stmt s(c.get(), "SELECT publisher,name,version,description,published_at FROM versions");
@@ -321,7 +315,7 @@ std::vector<ModuleSummary> Store::search(const std::string& query) {
   }
   std::vector<ModuleSummary> out;
   for (auto& [key, m] : mods) {
-    if (q.empty() || key.find(q) != std::string::npos || lower(m.description).find(q) != std::string::npos)
+    if (q.empty() || key.find(q) != std::string::npos || to_lower(m.description).find(q) != std::string::npos)
       out.push_back(std::move(m));
   }
   return out;
