@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "hub/core/error.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 #include "modules/datasets/crc32c.h"
 
 namespace fs = std::filesystem;
@@ -39,7 +39,7 @@ std::string module_tag(const std::string& handle) {
       t += handle[i];
     }
   }
-  if (t.size() > 96) t = t.substr(t.size() - 64) + "~" + resolver::sha1_hex(handle).substr(0, 16);
+  if (t.size() > 96) t = t.substr(t.size() - 64) + "~" + sha1_hex(handle).substr(0, 16);
   return t;
 }
 

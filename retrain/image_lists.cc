@@ -6,7 +6,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -29,7 +29,7 @@ double percentage_hash(const std::string& name) {
   std::string hashed = name;
   auto pos = hashed.find("_nohash_");
   if (pos != std::string::npos) hashed.erase(pos);
-  std::string hex = resolver::sha1_hex(hashed);
+  std::string hex = sha1_hex(hashed);
   // int(hex, 16) mod 2^27 is the low 27 bits: the last 7 hex digits, masked.
   uint64_t low = std::stoull(hex.substr(hex.size() - 7), nullptr, 16) & ((uint64_t{1} << 27) - 1);
   return static_cast<double>(low) * (100.0 / static_cast<double>(kMaxImagesPerClass));

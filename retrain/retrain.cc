@@ -22,7 +22,7 @@
 #include "hub/ops/matmul.h"
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 #include "modules/train/summary.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
@@ -84,7 +84,7 @@ std::string module_fingerprint(const ModuleSpec& spec, const std::string& handle
   for (const char* file : {"module.pb", "variables.safetensors"}) {
     fs::path p = fs::path(spec.source()) / file;
     std::error_code ec;
-    if (fs::exists(p, ec)) fp += ":" + resolver::sha256_file(p);
+    if (fs::exists(p, ec)) fp += ":" + sha256_file(p);
   }
   return fp;
 }

@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -142,6 +144,42 @@ void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, 
   for (size_t i = 0; i < ref.size(); ++i) {
     INFO("output " << i << " of " << op << " on " << backend_name(backend));
     expect_close(got[i], ref[i], atol, rtol);
+  }
+}
+
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Graph graph;
+  Scope s(graph);
+  std::vector<Output> in;
+  FeedList feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
+    feeds.push_back({in.back(), inputs[i]});
+  }
+  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
+  Session session(graph, nullptr, {Backend::kOneDNN});
+  session.run(feeds, outs);
+  return session.last_kernels().at("op");
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  path = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    FAIL("no error thrown, expected " << code_name(code));
+  } catch (const Error& e) {
+    CHECK_MESSAGE(e.code() == code, e.what());
+    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
   }
 }
 

@@ -5,15 +5,33 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "hub/backend/backend.h"
+#include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::testing {
+
+// CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
+void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
+
+// A fresh directory `<temp dir>/<prefix>_XXXXXX` (mkdtemp), removed with
+// everything in it on destruction.
+struct TempDir {
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // path / name as a string.
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  std::filesystem::path path;
+};
 
 // Builds a graph (placeholders for inputs, one `op` node) and runs it.
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
@@ -42,6 +60,11 @@ struct GradCheckOptions {
 // autodiff with central finite differences.
 void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
                      const Attrs& attrs = {}, const GradCheckOptions& options = {});
+
+// Which backend ran `op` (one node, inputs fed through placeholders) in a
+// Session preferring oneDNN, so a oneDNN kernel that silently fell back to
+// the reference shows up.
+Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
 
 // Runs the op on `backend` and on reference and compares every output.
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,

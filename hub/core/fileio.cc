@@ -1,6 +1,7 @@
 #include "hub/core/fileio.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,14 +13,30 @@
 
 namespace hub {
 
-std::string read_file_bytes(const std::string& path) {
+std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     throw_error(err == ENOENT ? Code::kNotFound : Code::kIOError,
                 "cannot open '" + path + "': " + std::strerror(err));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw_error(Code::kInvalidArgument, "'" + path + "' is a directory");
+  }
+  if (st.st_size > max_bytes) {
+    ::close(fd);
+    throw_error(Code::kResourceExhausted, "'" + path + "': file of " + std::to_string(st.st_size) +
+                                              " bytes exceeds the limit of " + std::to_string(max_bytes));
+  }
   std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);

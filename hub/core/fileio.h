@@ -1,13 +1,16 @@
 // Whole-file reads and writes with hub::Error reporting.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace hub {
 
-// Throws NotFound when `path` does not exist, IOError otherwise, naming the path.
-std::string read_file_bytes(const std::string& path);
+// Reads the whole file. Throws NotFound when `path` does not exist,
+// InvalidArgument when it is a directory, IOError otherwise, naming the path.
+// Files larger than `max_bytes` are refused with ResourceExhausted before reading.
+std::string read_file_bytes(const std::string& path, int64_t max_bytes = int64_t{1} << 30);
 
 // Writes `bytes` to a temporary sibling of `path`, flushes it and renames it
 // over `path`, so readers never see a partial file and a failed write leaves

@@ -1,11 +1,7 @@
 // Decoding and encoding through libjpeg-turbo and libspng (see image.h).
 #include "hub/image/image.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +11,7 @@
 #include <jpeglib.h>
 #include <spng.h>
 
+#include "hub/core/fileio.h"
 #include "hub/core/parallel.h"
 
 namespace hub::image {
@@ -315,45 +312,18 @@ Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options,
   return to_float(decode_image_u8(data, options, name));
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, int64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    throw_error(e == ENOENT ? Code::kNotFound : Code::kIOError,
-                path + ": cannot open: " + std::strerror(e));
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) throw_error(Code::kIOError, path + ": stat failed");
-  if (S_ISDIR(st.st_mode)) throw_error(Code::kInvalidArgument, path + ": is a directory");
-  if (st.st_size > max_bytes)
-    throw_error(Code::kResourceExhausted, path + ": file of " + std::to_string(st.st_size) +
-                                              " bytes exceeds the limit of " +
-                                              std::to_string(max_bytes));
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_error(Code::kIOError, path + ": read failed: " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  bytes.resize(got);
-  return bytes;
+namespace {
+std::span<const uint8_t> byte_span(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
+}  // namespace
 
 Tensor read_image(const std::string& path, const DecodeOptions& options) {
-  return decode_image(read_file_bytes(path), options, path);
+  return decode_image(byte_span(read_file_bytes(path)), options, path);
 }
 
 Tensor read_image_u8(const std::string& path, const DecodeOptions& options) {
-  return decode_image_u8(read_file_bytes(path), options, path);
+  return decode_image_u8(byte_span(read_file_bytes(path)), options, path);
 }
 
 Tensor to_float(const Tensor& u8) {
@@ -470,22 +440,6 @@ std::vector<uint8_t> encode_jpeg(const Tensor& image, int quality) {
                         static_cast<int>(image.dim(1)), static_cast<int>(image.dim(2)), quality))
     throw_error(Code::kInternal, std::string("encode_jpeg: ") + e.err.message);
   return std::vector<uint8_t>(e.buf, e.buf + e.len);
-}
-
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw_error(Code::kIOError, path + ": cannot create: " + std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() &&
-                  std::fflush(f) == 0;
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw_error(Code::kIOError, path + ": write failed: " + std::strerror(e));
-  }
 }
 
 }  // namespace hub::image

@@ -70,11 +70,7 @@ Tensor decode_image_u8(std::span<const uint8_t> data, const DecodeOptions& optio
 Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options,
                     std::string_view name);
 
-// Reads the whole file (kNotFound / kIOError naming the path). Files larger
-// than max_bytes are refused with kResourceExhausted before reading.
-std::vector<uint8_t> read_file_bytes(const std::string& path,
-                                     int64_t max_bytes = int64_t{1} << 30);
-// decode_image(read_file_bytes(path)), errors naming the path.
+// decode_image(hub::read_file_bytes(path)) (hub/core/fileio.h), errors naming the path.
 Tensor read_image(const std::string& path, const DecodeOptions& options = {});
 Tensor read_image_u8(const std::string& path, const DecodeOptions& options = {});
 
@@ -88,9 +84,5 @@ Tensor to_uint8(const Tensor& f32);
 std::vector<uint8_t> encode_png(const Tensor& image);
 // quality in [1, 100]; 4:2:0 chroma subsampling as libjpeg's default.
 std::vector<uint8_t> encode_jpeg(const Tensor& image, int quality = 95);
-
-// Writes bytes to path atomically: a temporary file beside it, then rename.
-// On failure no file (and no temporary) is left. Throws kIOError naming path.
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
 
 }  // namespace hub::image

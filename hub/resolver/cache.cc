@@ -12,12 +12,11 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <thread>
 
 #include "hub/core/error.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -35,14 +34,6 @@ std::string read_small_file(const fs::path& p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string random_hex() {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          (static_cast<uint64_t>(::getpid()) << 24));
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
 }
 
 bool is_key(const std::string& s) {
@@ -113,7 +104,7 @@ CacheLock CacheLock::acquire(const fs::path& root, const std::string& key, doubl
   const std::string host = this_host();
   for (;;) {
     std::ostringstream tok;
-    tok << ::getpid() << ' ' << host << ' ' << std::fixed << now_s() << ' ' << random_hex()
+    tok << ::getpid() << ' ' << host << ' ' << std::fixed << now_s() << ' ' << random_hex(8)
         << '\n';
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
@@ -146,7 +137,7 @@ CacheLock CacheLock::acquire(const fs::path& root, const std::string& key, doubl
     if (stale) {
       // Take it over: move it aside (only one contender wins the rename), and
       // make sure what we moved is the lock we judged, not a fresh one.
-      fs::path aside = root / (key + ".lock.stale." + random_hex());
+      fs::path aside = root / (key + ".lock.stale." + random_hex(8));
       if (::rename(path.c_str(), aside.c_str()) == 0) {
         if (read_small_file(aside) != text) {
           // Someone else took it over first; put their lock back if possible.
@@ -244,7 +235,7 @@ bool Cache::remove(const std::string& handle_or_key) {
   CacheLock lock = CacheLock::acquire(root_, key, 600, 0.05, nullptr);
   // Move out of sight first so no reader sees a half-deleted module.
   fs::create_directories(tmp_dir());
-  fs::path trash = tmp_dir() / (key + ".trash." + random_hex());
+  fs::path trash = tmp_dir() / (key + ".trash." + random_hex(8));
   if (::rename(dir.c_str(), trash.c_str()) != 0) {
     if (errno == ENOENT) return false;
     throw_error(Code::kIOError, "cannot remove cache entry " + dir.string() + ": " +

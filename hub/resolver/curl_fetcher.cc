@@ -16,7 +16,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 #include "hub/resolver/fetcher.h"
 
 #ifndef HUB_VERSION

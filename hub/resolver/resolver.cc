@@ -12,14 +12,13 @@
 #include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <utility>
 #include <vector>
 
 #include "hub/core/error.h"
 #include "hub/module/module.h"
 #include "hub/resolver/cache.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -208,14 +207,6 @@ std::string utc_now() {
   return buf;
 }
 
-std::string random_hex() {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          (static_cast<uint64_t>(::getpid()) << 24));
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
-
 class RemoveOnExit {
  public:
   explicit RemoveOnExit(fs::path p) : path_(std::move(p)) {}
@@ -354,7 +345,7 @@ fs::path resolve_impl(const std::string& handle, const ResolveOptions& o) {
   cache.clean_stale_work(key);
 
   const fs::path work =
-      cache.tmp_dir() / (key + "." + this_host() + "." + std::to_string(::getpid()) + "." + random_hex());
+      cache.tmp_dir() / (key + "." + this_host() + "." + std::to_string(::getpid()) + "." + random_hex(8));
   if (::mkdir(work.c_str(), 0755) != 0) {
     throw_error(Code::kIOError, "cannot create " + work.string() + ": " + std::strerror(errno));
   }
@@ -419,7 +410,7 @@ fs::path resolve_impl(const std::string& handle, const ResolveOptions& o) {
     auto sha = cache.complete_sha256(key);
     if (sha && *sha == fr.sha256) return module_dir;
     // Damaged or different: move it out of sight, then retry.
-    fs::path trash = cache.tmp_dir() / (key + ".trash." + random_hex());
+    fs::path trash = cache.tmp_dir() / (key + ".trash." + random_hex(8));
     if (::rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
   }
   fsync_dir(root);

@@ -67,12 +67,11 @@ std::vector<std::string> find_split_files(const std::string& dataset_dir,
 void write_labels_file(const std::string& path, const std::vector<std::string>& labels) {
   std::string text;
   for (size_t i = 0; i < labels.size(); ++i) text += std::to_string(i) + ":" + labels[i] + "\n";
-  image::write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  write_file_atomic(path, text);
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
-  const std::vector<uint8_t> bytes = image::read_file_bytes(path, 64 << 20);
-  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::istringstream in(read_file_bytes(path, 64 << 20));
   std::vector<std::string> labels;
   std::string line;
   int line_no = 0;
@@ -168,11 +167,12 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
   auto make = [&](int64_t offset) {
     return [&items, offset](int64_t i) {
       const auto& item = items[offset + i];
-      const std::vector<uint8_t> bytes = image::read_file_bytes(item.path);
+      const std::string file = read_file_bytes(item.path);
+      const std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(file.data()), file.size()};
       // Full decode: a corrupt file must fail here, not during training.
       const Tensor pixels = image::decode_image_u8(bytes, {}, item.path);
       ImageExample ex;
-      ex.encoded.assign(bytes.begin(), bytes.end());
+      ex.encoded = file;
       ex.format = std::string(image::format_name(image::sniff_format(bytes)));
       ex.label = item.label;
       ex.height = pixels.dim(0);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hub/core/error.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -266,7 +266,8 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
   if (!best)
     throw_error(Code::kNotFound, "registry " + base + " has no version " + h.version + " of " + h.module.str());
   const json& v = *best;
-  if (!v.contains("sha256") || !v["sha256"].is_string() || !is_sha256_hex(v["sha256"].get<std::string>()))
+  if (!v.contains("sha256") || !v["sha256"].is_string() || !is_sha256_hex(v["sha256"].get<std::string>()) ||
+      v["sha256"].get<std::string>() != to_lower(v["sha256"].get<std::string>()))
     throw_error(Code::kCorruption, "registry " + base + " gave no valid sha256 for " + handle);
   ResolvedModule r;
   r.version = v["version"].get<std::string>();

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "hub/core/error.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/server/registry_server.h"
 
 namespace fs = std::filesystem;

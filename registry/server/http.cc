@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
 
@@ -30,12 +31,7 @@ int ms_left(Clock::time_point deadline) {
   return d < 0 ? 0 : static_cast<int>(d);
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
+std::string lower(std::string_view s) { return to_lower(std::string(s)); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

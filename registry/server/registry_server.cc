@@ -10,7 +10,7 @@
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
 #include "hub/module/module.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -326,7 +326,7 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
     }
     if (p.size() == 4 && p[1] == "blobs" && p[2] == "sha256") {
       if (!get) return not_allowed();
-      if (!is_sha256_hex(p[3])) return error_response(400, "invalid_argument", "malformed digest '" + p[3].substr(0, 80) + "'");
+      if (!is_sha256_hex(p[3]) || p[3] != to_lower(p[3])) return error_response(400, "invalid_argument", "malformed digest '" + p[3].substr(0, 80) + "'");
       return download(req, p[3]);
     }
     if (p.size() >= 4 && p.size() <= 6 && p[1] == "modules") {
@@ -395,7 +395,7 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
                                         std::to_string(options_.max_upload_bytes));
   if (length == 0) return refuse(400, "invalid_argument", "empty upload");
   const std::string* declared = req.header("x-hub-sha256");
-  if (!declared || !is_sha256_hex(*declared))
+  if (!declared || !is_sha256_hex(*declared) || *declared != to_lower(*declared))
     return refuse(400, "invalid_argument", "publishing needs X-Hub-SHA256: <64 lower-case hex digits>");
   ModuleInfo extra;
   if (const std::string* meta = req.header("x-hub-metadata")) {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "hub/core/error.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -128,12 +128,6 @@ bool better_latest(const std::string& candidate, const std::string& current) {
   }
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 }  // namespace
 
 class Store::Conn {
@@ -211,7 +205,7 @@ void Store::release(sqlite3* db) {
 }
 
 fs::path Store::blob_path(const std::string& sha256) const {
-  HUB_CHECK(is_sha256_hex(sha256), sha256);
+  HUB_CHECK(is_sha256_hex(sha256) && sha256 == to_lower(sha256), sha256);
   return root_ / "blobs" / "sha256" / sha256.substr(0, 2) / sha256;
 }
 
@@ -299,7 +293,7 @@ std::vector<VersionRecord> Store::versions(const std::string& p, const std::stri
 }
 
 std::vector<ModuleSummary> Store::search(const std::string& query) {
-  std::string q = lower(query);
+  std::string q = to_lower(query);
   std::map<std::string, ModuleSummary> mods;
   Conn c(this);
   Stmt s(c.get(), "SELECT publisher,name,version,description,published_at FROM versions");
@@ -321,7 +315,7 @@ std::vector<ModuleSummary> Store::search(const std::string& query) {
   }
   std::vector<ModuleSummary> out;
   for (auto& [key, m] : mods) {
-    if (q.empty() || key.find(q) != std::string::npos || lower(m.description).find(q) != std::string::npos)
+    if (q.empty() || key.find(q) != std::string::npos || to_lower(m.description).find(q) != std::string::npos)
       out.push_back(std::move(m));
   }
   return out;

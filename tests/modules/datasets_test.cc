@@ -13,6 +13,7 @@
 #include <numeric>
 #include <set>
 
+#include "hub/core/fileio.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
 #include "modules/datasets/convert.h"
@@ -21,9 +22,11 @@
 #include "modules/datasets/reader.h"
 #include "modules/datasets/sources.h"
 #include "modules/datasets/tfrecord.h"
+#include "testutil.h"
 
 using namespace hub;
 using namespace hub::data;
+using hub::testing::expect_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,16 +41,6 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
   std::string operator/(const std::string& f) const { return (path / f).string(); }
 };
-
-void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL("no error thrown, expected " << code_name(code));
-  } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, e.what());
-    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
-}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -408,7 +401,8 @@ TEST_CASE("convert cifar10 and flowers") {
     fs::create_directories(src.path / "photos" / classes[c]);
     for (int i = 0; i < 4; ++i) {
       const auto png = image::encode_png(solid(3, 2 + i, 3, static_cast<uint8_t>(c * 10 + i)));
-      image::write_file_atomic(src / ("photos/" + classes[c] + "/img" + std::to_string(i) + ".jpg"), png);
+      write_file_atomic(src / ("photos/" + classes[c] + "/img" + std::to_string(i) + ".jpg"),
+                        {reinterpret_cast<const char*>(png.data()), png.size()});
     }
   }
   fs::create_directories(src.path / "photos" / "empty");

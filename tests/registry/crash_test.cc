@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "registry/client/client.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry_testutil.h"
 
 namespace fs = std::filesystem;
@@ -79,7 +79,7 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
   // First a complete publish, which must survive the crash.
   std::string done = module_archive("done");
   std::string req = http_request("PUT", "/v1/modules/acme/net/1.0.0",
-                                 {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", sha256_hex(done)}}, done);
+                                 {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", hub::sha256_hex(done)}}, done);
   REQUIRE(raw_request(port, req).status == 201);
 
   // Then an upload cut off half-way by kill -9.
@@ -97,7 +97,7 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
   REQUIRE(big.size() > (1u << 20));
   int fd = connect_loopback(port);
   std::string head = "PUT /v1/modules/acme/net/2.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
-                     "\r\nX-Hub-SHA256: " + sha256_hex(big) + "\r\nContent-Length: " + std::to_string(big.size()) +
+                     "\r\nX-Hub-SHA256: " + hub::sha256_hex(big) + "\r\nContent-Length: " + std::to_string(big.size()) +
                      "\r\n\r\n" + big.substr(0, big.size() / 2);
   REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size()));
   // Wait until the server has spooled part of it to a temp file.
@@ -142,6 +142,6 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
   CHECK(blobs == 1);
   // And the interrupted version can now be published.
   std::string again = http_request("PUT", "/v1/modules/acme/net/2.0.0",
-                                   {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", sha256_hex(big)}}, big);
+                                   {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", hub::sha256_hex(big)}}, big);
   CHECK(raw_request(server.port(), again).status == 201);
 }

@@ -17,7 +17,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
 #include "registry/client/client.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include "hub/resolver/resolver.h"
 #include "registry/client/client.h"
 #include "registry/client/handle_hook.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry_testutil.h"
 
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ TEST_CASE("publish, search, versions, download round trip") {
   CHECK(pub["handle"] == "acme/image-net@1.0.0");
   // The recorded digest is the digest of what was packed (independently recomputed).
   pack_module_dir(work.path() / "net", work.path() / "again.tar.gz");
-  std::string local_sha = sha256_file(work.path() / "again.tar.gz");
+  std::string local_sha = hub::sha256_file(work.path() / "again.tar.gz");
   CHECK(pub["sha256"] == local_sha);
 
   // A second version published from an archive file.
@@ -105,14 +105,14 @@ TEST_CASE("publish, search, versions, download round trip") {
 
   ResolvedModule latest = resolve_registry_handle(reg.url, "acme/image-net@latest");
   CHECK(latest.version == "1.10.0");
-  CHECK(latest.sha256 == sha256_file(work.path() / "net2.tar.gz"));
+  CHECK(latest.sha256 == hub::sha256_file(work.path() / "net2.tar.gz"));
   ResolvedModule exact = resolve_registry_handle(reg.url, "acme/image-net@1.0.0");
   CHECK(exact.sha256 == local_sha);
   CHECK_THROWS_AS(resolve_registry_handle(reg.url, "acme/image-net@9.9.9"), hub::Error);
   CHECK_THROWS_AS(resolve_registry_handle(reg.url, "acme/missing"), hub::Error);
 
   download_to_file(exact.download_url, work.path() / "dl.tar.gz", exact.sha256);
-  CHECK(sha256_file(work.path() / "dl.tar.gz") == local_sha);
+  CHECK(hub::sha256_file(work.path() / "dl.tar.gz") == local_sha);
   CHECK(read_file(work.path() / "dl.tar.gz") == read_file(work.path() / "again.tar.gz"));
   CHECK(reg.temp_files() == 0);
 
@@ -169,7 +169,7 @@ TEST_CASE("versions are immutable") {
   RawResponse got = raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/net/1.0.0/archive", {}));
   CHECK(got.status == 200);
   CHECK(got.body == first);
-  CHECK(got.headers["etag"] == "\"" + sha256_hex(first) + "\"");
+  CHECK(got.headers["etag"] == "\"" + hub::sha256_hex(first) + "\"");
   CHECK(reg.temp_files() == 0);
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("racing publishes of one version: exactly one wins") {
   REQUIRE(winner >= 0);
   auto rec = reg.server->store().version("acme", "race", "2.0.0");
   REQUIRE(rec);
-  CHECK(rec->sha256 == sha256_hex(bodies[winner]));
+  CHECK(rec->sha256 == hub::sha256_hex(bodies[winner]));
   RawResponse got = raw_request(reg.server->port(), http_request("GET", "/v1/blobs/sha256/" + rec->sha256, {}));
   CHECK(got.body == bodies[winner]);
   CHECK(reg.server->store().versions("acme", "race").size() == 1);
@@ -262,7 +262,7 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
   }
   SUBCASE("wrong digest") {
     std::string good = module_archive("x");
-    RawResponse r = reg.put("acme/evil", "1.0.0", good, "\x01", sha256_hex("something else"));
+    RawResponse r = reg.put("acme/evil", "1.0.0", good, "\x01", hub::sha256_hex("something else"));
     CHECK(r.status == 400);
     CHECK(body_json(r)["error"]["message"].get<std::string>().find("mismatch") != std::string::npos);
     CHECK(reg.put("acme/evil", "1.0.0", good, "\x01", "not-hex").status == 400);
@@ -271,7 +271,7 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     std::string good = module_archive("short");
     int fd = connect_loopback(reg.server->port());
     std::string head = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                       reg.token + "\r\nX-Hub-SHA256: " + sha256_hex(good) +
+                       reg.token + "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) +
                        "\r\nContent-Length: " + std::to_string(good.size()) + "\r\n\r\n";
     std::string partial = head + good.substr(0, good.size() / 2);
     REQUIRE(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(partial.size()));
@@ -283,7 +283,7 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
   SUBCASE("body longer than declared") {
     std::string good = module_archive("long");
     std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                      reg.token + "\r\nX-Hub-SHA256: " + sha256_hex(good) + "\r\nContent-Length: " +
+                      reg.token + "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) + "\r\nContent-Length: " +
                       std::to_string(good.size() - 100) + "\r\n\r\n" + good;
     RawResponse r = raw_request(reg.server->port(), req);
     CHECK(r.status == 400);  // the declared length cuts the archive: digest mismatch
@@ -318,7 +318,7 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     std::string good = module_archive("meta");
     std::string req = http_request("PUT", "/v1/modules/acme/evil/1.0.0",
                                    {{"Authorization", "Bearer " + reg.token},
-                                    {"X-Hub-SHA256", sha256_hex(good)},
+                                    {"X-Hub-SHA256", hub::sha256_hex(good)},
                                     {"X-Hub-Metadata", "{\"description\": "}},
                                    good);
     CHECK(raw_request(port, req).status == 400);
@@ -349,7 +349,7 @@ TEST_CASE("downloads: ranges, If-Range, ETag, HEAD, 50 concurrent clients") {
   std::string bytes = module_archive("ranges");
   REQUIRE(reg.put("acme/net", "1.0.0", bytes).status == 201);
   const int port = reg.server->port();
-  const std::string sha = sha256_hex(bytes);
+  const std::string sha = hub::sha256_hex(bytes);
   const std::string path = "/v1/blobs/sha256/" + sha;
   const std::string etag = "\"" + sha + "\"";
   const size_t n = bytes.size();
@@ -458,7 +458,7 @@ TEST_CASE("slow clients are timed out and do not block others") {
   std::string good = module_archive("stall");
   int fd = connect_loopback(port);
   std::string head = "PUT /v1/modules/acme/stall/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
-                     "\r\nX-Hub-SHA256: " + sha256_hex(good) + "\r\nContent-Length: " + std::to_string(good.size()) +
+                     "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) + "\r\nContent-Length: " + std::to_string(good.size()) +
                      "\r\n\r\n" + good.substr(0, 10);
   ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
   RawResponse stalled = read_response(fd, 5000);

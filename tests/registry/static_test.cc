@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "registry/client/client.h"
-#include "registry/digest.h"
+#include "hub/core/digest.h"
 #include "registry/server/export_static.h"
 #include "registry_testutil.h"
 
@@ -106,8 +106,8 @@ TEST_CASE("static export served by nginx") {
     std::string url = "http://127.0.0.1:" + std::to_string(port);
     ResolvedModule latest = resolve_registry_handle(url, "acme/vision@latest");
     CHECK(latest.version == "1.1.0");
-    CHECK(latest.sha256 == sha256_hex(v2));
-    CHECK(latest.download_url == url + "/v1/blobs/sha256/" + sha256_hex(v2));
+    CHECK(latest.sha256 == hub::sha256_hex(v2));
+    CHECK(latest.download_url == url + "/v1/blobs/sha256/" + hub::sha256_hex(v2));
     download_to_file(latest.download_url, site.path() / "got.tar.gz", latest.sha256);
     CHECK(read_file(site.path() / "got.tar.gz") == v2);
     ResolvedModule old = resolve_registry_handle(url, "acme/vision@1.0.0");
@@ -119,7 +119,7 @@ TEST_CASE("static export served by nginx") {
     CHECK(found["modules"][0]["latest"] == "1.1.0");
     CHECK(list_versions(url, "acme/vision")["versions"].size() == 2);
     // Ranges come from nginx itself.
-    RawResponse r = raw_request(port, http_request("GET", "/v1/blobs/sha256/" + sha256_hex(v1), {{"Range", "bytes=0-9"}}));
+    RawResponse r = raw_request(port, http_request("GET", "/v1/blobs/sha256/" + hub::sha256_hex(v1), {{"Range", "bytes=0-9"}}));
     CHECK(r.status == 206);
     CHECK(r.body == v1.substr(0, 10));
   }

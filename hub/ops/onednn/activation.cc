@@ -39,8 +39,7 @@ template <const Eltwise& kE> void forward_kernel(KernelContext& c) {
     return std::make_shared<dnnl::eltwise_forward>(forward_pd(kE, kE.forward, d));
   });
   dnnl::memory src = memory(x, d, tag::a), dst = memory(y, d, tag::a);
-  prim->execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  execute(*prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
 }
 
 // Inputs as TF orders them: (gradients, features|outputs) for Relu/Relu6/Elu,
@@ -58,10 +57,9 @@ template <const Eltwise& kE, int kDataInput> void backward_kernel(KernelContext&
   bool use_dst = kE.backward != kE.forward;
   dnnl::memory m_data = memory(data, d, tag::a), m_dd = memory(diff_dst, d, tag::a),
                m_ds = memory(diff_src, d, tag::a);
-  prim->execute(stream(), {{use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, m_data},
-                           {DNNL_ARG_DIFF_DST, m_dd},
-                           {DNNL_ARG_DIFF_SRC, m_ds}});
-  stream().wait();
+  execute(*prim, {{use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, m_data},
+                  {DNNL_ARG_DIFF_DST, m_dd},
+                  {DNNL_ARG_DIFF_SRC, m_ds}});
 }
 
 bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
@@ -77,15 +75,15 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Relu, kOneDNN, forward_kernel<kRelu>, supports);
-HUB_REGISTER_KERNEL(Relu6, kOneDNN, forward_kernel<kRelu6>, supports);
-HUB_REGISTER_KERNEL(Elu, kOneDNN, forward_kernel<kElu>, supports);
-HUB_REGISTER_KERNEL(Sigmoid, kOneDNN, forward_kernel<kSigmoid>, supports);
-HUB_REGISTER_KERNEL(Tanh, kOneDNN, forward_kernel<kTanh>, supports);
-HUB_REGISTER_KERNEL(ReluGrad, kOneDNN, backward_kernel<kRelu, 1>, supports);
-HUB_REGISTER_KERNEL(Relu6Grad, kOneDNN, backward_kernel<kRelu6, 1>, supports);
-HUB_REGISTER_KERNEL(EluGrad, kOneDNN, backward_kernel<kElu, 1>, supports);
-HUB_REGISTER_KERNEL(SigmoidGrad, kOneDNN, backward_kernel<kSigmoid, 0>, supports);
-HUB_REGISTER_KERNEL(TanhGrad, kOneDNN, backward_kernel<kTanh, 0>, supports);
+HUB_REGISTER_KERNEL(Relu, kOneDNN, guarded<forward_kernel<kRelu>>, supports);
+HUB_REGISTER_KERNEL(Relu6, kOneDNN, guarded<forward_kernel<kRelu6>>, supports);
+HUB_REGISTER_KERNEL(Elu, kOneDNN, guarded<forward_kernel<kElu>>, supports);
+HUB_REGISTER_KERNEL(Sigmoid, kOneDNN, guarded<forward_kernel<kSigmoid>>, supports);
+HUB_REGISTER_KERNEL(Tanh, kOneDNN, guarded<forward_kernel<kTanh>>, supports);
+HUB_REGISTER_KERNEL(ReluGrad, kOneDNN, guarded<backward_kernel<kRelu, 1>>, supports);
+HUB_REGISTER_KERNEL(Relu6Grad, kOneDNN, guarded<backward_kernel<kRelu6, 1>>, supports);
+HUB_REGISTER_KERNEL(EluGrad, kOneDNN, guarded<backward_kernel<kElu, 1>>, supports);
+HUB_REGISTER_KERNEL(SigmoidGrad, kOneDNN, guarded<backward_kernel<kSigmoid, 0>>, supports);
+HUB_REGISTER_KERNEL(TanhGrad, kOneDNN, guarded<backward_kernel<kTanh, 0>>, supports);
 
 }  // namespace hub::onednn

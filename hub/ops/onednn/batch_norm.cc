@@ -69,13 +69,12 @@ void fused_batch_norm_kernel(KernelContext& c) {
     std::memcpy(mean.raw_data(), c.input(3).raw_data(), c.input(3).nbytes());
     std::memcpy(var.raw_data(), c.input(4).raw_data(), c.input(4).nbytes());
   }
-  f->prim.execute(stream(), {{DNNL_ARG_SRC, memory(x, l.data, l.layout)},
-                             {DNNL_ARG_DST, memory(c.output(0), l.data, l.layout)},
-                             {DNNL_ARG_SCALE, vec(c.input(1), C)},
-                             {DNNL_ARG_SHIFT, vec(c.input(2), C)},
-                             {DNNL_ARG_MEAN, vec(mean, C)},
-                             {DNNL_ARG_VARIANCE, vec(var, C)}});
-  stream().wait();
+  execute(f->prim, {{DNNL_ARG_SRC, memory(x, l.data, l.layout)},
+                    {DNNL_ARG_DST, memory(c.output(0), l.data, l.layout)},
+                    {DNNL_ARG_SCALE, vec(c.input(1), C)},
+                    {DNNL_ARG_SHIFT, vec(c.input(2), C)},
+                    {DNNL_ARG_MEAN, vec(mean, C)},
+                    {DNNL_ARG_VARIANCE, vec(var, C)}});
   const float bessel =
       training ? static_cast<float>(l.rows) / static_cast<float>(std::max<int64_t>(l.rows - 1, 1)) : 1.0f;
   const float* pv = var.data<float>();
@@ -106,37 +105,19 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
   // though dx/dscale/dshift do not depend on it.
   Tensor unused_shift = c.temp(DType::kFloat32, Shape{C});
   unused_shift.fill(0.0);
-  b->prim.execute(stream(), {{DNNL_ARG_DIFF_DST, memory(c.input(0), l.data, l.layout)},
-                             {DNNL_ARG_SRC, memory(x, l.data, l.layout)},
-                             {DNNL_ARG_SCALE, vec(c.input(2), C)},
-                             {DNNL_ARG_SHIFT, vec(unused_shift, C)},
-                             {DNNL_ARG_MEAN, vec(c.input(3), C)},
-                             {DNNL_ARG_VARIANCE, vec(c.input(4), C)},
-                             {DNNL_ARG_DIFF_SRC, memory(c.output(0), l.data, l.layout)},
-                             {DNNL_ARG_DIFF_SCALE, vec(c.output(1), C)},
-                             {DNNL_ARG_DIFF_SHIFT, vec(c.output(2), C)}});
-  stream().wait();
+  execute(b->prim, {{DNNL_ARG_DIFF_DST, memory(c.input(0), l.data, l.layout)},
+                    {DNNL_ARG_SRC, memory(x, l.data, l.layout)},
+                    {DNNL_ARG_SCALE, vec(c.input(2), C)},
+                    {DNNL_ARG_SHIFT, vec(unused_shift, C)},
+                    {DNNL_ARG_MEAN, vec(c.input(3), C)},
+                    {DNNL_ARG_VARIANCE, vec(c.input(4), C)},
+                    {DNNL_ARG_DIFF_SRC, memory(c.output(0), l.data, l.layout)},
+                    {DNNL_ARG_DIFF_SCALE, vec(c.output(1), C)},
+                    {DNNL_ARG_DIFF_SHIFT, vec(c.output(2), C)}});
 }
 
 // Float32, x of rank 2 or 4 with no empty dimension.
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
-
-// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
-// unsupported case `supports` missed; either way callers see one error type).
-template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
-  try {
-    kKernel(c);
-  } catch (const dnnl::error& e) {
-    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
-  }
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs); }
 
 }  // namespace
 

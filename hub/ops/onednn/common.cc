@@ -3,6 +3,9 @@
 #include <atomic>
 #include <list>
 
+#include "hub/core/error.h"
+#include "hub/graph/graph.h"
+
 namespace hub::onednn {
 
 dnnl::engine& engine() {
@@ -26,6 +29,24 @@ dnnl::memory memory(const Tensor& t, const dims& d, tag layout) {
 void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
   dnnl::reorder(src, dst).execute(stream(), const_cast<dnnl::memory&>(src), const_cast<dnnl::memory&>(dst));
   stream().wait();
+}
+
+void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
+  prim.execute(stream(), args);
+  stream().wait();
+}
+
+bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank) {
+  for (const TensorSpec& s : inputs) {
+    if (s.dtype != DType::kFloat32 || (rank >= 0 && s.shape.rank() != rank)) return false;
+    for (int64_t d : s.shape.dims())
+      if (d <= 0) return false;
+  }
+  return true;
+}
+
+void throw_kernel_error(const KernelContext& c, const dnnl::error& e) {
+  throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
 }
 
 namespace {

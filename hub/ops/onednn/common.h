@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "hub/ops/registry.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::onednn {
@@ -38,6 +39,27 @@ dnnl::memory::desc desc(const dims& d, tag layout);
 
 // Runs reorder src -> dst.
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);
+
+// Runs `prim` with `args` on the calling thread's stream and waits for it.
+void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
+
+// Common `supports` test: every input is float32 with all dimensions known and
+// positive (oneDNN rejects zero-sized tensors), and of rank `rank` when rank >= 0.
+bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank = -1);
+
+// Throws hub::Error(kInternal) "oneDNN kernel for node '<name>' (<op>): <what>".
+[[noreturn]] void throw_kernel_error(const KernelContext& c, const dnnl::error& e);
+
+// Kernel wrapper registered in place of kKernel: dnnl::error -> hub::Error
+// naming the node (a oneDNN failure is our bug or an unsupported case the
+// kernel's `supports` missed; either way callers see one error type).
+template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
+  try {
+    kKernel(c);
+  } catch (const dnnl::error& e) {
+    throw_kernel_error(c, e);
+  }
+}
 
 // Returns the cached object for key, creating it with make() on first use.
 // T is a primitive or primitive-desc bundle; stored as shared_ptr<void>.

@@ -97,19 +97,6 @@ struct BackwardWeights {
   dnnl::convolution_backward_weights prim;
 };
 
-void execute(dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
-  prim.execute(stream(), args);
-  stream().wait();
-}
-
-template <class F> void guarded(const char* what, F body) {
-  try {
-    body();
-  } catch (const dnnl::error& e) {
-    throw_error(Code::kInternal, std::string("oneDNN ") + what + ": " + e.what());
-  }
-}
-
 // `t` (NHWC, or the weights' own layout) as the primitive wants it: the tensor
 // itself, or a reordered copy in a pool buffer held by `holder`.
 dnnl::memory input_as(KernelContext& c, const Tensor& t, const dims& d, tag layout,
@@ -141,76 +128,63 @@ struct OutputAs {
 };
 
 void forward_kernel(KernelContext& c, bool depthwise) {
-  guarded("convolution forward", [&] {
-    const bool blocked = blocked_activations();
-    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
-    auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
-      dnnl::convolution_forward::primitive_desc pd(
-          forward_desc(d, dnnl::prop_kind::forward_inference, blocked), engine());
-      return std::make_shared<Forward>(Forward{pd, dnnl::convolution_forward(pd)});
-    });
-    Tensor src_holder;
-    dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
-    dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
-    OutputAs dst(c, 0, d.dst, tag::nhwc, p->pd.dst_desc());
-    execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst.mem}});
-    dst.finish();
+  const bool blocked = blocked_activations();
+  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
+  auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
+    dnnl::convolution_forward::primitive_desc pd(
+        forward_desc(d, dnnl::prop_kind::forward_inference, blocked), engine());
+    return std::make_shared<Forward>(Forward{pd, dnnl::convolution_forward(pd)});
   });
+  Tensor src_holder;
+  dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
+  dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
+  OutputAs dst(c, 0, d.dst, tag::nhwc, p->pd.dst_desc());
+  execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst.mem}});
+  dst.finish();
 }
 
 void backward_data_kernel(KernelContext& c, bool depthwise) {
-  guarded("convolution backward data", [&] {
-    const bool blocked = blocked_activations();
-    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
-    auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
-      dnnl::convolution_forward::primitive_desc hint(
-          forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
-      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
-                                               any(d.weights), act(d.dst, blocked), d.strides, d.dilates,
-                                               d.pad_l, d.pad_r);
-      dnnl::convolution_backward_data::primitive_desc pd(bd, engine(), hint);
-      return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
-    });
-    Tensor dy_holder;
-    dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
-    dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
-    OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
-    execute(p->prim, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
-    dx.finish();
+  const bool blocked = blocked_activations();
+  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
+  auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
+    dnnl::convolution_forward::primitive_desc hint(
+        forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
+    dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
+                                             any(d.weights), act(d.dst, blocked), d.strides, d.dilates,
+                                             d.pad_l, d.pad_r);
+    dnnl::convolution_backward_data::primitive_desc pd(bd, engine(), hint);
+    return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
   });
+  Tensor dy_holder;
+  dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
+  dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
+  OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
+  execute(p->prim, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
+  dx.finish();
 }
 
 void backward_weights_kernel(KernelContext& c, bool depthwise) {
-  guarded("convolution backward weights", [&] {
-    const bool blocked = blocked_activations();
-    const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
-    auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
-      dnnl::convolution_forward::primitive_desc hint(
-          forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
-      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
-                                                  any(d.weights), act(d.dst, blocked), d.strides,
-                                                  d.dilates, d.pad_l, d.pad_r);
-      dnnl::convolution_backward_weights::primitive_desc pd(bd, engine(), hint);
-      return std::make_shared<BackwardWeights>(BackwardWeights{pd, dnnl::convolution_backward_weights(pd)});
-    });
-    Tensor src_holder, dy_holder;
-    dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
-    dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
-    OutputAs dw(c, 0, d.weights, d.weights_tag, p->pd.diff_weights_desc());
-    execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}});
-    dw.finish();
+  const bool blocked = blocked_activations();
+  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
+  auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
+    dnnl::convolution_forward::primitive_desc hint(
+        forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
+    dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
+                                                any(d.weights), act(d.dst, blocked), d.strides,
+                                                d.dilates, d.pad_l, d.pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(bd, engine(), hint);
+    return std::make_shared<BackwardWeights>(BackwardWeights{pd, dnnl::convolution_backward_weights(pd)});
   });
+  Tensor src_holder, dy_holder;
+  dnnl::memory src = input_as(c, c.input(0), d.src, tag::nhwc, p->pd.src_desc(), src_holder);
+  dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
+  OutputAs dw(c, 0, d.weights, d.weights_tag, p->pd.diff_weights_desc());
+  execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}});
+  dw.finish();
 }
 
 // float32 only; empty tensors go to the reference kernels.
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32) return false;
-    for (int64_t dim : s.shape.dims())
-      if (dim <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs); }
 
 // oneDNN 2.6 pads the input channels of Conv2D's backward-data primitive to
 // its block (8 on AVX2, 16 on AVX-512): with few input channels (e.g. the
@@ -229,11 +203,11 @@ void depthwise_backprop_filter(KernelContext& c) { backward_weights_kernel(c, tr
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Conv2D, kOneDNN, conv2d, supports);
-HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, conv2d_backprop_input, supports_backprop_input);
-HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kOneDNN, conv2d_backprop_filter, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kOneDNN, depthwise, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kOneDNN, depthwise_backprop_input, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, kOneDNN, depthwise_backprop_filter, supports);
+HUB_REGISTER_KERNEL(Conv2D, kOneDNN, guarded<conv2d>, supports);
+HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, guarded<conv2d_backprop_input>, supports_backprop_input);
+HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kOneDNN, guarded<conv2d_backprop_filter>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kOneDNN, guarded<depthwise>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kOneDNN, guarded<depthwise_backprop_input>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, kOneDNN, guarded<depthwise_backprop_filter>, supports);
 
 }  // namespace hub::onednn

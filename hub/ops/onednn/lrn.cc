@@ -50,8 +50,7 @@ void lrn_kernel(KernelContext& c) {
   });
   dnnl::memory src = memory(c.input(0), p.data, tag::nhwc);
   dnnl::memory dst = memory(c.output(0), p.data, tag::nhwc);
-  f->prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  execute(f->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
 }
 
 // oneDNN 2.6 has a JIT LRN backward only for blocked layouts (nChw8c) and,
@@ -116,14 +115,7 @@ void lrn_grad_kernel(KernelContext& c) {
   s.wait();
 }
 
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32 || s.shape.rank() != 4) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs, 4); }
 
 bool supports_grad(const Node& node, const std::vector<TensorSpec>& inputs) {
   if (!supports(node, inputs)) return false;
@@ -131,16 +123,6 @@ bool supports_grad(const Node& node, const std::vector<TensorSpec>& inputs) {
     return backward_for(params_of(node.attrs, inputs[0].shape, "LRNGrad"))->jit;
   } catch (const dnnl::error&) {
     return false;
-  }
-}
-
-// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
-// unsupported case `supports` missed; either way callers see one error type).
-template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
-  try {
-    kKernel(c);
-  } catch (const dnnl::error& e) {
-    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
   }
 }
 

@@ -37,12 +37,11 @@ void matmul_kernel(KernelContext& c) {
   dnnl::memory src = memory(a, src_d, src_tag);
   dnnl::memory wei = memory(b, wei_d, wei_tag);
   dnnl::memory dst = memory(out, dst_d, tag::ab);
-  prim->execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  execute(*prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
 }
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(MatMul, kOneDNN, matmul_kernel, matmul_supports);
+HUB_REGISTER_KERNEL(MatMul, kOneDNN, guarded<matmul_kernel>, matmul_supports);
 
 }  // namespace hub::onednn

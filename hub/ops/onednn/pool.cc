@@ -60,8 +60,7 @@ template <bool kMax> void pool_kernel(KernelContext& c) {
   });
   dnnl::memory src = memory(c.input(0), r.src, tag::nhwc);
   dnnl::memory dst = memory(c.output(0), r.dst, tag::nhwc);
-  f->prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  execute(f->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
 }
 
 struct Backward {
@@ -104,24 +103,7 @@ template <bool kMax> void pool_grad_kernel(KernelContext& c) {
 }
 
 // Float32 NHWC with no empty dimension (oneDNN rejects zero-sized pooling).
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  for (const TensorSpec& s : inputs) {
-    if (s.dtype != DType::kFloat32 || s.shape.rank() != 4) return false;
-    for (int64_t d : s.shape.dims())
-      if (d <= 0) return false;
-  }
-  return true;
-}
-
-// dnnl::error -> hub::Error naming the node (a oneDNN failure is our bug or an
-// unsupported case `supports` missed; either way callers see one error type).
-template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
-  try {
-    kKernel(c);
-  } catch (const dnnl::error& e) {
-    throw_error(Code::kInternal, "oneDNN kernel for node '" + c.node().name + "' (" + c.node().op + "): " + e.what());
-  }
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs, 4); }
 
 }  // namespace
 

@@ -14,10 +14,13 @@
 #define STBI_WRITE_NO_STDIO
 #include <stb/stb_image_write.h>
 
+#include "hub/core/fileio.h"
 #include "hub/image/image.h"
+#include "testutil.h"
 
 using namespace hub;
 using namespace hub::image;
+using hub::testing::expect_error;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
@@ -113,16 +116,6 @@ Bytes spng_encode(const void* px, size_t len, uint32_t w, uint32_t h, uint8_t de
   return out;
 }
 
-void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL("no error thrown, expected " << code_name(code));
-  } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, e.what());
-    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
-}
-
 Tensor u8(const Bytes& px, int h, int w, int c) {
   Tensor t(DType::kUInt8, Shape{h, w, c});
   std::memcpy(t.data<uint8_t>(), px.data(), px.size());
@@ -141,7 +134,8 @@ TEST_CASE("format is sniffed from magic bytes") {
   CHECK(sniff_format(Bytes{'h', 'e', 'l', 'l', 'o'}) == Format::kUnknown);
   // A JPEG named .png still decodes as JPEG.
   const auto path = std::filesystem::temp_directory_path() / "hub_image_test_misnamed.png";
-  write_file_atomic(path.string(), stb_jpg(smooth(16, 16, 3), 16, 16, 3));
+  const Bytes jpg = stb_jpg(smooth(16, 16, 3), 16, 16, 3);
+  write_file_atomic(path.string(), {reinterpret_cast<const char*>(jpg.data()), jpg.size()});
   Tensor t = read_image_u8(path.string());
   CHECK(t.shape() == Shape{16, 16, 3});
   std::filesystem::remove(path);
@@ -357,9 +351,9 @@ TEST_CASE("write_file_atomic leaves no temporary behind") {
   const auto dir = std::filesystem::temp_directory_path() / "hub_image_atomic";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  write_file_atomic((dir / "a.bin").string(), Bytes{1, 2, 3});
-  CHECK(read_file_bytes((dir / "a.bin").string()) == Bytes{1, 2, 3});
-  expect_error(Code::kIOError, [&] { write_file_atomic((dir / "no/such/b.bin").string(), Bytes{1}); },
+  write_file_atomic((dir / "a.bin").string(), std::string("\x01\x02\x03"));
+  CHECK(read_file_bytes((dir / "a.bin").string()) == std::string("\x01\x02\x03"));
+  expect_error(Code::kIOError, [&] { write_file_atomic((dir / "no/such/b.bin").string(), "\x01"); },
                "b.bin");
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();

@@ -12,31 +12,15 @@
 #include "hub/module/safetensors.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
+#include "module_testutil.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::half_plus_two;
+using hub::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hub_bad_module_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-void half_plus_two(ModuleBuilder& b) {
-  Scope s = b.scope();
-  Output a = ops::variable(s, "a", {});
-  Output c = ops::variable(s, "b", {});
-  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
-  b.add_signature("default", {{"x", x}}, {{"y", ops::add(s, ops::mul(s, a, x), c, "y")}});
-}
 
 std::string export_good(const TempDir& tmp, const std::string& name = "m") {
   Module m(create_module_spec(half_plus_two));
@@ -68,7 +52,7 @@ template <class F> void expect_error(F&& f, Code code, std::vector<std::string> 
 }  // namespace
 
 TEST_CASE("truncated or corrupted module.pb") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   std::string bytes = read_file_bytes(dir + "/module.pb");
   write_file_atomic(dir + "/module.pb", bytes.substr(0, bytes.size() / 2));
@@ -92,7 +76,7 @@ TEST_CASE("truncated or corrupted module.pb") {
 }
 
 TEST_CASE("newer format_version is refused clearly") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   edit_module_pb(dir, [](ModuleDef& d) { d.set_format_version(99); });
   expect_error([&] { load_module_spec(dir); }, Code::kFailedPrecondition,
@@ -100,7 +84,7 @@ TEST_CASE("newer format_version is refused clearly") {
 }
 
 TEST_CASE("unknown op names the op and the node") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   edit_module_pb(dir, [](ModuleDef& d) {
     for (auto& n : *d.mutable_tag_sets(0)->mutable_graph()->mutable_nodes())
@@ -110,7 +94,7 @@ TEST_CASE("unknown op names the op and the node") {
 }
 
 TEST_CASE("graph errors: bad input reference, bad attribute, node failing its op's checks") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   edit_module_pb(dir, [](ModuleDef& d) { d.mutable_tag_sets(0)->mutable_graph()->mutable_nodes(3)->set_inputs(0, "ghost:0"); });
   expect_error([&] { load_module_spec(dir); }, Code::kCorruption, {"input 'ghost:0'"});
@@ -132,7 +116,7 @@ TEST_CASE("graph errors: bad input reference, bad attribute, node failing its op
 }
 
 TEST_CASE("variables: missing, shape or dtype differing from the spec, undeclared") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   const std::string st = dir + "/variables.safetensors";
   write_safetensors(st, {{"a", Tensor::scalar<float>(1)}});
@@ -152,7 +136,7 @@ TEST_CASE("variables: missing, shape or dtype differing from the spec, undeclare
 }
 
 TEST_CASE("hostile safetensors inside a module") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   const std::string st = dir + "/variables.safetensors";
   std::string bytes = read_file_bytes(st);
@@ -201,7 +185,7 @@ TEST_CASE("building: bad signatures are refused") {
 }
 
 TEST_CASE("export onto an existing path is refused and leaves it untouched") {
-  TempDir tmp;
+  TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
   std::string before = read_file_bytes(dir + "/module.pb");
   Module m(create_module_spec(half_plus_two));

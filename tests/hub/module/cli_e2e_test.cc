@@ -14,6 +14,7 @@
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::TempDir;
 
 namespace {
 std::string env_or_fail(const char* name) {
@@ -25,21 +26,12 @@ int run(const std::string& cmd) {
   int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hub_cli_e2e_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 }  // namespace
 
 TEST_CASE("half_plus_two export, then hub run in another process") {
   const std::string hub_exe = env_or_fail("HUB_EXE");
   const std::string exporter = env_or_fail("HALF_PLUS_TWO_EXE");
-  TempDir tmp;
+  TempDir tmp("hub_cli_e2e");
   const std::string module = (tmp.path / "half_plus_two").string();
   REQUIRE(run("'" + exporter + "' '" + module + "' > /dev/null") == 0);
   CHECK(fs::exists(fs::path(module) / "module.pb"));
@@ -85,7 +77,7 @@ TEST_CASE("half_plus_two export, then hub run in another process") {
 TEST_CASE("the golden version-1 module still loads and runs") {
   const std::string hub_exe = env_or_fail("HUB_EXE");
   const std::string golden = env_or_fail("HUB_TESTDATA") + "/modules/half_plus_two_v1";
-  TempDir tmp;
+  TempDir tmp("hub_cli_e2e");
   write_npy((tmp.path / "x.npy").string(), Tensor::floats({10, 3, 4}));
   REQUIRE(run("'" + hub_exe + "' run '" + golden + "' --input x=" + (tmp.path / "x.npy").string() +
               " --output_dir '" + tmp.path.string() + "' > /dev/null") == 0);

@@ -16,35 +16,14 @@
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/state.h"
 #include "signatures/upgrade.h"
+#include "module_testutil.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::half_plus_two;
+using hub::testing::TempDir;
 using hub::testing::random_tensor;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hub_module_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-// The seed's example: y = a*x + b.
-void half_plus_two(ModuleBuilder& b) {
-  Scope s = b.scope();
-  Output a = ops::variable(s, "a", {});
-  Output c = ops::variable(s, "b", {});
-  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
-  b.add_signature("default", {{"x", x}}, {{"y", ops::add(s, ops::mul(s, a, x), c, "y")}});
-}
-
-}  // namespace
 
 TEST_CASE("half_plus_two: build, call, assign, query") {
   ModuleSpec spec = create_module_spec(half_plus_two);
@@ -90,7 +69,7 @@ TEST_CASE("half_plus_two: build, call, assign, query") {
 }
 
 TEST_CASE("export -> load gives identical outputs, queries and bytes") {
-  TempDir tmp;
+  TempDir tmp("hub_module_test");
   ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
     half_plus_two(b);
     b.set_image_info(224, 192, 3);
@@ -134,7 +113,7 @@ TEST_CASE("image info is absent unless attached") {
 }
 
 TEST_CASE("every dtype round-trips: variables, constant attributes, unknown-dim signatures") {
-  TempDir tmp;
+  TempDir tmp("hub_module_test");
   std::vector<Tensor> consts = {Tensor::from_vector<float>({2}, {1.25f, -0.0f}),
                                 Tensor::from_vector<int32_t>({2, 1}, {-7, 1 << 30}),
                                 Tensor::from_vector<int64_t>({1}, {-(1LL << 60)}),
@@ -207,7 +186,7 @@ void tiny_cnn(ModuleBuilder& b, const Attrs& args) {
 }  // namespace
 
 TEST_CASE("network round trip: export -> load -> identical outputs bit for bit, both tag sets") {
-  TempDir tmp;
+  TempDir tmp("hub_module_test");
   ModuleSpec spec = create_module_spec(tiny_cnn, {{{}, Attrs().set("is_training", false)},
                                                   {{"train"}, Attrs().set("is_training", true)}});
   CHECK(spec.tag_sets().size() == 2);
@@ -243,7 +222,7 @@ TEST_CASE("network round trip: export -> load -> identical outputs bit for bit, 
 }
 
 TEST_CASE("composition: a module applied inside another graph, exported as a new module") {
-  TempDir tmp;
+  TempDir tmp("hub_module_test");
   ModuleSpec feature_spec = create_module_spec(half_plus_two);
   for (bool trainable : {false, true}) {
     CAPTURE(trainable);
@@ -320,7 +299,7 @@ TEST_CASE("format upgrades are named functions chained on load") {
 }
 
 TEST_CASE("load_module_spec: file:// handles and an installed handle resolver") {
-  TempDir tmp;
+  TempDir tmp("hub_module_test");
   Module m(create_module_spec(half_plus_two));
   m.variable_map().at("a").assign(0.5f);
   m.export_to(tmp / "m");

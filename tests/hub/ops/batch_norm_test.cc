@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 using namespace hub;
+using hub::testing::backend_used;
 using hub::testing::check_gradients;
 using hub::testing::compare_backends;
 using hub::testing::expect_close;
@@ -26,22 +27,6 @@ Attrs bn(bool training, float eps = 0.001f) { return Attrs().set("epsilon", eps)
 Tensor x42() { return make({4, 2}, {1, 0, 2, 0, 3, 4, 4, 4}); }
 Tensor scale2() { return make({2}, {2, 1}); }
 Tensor offset2() { return make({2}, {0.5f, -1}); }
-// Which backend ran `op` in a Session preferring oneDNN (so a oneDNN kernel
-// that silently fell back to reference shows up).
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  Graph graph;
-  Scope s(graph);
-  std::vector<Output> in;
-  FeedList feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
-    feeds.push_back({in.back(), inputs[i]});
-  }
-  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
-  Session session(graph, nullptr, {Backend::kOneDNN});
-  session.run(feeds, outs);
-  return session.last_kernels().at("op");
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 using namespace hub;
+using hub::testing::backend_used;
 using hub::testing::check_gradients;
 using hub::testing::compare_backends;
 using hub::testing::expect_close;
@@ -16,22 +17,6 @@ using hub::testing::run_op;
 namespace {
 Attrs lrn(int r, float bias, float alpha, float beta) {
   return Attrs().set("depth_radius", r).set("bias", bias).set("alpha", alpha).set("beta", beta);
-}
-// Which backend ran `op` in a Session preferring oneDNN (so a oneDNN kernel
-// that silently fell back to reference shows up).
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  Graph graph;
-  Scope s(graph);
-  std::vector<Output> in;
-  FeedList feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
-    feeds.push_back({in.back(), inputs[i]});
-  }
-  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
-  Session session(graph, nullptr, {Backend::kOneDNN});
-  session.run(feeds, outs);
-  return session.last_kernels().at("op");
 }
 
 }  // namespace

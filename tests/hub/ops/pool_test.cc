@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 using namespace hub;
+using hub::testing::backend_used;
 using hub::testing::check_gradients;
 using hub::testing::compare_backends;
 using hub::testing::expect_close;
@@ -67,23 +68,6 @@ Tensor naive_pool(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t s
           py[((n * OH + i) * OW + j) * C + c] = static_cast<float>(max ? acc : acc / count);
         }
   return y;
-}
-
-// Which backend ran `op` in a Session preferring oneDNN (so a oneDNN kernel
-// that silently fell back to reference shows up).
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  Graph graph;
-  Scope s(graph);
-  std::vector<Output> in;
-  FeedList feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(ops::placeholder(s, inputs[i].dtype(), inputs[i].shape(), "in" + std::to_string(i)));
-    feeds.push_back({in.back(), inputs[i]});
-  }
-  std::vector<Output> outs = s.op_n(op, in, attrs, "op");
-  Session session(graph, nullptr, {Backend::kOneDNN});
-  session.run(feeds, outs);
-  return session.last_kernels().at("op");
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include "http_server.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 #include "hub/resolver/resolver.h"
 #include "resolver_testutil.h"
 
@@ -24,19 +24,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-struct NoProxy {
-  NoProxy() {
-    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
-                          "all_proxy"})
-      ::unsetenv(v);
-  }
-} no_proxy;
-
-const std::string& good_archive() {
-  static const std::string bytes = make_tar(module_entries());
-  return bytes;
-}
 
 // Runs resolve() in a forked child; the child writes the path (or "ERR ...")
 // to a pipe and exits without running any doctest machinery.
@@ -97,8 +84,8 @@ TEST_CASE("cache: root comes from HUB_CACHE_DIR, XDG_CACHE_HOME, HOME in that or
   restore("XDG_CACHE_HOME", saved_xdg);
   restore("HOME", saved_home);
   // Folder = SHA-1 of the handle (fragment excluded).
-  CHECK(resolver::cache_key("http://x/m.tar.gz#sha256=ab") == resolver::sha1_hex("http://x/m.tar.gz"));
-  CHECK(resolver::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+  CHECK(resolver::cache_key("http://x/m.tar.gz#sha256=ab") == hub::sha1_hex("http://x/m.tar.gz"));
+  CHECK(hub::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
 }
 
 TEST_CASE("cache: local directory used in place; local archive and file:// unpacked into the cache") {
@@ -328,14 +315,14 @@ TEST_CASE("cache: handle hooks map registry names to URLs and digests") {
   Sandbox sb;
   HttpServer server;
   server.route("/blobs/abc", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
-  const std::string digest = resolver::sha256_hex(good_archive());
+  const std::string digest = hub::sha256_hex(good_archive());
   resolver::add_handle_hook("test-registry", [&](const std::string& h) -> std::optional<resolver::HandleSource> {
     if (h == "google/mobilenet/1") return resolver::HandleSource{server.url("/blobs/abc"), digest};
     if (h == "google/corrupt/1") return resolver::HandleSource{server.url("/blobs/abc"), std::string(64, '0')};
     return std::nullopt;
   });
   fs::path dir = resolver::resolve("google/mobilenet/1", sb.options());
-  CHECK(dir == sb.cache / resolver::sha1_hex("google/mobilenet/1") / "module");
+  CHECK(dir == sb.cache / hub::sha1_hex("google/mobilenet/1") / "module");
   CHECK(resolver::Cache(sb.cache).list().at(0).handle == "google/mobilenet/1");
   try {
     resolver::resolve("google/corrupt/1", sb.options());

@@ -8,7 +8,7 @@
 #include "http_server.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 #include "hub/resolver/resolver.h"
 #include "resolver_testutil.h"
 
@@ -17,20 +17,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-// Proxies from the environment must not capture loopback test traffic.
-struct NoProxy {
-  NoProxy() {
-    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
-                          "all_proxy"})
-      ::unsetenv(v);
-  }
-} no_proxy;
-
-const std::string& good_archive() {
-  static const std::string bytes = make_tar(module_entries());
-  return bytes;
-}
 
 // Resolves and returns the error; fails the test if it succeeds.
 Error resolve_error(const std::string& handle, const resolver::ResolveOptions& o) {
@@ -81,7 +67,7 @@ TEST_CASE("fetch: first resolve downloads, second is a cache hit with no connect
   auto entries = cache.list();
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].handle == server.url("/m.tar.gz"));
-  CHECK(entries[0].sha256 == resolver::sha256_hex(good_archive()));
+  CHECK(entries[0].sha256 == hub::sha256_hex(good_archive()));
   CHECK(entries[0].size == good_archive().size());
   CHECK(entries[0].complete);
   CHECK(list_tree(sb.cache / ".tmp").empty());
@@ -92,8 +78,8 @@ TEST_CASE("fetch: #sha256 and ResolveOptions::sha256 are enforced; mismatch leav
   Sandbox sb;
   HttpServer server;
   server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
-  const std::string good = resolver::sha256_hex(good_archive());
-  const std::string bad = resolver::sha256_hex("something else");
+  const std::string good = hub::sha256_hex(good_archive());
+  const std::string bad = hub::sha256_hex("something else");
   auto o = sb.options();
   Error e = resolve_error(server.url("/m.tar.gz") + "#sha256=" + bad, o);
   CHECK(e.code() == Code::kDataLoss);
@@ -318,7 +304,7 @@ TEST_CASE("fetch: connection dropped midway is resumed with Range and If-Range")
   CHECK(log[1].header("range") == "bytes=" + std::to_string(cut) + "-");
   CHECK(log[1].header("if-range") == "\"v1\"");
   resolver::Cache cache(sb.cache);
-  CHECK(cache.list().at(0).sha256 == resolver::sha256_hex(archive));
+  CHECK(cache.list().at(0).sha256 == hub::sha256_hex(archive));
 }
 
 TEST_CASE("fetch: changed resource during resume (If-Range mismatch) restarts from zero") {
@@ -337,7 +323,7 @@ TEST_CASE("fetch: changed resource during resume (If-Range mismatch) restarts fr
     }
   });
   auto o = sb.options();
-  o.sha256 = resolver::sha256_hex(v2);
+  o.sha256 = hub::sha256_hex(v2);
   fs::path dir = resolver::resolve(server.url("/changed.tar.gz"), o);
   CHECK(read_file(dir / "new.txt") == "version 2");
   CHECK(server.requests("/changed.tar.gz") == 2);
@@ -353,7 +339,7 @@ TEST_CASE("fetch: Fetcher interface can be replaced (no network at all)") {
       if (p) p(good_archive().size(), good_archive().size());
       resolver::FetchResult r;
       r.bytes = good_archive().size();
-      r.sha256 = resolver::sha256_file(dest);
+      r.sha256 = hub::sha256_file(dest);
       r.effective_url = url;
       r.attempts = 1;
       return r;

@@ -25,7 +25,21 @@ const bool kStandInValidator = [] {
   resolver::set_module_validator(resolver::check_module_pb_present);
   return true;
 }();
+
+// Proxies from the environment must not capture loopback test traffic.
+struct NoProxy {
+  NoProxy() {
+    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
+                          "all_proxy"})
+      ::unsetenv(v);
+  }
+} no_proxy;
 }  // namespace
+
+const std::string& good_archive() {
+  static const std::string bytes = make_tar(module_entries());
+  return bytes;
+}
 
 Sandbox::Sandbox() {
   const char* tmp = std::getenv("TMPDIR");

@@ -42,6 +42,8 @@ std::string make_declared_size_bomb(const std::string& path, int64_t size);
 std::string make_sparse_bomb(const std::string& path, int64_t size);
 // A minimal module: module.pb (non-empty), variables file, assets/labels.txt.
 std::vector<TarEntry> module_entries(const std::string& prefix = "");
+// make_tar(module_entries()), built once.
+const std::string& good_archive();
 
 // `n` bytes that do not compress (a fixed LCG sequence), so a cut in the
 // compressed stream is a cut in the content.

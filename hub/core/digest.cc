@@ -1,7 +1,9 @@
-#include "hub/resolver/digest.h"
+#include "hub/core/digest.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -11,12 +13,12 @@
 
 #include "hub/core/error.h"
 
-namespace hub::resolver {
+namespace hub {
 namespace {
-std::string to_hex(const unsigned char* p, unsigned n) {
+std::string to_hex(const unsigned char* p, size_t n) {
   static const char* digits = "0123456789abcdef";
   std::string out(2 * n, '0');
-  for (unsigned i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     out[2 * i] = digits[p[i] >> 4];
     out[2 * i + 1] = digits[p[i] & 15];
   }
@@ -64,11 +66,12 @@ std::string Sha256::hex_digest() {
 std::string sha256_hex(std::string_view data) { return one_shot(EVP_sha256(), data); }
 std::string sha1_hex(std::string_view data) { return one_shot(EVP_sha1(), data); }
 
-std::string sha256_file(const std::filesystem::path& path) {
+std::string sha256_file(const std::filesystem::path& path, uint64_t* size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_error(Code::kIOError, "cannot open " + path.string() + ": " + std::strerror(errno));
   Sha256 h;
   std::vector<char> buf(1 << 20);
+  uint64_t total = 0;
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
@@ -79,8 +82,10 @@ std::string sha256_file(const std::filesystem::path& path) {
     }
     if (n == 0) break;
     h.update(buf.data(), static_cast<size_t>(n));
+    total += static_cast<uint64_t>(n);
   }
   ::close(fd);
+  if (size) *size = total;
   return h.hex_digest();
 }
 
@@ -93,8 +98,21 @@ bool is_sha256_hex(std::string_view s) {
 }
 
 std::string to_lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return s;
 }
 
-}  // namespace hub::resolver
+std::string random_hex(size_t n) {
+  std::string bytes(n, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(bytes.data()), static_cast<int>(n)) != 1)
+    throw_error(Code::kInternal, "RAND_bytes failed");
+  return to_hex(reinterpret_cast<const unsigned char*>(bytes.data()), n);
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace hub
