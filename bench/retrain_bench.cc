@@ -35,6 +35,7 @@ namespace {
 
 // A smooth colour gradient per class plus noise: a plausible JPEG to decode.
 void write_images(const fs::path& dir, int64_t n, int classes) {
+  for (int k = 0; k < classes; ++k) fs::create_directories(dir / ("class_" + std::to_string(k)));
   hub::parallel_for(n, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       std::mt19937 rng(static_cast<uint32_t>(i));
