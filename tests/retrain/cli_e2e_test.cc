@@ -19,7 +19,14 @@ std::string hub_exe() {
   REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
   return v;
 }
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+// Quoted for the shell. (Built with += : `"'" + std::string&&` trips GCC 12's
+// -Wrestrict false positive.)
+std::string q(const fs::path& p) {
+  std::string s(1, '\'');
+  s += p.string();
+  s += '\'';
+  return s;
+}
 // Runs `args` with the hub binary; stdout and stderr go to files under dir.
 struct Run {
   int rc;
@@ -27,7 +34,9 @@ struct Run {
 };
 Run run_hub(const fs::path& dir, const std::string& args) {
   fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  int rc = std::system(("'" + hub_exe() + "' " + args + " > " + q(out) + " 2> " + q(err)).c_str());
+  std::string cmd = q(hub_exe());
+  cmd += " " + args + " > " + q(out) + " 2> " + q(err);
+  int rc = std::system(cmd.c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_text(out), read_text(err)};
 }
 }  // namespace
