@@ -349,9 +349,19 @@ RetrainResult retrain(const RetrainConfig& c) {
   BottleneckCache cache(c.bottleneck_dir, c.module, module_fingerprint(spec, c.module));
   // Validation and test always use cached bottlenecks (distortions only apply to training batches).
   compute_bottlenecks(sets, lists, features, f, cache, c, result);
-  size_t usable = 0;
-  for (auto& cls : sets.by_cat[cat_index(Category::kTraining)]) usable += cls.size();
-  if (usable == 0) throw_error(Code::kInvalidArgument, "no readable training images in --image_dir " + c.image_dir);
+  // Every class needs training images (retrain.py stops on an empty category
+  // list too); otherwise the head would be trained without that class at all.
+  for (size_t k = 0; k < lists.classes.size(); ++k) {
+    if (!sets.by_cat[cat_index(Category::kTraining)][k].empty()) continue;
+    const ClassImages& ci = lists.classes[k];
+    size_t listed = ci.training.size() + ci.validation.size() + ci.testing.size(), readable = 0;
+    for (auto& cat : sets.by_cat) readable += cat[k].size();
+    throw_error(Code::kInvalidArgument,
+                "class '" + ci.label + "' (folder " + (fs::path(c.image_dir) / ci.dir).string() +
+                    ") has no readable training images: " + std::to_string(listed - readable) + " of its " +
+                    std::to_string(listed) + " images could not be decoded, " + std::to_string(ci.training.size()) +
+                    " were assigned to training; add images or remove the folder");
+  }
 
   Head head;
   int64_t classes = static_cast<int64_t>(lists.classes.size());

@@ -1,0 +1,116 @@
+// `hub retrain` and `hub classify` through the built binary (path in HUB_EXE,
+// set by tests/meson.build), on generated images and a tiny feature module.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "retrain_testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::retrain_test;
+
+namespace {
+std::string hub_exe() {
+  const char* v = std::getenv("HUB_EXE");
+  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
+  return v;
+}
+// Quoted for the shell. (Built with += : `"'" + std::string&&` trips GCC 12's
+// -Wrestrict false positive.)
+std::string q(const fs::path& p) {
+  std::string s(1, '\'');
+  s += p.string();
+  s += '\'';
+  return s;
+}
+// Runs `args` with the hub binary; stdout and stderr go to files under dir.
+struct Run {
+  int rc;
+  std::string out, err;
+};
+Run run_hub(const fs::path& dir, const std::string& args) {
+  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  std::string cmd = q(hub_exe());
+  cmd += " " + args + " > " + q(out) + " 2> " + q(err);
+  int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_text(out), read_text(err)};
+}
+}  // namespace
+
+TEST_CASE("hub retrain, then hub classify --json") {
+  TempDir t;
+  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
+  write_class_images(images, 25);
+  export_feature_module(module);
+  const std::string common = "--image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
+                             q(t.path / "bottlenecks") + " --summaries_dir " + q(t.path / "logs") +
+                             " --intermediate_output_graphs_dir " + q(t.path / "intermediate");
+  Run r = run_hub(t.path, "retrain " + common + " --output_graph " + q(out) + " --output_labels " +
+                              q(t.path / "labels.txt") +
+                              " --how_many_training_steps 200 --learning_rate 0.5 --testing_percentage 20"
+                              " --eval_step_interval 100 --random_seed 3");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("Final test accuracy = ") != std::string::npos);
+  CHECK(r.out.find("bottlenecks: 75 computed, 0 cached, 0 images skipped") != std::string::npos);
+  CHECK(read_text(t.path / "labels.txt") == "blue\ngreen\nred\n");
+  CHECK(fs::exists(out / "module.pb"));
+
+  r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " " +
+                          q(images / "blue" / image_name(1)) + " " + q(images / "green" / image_name(2)) +
+                          " --json --top_k 2");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 3);
+  const char* want[] = {"red", "blue", "green"};
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const auto& preds = j[i]["predictions"];
+    REQUIRE(preds.size() == 2);
+    CHECK(preds[0]["label"] == want[i]);
+    CHECK(preds[0]["probability"].get<double>() > 0.5);
+    CHECK(preds[0]["probability"].get<double>() >= preds[1]["probability"].get<double>());
+    CHECK(preds[0]["probability"].get<double>() + preds[1]["probability"].get<double>() <= 1.0 + 1e-6);
+  }
+  CHECK(j[0]["image"] == (images / "red" / image_name(0)).string());
+
+  // Text output names the top label on the line after the image.
+  r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "green" / image_name(3)) + " --top_k 1");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("\n  green") != std::string::npos);
+
+  // Bad flag values: non-zero exit and a message naming the flag; no output module.
+  fs::path out2 = t.path / "classifier2";
+  const std::string base = "retrain " + common + " --output_graph " + q(out2) + " --output_labels " + q(t.path / "l2.txt");
+  struct Bad {
+    std::string args, flag;
+  };
+  for (const Bad& b : std::vector<Bad>{{base + " --how_many_training_steps abc", "--how_many_training_steps"},
+                                       {base + " --how_many_training_steps 0", "--how_many_training_steps"},
+                                       {base + " --random_crop=-5", "--random_crop"},
+                                       {base + " --random_brightness 150", "--random_brightness"},
+                                       {base + " --learning_rate 0", "--learning_rate"},
+                                       {base + " --testing_percentage 95", "--testing_percentage"},
+                                       {"retrain --image-dir " + q(t.path / "missing") + " --module " + q(module) +
+                                            " --output_graph " + q(out2),
+                                        "--image_dir"},
+                                       {"retrain --image-dir " + q(images), "--module"},
+                                       {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) +
+                                            " --top_k 0",
+                                        "--top_k"}}) {
+    CAPTURE(b.args);
+    Run bad = run_hub(t.path, b.args);
+    CHECK(bad.rc != 0);
+    CHECK_MESSAGE(bad.err.find(b.flag) != std::string::npos, bad.err);
+    CHECK(!fs::exists(out2));
+  }
+  // A file that is not an image: non-zero, naming the file.
+  write_text(t.path / "notes.png", "hello");
+  Run bad = run_hub(t.path, "classify --module " + q(out) + " " + q(t.path / "notes.png"));
+  CHECK(bad.rc != 0);
+  CHECK_MESSAGE(bad.err.find("notes.png") != std::string::npos, bad.err);
+}

@@ -1,0 +1,134 @@
+// Helpers for the retrain tests: generated class folders of coloured images
+// and a tiny hand-made image feature-vector module.
+//
+// Images: class k's images have channel k dominant (0.75 vs 0.25) plus
+// uniform noise in [-0.15, 0.15], sizes 12..20 x 16..24, PNG for even
+// indices, JPEG (quality 92) for odd ones.
+// Module: images float32 [?, 8, 8, 3] -> per-channel spatial mean m [?, 3]
+// -> m * W with W = variable "projection" [3, 4] (image info 8x8x3).
+#pragma once
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hub/image/image.h"
+#include "hub/module/module.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/matmul.h"
+#include "hub/ops/reduction.h"
+#include "hub/ops/state.h"
+
+namespace hub::retrain_test {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "hub_retrain_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+inline const std::vector<std::string>& class_names() {
+  static const std::vector<std::string> names = {"blue", "green", "red"};
+  return names;
+}
+// Dominant channel of each class of class_names(): blue -> 2, green -> 1, red -> 0.
+inline int dominant_channel(size_t class_index) { return 2 - static_cast<int>(class_index); }
+
+inline std::string image_name(int i) { return "img_" + std::to_string(i) + (i % 2 == 0 ? ".png" : ".jpg"); }
+
+// Writes `per_class` images into dir/<class>/ for every class of class_names().
+inline void write_class_images(const fs::path& dir, int per_class, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> noise(-0.15f, 0.15f);
+  for (size_t k = 0; k < class_names().size(); ++k) {
+    fs::create_directories(dir / class_names()[k]);
+    for (int i = 0; i < per_class; ++i) {
+      int64_t h = 12 + 4 * (i % 3), w = 16 + 4 * (i % 3);
+      Tensor img(DType::kUInt8, {h, w, 3});
+      uint8_t* p = img.data<uint8_t>();
+      for (int64_t j = 0; j < h * w; ++j)
+        for (int c = 0; c < 3; ++c) {
+          float v = (c == dominant_channel(k) ? 0.75f : 0.25f) + noise(rng);
+          p[j * 3 + c] = static_cast<uint8_t>(v * 255.0f + 0.5f);
+        }
+      std::vector<uint8_t> bytes = i % 2 == 0 ? image::encode_png(img) : image::encode_jpeg(img, 92);
+      image::write_file_atomic((dir / class_names()[k] / image_name(i)).string(), bytes);
+    }
+  }
+}
+
+inline void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// The W of the feature module; `variant` changes the weights.
+inline Tensor projection(int variant = 0) {
+  float a = variant == 0 ? 4.0f : 3.0f;
+  return Tensor::from_vector<float>({3, 4}, {a, 0, 0, -1,  //
+                                             0, a, 0, -1,  //
+                                             0, 0, a, -1});
+}
+
+inline ModuleSpec feature_module_spec() {
+  return create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 8, 8, 3}, "images");
+    Output means = ops::mean(s, images, {1, 2});
+    Output w = ops::variable(s, "projection", {3, 4});
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", ops::matmul(s, means, w)}});
+    b.set_image_info(8, 8, 3);
+  });
+}
+
+inline void export_feature_module(const fs::path& dir, int variant = 0) {
+  Module m(feature_module_spec());
+  m.variable_map().at("projection").assign(projection(variant));
+  m.export_to(dir.string());
+}
+
+// half_plus_two: a module whose default signature is float32 [?] -> [?].
+inline void export_half_plus_two(const fs::path& dir) {
+  Module m(create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output a = ops::variable(s, "a", {});
+    Output c = ops::variable(s, "b", {});
+    Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
+    b.add_signature(kDefaultSignature, {{"x", x}}, {{"y", ops::add(s, ops::mul(s, a, x), c)}});
+  }));
+  m.variable_map().at("a").assign(0.5f);
+  m.variable_map().at("b").assign(2.0f);
+  m.export_to(dir.string());
+}
+
+// Entries of a directory (names), sorted.
+inline std::vector<std::string> list_dir(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace hub::retrain_test
