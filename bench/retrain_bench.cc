@@ -24,6 +24,7 @@
 #include <string>
 
 #include "hub/core/parallel.h"
+#include "hub/core/fileio.h"
 #include "hub/image/image.h"
 #include "modules/train/train.h"
 #include "retrain/retrain.h"
@@ -51,7 +52,8 @@ void write_images(const fs::path& dir, int64_t n, int classes) {
             p[(y * w + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
           }
       fs::path file = dir / ("class_" + std::to_string(k)) / ("img_" + std::to_string(i) + ".jpg");
-      hub::image::write_file_atomic(file.string(), hub::image::encode_jpeg(img, 90));
+      std::vector<uint8_t> jpeg = hub::image::encode_jpeg(img, 90);
+      hub::write_file_atomic(file.string(), std::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
     }
   });
 }

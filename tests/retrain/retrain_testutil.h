@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/core/fileio.h"
 #include "hub/image/image.h"
 #include "hub/module/module.h"
 #include "hub/ops/elementwise.h"
@@ -68,7 +69,8 @@ inline void write_class_images(const fs::path& dir, int per_class, uint32_t seed
           p[j * 3 + c] = static_cast<uint8_t>(v * 255.0f + 0.5f);
         }
       std::vector<uint8_t> bytes = i % 2 == 0 ? image::encode_png(img) : image::encode_jpeg(img, 92);
-      image::write_file_atomic((dir / class_names()[k] / image_name(i)).string(), bytes);
+      write_file_atomic((dir / class_names()[k] / image_name(i)).string(),
+                        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     }
   }
 }
