@@ -150,19 +150,21 @@ struct Cifar10Net : torch::nn::Module {
 struct MobileNet : torch::nn::Module {
   torch::nn::Sequential body;
   torch::nn::Linear fc{1024, 1001};
-  static torch::nn::Sequential conv_bn(int64_t in, int64_t out, int64_t stride, int64_t groups, int64_t k) {
-    return torch::nn::Sequential(
-        torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).groups(groups).bias(false)),
-        torch::nn::BatchNorm2d(out), torch::nn::Hardtanh(torch::nn::HardtanhOptions().min_val(0).max_val(6)));
+  // conv (no bias) + batch norm + ReLU6, appended to body.
+  void conv_bn(int64_t in, int64_t out, int64_t stride, int64_t groups, int64_t k) {
+    body->push_back(torch::nn::Conv2d(
+        torch::nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).groups(groups).bias(false)));
+    body->push_back(torch::nn::BatchNorm2d(out));
+    body->push_back(torch::nn::Hardtanh(torch::nn::HardtanhOptions().min_val(0).max_val(6)));
   }
   MobileNet() {
     const int64_t cfg[][2] = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1}, {512, 1},
                               {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
-    body->push_back(conv_bn(3, 32, 2, 1, 3));
+    conv_bn(3, 32, 2, 1, 3);
     int64_t in = 32;
     for (auto& c : cfg) {
-      body->push_back(conv_bn(in, in, c[1], in, 3));
-      body->push_back(conv_bn(in, c[0], 1, 1, 1));
+      conv_bn(in, in, c[1], in, 3);
+      conv_bn(in, c[0], 1, 1, 1);
       in = c[0];
     }
     register_module("body", body);
