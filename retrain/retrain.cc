@@ -127,7 +127,7 @@ std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, co
 
 void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const FeatureModule& f,
                          const BottleneckCache& cache, const RetrainConfig& c, RetrainResult& r) {
-  std::vector<Item*> todo;
+  std::vector<Item*> missing;
   int64_t total = 0;
   for (auto& cat : sets.by_cat)
     for (auto& cls : cat)
@@ -138,21 +138,21 @@ void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const F
           it.bottleneck = std::move(*v);
           ++r.bottlenecks_cached;
         } else {
-          todo.push_back(&it);
+          missing.push_back(&it);
         }
       }
-  if (todo.empty()) return;
-  std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld\n", todo.size(),
+  if (missing.empty()) return;
+  std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld\n", missing.size(),
                static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size));
   auto start = std::chrono::steady_clock::now();
   int64_t done = 0, next_report = 0;
-  for (size_t b = 0; b < todo.size(); b += static_cast<size_t>(c.bottleneck_batch_size)) {
-    size_t e = std::min(todo.size(), b + static_cast<size_t>(c.bottleneck_batch_size));
+  for (size_t b = 0; b < missing.size(); b += static_cast<size_t>(c.bottleneck_batch_size)) {
+    size_t e = std::min(missing.size(), b + static_cast<size_t>(c.bottleneck_batch_size));
     std::vector<Tensor> images(e - b);
     std::vector<std::string> errors(e - b);
     parallel_for(static_cast<int64_t>(e - b), 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        Item& it = *todo[b + i];
+        Item& it = *missing[b + i];
         try {
           images[i] = image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
         } catch (const Error& err) {
@@ -163,7 +163,7 @@ void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const F
     std::vector<Tensor> good;
     std::vector<Item*> good_items;
     for (size_t i = 0; i < images.size(); ++i) {
-      Item& it = *todo[b + i];
+      Item& it = *missing[b + i];
       if (!errors[i].empty()) {
         HUB_LOG(Warning) << "skipping " << lists.path(lists.classes[it.cls], it.file).string() << ": " << errors[i];
         it.ok = false;
@@ -182,11 +182,11 @@ void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const F
       }
     }
     done += static_cast<int64_t>(e - b);
-    if (done >= next_report || e == todo.size()) {
+    if (done >= next_report || e == missing.size()) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "  %lld/%zu bottlenecks (%.1f images/s)\n", static_cast<long long>(done), todo.size(),
+      std::fprintf(stderr, "  %lld/%zu bottlenecks (%.1f images/s)\n", static_cast<long long>(done), missing.size(),
                    static_cast<double>(done) / std::max(secs, 1e-9));
-      next_report = done + std::max<int64_t>(1, static_cast<int64_t>(todo.size()) / 10);
+      next_report = done + std::max<int64_t>(1, static_cast<int64_t>(missing.size()) / 10);
     }
   }
   // Drop images that could not be read.
