@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -204,25 +205,36 @@ void graph_to_proto(const Graph& graph, GraphDef* out) {
 }
 
 Graph graph_from_proto(const GraphDef& def, const std::string& where) {
+  // Loading a module runs this for every node of every tag set, so nothing is
+  // formatted unless there is an error to report.
   Graph g;
   g.set_seed(def.seed());
+  std::vector<std::pair<const std::string*, const AttrValueDef*>> sorted;
   for (const NodeDef& nd : def.nodes()) {
-    const std::string node_where = where + ": node '" + nd.name() + "' (" + nd.op() + ")";
+    auto node_where = [&] { return where + ": node '" + nd.name() + "' (" + nd.op() + ")"; };
     std::vector<Output> inputs;
+    inputs.reserve(nd.inputs_size());
     for (const std::string& in : nd.inputs()) {
       try {
         inputs.push_back(g.tensor(in));
       } catch (const Error& e) {
-        corrupt(node_where, "input '" + in + "' is not an earlier node's output (" + e.message() + ")");
+        corrupt(node_where(), "input '" + in + "' is not an earlier node's output (" + e.message() + ")");
       }
     }
-    Attrs attrs;
     // Sorted for deterministic errors.
-    std::map<std::string, const AttrValueDef*> sorted;
-    for (const auto& [k, v] : nd.attrs()) sorted[k] = &v;
-    for (const auto& [k, v] : sorted) attrs.set(k, attr_from_proto(*v, node_where + ": attribute '" + k + "'"));
+    sorted.clear();
+    for (const auto& [k, v] : nd.attrs()) sorted.emplace_back(&k, &v);
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+    Attrs attrs;
+    for (const auto& [k, v] : sorted) {
+      try {
+        attrs.set(*k, attr_from_proto(*v, "attribute '" + *k + "'"));
+      } catch (const Error& e) {
+        throw Error(e.code(), node_where() + ": " + e.message());
+      }
+    }
     if (!OpRegistry::global().contains(nd.op()))
-      throw_error(Code::kNotFound, node_where + ": unknown op '" + nd.op() + "'");
+      throw_error(Code::kNotFound, node_where() + ": unknown op '" + nd.op() + "'");
     try {
       g.add_node(nd.op(), nd.name(), std::move(inputs), attrs);
     } catch (const Error& e) {
@@ -609,7 +621,7 @@ ModuleSpec load_module_spec(const std::string& handle) {
   if (!declared.empty() || fs::exists(st_path, ec)) {
     SafetensorsContents st;
     try {
-      st = read_safetensors(st_path);
+      st = map_safetensors(st_path);
     } catch (const Error& e) {
       throw e.with_context("loading " + where);
     }
