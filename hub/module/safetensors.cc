@@ -218,47 +218,50 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
       }
       continue;
     }
-    const std::string where = "tensor '" + name + "'";
-    if (!entry.is_object()) corrupt(source, where + " is not an object");
+    // Message parts, formatted only for an error.
+    const std::string& tensor_name = name;
+    const json& entry_json = entry;
+    auto where = [&] { return "tensor '" + tensor_name + "'"; };
+    auto shape_text = [&] { return entry_json.at("shape").dump(); };  // called once 'shape' is checked
+    if (!entry.is_object()) corrupt(source, where() + " is not an object");
     for (auto& [k, v] : entry.items()) {
       (void)v;
       if (k != "dtype" && k != "shape" && k != "data_offsets")
-        corrupt(source, where + " has unknown field '" + k + "'");
+        corrupt(source, where() + " has unknown field '" + k + "'");
     }
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
-      corrupt(source, where + " has no string 'dtype'");
+      corrupt(source, where() + " has no string 'dtype'");
     if (!entry.contains("shape") || !entry["shape"].is_array())
-      corrupt(source, where + " has no 'shape' array");
+      corrupt(source, where() + " has no 'shape' array");
     if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2)
-      corrupt(source, where + " has no 'data_offsets' [begin, end]");
+      corrupt(source, where() + " has no 'data_offsets' [begin, end]");
     DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, name);
     std::vector<int64_t> dims;
     uint64_t bytes_needed = dtype_size(dtype);
     bool overflow = false;
     for (const json& d : entry["shape"]) {
       if (!d.is_number_unsigned())
-        corrupt(source, where + " has a shape entry that is not a non-negative integer: " + d.dump());
+        corrupt(source, where() + " has a shape entry that is not a non-negative integer: " + d.dump());
       uint64_t v = d.get<uint64_t>();
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
       if (v != 0 && bytes_needed > std::numeric_limits<uint64_t>::max() / v) overflow = true;
       bytes_needed *= v;
       dims.push_back(static_cast<int64_t>(v));
     }
-    const std::string shape_text = entry["shape"].dump();
     if (overflow || bytes_needed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      corrupt(source, where + ": shape " + shape_text + " x " + std::string(dtype_name(dtype)) +
+      corrupt(source, where() + ": shape " + shape_text() + " x " + std::string(dtype_name(dtype)) +
                           " size overflows");
     const json& offs = entry["data_offsets"];
     if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      corrupt(source, where + " has data_offsets that are not non-negative integers: " + offs.dump());
+      corrupt(source, where() + " has data_offsets that are not non-negative integers: " + offs.dump());
     uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     if (begin > end || end > buffer.size())
-      corrupt(source, where + " has data_offsets [" + std::to_string(begin) + ", " +
+      corrupt(source, where() + " has data_offsets [" + std::to_string(begin) + ", " +
                           std::to_string(end) + "] out of range of the " + std::to_string(buffer.size()) +
                           "-byte buffer");
     if (end - begin != bytes_needed)
-      corrupt(source, where + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text +
+      corrupt(source, where() + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text() +
                           " x " + std::string(dtype_name(dtype)) + " needs " + std::to_string(bytes_needed));
     spans.push_back({begin, end, name});
     out.tensors.push_back({name, {dtype, Shape(std::move(dims))}, 8 + n + begin});
