@@ -58,19 +58,6 @@ double p99(std::vector<double> v) {
   return v[v.size() * 99 / 100];
 }
 
-// The files of a module directory as tar entries (paths relative to it).
-std::vector<TarEntry> dir_entries(const fs::path& dir) {
-  std::vector<TarEntry> out;
-  for (const auto& it : fs::recursive_directory_iterator(dir)) {
-    std::string rel = it.path().lexically_relative(dir).string();
-    if (it.is_directory()) {
-      out.push_back({rel, TarEntry::kDir});
-    } else {
-      out.push_back({rel, TarEntry::kFile, read_file(it.path())});
-    }
-  }
-  return out;
-}
 }  // namespace
 
 int main(int argc, char** argv) {

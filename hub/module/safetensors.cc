@@ -1,6 +1,5 @@
 #include "hub/module/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -314,18 +313,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
 }
 
 SafetensorsContents map_safetensors(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    throw_error(err == ENOENT ? Code::kNotFound : Code::kIOError,
-                "cannot open '" + path + "': " + std::strerror(err));
-  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(err));
-  }
+  int fd = open_for_reading(path, &st);
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     throw_error(Code::kInvalidArgument, "'" + path + "' is not a regular file");

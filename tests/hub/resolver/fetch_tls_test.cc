@@ -23,6 +23,7 @@
 #include "hub/module/module.h"
 #include "hub/module/module_testutil.h"
 #include "hub/resolver/resolver.h"
+#include "fetch_testutil.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -31,23 +32,6 @@ using namespace hub::testing;
 
 namespace {
 
-Error resolve_error(const std::string& handle, const resolver::ResolveOptions& o) {
-  try {
-    resolver::resolve(handle, o);
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("resolve('" << handle << "') succeeded");
-  return Error(Code::kInternal, "unreachable");
-}
-
-bool contains(const Error& e, const std::string& s) { return std::string(e.what()).find(s) != std::string::npos; }
-
-void check_cache_empty(const Sandbox& sb) {
-  std::vector<std::string> t = list_tree(sb.cache);
-  CHECK((t.empty() || t == std::vector<std::string>{".tmp"}));
-}
-
 // A real module (half_plus_two with a = 0.5, b = 2) as a tar.gz.
 std::string half_plus_two_archive(const fs::path& work) {
   Module m(create_module_spec(half_plus_two));
@@ -55,16 +39,7 @@ std::string half_plus_two_archive(const fs::path& work) {
   m.variable_map().at("b").assign(2.0f);
   const fs::path dir = work / "hp2";
   m.export_to(dir.string());
-  std::vector<TarEntry> entries;
-  for (const auto& it : fs::recursive_directory_iterator(dir)) {
-    std::string rel = it.path().lexically_relative(dir).string();
-    if (it.is_directory()) {
-      entries.push_back({rel, TarEntry::kDir});
-    } else {
-      entries.push_back({rel, TarEntry::kFile, read_file(it.path())});
-    }
-  }
-  return make_tar(entries);
+  return make_tar(dir_entries(dir));
 }
 
 // `openssl s_server -WWW` in `dir` on a free 127.0.0.1 port, killed on destruction.
