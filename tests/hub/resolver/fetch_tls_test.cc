@@ -128,10 +128,13 @@ TEST_CASE("fetch over TLS: an untrusted certificate is refused; trusting it as t
     CHECK(resolver::resolve(url, o) == dir);
   }
   SUBCASE("the bundle is also taken from $SSL_CERT_FILE; an unreadable one is named") {
+    const char* before = std::getenv("SSL_CERT_FILE");
+    const std::string saved = before ? before : "";
     ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
     CHECK(resolver::FetchOptions::from_env().ca_bundle == cert.string());
     ::unsetenv("SSL_CERT_FILE");
     CHECK(resolver::FetchOptions::from_env().ca_bundle.empty());
+    if (before) ::setenv("SSL_CERT_FILE", saved.c_str(), 1);
     o.fetch.ca_bundle = (sb.root / "missing.pem").string();
     Error e = resolve_error(url, o);
     CHECK(e.code() == Code::kInvalidArgument);
