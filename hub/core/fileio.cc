@@ -13,23 +13,28 @@
 
 namespace hub {
 
-std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
+int open_for_reading(const std::string& path, struct stat* st) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     throw_error(err == ENOENT ? Code::kNotFound : Code::kIOError,
                 "cannot open '" + path + "': " + std::strerror(err));
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd, st) != 0) {
     int err = errno;
     ::close(fd);
     throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(err));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st->st_mode)) {
     ::close(fd);
     throw_error(Code::kInvalidArgument, "'" + path + "' is a directory");
   }
+  return fd;
+}
+
+std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
+  struct stat st {};
+  int fd = open_for_reading(path, &st);
   if (st.st_size > max_bytes) {
     ::close(fd);
     throw_error(Code::kResourceExhausted, "'" + path + "': file of " + std::to_string(st.st_size) +

@@ -1,11 +1,18 @@
 // Whole-file reads and writes with hub::Error reporting.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace hub {
+
+// Opens `path` read-only (close-on-exec) and fstat()s it into *st; the caller
+// closes the descriptor. Throws NotFound when `path` does not exist,
+// InvalidArgument when it is a directory, IOError otherwise, naming the path.
+int open_for_reading(const std::string& path, struct stat* st);
 
 // Reads the whole file. Throws NotFound when `path` does not exist,
 // InvalidArgument when it is a directory, IOError otherwise, naming the path.

@@ -4,7 +4,7 @@ namespace hub {
 
 Output Graph::add_node(const std::string& op, const std::string& name, std::vector<Output> inputs,
                        const Attrs& attrs) {
-  const std::string where = "node '" + name + "' (" + op + ")";
+  auto where = [&] { return "node '" + name + "' (" + op + ")"; };  // for errors only
   if (name.empty()) throw_error(Code::kInvalidArgument, "node of op " + op + " has an empty name");
   if (by_name_.count(name))
     throw_error(Code::kAlreadyExists, "duplicate node name '" + name + "'");
@@ -12,7 +12,7 @@ Output Graph::add_node(const std::string& op, const std::string& name, std::vect
   int n = static_cast<int>(inputs.size());
   if (n < def.min_inputs || (def.max_inputs >= 0 && n > def.max_inputs))
     throw_error(Code::kInvalidArgument,
-                where + ": got " + std::to_string(n) + " inputs, expected " +
+                where() + ": got " + std::to_string(n) + " inputs, expected " +
                     (def.min_inputs == def.max_inputs ? std::to_string(def.min_inputs)
                      : def.max_inputs < 0 ? "at least " + std::to_string(def.min_inputs)
                                           : std::to_string(def.min_inputs) + ".." +
@@ -22,7 +22,7 @@ Output Graph::add_node(const std::string& op, const std::string& name, std::vect
     const Output& in = inputs[i];
     if (in.node < 0 || in.node >= num_nodes() || in.index < 0 ||
         in.index >= static_cast<int>(nodes_[in.node].outputs.size()))
-      throw_error(Code::kInvalidArgument, where + ": input " + std::to_string(i) + " is not a tensor of this graph");
+      throw_error(Code::kInvalidArgument, where() + ": input " + std::to_string(i) + " is not a tensor of this graph");
     in_specs.push_back(nodes_[in.node].outputs[in.index]);
   }
   Node node;

@@ -200,6 +200,15 @@ ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn);
 // NotFound for a missing directory/file, Corruption for unparsable contents,
 // FailedPrecondition for a newer format_version, NotFound for an unknown op
 // or a missing variable, InvalidArgument for mismatching weights.
+//
+// The weights are not read eagerly: variables.safetensors is validated and
+// memory-mapped privately (map_safetensors), and weights() are views of that
+// mapping, kept alive by the tensors themselves (so a weight outlives the
+// spec safely). Writes to them, or to a Module's variables (which are
+// copies), never reach the file. mmap contract: the file must not be
+// truncated or rewritten in place while the spec or one of its weights is
+// alive (SIGBUS on touching a removed page); replacing it by rename is safe,
+// and cache entries are immutable after install. See docs/module-format.md.
 ModuleSpec load_module_spec(const std::string& handle);
 
 // Maps a handle that is not a local directory (a URL, a registry name) to a

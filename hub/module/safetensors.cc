@@ -1,6 +1,11 @@
 #include "hub/module/safetensors.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -101,9 +106,21 @@ std::string_view safetensors_dtype_name(DType dtype) {
 
 std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
                                const std::map<std::string, std::string>& metadata) {
+  // Wider elements first (then by name): the data section starts 8-byte
+  // aligned, so every tensor is aligned to its element size and a mapped
+  // reader can use it in place.
+  std::vector<std::pair<const std::string*, const Tensor*>> order;
+  for (const auto& [name, t] : tensors) order.emplace_back(&name, &t);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const size_t sa = a.second->defined() ? dtype_size(a.second->dtype()) : 0;
+    const size_t sb = b.second->defined() ? dtype_size(b.second->dtype()) : 0;
+    return sa > sb;
+  });
   json header = json::object();
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name_ptr, t_ptr] : order) {
+    const std::string& name = *name_ptr;
+    const Tensor& t = *t_ptr;
     if (name == "__metadata__")
       throw_error(Code::kInvalidArgument, "safetensors: '__metadata__' cannot name a tensor");
     if (invalid_utf8_at(name) != std::string_view::npos)
@@ -128,12 +145,27 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
   out += text;
-  for (const auto& [name, t] : tensors)
-    out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  for (const auto& [name, t] : order) out.append(static_cast<const char*>(t->raw_data()), t->nbytes());
   return out;
 }
 
-SafetensorsContents decode_safetensors(std::string_view bytes, const std::string& source) {
+namespace {
+
+// One tensor of a validated file: where its bytes are, relative to the start
+// of the file.
+struct ParsedTensor {
+  std::string name;
+  TensorSpec spec;
+  uint64_t offset;
+};
+struct ParsedFile {
+  std::vector<ParsedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// The one parser of the format: validates every rule of the header comment
+// against `bytes` (the whole file) without copying tensor data.
+ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) {
   if (bytes.size() < 8)
     corrupt(source, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
   uint64_t n = read_u64_le(bytes.data());
@@ -170,18 +202,12 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
   if (!duplicates.empty()) corrupt(source, "duplicate tensor name '" + duplicates[0] + "'");
   if (!header.is_object()) corrupt(source, "header is not a JSON object");
 
-  SafetensorsContents out;
+  ParsedFile out;
   struct Span {
     uint64_t begin, end;
     std::string name;
   };
   std::vector<Span> spans;
-  struct Entry {
-    std::string name;
-    TensorSpec spec;
-    uint64_t begin;
-  };
-  std::vector<Entry> specs;
   for (auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) corrupt(source, "__metadata__ is not an object");
@@ -191,50 +217,53 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
       }
       continue;
     }
-    const std::string where = "tensor '" + name + "'";
-    if (!entry.is_object()) corrupt(source, where + " is not an object");
+    // Message parts, formatted only for an error.
+    const std::string& tensor_name = name;
+    const json& entry_json = entry;
+    auto where = [&] { return "tensor '" + tensor_name + "'"; };
+    auto shape_text = [&] { return entry_json.at("shape").dump(); };  // called once 'shape' is checked
+    if (!entry.is_object()) corrupt(source, where() + " is not an object");
     for (auto& [k, v] : entry.items()) {
       (void)v;
       if (k != "dtype" && k != "shape" && k != "data_offsets")
-        corrupt(source, where + " has unknown field '" + k + "'");
+        corrupt(source, where() + " has unknown field '" + k + "'");
     }
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
-      corrupt(source, where + " has no string 'dtype'");
+      corrupt(source, where() + " has no string 'dtype'");
     if (!entry.contains("shape") || !entry["shape"].is_array())
-      corrupt(source, where + " has no 'shape' array");
+      corrupt(source, where() + " has no 'shape' array");
     if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2)
-      corrupt(source, where + " has no 'data_offsets' [begin, end]");
+      corrupt(source, where() + " has no 'data_offsets' [begin, end]");
     DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, name);
     std::vector<int64_t> dims;
     uint64_t bytes_needed = dtype_size(dtype);
     bool overflow = false;
     for (const json& d : entry["shape"]) {
       if (!d.is_number_unsigned())
-        corrupt(source, where + " has a shape entry that is not a non-negative integer: " + d.dump());
+        corrupt(source, where() + " has a shape entry that is not a non-negative integer: " + d.dump());
       uint64_t v = d.get<uint64_t>();
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
       if (v != 0 && bytes_needed > std::numeric_limits<uint64_t>::max() / v) overflow = true;
       bytes_needed *= v;
       dims.push_back(static_cast<int64_t>(v));
     }
-    const std::string shape_text = entry["shape"].dump();
     if (overflow || bytes_needed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      corrupt(source, where + ": shape " + shape_text + " x " + std::string(dtype_name(dtype)) +
+      corrupt(source, where() + ": shape " + shape_text() + " x " + std::string(dtype_name(dtype)) +
                           " size overflows");
     const json& offs = entry["data_offsets"];
     if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      corrupt(source, where + " has data_offsets that are not non-negative integers: " + offs.dump());
+      corrupt(source, where() + " has data_offsets that are not non-negative integers: " + offs.dump());
     uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     if (begin > end || end > buffer.size())
-      corrupt(source, where + " has data_offsets [" + std::to_string(begin) + ", " +
+      corrupt(source, where() + " has data_offsets [" + std::to_string(begin) + ", " +
                           std::to_string(end) + "] out of range of the " + std::to_string(buffer.size()) +
                           "-byte buffer");
     if (end - begin != bytes_needed)
-      corrupt(source, where + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text +
+      corrupt(source, where() + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text() +
                           " x " + std::string(dtype_name(dtype)) + " needs " + std::to_string(bytes_needed));
     spans.push_back({begin, end, name});
-    specs.push_back({name, {dtype, Shape(std::move(dims))}, begin});
+    out.tensors.push_back({name, {dtype, Shape(std::move(dims))}, 8 + n + begin});
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
@@ -252,17 +281,28 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
   if (pos != buffer.size())
     corrupt(source, "bytes " + std::to_string(pos) + " to " + std::to_string(buffer.size()) +
                         " at the end of the buffer belong to no tensor");
-  for (const Entry& e : specs) {
-    Tensor t(e.spec.dtype, e.spec.shape);
-    if (t.nbytes() > 0) std::memcpy(t.raw_data(), buffer.data() + e.begin, t.nbytes());
-    if (e.spec.dtype == DType::kBool) {
-      const uint8_t* p = static_cast<const uint8_t*>(t.raw_data());
-      for (int64_t i = 0; i < t.num_elements(); ++i)
-        if (p[i] > 1)
-          corrupt(source, "tensor '" + e.name + "' (BOOL) has byte value " + std::to_string(p[i]) +
-                              " at element " + std::to_string(i) + " (must be 0 or 1)");
-    }
-    out.tensors.emplace(e.name, std::move(t));
+  for (const ParsedTensor& t : out.tensors) {
+    if (t.spec.dtype != DType::kBool) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data() + t.offset);
+    const int64_t count = t.spec.shape.num_elements();
+    for (int64_t i = 0; i < count; ++i)
+      if (p[i] > 1)
+        corrupt(source, "tensor '" + t.name + "' (BOOL) has byte value " + std::to_string(p[i]) +
+                            " at element " + std::to_string(i) + " (must be 0 or 1)");
+  }
+  return out;
+}
+
+}  // namespace
+
+SafetensorsContents decode_safetensors(std::string_view bytes, const std::string& source) {
+  ParsedFile parsed = parse_safetensors(bytes, source);
+  SafetensorsContents out;
+  out.metadata = std::move(parsed.metadata);
+  for (const ParsedTensor& p : parsed.tensors) {
+    Tensor t(p.spec.dtype, p.spec.shape);
+    if (t.nbytes() > 0) std::memcpy(t.raw_data(), bytes.data() + p.offset, t.nbytes());
+    out.tensors.emplace(p.name, std::move(t));
   }
   return out;
 }
@@ -272,8 +312,42 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   write_file_atomic(path, encode_safetensors(tensors, metadata));
 }
 
-SafetensorsContents read_safetensors(const std::string& path) {
-  return decode_safetensors(read_file_bytes(path), path);
+SafetensorsContents map_safetensors(const std::string& path) {
+  struct stat st {};
+  int fd = open_for_reading(path, &st);
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw_error(Code::kInvalidArgument, "'" + path + "' is not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  // MAP_PRIVATE + PROT_WRITE: a write through a tensor copies the page and
+  // never reaches the file. An empty file cannot be mapped; the parser reports it.
+  void* addr = size == 0 ? nullptr : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (addr == MAP_FAILED) throw_error(Code::kIOError, "cannot map '" + path + "': " + std::strerror(err));
+  auto mapping = std::make_shared<Storage>();
+  mapping->data = addr;
+  mapping->bytes = size;
+  if (addr) mapping->release = [](Storage& s) { ::munmap(s.data, s.bytes); };
+
+  std::string_view bytes(static_cast<const char*>(addr), size);
+  ParsedFile parsed = parse_safetensors(bytes, path);
+  SafetensorsContents out;
+  out.metadata = std::move(parsed.metadata);
+  for (const ParsedTensor& p : parsed.tensors) {
+    const size_t align = dtype_size(p.spec.dtype);
+    if (reinterpret_cast<uintptr_t>(bytes.data() + p.offset) % align == 0) {
+      out.tensors.emplace(p.name, Tensor(p.spec.dtype, p.spec.shape, mapping, p.offset));
+    } else {
+      // Only a file whose tensors are not in our writer's order (a U8/BOOL
+      // tensor of odd size before an F32) misaligns one; copy just that one.
+      Tensor t(p.spec.dtype, p.spec.shape);
+      std::memcpy(t.raw_data(), bytes.data() + p.offset, t.nbytes());
+      out.tensors.emplace(p.name, std::move(t));
+    }
+  }
+  return out;
 }
 
 }  // namespace hub

@@ -20,8 +20,11 @@
 // strings. Malformed data is Code::kCorruption; a published dtype this hub
 // does not support (e.g. F16) is Code::kInvalidArgument.
 //
-// The writer sorts tensors by name, lays them out contiguously in that order
-// and pads the header with spaces to a multiple of 8 bytes.
+// The writer pads the header with spaces to a multiple of 8 bytes and lays
+// the tensors out contiguously by element size, widest first (I64, then
+// F32/I32, then U8/BOOL), and by name within one size, as the reference
+// implementation does: every tensor is then aligned to its element size in
+// the file, which lets map_safetensors use it in place.
 #pragma once
 
 #include <map>
@@ -33,7 +36,7 @@
 namespace hub {
 
 struct SafetensorsContents {
-  std::map<std::string, Tensor> tensors;        // CPU tensors, own their bytes
+  std::map<std::string, Tensor> tensors;        // CPU tensors (see map_safetensors for their storage)
   std::map<std::string, std::string> metadata;  // the __metadata__ object
 };
 
@@ -51,7 +54,25 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
 // write leaves nothing behind). Throws IOError naming the path.
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
-// Reads and validates `path`. Throws NotFound/IOError for an unreadable file.
-SafetensorsContents read_safetensors(const std::string& path);
+// Maps `path` into memory and validates it (the same rules and errors as
+// decode_safetensors, naming `path`); the tensor data is not read or copied.
+// Throws NotFound for a missing file, InvalidArgument for something that is
+// not a regular file, IOError when it cannot be opened or mapped.
+//
+// The returned tensors are views of one private mapping of the whole file
+// (MAP_PRIVATE, readable and writable): the mapping lives until the last
+// tensor that shares it is destroyed, and a write through a tensor copies the
+// touched page in memory and never reaches the file. A tensor whose bytes are
+// not aligned to its element size in the file (possible only when an odd-sized
+// U8/BOOL tensor precedes it) is copied instead. Mapped tensors are aligned to
+// their element size, not to kTensorAlignment (only an 8-byte-aligned
+// header is guaranteed by the format).
+//
+// Contract, as for any mmap-based loader: the file must not be truncated or
+// rewritten in place while tensors of it are alive (replacing it by rename,
+// as write_safetensors does, is fine). Pages that a truncation removes raise
+// SIGBUS when touched. Files in the module cache are immutable once
+// installed, so cached modules satisfy this.
+SafetensorsContents map_safetensors(const std::string& path);
 
 }  // namespace hub

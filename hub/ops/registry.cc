@@ -85,24 +85,23 @@ std::vector<std::string> OpRegistry::op_names() const {
 }
 
 Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs& attrs) {
-  const std::string where = "node '" + node_name + "' (" + def.name + ")";
-  Attrs out;
+  auto where = [&] { return "node '" + node_name + "' (" + def.name + ")"; };  // for errors only
   for (auto& [name, value] : attrs.items()) {
     const AttrSpec* spec = nullptr;
     for (const AttrSpec& s : def.attrs)
       if (s.name == name) spec = &s;
-    if (!spec) throw_error(Code::kInvalidArgument, where + ": unknown attribute '" + name + "'");
+    if (!spec) throw_error(Code::kInvalidArgument, where() + ": unknown attribute '" + name + "'");
     if (attr_type(value) != spec->type)
       throw_error(Code::kInvalidArgument,
-                  where + ": attribute '" + name + "' must be " +
+                  where() + ": attribute '" + name + "' must be " +
                       std::string(attr_type_name(spec->type)) + ", got " +
                       std::string(attr_type_name(attr_type(value))));
-    out.set(name, value);
   }
+  Attrs out = attrs;
   for (const AttrSpec& s : def.attrs) {
     if (out.has(s.name)) continue;
     if (!s.default_value)
-      throw_error(Code::kInvalidArgument, where + ": missing required attribute '" + s.name + "'");
+      throw_error(Code::kInvalidArgument, where() + ": missing required attribute '" + s.name + "'");
     out.set(s.name, *s.default_value);
   }
   return out;

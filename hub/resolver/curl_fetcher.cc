@@ -226,6 +226,15 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
                                const FetchOptions& options, const ProgressFn& progress) {
   const std::string user_agent =
       options.user_agent.empty() ? std::string("hub/") + HUB_VERSION : options.user_agent;
+  if (!options.ca_bundle.empty()) {
+    // libcurl would only say "error setting certificate file" on the first TLS handshake.
+    int ca = ::open(options.ca_bundle.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ca < 0) {
+      throw_error(Code::kInvalidArgument, "GET " + url + ": cannot read the CA bundle '" + options.ca_bundle +
+                                              "' ($SSL_CERT_FILE): " + std::strerror(errno));
+    }
+    ::close(ca);
+  }
   int fd = ::open(dest.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw_error(Code::kIOError, "cannot create download file " + dest.string() + ": " +
@@ -266,6 +275,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
     curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!options.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options.ca_bundle.c_str());
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(std::ceil(options.connect_timeout_s * 1000)));
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options.low_speed_limit));
@@ -435,9 +445,14 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
           break;
         }
         case CURLE_PEER_FAILED_VERIFICATION:
+          fail = Failure{Code::kUnavailable,
+                         where + ": TLS certificate verification failed" + detail +
+                             "; to trust a private CA, point $SSL_CERT_FILE at its PEM bundle",
+                         false};
+          break;
         case CURLE_SSL_CONNECT_ERROR:
         case CURLE_SSL_CACERT_BADFILE:
-          fail = Failure{Code::kUnavailable, where + ": TLS verification failed" + detail, false};
+          fail = Failure{Code::kUnavailable, where + ": TLS handshake failed" + detail, false};
           break;
         case CURLE_ABORTED_BY_CALLBACK:
           fail = Failure{Code::kUnavailable, where + ": download aborted", false};
@@ -470,6 +485,7 @@ FetchOptions FetchOptions::from_env() {
   o.low_speed_time_s = env_double("HUB_FETCH_LOW_SPEED_TIME", o.low_speed_time_s);
   o.max_retries = static_cast<int>(env_double("HUB_FETCH_RETRIES", o.max_retries));
   o.max_bytes = static_cast<uint64_t>(env_double("HUB_FETCH_MAX_BYTES", static_cast<double>(o.max_bytes)));
+  if (const char* ca = std::getenv("SSL_CERT_FILE")) o.ca_bundle = ca;
   return o;
 }
 

@@ -23,11 +23,13 @@
 //       kNotFound          HTTP 404/410
 //       kPermissionDenied  HTTP 401/403
 //       kUnavailable       DNS failure, connection refused/reset, 5xx after retries,
-//                          redirect loops, refused redirect, other HTTP errors
+//                          redirect loops, refused redirect, TLS certificate
+//                          verification failure, other HTTP errors
 //       kDeadlineExceeded  connect or low-speed timeout ("timed out after N s")
 //       kResourceExhausted body larger than options.max_bytes
 //       kDataLoss          body shorter than Content-Length after all retries
 //       kIOError           writing `dest` failed
+//       kInvalidArgument   options.ca_bundle cannot be read
 //   - The result's sha256 is computed over the whole final file (re-read from
 //     disk when a resume happened).
 // Thread safety: one Fetcher may be used from several threads at once.
@@ -52,6 +54,12 @@ struct FetchOptions {
   double backoff_max_s = 30;         // ... up to this; also caps Retry-After
   uint64_t max_bytes = uint64_t{4} << 30;  // $HUB_FETCH_MAX_BYTES (4 GiB)
   std::string user_agent;            // empty = "hub/<HUB_VERSION>"
+  // PEM file of the CAs to trust for https, instead of the system bundle
+  // (/etc/ssl/certs/ca-certificates.crt); empty = the system bundle.
+  // $SSL_CERT_FILE, the variable OpenSSL-based tools use for the same purpose
+  // (libcurl itself ignores it). A file that cannot be read fails the fetch
+  // with InvalidArgument naming it.
+  std::string ca_bundle;
 
   // Defaults overridden by the environment variables named above.
   static FetchOptions from_env();

@@ -418,6 +418,23 @@ void check_end_marker(struct archive* a, la_int64_t before, const EntryChecker& 
   }
 }
 
+// The next entry's header, or null at the end of the archive (whose end
+// marker is then checked). A malformed header is Corruption.
+struct archive_entry* next_entry(struct archive* a, const EntryChecker& checker, const std::string& name) {
+  struct archive_entry* e = nullptr;
+  const la_int64_t before = archive_filter_bytes(a, 0);
+  int r = archive_read_next_header(a, &e);
+  if (r == ARCHIVE_EOF) {
+    check_end_marker(a, before, checker);
+    return nullptr;
+  }
+  if (r < ARCHIVE_WARN) {
+    throw_error(Code::kCorruption, name + ": malformed archive after " + std::to_string(checker.entries()) +
+                                       " entries: " + archive_error(a));
+  }
+  return e;
+}
+
 bool module_pb_listed(const EntryChecker& checker) {
   if (checker.files().count("module.pb")) return true;
   std::set<std::string> tops;
@@ -473,19 +490,7 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
   ArchivePtr a = open_archive(archive, name);
   EntryChecker checker(name, options.limits);
   std::set<std::string> made;  // directories known to exist
-  for (;;) {
-    struct archive_entry* e = nullptr;
-    const la_int64_t before = archive_filter_bytes(a.get(), 0);
-    int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) {
-      check_end_marker(a.get(), before, checker);
-      break;
-    }
-    if (r < ARCHIVE_WARN) {
-      throw_error(Code::kCorruption, name + ": malformed archive after " +
-                                         std::to_string(checker.entries()) +
-                                         " entries: " + archive_error(a.get()));
-    }
+  while (struct archive_entry* e = next_entry(a.get(), checker, name)) {
     CheckedEntry ce = checker.check(e);
     if (ce.kind == Kind::kSkip) continue;
     make_parents(dest, ce.path, made, name);
@@ -545,19 +550,7 @@ UnpackResult inspect_archive(const fs::path& archive, const UnpackOptions& optio
   const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
   ArchivePtr a = open_archive(archive, name);
   EntryChecker checker(name, options.limits);
-  for (;;) {
-    struct archive_entry* e = nullptr;
-    const la_int64_t before = archive_filter_bytes(a.get(), 0);
-    int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) {
-      check_end_marker(a.get(), before, checker);
-      break;
-    }
-    if (r < ARCHIVE_WARN) {
-      throw_error(Code::kCorruption, name + ": malformed archive after " +
-                                         std::to_string(checker.entries()) +
-                                         " entries: " + archive_error(a.get()));
-    }
+  while (struct archive_entry* e = next_entry(a.get(), checker, name)) {
     CheckedEntry ce = checker.check(e);
     if (ce.kind != Kind::kFile) continue;
     uint64_t end = 0;

@@ -89,7 +89,7 @@ std::string resolve_checkpoint(const std::string& path_or_dir) {
 }
 
 std::map<std::string, Tensor> load_checkpoint(const std::string& path) {
-  return read_safetensors(path).tensors;
+  return map_safetensors(path).tensors;
 }
 
 }  // namespace hub::train

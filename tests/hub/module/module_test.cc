@@ -315,3 +315,40 @@ TEST_CASE("load_module_spec: file:// handles and an installed handle resolver") 
   CHECK(seen == "registry:tests/half_plus_two/1");
   CHECK(spec.source() == tmp / "m");
 }
+
+TEST_CASE("loaded weights are views of the mapped variables file; writes never reach it") {
+  TempDir tmp("hub_module_test");
+  Module m(create_module_spec(half_plus_two));
+  m.variable_map().at("a").assign(0.5f);
+  m.variable_map().at("b").assign(2.0f);
+  m.export_to(tmp / "m");
+  const std::string st_path = tmp / "m/variables.safetensors";
+  const std::string on_disk = read_file_bytes(st_path);
+
+  Tensor a;
+  {
+    ModuleSpec spec = load_module_spec(tmp / "m");
+    a = spec.weights().at("a");
+    const Tensor& b = spec.weights().at("b");
+    CHECK(a.item<float>() == 0.5f);
+    CHECK(b.item<float>() == 2.0f);
+    // One mapping of the whole file, shared by the weights.
+    CHECK(a.shares_storage_with(b));
+    CHECK(a.storage()->bytes == on_disk.size());
+
+    // A Module of the spec gets its own copies: assigning to it changes
+    // neither the spec's weights nor the file.
+    Module loaded(spec);
+    loaded.variable_map().at("a").assign(-1.0f);
+    CHECK(loaded({4}).to_vector<float>() == std::vector<float>{-2});
+    CHECK(spec.weights().at("a").item<float>() == 0.5f);
+    CHECK(read_file_bytes(st_path) == on_disk);
+  }
+  // The spec (and every Module of it) is gone; the tensor keeps the mapping.
+  CHECK(a.item<float>() == 0.5f);
+  // Writing through the mapped tensor itself is private to this process.
+  a.fill(7);
+  CHECK(a.item<float>() == 7);
+  CHECK(read_file_bytes(st_path) == on_disk);
+  CHECK(Module(load_module_spec(tmp / "m"))({4}).to_vector<float>() == std::vector<float>{4});
+}

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "hub/core/fileio.h"
 #include "hub/module/safetensors.h"
 #include "testutil.h"
 
@@ -35,14 +37,26 @@ std::string floats_le(std::initializer_list<float> v) {
   return out;
 }
 
+// The same error from the in-memory decoder and from a mapped file.
 void expect_error(const std::string& bytes, Code code, const std::string& fragment) {
-  try {
-    decode_safetensors(bytes, "weights.safetensors");
-    FAIL("no error; expected: " << fragment);
-  } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, std::string(e.what()));
-    CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, std::string(e.what()));
-    CHECK_MESSAGE(std::string(e.what()).find("weights.safetensors") != std::string::npos, std::string(e.what()));
+  testing::TempDir tmp("safetensors_test");
+  const std::string path = tmp / "weights.safetensors";
+  write_file_atomic(path, bytes);
+  for (bool mapped : {false, true}) {
+    CAPTURE(mapped);
+    try {
+      if (mapped) {
+        map_safetensors(path);
+      } else {
+        decode_safetensors(bytes, "weights.safetensors");
+      }
+      FAIL("no error; expected: " << fragment);
+    } catch (const Error& e) {
+      CHECK_MESSAGE(e.code() == code, std::string(e.what()));
+      CHECK_MESSAGE(std::string(e.what()).find(fragment) != std::string::npos, std::string(e.what()));
+      CHECK_MESSAGE(std::string(e.what()).find(mapped ? path : "weights.safetensors") != std::string::npos,
+                    std::string(e.what()));
+    }
   }
 }
 
@@ -66,16 +80,17 @@ TEST_CASE("written files follow the published layout") {
   CHECK(header[0] == '{');
   auto j = nlohmann::json::parse(header);
   CHECK(j["__metadata__"]["format"] == "hub");
-  // Sorted by name, contiguous from 0 to the end of the file, sizes = shape x dtype.
+  // Contiguous from 0 to the end of the file, sizes = shape x dtype.
   CHECK(j["b"]["dtype"] == "I64");
   CHECK(j["b"]["shape"] == nlohmann::json::array({3}));
   CHECK(j["b"]["data_offsets"] == nlohmann::json::array({0, 24}));
-  CHECK(j["mask"]["dtype"] == "BOOL");
-  CHECK(j["mask"]["data_offsets"] == nlohmann::json::array({24, 26}));
+  // Widest elements first (I64, F32, BOOL), so each is aligned to its size.
   CHECK(j["w"]["dtype"] == "F32");
-  CHECK(j["w"]["data_offsets"] == nlohmann::json::array({26, 42}));
+  CHECK(j["w"]["data_offsets"] == nlohmann::json::array({24, 40}));
+  CHECK(j["mask"]["dtype"] == "BOOL");
+  CHECK(j["mask"]["data_offsets"] == nlohmann::json::array({40, 42}));
   CHECK(bytes.size() == 8 + n + 42);
-  CHECK(bytes.substr(8 + n + 26) == floats_le({1, 2, 3, 4}));
+  CHECK(bytes.substr(8 + n + 24, 16) == floats_le({1, 2, 3, 4}));
 
   auto back = decode_safetensors(bytes, "x");
   CHECK(back.metadata.at("format") == "hub");
@@ -188,19 +203,82 @@ TEST_CASE("malformed files are clear errors naming the file and the tensor") {
   }
 }
 
-TEST_CASE("files on disk: write is atomic, read names a missing file") {
-  std::string path = "safetensors_test_tmp.safetensors";
+TEST_CASE("files on disk: write is atomic, map names a missing file or a directory") {
+  testing::TempDir tmp("safetensors_test");
+  const std::string path = tmp / "v.safetensors";
   write_safetensors(path, {{"v", Tensor::floats({1, 2, 3})}});
-  auto st = read_safetensors(path);
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path), std::filesystem::directory_iterator()) == 1);
+  auto st = map_safetensors(path);
   CHECK(st.tensors.at("v").to_vector<float>() == std::vector<float>{1, 2, 3});
-  std::remove(path.c_str());
-  try {
-    read_safetensors(path);
-    FAIL("no error");
-  } catch (const Error& e) {
-    CHECK(e.code() == Code::kNotFound);
-    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  std::filesystem::remove(path);
+  for (const auto& [p, code] : {std::pair{path, Code::kNotFound}, std::pair{tmp.path.string(), Code::kInvalidArgument}}) {
+    try {
+      map_safetensors(p);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.code() == code);
+      CHECK(std::string(e.what()).find(p) != std::string::npos);
+    }
   }
+}
+
+TEST_CASE("mapped tensors: values as written, one shared mapping, no copy, file never written") {
+  testing::TempDir tmp("safetensors_test");
+  const std::string path = tmp / "w.safetensors";
+  std::map<std::string, Tensor> tensors;
+  tensors["f32"] = Tensor::from_vector<float>({2, 3}, {0.1f, -0.0f, 1e30f, -1e-30f, 3.5f, 7});
+  tensors["i64"] = Tensor::from_vector<int64_t>({2}, {-(1LL << 62), 5});
+  tensors["i32"] = Tensor::from_vector<int32_t>({1}, {-7});
+  tensors["mask"] = Tensor::from_vector<bool>({2}, {false, true});
+  tensors["empty"] = Tensor(DType::kFloat32, {0, 4});
+  write_safetensors(path, tensors, {{"k", "v"}});
+  const std::string on_disk = read_file_bytes(path);
+
+  Tensor f32, i64;
+  {
+    auto st = map_safetensors(path);
+    CHECK(st.metadata == std::map<std::string, std::string>{{"k", "v"}});
+    REQUIRE(st.tensors.size() == tensors.size());
+    for (const auto& [name, t] : tensors) {
+      CAPTURE(name);
+      const Tensor& m = st.tensors.at(name);
+      CHECK(identical(m, t));
+      // A view of the file's bytes (data section offset + data_offsets begin),
+      // naturally aligned, all tensors sharing the one mapping.
+      CHECK(m.shares_storage_with(st.tensors.at("f32")));
+      CHECK(std::memcmp(static_cast<const char*>(m.storage()->data) + m.offset(), t.raw_data(), t.nbytes()) == 0);
+      CHECK(reinterpret_cast<uintptr_t>(m.raw_data()) % dtype_size(m.dtype()) == 0);
+    }
+    CHECK(st.tensors.at("f32").storage()->bytes == on_disk.size());
+    f32 = st.tensors.at("f32");
+    i64 = st.tensors.at("i64");
+  }
+  // The contents are gone; the tensors keep the mapping alive.
+  CHECK(identical(f32, tensors["f32"]));
+  CHECK(identical(i64, tensors["i64"]));
+  // Writes are private to this process: the file is unchanged and a new
+  // mapping sees the written values.
+  f32.fill(9);
+  i64.data<int64_t>()[0] = 1;
+  CHECK(f32.to_vector<float>() == std::vector<float>(6, 9.0f));
+  CHECK(read_file_bytes(path) == on_disk);
+  CHECK(identical(map_safetensors(path).tensors.at("f32"), tensors["f32"]));
+}
+
+TEST_CASE("mapped: a tensor misaligned in the file is copied, with the right values") {
+  // Header of 5 bytes of padding after 3 U8 bytes: "z" (F32) starts at an odd offset.
+  std::string header = R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"z":{"dtype":"F32","shape":[2],"data_offsets":[3,11]}})";
+  while ((8 + header.size()) % 8 != 0) header += ' ';
+  testing::TempDir tmp("safetensors_test");
+  const std::string path = tmp / "odd.safetensors";
+  write_file_atomic(path, file_of(header, std::string("\x01\x02\xff", 3) + floats_le({1.5f, -2})));
+  auto st = map_safetensors(path);
+  const Tensor& z = st.tensors.at("z");
+  const Tensor& a = st.tensors.at("a");
+  CHECK(z.to_vector<float>() == std::vector<float>{1.5f, -2});
+  CHECK(reinterpret_cast<uintptr_t>(z.raw_data()) % 4 == 0);
+  CHECK_FALSE(z.shares_storage_with(a));  // copied
+  CHECK(a.to_vector<uint8_t>() == std::vector<uint8_t>{1, 2, 255});
 }
 
 // Independent check of the published rules on bytes we wrote (not using our reader).
@@ -224,6 +302,7 @@ TEST_CASE("files we write satisfy the format rules for many tensors") {
     for (auto& d : e["shape"]) count *= d.get<uint64_t>();
     uint64_t b = e["data_offsets"][0], en = e["data_offsets"][1];
     CHECK(en - b == count * sizes.at(e["dtype"]));
+    CHECK((8 + n + b) % sizes.at(e["dtype"]) == 0);  // aligned to the element size in the file
     spans.push_back({b, en});
   }
   CHECK(spans.size() == tensors.size());

@@ -10,6 +10,7 @@
 #include "hub/resolver/cache.h"
 #include "hub/core/digest.h"
 #include "hub/resolver/resolver.h"
+#include "fetch_testutil.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -17,27 +18,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-// Resolves and returns the error; fails the test if it succeeds.
-Error resolve_error(const std::string& handle, const resolver::ResolveOptions& o) {
-  try {
-    resolver::resolve(handle, o);
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("resolve('" << handle << "') succeeded");
-  return Error(Code::kInternal, "unreachable");
-}
-
-bool contains(const Error& e, const std::string& s) {
-  return std::string(e.what()).find(s) != std::string::npos;
-}
-
-// After a failed fetch nothing may remain in the cache but the empty work dir.
-void check_cache_empty(const Sandbox& sb) {
-  std::vector<std::string> t = list_tree(sb.cache);
-  CHECK((t.empty() || t == std::vector<std::string>{".tmp"}));
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -227,6 +227,19 @@ void write_file(const fs::path& p, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + p.string());
 }
 
+std::vector<TarEntry> dir_entries(const fs::path& dir) {
+  std::vector<TarEntry> out;
+  for (const auto& it : fs::recursive_directory_iterator(dir)) {
+    std::string rel = it.path().lexically_relative(dir).string();
+    if (it.is_directory()) {
+      out.push_back({rel, TarEntry::kDir});
+    } else {
+      out.push_back({rel, TarEntry::kFile, read_file(it.path())});
+    }
+  }
+  return out;
+}
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;

@@ -42,6 +42,9 @@ std::string make_declared_size_bomb(const std::string& path, int64_t size);
 std::string make_sparse_bomb(const std::string& path, int64_t size);
 // A minimal module: module.pb (non-empty), variables file, assets/labels.txt.
 std::vector<TarEntry> module_entries(const std::string& prefix = "");
+// The files and folders under `dir` as entries (paths relative to it), for
+// make_tar.
+std::vector<TarEntry> dir_entries(const std::filesystem::path& dir);
 // make_tar(module_entries()), built once.
 const std::string& good_archive();
 
