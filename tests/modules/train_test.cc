@@ -3,7 +3,6 @@
 // resuming, fine-tuning flags, divergence, TensorBoard events, and the
 // exported module against the net computed directly from the checkpoint.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +28,7 @@
 #include "modules/train/checkpoint.h"
 #include "modules/train/event.pb.h"
 #include "modules/train/train.h"
+#include "testutil.h"
 
 using namespace hub;
 using namespace hub::train;
@@ -36,16 +36,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hub_train_test_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
+using hub::testing::TempDir;
 
 void expect_error(Code code, const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
@@ -120,6 +111,27 @@ TrainConfig tiny_config(const std::string& data_dir, const std::string& train_di
   return c;
 }
 
+// A test's folder holding the tiny 32x32 RGB set in <dir>/data, with the
+// cifar10 configs that train on it and export from it.
+struct TinyRgb : TempDir {
+  explicit TinyRgb(const std::string& name) : TempDir(name) { write_tiny(*this / "data", 32, 3); }
+  TrainConfig train_config(const std::string& train_dir = "train") const {
+    return tiny_config(*this / "data", *this / train_dir, "cifar10");
+  }
+  // export_module of `checkpoint` (a file, or a folder's latest) to <dir>/module, 24x24 input.
+  ExportConfig export_config(const std::string& checkpoint, std::vector<int64_t> only_classes) const {
+    ExportConfig x;
+    x.model_name = "cifar10";
+    x.checkpoint_path = checkpoint;
+    x.dataset_name = "tiny";
+    x.dataset_dir = *this / "data";
+    x.image_size = 24;
+    x.only_classes = std::move(only_classes);
+    x.output_dir = *this / "module";
+    return x;
+  }
+};
+
 double mean_of(const std::vector<double>& v, size_t from, size_t to) {
   return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to), 0.0) /
          static_cast<double>(to - from);
@@ -156,9 +168,8 @@ std::string events_file(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("train cifar10 on tiny: the loss falls, TensorBoard events are written") {
-  TempDir t("cifar10");
-  write_tiny(t / "data", 32, 3);
-  TrainConfig c = tiny_config(t / "data", t / "train", "cifar10");
+  TinyRgb t("cifar10");
+  TrainConfig c = t.train_config();
   TrainResult r = hub::train::train(c);
   CHECK(r.steps == 30);
   REQUIRE(r.losses.size() == 30);
@@ -218,9 +229,8 @@ TEST_CASE("train lenet on tiny 28x28 grayscale: the loss falls") {
 }
 
 TEST_CASE("checkpoints: max_to_keep, index, resume, evaluate, wrong shapes") {
-  TempDir t("ckpt");
-  write_tiny(t / "data", 32, 3);
-  TrainConfig c = tiny_config(t / "data", t / "train", "cifar10");
+  TinyRgb t("ckpt");
+  TrainConfig c = t.train_config();
   c.max_number_of_steps = 8;
   c.save_interval_secs = 0;  // a checkpoint after every step
   TrainResult r = hub::train::train(c);
@@ -300,10 +310,9 @@ TEST_CASE("checkpoints: max_to_keep, index, resume, evaluate, wrong shapes") {
 }
 
 TEST_CASE("fine-tuning: only_classes, export, new head from the checkpoint") {
-  TempDir t("finetune");
-  write_tiny(t / "data", 32, 3);
+  TinyRgb t("finetune");
   // A: classes 0..4 only (relabelled 0..4), a 5-way head.
-  TrainConfig a = tiny_config(t / "data", t / "a", "cifar10");
+  TrainConfig a = t.train_config("a");
   a.only_classes = {0, 1, 2, 3, 4};
   a.max_number_of_steps = 10;
   TrainResult ra = hub::train::train(a);
@@ -312,21 +321,13 @@ TEST_CASE("fine-tuning: only_classes, export, new head from the checkpoint") {
   CHECK(ckpt_a.at("softmax_linear/biases").shape() == Shape{5});
 
   // export_module of A: a 5-way module with the kept labels.
-  ExportConfig x;
-  x.model_name = "cifar10";
-  x.checkpoint_path = t / "a";
-  x.dataset_name = "tiny";
-  x.dataset_dir = t / "data";
-  x.image_size = 24;
-  x.only_classes = {0, 1, 2, 3, 4};
-  x.output_dir = t / "module";
-  export_module(x);
+  export_module(t.export_config(t / "a", {0, 1, 2, 3, 4}));
   ModuleSpec spec = load_module_spec(t / "module");
   CHECK(read_text((fs::path(spec.assets_dir()) / "labels.txt").string()) == "class0\nclass1\nclass2\nclass3\nclass4\n");
 
   // B0 and B: 10 classes from A, head excluded from the restore and the only
   // trainable scope. B0 (learning rate 0) shows the head's initial value.
-  TrainConfig b = tiny_config(t / "data", t / "b", "cifar10");
+  TrainConfig b = t.train_config("b");
   b.checkpoint_path = t / "a";
   b.checkpoint_exclude_scopes = "softmax_linear";
   b.trainable_scopes = "softmax_linear";
@@ -389,9 +390,8 @@ TEST_CASE("fine-tuning: only_classes, export, new head from the checkpoint") {
 }
 
 TEST_CASE("a diverging loss stops training naming the step") {
-  TempDir t("nan");
-  write_tiny(t / "data", 32, 3);
-  TrainConfig c = tiny_config(t / "data", t / "train", "cifar10");
+  TinyRgb t("nan");
+  TrainConfig c = t.train_config();
   c.optimizer = "sgd";
   c.learning_rate = 1e12;
   c.max_number_of_steps = 30;
@@ -411,20 +411,12 @@ TEST_CASE("a diverging loss stops training naming the step") {
 }
 
 TEST_CASE("export_module: signatures, image size, labels, classification = softmax of the net") {
-  TempDir t("export");
-  write_tiny(t / "data", 32, 3);
-  TrainConfig c = tiny_config(t / "data", t / "train", "cifar10");
+  TinyRgb t("export");
+  TrainConfig c = t.train_config();
   c.only_classes = {1, 3, 5, 7, 9};
   c.max_number_of_steps = 5;
   TrainResult r = hub::train::train(c);
-  ExportConfig x;
-  x.model_name = "cifar10";
-  x.checkpoint_path = r.checkpoint;
-  x.dataset_name = "tiny";
-  x.dataset_dir = t / "data";
-  x.image_size = 24;
-  x.only_classes = c.only_classes;
-  x.output_dir = t / "module";
+  ExportConfig x = t.export_config(r.checkpoint, c.only_classes);
   export_module(x);
   expect_error(Code::kAlreadyExists, [&] { export_module(x); }, {});
 
@@ -483,9 +475,8 @@ TEST_CASE("export_module: signatures, image size, labels, classification = softm
 }
 
 TEST_CASE("resuming restores the moving averages") {
-  TempDir t("ema");
-  write_tiny(t / "data", 32, 3);
-  TrainConfig c = tiny_config(t / "data", t / "train", "cifar10");
+  TinyRgb t("ema");
+  TrainConfig c = t.train_config();
   c.moving_average_decay = 0.9;
   c.max_number_of_steps = 3;
   hub::train::train(c);
