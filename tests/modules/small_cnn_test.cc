@@ -26,10 +26,10 @@ Tensor rows(const Tensor& t, int64_t begin, int64_t n) {
   return out;
 }
 
-// 80 Adam steps of 32 over 960 training images (2560 examples seen), then
+// 60 Adam steps of 32 over 960 training images (1920 examples seen), then
 // the accuracy on 500 held-out images.
 double train_and_test(Backend backend) {
-  const int64_t size = 16, batch = 32, num_train = 960, num_test = 500, steps = 80;
+  const int64_t size = 16, batch = 32, num_train = 960, num_test = 500, steps = 60;
   datasets::SyntheticSet train = datasets::make_bars(num_train, size, 1);
   datasets::SyntheticSet test = datasets::make_bars(num_test, size, 2);
   Graph g;
