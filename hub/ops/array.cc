@@ -5,25 +5,16 @@
 namespace hub {
 namespace {
 
-std::string ints_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
 // Output dims of Reshape for input shape `in` (possibly partial).
 Shape reshape_shape(const InferContext& c, const Shape& in, const std::vector<int64_t>& target) {
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
-      if (infer >= 0) c.fail("shape " + ints_string(target) + " has more than one -1");
+      if (infer >= 0) c.fail("shape " + attr_to_string(target) + " has more than one -1");
       infer = static_cast<int>(i);
     } else if (target[i] < 0) {
-      c.fail("shape " + ints_string(target) + " has negative dim " + std::to_string(target[i]));
+      c.fail("shape " + attr_to_string(target) + " has negative dim " + std::to_string(target[i]));
     } else {
       known *= target[i];
     }
@@ -34,11 +25,11 @@ Shape reshape_shape(const InferContext& c, const Shape& in, const std::vector<in
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
       c.fail("cannot reshape " + c.input(0).to_string() + " (" + std::to_string(n) + " elements) to " +
-             ints_string(target));
+             attr_to_string(target));
     out.set_dim(infer, n / known);
   } else if (known != n) {
     c.fail("cannot reshape " + c.input(0).to_string() + " (" + std::to_string(n) + " elements) to " +
-           ints_string(target) + " (" + std::to_string(known) + " elements)");
+           attr_to_string(target) + " (" + std::to_string(known) + " elements)");
   }
   return out;
 }
@@ -60,11 +51,11 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
 void check_perm(const InferContext& c, const std::vector<int64_t>& perm) {
   int r = c.shape(0).rank();
   if (static_cast<int>(perm.size()) != r)
-    c.fail("perm " + ints_string(perm) + " has " + std::to_string(perm.size()) + " entries for " +
+    c.fail("perm " + attr_to_string(perm) + " has " + std::to_string(perm.size()) + " entries for " +
            c.input(0).to_string());
   std::vector<char> seen(r, 0);
   for (int64_t p : perm) {
-    if (p < 0 || p >= r || seen[p]) c.fail("perm " + ints_string(perm) + " is not a permutation of 0.." + std::to_string(r - 1));
+    if (p < 0 || p >= r || seen[p]) c.fail("perm " + attr_to_string(perm) + " is not a permutation of 0.." + std::to_string(r - 1));
     seen[p] = 1;
   }
 }
@@ -73,13 +64,13 @@ void check_perm(const InferContext& c, const std::vector<int64_t>& perm) {
 void check_slice(const InferContext& c, const std::vector<int64_t>& begin, const std::vector<int64_t>& size) {
   const Shape& in = c.shape(0);
   if (static_cast<int>(begin.size()) != in.rank() || static_cast<int>(size.size()) != in.rank())
-    c.fail("begin " + ints_string(begin) + " and size " + ints_string(size) + " need " +
+    c.fail("begin " + attr_to_string(begin) + " and size " + attr_to_string(size) + " need " +
            std::to_string(in.rank()) + " entries for " + c.input(0).to_string());
   for (int i = 0; i < in.rank(); ++i) {
     bool bad = begin[i] < 0 || size[i] < -1;
     if (!bad && in[i] >= 0) bad = begin[i] > in[i] || (size[i] >= 0 && begin[i] + size[i] > in[i]);
     if (bad)
-      c.fail("begin " + ints_string(begin) + ", size " + ints_string(size) + " out of range for " +
+      c.fail("begin " + attr_to_string(begin) + ", size " + attr_to_string(size) + " out of range for " +
              c.input(0).to_string() + " at dim " + std::to_string(i));
   }
 }
@@ -177,11 +168,11 @@ HUB_REGISTER_OP(Pad)
       const Shape& in = c.shape(0);
       const auto& p = c.attrs().get_ints("paddings");
       if (static_cast<int>(p.size()) != 2 * in.rank())
-        c.fail("paddings " + ints_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
+        c.fail("paddings " + attr_to_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
                c.input(0).to_string());
       Shape out;
       for (int i = 0; i < in.rank(); ++i) {
-        if (p[2 * i] < 0 || p[2 * i + 1] < 0) c.fail("negative paddings " + ints_string(p));
+        if (p[2 * i] < 0 || p[2 * i + 1] < 0) c.fail("negative paddings " + attr_to_string(p));
         out.push_back(in[i] < 0 ? kUnknownDim : in[i] + p[2 * i] + p[2 * i + 1]);
       }
       return {{c.dtype(0), out}};

@@ -10,15 +10,6 @@ std::vector<int64_t> spatial_pair(const std::vector<int64_t>& v) {
   if (v.size() == 4 && v[0] == 1 && v[3] == 1) return {v[1], v[2]};
   return {};
 }
-std::string ints_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  s += ']';
-  return s;
-}
 }  // namespace
 
 std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bool depthwise,
@@ -39,10 +30,10 @@ std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bo
   std::vector<int64_t> dilations = spatial_pair(raw_dilations);
   if (strides.empty() || strides[0] <= 0 || strides[1] <= 0)
     return "strides must be [sh,sw] (or [1,sh,sw,1]) with positive entries, got " +
-           ints_string(raw_strides) + " (" + shapes + ")";
+           attr_to_string(raw_strides) + " (" + shapes + ")";
   if (dilations.empty() || dilations[0] <= 0 || dilations[1] <= 0)
     return "dilations must be [dh,dw] (or [1,dh,dw,1]) with positive entries, got " +
-           ints_string(raw_dilations) + " (" + shapes + ")";
+           attr_to_string(raw_dilations) + " (" + shapes + ")";
   const std::string& padding_text = attrs.get_string("padding");
   std::optional<Padding> padding = parse_padding(padding_text);
   if (!padding) return "padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\" (" + shapes + ")";

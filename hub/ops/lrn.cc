@@ -34,29 +34,30 @@ Attrs lrn_attrs(const Attrs& from) {
   return a;
 }
 
+// LRN or LRNGrad: the input count, the shared attributes (TF's defaults) and the shape function.
+OpDefBuilder lrn_op(const char* name, int inputs, ShapeFn shape_fn) {
+  OpDefBuilder b(name);
+  b.inputs(inputs)
+      .attr("depth_radius", AttrType::kInt, int64_t{5})
+      .attr("bias", AttrType::kFloat, 1.0)
+      .attr("alpha", AttrType::kFloat, 1.0)
+      .attr("beta", AttrType::kFloat, 0.5)
+      .shape_fn(std::move(shape_fn));
+  return b;
+}
+
+const OpRegistrar lrn_registration =
+    lrn_op("LRN", 1, lrn_shape_fn)
+        .grad([](const GradContext& c) {
+          return std::vector<Output>{
+              c.scope.op("LRNGrad", {c.grads[0], c.inputs[0], c.outputs[0]}, lrn_attrs(c.node.attrs))};
+        })
+        .doc("x / (bias + alpha * sum of x^2 over channels d-r..d+r)^beta (TF's LRN).");
+
+const OpRegistrar lrn_grad_registration =
+    lrn_op("LRNGrad", 3, lrn_grad_shape_fn).doc("Gradient of LRN: (grads, input, output) -> d input.");
+
 }  // namespace
-
-HUB_REGISTER_OP(LRN)
-    .inputs(1)
-    .attr("depth_radius", AttrType::kInt, int64_t{5})
-    .attr("bias", AttrType::kFloat, 1.0)
-    .attr("alpha", AttrType::kFloat, 1.0)
-    .attr("beta", AttrType::kFloat, 0.5)
-    .shape_fn(lrn_shape_fn)
-    .grad([](const GradContext& c) {
-      return std::vector<Output>{
-          c.scope.op("LRNGrad", {c.grads[0], c.inputs[0], c.outputs[0]}, lrn_attrs(c.node.attrs))};
-    })
-    .doc("x / (bias + alpha * sum of x^2 over channels d-r..d+r)^beta (TF's LRN).");
-
-HUB_REGISTER_OP(LRNGrad)
-    .inputs(3)
-    .attr("depth_radius", AttrType::kInt, int64_t{5})
-    .attr("bias", AttrType::kFloat, 1.0)
-    .attr("alpha", AttrType::kFloat, 1.0)
-    .attr("beta", AttrType::kFloat, 0.5)
-    .shape_fn(lrn_grad_shape_fn)
-    .doc("Gradient of LRN: (grads, input, output) -> d input.");
 
 namespace ops {
 Output lrn(const Scope& s, Output x, const LrnOptions& o, const std::string& name) {

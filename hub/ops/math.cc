@@ -114,17 +114,7 @@ HUB_REGISTER_OP(BroadcastLike)
         if (x.rank() + static_cast<int>(axes.size()) != like.rank())
           c.fail("x " + c.input(0).to_string() + " is not like " + c.input(1).to_string() + " reduced over " +
                  std::to_string(axes.size()) + " axes");
-        std::vector<int64_t> dims;
-        size_t k = 0, xi = 0;
-        for (int d = 0; d < like.rank(); ++d) {
-          if (k < axes.size() && axes[k] == d) {
-            dims.push_back(1);
-            ++k;
-          } else {
-            dims.push_back(x[static_cast<int>(xi++)]);
-          }
-        }
-        x = Shape(dims);
+        x = ops::insert_reduced_axes(x, axes);
       }
       Shape out;
       try {
@@ -165,6 +155,22 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int rank, cons
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+Shape insert_reduced_axes(const Shape& x, const std::vector<int>& axes) {
+  const int rank = x.rank() + static_cast<int>(axes.size());
+  std::vector<int64_t> dims;
+  size_t k = 0;
+  int xi = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (k < axes.size() && axes[k] == d) {
+      dims.push_back(1);
+      ++k;
+    } else {
+      dims.push_back(x[xi++]);
+    }
+  }
+  return Shape(std::move(dims));
 }
 
 Output neg(const Scope& s, Output x, const std::string& name) { return s.op("Neg", {x}, {}, name); }

@@ -64,4 +64,9 @@ Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<i
 // (prefixed with `what`) for an axis outside [-rank, rank).
 std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int rank, const std::string& what);
 
+// x's dims with a size-1 dim re-inserted at each of `axes` (sorted, unique,
+// from normalize_axes): the shape of x before a reduction over `axes` dropped
+// them. Requires x.rank() + axes.size() dims in all.
+Shape insert_reduced_axes(const Shape& x, const std::vector<int>& axes);
+
 }  // namespace hub::ops

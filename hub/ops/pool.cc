@@ -2,33 +2,22 @@
 #include "hub/ops/pool.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "hub/ops/padding.h"
 
 namespace hub {
 namespace {
 
-struct Padded {
-  int64_t out = kUnknownDim;
-  int64_t before = 0;
-  int64_t after = 0;
-};
-
-// TF's output size and padding for one spatial dim. in may be kUnknownDim
-// (then out is unknown too). Throws via fail() when VALID leaves no output.
+// TF's output size and padding for one spatial dim (hub/ops/padding.h). in
+// may be kUnknownDim (then out is unknown too). Throws via fail() when VALID
+// leaves no output.
 template <class Fail>
-Padded tf_padding(int64_t in, int64_t k, int64_t s, bool same, const char* dim, Fail fail) {
-  Padded p;
-  if (in == kUnknownDim) return p;
-  if (same) {
-    p.out = (in + s - 1) / s;
-    int64_t total = std::max<int64_t>((p.out - 1) * s + k - in, 0);
-    p.before = total / 2;
-    p.after = total - p.before;
-  } else {
-    if (in < k)
-      fail(std::string("VALID padding needs input ") + dim + " >= window " + dim + ", got " +
-           std::to_string(in) + " < " + std::to_string(k));
-    p.out = (in - k + s) / s;
-  }
+ops::WindowDim tf_padding(int64_t in, int64_t k, int64_t s, ops::Padding padding, const char* dim, Fail fail) {
+  ops::WindowDim p = ops::window_dim(in, k, s, 1, padding);
+  if (padding == ops::Padding::kValid && in != kUnknownDim && p.out < 1)
+    fail(std::string("VALID padding needs input ") + dim + " >= window " + dim + ", got " +
+         std::to_string(in) + " < " + std::to_string(k));
   return p;
 }
 
@@ -36,24 +25,15 @@ Padded tf_padding(int64_t in, int64_t k, int64_t s, bool same, const char* dim, 
 template <class Fail>
 std::pair<int64_t, int64_t> window_attr(const Attrs& attrs, const char* name, Fail fail) {
   const std::vector<int64_t>& v = attrs.get_ints(name);
-  auto show = [&] {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) s += ',';
-      s += std::to_string(v[i]);
-    }
-    s += ']';
-    return s;
-  };
   int64_t a = 1, b = 1;
   if (v.size() == 2) {
     a = v[0], b = v[1];
   } else if (v.size() == 4 && v[0] == 1 && v[3] == 1) {
     a = v[1], b = v[2];
   } else {
-    fail(std::string("attribute ") + name + " must be [h, w] or [1, h, w, 1], got " + show());
+    fail(std::string("attribute ") + name + " must be [h, w] or [1, h, w, 1], got " + attr_to_string(v));
   }
-  if (a < 1 || b < 1) fail(std::string("attribute ") + name + " must be positive, got " + show());
+  if (a < 1 || b < 1) fail(std::string("attribute ") + name + " must be positive, got " + attr_to_string(v));
   return {a, b};
 }
 
@@ -62,17 +42,16 @@ ops::PoolGeometry geometry(const Attrs& attrs, const Shape& in, Fail fail) {
   ops::PoolGeometry g;
   auto [kh, kw] = window_attr(attrs, "ksize", fail);
   auto [sh, sw] = window_attr(attrs, "strides", fail);
-  const std::string& padding = attrs.get_string("padding");
-  if (padding != "SAME" && padding != "VALID")
-    fail("attribute padding must be \"SAME\" or \"VALID\", got \"" + padding + "\"");
-  bool same = padding == "SAME";
+  const std::string& padding_text = attrs.get_string("padding");
+  std::optional<ops::Padding> padding = ops::parse_padding(padding_text);
+  if (!padding) fail("attribute padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\"");
   g.n = in[0], g.h = in[1], g.w = in[2], g.c = in[3];
   g.kh = kh, g.kw = kw, g.sh = sh, g.sw = sw;
-  Padded ph = tf_padding(g.h, kh, sh, same, "height", fail);
-  Padded pw = tf_padding(g.w, kw, sw, same, "width", fail);
+  ops::WindowDim ph = tf_padding(g.h, kh, sh, *padding, "height", fail);
+  ops::WindowDim pw = tf_padding(g.w, kw, sw, *padding, "width", fail);
   g.oh = ph.out, g.ow = pw.out;
-  g.pad_top = ph.before, g.pad_bottom = ph.after;
-  g.pad_left = pw.before, g.pad_right = pw.after;
+  g.pad_top = ph.pad_before, g.pad_bottom = ph.pad_after;
+  g.pad_left = pw.pad_before, g.pad_right = pw.pad_after;
   return g;
 }
 
@@ -105,49 +84,44 @@ Attrs pool_attrs(const Node& n) {
   return a;
 }
 
+// One pooling op: its input count, the shared window attributes and its shape function.
+OpDefBuilder pool_op(const char* name, int inputs, ShapeFn shape_fn) {
+  OpDefBuilder b(name);
+  b.inputs(inputs)
+      .attr("ksize", AttrType::kInts)
+      .attr("strides", AttrType::kInts)
+      .attr("padding", AttrType::kString)
+      .shape_fn(std::move(shape_fn));
+  return b;
+}
+
+const OpRegistrar max_pool_op =
+    pool_op("MaxPool", 1, pool_shape_fn)
+        .grad([](const GradContext& c) {
+          return std::vector<Output>{c.scope.op("MaxPoolGrad", {c.inputs[0], c.outputs[0], c.grads[0]},
+                                                pool_attrs(c.node))};
+        })
+        .doc("Max over each [kh,kw] window of NHWC x (TF SAME/VALID padding).");
+
+const OpRegistrar avg_pool_op =
+    pool_op("AvgPool", 1, pool_shape_fn)
+        .grad([](const GradContext& c) {
+          return std::vector<Output>{c.scope.op("AvgPoolGrad", {c.inputs[0], c.grads[0]}, pool_attrs(c.node))};
+        })
+        .doc("Mean over the in-bounds part of each [kh,kw] window of NHWC x.");
+
+const OpRegistrar max_pool_grad_op =
+    pool_op("MaxPoolGrad", 3, pool_grad_shape_fn)
+        .doc("Gradient of MaxPool: grad routed to each window's first maximum.");
+
+const OpRegistrar avg_pool_grad_op =
+    pool_op("AvgPoolGrad", 2, pool_grad_shape_fn)
+        .grad([](const GradContext& c) {
+          return std::vector<Output>{Output{}, c.scope.op("AvgPool", {c.grads[0]}, pool_attrs(c.node))};
+        })
+        .doc("Gradient of AvgPool: grad / count spread over each window.");
+
 }  // namespace
-
-HUB_REGISTER_OP(MaxPool)
-    .inputs(1)
-    .attr("ksize", AttrType::kInts)
-    .attr("strides", AttrType::kInts)
-    .attr("padding", AttrType::kString)
-    .shape_fn(pool_shape_fn)
-    .grad([](const GradContext& c) {
-      return std::vector<Output>{c.scope.op("MaxPoolGrad", {c.inputs[0], c.outputs[0], c.grads[0]},
-                                            pool_attrs(c.node))};
-    })
-    .doc("Max over each [kh,kw] window of NHWC x (TF SAME/VALID padding).");
-
-HUB_REGISTER_OP(AvgPool)
-    .inputs(1)
-    .attr("ksize", AttrType::kInts)
-    .attr("strides", AttrType::kInts)
-    .attr("padding", AttrType::kString)
-    .shape_fn(pool_shape_fn)
-    .grad([](const GradContext& c) {
-      return std::vector<Output>{c.scope.op("AvgPoolGrad", {c.inputs[0], c.grads[0]}, pool_attrs(c.node))};
-    })
-    .doc("Mean over the in-bounds part of each [kh,kw] window of NHWC x.");
-
-HUB_REGISTER_OP(MaxPoolGrad)
-    .inputs(3)
-    .attr("ksize", AttrType::kInts)
-    .attr("strides", AttrType::kInts)
-    .attr("padding", AttrType::kString)
-    .shape_fn(pool_grad_shape_fn)
-    .doc("Gradient of MaxPool: grad routed to each window's first maximum.");
-
-HUB_REGISTER_OP(AvgPoolGrad)
-    .inputs(2)
-    .attr("ksize", AttrType::kInts)
-    .attr("strides", AttrType::kInts)
-    .attr("padding", AttrType::kString)
-    .shape_fn(pool_grad_shape_fn)
-    .grad([](const GradContext& c) {
-      return std::vector<Output>{Output{}, c.scope.op("AvgPool", {c.grads[0]}, pool_attrs(c.node))};
-    })
-    .doc("Gradient of AvgPool: grad / count spread over each window.");
 
 namespace ops {
 
@@ -157,18 +131,23 @@ PoolGeometry pool_geometry(const Attrs& attrs, const Shape& input, const std::st
   });
 }
 
-Output max_pool(const Scope& s, Output x, std::vector<int64_t> ksize, std::vector<int64_t> strides,
-                const std::string& padding, const std::string& name) {
-  return s.op("MaxPool", {x},
+namespace {
+Output pool(const Scope& s, const char* op, Output x, std::vector<int64_t> ksize, std::vector<int64_t> strides,
+            const std::string& padding, const std::string& name) {
+  return s.op(op, {x},
               Attrs().set("ksize", std::move(ksize)).set("strides", std::move(strides)).set("padding", padding),
               name);
+}
+}  // namespace
+
+Output max_pool(const Scope& s, Output x, std::vector<int64_t> ksize, std::vector<int64_t> strides,
+                const std::string& padding, const std::string& name) {
+  return pool(s, "MaxPool", x, std::move(ksize), std::move(strides), padding, name);
 }
 
 Output avg_pool(const Scope& s, Output x, std::vector<int64_t> ksize, std::vector<int64_t> strides,
                 const std::string& padding, const std::string& name) {
-  return s.op("AvgPool", {x},
-              Attrs().set("ksize", std::move(ksize)).set("strides", std::move(strides)).set("padding", padding),
-              name);
+  return pool(s, "AvgPool", x, std::move(ksize), std::move(strides), padding, name);
 }
 
 }  // namespace ops

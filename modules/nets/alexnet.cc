@@ -3,20 +3,15 @@
 // fc6 5x5 VALID 4096 (as conv), dropout6, fc7 1x1 4096, dropout7, fc8 1x1.
 // arg scope: biases 0.1, weight decay 0.0005, conv SAME, pools VALID;
 // fc6/fc7 weights N(0, 0.005) truncated.
-#include "hub/ops/array.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
 Net alexnet_v2(const Scope& root, Output images, const NetOptions& o, const NetInfo&) {
   Scope s = root.sub("alexnet_v2");
-  slim::LayerOptions lo;
-  lo.is_training = o.is_training;
-  lo.weight_decay = o.weight_decay >= 0 ? o.weight_decay : 0.0005;
+  slim::LayerOptions lo = base_options(o, 0.0005);
   lo.biases_init.initializer = "constant";
   lo.biases_init.init_params = {0.1};
-  double keep = o.dropout_keep_prob >= 0 ? o.dropout_keep_prob : 0.5;
   Net net;
   slim::LayerOptions valid = lo;
   valid.padding = "VALID";
@@ -29,24 +24,10 @@ Net alexnet_v2(const Scope& root, Output images, const NetOptions& o, const NetI
   x = slim::conv2d(s, x, 256, {3, 3}, "conv5", lo);
   x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "VALID", "pool5");
   net.end_points["pool5"] = x;
-  slim::LayerOptions fc = valid;
+  slim::LayerOptions fc = lo;
   fc.weights_init.initializer = "truncated_normal";
   fc.weights_init.init_params = {0.0, 0.005};
-  x = slim::conv2d(s, x, 4096, {5, 5}, "fc6", fc);
-  x = slim::dropout(s, x, keep, o.is_training, "dropout6");
-  fc.padding = "SAME";
-  x = slim::conv2d(s, x, 4096, {1, 1}, "fc7", fc);
-  net.end_points["fc7"] = x;
-  net.features = ops::squeeze(s, x, {1, 2}, "fc7_squeezed");
-  if (o.num_classes > 0) {
-    x = slim::dropout(s, x, keep, o.is_training, "dropout7");
-    slim::LayerOptions linear = fc;
-    linear.activation = nullptr;
-    linear.biases_init = {};
-    x = slim::conv2d(s, x, o.num_classes, {1, 1}, "fc8", linear);
-    net.logits = o.spatial_squeeze ? ops::squeeze(s, x, {1, 2}, "fc8/squeezed") : x;
-    net.end_points["fc8"] = net.logits;
-  }
+  conv_fc_head(net, s, x, o, fc, 5, keep_prob_or(o, 0.5));
   return net;
 }
 

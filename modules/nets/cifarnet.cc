@@ -2,35 +2,15 @@
 // 5x5x64, norm2, pool2, fc3 384, dropout, fc4 192, logits. 32x32x3 input.
 // arg scope: conv weights N(0, 5e-2) truncated; fc weights N(0, 0.04) truncated
 // with biases 0.1; weight decay 0.004; logits N(0, 1/192), no decay.
-#include "hub/ops/lrn.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
-namespace {
-ops::LrnOptions cifar_lrn() {
-  ops::LrnOptions l;
-  l.depth_radius = 4;
-  l.bias = 1.0f;
-  l.alpha = 0.001f / 9.0f;
-  l.beta = 0.75f;
-  return l;
-}
-}  // namespace
-
 Net cifarnet(const Scope& root, Output images, const NetOptions& o, const NetInfo&) {
   Scope s = root.sub("CifarNet");
-  double wd = o.weight_decay >= 0 ? o.weight_decay : 0.004;
-  slim::LayerOptions conv;
-  conv.is_training = o.is_training;
-  conv.weights_init.initializer = "truncated_normal";
-  conv.weights_init.init_params = {0.0, 5e-2};
-  slim::LayerOptions fc = conv;
-  fc.weights_init.init_params = {0.0, 0.04};
-  fc.biases_init.initializer = "constant";
-  fc.biases_init.init_params = {0.1};
-  fc.weight_decay = wd;
+  const CifarLayers l = cifar_layers(o);
+  const slim::LayerOptions& conv = l.conv;
+  const slim::LayerOptions& fc = l.fc;
   Net net;
   Output x = slim::conv2d(s, images, 64, {5, 5}, "conv1", conv);
   net.end_points["conv1"] = x;
@@ -42,17 +22,11 @@ Net cifarnet(const Scope& root, Output images, const NetOptions& o, const NetInf
   x = slim::max_pool2d(s, x, {2, 2}, {2, 2}, "VALID", "pool2");
   x = slim::flatten(s, x);
   x = slim::fully_connected(s, x, 384, "fc3", fc);
-  x = slim::dropout(s, x, o.dropout_keep_prob >= 0 ? o.dropout_keep_prob : 0.5, o.is_training, "dropout3");
+  x = slim::dropout(s, x, keep_prob_or(o, 0.5), o.is_training, "dropout3");
   x = slim::fully_connected(s, x, 192, "fc4", fc);
   net.end_points["fc4"] = x;
   net.features = x;
-  if (o.num_classes > 0) {
-    slim::LayerOptions linear = conv;
-    linear.activation = nullptr;
-    linear.weights_init.init_params = {0.0, 1.0 / 192.0};
-    net.logits = slim::fully_connected(s, x, o.num_classes, "logits", linear);
-    net.end_points["Logits"] = net.logits;
-  }
+  if (o.num_classes > 0) fc_logits(net, s, x, o.num_classes, "logits", l.logits);
   return net;
 }
 

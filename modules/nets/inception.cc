@@ -4,21 +4,15 @@
 // stride 1 and SAME padding.
 #include "hub/ops/array.h"
 #include "hub/ops/reduction.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
 namespace {
 
 slim::LayerOptions inception_options(const NetOptions& o, double init_stddev) {
-  slim::LayerOptions lo;
-  lo.is_training = o.is_training;
-  lo.weight_decay = o.weight_decay >= 0 ? o.weight_decay : 4e-5;
-  lo.use_batch_norm = true;
-  lo.batch_norm.decay = 0.9997f;
-  lo.batch_norm.epsilon = 0.001f;
-  lo.batch_norm.scale = false;
+  slim::LayerOptions lo = base_options(o, 4e-5);
+  set_batch_norm(lo, 0.9997f, 0.001f, false);
   if (init_stddev > 0) {
     lo.weights_init.initializer = "truncated_normal";
     lo.weights_init.init_params = {0.0, init_stddev};
@@ -40,25 +34,6 @@ struct Conv {
     return slim::conv2d(s, x, depth, k, name, l, stride);
   }
 };
-
-Net logits_head(const Scope& s, Net net, Output x, int64_t pool, const std::string& pool_name,
-                const std::string& conv_name, const NetOptions& o, const slim::LayerOptions& lo) {
-  Scope ls = s.sub("Logits");
-  x = slim::avg_pool2d(ls, x, {pool, pool}, {1, 1}, "VALID", pool_name);
-  net.end_points[pool_name] = x;
-  net.features = ops::squeeze(ls, x, {1, 2}, "features");
-  if (o.num_classes > 0) {
-    x = slim::dropout(ls, x, o.dropout_keep_prob >= 0 ? o.dropout_keep_prob : 0.8, o.is_training,
-                      "Dropout_1b");
-    slim::LayerOptions linear = lo;
-    linear.activation = nullptr;
-    linear.use_batch_norm = false;
-    x = slim::conv2d(ls, x, o.num_classes, {1, 1}, conv_name, linear);
-    net.logits = o.spatial_squeeze ? ops::squeeze(ls, x, {1, 2}, "SpatialSqueeze") : x;
-    net.end_points["Logits"] = net.logits;
-  }
-  return net;
-}
 
 // Inception v1 mixed block: 1x1 | 1x1->3x3 | 1x1->3x3 | pool->1x1.
 Output mixed_v1(const Scope& s, Output x, const std::string& name, const Conv& conv, int64_t b0,
@@ -100,7 +75,8 @@ Net inception_v1(const Scope& root, Output images, const NetOptions& o, const Ne
   x = mixed_v1(s, x, "Mixed_5b", conv, 256, 160, 320, 32, 128, 128, "Conv2d_0a_3x3");
   x = mixed_v1(s, x, "Mixed_5c", conv, 384, 192, 384, 48, 128, 128);
   net.end_points["Mixed_5c"] = x;
-  return logits_head(s, std::move(net), x, 7, "AvgPool_0a_7x7", "Conv2d_0c_1x1", o, lo);
+  pooled_logits_head(net, s, x, {7, 7}, "AvgPool_0a_7x7", "Conv2d_0c_1x1", o, lo, 0.8);
+  return net;
 }
 
 Net inception_v3(const Scope& root, Output images, const NetOptions& o, const NetInfo&) {
@@ -178,8 +154,7 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     l.weights_init.init_params = {0.0, 0.01};
     l.padding = "VALID";
     y = slim::conv2d(a, y, 768, {5, 5}, "Conv2d_2a_5x5", l);
-    l.activation = nullptr;
-    l.use_batch_norm = false;
+    l = linear(l);
     l.weights_init.init_params = {0.0, 0.001};
     y = slim::conv2d(a, y, o.num_classes, {1, 1}, "Conv2d_2b_1x1", l);
     net.end_points["AuxLogits"] = ops::squeeze(a, y, {1, 2}, "SpatialSqueeze");
@@ -216,7 +191,8 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     x = ops::concat(m, {y0, y1, y2, y3}, 3);
     net.end_points[names[i]] = x;
   }
-  return logits_head(s, std::move(net), x, 8, "AvgPool_1a_8x8", "Conv2d_1c_1x1", o, lo);
+  pooled_logits_head(net, s, x, {8, 8}, "AvgPool_1a_8x8", "Conv2d_1c_1x1", o, lo, 0.8);
+  return net;
 }
 
 }  // namespace hub::nets

@@ -6,23 +6,16 @@
 // epsilon 0.001, scale; weights N(0, 0.09) truncated; weight decay 4e-5.
 #include <algorithm>
 
-#include "hub/ops/array.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
 Net mobilenet_v1(const Scope& root, Output images, const NetOptions& o, const NetInfo& info) {
   Scope s = root.sub("MobilenetV1");
   auto depth = [&](int64_t d) { return std::max<int64_t>(static_cast<int64_t>(d * info.depth_multiplier), 8); };
-  slim::LayerOptions lo;
-  lo.is_training = o.is_training;
-  lo.weight_decay = o.weight_decay >= 0 ? o.weight_decay : 4e-5;
+  slim::LayerOptions lo = base_options(o, 4e-5);
   lo.activation = slim::relu6();
-  lo.use_batch_norm = true;
-  lo.batch_norm.decay = 0.9997f;
-  lo.batch_norm.epsilon = 0.001f;
-  lo.batch_norm.scale = true;
+  set_batch_norm(lo, 0.9997f, 0.001f, true);
   lo.weights_init.initializer = "truncated_normal";
   lo.weights_init.init_params = {0.0, 0.09};
   slim::LayerOptions dw = lo;
@@ -43,20 +36,7 @@ Net mobilenet_v1(const Scope& root, Output images, const NetOptions& o, const Ne
   }
   const Shape& shape = s.graph().spec(x).shape;
   int64_t kh = shape[1] > 0 ? shape[1] : 7, kw = shape[2] > 0 ? shape[2] : 7;
-  Scope ls = s.sub("Logits");
-  x = slim::avg_pool2d(ls, x, {kh, kw}, {1, 1}, "VALID", "AvgPool_1a");
-  net.end_points["AvgPool_1a"] = x;
-  net.features = ops::squeeze(ls, x, {1, 2}, "features");
-  if (o.num_classes > 0) {
-    x = slim::dropout(ls, x, o.dropout_keep_prob >= 0 ? o.dropout_keep_prob : 0.999, o.is_training,
-                      "Dropout_1b");
-    slim::LayerOptions linear = lo;
-    linear.activation = nullptr;
-    linear.use_batch_norm = false;
-    x = slim::conv2d(ls, x, o.num_classes, {1, 1}, "Conv2d_1c_1x1", linear);
-    net.logits = o.spatial_squeeze ? ops::squeeze(ls, x, {1, 2}, "SpatialSqueeze") : x;
-    net.end_points["Logits"] = net.logits;
-  }
+  pooled_logits_head(net, s, x, {kh, kw}, "AvgPool_1a", "Conv2d_1c_1x1", o, lo, 0.999);
   return net;
 }
 

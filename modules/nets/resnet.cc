@@ -9,8 +9,7 @@
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
@@ -34,6 +33,13 @@ Output subsample(const Scope& s, Output x, int64_t stride) {
   return slim::max_pool2d(s, x, {1, 1}, {stride, stride}, "SAME", "shortcut");
 }
 
+// v2's pre-activation: relu(batch_norm(x)) under scope s, lo's batch norm settings.
+Output bn_relu(const Scope& s, Output x, const slim::LayerOptions& lo) {
+  ops::BatchNormOptions bo = lo.batch_norm;
+  bo.is_training = lo.is_training;
+  return ops::relu(s, ops::batch_norm(s, x, bo));
+}
+
 Output bottleneck(const Scope& s, Output x, int64_t depth, int64_t bottleneck, int64_t stride, bool v2,
                   const slim::LayerOptions& lo) {
   Scope u = s.sub(v2 ? "bottleneck_v2" : "bottleneck_v1");
@@ -41,11 +47,7 @@ Output bottleneck(const Scope& s, Output x, int64_t depth, int64_t bottleneck, i
   slim::LayerOptions linear = lo;
   linear.activation = nullptr;
   Output inner = x;
-  if (v2) {
-    ops::BatchNormOptions bo = lo.batch_norm;
-    bo.is_training = lo.is_training;
-    inner = ops::relu(u.sub("preact"), ops::batch_norm(u.sub("preact"), x, bo));
-  }
+  if (v2) inner = bn_relu(u.sub("preact"), x, lo);
   Output shortcut;
   if (depth == depth_in) {
     shortcut = subsample(u, x, stride);
@@ -70,13 +72,8 @@ Net resnet(const Scope& root, Output images, const NetOptions& o, const NetInfo&
   int layers = std::stoi(info.name.substr(info.name.rfind('_') + 1));
   const int block3 = layers == 50 ? 6 : layers == 101 ? 23 : 36;
   Scope s = root.sub(info.name);
-  slim::LayerOptions lo;
-  lo.is_training = o.is_training;
-  lo.weight_decay = o.weight_decay >= 0 ? o.weight_decay : 1e-4;
-  lo.use_batch_norm = true;
-  lo.batch_norm.decay = 0.997f;
-  lo.batch_norm.epsilon = 1e-5f;
-  lo.batch_norm.scale = true;
+  slim::LayerOptions lo = base_options(o, 1e-4);
+  set_batch_norm(lo, 0.997f, 1e-5f, true);
   lo.weights_init.initializer = "variance_scaling";
   lo.weights_init.init_params = {2.0};
   lo.weights_init.init_mode = "fan_in";
@@ -100,20 +97,12 @@ Net resnet(const Scope& root, Output images, const NetOptions& o, const NetInfo&
     }
     net.end_points[bname] = x;
   }
-  if (v2) {
-    ops::BatchNormOptions bo = lo.batch_norm;
-    bo.is_training = lo.is_training;
-    x = ops::relu(s.sub("postnorm"), ops::batch_norm(s.sub("postnorm"), x, bo));
-  }
+  if (v2) x = bn_relu(s.sub("postnorm"), x, lo);
   x = ops::mean(s, x, {1, 2}, true, "pool5");
   net.end_points["global_pool"] = x;
   net.features = ops::squeeze(s, x, {1, 2}, "features");
   if (o.num_classes > 0) {
-    slim::LayerOptions linear = lo;
-    linear.activation = nullptr;
-    linear.use_batch_norm = false;
-    x = slim::conv2d(s, x, o.num_classes, {1, 1}, "logits", linear);
-    net.logits = o.spatial_squeeze ? ops::squeeze(s, x, {1, 2}, "SpatialSqueeze") : x;
+    net.logits = conv_logits(s, x, o, lo, "logits");
     net.end_points["logits"] = net.logits;
   }
   return net;

@@ -2,9 +2,7 @@
 // vgg_19 (2,2,4,4,4); 3x3 SAME convs of 64/128/256/512/512, 2x2/2 max pools,
 // fc6 7x7 VALID 4096 (as conv), dropout, fc7 1x1 4096, dropout, fc8 1x1.
 // Weight decay 0.0005; biases zero. 224x224x3.
-#include "hub/ops/array.h"
-#include "modules/nets/nets.h"
-#include "modules/slim/layers.h"
+#include "modules/nets/net_util.h"
 
 namespace hub::nets {
 
@@ -14,10 +12,7 @@ Net vgg(const Scope& root, Output images, const NetOptions& o, const NetInfo& in
                                                      : std::vector<int>{2, 2, 4, 4, 4};
   const int64_t depths[] = {64, 128, 256, 512, 512};
   Scope s = root.sub(info.name);
-  slim::LayerOptions lo;
-  lo.is_training = o.is_training;
-  lo.weight_decay = o.weight_decay >= 0 ? o.weight_decay : 0.0005;
-  double keep = o.dropout_keep_prob >= 0 ? o.dropout_keep_prob : 0.5;
+  slim::LayerOptions lo = base_options(o, 0.0005);
   Net net;
   Output x = images;
   for (int b = 0; b < 5; ++b) {
@@ -28,22 +23,7 @@ Net vgg(const Scope& root, Output images, const NetOptions& o, const NetInfo& in
     net.end_points[block] = x;
     x = slim::max_pool2d(s, x, {2, 2}, {2, 2}, "VALID", "pool" + std::to_string(b + 1));
   }
-  slim::LayerOptions fc = lo;
-  fc.padding = "VALID";
-  x = slim::conv2d(s, x, 4096, {7, 7}, "fc6", fc);
-  x = slim::dropout(s, x, keep, o.is_training, "dropout6");
-  fc.padding = "SAME";
-  x = slim::conv2d(s, x, 4096, {1, 1}, "fc7", fc);
-  net.end_points["fc7"] = x;
-  net.features = ops::squeeze(s, x, {1, 2}, "fc7_squeezed");
-  if (o.num_classes > 0) {
-    x = slim::dropout(s, x, keep, o.is_training, "dropout7");
-    slim::LayerOptions linear = fc;
-    linear.activation = nullptr;
-    x = slim::conv2d(s, x, o.num_classes, {1, 1}, "fc8", linear);
-    net.logits = o.spatial_squeeze ? ops::squeeze(s, x, {1, 2}, "fc8/squeezed") : x;
-    net.end_points["fc8"] = net.logits;
-  }
+  conv_fc_head(net, s, x, o, lo, 7, keep_prob_or(o, 0.5));
   return net;
 }
 

@@ -87,12 +87,37 @@ class Connection {
   }
 
   void send_all(const char* p, size_t n) {
+    write_all(n, [&](uint64_t left) {
+      ssize_t w = ::send(fd_, p, left, MSG_NOSIGNAL);
+      if (w > 0) p += w;
+      return w;
+    });
+  }
+
+  void send_file(int file_fd, uint64_t offset, uint64_t length) {
+    off_t off = static_cast<off_t>(offset);
+    write_all(length, [&](uint64_t left) {
+      return ::sendfile(fd_, file_fd, &off, std::min<uint64_t>(left, 1 << 20));
+    });
+  }
+
+  int fd() const { return fd_; }
+  std::string& in() { return in_; }
+  const HttpLimits& limits() const { return limits_; }
+  const std::atomic<bool>& stopping() const { return stopping_; }
+
+ private:
+  // Calls write(left) until `left` bytes are out; write returns what ::send or
+  // ::sendfile returned and advances its own position. Waits for POLLOUT while
+  // the socket is full, up to write_timeout_ms without progress. 0 written
+  // (peer gone, or the file shrank under sendfile: Content-Length cannot be
+  // honored) closes the connection.
+  template <class Write> void write_all(uint64_t left, Write write) {
     auto deadline = Clock::now() + std::chrono::milliseconds(limits_.write_timeout_ms);
-    while (n > 0) {
-      ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL);
+    while (left > 0) {
+      ssize_t w = write(left);
       if (w > 0) {
-        p += w;
-        n -= static_cast<size_t>(w);
+        left -= static_cast<uint64_t>(w);
         deadline = Clock::now() + std::chrono::milliseconds(limits_.write_timeout_ms);
         continue;
       }
@@ -105,32 +130,6 @@ class Connection {
     }
   }
 
-  void send_file(int file_fd, uint64_t offset, uint64_t length) {
-    off_t off = static_cast<off_t>(offset);
-    uint64_t left = length;
-    auto deadline = Clock::now() + std::chrono::milliseconds(limits_.write_timeout_ms);
-    while (left > 0) {
-      ssize_t w = ::sendfile(fd_, file_fd, &off, std::min<uint64_t>(left, 1 << 20));
-      if (w > 0) {
-        left -= static_cast<uint64_t>(w);
-        deadline = Clock::now() + std::chrono::milliseconds(limits_.write_timeout_ms);
-        continue;
-      }
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (wait_fd(fd_, POLLOUT, deadline, stopping_) != Wait::kReady) throw ConnectionClosed{};
-        continue;
-      }
-      throw ConnectionClosed{};  // w == 0: file shrank; cannot honor Content-Length
-    }
-  }
-
-  int fd() const { return fd_; }
-  std::string& in() { return in_; }
-  const HttpLimits& limits() const { return limits_; }
-  const std::atomic<bool>& stopping() const { return stopping_; }
-
- private:
   int fd_;
   const HttpLimits& limits_;
   const std::atomic<bool>& stopping_;

@@ -26,10 +26,12 @@ Tensor rows(const Tensor& t, int64_t begin, int64_t n) {
   return out;
 }
 
+// 60 Adam steps of 32 over 960 training images (1920 examples seen), then
+// the accuracy on 500 held-out images.
 double train_and_test(Backend backend) {
-  const int64_t size = 16, batch = 50;
-  datasets::SyntheticSet train = datasets::make_bars(3000, size, 1);
-  datasets::SyntheticSet test = datasets::make_bars(1000, size, 2);
+  const int64_t size = 16, batch = 32, num_train = 960, num_test = 500, steps = 60;
+  datasets::SyntheticSet train = datasets::make_bars(num_train, size, 1);
+  datasets::SyntheticSet test = datasets::make_bars(num_test, size, 2);
   Graph g;
   g.set_seed(7);
   Scope s(g);
@@ -55,15 +57,15 @@ double train_and_test(Backend backend) {
   VariableStore vars;
   vars.initialize(g);
   Session session(g, &vars, {backend});
-  for (int step = 0; step < 240; ++step) {
-    int64_t begin = (step * batch) % 3000;
+  for (int64_t step = 0; step < steps; ++step) {
+    int64_t begin = (step * batch) % num_train;  // num_train is a multiple of batch
     train_step(session, *adam, vars, grads, loss,
                {{images, rows(train.images, begin, batch)}, {labels, rows(train.labels, begin, batch)}});
   }
   Tensor pred = session.run_one({{images, test.images}}, predictions);
   int64_t correct = 0;
-  for (int64_t i = 0; i < 1000; ++i) correct += pred.data<int64_t>()[i] == test.labels.data<int32_t>()[i];
-  return static_cast<double>(correct) / 1000.0;
+  for (int64_t i = 0; i < num_test; ++i) correct += pred.data<int64_t>()[i] == test.labels.data<int32_t>()[i];
+  return static_cast<double>(correct) / static_cast<double>(num_test);
 }
 }  // namespace
 

@@ -65,66 +65,55 @@ int64_t block_rows(const ConvGeometry& g) {
   return std::max<int64_t>(1, (int64_t{1} << 20) / per_row);
 }
 
-// col[(r-r0)*OW + ow, (kh*KW + kw)*C + c] = x[n, ih, iw, c] (0 outside), r = n*OH + oh.
-void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, float* col) {
+// Walks the im2col layout of output rows [r0, r1) (r = n*OH + oh):
+//   col[(r-r0)*OW + ow, (kh*KW + kw)*C + c] = x[n, ih, iw, c] (0 outside),
+// calling run(col_off, x_off, len) for each run of len floats at col + col_off
+// that mirrors x + x_off; x_off < 0 means the run lies in the padding.
+template <class Run> void for_each_col_run(const ConvGeometry& g, int64_t r0, int64_t r1, Run run) {
   const int64_t K = g.kh * g.kw * g.c;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / g.oh, oh = r % g.oh;
-    const float* xn = x + n * g.h * g.w * g.c;
+    const int64_t xn = n * g.h * g.w * g.c;
     for (int64_t ow = 0; ow < g.ow; ++ow) {
-      float* dst = col + ((r - r0) * g.ow + ow) * K;
+      const int64_t dst = ((r - r0) * g.ow + ow) * K;
       const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
       const bool row_inside = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
       for (int64_t kh = 0; kh < g.kh; ++kh) {
-        float* seg = dst + kh * g.kw * g.c;
+        const int64_t seg = dst + kh * g.kw * g.c;
         const int64_t ih = ih0 + kh * g.dh;
         if (ih < 0 || ih >= g.h) {
-          std::fill_n(seg, g.kw * g.c, 0.0f);
+          run(seg, int64_t{-1}, g.kw * g.c);
           continue;
         }
-        const float* xrow = xn + ih * g.w * g.c;
+        const int64_t xrow = xn + ih * g.w * g.c;
         if (row_inside) {  // the whole window row is one contiguous run of KW*C floats
-          std::copy_n(xrow + iw0 * g.c, g.kw * g.c, seg);
+          run(seg, xrow + iw0 * g.c, g.kw * g.c);
           continue;
         }
         for (int64_t kw = 0; kw < g.kw; ++kw) {
           const int64_t iw = iw0 + kw * g.dw;
-          if (iw < 0 || iw >= g.w)
-            std::fill_n(seg + kw * g.c, g.c, 0.0f);
-          else
-            std::copy_n(xrow + iw * g.c, g.c, seg + kw * g.c);
+          run(seg + kw * g.c, iw < 0 || iw >= g.w ? int64_t{-1} : xrow + iw * g.c, g.c);
         }
       }
     }
   }
 }
 
-// Adjoint of im2col for the rows [r0, r1) of one image: dx += scatter(col).
+// col for output rows [r0, r1) (layout above).
+void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, float* col) {
+  for_each_col_run(g, r0, r1, [&](int64_t col_off, int64_t x_off, int64_t len) {
+    if (x_off < 0)
+      std::fill_n(col + col_off, len, 0.0f);
+    else
+      std::copy_n(x + x_off, len, col + col_off);
+  });
+}
+
+// Adjoint of im2col for the rows [r0, r1): dx += scatter(col).
 void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, float* dx) {
-  const int64_t K = g.kh * g.kw * g.c;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / g.oh, oh = r % g.oh;
-    float* dxn = dx + n * g.h * g.w * g.c;
-    for (int64_t ow = 0; ow < g.ow; ++ow) {
-      const float* src = col + ((r - r0) * g.ow + ow) * K;
-      const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
-      const bool row_inside = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
-      for (int64_t kh = 0; kh < g.kh; ++kh) {
-        const int64_t ih = ih0 + kh * g.dh;
-        if (ih < 0 || ih >= g.h) continue;
-        const float* seg = src + kh * g.kw * g.c;
-        float* dxrow = dxn + ih * g.w * g.c;
-        if (row_inside) {
-          MapVec(dxrow + iw0 * g.c, g.kw * g.c) += CMapVec(seg, g.kw * g.c);
-          continue;
-        }
-        for (int64_t kw = 0; kw < g.kw; ++kw) {
-          const int64_t iw = iw0 + kw * g.dw;
-          if (iw >= 0 && iw < g.w) MapVec(dxrow + iw * g.c, g.c) += CMapVec(seg + kw * g.c, g.c);
-        }
-      }
-    }
-  }
+  for_each_col_run(g, r0, r1, [&](int64_t col_off, int64_t x_off, int64_t len) {
+    if (x_off >= 0) MapVec(dx + x_off, len) += CMapVec(col + col_off, len);
+  });
 }
 
 // ---- Conv2D -----------------------------------------------------------------
@@ -224,6 +213,31 @@ void conv2d_backprop_filter_kernel(KernelContext& c) {
 
 // ---- DepthwiseConv2dNative --------------------------------------------------
 
+// Runs pixel(p) for each output pixel p = r*OW + ow of the rows r in [b, e),
+// then tap(p, k, xi) for each of its window taps k = kh*KW + kw inside the
+// input, where xi points at x[n, ih, iw, 0] (C floats).
+template <class Pixel, class Tap>
+void for_each_depthwise_tap(const float* x, const ConvGeometry& g, int64_t b, int64_t e, Pixel pixel, Tap tap) {
+  for (int64_t r = b; r < e; ++r) {
+    const int64_t n = r / g.oh, oh = r % g.oh;
+    const float* xn = x + n * g.h * g.w * g.c;
+    for (int64_t ow = 0; ow < g.ow; ++ow) {
+      const int64_t p = r * g.ow + ow;
+      pixel(p);
+      const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
+      for (int64_t kh = 0; kh < g.kh; ++kh) {
+        const int64_t ih = ih0 + kh * g.dh;
+        if (ih < 0 || ih >= g.h) continue;
+        for (int64_t kw = 0; kw < g.kw; ++kw) {
+          const int64_t iw = iw0 + kw * g.dw;
+          if (iw < 0 || iw >= g.w) continue;
+          tap(p, kh * g.kw + kw, CMapVec(xn + (ih * g.w + iw) * g.c, g.c));
+        }
+      }
+    }
+  }
+}
+
 void depthwise_kernel(KernelContext& c) {
   const ConvGeometry g = geometry(c, true);
   const float* x = c.input(0).data<float>();
@@ -231,30 +245,16 @@ void depthwise_kernel(KernelContext& c) {
   float* y = c.output(0).data<float>();
   const int64_t rows = g.n * g.oh;
   for_chunks(rows, chunk_count(rows), [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t n = r / g.oh, oh = r % g.oh;
-      const float* xn = x + n * g.h * g.w * g.c;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        float* out = y + (r * g.ow + ow) * g.oc;
-        MapArr o(out, g.c, g.m);
-        o.setZero();
-        const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const int64_t ih = ih0 + kh * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t kw = 0; kw < g.kw; ++kw) {
-            const int64_t iw = iw0 + kw * g.dw;
-            if (iw < 0 || iw >= g.w) continue;
-            CMapVec xi(xn + (ih * g.w + iw) * g.c, g.c);
-            const float* fk = f + (kh * g.kw + kw) * g.oc;
-            if (g.m == 1)
-              MapVec(out, g.c) += xi * CMapVec(fk, g.c);
-            else
-              o += CMapArr(fk, g.c, g.m).colwise() * xi;
-          }
-        }
-      }
-    }
+    for_each_depthwise_tap(
+        x, g, b, e, [&](int64_t p) { MapVec(y + p * g.oc, g.oc).setZero(); },
+        [&](int64_t p, int64_t k, const CMapVec& xi) {
+          float* out = y + p * g.oc;
+          const float* fk = f + k * g.oc;
+          if (g.m == 1)
+            MapVec(out, g.c) += xi * CMapVec(fk, g.c);
+          else
+            MapArr(out, g.c, g.m) += CMapArr(fk, g.c, g.m).colwise() * xi;
+        });
   });
 }
 
@@ -310,28 +310,16 @@ void depthwise_backprop_filter_kernel(KernelContext& c) {
   for_chunks(rows, chunks, [&](int64_t ci, int64_t b, int64_t e) {
     float* acc = partials + ci * size;
     MapVec(acc, size).setZero();
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t n = r / g.oh, oh = r % g.oh;
-      const float* xn = x + n * g.h * g.w * g.c;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        const float* d = dy + (r * g.ow + ow) * g.oc;
-        const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const int64_t ih = ih0 + kh * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t kw = 0; kw < g.kw; ++kw) {
-            const int64_t iw = iw0 + kw * g.dw;
-            if (iw < 0 || iw >= g.w) continue;
-            CMapVec xi(xn + (ih * g.w + iw) * g.c, g.c);
-            float* ak = acc + (kh * g.kw + kw) * g.oc;
-            if (g.m == 1)
-              MapVec(ak, g.c) += xi * CMapVec(d, g.c);
-            else
-              MapArr(ak, g.c, g.m) += CMapArr(d, g.c, g.m).colwise() * xi;
-          }
-        }
-      }
-    }
+    for_each_depthwise_tap(
+        x, g, b, e, [](int64_t) {},
+        [&](int64_t p, int64_t k, const CMapVec& xi) {
+          const float* d = dy + p * g.oc;
+          float* ak = acc + k * g.oc;
+          if (g.m == 1)
+            MapVec(ak, g.c) += xi * CMapVec(d, g.c);
+          else
+            MapArr(ak, g.c, g.m) += CMapArr(d, g.c, g.m).colwise() * xi;
+        });
   });
   df = MapVec(partials, size);
   for (int64_t ci = 1; ci < chunks; ++ci) df += MapVec(partials + ci * size, size);

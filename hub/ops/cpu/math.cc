@@ -82,17 +82,7 @@ void broadcast_like_kernel(KernelContext& c) {
   const auto& axes_attr = c.attrs().get_ints("reduced_axes");
   if (!axes_attr.empty()) {
     std::vector<int> axes = ops::normalize_axes(axes_attr, like.rank(), "reduced_axes");
-    std::vector<int64_t> dims;
-    size_t k = 0, xi = 0;
-    for (int d = 0; d < like.rank(); ++d) {
-      if (k < axes.size() && axes[k] == d) {
-        dims.push_back(1);
-        ++k;
-      } else {
-        dims.push_back(x.dim(static_cast<int>(xi++)));
-      }
-    }
-    x = x.reshaped(Shape(dims));
+    x = x.reshaped(ops::insert_reduced_axes(x.shape(), axes));
   }
   if (x.shape() == like) {
     c.set_output(0, x);

@@ -63,29 +63,31 @@ template <bool kMax> void pool_kernel(KernelContext& c) {
   });
 }
 
-// Runs fn(n, c0, c1) over every (batch, channel block) in parallel.
-template <class F> void for_batch_channel_blocks(const ops::PoolGeometry& g, F fn) {
+// The backward kernels' shared driver: zeroes dx (output 0) and runs
+// fn(g, len, xn, dxn, gyn) for every (batch n, channel block [c0, c0 + len)) in
+// parallel, where xn, dxn point at x[n,0,0,c0], dx[n,0,0,c0] and gyn at
+// grad[n,0,0,c0] (grad is input `grad_input`, x is input 0).
+template <class F> void pool_grad_kernel(KernelContext& c, int grad_input, F fn) {
+  ops::PoolGeometry g = geometry_of(c);
+  const float* x = c.input(0).data<float>();
+  const float* gy = c.input(grad_input).data<float>();
+  Tensor& out = c.output(0);
+  out.fill(0.0);
+  float* dx = out.data<float>();
   int64_t blocks = (g.c + kChannelBlock - 1) / kChannelBlock;
   parallel_for(g.n * blocks, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
       int64_t n = u / blocks, c0 = (u % blocks) * kChannelBlock;
-      fn(n, c0, std::min(c0 + kChannelBlock, g.c));
+      int64_t in_off = n * g.h * g.w * g.c + c0;
+      fn(g, std::min(kChannelBlock, g.c - c0), x + in_off, dx + in_off, gy + n * g.oh * g.ow * g.c + c0);
     }
   });
 }
 
 void max_pool_grad_kernel(KernelContext& c) {
-  ops::PoolGeometry g = geometry_of(c);
-  const float* x = c.input(0).data<float>();
-  const float* gy = c.input(2).data<float>();
-  Tensor& out = c.output(0);
-  out.fill(0.0);
-  float* dx = out.data<float>();
-  const int64_t C = g.c;
-  for_batch_channel_blocks(g, [&](int64_t n, int64_t c0, int64_t c1) {
-    const int64_t len = c1 - c0;
-    const float* xn = x + n * g.h * g.w * C + c0;
-    float* dxn = dx + n * g.h * g.w * C + c0;
+  pool_grad_kernel(c, 2, [](const ops::PoolGeometry& g, int64_t len, const float* xn, float* dxn,
+                            const float* gyn) {
+    const int64_t C = g.c;
     Eigen::ArrayXf best(len);
     Eigen::Array<int64_t, Eigen::Dynamic, 1> arg(len);
     for (int64_t i = 0; i < g.oh; ++i)
@@ -102,27 +104,21 @@ void max_pool_grad_kernel(KernelContext& c) {
             arg = better.select(Eigen::Array<int64_t, Eigen::Dynamic, 1>::Constant(len, pos), arg);
             best = better.select(in, best);
           }
-        const float* gv = gy + ((n * g.oh + i) * g.ow + j) * C + c0;
+        const float* gv = gyn + (i * g.ow + j) * C;
         for (int64_t k = 0; k < len; ++k) dxn[arg[k] * C + k] += gv[k];
       }
   });
 }
 
 void avg_pool_grad_kernel(KernelContext& c) {
-  ops::PoolGeometry g = geometry_of(c);
-  const float* gy = c.input(1).data<float>();
-  Tensor& out = c.output(0);
-  out.fill(0.0);
-  float* dx = out.data<float>();
-  const int64_t C = g.c;
-  for_batch_channel_blocks(g, [&](int64_t n, int64_t c0, int64_t c1) {
-    const int64_t len = c1 - c0;
-    float* dxn = dx + n * g.h * g.w * C + c0;
+  pool_grad_kernel(c, 1, [](const ops::PoolGeometry& g, int64_t len, const float*, float* dxn,
+                            const float* gyn) {
+    const int64_t C = g.c;
     Eigen::ArrayXf share(len);
     for (int64_t i = 0; i < g.oh; ++i)
       for (int64_t j = 0; j < g.ow; ++j) {
         Window win = window(g, i, j);
-        share = CVec(gy + ((n * g.oh + i) * g.ow + j) * C + c0, len) / static_cast<float>(win.count());
+        share = CVec(gyn + (i * g.ow + j) * C, len) / static_cast<float>(win.count());
         for (int64_t hh = win.h0; hh < win.h1; ++hh)
           for (int64_t ww = win.w0; ww < win.w1; ++ww) Vec(dxn + (hh * g.w + ww) * C, len) += share;
       }

@@ -7,11 +7,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::check_gradients;
-using hub::testing::expect_close;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 namespace {
 

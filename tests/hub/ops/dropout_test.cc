@@ -9,9 +9,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::expect_close;
-using hub::testing::make;
-using hub::testing::random_tensor;
+using namespace hub::testing;
 
 namespace {
 struct DropoutGraph {

@@ -3,11 +3,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::check_gradients;
-using hub::testing::expect_close;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 TEST_CASE("binary ops: hand-computed broadcasting") {
   Tensor a = make({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -6,13 +6,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::backend_used;
-using hub::testing::check_gradients;
-using hub::testing::compare_backends;
-using hub::testing::expect_close;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 namespace {
 Attrs lrn(int r, float bias, float alpha, float beta) {

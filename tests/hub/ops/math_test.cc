@@ -10,12 +10,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::check_gradients;
-using hub::testing::expect_close;
-using hub::testing::GradCheckOptions;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 namespace {
 std::vector<bool> bools(const Tensor& t) {

@@ -11,12 +11,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::check_gradients;
-using hub::testing::expect_close;
-using hub::testing::GradCheckOptions;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 namespace {
 Attrs red(std::vector<int64_t> axes, bool keep = false) { return Attrs().set("axes", axes).set("keep_dims", keep); }

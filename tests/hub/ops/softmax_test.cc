@@ -9,12 +9,7 @@
 #include "testutil.h"
 
 using namespace hub;
-using hub::testing::check_gradients;
-using hub::testing::expect_close;
-using hub::testing::GradCheckOptions;
-using hub::testing::make;
-using hub::testing::random_tensor;
-using hub::testing::run_op;
+using namespace hub::testing;
 
 TEST_CASE("Softmax and LogSoftmax: hand-computed, stable for large logits") {
   Tensor sm = make({3}, {0.09003057f, 0.24472847f, 0.66524096f});
