@@ -23,7 +23,7 @@ std::string human(uint64_t bytes) {
   return buf;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_cache(CLI::App& app) {
   auto handle = std::make_shared<std::string>();
   app.require_subcommand(1);
   CLI::App* list = app.add_subcommand("list", "List cached modules: handle, size, date");
@@ -70,5 +70,5 @@ RunFn setup(CLI::App& app) {
   };
 }
 }  // namespace
-HUB_REGISTER_COMMAND(cache, "Inspect and manage the module cache", setup);
+HUB_REGISTER_COMMAND(cache, "Inspect and manage the module cache", setup_cache);
 }  // namespace hub::cli

@@ -26,7 +26,7 @@ std::vector<std::string> read_lines(const std::string& path) {
   return out;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_classify(CLI::App& app) {
   struct Flags {
     std::string module, labels, signature;
     std::vector<std::string> images;
@@ -96,5 +96,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(classify, "Classify images with a module and print the top labels (label_image)", setup);
+HUB_REGISTER_COMMAND(classify, "Classify images with a module and print the top labels (label_image)", setup_classify);
 }  // namespace hub::cli

@@ -11,7 +11,7 @@
 namespace hub::cli {
 namespace {
 
-RunFn setup(CLI::App& app) {
+RunFn setup_data(CLI::App& app) {
   app.require_subcommand(1);
   auto opts = std::make_shared<data::ConvertOptions>();
   CLI::App* convert = app.add_subcommand(
@@ -60,5 +60,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(data, "Convert data sets to TFRecord files of tf.Example", setup);
+HUB_REGISTER_COMMAND(data, "Convert data sets to TFRecord files of tf.Example", setup_data);
 }  // namespace hub::cli

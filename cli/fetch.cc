@@ -16,7 +16,7 @@ struct FetchArgs {
   bool offline = false;
 };
 
-RunFn setup(CLI::App& app) {
+RunFn setup_fetch(CLI::App& app) {
   auto args = std::make_shared<FetchArgs>();
   app.add_option("handle", args->handle,
                  "Module handle: directory, archive path, file://, http(s):// URL "
@@ -37,5 +37,5 @@ RunFn setup(CLI::App& app) {
 }
 }  // namespace
 HUB_REGISTER_COMMAND(fetch, "Download (or find in the cache) a module and print its directory",
-                     setup);
+                     setup_fetch);
 }  // namespace hub::cli

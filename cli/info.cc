@@ -108,7 +108,7 @@ void print_json(const ModuleSpec& spec) {
   std::printf("%s\n", j.dump(2).c_str());
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_info(CLI::App& app) {
   struct Opts {
     std::string module;
     std::string format = "text";
@@ -132,5 +132,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(info, "Describe a module: signatures, tag sets, variables, metadata", setup);
+HUB_REGISTER_COMMAND(info, "Describe a module: signatures, tag sets, variables, metadata", setup_info);
 }  // namespace hub::cli

@@ -8,7 +8,7 @@
 
 namespace hub::cli {
 namespace {
-RunFn setup(CLI::App& app) {
+RunFn setup_nets(CLI::App& app) {
   auto stats = std::make_shared<bool>(false);
   app.add_flag("--stats", *stats, "Also build each net and print parameters and multiply-adds");
   return [stats] {
@@ -36,5 +36,5 @@ RunFn setup(CLI::App& app) {
   };
 }
 }  // namespace
-HUB_REGISTER_COMMAND(nets, "List the built-in networks", setup);
+HUB_REGISTER_COMMAND(nets, "List the built-in networks", setup_nets);
 }  // namespace hub::cli

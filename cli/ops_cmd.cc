@@ -6,7 +6,7 @@
 
 namespace hub::cli {
 namespace {
-RunFn setup(CLI::App& app) {
+RunFn setup_ops(CLI::App& app) {
   (void)app;
   return [] {
     const OpRegistry& reg = OpRegistry::global();
@@ -22,5 +22,5 @@ RunFn setup(CLI::App& app) {
   };
 }
 }  // namespace
-HUB_REGISTER_COMMAND(ops, "List the registered ops and their backends", setup);
+HUB_REGISTER_COMMAND(ops, "List the registered ops and their backends", setup_ops);
 }  // namespace hub::cli

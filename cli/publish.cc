@@ -11,12 +11,12 @@
 namespace hub::cli {
 namespace {
 
-struct Flags {
+struct PublishFlags {
   std::string source, registry, name, version, token, description;
 };
 
-RunFn setup(CLI::App& app) {
-  auto f = std::make_shared<Flags>();
+RunFn setup_publish(CLI::App& app) {
+  auto f = std::make_shared<PublishFlags>();
   app.add_option("module", f->source, "Module directory (packed to .tar.gz) or archive")->required();
   app.add_option("--registry", f->registry, "Registry URL (default $HUB_REGISTRY)");
   app.add_option("--name", f->name, "publisher/name")->required();
@@ -42,5 +42,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(publish, "Publish a module to a registry", setup);
+HUB_REGISTER_COMMAND(publish, "Publish a module to a registry", setup_publish);
 }  // namespace hub::cli

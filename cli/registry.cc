@@ -14,7 +14,7 @@
 namespace hub::cli {
 namespace {
 
-struct Flags {
+struct RegistryFlags {
   std::string root;
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -26,7 +26,7 @@ struct Flags {
   std::string out;
 };
 
-int serve(const Flags& f) {
+int serve(const RegistryFlags& f) {
   registry::RegistryServerOptions opt;
   opt.root = f.root;
   opt.host = f.host;
@@ -54,8 +54,8 @@ int serve(const Flags& f) {
   return 0;
 }
 
-RunFn setup(CLI::App& app) {
-  auto flags = std::make_shared<Flags>();
+RunFn setup_registry(CLI::App& app) {
+  auto flags = std::make_shared<RegistryFlags>();
   app.require_subcommand(1);
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a registry over HTTP");
   serve_cmd->add_option("--root", flags->root, "Registry directory (database and blobs)")->required();
@@ -98,5 +98,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(registry, "Run or administer a module registry", setup);
+HUB_REGISTER_COMMAND(registry, "Run or administer a module registry", setup_registry);
 }  // namespace hub::cli

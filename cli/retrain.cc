@@ -7,7 +7,7 @@
 namespace hub::cli {
 namespace {
 
-RunFn setup(CLI::App& app) {
+RunFn setup_retrain(CLI::App& app) {
   auto c = std::make_shared<retrain::RetrainConfig>();
   app.add_option("--image_dir,--image-dir", c->image_dir, "Folder with one sub-folder of images per class")->required();
   app.add_option("--module,--tfhub_module", c->module, "Image feature-vector module (path, URL or registry name)")->required();
@@ -44,5 +44,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(retrain, "Retrain a classifier head on a folder of images (retrain.py)", setup);
+HUB_REGISTER_COMMAND(retrain, "Retrain a classifier head on a folder of images (retrain.py)", setup_retrain);
 }  // namespace hub::cli

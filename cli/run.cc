@@ -41,7 +41,7 @@ TagSet parse_tags(const std::string& text) {
   return tags;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_run(CLI::App& app) {
   struct Opts {
     std::string module;
     std::string signature = kDefaultSignature;
@@ -102,5 +102,5 @@ RunFn setup(CLI::App& app) {
 }
 
 }  // namespace
-HUB_REGISTER_COMMAND(run, "Run a module's signature on .npy inputs", setup);
+HUB_REGISTER_COMMAND(run, "Run a module's signature on .npy inputs", setup_run);
 }  // namespace hub::cli

@@ -8,13 +8,13 @@
 namespace hub::cli {
 namespace {
 
-struct Flags {
+struct SearchFlags {
   std::string arg, registry;
   bool json = false;
 };
 
 RunFn setup_search(CLI::App& app) {
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<SearchFlags>();
   app.add_option("query", f->arg, "Text to find in module names and descriptions")->required();
   app.add_option("--registry", f->registry, "Registry URL (default $HUB_REGISTRY)");
   app.add_flag("--json", f->json, "Print the registry's JSON");
@@ -32,7 +32,7 @@ RunFn setup_search(CLI::App& app) {
 }
 
 RunFn setup_versions(CLI::App& app) {
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<SearchFlags>();
   app.add_option("module", f->arg, "publisher/name")->required();
   app.add_option("--registry", f->registry, "Registry URL (default $HUB_REGISTRY)");
   app.add_flag("--json", f->json, "Print the registry's JSON");

@@ -2,10 +2,16 @@
 # Installs the build into a temporary DESTDIR and builds examples/embed.cc
 # against the installed headers, library and pkg-config file, as an outside
 # user would, then runs it (export + reload included).
-# Usage: install_test.sh BUILD_DIR EMBED_CC
+# Usage: install_test.sh BUILD_DIR EMBED_CC [B_SANITIZE]
+# B_SANITIZE (meson's b_sanitize, e.g. address,undefined): the library was
+# built with these sanitizers, so the embedder is too: their runtime must be
+# linked into the program itself, not only pulled in by libhub.so.
 set -eu
 build=$1
 src=$2
+sanitize=${3:-none}
+san_flags=
+[ "$sanitize" = none ] || san_flags="-fsanitize=$sanitize"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 meson install -C "$build" --no-rebuild --destdir "$tmp/dest" >"$tmp/install.log" 2>&1 || {
@@ -20,7 +26,7 @@ export PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
 flags=$(pkg-config --cflags --libs hub)
 echo "pkg-config --cflags --libs hub: $flags"
 # Nothing from the source or build tree: only the installed files.
-${CXX:-c++} -O0 "$src" $flags -o "$tmp/embed"
+${CXX:-c++} -O0 $san_flags "$src" $flags -o "$tmp/embed"
 libdir=$(dirname "$(find "$tmp/dest" -name 'libhub.so*' | head -n 1)")
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/embed" "$tmp/exported"
 test -f "$tmp/exported/module.pb" && test -f "$tmp/exported/variables.safetensors"
