@@ -27,20 +27,10 @@
 using namespace hub;
 using namespace hub::data;
 using hub::testing::expect_error;
+using hub::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("hub_datasets_test_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

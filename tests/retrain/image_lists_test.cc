@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,21 +8,14 @@
 #include "hub/core/error.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/image_lists.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
 using namespace hub::retrain;
+using hub::testing::TempDir;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("hub_retrain_test_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 void touch(const fs::path& p, const std::string& content = "x") {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << content;
@@ -52,7 +44,7 @@ TEST_CASE("label names as retrain.py normalizes them") {
 }
 
 TEST_CASE("create_image_lists scans class folders, splits stably and warns") {
-  TempDir t;
+  TempDir t("image_lists");
   for (int i = 0; i < 25; ++i) touch(t.path / "Cats" / ("cat_" + std::to_string(i) + ".jpg"));
   for (int i = 0; i < 5; ++i) touch(t.path / "dogs" / ("dog_" + std::to_string(i) + ".PNG"));
   touch(t.path / "dogs" / "notes.txt");
@@ -77,7 +69,7 @@ TEST_CASE("create_image_lists scans class folders, splits stably and warns") {
 }
 
 TEST_CASE("create_image_lists rejects bad image dirs with the flag name") {
-  TempDir t;
+  TempDir t("image_lists");
   auto message = [](const fs::path& p) {
     try {
       create_image_lists(p, 10, 10);
@@ -94,7 +86,7 @@ TEST_CASE("create_image_lists rejects bad image dirs with the flag name") {
 }
 
 TEST_CASE("bottleneck cache round trip and damage detection") {
-  TempDir t;
+  TempDir t("image_lists");
   CHECK(module_tag("https://example.com/m/1.tar.gz") == "https~example.com~m~1.tar.gz");
   BottleneckCache cache(t.path, "/models/mobilenet", "digest-1");
   std::vector<float> v = {1.5f, -2.0f, 0.25f};
