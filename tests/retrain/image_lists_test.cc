@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
 
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
