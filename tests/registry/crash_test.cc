@@ -4,10 +4,10 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <fstream>
@@ -15,6 +15,7 @@
 #include "registry/client/client.h"
 #include "hub/core/digest.h"
 #include "registry_testutil.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace hub::registry;
@@ -22,33 +23,17 @@ using namespace hub::registry::testing;
 
 namespace {
 
-// Runs a registry server in a child process; returns its pid and port.
-pid_t spawn_server(const fs::path& root, int* port) {
-  int pipefd[2];
-  REQUIRE(::pipe(pipefd) == 0);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(pipefd[0]);
-    try {
-      RegistryServerOptions opt;
-      opt.root = root;
-      opt.http.worker_threads = 2;
-      RegistryServer server(opt);
-      server.start();
-      int p = server.port();
-      (void)!::write(pipefd[1], &p, sizeof p);
-      while (true) ::pause();
-    } catch (...) {
-      ::_exit(3);
-    }
-  }
-  ::close(pipefd[1]);
-  int p = 0;
-  REQUIRE(::read(pipefd[0], &p, sizeof p) == static_cast<ssize_t>(sizeof p));
-  ::close(pipefd[0]);
-  *port = p;
-  return pid;
+// A registry server on `args[0]` in a fresh process (tests/subprocess.h):
+// writes its port as one line, then serves until killed.
+HUB_TEST_CHILD_MODE(registry_server) {
+  RegistryServerOptions opt;
+  opt.root = args.at(0);
+  opt.http.worker_threads = 2;
+  RegistryServer server(opt);
+  server.start();
+  std::printf("%05d\n", server.port());
+  std::fflush(stdout);
+  while (true) ::pause();
 }
 
 int64_t count_rows(const fs::path& db_path) {
@@ -73,8 +58,8 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
     Store store(root);
     token = store.create_token("acme");
   }
-  int port = 0;
-  pid_t pid = spawn_server(root, &port);
+  hub::testing::Child server_process = hub::testing::Child::self("registry_server", {root.string()});
+  const int port = std::stoi(server_process.read_exactly(6, 60));
 
   // First a complete publish, which must survive the crash.
   std::string done = module_archive("done");
@@ -108,10 +93,8 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
     if (!spooled) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK(spooled);
-  REQUIRE(::kill(pid, SIGKILL) == 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  CHECK(WIFSIGNALED(status));
+  server_process.kill(SIGKILL);
+  CHECK(server_process.wait(10, "registry server").signal == SIGKILL);
   ::close(fd);
   CHECK(count_rows(root / "registry.db") == 1);
 

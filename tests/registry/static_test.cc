@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "hub/core/digest.h"
 #include "registry/server/export_static.h"
 #include "registry_testutil.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace hub::registry;
@@ -87,14 +87,8 @@ TEST_CASE("static export served by nginx") {
       << "  scgi_temp_path " << (prefix / "scgi").string() << ";\n"
       << "  types { application/json json; }\n  default_type application/octet-stream;\n"
       << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << out.string() << ";\n  }\n}\n";
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    std::string conf = (prefix / "nginx.conf").string();
-    std::string pfx = prefix.string() + "/";
-    ::execl(kNginx, kNginx, "-p", pfx.c_str(), "-c", conf.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  hub::testing::Child nginx = hub::testing::Child::spawn(
+      {kNginx, "-p", prefix.string() + "/", "-c", (prefix / "nginx.conf").string()});
   bool up = false;
   for (int i = 0; i < 100 && !up; ++i) {
     up = port_open(port);
@@ -123,7 +117,6 @@ TEST_CASE("static export served by nginx") {
     CHECK(r.status == 206);
     CHECK(r.body == v1.substr(0, 10));
   }
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  nginx.kill(SIGTERM);
+  nginx.wait(10, "nginx");
 }

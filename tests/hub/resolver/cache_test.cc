@@ -2,7 +2,6 @@
 // writers, stale locks, list/rm/verify.
 #include <doctest/doctest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +17,7 @@
 #include "hub/core/digest.h"
 #include "hub/resolver/resolver.h"
 #include "resolver_testutil.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
@@ -25,42 +25,25 @@ using namespace hub::testing;
 
 namespace {
 
-// Runs resolve() in a forked child; the child writes the path (or "ERR ...")
-// to a pipe and exits without running any doctest machinery.
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;
-};
-
-Child spawn_resolve(const std::string& handle, const resolver::ResolveOptions& o) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string out;
-    int code = 0;
-    try {
-      out = resolver::resolve(handle, o).string();
-    } catch (const std::exception& e) {
-      out = std::string("ERR ") + e.what();
-      code = 1;
-    }
-    (void)!::write(fds[1], out.data(), out.size());
-    ::_exit(code);
+// resolve() in a fresh process (tests/subprocess.h): prints the path, or
+// "ERR <message>" and exits 1. Options are the sandbox's fast ones for the
+// cache dir, with the lock stale time and low-speed time passed along.
+HUB_TEST_CHILD_MODE(resolve) {
+  resolver::ResolveOptions o = fast_options(args.at(1));
+  o.lock_stale_s = std::stod(args.at(2));
+  o.fetch.low_speed_time_s = std::stol(args.at(3));
+  try {
+    std::printf("%s", resolver::resolve(args.at(0), o).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("ERR %s", e.what());
+    return 1;
   }
-  ::close(fds[1]);
-  return {pid, fds[0]};
 }
 
-std::string finish(const Child& c, int* status) {
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(c.fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(c.fd);
-  ::waitpid(c.pid, status, 0);
-  return out;
+Child spawn_resolve(const std::string& handle, const resolver::ResolveOptions& o) {
+  return Child::self("resolve", {handle, o.cache_dir.string(), std::to_string(o.lock_stale_s),
+                                 std::to_string(o.fetch.low_speed_time_s)});
 }
 
 }  // namespace
@@ -153,12 +136,11 @@ TEST_CASE("cache: 8 processes fetch the same handle at once: one download, one p
   for (int i = 0; i < 8; ++i) kids.push_back(spawn_resolve(server.url("/m.tar.gz"), o));
   std::set<std::string> paths;
   for (auto& k : kids) {
-    int status = 0;
-    std::string out = finish(k, &status);
-    INFO(out);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    paths.insert(out);
+    ChildResult r = k.wait(60, "resolve child");
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.code == 0);
+    paths.insert(r.output);
   }
   CHECK(paths.size() == 1);
   CHECK(server.requests("/m.tar.gz") == 1);
@@ -181,9 +163,10 @@ TEST_CASE("cache: racing writers without the lock still leave one complete modul
   for (int i = 0; i < 4; ++i) kids.push_back(spawn_resolve(server.url("/m.tar.gz"), o));
   std::set<std::string> paths;
   for (auto& k : kids) {
-    int status = 0;
-    paths.insert(finish(k, &status));
-    CHECK(WEXITSTATUS(status) == 0);
+    ChildResult r = k.wait(60, "resolve child");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    paths.insert(r.output);
   }
   CHECK(paths.size() == 1);
   CHECK(server.requests("/m.tar.gz") >= 2);  // the lock really was ignored
@@ -232,10 +215,8 @@ TEST_CASE("cache: a writer killed mid-download leaves nothing visible; next fetc
   CHECK(fs::exists(sb.cache / (key + ".lock")));
   CHECK(!fs::exists(sb.cache / key));
   CHECK(!list_tree(sb.cache / ".tmp").empty());
-  ::kill(k.pid, SIGKILL);
-  int status = 0;
-  finish(k, &status);
-  CHECK(WIFSIGNALED(status));
+  k.kill(SIGKILL);
+  CHECK(k.wait(10, "killed resolve child").signal == SIGKILL);
   watching = false;
   watcher.join();
   CHECK(!ever_visible);

@@ -56,7 +56,9 @@ Sandbox::~Sandbox() {
   fs::remove_all(root, ec);
 }
 
-resolver::ResolveOptions Sandbox::options() const {
+resolver::ResolveOptions Sandbox::options() const { return fast_options(cache); }
+
+resolver::ResolveOptions fast_options(const std::filesystem::path& cache) {
   resolver::ResolveOptions o;
   o.quiet = true;
   o.offline = false;

@@ -18,8 +18,11 @@ struct Sandbox {
   Sandbox();
   ~Sandbox();
   std::filesystem::path root, cache, outside;
-  resolver::ResolveOptions options() const;  // quiet, fast timeouts, cache = cache
+  resolver::ResolveOptions options() const;  // fast_options(cache)
 };
+
+// Quiet, online, fast timeouts and retries, the given cache root.
+resolver::ResolveOptions fast_options(const std::filesystem::path& cache);
 
 struct TarEntry {
   enum Type { kFile, kDir, kSymlink, kHardlink, kCharDevice, kFifo, kSocket };
