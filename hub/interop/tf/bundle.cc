@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -94,16 +95,23 @@ class PendingFile {
   bool committed_ = false;
 };
 
-// The data files that exist beside prefix, for error messages.
-std::string existing_data_files(const std::string& prefix) {
+// The data files P.data-* that exist beside prefix P, sorted.
+std::vector<fs::path> data_files(const std::string& prefix) {
   fs::path p(prefix);
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::string stem = p.filename().string() + ".data-", found;
+  std::string stem = p.filename().string() + ".data-";
+  std::vector<fs::path> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string n = e.path().filename().string();
-    if (n.rfind(stem, 0) == 0) found += (found.empty() ? "" : ", ") + n;
-  }
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind(stem, 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The data files that exist beside prefix, for error messages.
+std::string existing_data_files(const std::string& prefix) {
+  std::string found;
+  for (const fs::path& f : data_files(prefix)) found += (found.empty() ? "" : ", ") + f.filename().string();
   return found.empty() ? "no data files exist" : "found " + found;
 }
 
@@ -360,6 +368,12 @@ void write_bundle(const std::string& prefix, const std::map<std::string, Tensor>
     for (size_t i = 0; i < committed; ++i) ::unlink(data[i].path().c_str());
     throw;
   }
+}
+
+void remove_bundle(const std::string& prefix) {
+  std::error_code ec;
+  fs::remove(bundle_index_path(prefix), ec);
+  for (const fs::path& f : data_files(prefix)) fs::remove(f, ec);
 }
 
 }  // namespace hub::tf

@@ -110,4 +110,8 @@ struct BundleWriteOptions {
 void write_bundle(const std::string& prefix, const std::map<std::string, Tensor>& tensors,
                   const BundleWriteOptions& options = {});
 
+// Removes P.index, then every data file P.data-*; best effort (files already
+// gone or not removable are left as they are).
+void remove_bundle(const std::string& prefix);
+
 }  // namespace hub::tf
