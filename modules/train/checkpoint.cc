@@ -7,6 +7,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
+#include "hub/graph/optimizer.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/checkpoint_state.h"
 #include "hub/interop/tf/table.h"
@@ -81,6 +82,8 @@ void save_checkpoint(const std::string& train_dir, int64_t step, const std::map<
   std::error_code ec;
   fs::create_directories(train_dir, ec);
   if (ec) throw_error(Code::kIOError, "cannot create --train_dir " + train_dir + ": " + ec.message());
+  // Read first: a damaged state file fails the save before anything is written.
+  std::optional<tf::CheckpointState> old = tf::read_checkpoint_state(train_dir);
   std::string name = "model.ckpt-" + std::to_string(step);
   if (format == CheckpointFormat::kSafetensors) {
     name += kSafetensorsSuffix;
@@ -90,7 +93,6 @@ void save_checkpoint(const std::string& train_dir, int64_t step, const std::map<
     with_step["global_step"] = Tensor::scalar<int64_t>(step);
     tf::write_bundle((fs::path(train_dir) / name).string(), with_step);
   }
-  std::optional<tf::CheckpointState> old = tf::read_checkpoint_state(train_dir);
   tf::CheckpointState state;
   if (old) state.all_model_checkpoint_paths = old->all_model_checkpoint_paths;
   auto& all = state.all_model_checkpoint_paths;
@@ -224,8 +226,8 @@ std::map<std::string, Tensor> read_variables(const CheckpointReader& checkpoint,
   for (const auto& [name, want] : variables) {
     if (in_scopes(name, o.exclude_scopes)) continue;
     std::string key = name;
-    if (o.moving_averages && checkpoint.contains(name + "/ExponentialMovingAverage"))
-      key = name + "/ExponentialMovingAverage";
+    if (o.moving_averages && checkpoint.contains(ExponentialMovingAverage::average_name(name)))
+      key = ExponentialMovingAverage::average_name(name);
     if (!checkpoint.contains(key)) {
       if (o.ignore_missing) {
         HUB_LOG(Warning) << "variable " << name << " is missing from " << source << "; keeping its initial value";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "hub/core/crc32c.h"
 #include "hub/core/error.h"
