@@ -19,9 +19,7 @@ struct RegistryFlags {
   std::string host = "127.0.0.1";
   int port = 8080;
   uint64_t max_upload_mb = 1024;
-  int workers = 32;
-  int max_connections = 256;
-  int header_timeout_ms = 10000;
+  registry::HttpLimits http;
   std::string publisher;
   std::string out;
 };
@@ -32,9 +30,7 @@ int serve(const RegistryFlags& f) {
   opt.host = f.host;
   opt.port = f.port;
   opt.max_upload_bytes = f.max_upload_mb << 20;
-  opt.http.worker_threads = f.workers;
-  opt.http.max_connections = f.max_connections;
-  opt.http.header_timeout_ms = f.header_timeout_ms;
+  opt.http = f.http;
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t set;
   sigemptyset(&set);
@@ -62,10 +58,22 @@ RunFn setup_registry(CLI::App& app) {
   serve_cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", flags->port, "Port (0 = pick a free one)")->capture_default_str()->check(CLI::Range(0, 65535));
   serve_cmd->add_option("--max-upload-mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
-  serve_cmd->add_option("--workers", flags->workers, "Worker threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  serve_cmd->add_option("--max-connections", flags->max_connections, "Connections accepted at once")
+  registry::HttpLimits& http = flags->http;
+  serve_cmd->add_option("--workers", http.worker_threads, "Worker threads (handlers running at once)")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  serve_cmd->add_option("--max-connections", http.max_connections, "Connections open at once, all clients")
       ->capture_default_str()->check(CLI::Range(1, 100000));
-  serve_cmd->add_option("--header-timeout-ms", flags->header_timeout_ms, "Time allowed for a request head")
+  serve_cmd->add_option("--max-connections-per-client", http.max_connections_per_client,
+                        "Connections open at once from one client (IPv4 address or IPv6 /64)")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  serve_cmd->add_option("--header-timeout-ms", http.header_timeout_ms, "Time allowed for a request head, ms")
+      ->capture_default_str()->check(CLI::Range(100, 600000));
+  serve_cmd->add_option("--keepalive-timeout-ms", http.keepalive_timeout_ms, "Idle keep-alive connection lifetime, ms")
+      ->capture_default_str()->check(CLI::Range(100, 600000));
+  serve_cmd->add_option("--min-rate", http.min_rate_bytes_per_s,
+                        "Minimum transfer rate of request heads, request bodies and responses, bytes/s")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 30));
+  serve_cmd->add_option("--rate-window-ms", http.rate_window_ms, "Window the minimum rate is averaged over, ms")
       ->capture_default_str()->check(CLI::Range(100, 600000));
   CLI::App* token_cmd = app.add_subcommand("token", "Manage publish tokens");
   token_cmd->require_subcommand(1);

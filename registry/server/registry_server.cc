@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 #include "hub/core/logging.h"
 #include "hub/module/module.h"
 #include "hub/core/digest.h"
@@ -64,38 +67,31 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-// Removes a temp file unless released.
+// An upload being received: a temp file, removed unless released. Blobs are
+// public content, so the file is made 0644 whatever the umask (a static export
+// hard-links them for a web server running as another user).
 class TempFile {
  public:
   explicit TempFile(const fs::path& dir) {
     std::string tmpl = (dir / "upload-XXXXXX").string();
-    fd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd_ < 0) throw_error(Code::kIOError, "cannot create temp file in " + dir.string());
+    fd_ = Fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+    if (!fd_) throw_error(Code::kIOError, "cannot create temp file in " + dir.string() + ": " + std::strerror(errno));
     path_ = tmpl;
+    if (::fchmod(fd_.get(), 0644) != 0) throw_error(Code::kIOError, "cannot chmod " + path_.string());
   }
   ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
     if (!released_) ::unlink(path_.c_str());
   }
-  void write(const char* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw_error(Code::kIOError, "cannot write upload to " + path_.string());
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
+  void write(const char* p, size_t n) { write_all(fd_.get(), std::string_view(p, n), path_.string()); }
   void sync_and_close() {
-    if (::fsync(fd_) != 0) throw_error(Code::kIOError, "fsync failed for " + path_.string());
-    ::close(fd_);
-    fd_ = -1;
+    fsync_fd(fd_.get(), path_.string());
+    fd_.close(path_.string());
   }
   const fs::path& path() const { return path_; }
   void release() { released_ = true; }
 
  private:
-  int fd_ = -1;
+  Fd fd_;
   fs::path path_;
   bool released_ = false;
 };
@@ -455,14 +451,11 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
 
 HttpResponse RegistryServer::download(const HttpRequest& req, const std::string& sha256) {
   fs::path path = store_->blob_path(sha256);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return error_response(404, "not_found", "no blob " + sha256);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return error_response(404, "not_found", "no blob " + sha256);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return error_response(500, "internal", "cannot stat blob");
-  }
-  auto file = std::make_shared<FileBody>(fd, 0, static_cast<uint64_t>(st.st_size));
+  if (::fstat(fd.get(), &st) != 0) return error_response(500, "internal", "cannot stat blob");
+  auto file = std::make_shared<FileBody>(FileBody{std::move(fd), 0, static_cast<uint64_t>(st.st_size)});
   const uint64_t size = file->length;
   const std::string etag = "\"" + sha256 + "\"";
   HttpResponse r;
