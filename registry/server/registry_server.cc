@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <ctime>
 #include <vector>
 
@@ -242,6 +243,13 @@ ModuleValidator default_module_validator(resolver::UnpackLimits limits) {
 
 RegistryServer::RegistryServer(RegistryServerOptions options) : options_(std::move(options)) {
   if (!options_.validator) options_.validator = default_module_validator();
+  for (const std::string& proxy : options_.trusted_proxies) {
+    std::string key = client_key(proxy);
+    if (key.empty())
+      throw_error(Code::kInvalidArgument, "trusted proxy '" + proxy + "' is not a numeric IPv4 or IPv6 address");
+    trusted_proxy_keys_.push_back(key);
+  }
+  auth_throttle_ = std::make_unique<FailureThrottle>(options_.auth_failure_burst, options_.auth_failure_refill_ms);
   store_ = std::make_unique<Store>(options_.root);
   int removed = store_->recover();
   if (removed > 0) {
@@ -375,15 +383,41 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
     r.add("WWW-Authenticate", "Bearer realm=\"hub-registry\"");
     return r;
   }
-  std::optional<std::string> owner = store_->authenticate(token);
-  if (!owner) {
-    HttpResponse r = refuse(401, "unauthorized", "invalid token");
+  const std::string client = client_of(req);
+  if (int wait_s = auth_throttle_->retry_after_s(client)) {
+    HUB_LOG(Warning) << "registry: " << client << " throttled: too many failed authentications (retry in "
+                     << wait_s << " s)";
+    HttpResponse r = refuse(429, "too_many_requests",
+                            "too many failed authentications from your address; retry in " + std::to_string(wait_s) + " s");
+    r.add("Retry-After", std::to_string(wait_s));
+    return r;
+  }
+  AuthResult auth = store_->authenticate(token);
+  if (auth.status != AuthStatus::kOk) {
+    auth_throttle_->record_failure(client);
+    std::string why;
+    switch (auth.status) {
+      case AuthStatus::kMalformed: why = "malformed token"; break;
+      case AuthStatus::kUnknown: why = "unknown token"; break;
+      case AuthStatus::kWrongSecret: why = "wrong secret for token"; break;
+      case AuthStatus::kRevoked: why = "token revoked"; break;
+      case AuthStatus::kExpired: why = "token expired"; break;
+      case AuthStatus::kOk: break;
+    }
+    HUB_LOG(Warning) << "registry: authentication failed for " << client << ": " << why
+                     << (auth.token_id.empty() ? "" : " id=" + auth.token_id);
+    // Revoked and expired are told only to a client holding the real secret.
+    bool tell = auth.status == AuthStatus::kRevoked || auth.status == AuthStatus::kExpired;
+    HttpResponse r = refuse(401, "unauthorized", tell ? why : "invalid token");
     r.add("WWW-Authenticate", "Bearer realm=\"hub-registry\", error=\"invalid_token\"");
     return r;
   }
-  if (*owner != publisher)
-    return refuse(403, "forbidden", "token may publish only for publisher '" + *owner +
-                                        "', not '" + publisher + "'");
+  if (auth.publisher != publisher) {
+    HUB_LOG(Warning) << "registry: forbidden: token id=" << auth.token_id << " of publisher " << auth.publisher
+                     << " used for " << handle << " by " << client;
+    return refuse(403, "forbidden", "token may publish only for publisher '" + auth.publisher + "', not '" +
+                                        publisher + "'");
+  }
   if (!req.content_length) return refuse(411, "length_required", "publishing needs Content-Length");
   uint64_t length = *req.content_length;
   if (length > options_.max_upload_bytes)
@@ -442,11 +476,20 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
   rec.published_at = static_cast<int64_t>(::time(nullptr));
   temp.release();  // commit_version consumes the file either way
   store_->commit_version(temp.path(), rec);
-  HUB_LOG(Info) << "registry: published " << handle << " sha256=" << actual << " size=" << length;
+  HUB_LOG(Info) << "registry: published " << handle << " sha256=" << actual << " size=" << length
+                << " token=" << auth.token_id << " client=" << client;
   json doc = version_json(rec);
   HttpResponse r = HttpResponse::json(201, doc.dump());
   r.add("Location", "/v1/modules/" + publisher + "/" + name + "/" + version);
   return r;
+}
+
+std::string RegistryServer::client_of(const HttpRequest& req) const {
+  const std::string* real_ip = req.header("x-real-ip");
+  if (!real_ip || std::find(trusted_proxy_keys_.begin(), trusted_proxy_keys_.end(), req.client) == trusted_proxy_keys_.end())
+    return req.client;
+  std::string key = client_key(*real_ip);
+  return key.empty() ? req.client : key;
 }
 
 HttpResponse RegistryServer::download(const HttpRequest& req, const std::string& sha256) {

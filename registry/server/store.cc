@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -19,7 +20,9 @@ namespace {
 
 constexpr int kMaxConnections = 8;
 
-const char* kSchema = R"sql(
+// The schema as the first release created it (user_version 0); kMigrations
+// bring it to kStoreSchemaVersion. Never edit these: add a migration.
+const char* kBaseSchema = R"sql(
 CREATE TABLE IF NOT EXISTS tokens(
   id TEXT PRIMARY KEY,
   publisher TEXT NOT NULL,
@@ -36,6 +39,25 @@ CREATE TABLE IF NOT EXISTS versions(
   published_at INTEGER NOT NULL,
   PRIMARY KEY(publisher, name, version));
 )sql";
+
+struct Migration {
+  int version;       // user_version after it
+  const char* what;  // for the error when it fails
+  const char* sql;
+};
+const Migration kMigrations[] = {
+    {1, "tokens can expire and be revoked",
+     "ALTER TABLE tokens ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE tokens ADD COLUMN revoked_at INTEGER NOT NULL DEFAULT 0;"},
+};
+static_assert(std::size(kMigrations) == kStoreSchemaVersion, "one migration per schema version");
+
+bool is_token_id(const std::string& id) {
+  if (id.size() != 16) return false;
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
 
 [[noreturn]] void sql_error(sqlite3* db, const std::string& what) {
   throw_error(Code::kIOError, "registry database: " + what + ": " + sqlite3_errmsg(db));
@@ -147,7 +169,39 @@ Store::Store(fs::path root) : root_(std::move(root)) {
   if (!ec) fs::create_directories(root_ / "tmp", ec);
   if (ec) throw_error(Code::kIOError, "cannot create registry root " + root_.string() + ": " + ec.message());
   Conn c(this);
-  exec(c.get(), kSchema);
+  exec(c.get(), kBaseSchema);
+  migrate(c.get());
+}
+
+void Store::migrate(sqlite3* db) {
+  exec(db, "BEGIN IMMEDIATE");  // one migrator at a time, across processes
+  try {
+    int64_t version;
+    {
+      Stmt s(db, "PRAGMA user_version");
+      s.step();
+      version = s.integer(0);
+    }
+    if (version > kStoreSchemaVersion)
+      throw_error(Code::kFailedPrecondition,
+                  "registry database " + (root_ / "registry.db").string() + " has schema version " +
+                      std::to_string(version) + "; this hub knows versions up to " +
+                      std::to_string(kStoreSchemaVersion) + " (upgrade hub)");
+    for (const Migration& m : kMigrations) {
+      if (m.version <= version) continue;
+      try {
+        exec(db, m.sql);
+        exec(db, ("PRAGMA user_version = " + std::to_string(m.version)).c_str());
+      } catch (const Error& e) {
+        throw e.with_context("migrating " + (root_ / "registry.db").string() + " to schema version " +
+                             std::to_string(m.version) + " (" + m.what + ")");
+      }
+    }
+    exec(db, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
 }
 
 Store::~Store() {
@@ -232,30 +286,71 @@ int Store::recover() {
   return removed;
 }
 
-std::string Store::create_token(const std::string& publisher) {
+std::string Store::create_token(const std::string& publisher, int64_t expires_at) {
   std::string pub = normalize_name(publisher, "publisher");
+  if (expires_at < 0) throw_error(Code::kInvalidArgument, "token expiry " + std::to_string(expires_at) + " is negative");
   std::string id = random_hex(8);
   std::string token = "hubt_" + id + "_" + random_hex(32);
   Conn c(this);
-  Stmt s(c.get(), "INSERT INTO tokens(id, publisher, hash, created_at) VALUES(?,?,?,?)");
+  Stmt s(c.get(), "INSERT INTO tokens(id, publisher, hash, created_at, expires_at) VALUES(?,?,?,?,?)");
   s.bind(1, id).bind(2, pub).bind(3, sha256_hex(token)).bind(4, static_cast<int64_t>(::time(nullptr)));
+  s.bind(5, expires_at);
   s.step();
   return token;
 }
 
-std::optional<std::string> Store::authenticate(const std::string& token) {
-  // hubt_<16 hex id>_<64 hex secret>
-  if (token.size() != 5 + 16 + 1 + 64 || token.compare(0, 5, "hubt_") != 0 || token[21] != '_')
-    return std::nullopt;
-  std::string id = token.substr(5, 16);
+std::vector<TokenRecord> Store::list_tokens() {
+  std::vector<TokenRecord> out;
   Conn c(this);
-  Stmt s(c.get(), "SELECT publisher, hash FROM tokens WHERE id = ?");
-  s.bind(1, id);
-  if (!s.step()) return std::nullopt;
-  std::string publisher = s.text(0);
-  std::string stored = s.text(1);
-  if (!constant_time_equal(sha256_hex(token), stored)) return std::nullopt;
-  return publisher;
+  Stmt s(c.get(), "SELECT id, publisher, created_at, expires_at, revoked_at FROM tokens ORDER BY created_at, id");
+  while (s.step()) out.push_back(TokenRecord{s.text(0), s.text(1), s.integer(2), s.integer(3), s.integer(4)});
+  return out;
+}
+
+bool Store::revoke_token(const std::string& id) {
+  if (!is_token_id(id))
+    throw_error(Code::kInvalidArgument, "token id '" + id.substr(0, 40) + "' is not 16 lower-case hex digits");
+  Conn c(this);
+  {
+    Stmt s(c.get(), "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at = 0");
+    s.bind(1, static_cast<int64_t>(::time(nullptr))).bind(2, id);
+    s.step();
+  }
+  if (sqlite3_changes(c.get()) > 0) return true;
+  Stmt exists(c.get(), "SELECT 1 FROM tokens WHERE id = ?");
+  exists.bind(1, id);
+  if (!exists.step()) throw_error(Code::kNotFound, "no token with id " + id);
+  return false;
+}
+
+AuthResult Store::authenticate(const std::string& token) {
+  // hubt_<16 hex id>_<64 hex secret>
+  AuthResult r;
+  if (token.size() != 5 + 16 + 1 + 64 || token.compare(0, 5, "hubt_") != 0 || token[21] != '_' ||
+      !is_token_id(token.substr(5, 16)))
+    return r;  // kMalformed
+  r.token_id = token.substr(5, 16);
+  Conn c(this);
+  Stmt s(c.get(), "SELECT publisher, hash, expires_at, revoked_at FROM tokens WHERE id = ?");
+  s.bind(1, r.token_id);
+  if (!s.step()) {
+    r.status = AuthStatus::kUnknown;
+    return r;
+  }
+  if (!constant_time_equal(sha256_hex(token), s.text(1))) {
+    r.status = AuthStatus::kWrongSecret;
+    return r;
+  }
+  int64_t expires_at = s.integer(2), revoked_at = s.integer(3);
+  if (revoked_at != 0) {
+    r.status = AuthStatus::kRevoked;
+  } else if (expires_at != 0 && expires_at <= static_cast<int64_t>(::time(nullptr))) {
+    r.status = AuthStatus::kExpired;
+  } else {
+    r.status = AuthStatus::kOk;
+    r.publisher = s.text(0);
+  }
+  return r;
 }
 
 bool Store::has_version(const std::string& p, const std::string& n, const std::string& v) {

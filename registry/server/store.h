@@ -12,7 +12,17 @@
 // (PRIMARY KEY(publisher, name, version)) makes concurrent publishes of the
 // same version race safely: exactly one INSERT succeeds.
 //
-// Tokens are stored only as SHA-256 hashes and compared in constant time.
+// Tokens are "hubt_<id>_<secret>": a 16-hex-digit id, public and safe to log
+// (what `hub registry token list/revoke` show and take), and a 64-hex-digit
+// secret. Only the SHA-256 of the whole token is stored, compared in constant
+// time. A token may expire (expires_at) and may be revoked (revoked_at); both
+// are kept, so `token list` shows what happened to it.
+//
+// Schema versions: PRAGMA user_version numbers the schema. Opening a store
+// applies, in one transaction each, every migration past the database's
+// version (kMigrations in store.cc: 1 = tokens.expires_at, tokens.revoked_at),
+// so a registry made by an older hub keeps working; a database newer than
+// kStoreSchemaVersion is refused (kFailedPrecondition) rather than misread.
 //
 // Thread safety: all methods may be called concurrently (a small pool of
 // SQLite connections). recover() must run while no upload is in progress in
@@ -30,6 +40,24 @@
 #include <vector>
 
 namespace hub::registry {
+
+inline constexpr int kStoreSchemaVersion = 1;
+
+struct TokenRecord {
+  std::string id;          // the token's public id (16 hex digits)
+  std::string publisher;   // normalized publisher name it may publish for
+  int64_t created_at = 0;  // unix seconds
+  int64_t expires_at = 0;  // unix seconds; 0 = never expires
+  int64_t revoked_at = 0;  // unix seconds; 0 = not revoked
+};
+
+enum class AuthStatus { kOk, kMalformed, kUnknown, kWrongSecret, kRevoked, kExpired };
+
+struct AuthResult {
+  AuthStatus status = AuthStatus::kMalformed;
+  std::string token_id;   // set unless kMalformed: safe to log
+  std::string publisher;  // set when kOk
+};
 
 struct VersionRecord {
   std::string publisher, name, version;
@@ -63,10 +91,18 @@ class Store {
   // Removes temp files and blobs no row refers to. Returns how many files were removed.
   int recover();
 
-  // Creates a token for `publisher` (normalized); returns it (the only time it is visible).
-  std::string create_token(const std::string& publisher);
-  // The publisher a token may publish for, or nullopt for an unknown/malformed token.
-  std::optional<std::string> authenticate(const std::string& token);
+  // Creates a token for `publisher` (normalized), expiring at `expires_at`
+  // (unix seconds; 0 = never, negative: kInvalidArgument); returns it, the only
+  // time its secret is visible.
+  std::string create_token(const std::string& publisher, int64_t expires_at = 0);
+  // All tokens, oldest first.
+  std::vector<TokenRecord> list_tokens();
+  // Revokes the token with this id; false when it was revoked already.
+  // Throws kInvalidArgument for a malformed id, kNotFound for an unknown one.
+  bool revoke_token(const std::string& id);
+  // Checks a presented token. kRevoked and kExpired are reported only for the
+  // right secret (a guess learns nothing beyond kWrongSecret).
+  AuthResult authenticate(const std::string& token);
 
   bool has_version(const std::string& publisher, const std::string& name,
                    const std::string& version);
@@ -89,6 +125,7 @@ class Store {
   sqlite3* acquire();
   void release(sqlite3* db);
   sqlite3* open_connection();
+  void migrate(sqlite3* db);
 
   std::filesystem::path root_;
   std::mutex mu_;
