@@ -42,10 +42,10 @@ double weighted_sum(const Tensor& out, const Tensor& w) {
 }  // namespace
 
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                           Backend backend) {
+                           const std::string& backend) {
   OpGraph og;
   build(og, op, inputs, attrs);
-  Session session(og.graph, nullptr, {backend});
+  Session session(og.graph, nullptr, {&find_backend(backend)});
   return session.run(feeds(og, inputs), og.outputs);
 }
 
@@ -90,7 +90,7 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
   Output y = og.outputs.at(o.output);
   const TensorSpec& yspec = og.graph.spec(y);
   // Output shape at run time may be partial in the graph; inputs are fully defined here.
-  Session probe(og.graph, nullptr, {o.backend});
+  Session probe(og.graph, nullptr, {&find_backend(o.backend)});
   Tensor y0 = probe.run(feeds(og, inputs), {y})[0];
   Tensor w = random_tensor(y0.shape(), 12345, -1.0f, 1.0f);
   REQUIRE(yspec.dtype == DType::kFloat32);
@@ -102,7 +102,7 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
   for (int i : which) xs.push_back(og.placeholders[i]);
   Output wy = ops::constant(s, w, "w");
   std::vector<Output> grads = gradients(s, y, xs, wy);
-  Session session(og.graph, nullptr, {o.backend});
+  Session session(og.graph, nullptr, {&find_backend(o.backend)});
   std::vector<Output> fetch;
   for (Output g : grads) {
     REQUIRE_MESSAGE(g.valid(), "op " << op << " produced no gradient");
@@ -137,17 +137,20 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
 }
 
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                      Backend backend, double atol, double rtol) {
-  std::vector<Tensor> ref = run_op(op, inputs, attrs, Backend::kReference);
+                      const std::string& backend, double atol, double rtol) {
+  REQUIRE_MESSAGE(backend_used(op, inputs, attrs, backend) == backend,
+                  op << " did not run on " << backend << " (its kernel fell back)");
+  std::vector<Tensor> ref = run_op(op, inputs, attrs, "reference");
   std::vector<Tensor> got = run_op(op, inputs, attrs, backend);
   REQUIRE(ref.size() == got.size());
   for (size_t i = 0; i < ref.size(); ++i) {
-    INFO("output " << i << " of " << op << " on " << backend_name(backend));
+    INFO("output " << i << " of " << op << " on " << backend);
     expect_close(got[i], ref[i], atol, rtol);
   }
 }
 
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+std::string backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                         const std::string& backend) {
   Graph graph;
   Scope s(graph);
   std::vector<Output> in;
@@ -157,7 +160,7 @@ Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, c
     feeds.push_back({in.back(), inputs[i]});
   }
   std::vector<Output> outs = s.op_n(op, in, attrs, "op");
-  Session session(graph, nullptr, {Backend::kOneDNN});
+  Session session(graph, nullptr, {&find_backend(backend)});
   session.run(feeds, outs);
   return session.last_kernels().at("op");
 }

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "hub/backend/backend.h"
 #include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
@@ -33,9 +32,10 @@ struct TempDir {
   std::filesystem::path path;
 };
 
-// Builds a graph (placeholders for inputs, one `op` node) and runs it.
+// Builds a graph (placeholders for inputs, one `op` node) and runs it on the
+// backend named `backend` (hub/backend/backend.h).
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
-                           const Attrs& attrs = {}, Backend backend = Backend::kReference);
+                           const Attrs& attrs = {}, const std::string& backend = "reference");
 
 // Uniform in [lo, hi), deterministic for the seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
@@ -53,7 +53,7 @@ struct GradCheckOptions {
   double rtol = 1e-2;          // relative tolerance
   std::vector<int> inputs;     // which inputs to check (default: every float input)
   int output = 0;              // which output to differentiate
-  Backend backend = Backend::kReference;
+  std::string backend = "reference";
 };
 
 // For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
@@ -62,13 +62,15 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
                      const Attrs& attrs = {}, const GradCheckOptions& options = {});
 
 // Which backend ran `op` (one node, inputs fed through placeholders) in a
-// Session preferring oneDNN, so a oneDNN kernel that silently fell back to
-// the reference shows up.
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+// Session preferring `backend`, so a kernel that silently fell back to the
+// reference shows up.
+std::string backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                         const std::string& backend = "onednn");
 
-// Runs the op on `backend` and on reference and compares every output.
+// Runs the op on `backend` and on reference and compares every output. Fails
+// when `backend` did not itself run the op (its kernel fell back).
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,
-                      const Attrs& attrs, Backend backend, double atol = 1e-4,
+                      const Attrs& attrs, const std::string& backend, double atol = 1e-4,
                       double rtol = 1e-4);
 
 }  // namespace hub::testing

@@ -1,4 +1,5 @@
 #include "hub/ops/activation.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

@@ -3,6 +3,7 @@
 #include "hub/ops/batch_norm.h"
 
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

@@ -1,6 +1,7 @@
 #include "hub/ops/elementwise.h"
 
 #include "hub/ops/math.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -108,7 +109,7 @@ Output add_n(const Scope& s, const std::vector<Output>& xs, const std::string& n
   return xs.size() == 1 ? xs[0] : s.op("AddN", xs, {}, name);
 }
 Output reduce_to_like(const Scope& s, Output x, Output like, const std::string& name) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   if (g.spec(x).shape == g.spec(like).shape && g.spec(x).shape.is_fully_defined()) return x;
   return s.op("ReduceToLike", {x, like}, {}, name);
 }

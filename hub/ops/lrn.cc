@@ -1,5 +1,6 @@
 // LRN and LRNGrad (formulas in hub/ops/lrn.h).
 #include "hub/ops/lrn.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

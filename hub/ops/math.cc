@@ -5,6 +5,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -83,7 +84,7 @@ HUB_REGISTER_OP(Cast)
       return {{c.attrs().get_dtype("dtype"), c.shape(0)}};
     })
     .grad([](const GradContext& c) -> std::vector<Output> {
-      const Graph& g = c.scope.graph();
+      const GraphBuilder& g = c.scope.graph();
       if (g.spec(c.inputs[0]).dtype == DType::kFloat32 && c.node.outputs[0].dtype == DType::kFloat32)
         return {c.grads[0]};
       return {Output{}};

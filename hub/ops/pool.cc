@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "hub/ops/padding.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

@@ -3,6 +3,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -34,7 +35,7 @@ std::vector<TensorSpec> reduce_shape_fn(const InferContext& c) {
 
 // g (the reduced-shape gradient) re-expanded to x's shape.
 Output expand(const GradContext& c, Output g) {
-  const Graph& graph = c.scope.graph();
+  const GraphBuilder& graph = c.scope.graph();
   if (c.node.attrs.get_bool("keep_dims")) return ops::broadcast_like(c.scope, g, c.inputs[0]);
   int rank = graph.spec(c.inputs[0]).shape.rank();
   std::vector<int> axes = ops::normalize_axes(c.node.attrs.get_ints("axes"), rank, "axes");

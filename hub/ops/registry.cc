@@ -1,7 +1,6 @@
 #include "hub/ops/registry.h"
 
-#include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 
 namespace hub {
 
@@ -61,9 +60,9 @@ void OpRegistry::add(const OpDef& def) {
   ops_[def.name] = def;
 }
 
-void OpRegistry::add_kernel(const std::string& op, Backend backend, KernelDef kernel) {
+void OpRegistry::add_kernel(const std::string& op, const std::string& backend, KernelDef kernel) {
   auto key = std::make_pair(op, backend);
-  HUB_CHECK(!kernels_.count(key), "kernel " + op + "/" + std::string(backend_name(backend)) + " registered twice");
+  HUB_CHECK(!kernels_.count(key), "kernel " + op + "/" + backend + " registered twice");
   kernels_[key] = kernel;
 }
 
@@ -73,7 +72,7 @@ const OpDef& OpRegistry::find(const std::string& op) const {
   return it->second;
 }
 
-const KernelDef* OpRegistry::kernel(const std::string& op, Backend backend) const {
+const KernelDef* OpRegistry::kernel(const std::string& op, const std::string& backend) const {
   auto it = kernels_.find({op, backend});
   return it == kernels_.end() ? nullptr : &it->second;
 }
@@ -105,19 +104,6 @@ Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs
     out.set(s.name, *s.default_value);
   }
   return out;
-}
-
-std::pair<const KernelDef*, Backend> select_kernel(const Node& node,
-                                                   const std::vector<TensorSpec>& inputs,
-                                                   Backend preferred) {
-  const OpRegistry& reg = OpRegistry::global();
-  if (preferred != Backend::kReference) {
-    const KernelDef* k = reg.kernel(node.op, preferred);
-    if (k && (!k->supports || k->supports(node, inputs))) return {k, preferred};
-  }
-  const KernelDef* k = reg.kernel(node.op, Backend::kReference);
-  if (!k) throw_error(Code::kUnimplemented, "op '" + node.op + "' has no reference kernel");
-  return {k, Backend::kReference};
 }
 
 std::vector<TensorSpec> same_as_input0(const InferContext& c) { return {c.input(0)}; }

@@ -4,6 +4,7 @@
 #include "hub/ops/math.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

@@ -1,6 +1,7 @@
 // Placeholder, Const, Variable: graph inputs with no gradient of their own
 // (autodiff stops at them). AssignMovingAverage: v <- v*decay + x*(1-decay).
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 

@@ -14,7 +14,7 @@
 
 #include "hub/core/error.h"
 #include "hub/graph/session.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
 #include "hub/module/module.h"

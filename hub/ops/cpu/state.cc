@@ -1,7 +1,7 @@
 #include <Eigen/Core>
 
-#include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/node.h"
+#include "hub/ops/variables.h"
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -30,8 +30,8 @@ void assign_moving_average_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Const, kReference, const_kernel);
-HUB_REGISTER_KERNEL(Variable, kReference, variable_kernel);
-HUB_REGISTER_KERNEL(AssignMovingAverage, kReference, assign_moving_average_kernel);
+HUB_REGISTER_KERNEL(Const, reference, const_kernel);
+HUB_REGISTER_KERNEL(Variable, reference, variable_kernel);
+HUB_REGISTER_KERNEL(AssignMovingAverage, reference, assign_moving_average_kernel);
 
 }  // namespace hub
