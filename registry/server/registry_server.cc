@@ -336,6 +336,7 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
     if (p.size() >= 4 && p.size() <= 6 && p[1] == "modules") {
       std::string publisher = normalize_name(p[2], "publisher");
       std::string name = normalize_name(p[3], "module");
+      if (get) name = store_->published_name(publisher, name).value_or(name);  // any spelling reads the module
       if (p.size() == 4 || (p.size() == 5 && p[4] == "versions.json")) {
         if (!get) return not_allowed();
         auto versions = store_->versions(publisher, name);
@@ -438,8 +439,12 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
       extra.description = doc["description"].get<std::string>();
     }
   }
-  if (store_->has_version(publisher, name, version))
-    return refuse(409, "already_exists", handle + " is already published; versions are immutable");
+  try {
+    store_->check_publishable(publisher, name, version);
+  } catch (const Error& e) {
+    if (e.code() != Code::kAlreadyExists) throw;
+    return refuse(409, "already_exists", e.message());
+  }
 
   TempFile temp(store_->tmp_dir());
   Sha256 hasher;

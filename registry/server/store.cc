@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <set>
 
 #include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/fd.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -83,10 +86,8 @@ class Stmt {
     int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    last_rc_ = rc;
     sql_error(db_, "step");
   }
-  int step_rc() { return sqlite3_step(stmt_); }
   std::string text(int i) {
     const unsigned char* p = sqlite3_column_text(stmt_, i);
     return p ? std::string(reinterpret_cast<const char*>(p),
@@ -98,7 +99,6 @@ class Stmt {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
-  int last_rc_ = 0;
 };
 
 void exec(sqlite3* db, const char* sql) {
@@ -107,14 +107,6 @@ void exec(sqlite3* db, const char* sql) {
     std::string msg = err ? err : "unknown";
     sqlite3_free(err);
     throw_error(Code::kIOError, std::string("registry database: ") + msg);
-  }
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
   }
 }
 
@@ -292,10 +284,28 @@ std::string Store::create_token(const std::string& publisher, int64_t expires_at
   std::string id = random_hex(8);
   std::string token = "hubt_" + id + "_" + random_hex(32);
   Conn c(this);
-  Stmt s(c.get(), "INSERT INTO tokens(id, publisher, hash, created_at, expires_at) VALUES(?,?,?,?,?)");
-  s.bind(1, id).bind(2, pub).bind(3, sha256_hex(token)).bind(4, static_cast<int64_t>(::time(nullptr)));
-  s.bind(5, expires_at);
-  s.step();
+  exec(c.get(), "BEGIN IMMEDIATE");
+  try {
+    {
+      Stmt existing(c.get(), "SELECT DISTINCT publisher FROM tokens");
+      while (existing.step()) {
+        std::string other = existing.text(0);
+        if (other != pub && canonical_name(other) == canonical_name(pub))
+          throw_error(Code::kAlreadyExists, "publisher '" + pub + "' is another spelling of the existing publisher '" +
+                                                other + "' (names differing only in '-', '_', '.' or case are one name)");
+      }
+    }
+    {
+      Stmt s(c.get(), "INSERT INTO tokens(id, publisher, hash, created_at, expires_at) VALUES(?,?,?,?,?)");
+      s.bind(1, id).bind(2, pub).bind(3, sha256_hex(token)).bind(4, static_cast<int64_t>(::time(nullptr)));
+      s.bind(5, expires_at);
+      s.step();
+    }
+    exec(c.get(), "COMMIT");
+  } catch (...) {
+    sqlite3_exec(c.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
   return token;
 }
 
@@ -351,6 +361,47 @@ AuthResult Store::authenticate(const std::string& token) {
     r.publisher = s.text(0);
   }
   return r;
+}
+
+void Store::check_publishable(const std::string& publisher, const std::string& name, const std::string& version) {
+  Conn c(this);
+  check_publishable(c.get(), publisher, name, version);
+}
+
+void Store::check_publishable(sqlite3* db, const std::string& publisher, const std::string& name,
+                              const std::string& version) {
+  {
+    Stmt s(db, "SELECT 1 FROM versions WHERE publisher=? AND name=? AND version=?");
+    s.bind(1, publisher).bind(2, name).bind(3, version);
+    if (s.step())
+      throw_error(Code::kAlreadyExists, publisher + "/" + name + "@" + version + " is already published; versions are immutable");
+  }
+  std::optional<std::string> spelling = published_name(db, publisher, name);
+  if (spelling && *spelling != name)
+    throw_error(Code::kAlreadyExists, "module " + publisher + "/" + name + " is published as " + publisher + "/" +
+                                          *spelling +
+                                          " (names differing only in '-', '_', '.' or case are one name); publish it under that name");
+}
+
+std::optional<std::string> Store::published_name(const std::string& publisher, const std::string& name) {
+  Conn c(this);
+  return published_name(c.get(), publisher, name);
+}
+
+std::optional<std::string> Store::published_name(sqlite3* db, const std::string& publisher, const std::string& name) {
+  // The publisher's modules, first published first (rowid breaks ties).
+  Stmt s(db,
+         "SELECT name, MIN(published_at) AS first, MIN(rowid) FROM versions WHERE publisher = ? "
+         "GROUP BY name ORDER BY first, 3");
+  s.bind(1, publisher);
+  const std::string canonical = canonical_name(name);
+  std::optional<std::string> found;
+  while (s.step()) {
+    std::string spelling = s.text(0);
+    if (spelling == name) return spelling;
+    if (!found && canonical_name(spelling) == canonical) found = spelling;
+  }
+  return found;
 }
 
 bool Store::has_version(const std::string& p, const std::string& n, const std::string& v) {
@@ -418,40 +469,36 @@ std::vector<ModuleSummary> Store::search(const std::string& query) {
 
 void Store::commit_version(const fs::path& temp, const VersionRecord& rec) {
   std::error_code ec;
-  fs::path blob = blob_path(rec.sha256);
-  fs::create_directories(blob.parent_path(), ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw_error(Code::kIOError, "cannot create blob directory " + blob.parent_path().string());
-  }
-  if (fs::exists(blob)) {
-    fs::remove(temp, ec);  // same digest, same bytes: the existing blob serves both
-  } else {
-    if (::rename(temp.c_str(), blob.c_str()) != 0) {
-      fs::remove(temp, ec);
-      throw_error(Code::kIOError, "cannot move upload into blob store " + blob.string());
-    }
-    fsync_dir(blob.parent_path());
-  }
+  const fs::path blob = blob_path(rec.sha256);
+  bool placed = false;  // this commit created the blob file
   Conn c(this);
   exec(c.get(), "BEGIN IMMEDIATE");
   try {
+    check_publishable(c.get(), rec.publisher, rec.name, rec.version);
+    fs::create_directories(blob.parent_path(), ec);
+    if (ec) throw_error(Code::kIOError, "cannot create blob directory " + blob.parent_path().string() + ": " + ec.message());
+    if (fs::exists(blob, ec)) {
+      fs::remove(temp, ec);  // same digest, same bytes: the existing blob serves both
+    } else {
+      if (::rename(temp.c_str(), blob.c_str()) != 0)
+        throw_error(Code::kIOError, "cannot move upload into blob store " + blob.string() + ": " + std::strerror(errno));
+      placed = true;
+      fsync_dir(blob.parent_path());
+    }
     Stmt s(c.get(),
            "INSERT INTO versions(publisher,name,version,sha256,size,description,signatures,"
            "published_at) VALUES(?,?,?,?,?,?,?,?)");
     s.bind(1, rec.publisher).bind(2, rec.name).bind(3, rec.version).bind(4, rec.sha256);
     s.bind(5, static_cast<int64_t>(rec.size)).bind(6, rec.description).bind(7, rec.signatures_json);
     s.bind(8, rec.published_at);
-    int rc = s.step_rc();
-    if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT) {
-      exec(c.get(), "ROLLBACK");
-      throw_error(Code::kAlreadyExists, rec.publisher + "/" + rec.name + "@" + rec.version +
-                                            " is already published; versions are immutable");
-    }
-    if (rc != SQLITE_DONE) sql_error(c.get(), "insert version");
+    s.step();
     exec(c.get(), "COMMIT");
-  } catch (const Error& e) {
-    if (e.code() != Code::kAlreadyExists) sqlite3_exec(c.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  } catch (...) {
+    // Still inside the transaction: no other commit can have referred to a
+    // blob this one placed.
+    if (placed) fs::remove(blob, ec);
+    fs::remove(temp, ec);
+    sqlite3_exec(c.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }

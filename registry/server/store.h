@@ -5,12 +5,26 @@
 //   blobs/sha256/ab/abcdef...    archives, named by the SHA-256 of their bytes
 //   tmp/                         uploads in progress (removed by recover())
 //
-// Visibility: a version exists iff its row exists in `versions`; the row is
-// inserted last, in one transaction, after the blob is fsynced and renamed into
-// place. A crash at any point therefore leaves no visible version and no row;
-// at worst a temp file or an unreferenced blob, both removed by recover().
-// (PRIMARY KEY(publisher, name, version)) makes concurrent publishes of the
-// same version race safely: exactly one INSERT succeeds.
+// Visibility: a version exists iff its row exists in `versions`. A commit
+// runs in one write transaction (BEGIN IMMEDIATE: one writer at a time, across
+// processes): check that the version is new and the name's spelling is the
+// published one, rename the fsynced upload into place as its blob, insert the
+// row, commit. A crash at any point therefore leaves no visible version and
+// no row; at worst a temp file or an unreferenced blob, both removed by
+// recover(). Of concurrent publishes of one version exactly one commits; the
+// others get kAlreadyExists and leave no blob behind: a blob a failed commit
+// placed is removed before its transaction ends, while no other commit can
+// refer to it (a blob that already existed belongs to a committed version and
+// stays).
+//
+// Blobs are written 0644 (public content; a static export hard-links them).
+//
+// Names: module names are kept as first published; a name with the same
+// canonical_name() (registry/names.h) as a published module of the same
+// publisher is that module (published_name()), and publishing under another
+// spelling is refused. Publisher names are held to the same rule when tokens
+// are created. Spellings that already coexist in a registry made before this
+// rule keep working, each as itself.
 //
 // Tokens are "hubt_<id>_<secret>": a 16-hex-digit id, public and safe to log
 // (what `hub registry token list/revoke` show and take), and a 64-hex-digit
@@ -93,7 +107,8 @@ class Store {
 
   // Creates a token for `publisher` (normalized), expiring at `expires_at`
   // (unix seconds; 0 = never, negative: kInvalidArgument); returns it, the only
-  // time its secret is visible.
+  // time its secret is visible. kAlreadyExists, naming the existing spelling,
+  // when another spelling of the publisher has tokens.
   std::string create_token(const std::string& publisher, int64_t expires_at = 0);
   // All tokens, oldest first.
   std::vector<TokenRecord> list_tokens();
@@ -104,8 +119,16 @@ class Store {
   // right secret (a guess learns nothing beyond kWrongSecret).
   AuthResult authenticate(const std::string& token);
 
+  // The spelling under which `publisher` publishes the module `name` names:
+  // `name` itself when published so, else the first published spelling with
+  // the same canonical_name(), else nullopt.
+  std::optional<std::string> published_name(const std::string& publisher, const std::string& name);
   bool has_version(const std::string& publisher, const std::string& name,
                    const std::string& version);
+  // Throws kAlreadyExists when commit_version() would refuse this version:
+  // it exists, or `name` is another spelling of a published module (the
+  // message names it). For refusing before an upload is received.
+  void check_publishable(const std::string& publisher, const std::string& name, const std::string& version);
   std::optional<VersionRecord> version(const std::string& publisher, const std::string& name,
                                        const std::string& version);
   // All versions of a module, highest semantic version first.
@@ -115,8 +138,10 @@ class Store {
   std::vector<ModuleSummary> search(const std::string& query);
 
   // Moves the fsynced file `temp` (whose SHA-256 is rec.sha256) into the blob
-  // store and inserts the version row. Throws kAlreadyExists if the version
-  // exists (the temp file is removed either way).
+  // store and inserts the version row (see "Visibility"). Throws
+  // kAlreadyExists if the version exists, or if rec.name is another spelling
+  // of a published module (the message names it). The temp file is removed
+  // either way.
   void commit_version(const std::filesystem::path& temp, const VersionRecord& rec);
 
  private:
@@ -126,6 +151,9 @@ class Store {
   void release(sqlite3* db);
   sqlite3* open_connection();
   void migrate(sqlite3* db);
+  void check_publishable(sqlite3* db, const std::string& publisher, const std::string& name,
+                         const std::string& version);
+  std::optional<std::string> published_name(sqlite3* db, const std::string& publisher, const std::string& name);
 
   std::filesystem::path root_;
   std::mutex mu_;
