@@ -160,9 +160,14 @@ Store::Store(fs::path root) : root_(std::move(root)) {
   fs::create_directories(root_ / "blobs" / "sha256", ec);
   if (!ec) fs::create_directories(root_ / "tmp", ec);
   if (ec) throw_error(Code::kIOError, "cannot create registry root " + root_.string() + ": " + ec.message());
-  Conn c(this);
-  exec(c.get(), kBaseSchema);
-  migrate(c.get());
+  try {
+    Conn c(this);
+    exec(c.get(), kBaseSchema);
+    migrate(c.get());
+  } catch (...) {
+    for (sqlite3* db : free_) sqlite3_close(db);  // no destructor runs for a failed constructor
+    throw;
+  }
 }
 
 void Store::migrate(sqlite3* db) {

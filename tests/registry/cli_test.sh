@@ -16,7 +16,7 @@ token=$("$hub" registry token create --root "$work/root" --publisher Acme 2>/dev
 [[ $token =~ ^hubt_[0-9a-f]{16}_[0-9a-f]{64}$ ]] || fail "token line: $token"
 "$hub" registry serve --root "$work/root" --port 0 >"$work/out" 2>"$work/err" &
 pid=$!
-for _ in $(seq 100); do grep -q listening "$work/out" && break; sleep 0.05; done
+for _ in $(seq 100); do grep -qs listening "$work/out" && break; sleep 0.05; done
 url=$(sed -n 's/^listening on //p' "$work/out")
 [[ $url =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || fail "listening line: $(cat "$work/out")"
 
