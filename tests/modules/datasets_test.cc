@@ -545,10 +545,8 @@ TEST_CASE("dataset reader reports corrupt records and bad options") {
 
 TEST_CASE("Fashion-MNIST from the Debian package (first 100 records)") {
   const std::string dir = kFashionMnistDefaultSource;
-  if (!fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
-    MESSAGE("skipped: " << dir << " not installed");
-    return;
-  }
+  HUB_SKIP_UNLESS(fs::exists(dir + "/train-images-idx3-ubyte.gz"),
+                  dir + " not installed (Debian package dataset-fashion-mnist)");
   LabeledImages m = read_mnist(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz", 100);
   CHECK(m.images.shape() == Shape{100, 28, 28, 1});
   std::set<int64_t> labels(m.labels.begin(), m.labels.end());
