@@ -19,6 +19,7 @@
 
 #include "registry_testutil.h"
 #include "subprocess.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub::registry::testing;
@@ -29,7 +30,7 @@ namespace {
 
 const char* kNginx = "/usr/sbin/nginx";
 
-std::string env_or_skip(const char* name) {
+std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
@@ -85,18 +86,16 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }  // namespace
 
 TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS") {
-  const std::string hub = env_or_skip("HUB_EXE"), conf_template = env_or_skip("HUB_NGINX_CONF");
+  const std::string hub = env_or_empty("HUB_EXE"), conf_template = env_or_empty("HUB_NGINX_CONF");
   REQUIRE_MESSAGE(!hub.empty(), "HUB_EXE is not set (run through meson test)");
   REQUIRE_MESSAGE(!conf_template.empty(), "HUB_NGINX_CONF is not set (run through meson test)");
-  if (!fs::exists(kNginx)) {
-    MESSAGE("nginx not installed (.ci/install-deps installs nginx-light); skipping");
-    return;
-  }
+  HUB_SKIP_UNLESS(fs::exists(kNginx), std::string(kNginx) + " not installed (Debian package nginx-light)");
+  HUB_SKIP_UNLESS(fs::exists("/usr/bin/openssl"), "/usr/bin/openssl not installed (Debian package openssl)");
   TempDir dir;
   const fs::path work = dir.path();
 
   // A self-signed certificate for 127.0.0.1.
-  Ran cert = run(work, {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+  Ran cert = run(work, {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                         "-keyout", (work / "key.pem").string(), "-out", (work / "cert.pem").string()});
   REQUIRE_MESSAGE(cert.code == 0, cert.err);
