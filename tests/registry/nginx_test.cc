@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <thread>
 
 #include "registry_testutil.h"
@@ -109,9 +108,9 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
                                "--trusted-proxy", "127.0.0.1", "--max-connections-per-client", "512"});
   std::string line;
   while (line.empty() || line.back() != '\n') line += server.read_exactly(1, 30);
-  std::smatch m;
-  REQUIRE_MESSAGE(std::regex_search(line, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)")), line);
-  const std::string hub_addr = "127.0.0.1:" + m[1].str();
+  const std::string prefix_line = "listening on http://127.0.0.1:";
+  REQUIRE_MESSAGE(line.rfind(prefix_line, 0) == 0, line);
+  const std::string hub_addr = "127.0.0.1:" + std::to_string(std::stoi(line.substr(prefix_line.size())));
 
   // nginx: the shipped file with its placeholders filled in, included in a
   // minimal unprivileged main configuration (no master process, no daemon,
