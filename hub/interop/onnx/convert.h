@@ -58,6 +58,10 @@ class NodeContext {
   // folding. The input must be constant (else fail()).
   virtual Output weight(int i, const std::function<Tensor(const Tensor&)>& transform,
                         bool trainable = true) = 0;
+  // weight() when input i is constant, else `runtime` applied to the input
+  // (the same transform built from graph ops: weights fed at run time).
+  Output weight_or(int i, const std::function<Tensor(const Tensor&)>& transform,
+                   const std::function<Output(Output)>& runtime, bool trainable = true);
   // A constant built here (e.g. a scale factor).
   virtual Output constant_output(const Tensor& value, const std::string& name) = 0;
 

@@ -32,6 +32,21 @@ struct Window {
   }
 };
 
+// TF's SAME padding [top, bottom, left, right] for a static input size
+// (empty when a spatial size is unknown).
+std::vector<int64_t> same_paddings(const Window& w, const Shape& x) {
+  std::vector<int64_t> p;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = x[2 + d];
+    if (in < 0) return {};
+    int64_t out = (in + w.strides[d] - 1) / w.strides[d];
+    int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+    p.push_back(total / 2);
+    p.push_back(total - total / 2);
+  }
+  return p;
+}
+
 Window window(NodeContext& c, const std::vector<int64_t>& kernel, const Shape& x) {
   Window w;
   w.kernel = kernel;
@@ -58,16 +73,29 @@ Window window(NodeContext& c, const std::vector<int64_t>& kernel, const Shape& x
       w.explicit_paddings.push_back(total / 2);
     }
   } else if (auto_pad == "NOTSET") {
+    w.explicit_paddings = {pads[0], pads[2], pads[1], pads[3]};
     if (pads == std::vector<int64_t>{0, 0, 0, 0}) {
       w.padding = "VALID";
+    } else if (w.explicit_paddings == same_paddings(w, x)) {
+      w.padding = "SAME";  // what PyTorch's padding=k//2 usually is
     } else {
       w.padding = "EXPLICIT";
-      w.explicit_paddings = {pads[0], pads[2], pads[1], pads[3]};
     }
   } else {
     c.fail_attr("auto_pad", auto_pad, "expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   }
   return w;
+}
+
+// Weight transforms: at import for constants, as graph ops for weights fed
+// at run time.
+Tensor same(const Tensor& t) { return t; }
+Output runtime_same(Output w) { return w; }
+std::function<Tensor(const Tensor&)> transposed(std::vector<int64_t> perm) {
+  return [perm](const Tensor& t) { return evaluate("Transpose", {t}, Attrs().set("perm", perm)); };
+}
+std::function<Output(Output)> runtime_transpose(NodeContext& c, std::vector<int64_t> perm) {
+  return [&c, perm](Output w) { return ops::transpose(c.scope(), w, perm, "w_transposed"); };
 }
 
 // ---- convolution -----------------------------------------------------------------
@@ -86,19 +114,23 @@ void map_conv(NodeContext& c) {
   if (group > 1 && group == channels && m % channels == 0) {
     // Depthwise: W [C*M, 1, KH, KW] -> [KH, KW, C, M].
     const int64_t mult = m / channels;
-    Output f = c.weight(1, [&](const Tensor& t) {
-      return evaluate("Transpose", {t.reshaped({channels, mult, wshape[2], wshape[3]})},
-                      Attrs().set("perm", std::vector<int64_t>{2, 3, 0, 1}));
-    });
+    const std::vector<int64_t> perm{2, 3, 0, 1};
+    Output f = c.weight_or(
+        1,
+        [&](const Tensor& t) {
+          return evaluate("Transpose", {t.reshaped({channels, mult, wshape[2], wshape[3]})}, Attrs().set("perm", perm));
+        },
+        [&](Output w) {
+          return ops::transpose(c.scope(), ops::reshape(c.scope(), w, {channels, mult, wshape[2], wshape[3]}, "w_cm"),
+                                perm, "w_hwcm");
+        });
     y = c.scope().op("DepthwiseConv2dNative", {in, f}, a, "depthwise");
   } else {
     // W [M, C/G, KH, KW] -> HWIO [KH, KW, C/G, M]; G > 1 is a grouped Conv2D.
-    Output f = c.weight(1, [&](const Tensor& t) {
-      return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{2, 3, 1, 0}));
-    });
+    Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
     y = c.scope().op("Conv2D", {in, f}, a, "conv");
   }
-  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight(2, [](const Tensor& t) { return t; })}, {}, "bias");
+  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
   c.set_output(0, y, true);
 }
 
@@ -115,11 +147,9 @@ void map_conv_transpose(NodeContext& c) {
   w.add_to(a, true);
   a.set("output_padding", c.attr_ints("output_padding", {0, 0})).set("groups", group);
   // ONNX W [C, M/G, KH, KW] -> hub's Conv2DTranspose filter [KH, KW, M/G, C].
-  Output f = c.weight(1, [&](const Tensor& t) {
-    return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{2, 3, 1, 0}));
-  });
+  Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
   Output y = c.scope().op("Conv2DTranspose", {c.nhwc(0), f}, a, "conv_transpose");
-  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight(2, [](const Tensor& t) { return t; })}, {}, "bias");
+  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
   c.set_output(0, y, true);
 }
 
@@ -155,9 +185,8 @@ void map_global_pool(NodeContext& c) {
 void map_batch_norm(NodeContext& c) {
   if (c.attr_int("training_mode", 0)) c.fail_attr("training_mode", "1", "hub imports models for inference");
   const int rank = c.rank(0);
-  auto same = [](const Tensor& t) { return t; };
-  Output scale = c.weight(1, same), offset = c.weight(2, same);
-  Output mean = c.weight(3, same, false), var = c.weight(4, same, false);
+  Output scale = c.weight_or(1, same, runtime_same), offset = c.weight_or(2, same, runtime_same);
+  Output mean = c.weight_or(3, same, runtime_same, false), var = c.weight_or(4, same, runtime_same, false);
   Attrs a;
   a.set("epsilon", static_cast<double>(c.attr_float("epsilon", 1e-5f))).set("is_training", false);
   if (rank == 4) {

@@ -193,16 +193,28 @@ void map_hard_sigmoid(NodeContext& c) {
   c.set_output(0, c.scope().op("HardSigmoid", {x}, a, "HardSigmoid"), nhwc);
 }
 
-// Clip with its optional min/max inputs (constants): Relu / Relu6 when they
-// are exactly those, else ClipByValue.
+// Clip with its optional min/max inputs: Relu / Relu6 when they are exactly
+// those constants, ClipByValue for other constants, Maximum/Minimum when a
+// bound is only known at run time.
 void map_clip(NodeContext& c) {
   auto bound = [&](int i) -> std::optional<double> {
     if (!c.has_input(i)) return std::nullopt;
     std::optional<Tensor> t = c.constant(i);
-    if (!t || t->num_elements() != 1 || t->dtype() != DType::kFloat32)
-      c.fail(std::string(i == 1 ? "min" : "max") + " must be a constant float scalar");
+    if (!t) return std::nullopt;
+    if (t->num_elements() != 1 || t->dtype() != DType::kFloat32)
+      c.fail(std::string(i == 1 ? "min" : "max") + " must be a float scalar");
     return static_cast<double>(t->data<float>()[0]);
   };
+  const bool runtime_bound = (c.has_input(1) && !c.constant(1)) || (c.has_input(2) && !c.constant(2));
+  if (runtime_bound) {
+    Operands in = operands(c, 0, 3);
+    Output y = in.values[0];
+    size_t k = 1;
+    if (c.has_input(1)) y = c.scope().op("Maximum", {y, in.values[k++]}, {}, "min");
+    if (c.has_input(2)) y = c.scope().op("Minimum", {y, in.values[k]}, {}, "max");
+    c.set_output(0, y, in.nhwc);
+    return;
+  }
   std::optional<double> lo = bound(1), hi = bound(2);
   bool nhwc;
   Output x = unary_input(c, &nhwc);
@@ -211,6 +223,8 @@ void map_clip(NodeContext& c) {
     y = c.scope().op("Relu", {x}, {}, "Relu");
   } else if (lo == 0.0 && hi == 6.0) {
     y = c.scope().op("Relu6", {x}, {}, "Relu6");
+  } else if (!lo && !hi) {
+    y = c.scope().op("Identity", {x}, {}, "Identity");
   } else {
     Attrs a;
     if (lo) a.set("min", *lo);

@@ -106,7 +106,17 @@ class Importer {
 
  private:
   void collect_info();
+  // Maps every node, starting from values_ holding the initializers and the
+  // graph inputs' values.
+  void import_body();
   void import_node(const ::onnx::NodeProto& node, int index);
+  // The image signatures (options_): images -> normalised NHWC -> a second
+  // copy of the body (sharing its variables) -> features and logits.
+  void add_image_signatures(const std::map<std::string, Value>& initial,
+                            std::map<std::string, SignatureInfo>& signatures, std::map<std::string, AttachedValue>& attached);
+  // The ONNX value holding the feature vector and the classifier node.
+  std::pair<std::string, const ::onnx::NodeProto*> find_features() const;
+  Output as_matrix(const std::string& name, const std::string& node_name);
   void fold(const ::onnx::NodeProto& node, const OpMapper& mapper);
   Output graph_output(const std::string& name);
   std::map<std::string, AttachedValue> provenance() const;
@@ -117,7 +127,9 @@ class Importer {
   std::map<std::string, Value> values_;
   std::map<std::string, ValueInfo> info_;
   TensorMap weights_;
-  std::map<std::string, Output> variables_;
+  // Variables by ONNX name, with the value each holds: a second import of the
+  // body reuses them.
+  std::map<std::string, std::vector<std::pair<Tensor, Output>>> variables_;
 };
 
 // ---- GraphContext ------------------------------------------------------------
@@ -229,12 +241,16 @@ void GraphContext::set_output(int i, Output value, bool nhwc) {
 // ---- Importer ------------------------------------------------------------------
 
 Output Importer::variable(Graph& g, const std::string& onnx_name, const Tensor& value, bool trainable) {
+  auto& known = variables_[onnx_name];
+  for (const auto& [v, out] : known)
+    if (identical(v, value)) return out;
   std::string name = g.unique_name(sanitize(onnx_name));
   ops::VariableOptions o;
   o.trainable = trainable;
   o.dtype = value.dtype();
   Output v = ops::variable(Scope(g), name, value.shape(), o);
   weights_[g.node(v).name] = value;
+  known.emplace_back(value, v);
   return v;
 }
 
@@ -357,6 +373,154 @@ std::map<std::string, AttachedValue> Importer::provenance() const {
   return a;
 }
 
+void Importer::import_body() {
+  const auto& g = model_.proto.graph();
+  for (int i = 0; i < g.node_size(); ++i) import_node(g.node(i), i);
+}
+
+std::pair<std::string, const ::onnx::NodeProto*> Importer::find_features() const {
+  const auto& g = model_.proto.graph();
+  const std::string where = "ONNX model '" + path() + "'";
+  if (!options_.feature_output.empty()) {
+    if (!values_.count(options_.feature_output))
+      throw_error(Code::kInvalidArgument, where + ": --feature_output '" + options_.feature_output + "' is no value of the model");
+    const ::onnx::NodeProto* consumer = nullptr;
+    for (const auto& n : g.node())
+      for (const auto& in : n.input())
+        if (in == options_.feature_output) consumer = &n;
+    return {options_.feature_output, consumer};
+  }
+  // The last matrix product (or 1x1 convolution) of the graph: its input is
+  // the feature vector.
+  for (int i = g.node_size() - 1; i >= 0; --i) {
+    const auto& n = g.node(i);
+    bool one_by_one = false;
+    if (n.op_type() == "Conv") {
+      const ValueInfo* w = info(n.input(1));
+      std::optional<Tensor> wt = values_.count(n.input(1)) ? values_.at(n.input(1)).constant : std::nullopt;
+      Shape ws = wt ? wt->shape() : (w && w->shape ? *w->shape : Shape{});
+      one_by_one = ws.rank() == 4 && ws[2] == 1 && ws[3] == 1;
+    }
+    if (n.op_type() == "Gemm" || n.op_type() == "MatMul" || one_by_one) return {n.input(0), &n};
+  }
+  throw_error(Code::kInvalidArgument, where + ": no final classifier (Gemm, MatMul or 1x1 Conv) to take the feature "
+                                              "vector from; name it with --feature_output");
+}
+
+// A value as [N, D]: flattened, after a global average over H, W when a 4-D
+// value has spatial extent (a 1x1-convolution classifier's input).
+Output Importer::as_matrix(const std::string& name, const std::string& node_name) {
+  Value& v = values_.at(name);
+  if (!v.unavailable.empty()) throw_error(Code::kUnimplemented, v.unavailable);
+  Scope s = Scope(graph_).sub(node_name);
+  Output x = v.out.valid() ? v.out : ops::constant(s, *v.constant, "value");
+  Shape shape = graph_.spec(x).shape;
+  if (shape.rank() == 4) {
+    if (!v.nhwc) x = ops::transpose(s, x, {0, 2, 3, 1}, "to_nhwc");
+    Shape nhwc = graph_.spec(x).shape;
+    if (!(nhwc[1] == 1 && nhwc[2] == 1))
+      x = s.op("Mean", {x}, Attrs().set("axes", std::vector<int64_t>{1, 2}).set("keep_dims", false), "global_pool");
+    else
+      x = ops::reshape(s, x, {-1, nhwc[3]}, "flatten");
+  } else if (shape.rank() != 2) {
+    int64_t d = 1;
+    for (int i = 1; i < shape.rank(); ++i) d *= shape[i];
+    x = ops::reshape(s, x, {-1, d}, "flatten");
+  }
+  return ops::identity(Scope(graph_), x, graph_.unique_name(node_name));
+}
+
+void Importer::add_image_signatures(const std::map<std::string, Value>& initial,
+                                    std::map<std::string, SignatureInfo>& signatures,
+                                    std::map<std::string, AttachedValue>& attached) {
+  const std::string where = "ONNX model '" + path() + "'";
+  // The model's single image input [N, C, H, W].
+  std::string input;
+  for (const auto& [name, info] : signatures.at(kDefaultSignature).inputs) {
+    if (!input.empty()) throw_error(Code::kInvalidArgument, where + ": image signatures need a single input, the model has several");
+    input = name;
+  }
+  const TensorInfo& in = signatures.at(kDefaultSignature).inputs.at(input);
+  if (in.dtype != DType::kFloat32 || in.shape.rank() != 4 || (in.shape[1] != 3 && in.shape[1] != 1))
+    throw_error(Code::kInvalidArgument, where + ": input '" + input + "' is " + std::string(dtype_name(in.dtype)) +
+                                            in.shape.to_string() + "; image signatures need float32 [N, 3, H, W]");
+  const int64_t channels = in.shape[1];
+  int64_t h = in.shape[2], w = in.shape[3];
+  if (!options_.image_size.empty()) {
+    if (options_.image_size.size() != 2 || options_.image_size[0] <= 0 || options_.image_size[1] <= 0)
+      throw_error(Code::kInvalidArgument, "--image_size must be H,W with positive sizes");
+    h = options_.image_size[0];
+    w = options_.image_size[1];
+  }
+  if (h <= 0 || w <= 0)
+    throw_error(Code::kInvalidArgument, where + ": input '" + input + "' " + in.shape.to_string() +
+                                            " has no static image size; give --image_size H,W");
+  auto per_channel = [&](const std::vector<double>& v, double dflt, const char* flag) {
+    if (v.empty()) return std::vector<float>(static_cast<size_t>(channels), static_cast<float>(dflt));
+    if (static_cast<int64_t>(v.size()) != channels)
+      throw_error(Code::kInvalidArgument, std::string(flag) + " needs " + std::to_string(channels) + " values");
+    return std::vector<float>(v.begin(), v.end());
+  };
+  std::vector<float> mean = per_channel(options_.mean, 0.0, "--mean"), stdev = per_channel(options_.std, 1.0, "--std");
+  for (float s : stdev)
+    if (s == 0.0f) throw_error(Code::kInvalidArgument, "--std must not contain 0");
+  double lo = 0, hi = 1;
+  if (!options_.input_range.empty()) {
+    if (options_.input_range.size() != 2) throw_error(Code::kInvalidArgument, "--input_range must be LO,HI");
+    lo = options_.input_range[0];
+    hi = options_.input_range[1];
+  }
+  // x' = ((x * (hi - lo) + lo) - mean) / std, as x * scale + shift per channel.
+  std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    scale[c] = static_cast<float>((hi - lo) / stdev[c]);
+    shift[c] = static_cast<float>((lo - mean[c]) / stdev[c]);
+  }
+  Scope s = Scope(graph_).sub("image_input");
+  Output images = ops::placeholder(Scope(graph_), DType::kFloat32, {kUnknownDim, h, w, 3}, graph_.unique_name("images"));
+  Output x = images;
+  if (channels == 1) x = s.op("Mean", {x}, Attrs().set("axes", std::vector<int64_t>{3}).set("keep_dims", true), "gray");
+  x = s.op("Mul", {x, ops::constant(s, Tensor::from_vector<float>({channels}, scale), "scale")}, {}, "scaled");
+  x = s.op("Add", {x, ops::constant(s, Tensor::from_vector<float>({channels}, shift), "shift")}, {}, "normalized");
+
+  auto [feature_name, classifier] = find_features();
+  // Second import of the body, from the normalised images, with shapes
+  // inferred again for a batch of any size at the image size.
+  std::map<std::string, ValueInfo> main_info = std::move(info_);
+  info_.clear();
+  for (auto& vi : *model_.proto.mutable_graph()->mutable_input()) {
+    if (vi.name() != input) continue;
+    auto* dims = vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    (*dims)[0].set_dim_param("N");
+    (*dims)[2].set_dim_value(h);
+    (*dims)[3].set_dim_value(w);
+  }
+  infer_shapes(model_.proto, where);
+  collect_info();
+  std::map<std::string, Value> main = std::move(values_);
+  values_ = initial;
+  values_[input].out = x;
+  values_[input].nhwc = true;
+  import_body();
+  SignatureInfo fv;
+  fv.inputs["images"] = TensorInfo{graph_.tensor_name(images), DType::kFloat32, Shape{kUnknownDim, h, w, 3}};
+  Output features = as_matrix(feature_name, "image_feature_vector");
+  fv.outputs["default"] = TensorInfo{graph_.tensor_name(features), DType::kFloat32, graph_.spec(features).shape};
+  signatures["image_feature_vector"] = fv;
+  if (classifier && !classifier->output(0).empty()) {
+    SignatureInfo cls;
+    cls.inputs = fv.inputs;
+    Output logits = as_matrix(classifier->output(0), "image_classification");
+    cls.outputs["default"] = TensorInfo{graph_.tensor_name(logits), DType::kFloat32, graph_.spec(logits).shape};
+    signatures["image_classification"] = cls;
+  }
+  values_ = std::move(main);
+  info_ = std::move(main_info);
+  attached[kImageHeightKey] = h;
+  attached[kImageWidthKey] = w;
+  attached[kImageChannelsKey] = int64_t{3};
+}
+
 ModuleSpec Importer::run() {
   collect_info();
   const auto& g = model_.proto.graph();
@@ -365,6 +529,7 @@ ModuleSpec Importer::run() {
     values_[t.name()].constant = tensor_from_onnx(t, "ONNX model '" + path() + "': initializer '" + t.name() + "'");
     initializer_names.insert(t.name());
   }
+  const std::map<std::string, Value> initial = values_;
   SignatureInfo sig;
   for (const auto& in : g.input()) {
     if (initializer_names.count(in.name())) continue;  // an overridable default: used as the constant
@@ -375,7 +540,7 @@ ModuleSpec Importer::run() {
     values_[in.name()].out = p;
     sig.inputs[in.name()] = TensorInfo{graph_.tensor_name(p), dtype, *vi.shape};
   }
-  for (int i = 0; i < g.node_size(); ++i) import_node(g.node(i), i);
+  import_body();
   for (const auto& out : g.output()) {
     if (!values_.count(out.name()))
       throw_error(Code::kInvalidArgument, "ONNX model '" + path() + "': output '" + out.name() + "' is produced by no node");
@@ -383,16 +548,21 @@ ModuleSpec Importer::run() {
     const TensorSpec& s = graph_.spec(o);
     sig.outputs[out.name()] = TensorInfo{graph_.tensor_name(o), s.dtype, s.shape};
   }
+  std::map<std::string, SignatureInfo> signatures{{kDefaultSignature, sig}};
+  std::map<std::string, AttachedValue> attached = provenance();
+  const bool images = options_.image_signatures || !options_.image_size.empty() || !options_.mean.empty() ||
+                      !options_.std.empty() || !options_.input_range.empty() || !options_.feature_output.empty();
+  if (images) add_image_signatures(initial, signatures, attached);
   ModuleMetadata md;
   md.name = model_.proto.graph().name();
   md.description = model_.proto.doc_string();
   md.version = model_.proto.model_version() ? std::to_string(model_.proto.model_version()) : "";
   md.author = model_.proto.producer_name();
   std::vector<ModuleSpec::TagSetParts> parts;
-  parts.push_back({TagSet{}, std::move(graph_), {{kDefaultSignature, sig}}});
+  parts.push_back({TagSet{}, std::move(graph_), std::move(signatures)});
   std::map<std::string, std::string> assets;
   if (!options_.labels.empty()) assets["labels.txt"] = options_.labels;
-  return ModuleSpec::from_parts(std::move(parts), std::move(weights_), provenance(), md, model_.path, "",
+  return ModuleSpec::from_parts(std::move(parts), std::move(weights_), std::move(attached), md, model_.path, "",
                                 std::move(assets));
 }
 
@@ -462,6 +632,11 @@ std::vector<int64_t> NodeContext::constant_ints(int i, const std::string& what) 
     fail(what + " must be int32 or int64, got " + t->spec_string());
   }
   return out;
+}
+
+Output NodeContext::weight_or(int i, const std::function<Tensor(const Tensor&)>& transform,
+                              const std::function<Output(Output)>& runtime, bool trainable) {
+  return constant(i) ? weight(i, transform, trainable) : runtime(native(i));
 }
 
 int NodeContext::rank(int i) const {

@@ -232,13 +232,21 @@ OnnxModel load_onnx_model(const std::string& path) {
                                               ": " + e.what());
     }
   }
+  infer_shapes(m.proto, where);
+  return m;
+}
+
+void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
+  auto* g = model.mutable_graph();
+  g->clear_value_info();
+  for (auto& out : *g->mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
   try {
     ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
-    ::onnx::shape_inference::InferShapes(m.proto, ::onnx::OpSchemaRegistry::Instance(), options);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
     throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
   }
-  return m;
 }
 
 }  // namespace hub::onnx_interop

@@ -46,6 +46,11 @@ struct OnnxModel {
 
 OnnxModel load_onnx_model(const std::string& path);
 
+// Runs ONNX's shape inference (with data propagation) over `model` again
+// after its input shapes changed: the old inferred shapes (value_info, and
+// output shapes) are dropped first. `where` names the model in errors.
+void infer_shapes(::onnx::ModelProto& model, const std::string& where);
+
 // hub's dtype for an ONNX TensorProto data type; throws InvalidArgument
 // naming `what` for types hub lacks.
 DType dtype_from_onnx(int onnx_type, const std::string& what);
