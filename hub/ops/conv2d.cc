@@ -22,8 +22,8 @@ std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bo
   g.kw = w[1];
   if (depthwise) {
     if (x[3] >= 0 && w[2] >= 0 && x[3] != w[2])
-      return "input channels " + std::to_string(x[3]) + " != filter input channels " + std::to_string(w[2]) +
-             " (" + shapes + ")";
+      return "input channels " + std::to_string(x[3]) + " != filter input channels " +
+             std::to_string(w[2]) + " (" + shapes + ")";
     g.m = w[3];
     g.oc = g.c >= 0 && w[3] >= 0 ? g.c * w[3] : kUnknownDim;
     g.groups = g.c;
@@ -31,8 +31,9 @@ std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bo
     g.og = g.m;
   } else {
     if (g.c >= 0 && w[2] >= 0 && g.c % w[2] != 0)
-      return "input channels " + std::to_string(g.c) + " are not a multiple of the filter's input channels " +
-             std::to_string(w[2]) + " (groups = C / filter input channels; " + shapes + ")";
+      return "input channels " + std::to_string(g.c) +
+             " are not a multiple of the filter's input channels " + std::to_string(w[2]) +
+             " (groups = C / filter input channels; " + shapes + ")";
     g.m = 1;
     g.oc = w[3];
     g.cg = w[2];
@@ -62,23 +63,26 @@ std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bo
   g.dw = dilations->second;
   // One spatial dim: output size and padding, or an error when the window does not fit.
   auto resolve = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t before, int64_t after,
-                     const char* dim, int64_t* o, int64_t* pad_before, int64_t* pad_after) -> std::string {
+                     const char* dim, int64_t* o, int64_t* pad_before,
+                     int64_t* pad_after) -> std::string {
     *o = kUnknownDim;
     *pad_before = *pad_after = 0;
     if (k < 0) return "";
     WindowDim r = window_dim(in, k, s, d, padding, before, after);
     if (in >= 0 && r.out < 1 && !(padding == Padding::kSame && in == 0))
       return "window " + std::to_string((k - 1) * d + 1) + " (dilated) exceeds input " + dim + " " +
-             std::to_string(in) + " plus padding " + std::to_string(r.pad_before + r.pad_after) + " (" +
-             shapes + ")";
+             std::to_string(in) + " plus padding " + std::to_string(r.pad_before + r.pad_after) +
+             " (" + shapes + ")";
     *o = in == 0 && padding == Padding::kSame ? 0 : r.out;  // SAME on an empty input: empty output
     *pad_before = r.pad_before;
     *pad_after = r.pad_after;
     return "";
   };
-  error = resolve(g.h, g.kh, g.sh, g.dh, pads.top, pads.bottom, "height", &g.oh, &g.pad_top, &g.pad_bottom);
+  error = resolve(g.h, g.kh, g.sh, g.dh, pads.top, pads.bottom, "height", &g.oh, &g.pad_top,
+                  &g.pad_bottom);
   if (error.empty())
-    error = resolve(g.w, g.kw, g.sw, g.dw, pads.left, pads.right, "width", &g.ow, &g.pad_left, &g.pad_right);
+    error = resolve(g.w, g.kw, g.sw, g.dw, pads.left, pads.right, "width", &g.ow, &g.pad_left,
+                    &g.pad_right);
   if (!error.empty()) return error;
   *out = g;
   return "";
@@ -161,9 +165,9 @@ GradFn backprop_filter_grad(Names n) {
   };
 }
 
-#define HUB_CONV_ATTRS                                                 \
-  .attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})        \
-      .attr("padding", AttrType::kString)                              \
+#define HUB_CONV_ATTRS                                                    \
+  .attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})           \
+      .attr("padding", AttrType::kString)                                 \
       .attr("explicit_paddings", AttrType::kInts, std::vector<int64_t>{}) \
       .attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
 
@@ -173,7 +177,9 @@ HUB_REGISTER_OP(Conv2D)
     .inputs(2) HUB_CONV_ATTRS
     .shape_fn([](const InferContext& c) { return forward_shape(c, false); })
     .grad(forward_grad(kConv))
-    .doc("2-D convolution, NHWC x, filter [KH,KW,C/G,O] (G groups = C / filter dim 2), SAME/VALID/EXPLICIT padding.");
+    .doc(
+        "2-D convolution, NHWC x, filter [KH,KW,C/G,O] (G groups = C / filter dim 2), "
+        "SAME/VALID/EXPLICIT padding.");
 HUB_REGISTER_OP(Conv2DBackpropInput)
     .inputs(3) HUB_CONV_ATTRS
     .shape_fn([](const InferContext& c) { return backprop_shape(c, false, 0); })

@@ -30,8 +30,12 @@
 //   ONNX ConvTranspose W [C, O/G, KH, KW]  -> w = W transposed (2,3,1,0);
 //     pads [top, left, bottom, right] -> explicit_paddings [top, bottom, left,
 //     right]; output_padding and group as they are; an output_shape attribute
-//     or auto_pad becomes pads + output_padding computed by the importer.
-//     (ONNX allows output_padding < max(stride, dilation); hub needs < stride.)
+//     or auto_pad becomes pads + output_padding computed by the importer with
+//     ONNX's total_padding = s*(H-1) + oph + span - OH (split as ONNX says);
+//     a negative total_padding (OH beyond the full result, as in ONNX's
+//     convtranspose_output_shape case) is output_padding -total_padding more
+//     and zero pads. (ONNX allows output_padding < max(stride, dilation); hub
+//     needs < stride.)
 //   TF conv2d_transpose / Conv2DBackpropInput(input_sizes, filter
 //     [KH,KW,O,C], value): w = filter as it is, G = 1; SAME/VALID and the
 //     output size give the pads of the forward convolution from input_sizes
@@ -73,6 +77,7 @@ Attrs conv_transpose_conv_attrs(const Attrs& attrs);
 // The geometry of that convolution for x and w (its input is [N,OH,OW,O], its
 // output [N,H,W,C]). Unknown dims give unknown sizes. Returns "" on success,
 // else what is wrong (naming the shapes and the attribute).
-std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs, ConvGeometry* out);
+std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs,
+                                    ConvGeometry* out);
 
 }  // namespace hub::ops

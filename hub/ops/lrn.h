@@ -10,7 +10,8 @@
 //
 //   LRNGrad(grads [N,H,W,D], input x, output y) -> dx [N,H,W,D]   (TF's formula)
 //     dx[..,k] = grads[..,k] * norm[..,k]^(-beta)
-//              - 2 * alpha * beta * x[..,k] * sum_{d: |d-k| <= r} grads[..,d] * y[..,d] / norm[..,d]
+//              - 2 * alpha * beta * x[..,k] * sum_{d: |d-k| <= r} grads[..,d] * y[..,d] /
+//              norm[..,d]
 //
 // Gradient of LRN with respect to x: LRNGrad(g, x, y). LRNGrad has no gradient.
 //

@@ -14,29 +14,34 @@ namespace ops {
 
 namespace {
 
-template <class E> struct Named {
+template <class E>
+struct Named {
   const char* name;
   E value;
 };
-constexpr Named<ResizeMode> kModes[] = {{"nearest", ResizeMode::kNearest}, {"linear", ResizeMode::kLinear}};
+constexpr Named<ResizeMode> kModes[] = {{"nearest", ResizeMode::kNearest},
+                                        {"linear", ResizeMode::kLinear}};
 constexpr Named<CoordinateMode> kCoordinateModes[] = {
     {"half_pixel", CoordinateMode::kHalfPixel},
     {"pytorch_half_pixel", CoordinateMode::kPytorchHalfPixel},
     {"align_corners", CoordinateMode::kAlignCorners},
     {"asymmetric", CoordinateMode::kAsymmetric},
     {"tf_half_pixel_for_nn", CoordinateMode::kTfHalfPixelForNn}};
-constexpr Named<NearestMode> kNearestModes[] = {{"round_prefer_floor", NearestMode::kRoundPreferFloor},
-                                                {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
-                                                {"floor", NearestMode::kFloor},
-                                                {"ceil", NearestMode::kCeil}};
+constexpr Named<NearestMode> kNearestModes[] = {
+    {"round_prefer_floor", NearestMode::kRoundPreferFloor},
+    {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
+    {"floor", NearestMode::kFloor},
+    {"ceil", NearestMode::kCeil}};
 
-template <class E, size_t N> std::optional<E> lookup(const Named<E> (&table)[N], const std::string& text) {
+template <class E, size_t N>
+std::optional<E> lookup(const Named<E> (&table)[N], const std::string& text) {
   for (const Named<E>& n : table)
     if (text == n.name) return n.value;
   return std::nullopt;
 }
 
-template <class E, size_t N> std::string choices(const Named<E> (&table)[N]) {
+template <class E, size_t N>
+std::string choices(const Named<E> (&table)[N]) {
   std::string out;
   for (const Named<E>& n : table) out += (out.empty() ? "\"" : ", \"") + std::string(n.name) + "\"";
   return out;
@@ -60,18 +65,20 @@ std::string parse(const Attrs& attrs, Parsed* p) {
   auto string_attr = [&](const char* name, auto& table, auto* out) -> std::string {
     const std::string& text = attrs.get_string(name);
     auto value = lookup(table, text);
-    if (!value) return std::string("attribute ") + name + " must be one of " + choices(table) + ", got \"" + text + "\"";
+    if (!value)
+      return std::string("attribute ") + name + " must be one of " + choices(table) + ", got \"" +
+             text + "\"";
     *out = *value;
     return "";
   };
   std::string error = string_attr("mode", kModes, &p->mode);
-  if (error.empty()) error = string_attr("coordinate_transformation_mode", kCoordinateModes, &p->coordinates);
+  if (error.empty())
+    error = string_attr("coordinate_transformation_mode", kCoordinateModes, &p->coordinates);
   if (error.empty()) error = string_attr("nearest_mode", kNearestModes, &p->nearest);
   if (!error.empty()) return error;
   p->scales = attrs.get_floats("scales");
-  if (!p->scales.empty() &&
-      (p->scales.size() != 2 || !(p->scales[0] > 0) || !(p->scales[1] > 0) || !std::isfinite(p->scales[0]) ||
-       !std::isfinite(p->scales[1])))
+  if (!p->scales.empty() && (p->scales.size() != 2 || !(p->scales[0] > 0) || !(p->scales[1] > 0) ||
+                             !std::isfinite(p->scales[0]) || !std::isfinite(p->scales[1])))
     return "attribute scales must be empty or [sh, sw] with positive finite entries, got " +
            attr_to_string(p->scales);
   return "";
@@ -82,12 +89,16 @@ double source_coordinate(int64_t x, int64_t in, double scale, CoordinateMode mod
   const double xd = static_cast<double>(x);
   const double length = scale * static_cast<double>(in);  // O' (resize.h)
   switch (mode) {
-    case CoordinateMode::kHalfPixel: return (xd + 0.5) / scale - 0.5;
-    case CoordinateMode::kPytorchHalfPixel: return length == 1.0 ? 0.0 : (xd + 0.5) / scale - 0.5;
+    case CoordinateMode::kHalfPixel:
+      return (xd + 0.5) / scale - 0.5;
+    case CoordinateMode::kPytorchHalfPixel:
+      return length == 1.0 ? 0.0 : (xd + 0.5) / scale - 0.5;
     case CoordinateMode::kAlignCorners:
       return length == 1.0 ? 0.0 : xd * static_cast<double>(in - 1) / (length - 1.0);
-    case CoordinateMode::kAsymmetric: return xd / scale;
-    case CoordinateMode::kTfHalfPixelForNn: return (xd + 0.5) / scale;
+    case CoordinateMode::kAsymmetric:
+      return xd / scale;
+    case CoordinateMode::kTfHalfPixelForNn:
+      return (xd + 0.5) / scale;
   }
   return 0.0;
 }
@@ -96,18 +107,22 @@ int64_t nearest_index(double src, NearestMode mode) {
   const double f = std::floor(src), r = src - f;
   const int64_t fi = static_cast<int64_t>(f);
   switch (mode) {
-    case NearestMode::kRoundPreferFloor: return r <= 0.5 ? fi : fi + 1;
-    case NearestMode::kRoundPreferCeil: return r < 0.5 ? fi : fi + 1;
-    case NearestMode::kFloor: return fi;
-    case NearestMode::kCeil: return static_cast<int64_t>(std::ceil(src));
+    case NearestMode::kRoundPreferFloor:
+      return r <= 0.5 ? fi : fi + 1;
+    case NearestMode::kRoundPreferCeil:
+      return r < 0.5 ? fi : fi + 1;
+    case NearestMode::kFloor:
+      return fi;
+    case NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(src));
   }
   return fi;
 }
 
 }  // namespace
 
-ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode, CoordinateMode coordinates,
-                       NearestMode nearest) {
+ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode,
+                       CoordinateMode coordinates, NearestMode nearest) {
   ResizeAxis a;
   a.nearest = mode == ResizeMode::kNearest;
   a.lo.resize(out);
@@ -132,8 +147,10 @@ ResizePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
   Parsed p;
   std::string error = parse(attrs, &p);
   HUB_CHECK(error.empty(), error);
-  const double sh = p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
-  const double sw = p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
+  const double sh =
+      p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
+  const double sw =
+      p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
   return {resize_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest),
           resize_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest)};
 }
@@ -182,8 +199,8 @@ std::vector<TensorSpec> resize_grad_shape_fn(const InferContext& c) {
   if (x[1] == 0 || x[2] == 0) c.fail("cannot resize an empty image " + c.input(0).to_string());
   const Shape out{x[0], p.oh, p.ow, x[3]};
   if (!c.shape(1).compatible_with(out))
-    c.fail("grad " + c.input(1).to_string() + " does not match the resized shape " + out.to_string() + " of " +
-           c.input(0).to_string());
+    c.fail("grad " + c.input(1).to_string() + " does not match the resized shape " +
+           out.to_string() + " of " + c.input(0).to_string());
   return {c.input(0)};
 }
 
@@ -202,17 +219,22 @@ OpDefBuilder resize_op(const char* name, int inputs, ShapeFn shape_fn) {
 const OpRegistrar resize_registration =
     resize_op("Resize", 1, resize_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
+          return std::vector<Output>{
+              c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
         })
-        .doc("Resize NHWC images to size [OH,OW]: nearest or (bi)linear with ONNX's coordinate transformation "
-             "and nearest modes.");
+        .doc(
+            "Resize NHWC images to size [OH,OW]: nearest or (bi)linear with ONNX's coordinate "
+            "transformation "
+            "and nearest modes.");
 
 const OpRegistrar resize_grad_registration =
     resize_op("ResizeGrad", 2, resize_grad_shape_fn)
         .grad([](const GradContext& c) {
           return std::vector<Output>{Output{}, c.scope.op("Resize", {c.grads[0]}, c.node.attrs)};
         })
-        .doc("Gradient of Resize: grad added back to the pixels each output read, by their weights.");
+        .doc(
+            "Gradient of Resize: grad added back to the pixels each output read, by their "
+            "weights.");
 
 }  // namespace
 }  // namespace hub

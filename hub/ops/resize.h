@@ -64,7 +64,13 @@
 namespace hub::ops {
 
 enum class ResizeMode { kNearest, kLinear };
-enum class CoordinateMode { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn };
+enum class CoordinateMode {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn
+};
 enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
 struct ResizeOptions {
@@ -87,8 +93,8 @@ struct ResizeAxis {
 };
 
 // Preconditions: in >= 1, out >= 1, scale > 0.
-ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode, CoordinateMode coordinates,
-                       NearestMode nearest);
+ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode,
+                       CoordinateMode coordinates, NearestMode nearest);
 
 // The two axes of a Resize or ResizeGrad node with attributes `attrs` for an
 // input of spatial size in_h x in_w. The attributes passed the shape function.

@@ -18,7 +18,6 @@
 #include "hub/ops/cpu/conv2d.h"
 
 #include <Eigen/Core>
-
 #include <algorithm>
 
 #include "hub/core/parallel.h"
@@ -39,7 +38,9 @@ using MapArr = Eigen::Map<RowArr>;
 using CMapArr = Eigen::Map<const RowArr>;
 
 // rows x cols row-major matrices whose rows are `stride` floats apart.
-MapMat mat(float* p, int64_t rows, int64_t cols, int64_t stride) { return MapMat(p, rows, cols, Stride(stride)); }
+MapMat mat(float* p, int64_t rows, int64_t cols, int64_t stride) {
+  return MapMat(p, rows, cols, Stride(stride));
+}
 CMapMat mat(const float* p, int64_t rows, int64_t cols, int64_t stride) {
   return CMapMat(p, rows, cols, Stride(stride));
 }
@@ -83,7 +84,8 @@ int64_t block_rows(const ConvGeometry& g) {
 //   col[(r-r0)*OW + ow, (kh*KW + kw)*C/G + i] = x[n, ih, iw, c0 + i] (0 outside),
 // calling run(col_off, x_off, len) for each run of len floats at col + col_off
 // that mirrors x + x_off; x_off < 0 means the run lies in the padding.
-template <class Run> void for_each_col_run(const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, Run run) {
+template <class Run>
+void for_each_col_run(const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, Run run) {
   const int64_t K = group_k(g);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / g.oh, oh = r % g.oh;
@@ -125,7 +127,8 @@ void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, int64
 }
 
 // Adjoint of im2col for the rows [r0, r1) and group at c0: dx += scatter(col).
-void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, float* dx) {
+void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0,
+                float* dx) {
   for_each_col_run(g, r0, r1, c0, [&](int64_t col_off, int64_t x_off, int64_t len) {
     if (x_off >= 0) MapVec(dx + x_off, len) += CMapVec(col + col_off, len);
   });
@@ -135,7 +138,8 @@ void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1,
 
 // ---- Conv2D -----------------------------------------------------------------
 
-void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, const float* w, float* y) {
+void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, const float* w,
+                    float* y) {
   const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) return;
@@ -154,20 +158,23 @@ void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, con
         if (!pointwise) im2col(x, g, r0, r1, c0, col);
         // Pointwise: K = C/G and x's rows (stride C) are the col matrix.
         CMapMat src = mat(pointwise ? x + r0 * g.ow * g.c + c0 : col, m, K, pointwise ? g.c : K);
-        mat(y + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc).noalias() = src * mat(w + gi * g.og, K, g.og, g.oc);
+        mat(y + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc).noalias() =
+            src * mat(w + gi * g.og, K, g.og, g.oc);
       }
     }
   });
 }
 
-void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float* w, const float* dy, float* dx) {
+void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float* w, const float* dy,
+                           float* dx) {
   const int64_t K = group_k(g);
   if (is_pointwise(g)) {  // dx rows are independent: split them across threads
     const int64_t pixels = g.n * g.h * g.w;
     for_chunks(pixels, chunk_count(pixels), [&](int64_t, int64_t b, int64_t e) {
       for (int64_t gi = 0; gi < g.groups; ++gi)
         mat(dx + b * g.c + gi * g.cg, e - b, g.cg, g.c).noalias() =
-            mat(dy + b * g.oc + gi * g.og, e - b, g.og, g.oc) * mat(w + gi * g.og, K, g.og, g.oc).transpose();
+            mat(dy + b * g.oc + gi * g.og, e - b, g.og, g.oc) *
+            mat(w + gi * g.og, K, g.og, g.oc).transpose();
     });
     return;
   }
@@ -182,17 +189,19 @@ void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float*
     float* col = buffers + ci * slot;
     for (int64_t n = nb; n < ne; ++n)
       for (int64_t oh = 0; oh < g.oh; oh += block) {
-        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block), m = (r1 - r0) * g.ow;
+        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block),
+                      m = (r1 - r0) * g.ow;
         for (int64_t gi = 0; gi < g.groups; ++gi) {
-          mat(col, m, K, K).noalias() =
-              mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc) * mat(w + gi * g.og, K, g.og, g.oc).transpose();
+          mat(col, m, K, K).noalias() = mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc) *
+                                        mat(w + gi * g.og, K, g.og, g.oc).transpose();
           col2im_add(col, g, r0, r1, gi * g.cg, dx);
         }
       }
   });
 }
 
-void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float* x,
+                            const float* dy, float* dw) {
   const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) {

@@ -25,8 +25,9 @@ ops::PoolGeometry geometry_of(const KernelContext& c) {
 
 // Runs tap(pos) for the in-bounds taps of window (i, j), rows first, where
 // pos = h * W + w is the tap's input pixel.
-template <class Tap> void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows,
-                                       const ops::PoolTaps& cols, Tap tap) {
+template <class Tap>
+void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows, const ops::PoolTaps& cols,
+                  Tap tap) {
   for (int64_t a = 0; a < rows.count; ++a) {
     const int64_t row = (rows.first + a * g.dh) * g.w;
     for (int64_t b = 0; b < cols.count; ++b) tap(row + cols.first + b * g.dw);

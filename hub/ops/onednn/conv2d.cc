@@ -17,11 +17,11 @@
 // TF's minus one. Conv2DTranspose runs the backward-data pass of its
 // geometry (hub/ops/onednn/conv2d.h).
 // Primitive descriptors and primitives are cached per shape + attributes.
+#include "hub/ops/onednn/conv2d.h"
+
 #include <cstdlib>
 #include <memory>
 #include <string>
-
-#include "hub/ops/onednn/conv2d.h"
 
 #include "hub/core/error.h"
 #include "hub/ops/onednn/common.h"
@@ -54,9 +54,9 @@ ConvDims conv_dims(const ConvGeometry& g, Pass pass) {
   d.dilates = {g.dh - 1, g.dw - 1};
   d.pad_l = {g.pad_top, g.pad_left};
   d.pad_r = {g.pad_bottom, g.pad_right};
-  d.key = "conv:" + std::to_string(static_cast<int>(pass)) +
-          ":" + key_of(d.src) + "|" + key_of(d.weights) + "|" + key_of(d.strides) + "|" +
-          key_of(d.dilates) + "|" + key_of(d.pad_l) + "|" + key_of(d.pad_r);
+  d.key = "conv:" + std::to_string(static_cast<int>(pass)) + ":" + key_of(d.src) + "|" +
+          key_of(d.weights) + "|" + key_of(d.strides) + "|" + key_of(d.dilates) + "|" +
+          key_of(d.pad_l) + "|" + key_of(d.pad_r);
   return d;
 }
 
@@ -148,7 +148,8 @@ void forward_kernel(KernelContext& c, bool depthwise) {
 
 }  // namespace
 
-void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor& w, const Tensor& dy) {
+void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor& w,
+                          const Tensor& dy) {
   const bool blocked = blocked_activations();
   const ConvDims d = conv_dims(g, Pass::kBackwardData);
   auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
@@ -164,7 +165,8 @@ void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor&
   dnnl::memory dy_mem = input_as(c, dy, d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
   dnnl::memory weights = reordered_weights(w, d.weights, d.weights_tag, p->pd.weights_desc());
   OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
-  execute(p->prim, {{DNNL_ARG_DIFF_DST, dy_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
+  execute(p->prim,
+          {{DNNL_ARG_DIFF_DST, dy_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
   dx.finish();
 }
 
