@@ -3,8 +3,7 @@
 #include <cstring>
 
 #include "hub/core/parallel.h"
-#include "hub/ops/cpu/resize.h"
-#include "hub/ops/resize.h"
+#include "hub/core/resample.h"
 
 namespace hub::image {
 namespace {
@@ -37,17 +36,17 @@ Tensor resize_bilinear(const Tensor& images, int64_t out_height, int64_t out_wid
   Tensor out(DType::kFloat32, shape_of(d, out_height, out_width));
   if (d.n == 0) return out;
   // TF's resize_bilinear(align_corners=false, half_pixel_centers=false) is
-  // Resize's linear mode with asymmetric coordinates (hub/ops/resize.h).
+  // resampling's linear mode with asymmetric coordinates (hub/core/resample.h).
   auto axis = [](int64_t in, int64_t out_size) {
-    return ops::resize_axis(in, out_size, static_cast<double>(out_size) / static_cast<double>(in),
-                            ops::ResizeMode::kLinear, ops::CoordinateMode::kAsymmetric,
-                            ops::NearestMode::kRoundPreferFloor);
+    return resample_axis(in, out_size, static_cast<double>(out_size) / static_cast<double>(in),
+                         ResampleMode::kLinear, CoordinateMode::kAsymmetric,
+                         NearestMode::kRoundPreferFloor);
   };
-  const ops::ResizePlan plan{axis(d.h, out_height), axis(d.w, out_width)};
+  const ResamplePlan plan{axis(d.h, out_height), axis(d.w, out_width)};
   if (images.dtype() == DType::kFloat32)
-    cpu::resize_nhwc(images.data<float>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
+    resample_nhwc(images.data<float>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
   else if (images.dtype() == DType::kUInt8)
-    cpu::resize_nhwc(images.data<uint8_t>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
+    resample_nhwc(images.data<uint8_t>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
   else
     throw_error(Code::kInvalidArgument,
                 "resize_bilinear: needs float32 or uint8, got " + images.spec_string());

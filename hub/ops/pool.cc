@@ -146,10 +146,8 @@ const OpRegistrar max_pool_op =
           return std::vector<Output>{
               c.scope.op("MaxPoolGrad", {c.inputs[0], c.outputs[0], c.grads[0]}, c.node.attrs)};
         })
-        .doc(
-            "Max over each (dilated) [kh,kw] window of NHWC x; SAME/VALID/EXPLICIT padding (pads "
-            "are -inf), "
-            "ceil_mode.");
+        .doc("Max over each (dilated) [kh,kw] window of NHWC x; SAME/VALID/EXPLICIT padding "
+             "(pads are -inf), ceil_mode.");
 
 const OpRegistrar avg_pool_op =
     pool_op("AvgPool", Kind::kAvg, 1, pool_shape_fn)
@@ -163,7 +161,8 @@ const OpRegistrar avg_pool_op =
 
 const OpRegistrar max_pool_grad_op =
     pool_op("MaxPoolGrad", Kind::kMax, 3, pool_grad_shape_fn)
-        .doc("Gradient of MaxPool: grad routed to each window's first maximum.");
+        .doc("Gradient of MaxPool: grad routed to each window's first maximum.")
+        .no_gradient("a gradient op; second-order gradients are not supported");
 
 const OpRegistrar avg_pool_grad_op =
     pool_op("AvgPoolGrad", Kind::kAvg, 2, pool_grad_shape_fn)

@@ -19,8 +19,8 @@ struct Named {
   const char* name;
   E value;
 };
-constexpr Named<ResizeMode> kModes[] = {{"nearest", ResizeMode::kNearest},
-                                        {"linear", ResizeMode::kLinear}};
+constexpr Named<ResampleMode> kModes[] = {{"nearest", ResampleMode::kNearest},
+                                        {"linear", ResampleMode::kLinear}};
 constexpr Named<CoordinateMode> kCoordinateModes[] = {
     {"half_pixel", CoordinateMode::kHalfPixel},
     {"pytorch_half_pixel", CoordinateMode::kPytorchHalfPixel},
@@ -49,7 +49,7 @@ std::string choices(const Named<E> (&table)[N]) {
 
 struct Parsed {
   int64_t oh = 0, ow = 0;
-  ResizeMode mode{};
+  ResampleMode mode{};
   CoordinateMode coordinates{};
   NearestMode nearest{};
   std::vector<double> scales;
@@ -84,66 +84,9 @@ std::string parse(const Attrs& attrs, Parsed* p) {
   return "";
 }
 
-// ONNX's coordinate transform for output index x (see resize.h).
-double source_coordinate(int64_t x, int64_t in, double scale, CoordinateMode mode) {
-  const double xd = static_cast<double>(x);
-  const double length = scale * static_cast<double>(in);  // O' (resize.h)
-  switch (mode) {
-    case CoordinateMode::kHalfPixel:
-      return (xd + 0.5) / scale - 0.5;
-    case CoordinateMode::kPytorchHalfPixel:
-      return length == 1.0 ? 0.0 : (xd + 0.5) / scale - 0.5;
-    case CoordinateMode::kAlignCorners:
-      return length == 1.0 ? 0.0 : xd * static_cast<double>(in - 1) / (length - 1.0);
-    case CoordinateMode::kAsymmetric:
-      return xd / scale;
-    case CoordinateMode::kTfHalfPixelForNn:
-      return (xd + 0.5) / scale;
-  }
-  return 0.0;
-}
-
-int64_t nearest_index(double src, NearestMode mode) {
-  const double f = std::floor(src), r = src - f;
-  const int64_t fi = static_cast<int64_t>(f);
-  switch (mode) {
-    case NearestMode::kRoundPreferFloor:
-      return r <= 0.5 ? fi : fi + 1;
-    case NearestMode::kRoundPreferCeil:
-      return r < 0.5 ? fi : fi + 1;
-    case NearestMode::kFloor:
-      return fi;
-    case NearestMode::kCeil:
-      return static_cast<int64_t>(std::ceil(src));
-  }
-  return fi;
-}
-
 }  // namespace
 
-ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode,
-                       CoordinateMode coordinates, NearestMode nearest) {
-  ResizeAxis a;
-  a.nearest = mode == ResizeMode::kNearest;
-  a.lo.resize(out);
-  a.hi.resize(out);
-  a.frac.assign(out, 0.0f);
-  for (int64_t x = 0; x < out; ++x) {
-    const double src = source_coordinate(x, in, scale, coordinates);
-    if (a.nearest) {
-      a.lo[x] = a.hi[x] = std::clamp<int64_t>(nearest_index(src, nearest), 0, in - 1);
-      continue;
-    }
-    const double clamped = std::clamp(src, 0.0, static_cast<double>(in - 1));
-    const double lo = std::floor(clamped);
-    a.lo[x] = static_cast<int64_t>(lo);
-    a.hi[x] = std::min(a.lo[x] + 1, in - 1);
-    a.frac[x] = static_cast<float>(clamped - lo);
-  }
-  return a;
-}
-
-ResizePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
+ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
   Parsed p;
   std::string error = parse(attrs, &p);
   HUB_CHECK(error.empty(), error);
@@ -151,8 +94,8 @@ ResizePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
       p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
   const double sw =
       p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
-  return {resize_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest),
-          resize_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest)};
+  return {resample_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest),
+          resample_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest)};
 }
 
 Attrs ResizeOptions::to_attrs() const {

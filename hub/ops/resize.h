@@ -30,8 +30,9 @@
 //   floor               f                        ceil               ceil(src)
 // clamped to [0, L-1]. linear: src clamped to [0, L-1], lo = floor(src),
 // hi = min(lo + 1, L-1), w = src - lo; y = (1-w)*x[lo] + w*x[hi], separably
-// along H then W (bilinear). (Clamping the coordinate is ONNX's edge padding
-// for these modes.)
+// along W then H (bilinear). (Clamping the coordinate is ONNX's edge padding
+// for these modes.) The sampling is hub::resample_nhwc (hub/core/resample.h),
+// shared with hub::image::resize_bilinear.
 //
 // Gradient: dx = ResizeGrad(x, g). ResizeGrad(x_like [N,H,W,C], grad [N,OH,OW,C])
 // -> dx [N,H,W,C] (same attributes; only x_like's shape is used) is the
@@ -59,19 +60,10 @@
 #include <string>
 #include <vector>
 
+#include "hub/core/resample.h"
 #include "hub/ops/scope.h"
 
 namespace hub::ops {
-
-enum class ResizeMode { kNearest, kLinear };
-enum class CoordinateMode {
-  kHalfPixel,
-  kPytorchHalfPixel,
-  kAlignCorners,
-  kAsymmetric,
-  kTfHalfPixelForNn
-};
-enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
 struct ResizeOptions {
   std::vector<int64_t> size;  // [OH, OW]
@@ -84,23 +76,9 @@ struct ResizeOptions {
 
 Output resize(const Scope& s, Output x, const ResizeOptions& o, const std::string& name = "Resize");
 
-// The sampling of one axis: output index o reads input indices lo[o] and
-// hi[o] with weights 1 - frac[o] and frac[o] (nearest: lo = hi, frac = 0).
-struct ResizeAxis {
-  bool nearest = false;
-  std::vector<int64_t> lo, hi;
-  std::vector<float> frac;
-};
-
-// Preconditions: in >= 1, out >= 1, scale > 0.
-ResizeAxis resize_axis(int64_t in, int64_t out, double scale, ResizeMode mode,
-                       CoordinateMode coordinates, NearestMode nearest);
-
-// The two axes of a Resize or ResizeGrad node with attributes `attrs` for an
-// input of spatial size in_h x in_w. The attributes passed the shape function.
-struct ResizePlan {
-  ResizeAxis rows, cols;
-};
-ResizePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w);
+// The sampling (hub/core/resample.h) of a Resize or ResizeGrad node with
+// attributes `attrs` for an input of spatial size in_h x in_w. The attributes
+// passed the shape function.
+ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w);
 
 }  // namespace hub::ops
