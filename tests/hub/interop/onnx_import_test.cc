@@ -8,9 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
+#include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/importer.h"
 #include "hub/interop/onnx/model.h"
 #include "onnx_testutil.h"
@@ -320,4 +323,30 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
     const std::string path = e.save(dir.path / "model", "sym.onnx");
     expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(path); }, "outside the model's folder");
   }
+}
+
+TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
+  const std::string doc = read_file_bytes(std::string(HUB_SOURCE_DIR) + "/docs/import.md");
+  size_t start = doc.find("### Operators");
+  REQUIRE(start != std::string::npos);
+  size_t end = doc.find("###", start + 3);
+  std::set<std::string> documented;
+  std::istringstream lines(doc.substr(start, end - start));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0 || line.rfind("| ONNX op", 0) == 0) continue;
+    std::string cell = line.substr(2, line.find(" |", 2) - 2);
+    if (auto paren = cell.find(" ("); paren != std::string::npos) cell = cell.substr(0, paren);
+    std::istringstream ops(cell);
+    for (std::string op; std::getline(ops, op, ',');) {
+      op.erase(0, op.find_first_not_of(' '));
+      documented.insert(op);
+    }
+  }
+  std::set<std::string> mapped;
+  for (const auto& [op, mapper] : onnx_interop::op_mappers()) mapped.insert(op);
+  CHECK(documented == mapped);
+  for (const std::string& op : mapped)
+    if (!documented.count(op)) MESSAGE("not documented: " << op);
+  for (const std::string& op : documented)
+    if (!mapped.count(op)) MESSAGE("documented but not mapped: " << op);
 }
