@@ -59,9 +59,9 @@ void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const s
 }
 
 void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
-                  int64_t fc6_kernel, double keep) {
+                  int64_t fc6_kernel, int64_t fc6_depth, double keep) {
   fc.padding = "VALID";
-  x = slim::conv2d(s, x, 4096, {fc6_kernel, fc6_kernel}, "fc6", fc);
+  x = slim::conv2d(s, x, fc6_depth, {fc6_kernel, fc6_kernel}, "fc6", fc);
   x = slim::dropout(s, x, keep, o.is_training, "dropout6");
   fc.padding = "SAME";
   x = slim::conv2d(s, x, 4096, {1, 1}, "fc7", fc);
