@@ -122,23 +122,7 @@ void reduce_to_like_kernel(KernelContext& c) {
     c.set_output(0, x);
     return;
   }
-  dispatch_arith(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    Tensor& out = c.output(0);
-    std::memset(out.raw_data(), 0, out.nbytes());
-    // x is the broadcast of `target` to x's shape: plan x (full) against target.
-    BroadcastPlan p = plan_broadcast(x.shape(), target, x.shape());
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
-    for (int64_t r = 0; r < p.outer; ++r) {
-      int64_t xo, to;
-      p.offsets(r, &xo, &to);
-      Eigen::Map<const Arr> row(px + xo, p.inner);
-      if (p.b_inner) Eigen::Map<Arr>(po + to, p.inner) += row;
-      else po[to] += row.sum();
-    }
-  });
+  dispatch_arith(x.dtype(), [&](auto tag) { sum_to_shape<decltype(tag)>(x, c.output(0)); });
 }
 
 void identity_kernel(KernelContext& c) { c.set_output(0, c.input(0)); }
