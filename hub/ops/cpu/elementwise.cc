@@ -81,6 +81,28 @@ void div_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const aut
 void maximum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); }); }
 void minimum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); }); }
 
+// a^b with std::pow's special cases (Eigen's array pow follows them).
+void pow_kernel(KernelContext& c) {
+  broadcast_apply<float, float>(c.input(0), c.input(1), c.output(0),
+                                [](const auto& a, const auto& b) { return a.pow(b); });
+}
+
+// (g * b * a^(b-1), g * a^b * ln a masked to 0 where a <= 0) at g's shape.
+void pow_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  // a and b broadcast to g's shape.
+  Tensor a = c.temp(DType::kFloat32, g.shape()), b = c.temp(DType::kFloat32, g.shape());
+  broadcast_apply<float, float>(c.input(1), c.input(2), a, [](const auto& x, const auto&) { return x; });
+  broadcast_apply<float, float>(c.input(1), c.input(2), b, [](const auto&, const auto& y) { return y; });
+  using Arr = Eigen::ArrayXf;
+  parallel_for(g.num_elements(), 16384, [&](int64_t lo, int64_t hi) {
+    int64_t n = hi - lo;
+    Eigen::Map<const Arr> gv(g.data<float>() + lo, n), av(a.data<float>() + lo, n), bv(b.data<float>() + lo, n);
+    Eigen::Map<Arr>(c.output(0).data<float>() + lo, n) = gv * bv * av.pow(bv - 1.0f);
+    Eigen::Map<Arr>(c.output(1).data<float>() + lo, n) = (av > 0.0f).select(gv * av.pow(bv) * av.log(), 0.0f);
+  });
+}
+
 // (g*[a OP b], g*[!(a OP b)]) at g's shape; a and b broadcast to g.
 template <bool kMax> void select_grad_kernel(KernelContext& c) {
   const Tensor& g = c.input(0);
@@ -142,6 +164,8 @@ HUB_REGISTER_KERNEL(Mul, reference, mul_kernel);
 HUB_REGISTER_KERNEL(Div, reference, div_kernel);
 HUB_REGISTER_KERNEL(Maximum, reference, maximum_kernel);
 HUB_REGISTER_KERNEL(Minimum, reference, minimum_kernel);
+HUB_REGISTER_KERNEL(Pow, reference, pow_kernel);
+HUB_REGISTER_KERNEL(PowGrad, reference, pow_grad_kernel);
 HUB_REGISTER_KERNEL(MaximumGrad, reference, select_grad_kernel<true>);
 HUB_REGISTER_KERNEL(MinimumGrad, reference, select_grad_kernel<false>);
 HUB_REGISTER_KERNEL(AddN, reference, add_n_kernel);
