@@ -28,18 +28,18 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--save_summaries_secs", c->save_summaries_secs)->capture_default_str();
   app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")->capture_default_str();
   app.add_option("--weight_decay", c->weight_decay)->capture_default_str();
-  app.add_option("--adadelta_rho", c->adadelta_rho)->capture_default_str();
-  app.add_option("--adagrad_initial_accumulator_value", c->adagrad_initial_accumulator_value)->capture_default_str();
-  app.add_option("--adam_beta1", c->adam_beta1)->capture_default_str();
-  app.add_option("--adam_beta2", c->adam_beta2)->capture_default_str();
-  app.add_option("--opt_epsilon", c->opt_epsilon)->capture_default_str();
-  app.add_option("--ftrl_learning_rate_power", c->ftrl_learning_rate_power)->capture_default_str();
-  app.add_option("--ftrl_initial_accumulator_value", c->ftrl_initial_accumulator_value)->capture_default_str();
-  app.add_option("--ftrl_l1", c->ftrl_l1)->capture_default_str();
-  app.add_option("--ftrl_l2", c->ftrl_l2)->capture_default_str();
-  app.add_option("--momentum", c->momentum)->capture_default_str();
-  app.add_option("--rmsprop_momentum", c->rmsprop_momentum)->capture_default_str();
-  app.add_option("--rmsprop_decay", c->rmsprop_decay)->capture_default_str();
+  app.add_option("--adadelta_rho", c->optimizer_options.adadelta_rho)->capture_default_str();
+  app.add_option("--adagrad_initial_accumulator_value", c->optimizer_options.adagrad_initial_accumulator_value)->capture_default_str();
+  app.add_option("--adam_beta1", c->optimizer_options.adam_beta1)->capture_default_str();
+  app.add_option("--adam_beta2", c->optimizer_options.adam_beta2)->capture_default_str();
+  app.add_option("--opt_epsilon", c->optimizer_options.opt_epsilon)->capture_default_str();
+  app.add_option("--ftrl_learning_rate_power", c->optimizer_options.ftrl_learning_rate_power)->capture_default_str();
+  app.add_option("--ftrl_initial_accumulator_value", c->optimizer_options.ftrl_initial_accumulator_value)->capture_default_str();
+  app.add_option("--ftrl_l1", c->optimizer_options.ftrl_l1)->capture_default_str();
+  app.add_option("--ftrl_l2", c->optimizer_options.ftrl_l2)->capture_default_str();
+  app.add_option("--momentum", c->optimizer_options.momentum)->capture_default_str();
+  app.add_option("--rmsprop_momentum", c->optimizer_options.rmsprop_momentum)->capture_default_str();
+  app.add_option("--rmsprop_decay", c->optimizer_options.rmsprop_decay)->capture_default_str();
   app.add_option("--learning_rate_decay_type", c->learning_rate_decay_type, "fixed, exponential or polynomial")->capture_default_str();
   app.add_option("--learning_rate", c->learning_rate)->capture_default_str();
   app.add_option("--end_learning_rate", c->end_learning_rate)->capture_default_str();
@@ -47,10 +47,17 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay)->capture_default_str();
   app.add_option("--label_smoothing", c->label_smoothing)->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Fine-tune from this checkpoint (file or folder)");
-  app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes, "Comma-separated scopes not restored");
-  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated scopes to train (default: all)");
-  app.add_flag("--ignore_missing_vars", c->ignore_missing_vars);
+  app.add_option("--checkpoint_format", c->checkpoint_format,
+                 "Checkpoints written to --train_dir: safetensors or tf (TensorFlow V2, model.ckpt-N.index + .data-*)")
+      ->capture_default_str();
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "Fine-tune from this checkpoint: a TensorFlow checkpoint prefix (model.ckpt-N), a safetensors file, "
+                 "or a folder with a 'checkpoint' file");
+  app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes,
+                 "Comma-separated variable name prefixes not restored (e.g. MobilenetV1/Logits)");
+  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated variable name prefixes to train (default: all)");
+  app.add_flag("--ignore_missing_vars", c->ignore_missing_vars,
+               "Variables the checkpoint lacks keep their initial values instead of failing");
   app.add_option("--train_epochs", c->train_epochs, "Train this many epochs (overrides --max_number_of_steps)");
   app.add_option("--epochs_between_evals", c->epochs_between_evals, "Evaluate every N epochs");
   app.add_option("--eval_split", c->eval_split, "Split evaluated between epochs")->capture_default_str();
@@ -69,7 +76,9 @@ RunFn setup_train(CLI::App& app) {
 RunFn setup_eval(CLI::App& app) {
   auto c = std::make_shared<train::EvalConfig>();
   auto classes = std::make_shared<std::string>();
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Checkpoint file or train_dir")->required();
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "TensorFlow checkpoint prefix, safetensors file, or train_dir (its latest checkpoint)")
+      ->required();
   app.add_option("--model_name", c->model_name)->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name)->capture_default_str();
   app.add_option("--dataset_split_name", c->dataset_split_name)->capture_default_str();
@@ -96,7 +105,8 @@ RunFn setup_export(CLI::App& app) {
   auto c = std::make_shared<train::ExportConfig>();
   auto classes = std::make_shared<std::string>();
   app.add_option("--model_name", c->model_name)->required();
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Weights (file or train_dir); default: initial values");
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "Weights: TensorFlow checkpoint prefix, safetensors file or train_dir; default: initial values");
   app.add_option("--num_classes", c->num_classes, "Default: from the dataset's labels.txt or the network's");
   app.add_option("--dataset_name", c->dataset_name);
   app.add_option("--dataset_dir", c->dataset_dir, "For labels.txt");

@@ -17,6 +17,20 @@
 
 namespace hub::testing {
 
+// Ends the running test case as skipped when an optional tool or data set is
+// missing: tests/main.cc then exits with 77, which meson reports as SKIP. Such
+// cases get their own meson test (tests/meson.build, optional_cases) so a
+// skip never hides the suite's other results.
+#define HUB_SKIP_UNLESS(available, why)       \
+  do {                                        \
+    if (!(available)) {                       \
+      ::hub::testing::note_skip(why);         \
+      return;                                 \
+    }                                         \
+  } while (0)
+void note_skip(const std::string& why);
+bool any_skipped();
+
 // CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
 void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
 
@@ -54,12 +68,21 @@ struct GradCheckOptions {
   std::vector<int> inputs;     // which inputs to check (default: every float input)
   int output = 0;              // which output to differentiate
   std::string backend = "reference";
+  // Restart the session's run counter before every evaluation, so random
+  // ops (Dropout) draw the same values each time (their gradient treats the
+  // draw as fixed).
+  bool fixed_randomness = false;
 };
 
 // For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
-// autodiff with central finite differences.
+// autodiff with central finite differences. Records `op` as checked.
 void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
                      const Attrs& attrs = {}, const GradCheckOptions& options = {});
+
+// After a whole suite ran (tests/main.cc, when $HUB_REQUIRE_GRADIENT_CHECKS
+// is set): the registered ops that have a gradient but no check_gradients
+// case ran for them.
+std::vector<std::string> ops_without_gradient_checks();
 
 // Which backend ran `op` (one node, inputs fed through placeholders) in a
 // Session preferring `backend`, so a kernel that silently fell back to the

@@ -128,16 +128,22 @@ HUB_REGISTER_OP(Tanh)
     .grad([](const GradContext& c) { return std::vector<Output>{ops::tanh_grad(c.scope, c.outputs[0], c.grads[0])}; })
     .doc("y = tanh(x).");
 
-HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].");
+HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(Relu6Grad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
+<<<<<<< HEAD
     .doc("(gradients, features) -> gradients * [0 < features < 6].");
 HUB_REGISTER_OP(LeakyReluGrad)
     .inputs(2)
     .attr("alpha", AttrType::kFloat, 0.2)
     .shape_fn(grad_shape_fn)
     .doc("(gradients, features) -> gradients if features > 0 else gradients * alpha.");
+=======
+    .doc("(gradients, features) -> gradients * [0 < features < 6].")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+>>>>>>> main
 HUB_REGISTER_OP(EluGrad)
     .inputs(2)
     .attr("alpha", AttrType::kFloat, 1.0)
@@ -148,6 +154,7 @@ HUB_REGISTER_OP(HardSigmoidGrad)
     .attr("alpha", AttrType::kFloat, 0.2)
     .attr("beta", AttrType::kFloat, 0.5)
     .shape_fn(grad_shape_fn)
+<<<<<<< HEAD
     .doc("(gradients, features) -> gradients * alpha * [0 < alpha * features + beta < 1].");
 HUB_REGISTER_OP(HardSwishGrad)
     .inputs(2)
@@ -171,6 +178,14 @@ HUB_REGISTER_OP(PReluGrad)
          "sum of gradients * min(features, 0) over the dims slope is broadcast along).");
 HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).");
 HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).");
+=======
+    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + 1).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+>>>>>>> main
 
 namespace ops {
 

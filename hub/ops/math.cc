@@ -91,12 +91,18 @@ HUB_REGISTER_OP(Cast)
     })
     .doc("y = x converted to dtype (static_cast semantics).");
 
-HUB_REGISTER_OP(Equal).inputs(2).shape_fn(compare_shape_fn).doc("a == b as bool, broadcasting.");
-HUB_REGISTER_OP(NotEqual).inputs(2).shape_fn(compare_shape_fn).doc("a != b as bool, broadcasting.");
-HUB_REGISTER_OP(Greater).inputs(2).shape_fn(compare_shape_fn).doc("a > b as bool, broadcasting.");
-HUB_REGISTER_OP(GreaterEqual).inputs(2).shape_fn(compare_shape_fn).doc("a >= b as bool, broadcasting.");
-HUB_REGISTER_OP(Less).inputs(2).shape_fn(compare_shape_fn).doc("a < b as bool, broadcasting.");
-HUB_REGISTER_OP(LessEqual).inputs(2).shape_fn(compare_shape_fn).doc("a <= b as bool, broadcasting.");
+HUB_REGISTER_OP(Equal).inputs(2).shape_fn(compare_shape_fn).doc("a == b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(NotEqual).inputs(2).shape_fn(compare_shape_fn).doc("a != b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(Greater).inputs(2).shape_fn(compare_shape_fn).doc("a > b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(GreaterEqual).inputs(2).shape_fn(compare_shape_fn).doc("a >= b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(Less).inputs(2).shape_fn(compare_shape_fn).doc("a < b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(LessEqual).inputs(2).shape_fn(compare_shape_fn).doc("a <= b as bool, broadcasting.")
+    .no_gradient("bool output");
 
 HUB_REGISTER_OP(BroadcastLike)
     .inputs(2)

@@ -115,7 +115,8 @@ HUB_REGISTER_OP(ArgMax)
         if (d != axis) dims.push_back(x[d]);
       return {{DType::kInt64, Shape(dims)}};
     })
-    .doc("Index (int64) of the largest value along axis; first on ties.");
+    .doc("Index (int64) of the largest value along axis; first on ties.")
+    .no_gradient("integer output");
 
 HUB_REGISTER_OP(TopK)
     .inputs(1)
@@ -150,7 +151,8 @@ HUB_REGISTER_OP(TopKGrad)
                c.input(2).to_string() + " do not match");
       return {c.input(2)};
     })
-    .doc("(g [...,k], indices [...,k], x [...,n]) -> g scattered into x's shape along the last axis.");
+    .doc("(g [...,k], indices [...,k], x [...,n]) -> g scattered into x's shape along the last axis.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 HUB_REGISTER_OP(L2Loss)
     .inputs(1)

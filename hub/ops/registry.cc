@@ -57,6 +57,8 @@ OpRegistry& OpRegistry::global() {
 void OpRegistry::add(const OpDef& def) {
   HUB_CHECK(!ops_.count(def.name), "op " + def.name + " registered twice");
   HUB_CHECK(def.shape_fn != nullptr, "op " + def.name + " has no shape function");
+  HUB_CHECK(static_cast<bool>(def.grad) != !def.no_gradient.empty(),
+            "op " + def.name + " must declare exactly one of .grad(fn) and .no_gradient(reason)");
   ops_[def.name] = def;
 }
 

@@ -126,7 +126,8 @@ struct OpDef {
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
   ShapeFn shape_fn;
-  GradFn grad;              // empty: not differentiable
+  GradFn grad;              // empty: not differentiable, and then:
+  std::string no_gradient;  // why the op has no gradient (every op states one or the other)
   bool stateful = false;    // reads/writes variables or draws random numbers
   std::string doc;          // one line for docs/ops.md and `hub ops`
 };
@@ -147,6 +148,8 @@ class OpDefBuilder {
   }
   OpDefBuilder& shape_fn(ShapeFn fn) { def_.shape_fn = std::move(fn); return *this; }
   OpDefBuilder& grad(GradFn fn) { def_.grad = std::move(fn); return *this; }
+  // Declares the op not differentiable, saying why (shown by `hub ops`).
+  OpDefBuilder& no_gradient(std::string reason) { def_.no_gradient = std::move(reason); return *this; }
   OpDefBuilder& stateful() { def_.stateful = true; return *this; }
   OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
   const OpDef& def() const { return def_; }

@@ -4,7 +4,7 @@
 // functions (ops::conv2d(scope, ...)) and their gradient functions. Both
 // reach the graph only through GraphBuilder, which hub::Graph
 // (hub/graph/graph.h) implements, so the op layer never depends on the graph
-// layer above it (the layer order is checked in CI: tools/check_layers.py).
+// layer above it (the layer order is checked in CI: .ci/check_layers.py).
 //
 // GraphBuilder's contract: nodes are appended in topological order (inputs
 // are earlier nodes) under unique names; add_node validates the node (op,

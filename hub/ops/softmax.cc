@@ -120,7 +120,8 @@ HUB_REGISTER_OP(OneHot)
       out.push_back(depth);
       return {{DType::kFloat32, out}};
     })
-    .doc("float32 one-hot rows of length depth (on_value at the index, off_value elsewhere).");
+    .doc("float32 one-hot rows of length depth (on_value at the index, off_value elsewhere).")
+    .no_gradient("integer indices; on/off values are attributes");
 
 namespace ops {
 

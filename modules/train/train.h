@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "hub/graph/optimizer.h"
+
 namespace hub::train {
 
 // Flag names and defaults of train_image_classifier.py (and, for the epoch
@@ -32,16 +34,21 @@ struct TrainConfig {
   // Optimizer and learning rate.
   std::string optimizer = "rmsprop";
   double weight_decay = 0.00004;
-  double adadelta_rho = 0.95, adagrad_initial_accumulator_value = 0.1;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, opt_epsilon = 1.0;
-  double ftrl_learning_rate_power = -0.5, ftrl_initial_accumulator_value = 0.1, ftrl_l1 = 0.0, ftrl_l2 = 0.0;
-  double momentum = 0.9, rmsprop_momentum = 0.9, rmsprop_decay = 0.9;
+  OptimizerOptions optimizer_options;  // slim's defaults (hub/graph/optimizer.h)
   std::string learning_rate_decay_type = "exponential";
   double learning_rate = 0.01, end_learning_rate = 0.0001, learning_rate_decay_factor = 0.94;
   double num_epochs_per_decay = 2.0;
   double label_smoothing = 0.0;
   double moving_average_decay = 0;  // 0: none
-  // Fine-tuning.
+  // Checkpoints written to train_dir: "safetensors" or "tf" (modules/train/checkpoint.h).
+  std::string checkpoint_format = "safetensors";
+  // Fine-tuning, as train_image_classifier.py: variables from checkpoint_path
+  // (a TensorFlow checkpoint prefix, a safetensors file or a folder with a
+  // `checkpoint` file) except those whose names start with one of the
+  // comma-separated checkpoint_exclude_scopes; with ignore_missing_vars,
+  // variables the checkpoint lacks keep their initial values. Only variables
+  // under trainable_scopes (comma-separated prefixes; empty: all) train.
+  // Ignored when train_dir already holds a checkpoint (training resumes).
   std::string checkpoint_path, checkpoint_exclude_scopes, trainable_scopes;
   bool ignore_missing_vars = false;
   // Official MNIST model: epochs, evaluation between them, early stop.
@@ -66,7 +73,7 @@ struct TrainResult {
 TrainResult train(const TrainConfig& config);
 
 struct EvalConfig {
-  std::string checkpoint_path;  // file or train_dir (latest)
+  std::string checkpoint_path;  // TF checkpoint prefix, safetensors file, or train_dir (latest)
   std::string model_name = "inception_v3";
   std::string dataset_name = "imagenet";
   std::string dataset_split_name = "test";
@@ -92,7 +99,7 @@ EvalResult evaluate(const EvalConfig& config);
 
 struct ExportConfig {
   std::string model_name;
-  std::string checkpoint_path;  // empty: initial (random) weights
+  std::string checkpoint_path;  // as EvalConfig's; empty: initial (random) weights
   int64_t num_classes = 0;      // 0: from the dataset's labels.txt, else the net default
   std::string dataset_name;     // for labels (optional)
   std::string dataset_dir;

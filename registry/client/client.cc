@@ -99,6 +99,8 @@ CurlPtr make_curl(const std::string& url) {
   curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "hub/" HUB_VERSION);
+  // A private CA, as the resolver's fetcher takes it (docs/fetching.md).
+  if (const char* ca = std::getenv("SSL_CERT_FILE"); ca && *ca) curl_easy_setopt(c.get(), CURLOPT_CAINFO, ca);
   return c;
 }
 

@@ -18,6 +18,12 @@ using namespace hub::testing;
 
 namespace {
 
+ops::VariableOptions glorot() {
+  ops::VariableOptions o;
+  o.initializer = "glorot_uniform";
+  return o;
+}
+
 struct ConvGraph {
   Graph g;
   Output x, y;
@@ -25,7 +31,7 @@ struct ConvGraph {
   ConvGraph() {
     Scope s(g);
     x = ops::placeholder(s, DType::kFloat32, {2, 6, 6, 8}, "x");
-    Output w = ops::variable(s, "w", {3, 3, 8, 16}, {.initializer = "glorot_uniform"});
+    Output w = ops::variable(s, "w", {3, 3, 8, 16}, glorot());
     y = ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv");
     vars.initialize(g);
   }
@@ -67,7 +73,7 @@ TEST_CASE("issue 15: Module variable writes reach cached oneDNN weights") {
   ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
     Scope s = b.scope();
     Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5, 5, 4}, "x");
-    Output w = ops::variable(s, "w", {3, 3, 4, 4}, {.initializer = "glorot_uniform"});
+    Output w = ops::variable(s, "w", {3, 3, 4, 4}, glorot());
     b.add_signature("default", x, ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv"));
   });
   Module m(spec);

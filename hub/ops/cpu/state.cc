@@ -7,6 +7,11 @@
 namespace hub {
 namespace {
 
+// Sessions feed placeholders and never run them; a direct run is a bug.
+void placeholder_kernel(KernelContext& c) {
+  throw_error(Code::kFailedPrecondition, "placeholder '" + c.node().name + "' must be fed");
+}
+
 void const_kernel(KernelContext& c) { c.set_output(0, c.attrs().get_tensor("value")); }
 
 void variable_kernel(KernelContext& c) {
@@ -30,6 +35,7 @@ void assign_moving_average_kernel(KernelContext& c) {
 
 }  // namespace
 
+HUB_REGISTER_KERNEL(Placeholder, reference, placeholder_kernel);
 HUB_REGISTER_KERNEL(Const, reference, const_kernel);
 HUB_REGISTER_KERNEL(Variable, reference, variable_kernel);
 HUB_REGISTER_KERNEL(AssignMovingAverage, reference, assign_moving_average_kernel);

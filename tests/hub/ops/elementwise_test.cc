@@ -77,6 +77,12 @@ TEST_CASE("AddN and ReduceToLike") {
   check_gradients("AddN", {random_tensor({3, 2}, 5), random_tensor({3, 2}, 6)});
 }
 
+TEST_CASE("Identity: y = x, gradient passes through") {
+  Tensor x = make({2, 2}, {1, -2, 3.5f, 0});
+  expect_close(run_op("Identity", {x})[0], x);
+  check_gradients("Identity", {random_tensor({2, 3}, 5)});
+}
+
 TEST_CASE("Pow: hand-computed, std::pow's special cases, broadcasting") {
   // 2^3, (-2)^3 (negative base, integral exponent), 4^0.5, 0^0 = 1, 9^-0.5,
   // (-8)^(1/3) = NaN (no real root through pow), 0^-1 = inf.
