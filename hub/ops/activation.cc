@@ -52,6 +52,8 @@ void check_slope(const InferContext& c, int x, int slope) {
            " (its dims, right-aligned with x's, must be 1 or x's)");
 }
 
+constexpr const char* kGradOp = "a gradient op; second-order gradients are not supported";
+
 // A node of `grad_op` with (g, x) inputs and the forward node's attributes.
 GradFn grad_from_features(const char* grad_op) {
   return [grad_op](const GradContext& c) {
@@ -129,43 +131,43 @@ HUB_REGISTER_OP(Tanh)
     .doc("y = tanh(x).");
 
 HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].")
-    .no_gradient("a gradient op; second-order gradients are not supported");
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(Relu6Grad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
-<<<<<<< HEAD
-    .doc("(gradients, features) -> gradients * [0 < features < 6].");
+    .doc("(gradients, features) -> gradients * [0 < features < 6].")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(LeakyReluGrad)
     .inputs(2)
     .attr("alpha", AttrType::kFloat, 0.2)
     .shape_fn(grad_shape_fn)
-    .doc("(gradients, features) -> gradients if features > 0 else gradients * alpha.");
-=======
-    .doc("(gradients, features) -> gradients * [0 < features < 6].")
-    .no_gradient("a gradient op; second-order gradients are not supported");
->>>>>>> main
+    .doc("(gradients, features) -> gradients if features > 0 else gradients * alpha.")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(EluGrad)
     .inputs(2)
     .attr("alpha", AttrType::kFloat, 1.0)
     .shape_fn([](const InferContext& c) { return check_elu_alpha(c, grad_shape_fn(c)); })
-    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + alpha).");
+    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + alpha).")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(HardSigmoidGrad)
     .inputs(2)
     .attr("alpha", AttrType::kFloat, 0.2)
     .attr("beta", AttrType::kFloat, 0.5)
     .shape_fn(grad_shape_fn)
-<<<<<<< HEAD
-    .doc("(gradients, features) -> gradients * alpha * [0 < alpha * features + beta < 1].");
+    .doc("(gradients, features) -> gradients * alpha * [0 < alpha * features + beta < 1].")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(HardSwishGrad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
-    .doc("(gradients, features) -> 0 if features <= -3, gradients if features >= 3, else gradients * (2 * features + 3) / 6.");
+    .doc("(gradients, features) -> 0 if features <= -3, gradients if features >= 3, else gradients * (2 * features + 3) / 6.")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(ClipByValueGrad)
     .inputs(2)
     .attr("min", AttrType::kFloat, -std::numeric_limits<double>::infinity())
     .attr("max", AttrType::kFloat, std::numeric_limits<double>::infinity())
     .shape_fn([](const InferContext& c) { return check_clip_bounds(c, grad_shape_fn(c)); })
-    .doc("(gradients, features) -> gradients * [min <= features <= max].");
+    .doc("(gradients, features) -> gradients * [min <= features <= max].")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(PReluGrad)
     .inputs(3)
     .outputs(2)
@@ -175,17 +177,12 @@ HUB_REGISTER_OP(PReluGrad)
       return {dx[0], c.input(2)};
     })
     .doc("(gradients, features, slope) -> (gradients * (features > 0 ? 1 : slope), "
-         "sum of gradients * min(features, 0) over the dims slope is broadcast along).");
-HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).");
-HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).");
-=======
-    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + 1).")
-    .no_gradient("a gradient op; second-order gradients are not supported");
+         "sum of gradients * min(features, 0) over the dims slope is broadcast along).")
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).")
-    .no_gradient("a gradient op; second-order gradients are not supported");
+    .no_gradient(kGradOp);
 HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).")
-    .no_gradient("a gradient op; second-order gradients are not supported");
->>>>>>> main
+    .no_gradient(kGradOp);
 
 namespace ops {
 

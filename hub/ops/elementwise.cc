@@ -90,7 +90,8 @@ HUB_REGISTER_OP(PowGrad)
                " of a and b");
       return {c.input(0), c.input(0)};
     })
-    .doc("(g, a, b) -> (g * b * a^(b-1), g * a^b * ln a where a > 0 else 0) at g's shape.");
+    .doc("(g, a, b) -> (g * b * a^(b-1), g * a^b * ln a where a > 0 else 0) at g's shape.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(MaximumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
     .doc("(g*[a>=b], g*[a<b]) at g's shape.")
     .no_gradient("a gradient op; second-order gradients are not supported");
