@@ -1,12 +1,14 @@
 // Reference kernels of the shape ops. Reshape-like ops alias their input;
-// Pad/Slice/Concat are box copies (memcpy of contiguous rows, parallel over
+// Pad/Slice/Concat/Split are box copies (memcpy of contiguous rows, parallel over
 // rows); Transpose merges dims that stay adjacent, then copies contiguous rows
 // or does tiled 2-D transposes, in parallel. All are
 // dtype-agnostic: they move elements of dtype_size bytes.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 
 #include "hub/core/parallel.h"
+#include "hub/ops/array.h"
 #include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
@@ -227,8 +229,190 @@ void transpose_kernel(KernelContext& c) {
   }
 }
 
+void split_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  int64_t offset = 0;
+  for (int k = 0; k < c.num_outputs(); ++k) {
+    Tensor& y = c.output(k);
+    std::vector<int64_t> at(x.rank(), 0), zero(x.rank(), 0);
+    at[axis] = offset;
+    copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), at, static_cast<char*>(y.raw_data()),
+             y.shape().dims(), zero, y.shape().dims(), elem_size(x));
+    offset += y.dim(axis);
+  }
+}
+
+// ---- Gather ---------------------------------------------------------------------
+//
+// params viewed as [B, P, S, I] (batch dims, dims before the axis, the axis,
+// dims after it), indices as [B, N], the result as [B, P, N, I].
+
+struct GatherView {
+  int64_t batch = 1, outer = 1, axis = 1, inner = 1, n = 1;
+};
+
+GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs) {
+  int axis = static_cast<int>(attrs.get_int("axis"));
+  if (axis < 0) axis += params.rank();
+  int bd = static_cast<int>(attrs.get_int("batch_dims"));
+  if (bd < 0) bd += indices.rank();
+  GatherView v;
+  for (int d = 0; d < params.rank(); ++d)
+    (d < bd ? v.batch : d < axis ? v.outer : d == axis ? v.axis : v.inner) *= params[d];
+  for (int d = bd; d < indices.rank(); ++d) v.n *= indices[d];
+  return v;
+}
+
+// The indices as int64, each checked to lie in [-v.axis, v.axis); negative
+// ones count from the end.
+std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, const GatherView& v,
+                                     const Shape& params) {
+  std::vector<int64_t> out(idx.num_elements());
+  auto read = [&](const auto* p) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+  };
+  if (idx.dtype() == DType::kInt32) read(idx.data<int32_t>());
+  else read(idx.data<int64_t>());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < -v.axis || out[i] >= v.axis)
+      throw_error(Code::kInvalidArgument,
+                  "node '" + c.node().name + "' (" + c.node().op + "): index " + std::to_string(out[i]) +
+                      " at flat position " + std::to_string(i) + " of indices " + idx.spec_string() +
+                      " is outside [" + std::to_string(-v.axis) + ", " + std::to_string(v.axis) + ") for axis " +
+                      std::to_string(c.attrs().get_int("axis")) + " of params " + params.to_string());
+    if (out[i] < 0) out[i] += v.axis;
+  }
+  return out;
+}
+
+void gather_kernel(KernelContext& c) {
+  const Tensor& params = c.input(0);
+  const Tensor& idx = c.input(1);
+  Tensor& y = c.output(0);
+  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  if (y.num_elements() == 0) return;
+  const size_t row = static_cast<size_t>(v.inner) * elem_size(params);
+  const char* src = static_cast<const char*>(params.raw_data());
+  char* dst = static_cast<char*>(y.raw_data());
+  // One row of `inner` elements per (b, p, n).
+  int64_t rows = v.batch * v.outer * v.n;
+  parallel_for(rows, std::max<int64_t>(1, static_cast<int64_t>(65536 / std::max<size_t>(1, row))),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   int64_t n = r % v.n, bp = r / v.n, b = bp / v.outer;
+                   int64_t k = at[b * v.n + n];
+                   std::memcpy(dst + r * row, src + ((bp * v.axis) + k) * row, row);
+                 }
+               });
+}
+
+// Scatter-add of g [B, P, N, I] into [B, P, S, I]. Work items are (b, p, a
+// chunk of I), so no two threads add into the same element.
+void gather_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& idx = c.input(1);
+  const Tensor& params = c.input(2);
+  Tensor& out = c.output(0);
+  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  float* po = out.data<float>();
+  std::fill(po, po + out.num_elements(), 0.0f);
+  if (g.num_elements() == 0) return;
+  const float* pg = g.data<float>();
+  const int64_t chunk = std::min<int64_t>(v.inner, 4096), chunks = (v.inner + chunk - 1) / chunk;
+  using Vec = Eigen::Map<Eigen::ArrayXf>;
+  using CVec = Eigen::Map<const Eigen::ArrayXf>;
+  parallel_for(v.batch * v.outer * chunks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, chunk * v.n)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t w = begin; w < end; ++w) {
+                   int64_t bp = w / chunks, i0 = (w % chunks) * chunk, len = std::min(chunk, v.inner - i0);
+                   int64_t b = bp / v.outer;
+                   for (int64_t n = 0; n < v.n; ++n)
+                     Vec(po + (bp * v.axis + at[b * v.n + n]) * v.inner + i0, len) +=
+                         CVec(pg + (bp * v.n + n) * v.inner + i0, len);
+                 }
+               });
+}
+
+// ---- StridedSlice ---------------------------------------------------------------
+//
+// Walks the slice (x's dims, `spec` counts) row by row over the last dim and
+// copies between x (strided) and a dense buffer of the slice: x -> dense for
+// the forward op, dense -> x for the gradient.
+
+template <class T, bool kToX>
+void strided_walk(T* x, T* dense, const Shape& xs, const ops::StridedSliceSpec& spec) {
+  const int r = xs.rank();
+  if (r == 0) {
+    if constexpr (kToX) *x = *dense;
+    else *dense = *x;
+    return;
+  }
+  std::vector<int64_t> xstride(r, 1);
+  for (int d = r - 2; d >= 0; --d) xstride[d] = xstride[d + 1] * xs[d + 1];
+  int64_t rows = 1;
+  for (int d = 0; d < r - 1; ++d) rows *= spec.size[d];
+  const int64_t inner = spec.size[r - 1], step = spec.stride[r - 1];
+  if (rows == 0 || inner == 0) return;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t rem = row, off = spec.begin[r - 1];
+      for (int d = r - 2; d >= 0; --d) {
+        off += (spec.begin[d] + (rem % spec.size[d]) * spec.stride[d]) * xstride[d];
+        rem /= spec.size[d];
+      }
+      T* xr = x + off;
+      T* dr = dense + row * inner;
+      if (step == 1) {
+        if constexpr (kToX) std::memcpy(xr, dr, inner * sizeof(T));
+        else std::memcpy(dr, xr, inner * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < inner; ++i) {
+          if constexpr (kToX) xr[i * step] = dr[i];
+          else dr[i] = xr[i * step];
+        }
+      }
+    }
+  });
+}
+
+template <bool kToX> void strided_walk_bytes(void* x, void* dense, size_t elem, const Shape& xs,
+                                             const ops::StridedSliceSpec& spec) {
+  switch (elem) {
+    case 1: return strided_walk<uint8_t, kToX>(static_cast<uint8_t*>(x), static_cast<uint8_t*>(dense), xs, spec);
+    case 2: return strided_walk<uint16_t, kToX>(static_cast<uint16_t*>(x), static_cast<uint16_t*>(dense), xs, spec);
+    case 4: return strided_walk<uint32_t, kToX>(static_cast<uint32_t*>(x), static_cast<uint32_t*>(dense), xs, spec);
+    case 8: return strided_walk<uint64_t, kToX>(static_cast<uint64_t*>(x), static_cast<uint64_t*>(dense), xs, spec);
+    default: throw_error(Code::kUnimplemented, "StridedSlice of " + std::to_string(elem) + "-byte elements");
+  }
+}
+
+void strided_slice_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  ops::StridedSliceSpec spec = ops::strided_slice_spec(x.shape(), c.attrs());
+  strided_walk_bytes<false>(const_cast<void*>(x.raw_data()), y.raw_data(), elem_size(x), x.shape(), spec);
+}
+
+void strided_slice_grad_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& dy = c.input(1);
+  Tensor& dx = c.output(0);
+  std::memset(dx.raw_data(), 0, dx.nbytes());
+  ops::StridedSliceSpec spec = ops::strided_slice_spec(x.shape(), c.attrs());
+  strided_walk_bytes<true>(dx.raw_data(), const_cast<void*>(dy.raw_data()), sizeof(float), x.shape(), spec);
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(Split, reference, split_kernel);
+HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);
+HUB_REGISTER_KERNEL(GatherGrad, reference, gather_grad_kernel);
+HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
+HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Squeeze, reference, alias_kernel);
