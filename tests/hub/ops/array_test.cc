@@ -508,6 +508,29 @@ TEST_CASE("StridedSlice: against Python slicing on random specs, dtypes") {
         std::vector<uint8_t>{3, 4, 1, 2});
 }
 
+TEST_CASE("StridedSlice expresses ONNX Slice (listed axes sliced, the others masked)") {
+  // ONNX's backend cases on x [20, 10, 5], mapped as the importer does.
+  Tensor x = random_tensor({20, 10, 5}, 42);
+  const int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  // test_slice: starts [0, 0], ends [3, 10], axes [0, 1]; axis 2 masked.
+  expect_close(run_op("StridedSlice", {x}, ss({0, 0, 0}, {3, 10, 0}, {1, 1, 1}, 0b100, 0b100))[0],
+               naive_strided_slice(x, {0, 0, 0}, {3, 10, 5}, {1, 1, 1}));
+  // test_slice_neg_steps: starts [20, 10, 4], ends [0, 0, 1], steps [-1, -3, -2].
+  expect_close(run_op("StridedSlice", {x}, ss({20, 10, 4}, {0, 0, 1}, {-1, -3, -2}))[0],
+               naive_strided_slice(x, {20, 10, 4}, {0, 0, 1}, {-1, -3, -2}));
+  // test_slice_end_out_of_bounds / start_out_of_bounds on axis 1.
+  expect_close(run_op("StridedSlice", {x}, ss({0, 1, 0}, {0, 1000, 0}, {1, 1, 1}, 0b101, 0b101))[0],
+               naive_strided_slice(x, {0, 1, 0}, {20, 1000, 5}, {1, 1, 1}));
+  CHECK(run_op("StridedSlice", {x}, ss({0, 1000, 0}, {0, 1000, 0}, {1, 1, 1}, 0b101, 0b101))[0].shape() ==
+        Shape{20, 0, 5});
+  // INT64_MAX / INT64_MIN ends: to the end, and backwards through element 0.
+  expect_close(run_op("StridedSlice", {x}, ss({2, 0, -1}, {kMax, 0, kMin}, {1, 1, -1}, 0b010, 0b010))[0],
+               naive_strided_slice(x, {2, 0, 4}, {20, 10, -6}, {1, 1, -1}));
+  // An end clamped to -1 with a negative step is an end_mask bit (-1 would count from the end).
+  expect_close(run_op("StridedSlice", {x}, ss({0, 0, 3}, {0, 0, 0}, {1, 1, -1}, 0b011, 0b111))[0],
+               naive_strided_slice(x, {0, 0, 3}, {20, 10, -6}, {1, 1, -1}));
+}
+
 TEST_CASE("StridedSlice: gradients, and StridedSliceGrad scatters into x's shape") {
   Tensor x = random_tensor({4, 3, 5}, 41);
   check_gradients("StridedSlice", {x}, ss({3, 0, 1}, {0, 3, 5}, {-2, 1, 2}));
