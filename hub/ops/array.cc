@@ -3,6 +3,7 @@
 #include "hub/ops/registry.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace hub {
 namespace {
@@ -111,6 +112,33 @@ std::vector<int64_t> split_sizes(const InferContext& c, int64_t dim) {
 }
 
 constexpr const char* kGradOp = "a gradient op; second-order gradients are not supported";
+
+// Pad's output shape from x's (forward), or PadGrad's x shape from g's; checks
+// paddings and mode (PadGrad: a mirror mode), and how far each mode may pad.
+Shape padded_shape(const InferContext& c, const Shape& in, bool forward) {
+  const auto& p = c.attrs().get_ints("paddings");
+  const std::string& mode = c.attrs().get_string("mode");
+  if (mode != "REFLECT" && mode != "SYMMETRIC" && mode != "EDGE" && !(forward && mode == "CONSTANT"))
+    c.fail("mode '" + mode + "' is not one of " + (forward ? "CONSTANT, " : "") + "REFLECT, SYMMETRIC, EDGE");
+  if (static_cast<int>(p.size()) != 2 * in.rank())
+    c.fail("paddings " + attr_to_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
+           c.input(0).to_string());
+  Shape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    int64_t before = p[2 * i], after = p[2 * i + 1];
+    if (before < 0 || after < 0) c.fail("negative paddings " + attr_to_string(p));
+    int64_t n = in[i] < 0 ? kUnknownDim : forward ? in[i] : in[i] - before - after;  // x's dim
+    if (!forward && in[i] >= 0 && n < 0)
+      c.fail("gradient " + c.input(0).to_string() + " is smaller than paddings " + attr_to_string(p));
+    int64_t limit = mode == "REFLECT" ? n - 1 : mode == "SYMMETRIC" ? n : std::numeric_limits<int64_t>::max();
+    if (mode != "CONSTANT" && n >= 0 && before + after > 0 && (n == 0 || std::max(before, after) > limit))
+      c.fail(mode + " padding of dim " + std::to_string(i) + " (size " + std::to_string(n) + ") by " +
+             std::to_string(before) + " before and " + std::to_string(after) + " after exceeds what it allows (" +
+             (mode == "REFLECT" ? "size - 1" : mode == "SYMMETRIC" ? "size" : "a non-empty dim") + ")");
+    out.push_back(!forward || n < 0 ? n : n + before + after);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -294,21 +322,17 @@ HUB_REGISTER_OP(Transpose)
 HUB_REGISTER_OP(Pad)
     .inputs(1)
     .attr("paddings", AttrType::kInts)
+    .attr("mode", AttrType::kString, std::string("CONSTANT"))
+    .attr("constant_value", AttrType::kFloat, 0.0)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      const Shape& in = c.shape(0);
-      const auto& p = c.attrs().get_ints("paddings");
-      if (static_cast<int>(p.size()) != 2 * in.rank())
-        c.fail("paddings " + attr_to_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
-               c.input(0).to_string());
-      Shape out;
-      for (int i = 0; i < in.rank(); ++i) {
-        if (p[2 * i] < 0 || p[2 * i + 1] < 0) c.fail("negative paddings " + attr_to_string(p));
-        out.push_back(in[i] < 0 ? kUnknownDim : in[i] + p[2 * i] + p[2 * i + 1]);
-      }
-      return {{c.dtype(0), out}};
+      return {{c.dtype(0), padded_shape(c, c.shape(0), true)}};
     })
     .grad([](const GradContext& c) {
+      const std::string& mode = c.node.attrs.get_string("mode");
       const auto& p = c.node.attrs.get_ints("paddings");
+      if (mode != "CONSTANT")
+        return std::vector<Output>{
+            c.scope.op("PadGrad", {c.grads[0]}, Attrs().set("paddings", p).set("mode", mode))};
       const Shape& in = c.scope.graph().spec(c.inputs[0]).shape;
       std::vector<int64_t> begin, size;
       for (int i = 0; i < in.rank(); ++i) {
@@ -321,7 +345,18 @@ HUB_REGISTER_OP(Pad)
       }
       return std::vector<Output>{ops::slice(c.scope, c.grads[0], begin, size)};
     })
-    .doc("Pads with zeros: paddings = [before_0, after_0, before_1, after_1, ...].");
+    .doc("Pads x: paddings = [before_0, after_0, ...]; mode CONSTANT (constant_value), REFLECT, SYMMETRIC or EDGE.");
+
+HUB_REGISTER_OP(PadGrad)
+    .inputs(1)
+    .attr("paddings", AttrType::kInts)
+    .attr("mode", AttrType::kString)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      return {{DType::kFloat32, padded_shape(c, c.shape(0), false)}};
+    })
+    .no_gradient(kGradOp)
+    .doc("Pad's gradient for REFLECT, SYMMETRIC and EDGE: border gradients added onto the elements they copy.");
 
 HUB_REGISTER_OP(Slice)
     .inputs(1)
@@ -549,7 +584,17 @@ Output transpose(const Scope& s, Output x, const std::vector<int64_t>& perm, con
   return s.op("Transpose", {x}, Attrs().set("perm", perm), name);
 }
 Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, const std::string& name) {
-  return s.op("Pad", {x}, Attrs().set("paddings", paddings), name);
+  return pad(s, x, paddings, PadMode::kConstant, 0, name);
+}
+Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, PadMode mode, double constant_value,
+           const std::string& name) {
+  static const char* const kNames[] = {"CONSTANT", "REFLECT", "SYMMETRIC", "EDGE"};
+  return s.op("Pad", {x},
+              Attrs()
+                  .set("paddings", paddings)
+                  .set("mode", kNames[static_cast<int>(mode)])
+                  .set("constant_value", constant_value),
+              name);
 }
 Output slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size,
              const std::string& name) {

@@ -13,9 +13,25 @@
 //   Transpose(x; perm)         y.shape[i] = x.shape[perm[i]],
 //                              y[i_0..i_n] = x[j] with j[perm[k]] = i_k.
 //                                                        dx = Transpose(g, inverse(perm))
-//   Pad(x; paddings)           paddings = [before_0, after_0, before_1, ...],
-//                              y.shape[i] = before_i + x.shape[i] + after_i,
-//                              zeros around x.            dx = Slice(g, before, x.shape)
+//   Pad(x; paddings, mode = "CONSTANT", constant_value = 0)
+//                              paddings = [before_0, after_0, before_1, ...] (>= 0),
+//                              y.shape[i] = before_i + x.shape[i] + after_i, x in
+//                              the middle; the border, per dim, for an index i of
+//                              x's dim n outside [0, n):
+//                                CONSTANT   constant_value (cast to x's dtype)
+//                                REFLECT    x[-i], x[2(n-1) - i]    (TF MirrorPad
+//                                           REFLECT, ONNX reflect: the edge is not
+//                                           repeated; paddings <= n - 1)
+//                                SYMMETRIC  x[-i-1], x[2n-1 - i]    (TF MirrorPad
+//                                           SYMMETRIC: the edge repeated; paddings <= n)
+//                                EDGE       x[0], x[n-1]            (ONNX edge; n >= 1
+//                                           where padded)
+//                              applied dim after dim (corners mirror both ways).
+//                              CONSTANT: dx = Slice(g, before, x.shape)
+//                              others:   dx = PadGrad(g): each border element's
+//                              gradient added back onto the element it copies
+//   PadGrad(g; paddings, mode) mode REFLECT, SYMMETRIC or EDGE: the inverse fold
+//                              of Pad, shape g.shape minus the paddings.
 //   Slice(x; begin, size)      y = x[begin_i : begin_i + size_i] per dim, size_i
 //                              = -1 meaning "to the end". dx = Pad(g, begin, rest)
 //   Concat(x_0..x_k; axis)     joins along axis (negative counts from the end);
@@ -101,7 +117,11 @@ Output squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes = {},
 Output expand_dims(const Scope& s, Output x, int64_t axis, const std::string& name = "ExpandDims");
 Output transpose(const Scope& s, Output x, const std::vector<int64_t>& perm,
                  const std::string& name = "Transpose");
+// Zeros around x.
 Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, const std::string& name = "Pad");
+enum class PadMode { kConstant, kReflect, kSymmetric, kEdge };
+Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, PadMode mode, double constant_value = 0,
+           const std::string& name = "Pad");
 Output slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size,
              const std::string& name = "Slice");
 Output concat(const Scope& s, const std::vector<Output>& xs, int64_t axis, const std::string& name = "Concat");

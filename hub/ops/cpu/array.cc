@@ -15,14 +15,16 @@
 namespace hub::cpu {
 namespace {
 
-// Copies the box of extents `ext` from src (dims sd) at offset so to dst (dims
-// dd) at offset dof; all row-major, elements of `elem` bytes.
-void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst,
-              std::vector<int64_t> dd, std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem) {
+// Calls row(dst_row, src_row, bytes) for each row of the box of extents
+// `ext` at offset `so` in src (dims sd) and `dof` in dst (dims dd); all
+// row-major, elements of `elem` bytes; rows in parallel (they are disjoint).
+template <class RowFn>
+void box_rows(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst, std::vector<int64_t> dd,
+              std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem, RowFn row_fn) {
   for (int64_t e : ext)
     if (e == 0) return;
   if (ext.empty()) {
-    std::memcpy(dst, src, elem);
+    row_fn(dst, src, elem);
     return;
   }
   // Merge the last two dims while the box spans the whole last dim in both.
@@ -63,24 +65,110 @@ void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so,
         s_off += idx * ss[i];
         d_off += idx * ds[i];
       }
-      std::memcpy(dst + d_off * elem, src + s_off * elem, row_bytes);
+      row_fn(dst + d_off * elem, src + s_off * elem, row_bytes);
     }
   });
+}
+
+// Copies the box (see box_rows).
+void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst, std::vector<int64_t> dd,
+              std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem) {
+  box_rows(src, std::move(sd), std::move(so), dst, std::move(dd), std::move(dof), std::move(ext), elem,
+           [](char* d, const char* s, size_t n) { std::memcpy(d, s, n); });
 }
 
 size_t elem_size(const Tensor& t) { return dtype_size(t.dtype()); }
 
 void alias_kernel(KernelContext& c) { c.set_output(0, c.input(0).reshaped(c.output_spec(0).shape)); }
 
+// ---- Pad ------------------------------------------------------------------------
+//
+// Mirror and edge modes fill the border dim after dim: for dim d, each border
+// position copies the slab at the position it mirrors, the slab spanning the
+// full (already padded) extent of the dims before d and x's extent of those
+// after. PadGrad undoes this in reverse order, adding instead of copying.
+
+enum class Mode { kConstant, kReflect, kSymmetric, kEdge };
+Mode pad_mode(const std::string& m) {
+  return m == "REFLECT" ? Mode::kReflect : m == "SYMMETRIC" ? Mode::kSymmetric : m == "EDGE" ? Mode::kEdge
+                                                                                             : Mode::kConstant;
+}
+
+// The index inside x's dim of size n that border index i (< 0 or >= n) copies.
+int64_t mirror(Mode mode, int64_t i, int64_t n) {
+  switch (mode) {
+    case Mode::kReflect: return i < 0 ? -i : 2 * (n - 1) - i;
+    case Mode::kSymmetric: return i < 0 ? -i - 1 : 2 * n - 1 - i;
+    default: return i < 0 ? 0 : n - 1;
+  }
+}
+
+// Calls slab(d, border, source) for every border position of every dim, in
+// dim order, with the box (offset, extent) shared by both slabs.
+template <class SlabFn>
+void for_each_border(const Shape& x, const std::vector<int64_t>& p, Mode mode, bool reverse, SlabFn slab) {
+  const int r = x.rank();
+  for (int k = 0; k < r; ++k) {
+    int d = reverse ? r - 1 - k : k;
+    int64_t n = x[d], before = p[2 * d], after = p[2 * d + 1];
+    std::vector<int64_t> at(r), ext(r);
+    for (int j = 0; j < r; ++j) {
+      at[j] = j < d ? 0 : p[2 * j];
+      ext[j] = j < d ? x[j] + p[2 * j] + p[2 * j + 1] : x[j];
+    }
+    ext[d] = 1;
+    for (int64_t i = -before; i < n + after; ++i) {
+      if (i == 0) i = n;  // skip x's own positions
+      if (i >= n + after) break;
+      std::vector<int64_t> to = at, from = at;
+      to[d] = before + i;
+      from[d] = before + mirror(mode, i, n);
+      slab(to, from, ext);
+    }
+  }
+}
+
 void pad_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.output(0);
-  std::memset(y.raw_data(), 0, y.nbytes());
   const auto& p = c.attrs().get_ints("paddings");
+  Mode mode = pad_mode(c.attrs().get_string("mode"));
+  if (mode == Mode::kConstant) y.fill(c.attrs().get_float("constant_value"));
   std::vector<int64_t> at(x.rank()), zero(x.rank(), 0);
   for (int i = 0; i < x.rank(); ++i) at[i] = p[2 * i];
-  copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), zero, static_cast<char*>(y.raw_data()),
-           y.shape().dims(), at, x.shape().dims(), elem_size(x));
+  char* py = static_cast<char*>(y.raw_data());
+  const std::vector<int64_t>& yd = y.shape().dims();
+  copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), zero, py, yd, at, x.shape().dims(), elem_size(x));
+  if (mode == Mode::kConstant || x.num_elements() == 0) return;
+  for_each_border(x.shape(), p, mode, false,
+                  [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
+                    copy_box(py, yd, from, py, yd, to, ext, elem_size(x));
+                  });
+}
+
+// g (padded shape) folded: border gradients added onto their sources, in the
+// reverse order of Pad's filling, then the middle cut out.
+void pad_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  Tensor& dx = c.output(0);
+  const auto& p = c.attrs().get_ints("paddings");
+  Mode mode = pad_mode(c.attrs().get_string("mode"));
+  Tensor acc = c.temp(DType::kFloat32, g.shape());
+  std::memcpy(acc.raw_data(), g.raw_data(), g.nbytes());
+  char* pa = static_cast<char*>(acc.raw_data());
+  const std::vector<int64_t>& gd = g.shape().dims();
+  if (dx.num_elements() > 0)
+    for_each_border(dx.shape(), p, mode, true,
+                    [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
+                      box_rows(pa, gd, to, pa, gd, from, ext, sizeof(float), [](char* d, const char* s, size_t n) {
+                        size_t k = n / sizeof(float);
+                        Eigen::Map<Eigen::ArrayXf>(reinterpret_cast<float*>(d), k) +=
+                            Eigen::Map<const Eigen::ArrayXf>(reinterpret_cast<const float*>(s), k);
+                      });
+                    });
+  std::vector<int64_t> at(dx.rank()), zero(dx.rank(), 0);
+  for (int i = 0; i < dx.rank(); ++i) at[i] = p[2 * i];
+  copy_box(pa, gd, at, static_cast<char*>(dx.raw_data()), dx.shape().dims(), zero, dx.shape().dims(), sizeof(float));
 }
 
 void slice_kernel(KernelContext& c) {
@@ -419,6 +507,7 @@ HUB_REGISTER_KERNEL(Squeeze, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ExpandDims, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Transpose, reference, transpose_kernel);
 HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
+HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 

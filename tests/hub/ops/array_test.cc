@@ -558,3 +558,118 @@ TEST_CASE("StridedSlice: bad specs name the node and the values") {
   expect_error(Code::kInvalidArgument, [&] { sess.run({{x, random_tensor({2, 4}, 1)}}, {y}); },
                "node 'pick' (StridedSlice): index 2 (shrink_axis) is out of range for dim 0 of size 2");
 }
+
+namespace {
+
+Attrs pad_attrs(Ints paddings, const char* mode, float value = 0) {
+  return Attrs().set("paddings", paddings).set("mode", mode).set("constant_value", value);
+}
+
+// Independent reference: each output index mapped back to x's per dim.
+Tensor naive_pad(const Tensor& x, const Ints& p, const std::string& mode) {
+  int r = x.rank();
+  Shape out;
+  for (int d = 0; d < r; ++d) out.push_back(x.dim(d) + p[2 * d] + p[2 * d + 1]);
+  std::vector<float> xv = x.to_vector<float>(), v;
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t k = 0; k < out.num_elements(); ++k) {
+    int64_t flat = 0;
+    for (int d = 0; d < r; ++d) {
+      int64_t n = x.dim(d), i = idx[d] - p[2 * d];
+      if (mode == "REFLECT") i = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+      if (mode == "SYMMETRIC") i = i < 0 ? -i - 1 : i >= n ? 2 * n - 1 - i : i;
+      if (mode == "EDGE") i = std::clamp<int64_t>(i, 0, n - 1);
+      flat = flat * n + i;
+    }
+    v.push_back(xv[flat]);
+    for (int d = r - 1; d >= 0; --d) {
+      if (++idx[d] < out[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return make(out, v);
+}
+
+}  // namespace
+
+TEST_CASE("Pad modes: hand values (TF MirrorPad's documented examples, ONNX edge)") {
+  Tensor v = make({3}, {1, 2, 3});
+  expect_close(run_op("Pad", {v}, pad_attrs({2, 2}, "REFLECT"))[0], make({7}, {3, 2, 1, 2, 3, 2, 1}));
+  expect_close(run_op("Pad", {v}, pad_attrs({2, 2}, "SYMMETRIC"))[0], make({7}, {2, 1, 1, 2, 3, 3, 2}));
+  expect_close(run_op("Pad", {v}, pad_attrs({2, 3}, "EDGE"))[0], make({8}, {1, 1, 1, 2, 3, 3, 3, 3}));
+  expect_close(run_op("Pad", {v}, pad_attrs({1, 2}, "CONSTANT", 7.5f))[0], make({6}, {7.5f, 1, 2, 3, 7.5f, 7.5f}));
+  Tensor t = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_close(run_op("Pad", {t}, pad_attrs({1, 1, 2, 2}, "REFLECT"))[0],
+               make({4, 7}, {6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1}));
+  expect_close(run_op("Pad", {t}, pad_attrs({1, 1, 2, 2}, "SYMMETRIC"))[0],
+               make({4, 7}, {2, 1, 1, 2, 3, 3, 2, 2, 1, 1, 2, 3, 3, 2, 5, 4, 4, 5, 6, 6, 5, 5, 4, 4, 5, 6, 6, 5}));
+  expect_close(run_op("Pad", {t}, pad_attrs({0, 1, 1, 0}, "EDGE"))[0],
+               make({3, 4}, {1, 1, 2, 3, 4, 4, 5, 6, 4, 4, 5, 6}));
+  // Other dtypes: the constant cast to int32; mirrored int64.
+  Tensor xi = Tensor::from_vector<int32_t>({2}, {7, 8});
+  CHECK(run_op("Pad", {xi}, pad_attrs({1, 1}, "CONSTANT", -3))[0].to_vector<int32_t>() ==
+        std::vector<int32_t>{-3, 7, 8, -3});
+  Tensor xl = Tensor::from_vector<int64_t>({3}, {1, 2, 3});
+  CHECK(run_op("Pad", {xl}, pad_attrs({2, 0}, "REFLECT"))[0].to_vector<int64_t>() == std::vector<int64_t>{3, 2, 1, 2, 3});
+}
+
+TEST_CASE("Pad modes: against per-element index mapping on 3-D and 4-D shapes") {
+  struct Case {
+    Shape x;
+    Ints p;
+  };
+  std::vector<Case> cases = {{{3, 4, 5}, {2, 1, 0, 3, 4, 2}}, {{2, 5, 7, 3}, {0, 0, 3, 3, 2, 4, 0, 0}},
+                             {{1, 4, 1}, {0, 0, 3, 2, 0, 0}}, {{6, 2, 2}, {5, 5, 1, 1, 1, 0}}};
+  uint64_t seed = 60;
+  for (const Case& k : cases) {
+    Tensor x = random_tensor(k.x, ++seed);
+    for (const char* mode : {"REFLECT", "SYMMETRIC", "EDGE"}) {
+      bool fits = true;
+      for (int d = 0; d < k.x.rank(); ++d) {
+        int64_t limit = std::string(mode) == "REFLECT" ? k.x[d] - 1 : std::string(mode) == "SYMMETRIC" ? k.x[d] : 1000;
+        fits = fits && std::max(k.p[2 * d], k.p[2 * d + 1]) <= limit;
+      }
+      if (!fits) continue;
+      INFO(mode << " x " << k.x.to_string() << " paddings " << Shape(k.p).to_string());
+      CHECK(run_op("Pad", {x}, pad_attrs(k.p, mode))[0].to_vector<float>() == naive_pad(x, k.p, mode).to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("Pad modes: gradients fold border contributions back") {
+  // Gradient of ones through [1, 2, 3] padded (2, 2): each x element collects
+  // the border positions that copy it.
+  Tensor ones = make({7}, {1, 1, 1, 1, 1, 1, 1});
+  expect_close(run_op("PadGrad", {ones}, Attrs().set("paddings", Ints{2, 2}).set("mode", "REFLECT"))[0],
+               make({3}, {2, 3, 2}));
+  expect_close(run_op("PadGrad", {ones}, Attrs().set("paddings", Ints{2, 2}).set("mode", "SYMMETRIC"))[0],
+               make({3}, {2, 3, 2}));
+  expect_close(run_op("PadGrad", {ones}, Attrs().set("paddings", Ints{2, 2}).set("mode", "EDGE"))[0],
+               make({3}, {3, 1, 3}));
+  Tensor x = random_tensor({3, 4, 2}, 70);
+  check_gradients("Pad", {x}, pad_attrs({2, 1, 0, 3, 1, 1}, "REFLECT"));
+  check_gradients("Pad", {x}, pad_attrs({3, 2, 4, 0, 2, 2}, "SYMMETRIC"));
+  check_gradients("Pad", {x}, pad_attrs({4, 1, 0, 5, 1, 3}, "EDGE"));
+  check_gradients("Pad", {x}, pad_attrs({1, 0, 0, 2, 1, 1}, "CONSTANT", 3));
+}
+
+TEST_CASE("Pad modes: bad modes and paddings name the node and the values") {
+  expect_build_error("Pad", {3}, pad_attrs({1, 1}, "WRAP"), "mode 'WRAP' is not one of CONSTANT, REFLECT");
+  expect_build_error("Pad", {3, 2}, pad_attrs({0, 0, 2, 0}, "REFLECT"),
+                     "REFLECT padding of dim 1 (size 2) by 2 before and 0 after exceeds what it allows (size - 1)");
+  expect_build_error("Pad", {3}, pad_attrs({0, 4}, "SYMMETRIC"), "exceeds what it allows (size)");
+  expect_build_error("Pad", {0, 2}, pad_attrs({1, 0, 0, 0}, "EDGE"), "a non-empty dim");
+  expect_build_error("PadGrad", {5}, Attrs().set("paddings", Ints{1, 1}).set("mode", "CONSTANT"), "not one of REFLECT");
+  expect_build_error("PadGrad", {1}, Attrs().set("paddings", Ints{1, 1}).set("mode", "EDGE"), "smaller than paddings");
+  // Unpadded empty dims are fine in every mode; an unknown dim is checked at run time.
+  CHECK(run_op("Pad", {Tensor::zeros(DType::kFloat32, {0, 2})}, pad_attrs({0, 0, 1, 1}, "REFLECT"))[0].shape() ==
+        Shape{0, 4});
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim}, "x");
+  Output y = ops::pad(s, x, {2, 0}, ops::PadMode::kReflect, 0, "mirror");
+  Session sess(g, nullptr);
+  expect_close(sess.run_one({{x, make({3}, {1, 2, 3})}}, y), make({5}, {3, 2, 1, 2, 3}));
+  expect_error(Code::kInvalidArgument, [&] { sess.run_one({{x, make({2}, {1, 2})}}, y); },
+               "node 'mirror' (Pad): REFLECT padding of dim 0 (size 2)");
+}
