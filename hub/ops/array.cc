@@ -564,6 +564,45 @@ HUB_REGISTER_OP(StridedSliceGrad)
     .no_gradient(kGradOp)
     .doc("(x, dy) -> zeros of x's shape with dy placed where StridedSlice(x) read.");
 
+HUB_REGISTER_OP(Tile)
+    .inputs(1)
+    .attr("multiples", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& in = c.shape(0);
+      const auto& m = c.attrs().get_ints("multiples");
+      if (static_cast<int>(m.size()) != in.rank())
+        c.fail("multiples " + attr_to_string(m) + " need " + std::to_string(in.rank()) + " entries for " +
+               c.input(0).to_string());
+      Shape out;
+      for (int i = 0; i < in.rank(); ++i) {
+        if (m[i] < 0) c.fail("multiples " + attr_to_string(m) + " has a negative entry");
+        out.push_back(in[i] < 0 ? kUnknownDim : in[i] * m[i]);
+      }
+      return {{c.dtype(0), out}};
+    })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{c.scope.op("TileGrad", {c.grads[0], c.inputs[0]}, c.node.attrs)};
+    })
+    .doc("x repeated multiples[i] times along each dim i.");
+
+HUB_REGISTER_OP(TileGrad)
+    .inputs(2)
+    .attr("multiples", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      const Shape& g = c.shape(0);
+      const Shape& x = c.shape(1);
+      const auto& m = c.attrs().get_ints("multiples");
+      bool ok = g.rank() == x.rank() && static_cast<int>(m.size()) == x.rank();
+      for (int i = 0; ok && i < x.rank(); ++i) ok = g[i] < 0 || x[i] < 0 || g[i] == x[i] * m[i];
+      if (!ok)
+        c.fail("gradient " + c.input(0).to_string() + " is not x " + c.input(1).to_string() + " tiled by " +
+               attr_to_string(m));
+      return {{DType::kFloat32, x}};
+    })
+    .no_gradient(kGradOp)
+    .doc("(g, x) -> g summed over the tiles, at x's shape.");
+
 namespace ops {
 
 Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
@@ -605,6 +644,9 @@ Output concat(const Scope& s, const std::vector<Output>& xs, int64_t axis, const
   return s.op("Concat", xs, Attrs().set("axis", axis), name);
 }
 
+Output tile(const Scope& s, Output x, const std::vector<int64_t>& multiples, const std::string& name) {
+  return s.op("Tile", {x}, Attrs().set("multiples", multiples), name);
+}
 std::vector<Output> split(const Scope& s, Output x, int64_t axis, int64_t num_split, const std::vector<int64_t>& sizes,
                           const std::string& name) {
   return s.op_n("Split", {x}, Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes), name);

@@ -1,5 +1,5 @@
 // Shape manipulation: Reshape, ReshapeLike, Squeeze, ExpandDims, Transpose,
-// Pad, Slice, Concat, Split, Gather, StridedSlice (TensorFlow semantics). All
+// Pad, Slice, Concat, Split, Gather, StridedSlice, Tile (TensorFlow semantics). All
 // work on every dtype; only float32 inputs receive gradients.
 //
 //   Reshape(x; shape)          y = x viewed as `shape` (one -1 is inferred);
@@ -85,6 +85,10 @@
 //                                                        dx = StridedSliceGrad(x, g)
 //   StridedSliceGrad(x, dy; same attributes): zeros of x's shape with dy
 //                              placed where StridedSlice(x) read from.
+//   Tile(x; multiples)         y.shape[i] = x.shape[i] * multiples[i] (multiples >= 0,
+//                              one per dim), y[j] = x[j mod x.shape] (TF Tile, ONNX Tile).
+//                                                        dx = TileGrad(g, x): the
+//                                                        sum of g over the copies
 //
 // ONNX Slice(starts, ends, axes, steps) on static dims maps to StridedSlice
 // with begin/end/strides set on the listed axes, begin_mask and end_mask bits
@@ -125,6 +129,7 @@ Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, PadMo
 Output slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size,
              const std::string& name = "Slice");
 Output concat(const Scope& s, const std::vector<Output>& xs, int64_t axis, const std::string& name = "Concat");
+Output tile(const Scope& s, Output x, const std::vector<int64_t>& multiples, const std::string& name = "Tile");
 // num_split parts when sizes is empty, else parts of the given sizes.
 std::vector<Output> split(const Scope& s, Output x, int64_t axis, int64_t num_split,
                           const std::vector<int64_t>& sizes = {}, const std::string& name = "Split");

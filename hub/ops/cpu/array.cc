@@ -9,6 +9,7 @@
 
 #include "hub/core/parallel.h"
 #include "hub/ops/array.h"
+#include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
@@ -494,8 +495,44 @@ void strided_slice_grad_kernel(KernelContext& c) {
   strided_walk_bytes<true>(dx.raw_data(), const_cast<void*>(dy.raw_data()), sizeof(float), x.shape(), spec);
 }
 
+// ---- Tile -------------------------------------------------------------------------
+//
+// With y viewed as [m_0, n_0, m_1, n_1, ...] and x as [1, n_0, 1, n_1, ...],
+// Tile is a broadcast and TileGrad a sum over the m dims.
+
+std::pair<Shape, Shape> tile_views(const Shape& x, const std::vector<int64_t>& m) {
+  Shape tiled, single;
+  for (int i = 0; i < x.rank(); ++i) {
+    tiled.push_back(m[i]);
+    tiled.push_back(x[i]);
+    single.push_back(1);
+    single.push_back(x[i]);
+  }
+  return {tiled, single};
+}
+
+void tile_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  if (y.num_elements() == 0) return;
+  auto [tiled, single] = tile_views(x.shape(), c.attrs().get_ints("multiples"));
+  Tensor yv = y.reshaped(tiled);
+  broadcast_copy(x.reshaped(single), yv);
+}
+
+void tile_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& x = c.input(1);
+  Tensor& dx = c.output(0);
+  auto [tiled, single] = tile_views(x.shape(), c.attrs().get_ints("multiples"));
+  Tensor dv = dx.reshaped(single);
+  sum_to_shape<float>(g.reshaped(tiled), dv);
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(Tile, reference, tile_kernel);
+HUB_REGISTER_KERNEL(TileGrad, reference, tile_grad_kernel);
 HUB_REGISTER_KERNEL(Split, reference, split_kernel);
 HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);
 HUB_REGISTER_KERNEL(GatherGrad, reference, gather_grad_kernel);

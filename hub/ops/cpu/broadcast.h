@@ -71,6 +71,10 @@ template <class T> void sum_to_shape(const Tensor& x, Tensor& out) {
   }
 }
 
+// out = x broadcast to out's shape (right-aligned; x's dims 1 or equal), any
+// dtype: elements are moved as integers of their size.
+void broadcast_copy(const Tensor& x, Tensor& out);
+
 // Dispatches T over float32, int32 and int64.
 template <class F> void dispatch_arith(DType d, F&& f) {
   switch (d) {

@@ -673,3 +673,25 @@ TEST_CASE("Pad modes: bad modes and paddings name the node and the values") {
   expect_error(Code::kInvalidArgument, [&] { sess.run_one({{x, make({2}, {1, 2})}}, y); },
                "node 'mirror' (Pad): REFLECT padding of dim 0 (size 2)");
 }
+
+TEST_CASE("Tile: hand values, dtypes, empty multiples; gradient sums the copies") {
+  Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto tile = [](Ints m) { return Attrs().set("multiples", m); };
+  expect_close(run_op("Tile", {x}, tile({2, 1}))[0], make({4, 3}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  expect_close(run_op("Tile", {x}, tile({1, 2}))[0], make({2, 6}, {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}));
+  expect_close(run_op("Tile", {make({1, 2}, {7, 8})}, tile({2, 2}))[0], make({2, 4}, {7, 8, 7, 8, 7, 8, 7, 8}));
+  CHECK(run_op("Tile", {x}, tile({0, 3}))[0].shape() == Shape{0, 9});
+  Tensor b = Tensor::from_vector<bool>({2}, {true, false});
+  CHECK(run_op("Tile", {b}, tile({3}))[0].to_vector<bool>() == std::vector<bool>{true, false, true, false, true, false});
+  Tensor l = Tensor::from_vector<int64_t>({1, 2}, {-1, int64_t{1} << 40});
+  CHECK(run_op("Tile", {l}, tile({2, 1}))[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{-1, int64_t{1} << 40, -1, int64_t{1} << 40});
+  // TileGrad: [2,4] gradient of a [1,2] tiled [2,2]: column sums of the copies.
+  expect_close(run_op("TileGrad", {make({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), make({1, 2}, {0, 0})}, tile({2, 2}))[0],
+               make({1, 2}, {16, 20}));
+  expect_close(run_op("TileGrad", {Tensor::zeros(DType::kFloat32, {0, 3}), x}, tile({0, 1}))[0],
+               make({2, 3}, {0, 0, 0, 0, 0, 0}));
+  check_gradients("Tile", {random_tensor({2, 1, 3}, 80)}, tile({2, 3, 1}));
+  expect_build_error("Tile", {2, 3}, tile({2}), "need 2 entries");
+  expect_build_error("Tile", {2, 3}, tile({1, -1}), "negative");
+}
