@@ -1,4 +1,5 @@
 #include <Eigen/Core>
+#include <cmath>
 #include <cstring>
 
 #include "hub/ops/node.h"
@@ -96,10 +97,14 @@ void div_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const aut
 void maximum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); }); }
 void minimum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); }); }
 
-// a^b with std::pow's special cases (Eigen's array pow follows them).
+// std::pow element by element (its special cases are the documented ones).
+struct PowFn {
+  float operator()(float a, float b) const { return std::pow(a, b); }
+};
+
 void pow_kernel(KernelContext& c) {
   broadcast_apply<float, float>(c.input(0), c.input(1), c.output(0),
-                                [](const auto& a, const auto& b) { return a.pow(b); });
+                                [](const auto& a, const auto& b) { return a.binaryExpr(b, PowFn{}); });
 }
 
 // (g * b * a^(b-1), g * a^b * ln a masked to 0 where a <= 0) at g's shape.
@@ -113,8 +118,9 @@ void pow_grad_kernel(KernelContext& c) {
   parallel_for(g.num_elements(), 16384, [&](int64_t lo, int64_t hi) {
     int64_t n = hi - lo;
     Eigen::Map<const Arr> gv(g.data<float>() + lo, n), av(a.data<float>() + lo, n), bv(b.data<float>() + lo, n);
-    Eigen::Map<Arr>(c.output(0).data<float>() + lo, n) = gv * bv * av.pow(bv - 1.0f);
-    Eigen::Map<Arr>(c.output(1).data<float>() + lo, n) = (av > 0.0f).select(gv * av.pow(bv) * av.log(), 0.0f);
+    Eigen::Map<Arr>(c.output(0).data<float>() + lo, n) = gv * bv * av.binaryExpr(bv - 1.0f, PowFn{});
+    Eigen::Map<Arr>(c.output(1).data<float>() + lo, n) =
+        (av > 0.0f).select(gv * av.binaryExpr(bv, PowFn{}) * av.log(), 0.0f);
   });
 }
 
