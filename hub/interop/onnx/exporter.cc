@@ -174,7 +174,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   for (int i = 0; i < s.shape.rank(); ++i) {
     auto* d = shape->add_dim();
     if (s.shape[i] >= 0) d->set_dim_value(s.shape[i]);
-    else d->set_dim_param(i == 0 ? "N" : "d" + std::to_string(i));
+    else d->set_dim_param(i == 0 ? std::string("N") : std::string("d").append(std::to_string(i)));
   }
   return t;
 }
