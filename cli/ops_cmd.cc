@@ -49,8 +49,9 @@ void print_markdown(const std::vector<const Backend*>& backends) {
     std::string kernels;
     for (const Backend* b : backends)
       if (reg.kernel(name, b->name())) kernels += (kernels.empty() ? "" : ", ") + b->name();
-    std::printf("| %s | %s | %d | %s | %s | %s | %s |\n", name.c_str(), arity(def.min_inputs, def.max_inputs).c_str(),
-                def.num_outputs, attributes(def).c_str(), kernels.c_str(),
+    std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", name.c_str(), arity(def.min_inputs, def.max_inputs).c_str(),
+                def.num_outputs < 0 ? "1+" : std::to_string(def.num_outputs).c_str(), attributes(def).c_str(),
+                kernels.c_str(),
                 def.grad ? "yes" : cell("no: " + def.no_gradient).c_str(), cell(def.doc).c_str());
   }
 }

@@ -220,7 +220,7 @@ void build_head(Head& h, int64_t dim, int64_t classes, const std::string& final_
   h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
   h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
   h.logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), h.input, h.weights), h.biases);
-  h.probabilities = ops::softmax(s, h.logits, final_name);
+  h.probabilities = ops::softmax(s, h.logits, -1, final_name);
   h.loss = ops::sparse_softmax_cross_entropy(s.sub("cross_entropy"), h.logits, h.labels);
   h.grads = build_gradients(s, h.loss, {h.graph.node(h.weights).name, h.graph.node(h.biases).name});
 }
@@ -305,7 +305,7 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     Output w = ops::variable(fr.sub("weights"), "final_weights", {f.dim, classes});
     Output bias = ops::variable(fr.sub("biases"), "final_biases", {classes});
     Output logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), x, w), bias);
-    Output probs = ops::softmax(s, logits, c.final_tensor_name);
+    Output probs = ops::softmax(s, logits, -1, c.final_tensor_name);
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", probs}});
     b.add_signature("logits", {{"images", images}}, {{"default", logits}});
     b.add_signature("feature_vector", {{"images", images}}, {{"default", x}});
