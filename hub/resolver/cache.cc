@@ -17,6 +17,8 @@
 
 #include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/fd.h"
+#include "hub/core/json.h"
 
 namespace fs = std::filesystem;
 
@@ -106,14 +108,16 @@ CacheLock CacheLock::acquire(const fs::path& root, const std::string& key, doubl
     std::ostringstream tok;
     tok << ::getpid() << ' ' << host << ' ' << std::fixed << now_s() << ' ' << random_hex(8)
         << '\n';
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
+    int raw = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (raw >= 0) {
+      Fd fd(raw);
       std::string t = tok.str();
-      ssize_t n = ::write(fd, t.data(), t.size());
-      ::close(fd);
-      if (n != static_cast<ssize_t>(t.size())) {
+      try {
+        write_all(fd.get(), t, "lock file " + path.string());
+        fd.close("lock file " + path.string());
+      } catch (const Error&) {
         ::unlink(path.c_str());
-        throw_error(Code::kIOError, "cannot write lock file " + path.string());
+        throw;
       }
       CacheLock lock;
       lock.path_ = path;
@@ -198,7 +202,7 @@ std::optional<CacheEntry> Cache::read_entry(const std::string& key) const {
   e.module_dir = dir / "module";
   e.complete = complete_sha256(key).has_value();
   try {
-    auto j = nlohmann::json::parse(read_small_file(dir / "descriptor.json"));
+    auto j = parse_json(read_small_file(dir / "descriptor.json"), "descriptor.json");
     e.handle = j.value("handle", "");
     e.url = j.value("url", "");
     e.fetched_at = j.value("fetched_at", "");

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 #include "hub/core/logging.h"
 #include "hub/core/digest.h"
 #include "hub/resolver/fetcher.h"
@@ -74,7 +75,7 @@ struct Attempt {
   bool size_exceeded = false;
   bool bad_range = false;       // 206 for a range we did not ask for
   bool restarted = false;       // 200 to a Range request: file truncated
-  int write_errno = 0;
+  std::string write_error;  // why writing the file failed
   bool aborted = false;
 };
 
@@ -112,7 +113,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
 
 bool truncate_file(Attempt* at) {
   if (::ftruncate(at->fd, 0) != 0) {
-    at->write_errno = errno;
+    at->write_error = std::string("truncate: ") + std::strerror(errno);
     return false;
   }
   at->written = 0;
@@ -152,19 +153,11 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     at->size_exceeded = true;
     return 0;
   }
-  const char* p = data;
-  size_t left = len;
-  uint64_t off = at->written;
-  while (left > 0) {
-    ssize_t w = ::pwrite(at->fd, p, left, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      at->write_errno = errno;
-      return 0;
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
+  try {
+    pwrite_all(at->fd, data, len, static_cast<int64_t>(at->written), "download file");
+  } catch (const Error& e) {
+    at->write_error = e.message();
+    return 0;
   }
   at->hash->update(data, len);
   at->written += len;
@@ -228,29 +221,20 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
       options.user_agent.empty() ? std::string("hub/") + HUB_VERSION : options.user_agent;
   if (!options.ca_bundle.empty()) {
     // libcurl would only say "error setting certificate file" on the first TLS handshake.
-    int ca = ::open(options.ca_bundle.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ca < 0) {
+    Fd ca(::open(options.ca_bundle.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ca) {
       throw_error(Code::kInvalidArgument, "GET " + url + ": cannot read the CA bundle '" + options.ca_bundle +
                                               "' ($SSL_CERT_FILE): " + std::strerror(errno));
     }
-    ::close(ca);
   }
-  int fd = ::open(dest.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw_error(Code::kIOError, "cannot create download file " + dest.string() + ": " +
-                                    std::strerror(errno));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  Fd fd = open_fd(dest, O_RDWR | O_CREAT | O_TRUNC, 0644);
 
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) throw_error(Code::kInternal, "curl_easy_init failed");
   CURL* c = curl.get();
   Sha256 hash;
   Attempt at;
-  at.fd = fd;
+  at.fd = fd.get();
   at.hash = &hash;
   at.max_bytes = options.max_bytes;
   at.progress = &progress;
@@ -304,12 +288,12 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
     } else if (at.written > 0) {
       // Nothing to guard a resume with: start over.
       if (!truncate_file(&at)) {
-        throw_error(Code::kIOError, dest.string() + ": " + std::strerror(at.write_errno));
+        throw_error(Code::kIOError, dest.string() + ": " + at.write_error);
       }
     }
     at.body_started = at.discard = at.size_exceeded = at.bad_range = at.restarted = false;
     at.aborted = false;
-    at.write_errno = 0;
+    at.write_error.clear();
     at.status = 0;
 
     CURLcode rc = curl_easy_perform(c);
@@ -379,7 +363,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
                            true};
           } else {
             fail = Failure{Code::kIOError,
-                           "writing " + dest.string() + ": " + std::strerror(at.write_errno),
+                           "writing " + dest.string() + ": " + at.write_error,
                            false};
           }
           break;

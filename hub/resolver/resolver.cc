@@ -19,6 +19,7 @@
 #include "hub/module/module.h"
 #include "hub/resolver/cache.h"
 #include "hub/core/digest.h"
+#include "hub/core/fd.h"
 
 namespace fs = std::filesystem;
 
@@ -169,35 +170,6 @@ class TtyProgress {
 };
 
 // ------------------------------------------------------------- file helpers
-void write_file_synced(const fs::path& p, const std::string& content) {
-  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_error(Code::kIOError, "cannot create " + p.string() + ": " + std::strerror(errno));
-  const char* d = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, d, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw_error(Code::kIOError, "cannot write " + p.string() + ": " + std::strerror(err));
-    }
-    d += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw_error(Code::kIOError, "cannot write " + p.string() + ": " + std::strerror(errno));
-  }
-}
-
-void fsync_dir(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -394,8 +366,8 @@ fs::path resolve_impl(const std::string& handle, const ResolveOptions& o) {
       {"entries", ur.entries},
       {"tree_sha256", tree_sha256(staging / "module")},
   };
-  write_file_synced(staging / "descriptor.json", desc.dump(2) + "\n");
-  write_file_synced(staging / "complete", fr.sha256 + "\n");  // last
+  write_new_file_synced(staging / "descriptor.json", desc.dump(2) + "\n");
+  write_new_file_synced(staging / "complete", fr.sha256 + "\n");  // last
   fsync_dir(staging);
 
   const fs::path entry = cache.entry_dir(key);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 
 namespace fs = std::filesystem;
 
@@ -255,19 +256,6 @@ class EntryChecker {
   std::set<std::string> symlinks_, files_, dirs_, names_;
 };
 
-void write_all_at(int fd, const char* data, size_t size, int64_t offset, const std::string& what) {
-  while (size > 0) {
-    ssize_t n = ::pwrite(fd, data, size, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_error(Code::kIOError, what + ": write failed: " + errno_text(errno));
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-    offset += n;
-  }
-}
-
 // Removes `dest` on scope exit unless released.
 class RemoveOnFailure {
  public:
@@ -368,17 +356,14 @@ void make_parents(const fs::path& dest, const std::string& rel, std::set<std::st
 void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& ce,
                   EntryChecker& checker, const std::string& name) {
   fs::path full = dest / ce.path;
-  int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  ce.executable ? 0755 : 0644);
-  if (fd < 0) {
+  int raw = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   ce.executable ? 0755 : 0644);
+  if (raw < 0) {
     int err = errno;
     throw_error(err == EEXIST ? Code::kCorruption : Code::kIOError,
                 name + ": cannot create '" + ce.path + "': " + errno_text(err));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  Fd fd(raw);
   uint64_t end = 0;
   for (;;) {
     const void* buf = nullptr;
@@ -396,12 +381,13 @@ void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& c
       checker.add_bytes(block_end - std::max<uint64_t>(end, ce.size), ce.path);
     }
     end = std::max(end, block_end);
-    if (size) write_all_at(fd, static_cast<const char*>(buf), size, offset, name + ": '" + ce.path + "'");
+    if (size) pwrite_all(fd.get(), buf, size, offset, name + ": '" + ce.path + "'");
   }
   // Trailing hole of a sparse entry (size already counted against the cap).
-  if (end < ce.size && ::ftruncate(fd, static_cast<off_t>(ce.size)) != 0) {
+  if (end < ce.size && ::ftruncate(fd.get(), static_cast<off_t>(ce.size)) != 0) {
     throw_error(Code::kIOError, name + ": '" + ce.path + "': ftruncate: " + errno_text(errno));
   }
+  fd.close(name + ": '" + ce.path + "'");
 }
 
 // libarchive reports a clean end both at the end-of-archive marker (zero

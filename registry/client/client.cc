@@ -17,6 +17,8 @@
 
 #include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/json.h"
+#include "hub/core/text.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -57,12 +59,17 @@ Code code_for_status(long status) {
 
 [[noreturn]] void throw_http(const std::string& what, long status, const std::string& body) {
   std::string msg;
-  json doc = json::parse(body, nullptr, false);
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
+  json doc;
+  try {
+    doc = parse_json(body, "error body");
+  } catch (const Error&) {
+    // Not JSON: quote the start of it below.
+  }
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
       doc["error"].contains("message") && doc["error"]["message"].is_string())
-    msg = doc["error"]["message"].get<std::string>();
+    msg = printable(doc["error"]["message"].get<std::string>(), 500);
   else
-    msg = body.substr(0, 200);
+    msg = printable(body, 200);
   throw_error(code_for_status(status), what + ": HTTP " + std::to_string(status) + (msg.empty() ? "" : ": " + msg));
 }
 
@@ -112,9 +119,9 @@ json get_json(const std::string& url, const std::string& what) {
   std::string body;
   long status = http_get(url, &body);
   if (status != 200) throw_http(what, status, body);
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object())
-    throw_error(Code::kCorruption, what + ": registry answered with malformed JSON from " + url);
+  json doc = parse_json(body, what + ": the registry's answer from " + url);
+  if (!doc.is_object())
+    throw_error(Code::kCorruption, what + ": the registry's answer from " + url + " is not a JSON object");
   return doc;
 }
 
@@ -363,8 +370,8 @@ json publish_module(const fs::path& source, const PublishOptions& opt) {
   curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
   const std::string what = "publishing " + m.str() + "@" + version + " to " + base;
   if (status != 201) throw_http(what, status, body);
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw_error(Code::kCorruption, what + ": malformed JSON reply");
+  json doc = parse_json(body, what + ": the registry's reply");
+  if (!doc.is_object()) throw_error(Code::kCorruption, what + ": the registry's reply is not a JSON object");
   if (doc.value("sha256", "") != sha)
     throw_error(Code::kDataLoss, what + ": registry recorded SHA-256 " + doc.value("sha256", "?") + ", sent " + sha);
   return doc;
@@ -380,8 +387,8 @@ json search_modules(const std::string& registry_url, const std::string& query) {
   std::string url = join(base, "/v1/search?q=" + q);
   long status = http_get(url, &body);
   if (status == 200) {
-    json doc = json::parse(body, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) throw_error(Code::kCorruption, "malformed JSON from " + url);
+    json doc = parse_json(body, "searching " + base + ": the registry's answer from " + url);
+    if (!doc.is_object()) throw_error(Code::kCorruption, "searching " + base + ": the answer from " + url + " is not a JSON object");
     return doc;
   }
   if (status != 404 && status != 405) throw_http("searching " + base, status, body);
