@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <zlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,20 +55,212 @@ struct ArchiveDeleter {
 };
 using ArchivePtr = std::unique_ptr<struct archive, ArchiveDeleter>;
 
-ArchivePtr open_archive(const fs::path& archive, const std::string& name) {
-  ArchivePtr a(archive_read_new());
-  if (!a) throw_error(Code::kInternal, "archive_read_new failed");
-  // Only what a module archive can be: tar (ustar, pax, GNU), gzip or none.
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), archive.c_str(), 64 * 1024) != ARCHIVE_OK) {
-    throw_error(Code::kCorruption, name + ": cannot read archive: " +
-                                       std::string(archive_error_string(a.get())
-                                                       ? archive_error_string(a.get())
-                                                       : "unknown error"));
-  }
-  return a;
+// Largest decompressed stream accepted: the entries' data plus generous room
+// for headers (pax headers carry long names) and padding.
+uint64_t max_stream_bytes(const UnpackLimits& limits) {
+  return limits.max_total_bytes + limits.max_entries * 4096 + (uint64_t{16} << 20);
 }
+
+// The tar stream of an archive file, fed to libarchive through callbacks.
+// A gzip file is inflated here with zlib rather than by libarchive, whose
+// gzip filter neither checks the CRC-32/ISIZE trailer nor reads past the tar
+// end marker: here every member's deflate data, CRC-32 and length are
+// checked by zlib, concatenated members (RFC 1952) are allowed, and any other
+// byte after the last member is refused. finish() reads the stream to its
+// end, so damage after the tar end marker is found too. A plain tar file is
+// passed through unchanged.
+class TarStream {
+ public:
+  TarStream(const fs::path& path, std::string name, uint64_t max_bytes)
+      : name_(std::move(name)), max_bytes_(max_bytes), in_(1 << 16), out_(1 << 16) {
+    try {
+      fd_ = open_fd(path, O_RDONLY);
+    } catch (const Error& e) {
+      throw_error(e.code() == Code::kNotFound ? Code::kNotFound : Code::kIOError, name_ + ": " + e.message());
+    }
+    fill();
+    gzip_ = z_.avail_in >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+    if (gzip_) {
+      if (inflateInit2(&z_, 15 + 16) != Z_OK) throw_error(Code::kInternal, "inflateInit2 failed");
+      z_open_ = true;
+    }
+  }
+  ~TarStream() {
+    if (z_open_) inflateEnd(&z_);
+  }
+  TarStream(const TarStream&) = delete;
+  TarStream& operator=(const TarStream&) = delete;
+
+  // Attaches libarchive (tar formats only; decompression is ours).
+  ArchivePtr open() {
+    ArchivePtr a(archive_read_new());
+    if (!a) throw_error(Code::kInternal, "archive_read_new failed");
+    archive_read_support_format_tar(a.get());
+    if (archive_read_open(a.get(), this, nullptr, &TarStream::read_cb, nullptr) != ARCHIVE_OK) {
+      fail_if_broken();
+      const char* e = archive_error_string(a.get());
+      throw_error(Code::kCorruption, name_ + ": cannot read archive: " + (e ? e : "unknown error"));
+    }
+    return a;
+  }
+
+  // Throws the stream's own error (gzip damage, I/O) if there was one.
+  void fail_if_broken() const {
+    if (!error_.empty()) throw_error(error_code_, name_ + ": " + error_);
+  }
+
+  // Reads what libarchive left (tar padding, the gzip trailer) to the end,
+  // checking it as the rest was checked.
+  void finish() {
+    const void* buf;
+    while (next(&buf) > 0) {
+    }
+    fail_if_broken();
+  }
+
+ private:
+  static la_ssize_t read_cb(struct archive* a, void* self, const void** buf) {
+    auto* s = static_cast<TarStream*>(self);
+    la_ssize_t n = s->next(buf);
+    if (n < 0) archive_set_error(a, EIO, "%s", s->error_.c_str());
+    return n;
+  }
+
+  // Refills the input buffer when it is empty; sets eof_ at the end of the file.
+  bool fill() {
+    if (z_.avail_in > 0 || eof_) return z_.avail_in > 0;
+    for (;;) {
+      ssize_t n = ::read(fd_.get(), in_.data(), in_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return broken(Code::kIOError, std::string("read failed: ") + std::strerror(errno));
+      if (n == 0) {
+        eof_ = true;
+        return false;
+      }
+      z_.next_in = in_.data();
+      z_.avail_in = static_cast<uInt>(n);
+      return true;
+    }
+  }
+
+  bool broken(Code code, std::string what) {
+    if (error_.empty()) {
+      error_code_ = code;
+      error_ = std::move(what);
+    }
+    return false;
+  }
+
+  // The next block of the tar stream: > 0 bytes, 0 at its (checked) end, -1 on error.
+  la_ssize_t next(const void** buf) {
+    if (!error_.empty()) return -1;
+    if (!gzip_) {
+      if (!fill()) return error_.empty() ? 0 : -1;
+      *buf = z_.next_in;
+      la_ssize_t n = z_.avail_in;
+      z_.avail_in = 0;
+      return n;
+    }
+    for (;;) {
+      if (member_ended_) {
+        // Another member, or the end; anything else is trailing data.
+        fill();
+        if (!error_.empty()) return -1;
+        if (z_.avail_in == 0) return 0;
+        while (z_.avail_in < 2 && !eof_) {
+          // The magic straddles a buffer boundary: keep the byte, read on.
+          unsigned char first = *z_.next_in;
+          in_[0] = first;
+          ssize_t n = ::read(fd_.get(), in_.data() + 1, in_.size() - 1);
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) return broken(Code::kIOError, std::string("read failed: ") + std::strerror(errno)), -1;
+          if (n == 0) eof_ = true;
+          z_.next_in = in_.data();
+          z_.avail_in = 1 + static_cast<uInt>(n);
+        }
+        if (z_.avail_in < 2 || z_.next_in[0] != 0x1f || z_.next_in[1] != 0x8b) {
+          // Not another member: only NUL padding may follow (tar writers pad
+          // their last block, and gzip accepts that too).
+          return only_padding_left() ? 0 : -1;
+        }
+        inflateReset(&z_);
+        member_ended_ = false;
+      }
+      if (!fill() && !error_.empty()) return -1;
+      z_.next_out = out_.data();
+      z_.avail_out = static_cast<uInt>(out_.size());
+      const uInt had_in = z_.avail_in;
+      int rc = inflate(&z_, Z_NO_FLUSH);
+      read_total_ += had_in - z_.avail_in;
+      const size_t produced = out_.size() - z_.avail_out;
+      if (rc == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (rc == Z_DATA_ERROR) {
+        std::string why = z_.msg ? z_.msg : "invalid data";
+        if (why == "incorrect data check")
+          why = "CRC-32 of the decompressed data does not match the trailer (the archive is damaged)";
+        else if (why == "incorrect length check")
+          why = "length of the decompressed data does not match the trailer (ISIZE)";
+        else
+          why = "corrupt compressed data (" + why + ")";
+        return broken(Code::kCorruption, "gzip stream: " + why), -1;
+      } else if (rc == Z_MEM_ERROR) {
+        return broken(Code::kResourceExhausted, "gzip stream: out of memory"), -1;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return broken(Code::kCorruption, "gzip stream: inflate error " + std::to_string(rc)), -1;
+      }
+      produced_ += produced;
+      if (produced_ > max_bytes_) {
+        return broken(Code::kResourceExhausted,
+                      "gzip stream: decompresses to more than " + human_bytes(max_bytes_) + " (archive bomb?)"),
+               -1;
+      }
+      if (produced > 0) {
+        *buf = out_.data();
+        return static_cast<la_ssize_t>(produced);
+      }
+      if (!member_ended_ && z_.avail_in == 0 && eof_) {
+        return broken(Code::kCorruption, "gzip stream: truncated (the file ends inside the compressed data)"), -1;
+      }
+    }
+  }
+
+  // True when the rest of the file is NUL bytes; else records the error.
+  bool only_padding_left() {
+    uint64_t nonzero_at = 0, seen = 0;
+    bool found = false;
+    for (;;) {
+      for (uInt i = 0; i < z_.avail_in && !found; ++i) {
+        if (z_.next_in[i] != 0) {
+          found = true;
+          nonzero_at = seen + i;
+        }
+      }
+      seen += z_.avail_in;
+      z_.avail_in = 0;
+      if (found || !fill()) break;
+    }
+    if (!error_.empty()) return false;
+    if (!found) return true;
+    return broken(Code::kCorruption, "gzip stream: trailing data after the end of the compressed stream (" +
+                                         std::to_string(seen - nonzero_at) + "+ bytes from offset " +
+                                         std::to_string(read_total_ + nonzero_at) + ")");
+  }
+
+  std::string name_;
+  uint64_t max_bytes_;
+  Fd fd_;
+  z_stream z_{};
+  bool z_open_ = false;
+  bool gzip_ = false;
+  bool eof_ = false;
+  bool member_ended_ = false;
+  uint64_t read_total_ = 0;  // compressed bytes consumed by inflate
+  uint64_t produced_ = 0;
+  std::vector<unsigned char> in_, out_;
+  std::string error_;
+  Code error_code_ = Code::kCorruption;
+};
 
 std::string archive_error(struct archive* a) {
   const char* s = archive_error_string(a);
@@ -353,7 +546,7 @@ void make_parents(const fs::path& dest, const std::string& rel, std::set<std::st
   }
 }
 
-void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& ce,
+void extract_file(struct archive* a, TarStream& stream, const fs::path& dest, const CheckedEntry& ce,
                   EntryChecker& checker, const std::string& name) {
   fs::path full = dest / ce.path;
   int raw = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -372,6 +565,7 @@ void extract_file(struct archive* a, const fs::path& dest, const CheckedEntry& c
     int r = archive_read_data_block(a, &buf, &size, &offset);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) {
+      stream.fail_if_broken();
       checker.fail(Code::kCorruption, "reading '" + ce.path + "': " + archive_error(a));
     }
     if (offset < 0) checker.fail(Code::kCorruption, "entry '" + ce.path + "' has a negative offset");
@@ -406,15 +600,19 @@ void check_end_marker(struct archive* a, la_int64_t before, const EntryChecker& 
 
 // The next entry's header, or null at the end of the archive (whose end
 // marker is then checked). A malformed header is Corruption.
-struct archive_entry* next_entry(struct archive* a, const EntryChecker& checker, const std::string& name) {
+struct archive_entry* next_entry(struct archive* a, TarStream& stream, const EntryChecker& checker,
+                                 const std::string& name) {
   struct archive_entry* e = nullptr;
   const la_int64_t before = archive_filter_bytes(a, 0);
   int r = archive_read_next_header(a, &e);
   if (r == ARCHIVE_EOF) {
+    stream.fail_if_broken();
     check_end_marker(a, before, checker);
+    stream.finish();  // the rest of the stream: padding, trailer, nothing after it
     return nullptr;
   }
   if (r < ARCHIVE_WARN) {
+    stream.fail_if_broken();
     throw_error(Code::kCorruption, name + ": malformed archive after " + std::to_string(checker.entries()) +
                                        " entries: " + archive_error(a));
   }
@@ -473,10 +671,11 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
                     errno_text(errno));
   }
   RemoveOnFailure guard(dest);
-  ArchivePtr a = open_archive(archive, name);
+  TarStream stream(archive, name, max_stream_bytes(options.limits));
+  ArchivePtr a = stream.open();
   EntryChecker checker(name, options.limits);
   std::set<std::string> made;  // directories known to exist
-  while (struct archive_entry* e = next_entry(a.get(), checker, name)) {
+  while (struct archive_entry* e = next_entry(a.get(), stream, checker, name)) {
     CheckedEntry ce = checker.check(e);
     if (ce.kind == Kind::kSkip) continue;
     make_parents(dest, ce.path, made, name);
@@ -489,7 +688,7 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
         }
         break;
       case Kind::kFile:
-        extract_file(a.get(), dest, ce, checker, name);
+        extract_file(a.get(), stream, dest, ce, checker, name);
         break;
       case Kind::kSymlink:
         if (::symlink(ce.target.c_str(), full.c_str()) != 0) {
@@ -534,9 +733,10 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
 
 UnpackResult inspect_archive(const fs::path& archive, const UnpackOptions& options) {
   const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
-  ArchivePtr a = open_archive(archive, name);
+  TarStream stream(archive, name, max_stream_bytes(options.limits));
+  ArchivePtr a = stream.open();
   EntryChecker checker(name, options.limits);
-  while (struct archive_entry* e = next_entry(a.get(), checker, name)) {
+  while (struct archive_entry* e = next_entry(a.get(), stream, checker, name)) {
     CheckedEntry ce = checker.check(e);
     if (ce.kind != Kind::kFile) continue;
     uint64_t end = 0;
@@ -547,6 +747,7 @@ UnpackResult inspect_archive(const fs::path& archive, const UnpackOptions& optio
       int rr = archive_read_data_block(a.get(), &buf, &size, &offset);
       if (rr == ARCHIVE_EOF) break;
       if (rr < ARCHIVE_WARN) {
+        stream.fail_if_broken();
         checker.fail(Code::kCorruption, "reading '" + ce.path + "': " + archive_error(a.get()));
       }
       uint64_t block_end = static_cast<uint64_t>(std::max<la_int64_t>(offset, 0)) + size;

@@ -13,6 +13,13 @@
 //     declared size is checked against the cap *before* any byte of it is
 //     written, so a 10 GB sparse or declared-size bomb is refused without
 //     touching the disk.
+// A gzip archive is decompressed by zlib (not libarchive) and read to its end:
+// corrupt deflate data, a CRC-32 or ISIZE trailer that does not match the
+// data, a stream cut short, and any byte after the last member other than NUL
+// padding (which tar writers emit and gzip accepts) are Corruption, even when
+// the damage lies after the tar end marker. Concatenated members are one
+// stream (RFC 1952). The decompressed stream is capped at max_total_bytes +
+// 4 KiB per allowed entry + 16 MiB (headers, padding).
 // Files are created with O_EXCL|O_NOFOLLOW (never through a link, never over an
 // existing file), mode 0644 or 0755 (no setuid/setgid, no ownership changes).
 //
@@ -75,7 +82,8 @@ struct UnpackResult {
 // Extracts `archive` (a tar or tar.gz file) into `dest`, which must not exist
 // (its parent must). On success `dest` holds the module and the validator has
 // accepted it. Errors (hub::Error), each naming the archive and the entry:
-//   kCorruption        malformed/truncated archive, no module.pb, duplicate entry
+//   kCorruption        malformed/truncated archive, damaged gzip stream (data,
+//                      CRC-32, ISIZE, trailing bytes), no module.pb, duplicate entry
 //   kPermissionDenied  unsafe entry: absolute path, `..`, escaping link,
 //                      device/FIFO/socket, path through a symlink
 //   kResourceExhausted total size or entry count over the limits

@@ -35,6 +35,8 @@ struct TarEntry {
   int64_t declared_size = -1;  // header size when >= 0 (data written may differ)
 };
 
+// One gzip member (RFC 1952) holding `data`, made by zlib at `level` (0 = stored).
+std::string gzip_bytes(const std::string& data, int level = 6);
 // tar (pax) or tar.gz bytes. gzip_level applies when gzip.
 std::string make_tar(const std::vector<TarEntry>& entries, bool gzip = true, int gzip_level = 1);
 // A plain tar whose single regular entry declares `size` bytes but carries

@@ -1,6 +1,7 @@
-// Issue 13, item 1: JSON nested deep enough to overflow a recursive reader,
-// from a registry (client side) and inside an upload (server side). Neither
-// process may crash; both refuse with a clear error.
+// Issue 13: JSON nested deep enough to overflow a recursive reader, from a
+// registry (client side) and inside an upload (server side), and damaged
+// gzip streams in uploads. Neither process may crash; both refuse with a
+// clear error and nothing is published.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -84,4 +85,28 @@ TEST_CASE("an upload whose weights file nests JSON deeply is refused, and the se
   // Still serving: a health check and a good publish.
   CHECK(raw_request(reg.server->port(), http_request("GET", "/healthz", {})).status == 200);
   CHECK(reg.put("acme/good", "1.0.0", module_archive("good")).status == 201);
+}
+
+TEST_CASE("uploads whose gzip stream is damaged are refused and nothing is published") {
+  TestRegistry reg;
+  const std::string good = module_archive("gzip");
+  // pack_module_dir writes one gzip member with nothing after it.
+  REQUIRE(good.size() > 8);
+  std::string crc = good;
+  crc[crc.size() - 8] = static_cast<char>(crc[crc.size() - 8] ^ 1);
+  std::string isize = good;
+  isize[isize.size() - 4] = static_cast<char>(isize[isize.size() - 4] + 1);
+  struct Case {
+    std::string what, bytes, needle;
+  };
+  for (const Case& c : {Case{"crc", crc, "CRC-32"}, Case{"isize", isize, "ISIZE"},
+                        Case{"trailing", good + "junk", "trailing data"}}) {
+    CAPTURE(c.what);
+    RawResponse r = reg.put("acme/damaged", "1.0.0", c.bytes);
+    CHECK(r.status == 400);
+    CHECK(r.body.find(c.needle) != std::string::npos);
+    CHECK(reg.server->store().versions("acme", "damaged").empty());
+    CHECK(reg.temp_files() == 0);
+  }
+  CHECK(reg.put("acme/damaged", "1.0.0", good).status == 201);
 }
