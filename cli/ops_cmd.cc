@@ -1,5 +1,6 @@
 // `hub ops`: lists the registered ops and which backends implement them.
 #include <cstdio>
+#include <memory>
 
 #include "cli/command.h"
 #include "hub/ops/registry.h"
@@ -7,9 +8,23 @@
 namespace hub::cli {
 namespace {
 RunFn setup_ops(CLI::App& app) {
-  (void)app;
-  return [] {
+  auto json = std::make_shared<bool>(false);
+  app.add_flag("--json", *json, "Print JSON: one object per op (name, reference, onednn, grad, description)");
+  return [json] {
     const OpRegistry& reg = OpRegistry::global();
+    if (*json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const std::string& name : reg.op_names()) {
+        const OpDef& def = reg.find(name);
+        out.push_back({{"name", name},
+                       {"reference", reg.kernel(name, Backend::kReference) != nullptr},
+                       {"onednn", reg.kernel(name, Backend::kOneDNN) != nullptr},
+                       {"grad", static_cast<bool>(def.grad)},
+                       {"description", def.doc}});
+      }
+      print_json(out);
+      return 0;
+    }
     std::printf("%-28s %-10s %-7s %-5s %s\n", "op", "reference", "onednn", "grad", "description");
     for (const std::string& name : reg.op_names()) {
       const OpDef& def = reg.find(name);

@@ -61,11 +61,11 @@ RunFn setup_registry(CLI::App& app) {
   serve_cmd->add_option("--root", flags->root, "Registry directory (database and blobs)")->required();
   serve_cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", flags->port, "Port (0 = pick a free one)")->capture_default_str()->check(CLI::Range(0, 65535));
-  serve_cmd->add_option("--max-upload-mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
+  serve_cmd->add_option("--max_upload_mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
   serve_cmd->add_option("--workers", flags->workers, "Worker threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  serve_cmd->add_option("--max-connections", flags->max_connections, "Connections accepted at once")
+  serve_cmd->add_option("--max_connections", flags->max_connections, "Connections accepted at once")
       ->capture_default_str()->check(CLI::Range(1, 100000));
-  serve_cmd->add_option("--header-timeout-ms", flags->header_timeout_ms, "Time allowed for a request head")
+  serve_cmd->add_option("--header_timeout_ms", flags->header_timeout_ms, "Time allowed for a request head")
       ->capture_default_str()->check(CLI::Range(100, 600000));
   CLI::App* token_cmd = app.add_subcommand("token", "Manage publish tokens");
   token_cmd->require_subcommand(1);

@@ -80,4 +80,16 @@ json parse_json(std::string_view text, const std::string& what, const JsonParseO
   return json::parse(text.begin(), text.end());
 }
 
+std::string json_string(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+uint64_t json_uint(const json& obj, const char* key, uint64_t fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number_unsigned() ? it->get<uint64_t>() : fallback;
+}
+
 }  // namespace hub

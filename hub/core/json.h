@@ -36,4 +36,9 @@ struct JsonParseOptions {
 nlohmann::json parse_json(std::string_view text, const std::string& what,
                           const JsonParseOptions& options = {});
 
+// Typed reads of untrusted values that never throw: `obj[key]` when `obj` is
+// an object holding `key` with that type, else `fallback`.
+std::string json_string(const nlohmann::json& obj, const char* key, const std::string& fallback = "");
+uint64_t json_uint(const nlohmann::json& obj, const char* key, uint64_t fallback = 0);
+
 }  // namespace hub

@@ -1,6 +1,7 @@
 #include "hub/core/text.h"
 
 #include <cstdint>
+#include <cctype>
 #include <cstdio>
 
 namespace hub {
@@ -55,6 +56,34 @@ std::string printable(std::string_view s, size_t max_bytes) {
     }
   }
   if (cut) out += "...";
+  return out;
+}
+
+std::string redact_credentials(std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t sep = text.find("://", i);
+    if (sep == std::string_view::npos) break;
+    // A scheme (letters, digits, + - .) must precede "://".
+    size_t scheme = sep;
+    while (scheme > i && (std::isalnum(static_cast<unsigned char>(text[scheme - 1])) || text[scheme - 1] == '+' ||
+                          text[scheme - 1] == '-' || text[scheme - 1] == '.'))
+      --scheme;
+    const size_t start = sep + 3;
+    size_t end = start;
+    while (end < text.size() && std::string_view("/?#\"' \t\r\n<>").find(text[end]) == std::string_view::npos) ++end;
+    const size_t at = text.substr(start, end - start).rfind('@');
+    out.append(text.substr(i, start - i));
+    if (scheme < sep && at != std::string_view::npos) {
+      out += "***";
+      out.append(text.substr(start + at, end - start - at));
+    } else {
+      out.append(text.substr(start, end - start));
+    }
+    i = end;
+  }
+  out.append(text.substr(i));
   return out;
 }
 

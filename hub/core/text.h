@@ -17,4 +17,10 @@ size_t invalid_utf8_at(std::string_view s);
 // nor flood a log.
 std::string printable(std::string_view s, size_t max_bytes = 200);
 
+// `text` with the user-information part of every URL in it replaced:
+// "https://user:secret@host/x" -> "https://***@host/x". Applied wherever a
+// handle or URL may be printed or stored (messages, descriptors, progress),
+// so credentials given in a URL never leave the process.
+std::string redact_credentials(std::string_view text);
+
 }  // namespace hub

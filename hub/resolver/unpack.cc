@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string_view>
@@ -25,15 +24,6 @@ namespace fs = std::filesystem;
 
 namespace hub::resolver {
 namespace {
-
-std::mutex& validator_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-ModuleValidator& validator_slot() {
-  static ModuleValidator v;
-  return v;
-}
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -644,24 +634,6 @@ void check_module_pb_present(const fs::path& dir) {
   }
 }
 
-void set_module_validator(ModuleValidator validator) {
-  std::lock_guard<std::mutex> lock(validator_mutex());
-  validator_slot() = std::move(validator);
-}
-
-void validate_module_dir(const fs::path& dir) {
-  ModuleValidator v;
-  {
-    std::lock_guard<std::mutex> lock(validator_mutex());
-    v = validator_slot();
-  }
-  if (v) {
-    v(dir);
-  } else {
-    check_module_pb_present(dir);
-  }
-}
-
 UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
                             const UnpackOptions& options) {
   const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
@@ -721,7 +693,7 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
       if (options.validator) {
         options.validator(dest);
       } else {
-        validate_module_dir(dest);
+        check_module_pb_present(dest);
       }
     } catch (const Error& e) {
       throw e.with_context(name);

@@ -27,8 +27,7 @@
 // function creates) is removed entirely, and nothing is ever written outside it.
 //
 // Thread safety: unpack_archive() and inspect_archive() may run concurrently on
-// different destinations. set_module_validator() is thread-safe but is meant to
-// be called once at start-up.
+// different destinations.
 #pragma once
 
 #include <cstdint>
@@ -50,18 +49,12 @@ using ModuleValidator = std::function<void(const std::filesystem::path& dir)>;
 
 // The default validator: `dir/module.pb` exists, is a regular file (not a
 // symlink) and is non-empty. Throws Code::kCorruption naming the directory.
+// (The resolver passes a stricter one that loads the module.)
 void check_module_pb_present(const std::filesystem::path& dir);
-
-// Replaces the process-wide validator used by unpack_archive() when
-// UnpackOptions::validator is empty (the module loader installs a stricter one
-// that parses module.pb). Passing an empty function restores the default.
-void set_module_validator(ModuleValidator validator);
-// Runs the current process-wide validator on `dir`.
-void validate_module_dir(const std::filesystem::path& dir);
 
 struct UnpackOptions {
   UnpackLimits limits;
-  // Called on the extracted module directory; empty = the process-wide one.
+  // Called on the extracted module directory; empty = check_module_pb_present.
   ModuleValidator validator;
   // Skip module validation entirely (for archives that are not modules).
   bool validate = true;

@@ -19,14 +19,6 @@ namespace fs = std::filesystem;
 namespace hub::testing {
 
 namespace {
-// These tests exercise fetching, caching and unpacking with small stand-in
-// modules (a non-empty module.pb); libhub's default validator, which loads the
-// module, is tested in module_validator_test below.
-const bool kStandInValidator = [] {
-  resolver::set_module_validator(resolver::check_module_pb_present);
-  return true;
-}();
-
 // Proxies from the environment must not capture loopback test traffic.
 struct NoProxy {
   NoProxy() {
@@ -73,10 +65,14 @@ Sandbox::~Sandbox() {
   fs::remove_all(root, ec);
 }
 
-resolver::ResolveOptions Sandbox::options() const { return fast_options(cache); }
+resolver::ResolverOptions Sandbox::options() const { return fast_options(cache); }
 
-resolver::ResolveOptions fast_options(const std::filesystem::path& cache) {
-  resolver::ResolveOptions o;
+fs::path resolve_dir(const std::string& handle, const resolver::ResolverOptions& o, const std::string& sha256) {
+  return resolver::Resolver(o).resolve(handle, sha256).dir;
+}
+
+resolver::ResolverOptions fast_options(const std::filesystem::path& cache) {
+  resolver::ResolverOptions o;
   o.quiet = true;
   o.offline = false;
   o.cache_dir = cache;
@@ -88,6 +84,7 @@ resolver::ResolveOptions fast_options(const std::filesystem::path& cache) {
   o.fetch.backoff_initial_s = 0.01;
   o.fetch.backoff_max_s = 2;
   o.lock_poll_s = 0.01;
+  o.validator = resolver::check_module_pb_present;
   return o;
 }
 
