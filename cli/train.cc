@@ -47,10 +47,17 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay, "Epochs between learning-rate decays")->capture_default_str();
   app.add_option("--label_smoothing", c->label_smoothing, "Label smoothing amount (0: none)")->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Fine-tune from this checkpoint (file or folder)");
-  app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes, "Comma-separated scopes not restored");
-  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated scopes to train (default: all)");
-  app.add_flag("--ignore_missing_vars", c->ignore_missing_vars, "Skip variables missing from --checkpoint_path instead of failing");
+  app.add_option("--checkpoint_format", c->checkpoint_format,
+                 "Checkpoints written to --train_dir: safetensors or tf (TensorFlow V2, model.ckpt-N.index + .data-*)")
+      ->capture_default_str();
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "Fine-tune from this checkpoint: a TensorFlow checkpoint prefix (model.ckpt-N), a safetensors file, "
+                 "or a folder with a 'checkpoint' file");
+  app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes,
+                 "Comma-separated variable name prefixes not restored (e.g. MobilenetV1/Logits)");
+  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated variable name prefixes to train (default: all)");
+  app.add_flag("--ignore_missing_vars", c->ignore_missing_vars,
+               "Variables the checkpoint lacks keep their initial values instead of failing");
   app.add_option("--train_epochs", c->train_epochs, "Train this many epochs (overrides --max_number_of_steps)");
   app.add_option("--epochs_between_evals", c->epochs_between_evals, "Evaluate every N epochs");
   app.add_option("--eval_split", c->eval_split, "Split evaluated between epochs")->capture_default_str();
@@ -70,7 +77,9 @@ RunFn setup_eval(CLI::App& app) {
   auto c = std::make_shared<train::EvalConfig>();
   auto classes = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Checkpoint file or train_dir")->required();
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "TensorFlow checkpoint prefix, safetensors file, or train_dir (its latest checkpoint)")
+      ->required();
   app.add_option("--model_name", c->model_name, "Network to evaluate (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
   app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")->capture_default_str();
@@ -102,7 +111,8 @@ RunFn setup_export(CLI::App& app) {
   auto c = std::make_shared<train::ExportConfig>();
   auto classes = std::make_shared<std::string>();
   app.add_option("--model_name", c->model_name, "Network to export (see `hub nets`)")->required();
-  app.add_option("--checkpoint_path", c->checkpoint_path, "Weights (file or train_dir); default: initial values");
+  app.add_option("--checkpoint_path", c->checkpoint_path,
+                 "Weights: TensorFlow checkpoint prefix, safetensors file or train_dir; default: initial values");
   app.add_option("--num_classes", c->num_classes, "Default: from the dataset's labels.txt or the network's");
   app.add_option("--dataset_name", c->dataset_name, "Data set the checkpoint was trained on (for labels.txt)");
   app.add_option("--dataset_dir", c->dataset_dir, "For labels.txt");

@@ -7,7 +7,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/digest.h"
-#include "modules/datasets/crc32c.h"
+#include "hub/core/crc32c.h"
 
 namespace fs = std::filesystem;
 

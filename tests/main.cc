@@ -6,14 +6,21 @@
 // (issue #20). Instead every test case announces itself on stderr as it
 // starts, with one write(2), so the log of a suite that crashed or was killed
 // by its timeout ends with the case that was running.
+//
+// A case that needs a missing optional tool ends with HUB_SKIP_UNLESS, and
+// the run then exits with 77 (meson's SKIP). With $HUB_REQUIRE_GRADIENT_CHECKS set (the ops suite), a run also fails
+// when a registered op with a gradient had no finite-difference check.
 #define DOCTEST_CONFIG_IMPLEMENT
 #define DOCTEST_CONFIG_NO_POSIX_SIGNALS
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "subprocess.h"
+#include "testutil.h"
 
 namespace {
 
@@ -43,5 +50,13 @@ int main(int argc, char** argv) {
   int status = 0;
   if (hub::testing::run_child_mode(argc, argv, &status)) return status;
   doctest::Context context(argc, argv);
-  return context.run();
+  status = context.run();
+  if (status == 0 && hub::testing::any_skipped()) return 77;  // meson: SKIP
+  if (std::getenv("HUB_REQUIRE_GRADIENT_CHECKS") && !context.shouldExit()) {
+    for (const std::string& op : hub::testing::ops_without_gradient_checks()) {
+      std::fprintf(stderr, "op %s has a gradient but no check_gradients case ran for it\n", op.c_str());
+      status = 1;
+    }
+  }
+  return status;
 }

@@ -3,11 +3,14 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "hub/core/random.h"
 #include "hub/graph/autodiff.h"
+#include "hub/backend/backend.h"
 #include "hub/graph/session.h"
+#include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 
 namespace hub::testing {
@@ -42,10 +45,10 @@ double weighted_sum(const Tensor& out, const Tensor& w) {
 }  // namespace
 
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                           Backend backend) {
+                           const std::string& backend) {
   OpGraph og;
   build(og, op, inputs, attrs);
-  Session session(og.graph, nullptr, {backend});
+  Session session(og.graph, nullptr, {&find_backend(backend)});
   return session.run(feeds(og, inputs), og.outputs);
 }
 
@@ -82,16 +85,45 @@ void expect_close(const Tensor& got, const Tensor& want, double atol, double rto
   }
 }
 
+namespace {
+bool g_skipped = false;
+}  // namespace
+
+void note_skip(const std::string& why) {
+  g_skipped = true;
+  MESSAGE("SKIP: " << why);
+}
+
+bool any_skipped() { return g_skipped; }
+
+namespace {
+std::set<std::string>& gradient_checked() {
+  static std::set<std::string> ops;
+  return ops;
+}
+}  // namespace
+
+std::vector<std::string> ops_without_gradient_checks() {
+  std::vector<std::string> missing;
+  for (const std::string& op : OpRegistry::global().op_names())
+    if (OpRegistry::global().find(op).grad && !gradient_checked().count(op)) missing.push_back(op);
+  return missing;
+}
+
 void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                      const GradCheckOptions& o) {
+  gradient_checked().insert(op);
   OpGraph og;
   build(og, op, inputs, attrs);
   Scope s(og.graph);
   Output y = og.outputs.at(o.output);
   const TensorSpec& yspec = og.graph.spec(y);
   // Output shape at run time may be partial in the graph; inputs are fully defined here.
-  Session probe(og.graph, nullptr, {o.backend});
+  Session probe(og.graph, nullptr, {&find_backend(o.backend)});
   Tensor y0 = probe.run(feeds(og, inputs), {y})[0];
+  auto restart = [&](Session& session) {
+    if (o.fixed_randomness) session.reset_run_counter();
+  };
   Tensor w = random_tensor(y0.shape(), 12345, -1.0f, 1.0f);
   REQUIRE(yspec.dtype == DType::kFloat32);
   std::vector<int> which = o.inputs;
@@ -102,12 +134,13 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
   for (int i : which) xs.push_back(og.placeholders[i]);
   Output wy = ops::constant(s, w, "w");
   std::vector<Output> grads = gradients(s, y, xs, wy);
-  Session session(og.graph, nullptr, {o.backend});
+  Session session(og.graph, nullptr, {&find_backend(o.backend)});
   std::vector<Output> fetch;
   for (Output g : grads) {
     REQUIRE_MESSAGE(g.valid(), "op " << op << " produced no gradient");
     fetch.push_back(g);
   }
+  restart(session);
   std::vector<Tensor> analytic = session.run(feeds(og, inputs), fetch);
   for (size_t k = 0; k < which.size(); ++k) {
     int i = which[k];
@@ -120,8 +153,10 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
     for (int64_t e = 0; e < x.num_elements(); ++e) {
       float orig = px[e];
       px[e] = static_cast<float>(orig + o.step);
+      restart(session);
       double up = weighted_sum(session.run(feeds(og, perturbed), {y})[0], w);
       px[e] = static_cast<float>(orig - o.step);
+      restart(session);
       double down = weighted_sum(session.run(feeds(og, perturbed), {y})[0], w);
       px[e] = orig;
       double numeric = (up - down) / (2 * o.step);
@@ -137,17 +172,20 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
 }
 
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                      Backend backend, double atol, double rtol) {
-  std::vector<Tensor> ref = run_op(op, inputs, attrs, Backend::kReference);
+                      const std::string& backend, double atol, double rtol) {
+  REQUIRE_MESSAGE(backend_used(op, inputs, attrs, backend) == backend,
+                  op << " did not run on " << backend << " (its kernel fell back)");
+  std::vector<Tensor> ref = run_op(op, inputs, attrs, "reference");
   std::vector<Tensor> got = run_op(op, inputs, attrs, backend);
   REQUIRE(ref.size() == got.size());
   for (size_t i = 0; i < ref.size(); ++i) {
-    INFO("output " << i << " of " << op << " on " << backend_name(backend));
+    INFO("output " << i << " of " << op << " on " << backend);
     expect_close(got[i], ref[i], atol, rtol);
   }
 }
 
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+std::string backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                         const std::string& backend) {
   Graph graph;
   Scope s(graph);
   std::vector<Output> in;
@@ -157,7 +195,7 @@ Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, c
     feeds.push_back({in.back(), inputs[i]});
   }
   std::vector<Output> outs = s.op_n(op, in, attrs, "op");
-  Session session(graph, nullptr, {Backend::kOneDNN});
+  Session session(graph, nullptr, {&find_backend(backend)});
   session.run(feeds, outs);
   return session.last_kernels().at("op");
 }

@@ -10,13 +10,26 @@
 #include <string>
 #include <vector>
 
-#include "hub/backend/backend.h"
 #include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::testing {
+
+// Ends the running test case as skipped when an optional tool or data set is
+// missing: tests/main.cc then exits with 77, which meson reports as SKIP. Such
+// cases get their own meson test (tests/meson.build, optional_cases) so a
+// skip never hides the suite's other results.
+#define HUB_SKIP_UNLESS(available, why)       \
+  do {                                        \
+    if (!(available)) {                       \
+      ::hub::testing::note_skip(why);         \
+      return;                                 \
+    }                                         \
+  } while (0)
+void note_skip(const std::string& why);
+bool any_skipped();
 
 // CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
 void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
@@ -33,9 +46,10 @@ struct TempDir {
   std::filesystem::path path;
 };
 
-// Builds a graph (placeholders for inputs, one `op` node) and runs it.
+// Builds a graph (placeholders for inputs, one `op` node) and runs it on the
+// backend named `backend` (hub/backend/backend.h).
 std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
-                           const Attrs& attrs = {}, Backend backend = Backend::kReference);
+                           const Attrs& attrs = {}, const std::string& backend = "reference");
 
 // Uniform in [lo, hi), deterministic for the seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
@@ -53,22 +67,33 @@ struct GradCheckOptions {
   double rtol = 1e-2;          // relative tolerance
   std::vector<int> inputs;     // which inputs to check (default: every float input)
   int output = 0;              // which output to differentiate
-  Backend backend = Backend::kReference;
+  std::string backend = "reference";
+  // Restart the session's run counter before every evaluation, so random
+  // ops (Dropout) draw the same values each time (their gradient treats the
+  // draw as fixed).
+  bool fixed_randomness = false;
 };
 
 // For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
-// autodiff with central finite differences.
+// autodiff with central finite differences. Records `op` as checked.
 void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
                      const Attrs& attrs = {}, const GradCheckOptions& options = {});
 
-// Which backend ran `op` (one node, inputs fed through placeholders) in a
-// Session preferring oneDNN, so a oneDNN kernel that silently fell back to
-// the reference shows up.
-Backend backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+// After a whole suite ran (tests/main.cc, when $HUB_REQUIRE_GRADIENT_CHECKS
+// is set): the registered ops that have a gradient but no check_gradients
+// case ran for them.
+std::vector<std::string> ops_without_gradient_checks();
 
-// Runs the op on `backend` and on reference and compares every output.
+// Which backend ran `op` (one node, inputs fed through placeholders) in a
+// Session preferring `backend`, so a kernel that silently fell back to the
+// reference shows up.
+std::string backend_used(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                         const std::string& backend = "onednn");
+
+// Runs the op on `backend` and on reference and compares every output. Fails
+// when `backend` did not itself run the op (its kernel fell back).
 void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,
-                      const Attrs& attrs, Backend backend, double atol = 1e-4,
+                      const Attrs& attrs, const std::string& backend, double atol = 1e-4,
                       double rtol = 1e-4);
 
 }  // namespace hub::testing

@@ -3,13 +3,14 @@
 #include <map>
 
 #include "hub/ops/elementwise.h"
+#include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 
 namespace hub {
 
 std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs,
                               Output grad_y) {
-  Graph& g = scope.graph();
+  GraphBuilder& g = scope.graph();
   int n = y.node + 1;
   // Nodes reachable forward from any x, and backward from y.
   std::vector<char> from_x(n, 0), to_y(n, 0);

@@ -9,7 +9,6 @@
 #include "hub/core/parallel.h"
 #include "hub/graph/autodiff.h"
 #include "hub/ops/elementwise.h"
-#include "hub/ops/onednn/common.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 
@@ -135,7 +134,6 @@ void Optimizer::apply_gradients(VariableStore& variables, const GradientList& gr
   }
   end_step();
   ++global_step_;
-  onednn::bump_weight_version();
 }
 
 std::map<std::string, Tensor> Optimizer::state() const {
@@ -370,7 +368,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const Learnin
 // ---- gradients and one step ----------------------------------------------------------
 
 GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::string>& variables) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   std::vector<Output> xs;
   std::vector<std::string> names;
   if (variables.empty()) {
@@ -473,13 +471,11 @@ void ExponentialMovingAverage::swap_in(VariableStore& variables) {
     backup_[name] = variables.at(name).clone();
     variables.assign(name, shadow);
   }
-  onednn::bump_weight_version();
 }
 
 void ExponentialMovingAverage::restore(VariableStore& variables) {
   for (const auto& [name, value] : backup_) variables.assign(name, value);
   backup_.clear();
-  onednn::bump_weight_version();
 }
 
 std::map<std::string, Tensor> ExponentialMovingAverage::state() const {
@@ -506,7 +502,7 @@ void ExponentialMovingAverage::load_state(const std::map<std::string, Tensor>& s
 namespace hub::ops {
 
 Output l2_regularizer(const Scope& s, Output weight, float weight_decay, const std::string& name) {
-  Graph& g = s.graph();
+  GraphBuilder& g = s.graph();
   if (weight_decay < 0.0f)
     throw_error(Code::kInvalidArgument, "l2_regularizer on '" + g.tensor_name(weight) + "': weight_decay " +
                                             std::to_string(weight_decay) + " is negative");
@@ -524,7 +520,7 @@ Output l2_regularizer(const Scope& s, Output weight, float weight_decay, const s
 }
 
 Output regularization_loss(const Scope& s, const std::string& name) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   std::vector<Output> losses;
   for (const std::string& n : g.collection(kRegularizationLosses)) losses.push_back(g.tensor(n));
   if (losses.empty()) return {};
@@ -533,7 +529,7 @@ Output regularization_loss(const Scope& s, const std::string& name) {
 }
 
 Output total_loss(const Scope& s, Output loss, const std::string& name) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   if (g.spec(loss).shape.rank() != 0)
     throw_error(Code::kInvalidArgument, "total_loss: loss '" + g.tensor_name(loss) + "' is " +
                                             g.spec(loss).to_string() + "; need a scalar");

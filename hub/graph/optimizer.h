@@ -7,8 +7,8 @@
 // its slot variables (per-variable accumulators) itself, named as TensorFlow
 // names them ("<var>/Adam", "<var>/Adam_1", ...), plus the global step and any
 // non-slot state ("beta1_power", "beta2_power"); state() / load_state() move all
-// of it in and out for checkpoints. After each update it calls
-// onednn::bump_weight_version() so cached reordered weights are refreshed.
+// of it in and out for checkpoints. Updates write through Tensor's mutable
+// accessors, which bump the storage generation that kernel caches check.
 //
 // Update rules (lr = schedule.at(global_step); g = gradient; all element-wise):
 //   sgd        w -= lr*g
@@ -39,7 +39,7 @@
 
 #include "hub/graph/graph.h"
 #include "hub/graph/session.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub {

@@ -12,8 +12,7 @@ struct Session::Plan {
     std::vector<int> release_after;        // slots whose last use is this step
     std::vector<TensorSpec> in_specs;      // last seen input specs
     std::vector<TensorSpec> out_specs;     // inferred for in_specs
-    const KernelDef* kernel = nullptr;
-    Backend backend = Backend::kReference;
+    Placement placement;
     bool inferred = false;
   };
   std::vector<Step> steps;
@@ -24,7 +23,24 @@ struct Session::Plan {
 };
 
 Session::Session(const Graph& graph, VariableStore* variables, SessionOptions options)
-    : graph_(graph), variables_(variables), options_(options) {}
+    : graph_(graph), variables_(variables), backend_(options.backend ? options.backend : &default_backend()) {
+  allocators_[Device::kCPU] = std::make_unique<PoolAllocator>();
+}
+
+Allocator& Session::allocator_for(Device device) {
+  auto& a = allocators_[device];
+  if (!a) a = backend_for_device(device).make_allocator();
+  return *a;
+}
+
+Tensor Session::on_device(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  const Backend& copier = backend_for_device(device == Device::kCPU ? t.device() : device);
+  Tensor out(t.dtype(), t.shape(), allocator_for(device).allocate(t.nbytes()));
+  copier.copy(t, out);
+  ++last_copies_;
+  return out;
+}
 
 Session::~Session() = default;
 
@@ -119,7 +135,11 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
                                               t.spec_string());
     plan.values[plan.feed_slots[i]] = t;
   }
+  last_copies_ = 0;
   std::vector<const Tensor*> inputs;
+  std::vector<Tensor> moved;  // inputs copied to the running backend's device
+  // Copies made this run, by (slot, device), so consumers share one copy.
+  std::map<std::pair<int, Device>, Tensor> copies;
   try {
     for (Plan::Step& step : plan.steps) {
       const Node& node = graph_.node(step.node);
@@ -141,24 +161,38 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
           if (!s.shape.is_fully_defined())
             throw_error(Code::kInternal, "node '" + node.name + "': output shape " + s.to_string() +
                                              " unknown at run time");
-        auto [kernel, backend] = select_kernel(node, step.in_specs, options_.backend);
-        step.kernel = kernel;
-        step.backend = backend;
+        step.placement = place(node, step.in_specs, *backend_);
         step.inferred = true;
       }
-      KernelContext ctx(node, inputs, step.out_specs, alloc_, variables_,
+      const Backend& backend = *step.placement.backend;
+      const Device device = backend.device();
+      moved.clear();
+      moved.reserve(inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i]->device() == device) continue;
+        auto key = std::make_pair(step.input_slots[i], device);
+        auto it = copies.find(key);
+        if (it == copies.end()) it = copies.emplace(key, on_device(*inputs[i], device)).first;
+        moved.push_back(it->second);
+        inputs[i] = &moved.back();
+      }
+      KernelContext ctx(node, inputs, step.out_specs, allocator_for(device), variables_,
                         mix_seed(mix_seed(graph_.seed(), static_cast<uint64_t>(step.node)), run_number));
       try {
-        step.kernel->fn(ctx);
+        backend.run(*step.placement.kernel, ctx);
       } catch (const Error& e) {
-        throw e.with_context("node '" + node.name + "' (" + node.op + ")");
+        throw e.with_context("node '" + node.name + "' (" + node.op + ") on " + backend.name());
       }
       for (size_t i = 0; i < step.output_slots.size(); ++i) {
         Tensor& out = ctx.outputs()[i];
         if (!out.defined()) out = ctx.output(static_cast<int>(i));  // kernel wrote nothing: allocated zero-size
         plan.values[step.output_slots[i]] = std::move(out);
       }
-      for (int s : step.release_after) plan.values[s] = Tensor();
+      for (int s : step.release_after) {
+        plan.values[s] = Tensor();
+        for (auto it = copies.begin(); it != copies.end();)
+          it = it->first.first == s ? copies.erase(it) : std::next(it);
+      }
     }
   } catch (...) {
     for (Tensor& t : plan.values) t = Tensor();
@@ -166,15 +200,16 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
   }
   std::vector<Tensor> out;
   out.reserve(fetches.size());
-  for (int s : plan.fetch_slots) out.push_back(plan.values[s]);
+  for (int s : plan.fetch_slots) out.push_back(on_device(plan.values[s], Device::kCPU));
   for (Tensor& t : plan.values) t = Tensor();
   return out;
 }
 
-std::map<std::string, Backend> Session::last_kernels() const {
-  std::map<std::string, Backend> out;
+std::map<std::string, std::string> Session::last_kernels() const {
+  std::map<std::string, std::string> out;
   if (!last_plan_) return out;
-  for (const auto& step : last_plan_->steps) out[graph_.node(step.node).name] = step.backend;
+  for (const auto& step : last_plan_->steps)
+    if (step.placement.backend) out[graph_.node(step.node).name] = step.placement.backend->name();
   return out;
 }
 

@@ -1,11 +1,17 @@
 // Session: runs the part of a graph needed for the requested fetches.
 //
+// Placement: each node runs on the backend place() picks (hub/backend): the
+// session's preferred backend if it has a kernel for the node, else that
+// backend's fallback. Outputs are allocated on the running backend's device;
+// an input living on another device is copied across first (once per run and
+// device), and fetched tensors are returned on the host.
+//
 // For each distinct (feeds, fetches, targets) a plan is made once and cached:
 // the needed nodes in topological order and, for every tensor, how many
 // consumers it has, so an intermediate is released as soon as its last
 // consumer ran. Buffers come from the session's PoolAllocator, so a
 // steady-state run (same shapes as the previous one) takes no memory from the
-// system. Runs are deterministic for a fixed graph seed: random kernels get
+// system (one pool per device). Runs are deterministic for a fixed graph seed: random kernels get
 // seed mix(graph seed, node id, run number).
 //
 // Not thread-safe: one run at a time per Session.
@@ -19,13 +25,14 @@
 
 #include "hub/backend/backend.h"
 #include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 #include "hub/tensor/allocator.h"
 
 namespace hub {
 
 struct SessionOptions {
-  Backend backend = default_backend();
+  // The preferred backend; default_backend() ($HUB_BACKEND, else onednn).
+  const Backend* backend = nullptr;
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
@@ -46,10 +53,13 @@ class Session {
                           const std::vector<Output>& targets = {});
   Tensor run_one(const FeedList& feeds, Output fetch) { return run(feeds, {fetch})[0]; }
 
-  Backend backend() const { return options_.backend; }
-  const PoolAllocator& allocator() const { return alloc_; }
-  // Which backend ran each node in the last run (node name -> backend).
-  std::map<std::string, Backend> last_kernels() const;
+  const Backend& backend() const { return *backend_; }
+  // The host allocator (intermediates of host backends come from it).
+  const Allocator& allocator() const { return *allocators_.at(Device::kCPU); }
+  // Which backend ran each node in the last run (node name -> backend name).
+  std::map<std::string, std::string> last_kernels() const;
+  // Tensors copied between devices in the last run.
+  int64_t last_copies() const { return last_copies_; }
   // Restarts the run counter (so random ops repeat their sequence).
   void reset_run_counter(uint64_t value = 0) { run_counter_ = value; }
 
@@ -58,10 +68,16 @@ class Session {
   Plan& plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
                  const std::vector<Output>& targets);
 
+  Allocator& allocator_for(Device device);
+  // `t` on `device`: t itself, or a copy made by the backend owning the
+  // non-host side (counted in last_copies()).
+  Tensor on_device(const Tensor& t, Device device);
+
   const Graph& graph_;
   VariableStore* variables_;
-  SessionOptions options_;
-  PoolAllocator alloc_;
+  const Backend* backend_;
+  std::map<Device, std::unique_ptr<Allocator>> allocators_;
+  int64_t last_copies_ = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   Plan* last_plan_ = nullptr;
   uint64_t run_counter_ = 0;

@@ -20,7 +20,6 @@
 #include "hub/graph/session.h"
 #include "hub/module/module_proto.h"
 #include "hub/module/safetensors.h"
-#include "hub/ops/onednn/common.h"
 #include "signatures/upgrade.h"
 
 namespace fs = std::filesystem;
@@ -693,7 +692,6 @@ const Tensor& VariableRef::value() const { return store_->at(name_); }
 
 void VariableRef::assign(const Tensor& value) {
   store_->assign(name_, value);
-  onednn::bump_weight_version();
 }
 
 void VariableRef::assign(float value) {
@@ -852,10 +850,12 @@ void Module::export_to(const std::string& dir) const {
 
 namespace {
 // A scope prefix no node of `g` uses yet: base, base_1, base_2, ...
-std::string unused_prefix(const Graph& g, const std::string& base) {
+std::string unused_prefix(const GraphBuilder& g, const std::string& base) {
   auto used = [&](const std::string& p) {
-    for (const Node& n : g.nodes())
-      if (n.name == p || n.name.rfind(p + "/", 0) == 0) return true;
+    for (int id = 0; id < g.num_nodes(); ++id) {
+      const std::string& name = g.node(id).name;
+      if (name == p || name.rfind(p + "/", 0) == 0) return true;
+    }
     return false;
   };
   if (!used(base)) return base;
@@ -868,7 +868,7 @@ OutputMap Module::apply(const Scope& scope, const OutputMap& inputs, const std::
                         VariableStore* initial_values, const std::string& name) const {
   const Graph& src = spec_.graph(tags_);
   const SignatureInfo& si = spec_.signature(signature, tags_);
-  Graph& dst = scope.graph();
+  GraphBuilder& dst = scope.graph();
   const std::string where = "applying module " + spec_.source() + ", signature '" + signature + "'";
   std::map<int, Output> remap;  // src node id of a signature input -> dst tensor
   for (const auto& [k, o] : inputs)

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
 
@@ -224,7 +224,8 @@ class VariableRef {
   const std::string& name() const { return name_; }
   const Tensor& value() const;
   // Copies `value` into the variable; throws InvalidArgument naming the
-  // variable when dtype or shape differ. Invalidates cached oneDNN weights.
+  // variable when dtype or shape differ (kernels' caches of derived data,
+  // such as reordered weights, see the write: Storage::generation).
   void assign(const Tensor& value);
   // For a float32 variable with exactly one element.
   void assign(float value);

@@ -1,4 +1,5 @@
 #include "hub/ops/activation.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -49,17 +50,22 @@ HUB_REGISTER_OP(Tanh)
     .grad([](const GradContext& c) { return std::vector<Output>{ops::tanh_grad(c.scope, c.outputs[0], c.grads[0])}; })
     .doc("y = tanh(x).");
 
-HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].");
+HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(Relu6Grad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
-    .doc("(gradients, features) -> gradients * [0 < features < 6].");
+    .doc("(gradients, features) -> gradients * [0 < features < 6].")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(EluGrad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
-    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + 1).");
-HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).");
-HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).");
+    .doc("(gradients, outputs) -> gradients if outputs > 0 else gradients * (outputs + 1).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 namespace ops {
 

@@ -1,4 +1,5 @@
 #include "hub/ops/array.h"
+#include "hub/ops/registry.h"
 
 #include <algorithm>
 
@@ -253,7 +254,7 @@ HUB_REGISTER_OP(Concat)
       return {{c.dtype(0), out}};
     })
     .grad([](const GradContext& c) {
-      const Graph& g = c.scope.graph();
+      const GraphBuilder& g = c.scope.graph();
       int rank = g.spec(c.inputs[0]).shape.rank();
       int64_t axis = c.node.attrs.get_int("axis");
       if (axis < 0) axis += rank;
@@ -283,7 +284,7 @@ Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, cons
   return s.op("Reshape", {x}, Attrs().set("shape", shape), name);
 }
 Output reshape_like(const Scope& s, Output x, Output like, const std::string& name) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   if (g.spec(x).shape == g.spec(like).shape && g.spec(x).shape.is_fully_defined()) return x;
   return s.op("ReshapeLike", {x, like}, {}, name);
 }

@@ -3,6 +3,7 @@
 #include "hub/ops/batch_norm.h"
 
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -71,7 +72,8 @@ HUB_REGISTER_OP(FusedBatchNormGrad)
     .attr("epsilon", AttrType::kFloat, 0.001)
     .attr("is_training", AttrType::kBool, true)
     .shape_fn(fused_batch_norm_grad_shape_fn)
-    .doc("Gradient of FusedBatchNorm: (dy, x, scale, mean, variance) -> (dx, dscale, doffset).");
+    .doc("Gradient of FusedBatchNorm: (dy, x, scale, mean, variance) -> (dx, dscale, doffset).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 namespace ops {
 

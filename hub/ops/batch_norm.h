@@ -35,7 +35,7 @@
 
 #include <string>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/scope.h"
 
 namespace hub::ops {
 

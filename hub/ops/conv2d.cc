@@ -1,4 +1,5 @@
 #include "hub/ops/conv2d.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace ops {

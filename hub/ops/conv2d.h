@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/scope.h"
 #include "hub/ops/padding.h"
 
 namespace hub::ops {

@@ -2,6 +2,7 @@
 
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 

@@ -1,6 +1,7 @@
 #include "hub/ops/elementwise.h"
 
 #include "hub/ops/math.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -61,9 +62,11 @@ HUB_REGISTER_OP(Maximum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad
 HUB_REGISTER_OP(Minimum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad("MinimumGrad"))
     .doc("min(a, b), broadcasting; ties send the gradient to a.");
 HUB_REGISTER_OP(MaximumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
-    .doc("(g*[a>=b], g*[a<b]) at g's shape.");
+    .doc("(g*[a>=b], g*[a<b]) at g's shape.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(MinimumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
-    .doc("(g*[a<=b], g*[a>b]) at g's shape.");
+    .doc("(g*[a<=b], g*[a>b]) at g's shape.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 HUB_REGISTER_OP(AddN)
     .inputs(1, -1)
@@ -85,16 +88,20 @@ HUB_REGISTER_OP(AddN)
 HUB_REGISTER_OP(ReduceToLike)
     .inputs(2)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> { return {{c.dtype(0), c.shape(1)}}; })
-    .doc("Sums input 0 over the dimensions along which input 1 was broadcast.");
+    .doc("Sums input 0 over the dimensions along which input 1 was broadcast.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 HUB_REGISTER_OP(Identity)
     .inputs(1)
     .shape_fn(same_as_input0)
     .grad([](const GradContext& c) { return std::vector<Output>{c.grads[0]}; })
     .doc("y = x.");
-HUB_REGISTER_OP(StopGradient).inputs(1).shape_fn(same_as_input0).doc("y = x; no gradient flows back.");
-HUB_REGISTER_OP(ZerosLike).inputs(1).shape_fn(same_as_input0).doc("Zeros of x's dtype and shape.");
-HUB_REGISTER_OP(OnesLike).inputs(1).shape_fn(same_as_input0).doc("Ones of x's dtype and shape.");
+HUB_REGISTER_OP(StopGradient).inputs(1).shape_fn(same_as_input0).doc("y = x; no gradient flows back.")
+    .no_gradient("stops gradients by definition");
+HUB_REGISTER_OP(ZerosLike).inputs(1).shape_fn(same_as_input0).doc("Zeros of x's dtype and shape.")
+    .no_gradient("does not depend on the values of x");
+HUB_REGISTER_OP(OnesLike).inputs(1).shape_fn(same_as_input0).doc("Ones of x's dtype and shape.")
+    .no_gradient("does not depend on the values of x");
 
 namespace ops {
 
@@ -108,7 +115,7 @@ Output add_n(const Scope& s, const std::vector<Output>& xs, const std::string& n
   return xs.size() == 1 ? xs[0] : s.op("AddN", xs, {}, name);
 }
 Output reduce_to_like(const Scope& s, Output x, Output like, const std::string& name) {
-  const Graph& g = s.graph();
+  const GraphBuilder& g = s.graph();
   if (g.spec(x).shape == g.spec(like).shape && g.spec(x).shape.is_fully_defined()) return x;
   return s.op("ReduceToLike", {x, like}, {}, name);
 }

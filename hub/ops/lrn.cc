@@ -1,5 +1,6 @@
 // LRN and LRNGrad (formulas in hub/ops/lrn.h).
 #include "hub/ops/lrn.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -55,7 +56,8 @@ const OpRegistrar lrn_registration =
         .doc("x / (bias + alpha * sum of x^2 over channels d-r..d+r)^beta (TF's LRN).");
 
 const OpRegistrar lrn_grad_registration =
-    lrn_op("LRNGrad", 3, lrn_grad_shape_fn).doc("Gradient of LRN: (grads, input, output) -> d input.");
+    lrn_op("LRNGrad", 3, lrn_grad_shape_fn).doc("Gradient of LRN: (grads, input, output) -> d input.")
+        .no_gradient("a gradient op; second-order gradients are not supported");
 
 }  // namespace
 

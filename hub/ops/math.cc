@@ -5,6 +5,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -83,19 +84,25 @@ HUB_REGISTER_OP(Cast)
       return {{c.attrs().get_dtype("dtype"), c.shape(0)}};
     })
     .grad([](const GradContext& c) -> std::vector<Output> {
-      const Graph& g = c.scope.graph();
+      const GraphBuilder& g = c.scope.graph();
       if (g.spec(c.inputs[0]).dtype == DType::kFloat32 && c.node.outputs[0].dtype == DType::kFloat32)
         return {c.grads[0]};
       return {Output{}};
     })
     .doc("y = x converted to dtype (static_cast semantics).");
 
-HUB_REGISTER_OP(Equal).inputs(2).shape_fn(compare_shape_fn).doc("a == b as bool, broadcasting.");
-HUB_REGISTER_OP(NotEqual).inputs(2).shape_fn(compare_shape_fn).doc("a != b as bool, broadcasting.");
-HUB_REGISTER_OP(Greater).inputs(2).shape_fn(compare_shape_fn).doc("a > b as bool, broadcasting.");
-HUB_REGISTER_OP(GreaterEqual).inputs(2).shape_fn(compare_shape_fn).doc("a >= b as bool, broadcasting.");
-HUB_REGISTER_OP(Less).inputs(2).shape_fn(compare_shape_fn).doc("a < b as bool, broadcasting.");
-HUB_REGISTER_OP(LessEqual).inputs(2).shape_fn(compare_shape_fn).doc("a <= b as bool, broadcasting.");
+HUB_REGISTER_OP(Equal).inputs(2).shape_fn(compare_shape_fn).doc("a == b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(NotEqual).inputs(2).shape_fn(compare_shape_fn).doc("a != b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(Greater).inputs(2).shape_fn(compare_shape_fn).doc("a > b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(GreaterEqual).inputs(2).shape_fn(compare_shape_fn).doc("a >= b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(Less).inputs(2).shape_fn(compare_shape_fn).doc("a < b as bool, broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(LessEqual).inputs(2).shape_fn(compare_shape_fn).doc("a <= b as bool, broadcasting.")
+    .no_gradient("bool output");
 
 HUB_REGISTER_OP(BroadcastLike)
     .inputs(2)

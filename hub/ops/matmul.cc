@@ -1,6 +1,7 @@
 #include "hub/ops/matmul.h"
 
 #include "hub/ops/elementwise.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {

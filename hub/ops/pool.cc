@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "hub/ops/padding.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -112,7 +113,8 @@ const OpRegistrar avg_pool_op =
 
 const OpRegistrar max_pool_grad_op =
     pool_op("MaxPoolGrad", 3, pool_grad_shape_fn)
-        .doc("Gradient of MaxPool: grad routed to each window's first maximum.");
+        .doc("Gradient of MaxPool: grad routed to each window's first maximum.")
+        .no_gradient("a gradient op; second-order gradients are not supported");
 
 const OpRegistrar avg_pool_grad_op =
     pool_op("AvgPoolGrad", 2, pool_grad_shape_fn)

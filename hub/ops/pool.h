@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/scope.h"
 
 namespace hub::ops {
 

@@ -3,6 +3,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -34,7 +35,7 @@ std::vector<TensorSpec> reduce_shape_fn(const InferContext& c) {
 
 // g (the reduced-shape gradient) re-expanded to x's shape.
 Output expand(const GradContext& c, Output g) {
-  const Graph& graph = c.scope.graph();
+  const GraphBuilder& graph = c.scope.graph();
   if (c.node.attrs.get_bool("keep_dims")) return ops::broadcast_like(c.scope, g, c.inputs[0]);
   int rank = graph.spec(c.inputs[0]).shape.rank();
   std::vector<int> axes = ops::normalize_axes(c.node.attrs.get_ints("axes"), rank, "axes");
@@ -114,7 +115,8 @@ HUB_REGISTER_OP(ArgMax)
         if (d != axis) dims.push_back(x[d]);
       return {{DType::kInt64, Shape(dims)}};
     })
-    .doc("Index (int64) of the largest value along axis; first on ties.");
+    .doc("Index (int64) of the largest value along axis; first on ties.")
+    .no_gradient("integer output");
 
 HUB_REGISTER_OP(TopK)
     .inputs(1)
@@ -149,7 +151,8 @@ HUB_REGISTER_OP(TopKGrad)
                c.input(2).to_string() + " do not match");
       return {c.input(2)};
     })
-    .doc("(g [...,k], indices [...,k], x [...,n]) -> g scattered into x's shape along the last axis.");
+    .doc("(g [...,k], indices [...,k], x [...,n]) -> g scattered into x's shape along the last axis.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 
 HUB_REGISTER_OP(L2Loss)
     .inputs(1)

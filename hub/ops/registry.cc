@@ -1,7 +1,6 @@
 #include "hub/ops/registry.h"
 
-#include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 
 namespace hub {
 
@@ -58,12 +57,14 @@ OpRegistry& OpRegistry::global() {
 void OpRegistry::add(const OpDef& def) {
   HUB_CHECK(!ops_.count(def.name), "op " + def.name + " registered twice");
   HUB_CHECK(def.shape_fn != nullptr, "op " + def.name + " has no shape function");
+  HUB_CHECK(static_cast<bool>(def.grad) != !def.no_gradient.empty(),
+            "op " + def.name + " must declare exactly one of .grad(fn) and .no_gradient(reason)");
   ops_[def.name] = def;
 }
 
-void OpRegistry::add_kernel(const std::string& op, Backend backend, KernelDef kernel) {
+void OpRegistry::add_kernel(const std::string& op, const std::string& backend, KernelDef kernel) {
   auto key = std::make_pair(op, backend);
-  HUB_CHECK(!kernels_.count(key), "kernel " + op + "/" + std::string(backend_name(backend)) + " registered twice");
+  HUB_CHECK(!kernels_.count(key), "kernel " + op + "/" + backend + " registered twice");
   kernels_[key] = kernel;
 }
 
@@ -73,7 +74,7 @@ const OpDef& OpRegistry::find(const std::string& op) const {
   return it->second;
 }
 
-const KernelDef* OpRegistry::kernel(const std::string& op, Backend backend) const {
+const KernelDef* OpRegistry::kernel(const std::string& op, const std::string& backend) const {
   auto it = kernels_.find({op, backend});
   return it == kernels_.end() ? nullptr : &it->second;
 }
@@ -105,19 +106,6 @@ Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs
     out.set(s.name, *s.default_value);
   }
   return out;
-}
-
-std::pair<const KernelDef*, Backend> select_kernel(const Node& node,
-                                                   const std::vector<TensorSpec>& inputs,
-                                                   Backend preferred) {
-  const OpRegistry& reg = OpRegistry::global();
-  if (preferred != Backend::kReference) {
-    const KernelDef* k = reg.kernel(node.op, preferred);
-    if (k && (!k->supports || k->supports(node, inputs))) return {k, preferred};
-  }
-  const KernelDef* k = reg.kernel(node.op, Backend::kReference);
-  if (!k) throw_error(Code::kUnimplemented, "op '" + node.op + "' has no reference kernel");
-  return {k, Backend::kReference};
 }
 
 std::vector<TensorSpec> same_as_input0(const InferContext& c) { return {c.input(0)}; }

@@ -6,13 +6,16 @@
 //       .shape_fn(same_shape_as_input0)
 //       .grad(relu_grad);
 //
-// and kernels per backend, in hub/ops/cpu/<op>.cc (reference) or
-// hub/ops/onednn/<op>.cc:
+// and kernels per backend, named by the backend (hub/backend), in
+// hub/ops/cpu/<op>.cc (reference), hub/ops/onednn/<op>.cc or
+// hub/ops/cuda/<op>.cu:
 //
-//   HUB_REGISTER_KERNEL(Relu, kReference, relu_kernel);
+//   HUB_REGISTER_KERNEL(Relu, reference, relu_kernel);
+//   HUB_REGISTER_KERNEL(Relu, onednn, guarded<relu>, supports_relu);
 //
 // Building a node validates (attributes against the schema, input dtypes and
-// shapes through the shape function), so kernels only compute.
+// shapes through the shape function), so kernels only compute. Which kernel
+// runs a node is decided in one place: hub::place() in hub/backend/backend.h.
 #pragma once
 
 #include <functional>
@@ -21,15 +24,13 @@
 #include <string>
 #include <vector>
 
-#include "hub/backend/backend.h"
 #include "hub/ops/attr.h"
+#include "hub/ops/node.h"
 #include "hub/tensor/allocator.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub {
 
-struct Output;
-struct Node;
 class Scope;
 class VariableStore;
 
@@ -60,12 +61,13 @@ class InferContext {
 using ShapeFn = std::function<std::vector<TensorSpec>(const InferContext&)>;
 
 // ---- kernels -------------------------------------------------------------------
-// Filled by the executor for one node execution. Outputs are allocated lazily
-// from the executor's pool with the shapes inferred for this run.
+// Filled by the executor for one node execution. Outputs are allocated lazily,
+// with the shapes inferred for this run, from the allocator of the device of
+// the backend that runs the node (inputs are already on that device).
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs,
-                const std::vector<TensorSpec>& output_specs, PoolAllocator& alloc,
+                const std::vector<TensorSpec>& output_specs, Allocator& alloc,
                 VariableStore* variables, uint64_t seed)
       : node_(node), inputs_(std::move(inputs)), output_specs_(output_specs),
         outputs_(output_specs.size()), alloc_(alloc), variables_(variables), seed_(seed) {}
@@ -91,7 +93,7 @@ class KernelContext {
   std::vector<const Tensor*> inputs_;
   const std::vector<TensorSpec>& output_specs_;
   std::vector<Tensor> outputs_;
-  PoolAllocator& alloc_;
+  Allocator& alloc_;
   VariableStore* variables_;
   uint64_t seed_;
 };
@@ -124,7 +126,8 @@ struct OpDef {
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
   ShapeFn shape_fn;
-  GradFn grad;              // empty: not differentiable
+  GradFn grad;              // empty: not differentiable, and then:
+  std::string no_gradient;  // why the op has no gradient (every op states one or the other)
   bool stateful = false;    // reads/writes variables or draws random numbers
   std::string doc;          // one line for docs/ops.md and `hub ops`
 };
@@ -145,6 +148,8 @@ class OpDefBuilder {
   }
   OpDefBuilder& shape_fn(ShapeFn fn) { def_.shape_fn = std::move(fn); return *this; }
   OpDefBuilder& grad(GradFn fn) { def_.grad = std::move(fn); return *this; }
+  // Declares the op not differentiable, saying why (shown by `hub ops`).
+  OpDefBuilder& no_gradient(std::string reason) { def_.no_gradient = std::move(reason); return *this; }
   OpDefBuilder& stateful() { def_.stateful = true; return *this; }
   OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
   const OpDef& def() const { return def_; }
@@ -162,33 +167,29 @@ class OpRegistry {
  public:
   static OpRegistry& global();
   void add(const OpDef& def);
-  void add_kernel(const std::string& op, Backend backend, KernelDef kernel);
+  // Registers `op`'s kernel for the backend named `backend` (hub/backend).
+  void add_kernel(const std::string& op, const std::string& backend, KernelDef kernel);
   // Throws NotFound "unknown op 'NAME'".
   const OpDef& find(const std::string& op) const;
   bool contains(const std::string& op) const { return ops_.count(op) != 0; }
-  const KernelDef* kernel(const std::string& op, Backend backend) const;
+  // The kernel `backend` registered for `op`, or null.
+  const KernelDef* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> op_names() const;
 
  private:
   std::map<std::string, OpDef> ops_;
-  std::map<std::pair<std::string, Backend>, KernelDef> kernels_;
+  std::map<std::pair<std::string, std::string>, KernelDef> kernels_;
 };
 
 // Validates attrs against the op's schema and fills defaults; throws
 // InvalidArgument naming the node, the op and the attribute.
 Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs& attrs);
 
-// The one place that picks a kernel: the preferred backend's if registered and
-// supporting the node, else the reference kernel. Returns the backend used.
-std::pair<const KernelDef*, Backend> select_kernel(const Node& node,
-                                                   const std::vector<TensorSpec>& inputs,
-                                                   Backend preferred);
-
 struct OpRegistrar {
   OpRegistrar(const OpDefBuilder& builder) { OpRegistry::global().add(builder.def()); }
 };
 struct KernelRegistrar {
-  KernelRegistrar(const char* op, Backend backend, KernelFn fn, SupportsFn supports = nullptr) {
+  KernelRegistrar(const char* op, const char* backend, KernelFn fn, SupportsFn supports = nullptr) {
     OpRegistry::global().add_kernel(op, backend, {fn, supports});
   }
 };
@@ -202,7 +203,5 @@ std::vector<TensorSpec> same_as_input0(const InferContext& c);
 #define HUB_CONCAT(a, b) HUB_CONCAT_INNER(a, b)
 #define HUB_REGISTER_OP(name) \
   static ::hub::OpRegistrar HUB_CONCAT(hub_op_registrar_, __COUNTER__) = ::hub::OpDefBuilder(#name)
-#define HUB_REGISTER_KERNEL(name, backend, ...)                                             \
-  static ::hub::KernelRegistrar HUB_CONCAT(hub_kernel_registrar_, __COUNTER__)(#name,        \
-                                                                               ::hub::Backend::backend, \
-                                                                               __VA_ARGS__)
+#define HUB_REGISTER_KERNEL(name, backend, ...) \
+  static ::hub::KernelRegistrar HUB_CONCAT(hub_kernel_registrar_, __COUNTER__)(#name, #backend, __VA_ARGS__)

@@ -4,6 +4,7 @@
 #include "hub/ops/math.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -108,7 +109,8 @@ HUB_REGISTER_OP(OneHot)
       out.push_back(depth);
       return {{DType::kFloat32, out}};
     })
-    .doc("float32 one-hot rows of length depth (on_value at the index, off_value elsewhere).");
+    .doc("float32 one-hot rows of length depth (on_value at the index, off_value elsewhere).")
+    .no_gradient("integer indices; on/off values are attributes");
 
 namespace ops {
 

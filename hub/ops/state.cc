@@ -1,6 +1,7 @@
 // Placeholder, Const, Variable: graph inputs with no gradient of their own
 // (autodiff stops at them). AssignMovingAverage: v <- v*decay + x*(1-decay).
 #include "hub/ops/state.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 
@@ -11,7 +12,8 @@ HUB_REGISTER_OP(Placeholder)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       return {{c.attrs().get_dtype("dtype"), c.attrs().get_shape("shape")}};
     })
-    .doc("A tensor fed at run time.");
+    .doc("A tensor fed at run time.")
+    .no_gradient("a graph input: gradients stop here");
 
 HUB_REGISTER_OP(Const)
     .inputs(0)
@@ -21,7 +23,8 @@ HUB_REGISTER_OP(Const)
       if (!v.defined()) c.fail("value is undefined");
       return {{v.dtype(), v.shape()}};
     })
-    .doc("A constant tensor stored in the graph.");
+    .doc("A constant tensor stored in the graph.")
+    .no_gradient("a constant");
 
 HUB_REGISTER_OP(Variable)
     .inputs(0)
@@ -39,7 +42,8 @@ HUB_REGISTER_OP(Variable)
       if (!s.is_fully_defined()) c.fail("variable shape " + s.to_string() + " must be fully defined");
       return {{c.attrs().get_dtype("dtype"), s}};
     })
-    .doc("A named, persistent tensor held in the VariableStore.");
+    .doc("A named, persistent tensor held in the VariableStore.")
+    .no_gradient("a graph input: gradients stop here");
 
 HUB_REGISTER_OP(AssignMovingAverage)
     .inputs(2)
@@ -52,7 +56,8 @@ HUB_REGISTER_OP(AssignMovingAverage)
         c.fail("value " + c.input(1).to_string() + " does not match variable " + c.input(0).to_string());
       return {c.input(0)};
     })
-    .doc("variable <- variable*decay + value*(1-decay); input 0 must be a Variable.");
+    .doc("variable <- variable*decay + value*(1-decay); input 0 must be a Variable.")
+    .no_gradient("a state update run for its side effect");
 
 namespace ops {
 

@@ -55,7 +55,7 @@ std::shared_ptr<Storage> PoolAllocator::allocate(size_t bytes) {
   return s;
 }
 
-Tensor PoolAllocator::allocate_tensor(DType dtype, const Shape& shape) {
+Tensor Allocator::allocate_tensor(DType dtype, const Shape& shape) {
   int64_t n = shape.num_elements();
   return Tensor(dtype, shape, allocate(static_cast<size_t>(n) * dtype_size(dtype)));
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,10 +24,18 @@ namespace hub {
 inline constexpr size_t kTensorAlignment = 64;
 
 // A block of device memory. The deleter returns it to whoever allocated it.
+//
+// `generation` changes whenever the contents may change: every mutable
+// access through a Tensor (data<T>(), raw_data(), fill) bumps it. Kernels
+// that cache data derived from an input (oneDNN's reordered weights) key the
+// cache on (storage, generation), so a write through any path (optimizer
+// updates, Module variable writes, checkpoint restore, a user's own pointer
+// obtained after the cache was made) invalidates it by construction.
 struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   Device device = Device::kCPU;
+  std::atomic<uint64_t> generation{0};
   std::function<void(Storage&)> release;
   Storage() = default;
   Storage(const Storage&) = delete;
@@ -62,7 +71,11 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(num_elements_) * dtype_size(dtype_); }
   Device device() const { return storage_ ? storage_->device : Device::kCPU; }
 
-  void* raw_data() { return static_cast<char*>(storage_->data) + offset_; }
+  // Mutable access marks the storage as (possibly) written: see Storage::generation.
+  void* raw_data() {
+    storage_->generation.fetch_add(1, std::memory_order_relaxed);
+    return static_cast<char*>(storage_->data) + offset_;
+  }
   const void* raw_data() const { return static_cast<const char*>(storage_->data) + offset_; }
   template <class T> T* data() {
     check_type(dtype_of<T>);

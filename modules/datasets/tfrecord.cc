@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "hub/core/error.h"
-#include "modules/datasets/crc32c.h"
+#include "hub/core/crc32c.h"
 
 namespace hub::data {
 namespace {

@@ -33,11 +33,12 @@ Output subsample(const Scope& s, Output x, int64_t stride) {
   return slim::max_pool2d(s, x, {1, 1}, {stride, stride}, "SAME", "shortcut");
 }
 
-// v2's pre-activation: relu(batch_norm(x)) under scope s, lo's batch norm settings.
+// v2's pre-activation: relu(batch_norm(x)) with its variables directly under
+// scope s (slim.batch_norm(scope='preact' | 'postnorm')), lo's settings.
 Output bn_relu(const Scope& s, Output x, const slim::LayerOptions& lo) {
   ops::BatchNormOptions bo = lo.batch_norm;
   bo.is_training = lo.is_training;
-  return ops::relu(s, ops::batch_norm(s, x, bo));
+  return ops::relu(s, slim::batch_norm(s, x, bo));
 }
 
 Output bottleneck(const Scope& s, Output x, int64_t depth, int64_t bottleneck, int64_t stride, bool v2,

@@ -34,13 +34,46 @@ Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o, cons
   return ops::variable(s, name, {size}, init);
 }
 
+Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& o) {
+  const Shape& shape = s.graph().spec(x).shape;
+  if ((shape.rank() != 2 && shape.rank() != 4) || shape.dim(-1) == kUnknownDim)
+    throw_error(Code::kInvalidArgument, "batch_norm under '" + s.prefix() + "': input '" + s.graph().tensor_name(x) +
+                                            "' must be rank 2 or 4 with a known channel dimension, got " +
+                                            shape.to_string());
+  const Shape c{shape.dim(-1)};
+  auto var = [&](const std::string& name, const char* init, bool trainable) {
+    ops::VariableOptions v;
+    v.initializer = init;
+    v.trainable = trainable;
+    return ops::variable(s, name, c, v);
+  };
+  Output beta = o.center ? var("beta", "zeros", true) : ops::constant(s, Tensor::zeros(DType::kFloat32, c), "beta_default");
+  Output gamma;
+  if (o.scale) {
+    gamma = var("gamma", "ones", true);
+  } else {
+    Tensor ones(DType::kFloat32, c);
+    ones.fill(1.0);
+    gamma = ops::constant(s, ones, "gamma_default");
+  }
+  Output moving_mean = var("moving_mean", "zeros", false);
+  Output moving_variance = var("moving_variance", "ones", false);
+  std::vector<Output> bn =
+      ops::fused_batch_norm(s, x, gamma, beta, moving_mean, moving_variance, o.epsilon, o.is_training);
+  if (o.is_training) {
+    ops::assign_moving_average(s, moving_mean, bn[1], o.decay, "AssignMovingAvg");
+    ops::assign_moving_average(s, moving_variance, bn[3], o.decay, "AssignMovingAvg_1");
+  }
+  return bn[0];
+}
+
 namespace {
 // (batch norm | bias) then activation.
 Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o) {
   if (o.use_batch_norm) {
     ops::BatchNormOptions bn = o.batch_norm;
     bn.is_training = o.is_training;
-    y = ops::batch_norm(ls, y, bn);
+    y = slim::batch_norm(ls.sub("BatchNorm"), y, bn);
   } else {
     y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
   }

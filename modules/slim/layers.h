@@ -47,6 +47,20 @@ Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& 
 Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o,
                        const std::string& name = "biases");
 
+// slim.batch_norm with scope s: under s itself, beta [C] (zeros, trainable;
+// only if center), gamma [C] (ones, trainable; only if scale), moving_mean
+// [C] (zeros) and moving_variance [C] (ones), both non-trainable; then
+// FusedBatchNorm (formulas in hub/ops/batch_norm.h): when training, batch
+// statistics and AssignMovingAverage updates listed in kUpdateOps
+//   moving_mean     <- moving_mean * decay + batch_mean * (1 - decay)
+//   moving_variance <- moving_variance * decay + unbiased_variance * (1 - decay),
+// otherwise the moving statistics. Layers normalize under <layer>/BatchNorm
+// (slim's scope for a layer's normalizer); resnet_v2 names its own
+// ("preact", "postnorm"), as slim's checkpoints do. x must be rank 2 or 4
+// with a known last (channel) dimension (InvalidArgument otherwise); a scope
+// that already holds these variables is AlreadyExists.
+Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& options);
+
 // conv -> (batch norm | bias) -> activation, under scope `name`.
 Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
               const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},

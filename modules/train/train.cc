@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
 #include "hub/core/logging.h"
 #include "hub/graph/optimizer.h"
@@ -34,21 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-bool in_scopes(const std::string& name, const std::vector<std::string>& scopes) {
-  for (const std::string& sc : scopes)
-    if (name == sc || name.rfind(sc + "/", 0) == 0 || name.rfind(sc, 0) == 0) return true;
-  return false;
-}
 
 // A converted data set split: its shards, class names and size.
 struct Split {
@@ -180,32 +164,26 @@ OptimizerOptions optimizer_options(const TrainConfig& c) {
   return o;
 }
 
-// Fine-tuning: variables from another checkpoint, minus excluded scopes.
+// The graph's variables by name with their dtype and shape.
+std::map<std::string, TensorSpec> variable_specs(const Graph& g) {
+  std::map<std::string, TensorSpec> out;
+  for (int id : g.variables()) out[g.node(id).name] = g.node(id).outputs[0];
+  return out;
+}
+
+// Fine-tuning as train_image_classifier.py's _get_init_fn: every variable of
+// the model (BatchNorm moving statistics included) from --checkpoint_path,
+// minus --checkpoint_exclude_scopes, minus missing ones with
+// --ignore_missing_vars.
 void restore_for_fine_tuning(const TrainConfig& c, const Graph& g, VariableStore& vars) {
-  std::string path = resolve_checkpoint(c.checkpoint_path);
-  auto tensors = load_checkpoint(path);
-  std::vector<std::string> exclude = split_list(c.checkpoint_exclude_scopes);
-  int restored = 0;
-  for (int id : g.variables()) {
-    const std::string& name = g.node(id).name;
-    if (in_scopes(name, exclude)) continue;
-    auto it = tensors.find(name);
-    if (it == tensors.end()) {
-      if (c.ignore_missing_vars) {
-        HUB_LOG(Warning) << "variable " << name << " is missing from checkpoint " << path << "; keeping its initial value";
-        continue;
-      }
-      throw_error(Code::kNotFound, "variable '" + name + "' is missing from --checkpoint_path " + path +
-                                       " (use --checkpoint_exclude_scopes or --ignore_missing_vars)");
-    }
-    try {
-      vars.assign(name, it->second);
-    } catch (const Error& e) {
-      throw e.with_context("restoring from --checkpoint_path " + path);
-    }
-    ++restored;
-  }
-  HUB_LOG(Info) << "fine-tuning from " << path << ": restored " << restored << " variables";
+  CheckpointReader checkpoint(resolve_checkpoint(c.checkpoint_path));
+  RestoreOptions o;
+  o.exclude_scopes = split_scopes(c.checkpoint_exclude_scopes);
+  o.ignore_missing = c.ignore_missing_vars;
+  o.what = "--checkpoint_path";
+  auto values = read_variables(checkpoint, variable_specs(g), o);
+  for (const auto& [name, value] : values) vars.assign(name, value);
+  HUB_LOG(Info) << "fine-tuning from " << checkpoint.path() << ": restored " << values.size() << " variables";
 }
 
 std::map<std::string, Tensor> checkpoint_tensors(const VariableStore& vars, const Optimizer& opt,
@@ -222,22 +200,22 @@ const std::string kEmaSuffix = "/ExponentialMovingAverage";
 
 void restore_training_state(const std::string& path, VariableStore& vars, Optimizer& opt,
                             ExponentialMovingAverage* ema) {
-  auto tensors = load_checkpoint(path);
+  CheckpointReader checkpoint(path);
   std::map<std::string, Tensor> opt_state, ema_state;
-  for (auto& [k, v] : tensors) {
-    if (k.rfind("optimizer/", 0) == 0) opt_state[k.substr(10)] = v;
+  for (const std::string& k : checkpoint.names()) {
+    if (k.rfind("optimizer/", 0) == 0) opt_state[k.substr(10)] = checkpoint.read(k);
     else if (k.size() > kEmaSuffix.size() && k.compare(k.size() - kEmaSuffix.size(), kEmaSuffix.size(), kEmaSuffix) == 0)
-      ema_state[k] = v;
+      ema_state[k] = checkpoint.read(k);
     else if (vars.contains(k)) {
       try {
-        vars.assign(k, v);
+        vars.assign(k, checkpoint.read(k));
       } catch (const Error& e) {
         throw e.with_context("resuming from checkpoint " + path);
       }
     }
   }
   for (auto& [name, t] : vars.items())
-    if (!tensors.count(name)) throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
+    if (!checkpoint.contains(name)) throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
   opt.load_state(opt_state);
   if (ema && !ema_state.empty()) ema->load_state(ema_state);
 }
@@ -246,6 +224,7 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
 
 TrainResult train(const TrainConfig& c) {
   if (c.batch_size <= 0) throw_error(Code::kInvalidArgument, "--batch_size must be positive");
+  const CheckpointFormat format = parse_checkpoint_format(c.checkpoint_format);
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.train_image_size > 0 ? c.train_image_size : info.image_size;
   Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
@@ -253,7 +232,7 @@ TrainResult train(const TrainConfig& c) {
   build_model(m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed);
   Scope s(m.graph);
   std::vector<std::string> trainable;
-  std::vector<std::string> scopes = split_list(c.trainable_scopes);
+  std::vector<std::string> scopes = split_scopes(c.trainable_scopes);
   for (int id : m.graph.variables(true)) {
     const std::string& name = m.graph.node(id).name;
     if (scopes.empty() || in_scopes(name, scopes)) trainable.push_back(name);
@@ -285,7 +264,7 @@ TrainResult train(const TrainConfig& c) {
   SummaryWriter summaries(c.train_dir);
   TrainResult result;
   auto save = [&] {
-    save_checkpoint(c.train_dir, optimizer->global_step(), checkpoint_tensors(vars, *optimizer, ema.get()));
+    save_checkpoint(c.train_dir, optimizer->global_step(), checkpoint_tensors(vars, *optimizer, ema.get()), format);
     result.checkpoint = *latest_checkpoint(c.train_dir);
   };
   auto last_save = Clock::now(), last_summary = Clock::now(), window = Clock::now();
@@ -363,20 +342,12 @@ EvalResult evaluate(const EvalConfig& c) {
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
   Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
-  std::string path = resolve_checkpoint(c.checkpoint_path);
-  auto tensors = load_checkpoint(path);
+  const std::string path = resolve_checkpoint(c.checkpoint_path);
+  RestoreOptions ro;
+  ro.moving_averages = c.moving_average_decay > 0;
+  ro.what = "--checkpoint_path";
   VariableStore vars;
-  for (int id : m.graph.variables()) {
-    const std::string& name = m.graph.node(id).name;
-    auto it = c.moving_average_decay > 0 ? tensors.find(ExponentialMovingAverage::average_name(name)) : tensors.end();
-    if (it == tensors.end()) it = tensors.find(name);
-    if (it == tensors.end())
-      throw_error(Code::kNotFound, "variable '" + name + "' is missing from checkpoint " + path);
-    if (it->second.dtype() != DType::kFloat32 || it->second.shape() != m.graph.node(id).outputs[0].shape)
-      throw_error(Code::kInvalidArgument, "checkpoint " + path + " has " + it->second.spec_string() + " for '" +
-                                              name + "', the graph expects " + m.graph.node(id).outputs[0].to_string());
-    vars.set(name, it->second);
-  }
+  for (auto& [name, value] : read_variables(CheckpointReader(path), variable_specs(m.graph), ro)) vars.set(name, value);
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, false, c.batch_size,
                                             c.num_preprocessing_threads, 0, c.only_classes));
   Session session(m.graph, &vars);
@@ -482,14 +453,15 @@ void export_module(const ExportConfig& c) {
                                             {TagSet{"train"}, Attrs().set("is_training", true)}});
   Module module(spec);
   if (!c.checkpoint_path.empty()) {
-    std::string path = resolve_checkpoint(c.checkpoint_path);
-    auto tensors = load_checkpoint(path);
+    CheckpointReader checkpoint(resolve_checkpoint(c.checkpoint_path));
+    std::map<std::string, TensorSpec> wanted;
     for (const std::string& name : module.variable_map().names()) {
-      auto it = tensors.find(name);
-      if (it == tensors.end())
-        throw_error(Code::kNotFound, "variable '" + name + "' is missing from --checkpoint_path " + path);
-      module.variable_map().at(name).assign(it->second);
+      const Tensor& t = module.variable_map().at(name).value();
+      wanted[name] = {t.dtype(), t.shape()};
     }
+    RestoreOptions ro;
+    ro.what = "--checkpoint_path";
+    for (const auto& [name, value] : read_variables(checkpoint, wanted, ro)) module.variable_map().at(name).assign(value);
   }
   module.export_to(c.output_dir);
 }

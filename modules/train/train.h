@@ -41,7 +41,15 @@ struct TrainConfig {
   double num_epochs_per_decay = 2.0;
   double label_smoothing = 0.0;
   double moving_average_decay = 0;  // 0: none
-  // Fine-tuning.
+  // Checkpoints written to train_dir: "safetensors" or "tf" (modules/train/checkpoint.h).
+  std::string checkpoint_format = "safetensors";
+  // Fine-tuning, as train_image_classifier.py: variables from checkpoint_path
+  // (a TensorFlow checkpoint prefix, a safetensors file or a folder with a
+  // `checkpoint` file) except those whose names start with one of the
+  // comma-separated checkpoint_exclude_scopes; with ignore_missing_vars,
+  // variables the checkpoint lacks keep their initial values. Only variables
+  // under trainable_scopes (comma-separated prefixes; empty: all) train.
+  // Ignored when train_dir already holds a checkpoint (training resumes).
   std::string checkpoint_path, checkpoint_exclude_scopes, trainable_scopes;
   bool ignore_missing_vars = false;
   // Official MNIST model: epochs, evaluation between them, early stop.
@@ -66,7 +74,7 @@ struct TrainResult {
 TrainResult train(const TrainConfig& config);
 
 struct EvalConfig {
-  std::string checkpoint_path;  // file or train_dir (latest)
+  std::string checkpoint_path;  // TF checkpoint prefix, safetensors file, or train_dir (latest)
   std::string model_name = "inception_v3";
   std::string dataset_name = "imagenet";
   std::string dataset_split_name = "test";
@@ -92,7 +100,7 @@ EvalResult evaluate(const EvalConfig& config);
 
 struct ExportConfig {
   std::string model_name;
-  std::string checkpoint_path;  // empty: initial (random) weights
+  std::string checkpoint_path;  // as EvalConfig's; empty: initial (random) weights
   int64_t num_classes = 0;      // 0: from the dataset's labels.txt, else the net default
   std::string dataset_name;     // for labels (optional)
   std::string dataset_dir;

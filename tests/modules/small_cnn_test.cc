@@ -28,7 +28,7 @@ Tensor rows(const Tensor& t, int64_t begin, int64_t n) {
 
 // 60 Adam steps of 32 over 960 training images (1920 examples seen), then
 // the accuracy on 500 held-out images.
-double train_and_test(Backend backend) {
+double train_and_test(const std::string& backend) {
   const int64_t size = 16, batch = 32, num_train = 960, num_test = 500, steps = 60;
   datasets::SyntheticSet train = datasets::make_bars(num_train, size, 1);
   datasets::SyntheticSet test = datasets::make_bars(num_test, size, 2);
@@ -56,7 +56,7 @@ double train_and_test(Backend backend) {
   }());
   VariableStore vars;
   vars.initialize(g);
-  Session session(g, &vars, {backend});
+  Session session(g, &vars, {&find_backend(backend)});
   for (int64_t step = 0; step < steps; ++step) {
     int64_t begin = (step * batch) % num_train;  // num_train is a multiple of batch
     train_step(session, *adam, vars, grads, loss,
@@ -70,10 +70,10 @@ double train_and_test(Backend backend) {
 }  // namespace
 
 TEST_CASE("a small CNN learns the bars data set to > 98% test accuracy") {
-  for (Backend b : {Backend::kOneDNN, Backend::kReference}) {
-    INFO("backend " << backend_name(b));
+  for (const char* b : {"onednn", "reference"}) {
+    INFO("backend " << b);
     double acc = train_and_test(b);
-    MESSAGE("test accuracy on " << backend_name(b) << ": " << acc);
+    MESSAGE("test accuracy on " << b << ": " << acc);
     CHECK(acc > 0.98);
   }
 }

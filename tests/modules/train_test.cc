@@ -1,7 +1,10 @@
 // modules/train: train / evaluate / export_module on a tiny generated TFRecord
 // data set (class-dependent stripe patterns, PNG-encoded), checkpoints and
 // resuming, fine-tuning flags, divergence, TensorBoard events, and the
-// exported module against the net computed directly from the checkpoint.
+// exported module against the net computed directly from the checkpoint;
+// TensorFlow checkpoints: --checkpoint_format tf (read back by hub and by
+// LevelDB), and fine-tuning from a slim-style TensorFlow checkpoint with
+// exclusions, trainable scopes, missing variables and BatchNorm statistics.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,10 +16,13 @@
 #include <set>
 
 #include "hub/core/error.h"
+#include "hub/core/fileio.h"
 #include "hub/graph/session.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/table.h"
 #include "hub/module/module.h"
 #include "hub/module/safetensors.h"
 #include "hub/ops/state.h"
@@ -28,6 +34,7 @@
 #include "modules/train/checkpoint.h"
 #include "modules/train/event.pb.h"
 #include "modules/train/train.h"
+#include "hub/interop/leveldb_util.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -495,4 +502,210 @@ TEST_CASE("resuming restores the moving averages") {
   CHECK(bit_equal(step5.at(var), step3.at(var)));
   CHECK_FALSE(bit_equal(step5.at(avg), step5.at(var)));
   CHECK_FALSE(bit_equal(step5.at(avg), step3.at(avg)));
+}
+
+TEST_CASE("--checkpoint_format tf: TensorFlow checkpoints, read by hub and LevelDB; resume, evaluate, export") {
+  TinyRgb t("tfckpt");
+  TrainConfig c = t.train_config();
+  c.checkpoint_format = "tf";
+  c.max_number_of_steps = 6;
+  c.save_interval_secs = 0;
+  TrainResult r = hub::train::train(c);
+  CHECK(r.checkpoint == t / "train/model.ckpt-6");
+  std::vector<std::string> want;
+  for (int s : {2, 3, 4, 5, 6})
+    for (const char* ext : {".index", ".data-00000-of-00001"}) want.push_back("model.ckpt-" + std::to_string(s) + ext);
+  std::sort(want.begin(), want.end());
+  CHECK(checkpoint_files(t / "train") == want);
+  CHECK(read_text(t / "train/checkpoint") ==
+        "model_checkpoint_path: \"model.ckpt-6\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-2\"\nall_model_checkpoint_paths: \"model.ckpt-3\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-4\"\nall_model_checkpoint_paths: \"model.ckpt-5\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-6\"\n");
+  CHECK(latest_checkpoint(t / "train") == t / "train/model.ckpt-6");
+  CHECK(checkpoint_step(r.checkpoint) == 6);
+
+  // hub reads it: the variables, the optimizer state and TensorFlow's global_step.
+  auto step6 = load_checkpoint(r.checkpoint);
+  CHECK(step6.at("global_step").item<int64_t>() == 6);
+  CHECK(step6.at("conv1/weights").shape() == Shape{5, 5, 3, 64});
+  CHECK(step6.count("optimizer/global_step"));
+  // LevelDB reads its index: the header, then exactly hub's names, each entry
+  // describing the tensor hub reads.
+  const testing::Entries entries = testing::leveldb_entries(r.checkpoint + ".index");
+  REQUIRE(entries.size() == step6.size() + 1);
+  CHECK(entries[0].first.empty());
+  size_t i = 1;
+  for (const auto& [name, value] : step6) {
+    CAPTURE(name);
+    CHECK(entries[i].first == name);
+    CHECK(tf::Table::open(r.checkpoint + ".index").get(name) == entries[i].second);
+    ++i;
+  }
+
+  // Resume from the TensorFlow checkpoints with learning rate 0.
+  TrainConfig resume = c;
+  resume.max_number_of_steps = 8;
+  resume.learning_rate = 0;
+  resume.save_interval_secs = 1e9;
+  TrainResult r2 = hub::train::train(resume);
+  CHECK(r2.steps == 8);
+  auto step8 = load_checkpoint(r2.checkpoint);
+  for (const std::string name : {"conv1/weights", "local3/biases", "softmax_linear/weights"}) {
+    CAPTURE(name);
+    CHECK(bit_equal(step8.at(name), step6.at(name)));
+  }
+
+  // Evaluate and export from the folder, the prefix, and a moved folder whose
+  // `checkpoint` file holds absolute paths (as TensorFlow 1.x wrote them).
+  EvalConfig e;
+  e.checkpoint_path = t / "train";
+  e.model_name = "cifar10";
+  e.dataset_name = "tiny";
+  e.dataset_dir = t / "data";
+  e.eval_image_size = 24;
+  e.num_preprocessing_threads = 1;
+  EvalResult er = evaluate(e);
+  CHECK(er.examples == 50);
+  e.checkpoint_path = r2.checkpoint;
+  CHECK(evaluate(e).accuracy == er.accuracy);
+  fs::create_directories(t / "moved");
+  for (const char* ext : {".index", ".data-00000-of-00001"})
+    fs::copy_file(r2.checkpoint + ext, t / (std::string("moved/model.ckpt-8") + ext));
+  std::ofstream(t / "moved/checkpoint") << "model_checkpoint_path: \"/gone/train/model.ckpt-8\"\n"
+                                        << "all_model_checkpoint_paths: \"/gone/train/model.ckpt-8\"\n";
+  CHECK(resolve_checkpoint(t / "moved") == t / "moved/model.ckpt-8");
+  e.checkpoint_path = t / "moved";
+  CHECK(evaluate(e).accuracy == er.accuracy);
+  export_module(t.export_config(t / "moved", {}));
+  ModuleSpec spec = load_module_spec(t / "module");
+  Module module(spec);
+  CHECK(bit_equal(module.variable_map().at("conv1/weights").value(), step8.at("conv1/weights")));
+
+  // One file of a TensorFlow checkpoint instead of its prefix; a bad format name.
+  expect_error(Code::kInvalidArgument, [&] { resolve_checkpoint(r2.checkpoint + ".index"); },
+               {"pass its prefix " + r2.checkpoint});
+  TrainConfig bad = c;
+  bad.train_dir = t / "bad";
+  bad.checkpoint_format = "pb";
+  expect_error(Code::kInvalidArgument, [&] { hub::train::train(bad); }, {"--checkpoint_format 'pb'"});
+  CHECK_FALSE(fs::exists(t / "bad"));
+}
+
+namespace {
+
+// The variables of `model` at `size` with `classes` classes, as the training graph has them.
+std::map<std::string, TensorSpec> net_variables(const std::string& model, int64_t size, int64_t classes) {
+  Graph g;
+  Scope s(g);
+  Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, 3}, "images");
+  nets::NetOptions o;
+  o.num_classes = classes;
+  o.is_training = true;
+  nets::build_net(model, s, images, o);
+  std::map<std::string, TensorSpec> out;
+  for (int id : g.variables()) out[g.node(id).name] = g.node(id).outputs[0];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fine-tuning from a slim-style TensorFlow checkpoint: exclusions, trainable scopes, BatchNorm statistics") {
+  TinyRgb t("slimft");
+  const std::string model = "mobilenet_v1_025";
+  // The published checkpoint's layout: every model variable (1001 classes),
+  // global_step, and shadow and slot variables the restore must ignore.
+  // Distinct values per variable; moving statistics far from their initial
+  // zeros and ones.
+  std::map<std::string, Tensor> slim;
+  uint64_t seed = 1;
+  for (const auto& [name, spec] : net_variables(model, 32, 1001)) {
+    Tensor v = testing::random_tensor(spec.shape, seed++, -0.5f, 0.5f);
+    if (name.find("moving_mean") != std::string::npos) v.fill(5.0);
+    if (name.find("moving_variance") != std::string::npos) v.fill(7.0);
+    slim[name] = v;
+  }
+  REQUIRE(slim.count("MobilenetV1/Conv2d_0/BatchNorm/moving_mean"));
+  REQUIRE(slim.count("MobilenetV1/Logits/Conv2d_1c_1x1/weights"));
+  slim["global_step"] = Tensor::scalar<int64_t>(12345);
+  slim["MobilenetV1/Conv2d_0/weights/ExponentialMovingAverage"] = slim["MobilenetV1/Conv2d_0/weights"].clone();
+  slim["MobilenetV1/Conv2d_0/weights/RMSProp"] = Tensor::zeros(DType::kFloat32, {3, 3, 3, 8});
+  fs::create_directories(t / "slim");
+  tf::write_bundle(t / "slim/mobilenet_v1_0.25_128.ckpt", slim);
+
+  TrainConfig c = tiny_config(t / "data", t / "ft", model);
+  c.train_image_size = 32;
+  c.max_number_of_steps = 2;
+  c.checkpoint_path = t / "slim/mobilenet_v1_0.25_128.ckpt";
+  c.checkpoint_exclude_scopes = "MobilenetV1/Logits";
+  c.trainable_scopes = "MobilenetV1/Logits";
+  c.weight_decay = 0.00004;
+  TrainResult r = hub::train::train(c);
+  CHECK(r.steps == 2);
+  auto got = load_checkpoint(r.checkpoint);
+  int frozen = 0, statistics = 0;
+  for (const auto& [name, spec] : net_variables(model, 32, 10)) {
+    CAPTURE(name);
+    REQUIRE(got.count(name));
+    if (name.rfind("MobilenetV1/Logits", 0) == 0) {
+      CHECK(got.at(name).shape() == (name.find("weights") != std::string::npos ? Shape{1, 1, 256, 10} : Shape{10}));
+    } else if (name.find("/moving_") != std::string::npos) {
+      // Restored, then moved by two updates of decay 0.9997 toward the batch statistics.
+      const float from = name.find("moving_mean") != std::string::npos ? 5.0f : 7.0f;
+      for (float v : got.at(name).to_vector<float>()) CHECK(std::abs(v - from) < 0.02f);
+      CHECK_FALSE(bit_equal(got.at(name), slim.at(name)));
+      ++statistics;
+    } else {
+      CHECK(bit_equal(got.at(name), slim.at(name)));  // restored and frozen
+      ++frozen;
+    }
+  }
+  CHECK(statistics == 2 * 27);  // 27 conv layers, each with moving mean and variance
+  CHECK(frozen == 27 * 3);      // weights, beta, gamma
+
+  // A folder with a TensorFlow `checkpoint` file naming the prefix.
+  std::ofstream(t / "slim/checkpoint") << "model_checkpoint_path: \"mobilenet_v1_0.25_128.ckpt\"\n";
+  TrainConfig from_dir = c;
+  from_dir.train_dir = t / "ft_dir";
+  from_dir.checkpoint_path = t / "slim";
+  from_dir.max_number_of_steps = 1;
+  CHECK(bit_equal(load_checkpoint(hub::train::train(from_dir).checkpoint).at("MobilenetV1/Conv2d_5_pointwise/weights"),
+                  slim.at("MobilenetV1/Conv2d_5_pointwise/weights")));
+
+  // Without the exclusion the 1001-class logits do not fit, even with
+  // --ignore_missing_vars; nothing is written.
+  TrainConfig noex = from_dir;
+  noex.train_dir = t / "noex";
+  noex.checkpoint_exclude_scopes.clear();
+  noex.ignore_missing_vars = true;
+  expect_error(Code::kInvalidArgument, [&] { hub::train::train(noex); },
+               {"float32[1001] for 'MobilenetV1/Logits/Conv2d_1c_1x1/biases'", "expects float32[10]",
+                "--checkpoint_path"});
+  CHECK_FALSE(fs::exists(t / "noex/checkpoint"));
+
+  // A variable the checkpoint lacks: NotFound naming it, unless ignored.
+  slim.erase("MobilenetV1/Conv2d_3_pointwise/BatchNorm/gamma");
+  tf::write_bundle(t / "slim/partial.ckpt", slim);
+  TrainConfig miss = from_dir;
+  miss.train_dir = t / "miss";
+  miss.checkpoint_path = t / "slim/partial.ckpt";
+  miss.checkpoint_exclude_scopes = " MobilenetV1/Logits , MobilenetV1/Conv2d_13";  // slim strips each item
+  expect_error(Code::kNotFound, [&] { hub::train::train(miss); },
+               {"'MobilenetV1/Conv2d_3_pointwise/BatchNorm/gamma' is missing", "partial.ckpt"});
+  miss.ignore_missing_vars = true;
+  miss.learning_rate = 0;
+  auto kept = load_checkpoint(hub::train::train(miss).checkpoint);
+  for (float v : kept.at("MobilenetV1/Conv2d_3_pointwise/BatchNorm/gamma").to_vector<float>()) CHECK(v == 1.0f);
+  // Excluded by the prefix "MobilenetV1/Conv2d_13": the initial value, not the checkpoint's.
+  CHECK_FALSE(bit_equal(kept.at("MobilenetV1/Conv2d_13_pointwise/weights"), slim.at("MobilenetV1/Conv2d_13_pointwise/weights")));
+  CHECK(bit_equal(kept.at("MobilenetV1/Conv2d_12_pointwise/weights"), slim.at("MobilenetV1/Conv2d_12_pointwise/weights")));
+
+  // A TensorFlow V1 checkpoint (one table file) is refused naming it.
+  tf::TableBuilder v1;
+  v1.add("", "saved slices");
+  write_file_atomic(t / "slim/inception_v3.ckpt", v1.finish());
+  TrainConfig old = from_dir;
+  old.train_dir = t / "v1";
+  old.checkpoint_path = t / "slim/inception_v3.ckpt";
+  expect_error(Code::kUnimplemented, [&] { hub::train::train(old); }, {"inception_v3.ckpt is a TensorFlow V1 checkpoint"});
 }

@@ -15,6 +15,7 @@
 #include "hub/core/digest.h"
 #include "registry/server/export_static.h"
 #include "registry_testutil.h"
+#include "testutil.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
@@ -51,10 +52,7 @@ bool port_open(int port) {
 }  // namespace
 
 TEST_CASE("static export served by nginx") {
-  if (!fs::exists(kNginx)) {
-    MESSAGE("nginx not installed; skipping");
-    return;
-  }
+  HUB_SKIP_UNLESS(fs::exists(kNginx), std::string(kNginx) + " not installed (Debian package nginx-light)");
   TestRegistry reg;
   std::string v1 = module_archive("static-1");
   std::string v2 = module_archive("static-2");

@@ -55,15 +55,15 @@ void tanh_grad_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Relu, kReference, relu_kernel);
-HUB_REGISTER_KERNEL(Relu6, kReference, relu6_kernel);
-HUB_REGISTER_KERNEL(Elu, kReference, elu_kernel);
-HUB_REGISTER_KERNEL(Sigmoid, kReference, sigmoid_kernel);
-HUB_REGISTER_KERNEL(Tanh, kReference, tanh_kernel);
-HUB_REGISTER_KERNEL(ReluGrad, kReference, relu_grad_kernel);
-HUB_REGISTER_KERNEL(Relu6Grad, kReference, relu6_grad_kernel);
-HUB_REGISTER_KERNEL(EluGrad, kReference, elu_grad_kernel);
-HUB_REGISTER_KERNEL(SigmoidGrad, kReference, sigmoid_grad_kernel);
-HUB_REGISTER_KERNEL(TanhGrad, kReference, tanh_grad_kernel);
+HUB_REGISTER_KERNEL(Relu, reference, relu_kernel);
+HUB_REGISTER_KERNEL(Relu6, reference, relu6_kernel);
+HUB_REGISTER_KERNEL(Elu, reference, elu_kernel);
+HUB_REGISTER_KERNEL(Sigmoid, reference, sigmoid_kernel);
+HUB_REGISTER_KERNEL(Tanh, reference, tanh_kernel);
+HUB_REGISTER_KERNEL(ReluGrad, reference, relu_grad_kernel);
+HUB_REGISTER_KERNEL(Relu6Grad, reference, relu6_grad_kernel);
+HUB_REGISTER_KERNEL(EluGrad, reference, elu_grad_kernel);
+HUB_REGISTER_KERNEL(SigmoidGrad, reference, sigmoid_grad_kernel);
+HUB_REGISTER_KERNEL(TanhGrad, reference, tanh_grad_kernel);
 
 }  // namespace hub::cpu

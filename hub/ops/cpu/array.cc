@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "hub/core/parallel.h"
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
@@ -229,13 +229,13 @@ void transpose_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Reshape, kReference, alias_kernel);
-HUB_REGISTER_KERNEL(ReshapeLike, kReference, alias_kernel);
-HUB_REGISTER_KERNEL(Squeeze, kReference, alias_kernel);
-HUB_REGISTER_KERNEL(ExpandDims, kReference, alias_kernel);
-HUB_REGISTER_KERNEL(Transpose, kReference, transpose_kernel);
-HUB_REGISTER_KERNEL(Pad, kReference, pad_kernel);
-HUB_REGISTER_KERNEL(Slice, kReference, slice_kernel);
-HUB_REGISTER_KERNEL(Concat, kReference, concat_kernel);
+HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
+HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
+HUB_REGISTER_KERNEL(Squeeze, reference, alias_kernel);
+HUB_REGISTER_KERNEL(ExpandDims, reference, alias_kernel);
+HUB_REGISTER_KERNEL(Transpose, reference, transpose_kernel);
+HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
+HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
+HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 
 }  // namespace hub::cpu

@@ -126,7 +126,7 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(FusedBatchNorm, kReference, fused_batch_norm_kernel);
-HUB_REGISTER_KERNEL(FusedBatchNormGrad, kReference, fused_batch_norm_grad_kernel);
+HUB_REGISTER_KERNEL(FusedBatchNorm, reference, fused_batch_norm_kernel);
+HUB_REGISTER_KERNEL(FusedBatchNormGrad, reference, fused_batch_norm_grad_kernel);
 
 }  // namespace hub::cpu

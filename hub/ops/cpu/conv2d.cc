@@ -327,11 +327,11 @@ void depthwise_backprop_filter_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Conv2D, kReference, conv2d_kernel);
-HUB_REGISTER_KERNEL(Conv2DBackpropInput, kReference, conv2d_backprop_input_kernel);
-HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kReference, conv2d_backprop_filter_kernel);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kReference, depthwise_kernel);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kReference, depthwise_backprop_input_kernel);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, kReference, depthwise_backprop_filter_kernel);
+HUB_REGISTER_KERNEL(Conv2D, reference, conv2d_kernel);
+HUB_REGISTER_KERNEL(Conv2DBackpropInput, reference, conv2d_backprop_input_kernel);
+HUB_REGISTER_KERNEL(Conv2DBackpropFilter, reference, conv2d_backprop_filter_kernel);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNative, reference, depthwise_kernel);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, reference, depthwise_backprop_input_kernel);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, reference, depthwise_backprop_filter_kernel);
 
 }  // namespace hub::cpu

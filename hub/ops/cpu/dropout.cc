@@ -25,6 +25,6 @@ void dropout_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Dropout, kReference, dropout_kernel);
+HUB_REGISTER_KERNEL(Dropout, reference, dropout_kernel);
 
 }  // namespace hub::cpu

@@ -1,7 +1,7 @@
 #include <Eigen/Core>
 #include <cstring>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/registry.h"
 
@@ -152,19 +152,19 @@ void ones_like_kernel(KernelContext& c) { fill_kernel(c, 1.0); }
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Add, kReference, add_kernel);
-HUB_REGISTER_KERNEL(Sub, kReference, sub_kernel);
-HUB_REGISTER_KERNEL(Mul, kReference, mul_kernel);
-HUB_REGISTER_KERNEL(Div, kReference, div_kernel);
-HUB_REGISTER_KERNEL(Maximum, kReference, maximum_kernel);
-HUB_REGISTER_KERNEL(Minimum, kReference, minimum_kernel);
-HUB_REGISTER_KERNEL(MaximumGrad, kReference, select_grad_kernel<true>);
-HUB_REGISTER_KERNEL(MinimumGrad, kReference, select_grad_kernel<false>);
-HUB_REGISTER_KERNEL(AddN, kReference, add_n_kernel);
-HUB_REGISTER_KERNEL(ReduceToLike, kReference, reduce_to_like_kernel);
-HUB_REGISTER_KERNEL(Identity, kReference, identity_kernel);
-HUB_REGISTER_KERNEL(StopGradient, kReference, identity_kernel);
-HUB_REGISTER_KERNEL(ZerosLike, kReference, zeros_like_kernel);
-HUB_REGISTER_KERNEL(OnesLike, kReference, ones_like_kernel);
+HUB_REGISTER_KERNEL(Add, reference, add_kernel);
+HUB_REGISTER_KERNEL(Sub, reference, sub_kernel);
+HUB_REGISTER_KERNEL(Mul, reference, mul_kernel);
+HUB_REGISTER_KERNEL(Div, reference, div_kernel);
+HUB_REGISTER_KERNEL(Maximum, reference, maximum_kernel);
+HUB_REGISTER_KERNEL(Minimum, reference, minimum_kernel);
+HUB_REGISTER_KERNEL(MaximumGrad, reference, select_grad_kernel<true>);
+HUB_REGISTER_KERNEL(MinimumGrad, reference, select_grad_kernel<false>);
+HUB_REGISTER_KERNEL(AddN, reference, add_n_kernel);
+HUB_REGISTER_KERNEL(ReduceToLike, reference, reduce_to_like_kernel);
+HUB_REGISTER_KERNEL(Identity, reference, identity_kernel);
+HUB_REGISTER_KERNEL(StopGradient, reference, identity_kernel);
+HUB_REGISTER_KERNEL(ZerosLike, reference, zeros_like_kernel);
+HUB_REGISTER_KERNEL(OnesLike, reference, ones_like_kernel);
 
 }  // namespace hub::cpu

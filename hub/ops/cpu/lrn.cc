@@ -88,7 +88,7 @@ void lrn_grad_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(LRN, kReference, lrn_kernel);
-HUB_REGISTER_KERNEL(LRNGrad, kReference, lrn_grad_kernel);
+HUB_REGISTER_KERNEL(LRN, reference, lrn_kernel);
+HUB_REGISTER_KERNEL(LRNGrad, reference, lrn_grad_kernel);
 
 }  // namespace hub::cpu

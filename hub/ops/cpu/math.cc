@@ -104,22 +104,22 @@ void broadcast_like_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Neg, kReference, neg_kernel);
-HUB_REGISTER_KERNEL(Square, kReference, square_kernel);
-HUB_REGISTER_KERNEL(Abs, kReference, abs_kernel);
-HUB_REGISTER_KERNEL(Sign, kReference, sign_kernel);
-HUB_REGISTER_KERNEL(Sqrt, kReference, sqrt_kernel);
-HUB_REGISTER_KERNEL(Rsqrt, kReference, rsqrt_kernel);
-HUB_REGISTER_KERNEL(Exp, kReference, exp_kernel);
-HUB_REGISTER_KERNEL(Log, kReference, log_kernel);
-HUB_REGISTER_KERNEL(Reciprocal, kReference, reciprocal_kernel);
-HUB_REGISTER_KERNEL(Cast, kReference, cast_kernel);
-HUB_REGISTER_KERNEL(Equal, kReference, equal_kernel);
-HUB_REGISTER_KERNEL(NotEqual, kReference, not_equal_kernel);
-HUB_REGISTER_KERNEL(Greater, kReference, greater_kernel);
-HUB_REGISTER_KERNEL(GreaterEqual, kReference, greater_equal_kernel);
-HUB_REGISTER_KERNEL(Less, kReference, less_kernel);
-HUB_REGISTER_KERNEL(LessEqual, kReference, less_equal_kernel);
-HUB_REGISTER_KERNEL(BroadcastLike, kReference, broadcast_like_kernel);
+HUB_REGISTER_KERNEL(Neg, reference, neg_kernel);
+HUB_REGISTER_KERNEL(Square, reference, square_kernel);
+HUB_REGISTER_KERNEL(Abs, reference, abs_kernel);
+HUB_REGISTER_KERNEL(Sign, reference, sign_kernel);
+HUB_REGISTER_KERNEL(Sqrt, reference, sqrt_kernel);
+HUB_REGISTER_KERNEL(Rsqrt, reference, rsqrt_kernel);
+HUB_REGISTER_KERNEL(Exp, reference, exp_kernel);
+HUB_REGISTER_KERNEL(Log, reference, log_kernel);
+HUB_REGISTER_KERNEL(Reciprocal, reference, reciprocal_kernel);
+HUB_REGISTER_KERNEL(Cast, reference, cast_kernel);
+HUB_REGISTER_KERNEL(Equal, reference, equal_kernel);
+HUB_REGISTER_KERNEL(NotEqual, reference, not_equal_kernel);
+HUB_REGISTER_KERNEL(Greater, reference, greater_kernel);
+HUB_REGISTER_KERNEL(GreaterEqual, reference, greater_equal_kernel);
+HUB_REGISTER_KERNEL(Less, reference, less_kernel);
+HUB_REGISTER_KERNEL(LessEqual, reference, less_equal_kernel);
+HUB_REGISTER_KERNEL(BroadcastLike, reference, broadcast_like_kernel);
 
 }  // namespace hub::cpu

@@ -74,8 +74,8 @@ void bias_add_grad_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(MatMul, kReference, matmul_kernel);
-HUB_REGISTER_KERNEL(BiasAdd, kReference, bias_add_kernel);
-HUB_REGISTER_KERNEL(BiasAddGrad, kReference, bias_add_grad_kernel);
+HUB_REGISTER_KERNEL(MatMul, reference, matmul_kernel);
+HUB_REGISTER_KERNEL(BiasAdd, reference, bias_add_kernel);
+HUB_REGISTER_KERNEL(BiasAddGrad, reference, bias_add_grad_kernel);
 
 }  // namespace hub::cpu

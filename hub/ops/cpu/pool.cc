@@ -127,9 +127,9 @@ void avg_pool_grad_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(MaxPool, kReference, pool_kernel<true>);
-HUB_REGISTER_KERNEL(AvgPool, kReference, pool_kernel<false>);
-HUB_REGISTER_KERNEL(MaxPoolGrad, kReference, max_pool_grad_kernel);
-HUB_REGISTER_KERNEL(AvgPoolGrad, kReference, avg_pool_grad_kernel);
+HUB_REGISTER_KERNEL(MaxPool, reference, pool_kernel<true>);
+HUB_REGISTER_KERNEL(AvgPool, reference, pool_kernel<false>);
+HUB_REGISTER_KERNEL(MaxPoolGrad, reference, max_pool_grad_kernel);
+HUB_REGISTER_KERNEL(AvgPoolGrad, reference, avg_pool_grad_kernel);
 
 }  // namespace hub::cpu

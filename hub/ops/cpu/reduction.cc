@@ -220,12 +220,12 @@ void l2_loss_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Sum, kReference, reduce_kernel<Reduce::kSum, false>);
-HUB_REGISTER_KERNEL(Mean, kReference, reduce_kernel<Reduce::kSum, true>);
-HUB_REGISTER_KERNEL(Max, kReference, reduce_kernel<Reduce::kMax, false>);
-HUB_REGISTER_KERNEL(ArgMax, kReference, arg_max_kernel);
-HUB_REGISTER_KERNEL(TopK, kReference, top_k_kernel);
-HUB_REGISTER_KERNEL(TopKGrad, kReference, top_k_grad_kernel);
-HUB_REGISTER_KERNEL(L2Loss, kReference, l2_loss_kernel);
+HUB_REGISTER_KERNEL(Sum, reference, reduce_kernel<Reduce::kSum, false>);
+HUB_REGISTER_KERNEL(Mean, reference, reduce_kernel<Reduce::kSum, true>);
+HUB_REGISTER_KERNEL(Max, reference, reduce_kernel<Reduce::kMax, false>);
+HUB_REGISTER_KERNEL(ArgMax, reference, arg_max_kernel);
+HUB_REGISTER_KERNEL(TopK, reference, top_k_kernel);
+HUB_REGISTER_KERNEL(TopKGrad, reference, top_k_grad_kernel);
+HUB_REGISTER_KERNEL(L2Loss, reference, l2_loss_kernel);
 
 }  // namespace hub::cpu

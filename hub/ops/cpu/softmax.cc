@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "hub/core/parallel.h"
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
@@ -122,10 +122,10 @@ void one_hot_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Softmax, kReference, softmax_kernel<false>);
-HUB_REGISTER_KERNEL(LogSoftmax, kReference, softmax_kernel<true>);
-HUB_REGISTER_KERNEL(SoftmaxCrossEntropyWithLogits, kReference, xent_kernel);
-HUB_REGISTER_KERNEL(SparseSoftmaxCrossEntropyWithLogits, kReference, sparse_xent_kernel);
-HUB_REGISTER_KERNEL(OneHot, kReference, one_hot_kernel);
+HUB_REGISTER_KERNEL(Softmax, reference, softmax_kernel<false>);
+HUB_REGISTER_KERNEL(LogSoftmax, reference, softmax_kernel<true>);
+HUB_REGISTER_KERNEL(SoftmaxCrossEntropyWithLogits, reference, xent_kernel);
+HUB_REGISTER_KERNEL(SparseSoftmaxCrossEntropyWithLogits, reference, sparse_xent_kernel);
+HUB_REGISTER_KERNEL(OneHot, reference, one_hot_kernel);
 
 }  // namespace hub::cpu

@@ -1,11 +1,16 @@
 #include <Eigen/Core>
 
-#include "hub/graph/graph.h"
-#include "hub/graph/variables.h"
+#include "hub/ops/node.h"
+#include "hub/ops/variables.h"
 #include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
+
+// Sessions feed placeholders and never run them; a direct run is a bug.
+void placeholder_kernel(KernelContext& c) {
+  throw_error(Code::kFailedPrecondition, "placeholder '" + c.node().name + "' must be fed");
+}
 
 void const_kernel(KernelContext& c) { c.set_output(0, c.attrs().get_tensor("value")); }
 
@@ -30,8 +35,9 @@ void assign_moving_average_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Const, kReference, const_kernel);
-HUB_REGISTER_KERNEL(Variable, kReference, variable_kernel);
-HUB_REGISTER_KERNEL(AssignMovingAverage, kReference, assign_moving_average_kernel);
+HUB_REGISTER_KERNEL(Placeholder, reference, placeholder_kernel);
+HUB_REGISTER_KERNEL(Const, reference, const_kernel);
+HUB_REGISTER_KERNEL(Variable, reference, variable_kernel);
+HUB_REGISTER_KERNEL(AssignMovingAverage, reference, assign_moving_average_kernel);
 
 }  // namespace hub

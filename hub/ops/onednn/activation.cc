@@ -3,7 +3,7 @@
 // layout), so one primitive per (op, element count) is created and cached.
 #include <memory>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -75,15 +75,15 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Relu, kOneDNN, guarded<forward_kernel<kRelu>>, supports);
-HUB_REGISTER_KERNEL(Relu6, kOneDNN, guarded<forward_kernel<kRelu6>>, supports);
-HUB_REGISTER_KERNEL(Elu, kOneDNN, guarded<forward_kernel<kElu>>, supports);
-HUB_REGISTER_KERNEL(Sigmoid, kOneDNN, guarded<forward_kernel<kSigmoid>>, supports);
-HUB_REGISTER_KERNEL(Tanh, kOneDNN, guarded<forward_kernel<kTanh>>, supports);
-HUB_REGISTER_KERNEL(ReluGrad, kOneDNN, guarded<backward_kernel<kRelu, 1>>, supports);
-HUB_REGISTER_KERNEL(Relu6Grad, kOneDNN, guarded<backward_kernel<kRelu6, 1>>, supports);
-HUB_REGISTER_KERNEL(EluGrad, kOneDNN, guarded<backward_kernel<kElu, 1>>, supports);
-HUB_REGISTER_KERNEL(SigmoidGrad, kOneDNN, guarded<backward_kernel<kSigmoid, 0>>, supports);
-HUB_REGISTER_KERNEL(TanhGrad, kOneDNN, guarded<backward_kernel<kTanh, 0>>, supports);
+HUB_REGISTER_KERNEL(Relu, onednn, guarded<forward_kernel<kRelu>>, supports);
+HUB_REGISTER_KERNEL(Relu6, onednn, guarded<forward_kernel<kRelu6>>, supports);
+HUB_REGISTER_KERNEL(Elu, onednn, guarded<forward_kernel<kElu>>, supports);
+HUB_REGISTER_KERNEL(Sigmoid, onednn, guarded<forward_kernel<kSigmoid>>, supports);
+HUB_REGISTER_KERNEL(Tanh, onednn, guarded<forward_kernel<kTanh>>, supports);
+HUB_REGISTER_KERNEL(ReluGrad, onednn, guarded<backward_kernel<kRelu, 1>>, supports);
+HUB_REGISTER_KERNEL(Relu6Grad, onednn, guarded<backward_kernel<kRelu6, 1>>, supports);
+HUB_REGISTER_KERNEL(EluGrad, onednn, guarded<backward_kernel<kElu, 1>>, supports);
+HUB_REGISTER_KERNEL(SigmoidGrad, onednn, guarded<backward_kernel<kSigmoid, 0>>, supports);
+HUB_REGISTER_KERNEL(TanhGrad, onednn, guarded<backward_kernel<kTanh, 0>>, supports);
 
 }  // namespace hub::onednn

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -121,7 +121,7 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(FusedBatchNorm, kOneDNN, guarded<fused_batch_norm_kernel>, supports);
-HUB_REGISTER_KERNEL(FusedBatchNormGrad, kOneDNN, guarded<fused_batch_norm_grad_kernel>, supports);
+HUB_REGISTER_KERNEL(FusedBatchNorm, onednn, guarded<fused_batch_norm_kernel>, supports);
+HUB_REGISTER_KERNEL(FusedBatchNormGrad, onednn, guarded<fused_batch_norm_grad_kernel>, supports);
 
 }  // namespace hub::onednn

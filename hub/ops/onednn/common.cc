@@ -4,7 +4,6 @@
 #include <list>
 
 #include "hub/core/error.h"
-#include "hub/graph/graph.h"
 
 namespace hub::onednn {
 
@@ -55,11 +54,10 @@ std::unordered_map<std::string, std::shared_ptr<void>>& cache() {
   static auto* c = new std::unordered_map<std::string, std::shared_ptr<void>>;
   return *c;
 }
-std::atomic<uint64_t> g_weight_version{1};
 
 struct WeightEntry {
   std::weak_ptr<Storage> storage;
-  uint64_t version;
+  uint64_t generation;
   dnnl::memory mem;
   Tensor holder;  // owns the reordered buffer
 };
@@ -80,9 +78,6 @@ std::shared_ptr<void> cached(const std::string& key, const std::function<std::sh
   return cache().emplace(key, value).first->second;
 }
 
-uint64_t weight_version() { return g_weight_version.load(); }
-void bump_weight_version() { ++g_weight_version; }
-
 std::string key_of(const dims& d) {
   std::string s;
   for (auto v : d) s += std::to_string(v) + ",";
@@ -97,10 +92,10 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
                     std::to_string(static_cast<int>(layout)) + ":" +
                     std::to_string(std::hash<std::string>{}(std::string(
                         reinterpret_cast<const char*>(&want.data), sizeof(want.data))));
-  uint64_t version = weight_version();
+  const uint64_t generation = w.storage()->generation.load();
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = weights().find(key);
-  if (it != weights().end() && it->second.version == version &&
+  if (it != weights().end() && it->second.generation == generation &&
       it->second.storage.lock() == w.storage())
     return it->second.mem;
   Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
@@ -111,7 +106,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   // Entries of freed tensors (e.g. a filter computed by another op, whose
   // storage is gone) would otherwise pile up with their reordered copies.
   std::erase_if(weights(), [](const auto& kv) { return kv.second.storage.expired(); });
-  weights()[key] = WeightEntry{w.storage(), version, dst, holder};
+  weights()[key] = WeightEntry{w.storage(), generation, dst, holder};
   return dst;
 }
 

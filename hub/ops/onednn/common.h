@@ -5,9 +5,10 @@
 // - A primitive cache keyed by a string describing op + shapes + attributes,
 //   so a primitive is created once per shape and reused (thread-safe).
 // - A weight cache: the reordered (blocked-layout) copy of a weight tensor is
-//   kept while the source storage is unchanged, keyed by the storage pointer
-//   and a version the caller bumps when the weight changes (see
-//   weight_version()); inference never reorders the same weights twice.
+//   kept while the source storage is alive and unchanged: it is keyed on the
+//   storage and validated against its generation (Storage::generation,
+//   bumped by every mutable access), so inference never reorders the same
+//   weights twice and a write through any path invalidates the copy.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -69,13 +70,9 @@ template <class T> std::shared_ptr<T> cached_as(const std::string& key, const st
 }
 
 // The weight tensor `w` reordered to `want` (a desc from a primitive desc);
-// memoized on (w's storage, offset, desc) until the storage's contents change.
-// Contents are assumed unchanged while weight_version() is unchanged; anything
-// that writes variables in place (optimizers, Module::assign) calls
-// bump_weight_version().
+// memoized on (w's storage, offset, desc) while the storage's generation is
+// unchanged.
 dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
-uint64_t weight_version();
-void bump_weight_version();
 
 // Stable string for cache keys: "k1,k2,..."
 std::string key_of(const dims& d);

@@ -203,11 +203,11 @@ void depthwise_backprop_filter(KernelContext& c) { backward_weights_kernel(c, tr
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(Conv2D, kOneDNN, guarded<conv2d>, supports);
-HUB_REGISTER_KERNEL(Conv2DBackpropInput, kOneDNN, guarded<conv2d_backprop_input>, supports_backprop_input);
-HUB_REGISTER_KERNEL(Conv2DBackpropFilter, kOneDNN, guarded<conv2d_backprop_filter>, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNative, kOneDNN, guarded<depthwise>, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, kOneDNN, guarded<depthwise_backprop_input>, supports);
-HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, kOneDNN, guarded<depthwise_backprop_filter>, supports);
+HUB_REGISTER_KERNEL(Conv2D, onednn, guarded<conv2d>, supports);
+HUB_REGISTER_KERNEL(Conv2DBackpropInput, onednn, guarded<conv2d_backprop_input>, supports_backprop_input);
+HUB_REGISTER_KERNEL(Conv2DBackpropFilter, onednn, guarded<conv2d_backprop_filter>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNative, onednn, guarded<depthwise>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropInput, onednn, guarded<depthwise_backprop_input>, supports);
+HUB_REGISTER_KERNEL(DepthwiseConv2dNativeBackpropFilter, onednn, guarded<depthwise_backprop_filter>, supports);
 
 }  // namespace hub::onednn

@@ -5,7 +5,7 @@
 // ops do not carry between nodes: LRNGrad re-runs the forward for it.
 #include <string>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -128,7 +128,7 @@ bool supports_grad(const Node& node, const std::vector<TensorSpec>& inputs) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(LRN, kOneDNN, guarded<lrn_kernel>, supports);
-HUB_REGISTER_KERNEL(LRNGrad, kOneDNN, guarded<lrn_grad_kernel>, supports_grad);
+HUB_REGISTER_KERNEL(LRN, onednn, guarded<lrn_kernel>, supports);
+HUB_REGISTER_KERNEL(LRNGrad, onednn, guarded<lrn_grad_kernel>, supports_grad);
 
 }  // namespace hub::onednn

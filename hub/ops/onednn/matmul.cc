@@ -2,7 +2,7 @@
 // transpose_a, transpose_b), cached. Transposed operands are described by
 // their memory format (tag ba = the logical matrix stored column-major), so no
 // operand is copied.
-#include "hub/graph/graph.h"
+#include "hub/ops/node.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -42,6 +42,6 @@ void matmul_kernel(KernelContext& c) {
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(MatMul, kOneDNN, guarded<matmul_kernel>, matmul_supports);
+HUB_REGISTER_KERNEL(MatMul, onednn, guarded<matmul_kernel>, matmul_supports);
 
 }  // namespace hub::onednn

@@ -107,9 +107,9 @@ bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float
 
 }  // namespace
 
-HUB_REGISTER_KERNEL(MaxPool, kOneDNN, guarded<pool_kernel<true>>, supports);
-HUB_REGISTER_KERNEL(AvgPool, kOneDNN, guarded<pool_kernel<false>>, supports);
-HUB_REGISTER_KERNEL(MaxPoolGrad, kOneDNN, guarded<pool_grad_kernel<true>>, supports);
-HUB_REGISTER_KERNEL(AvgPoolGrad, kOneDNN, guarded<pool_grad_kernel<false>>, supports);
+HUB_REGISTER_KERNEL(MaxPool, onednn, guarded<pool_kernel<true>>, supports);
+HUB_REGISTER_KERNEL(AvgPool, onednn, guarded<pool_kernel<false>>, supports);
+HUB_REGISTER_KERNEL(MaxPoolGrad, onednn, guarded<pool_grad_kernel<true>>, supports);
+HUB_REGISTER_KERNEL(AvgPoolGrad, onednn, guarded<pool_grad_kernel<false>>, supports);
 
 }  // namespace hub::onednn

@@ -5,7 +5,6 @@
 
 #include "hub/graph/session.h"
 #include "hub/ops/conv2d.h"
-#include "hub/ops/onednn/common.h"
 #include "hub/ops/padding.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -79,8 +78,8 @@ TEST_CASE("window_dim: TF SAME and VALID geometry") {
 }
 
 TEST_CASE("Conv2D: hand-computed vectors") {
-  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
-    INFO(backend_name(b));
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
     // 3x3 input 1..9, 2x2 filter [[1,2],[3,4]], SAME: pad 0 before, 1 after.
     // y[i,j] = x[i,j] + 2x[i,j+1] + 3x[i+1,j] + 4x[i+1,j+1]
     Tensor x = iota({1, 3, 3, 1}, 1);
@@ -118,8 +117,8 @@ TEST_CASE("Conv2D: hand-computed vectors") {
 }
 
 TEST_CASE("Conv2D backprops: hand-computed vectors") {
-  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
-    INFO(backend_name(b));
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
     // 3x3 input, 2x2 filter [[1,2],[3,4]], VALID, dy = [[1,0],[0,1]]:
     // dx = w placed at (0,0) plus w placed at (1,1).
     Tensor x = iota({1, 3, 3, 1}, 1);
@@ -134,8 +133,8 @@ TEST_CASE("Conv2D backprops: hand-computed vectors") {
 }
 
 TEST_CASE("DepthwiseConv2dNative: hand-computed vectors") {
-  for (Backend b : {Backend::kReference, Backend::kOneDNN}) {
-    INFO(backend_name(b));
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
     // 2x2 input, channels c0 = 1,2,3,4 and c1 = 10,20,30,40; M = 2, VALID.
     Tensor x = make({1, 2, 2, 2}, {1, 10, 2, 20, 3, 30, 4, 40});
     // HWCM, per tap [c0m0, c0m1, c1m0, c1m1]
@@ -242,10 +241,14 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
     Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
     Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
     Tensor dy = random_tensor(y.shape(), ++seed);
-    compare_backends(fwd, {x, w}, k.attrs, Backend::kOneDNN, 2e-4, 2e-4);
-    compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs,
-                     Backend::kOneDNN, 2e-4, 2e-4);
-    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, Backend::kOneDNN, 2e-4, 2e-4);
+    compare_backends(fwd, {x, w}, k.attrs, "onednn", 2e-4, 2e-4);
+    // Conv2D's backward data with fewer than 8 input channels is left to the
+    // reference kernel by design (hub/ops/onednn/conv2d.cc).
+    if (k.depthwise || k.x[3] >= 8)
+      compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs, "onednn", 2e-4, 2e-4);
+    else
+      CHECK(backend_used(fwd + "BackpropInput", {x, w, dy}, k.attrs) == "reference");
+    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, "onednn", 2e-4, 2e-4);
   }
 }
 
@@ -257,19 +260,19 @@ TEST_CASE("Conv2D: the onednn backend really runs oneDNN, and falls back for emp
   Output y = ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv");
   Output dww = ops::placeholder(s, DType::kFloat32, {3, 3, 3, 1}, "dww");
   Output dw = ops::depthwise_conv2d(s, x, dww, {}, "dw");
-  Session session(g, nullptr, {Backend::kOneDNN});
+  Session session(g, nullptr, {&find_backend("onednn")});
   Tensor wt = random_tensor({3, 3, 3, 4}, 1), dwt = random_tensor({3, 3, 3, 1}, 2);
   session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dww, dwt}}, {y, dw});
-  CHECK(session.last_kernels().at("conv") == Backend::kOneDNN);
-  CHECK(session.last_kernels().at("dw") == Backend::kOneDNN);
+  CHECK(session.last_kernels().at("conv") == "onednn");
+  CHECK(session.last_kernels().at("dw") == "onednn");
   // Backward data with few input channels is routed to reference (see onednn/conv2d.cc).
   Output dy = ops::placeholder(s, DType::kFloat32, {2, 6, 6, 4}, "dy");
   Output dx = ops::conv2d_backprop_input(s, x, w, dy, {{1, 1}, "SAME"}, "dx");
   session.run({{x, random_tensor({2, 6, 6, 3}, 3)}, {w, wt}, {dy, random_tensor({2, 6, 6, 4}, 4)}}, {dx});
-  CHECK(session.last_kernels().at("dx") == Backend::kReference);
+  CHECK(session.last_kernels().at("dx") == "reference");
   auto out = session.run({{x, Tensor(DType::kFloat32, {0, 6, 6, 3})}, {w, wt}, {dww, dwt}}, {y, dw});
   CHECK(out[0].shape() == Shape{0, 6, 6, 4});
-  CHECK(session.last_kernels().at("conv") == Backend::kReference);
+  CHECK(session.last_kernels().at("conv") == "reference");
 }
 
 TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
@@ -309,15 +312,14 @@ TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
 
 TEST_CASE("Conv2D on oneDNN: cached reordered filters never go stale") {
   // A new filter tensor of the same shape (possibly at the freed buffer's
-  // address) and a filter changed in place plus bump_weight_version() must
-  // both be seen by the next run.
+  // address) and a filter changed in place must both be seen by the next run.
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {1, 6, 6, 8}, "x");
   Output w = ops::placeholder(s, DType::kFloat32, {3, 3, 8, 16}, "w");
   Output y = ops::conv2d(s, x, w, {{1, 1}, "SAME"}, "conv");
-  Session fast(g, nullptr, {Backend::kOneDNN});
-  Session ref(g, nullptr, {Backend::kReference});
+  Session fast(g, nullptr, {&find_backend("onednn")});
+  Session ref(g, nullptr, {&find_backend("reference")});
   Tensor xt = random_tensor({1, 6, 6, 8}, 1);
   for (uint64_t seed = 10; seed < 13; ++seed) {
     Tensor wt = random_tensor({3, 3, 8, 16}, seed);
@@ -326,6 +328,5 @@ TEST_CASE("Conv2D on oneDNN: cached reordered filters never go stale") {
   Tensor wt = random_tensor({3, 3, 8, 16}, 20);
   fast.run({{x, xt}, {w, wt}}, {y});
   wt.data<float>()[5] += 1.0f;
-  onednn::bump_weight_version();
   expect_close(fast.run({{x, xt}, {w, wt}}, {y})[0], ref.run({{x, xt}, {w, wt}}, {y})[0], 1e-4, 1e-4);
 }

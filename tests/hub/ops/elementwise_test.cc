@@ -71,3 +71,9 @@ TEST_CASE("AddN and ReduceToLike") {
   expect_close(run_op("ReduceToLike", {g, Tensor::scalar<float>(0)})[0], Tensor::scalar<float>(21));
   check_gradients("AddN", {random_tensor({3, 2}, 5), random_tensor({3, 2}, 6)});
 }
+
+TEST_CASE("Identity: y = x, gradient passes through") {
+  Tensor x = make({2, 2}, {1, -2, 3.5f, 0});
+  expect_close(run_op("Identity", {x})[0], x);
+  check_gradients("Identity", {random_tensor({2, 3}, 5)});
+}

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hub/graph/graph.h"
+#include "hub/ops/scope.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub {
@@ -33,13 +33,14 @@ class VariableStore {
 
   // Creates every variable of the graph that the store lacks (or all, with
   // overwrite) from its initializer, seeded by the graph seed and the name.
-  void initialize(const Graph& graph, bool overwrite = false);
+  void initialize(const GraphBuilder& graph, bool overwrite = false);
 
  private:
   std::map<std::string, Tensor> vars_;
 };
 
-// The initial value of a Variable node (initializer attribute).
+// The initial value of a Variable node (initializer attribute), drawn from
+// mix(graph seed, the node's seed attribute or the hash of its name).
 // Initializers: zeros, ones, constant [value], random_uniform [min,max],
 // random_normal [mean,stddev], truncated_normal [mean,stddev], glorot_uniform,
 // glorot_normal, variance_scaling [scale] with init_mode fan_in|fan_out|fan_avg

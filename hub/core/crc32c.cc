@@ -1,4 +1,4 @@
-#include "modules/datasets/crc32c.h"
+#include "hub/core/crc32c.h"
 
 #include <array>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "hub/graph/variables.h"
+#include "hub/ops/variables.h"
 
 #include <cmath>
 #include <cstring>
@@ -33,7 +33,7 @@ std::vector<std::string> VariableStore::names() const {
   return out;
 }
 
-void VariableStore::initialize(const Graph& graph, bool overwrite) {
+void VariableStore::initialize(const GraphBuilder& graph, bool overwrite) {
   for (int id : graph.variables()) {
     const Node& n = graph.node(id);
     if (!overwrite && contains(n.name)) continue;

@@ -1,5 +1,6 @@
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as used by
-// TFRecord and LevelDB. crc32c::value("123456789") == 0xE3069283.
+// TFRecord, LevelDB tables and TensorFlow checkpoint bundles.
+// crc32c::value("123456789") == 0xE3069283. Thread-safe (pure functions).
 #pragma once
 
 #include <cstddef>
