@@ -13,12 +13,15 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
 
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
+#include "hub/core/text.h"
+#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -26,6 +29,9 @@ namespace hub::resolver {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+// Deeper paths are refused: no module needs them, and they strain PATH_MAX.
+constexpr size_t kMaxPathComponents = 64;
 
 std::string human_bytes(uint64_t n) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -308,7 +314,8 @@ class EntryChecker {
 
   CheckedEntry check(struct archive_entry* e) {
     const char* raw_c = archive_entry_pathname(e);
-    std::string raw = raw_c ? raw_c : "";
+    const std::string raw = raw_c ? raw_c : "";
+    const std::string shown = printable(raw, 300);  // names go into messages escaped
     if (++entries_ > limits_.max_entries) {
       fail(Code::kResourceExhausted,
            "more than " + std::to_string(limits_.max_entries) + " entries (archive bomb?)");
@@ -326,47 +333,65 @@ class EntryChecker {
       std::string prefix = join(parts, i);
       if (symlinks_.count(prefix)) {
         fail(Code::kPermissionDenied,
-             "unsafe entry '" + raw + "': path passes through symlink '" + prefix + "'");
+             "unsafe entry '" + shown + "': path passes through symlink '" + prefix + "'");
       }
       if (files_.count(prefix)) {
-        fail(Code::kCorruption, "entry '" + raw + "' is below regular file '" + prefix + "'");
+        fail(Code::kCorruption, "entry '" + shown + "' is below regular file '" + prefix + "'");
       }
     }
     if (hl != nullptr) {
       out.kind = Kind::kHardlink;
-      std::string target = normalize(hl, "hard link target of '" + raw + "'");
+      std::string target = normalize(hl, "hard link target of '" + shown + "'");
       if (!files_.count(target)) {
-        fail(Code::kPermissionDenied, "unsafe entry '" + raw + "': hard link to '" +
-                                          std::string(hl) +
+        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': hard link to '" + printable(hl, 300) +
                                           "', which is not a regular file earlier in the archive");
+      }
+      // A hard link entry with a body (pax allows one) would, extracted by
+      // other tools, overwrite the file it links to: two readers, two trees.
+      if (archive_entry_size(e) > 0) {
+        fail(Code::kPermissionDenied, "hard link '" + shown + "' carries " + std::to_string(archive_entry_size(e)) +
+                                          " bytes of data; a hard link entry must not (other tools would write "
+                                          "them into '" + printable(hl, 300) + "')");
       }
       out.target = target;
     } else if (type == AE_IFREG) {
       out.kind = Kind::kFile;
       int64_t size = archive_entry_size(e);
-      if (size < 0) fail(Code::kCorruption, "entry '" + raw + "' has a negative size");
+      if (size < 0) fail(Code::kCorruption, "entry '" + shown + "' has a negative size");
       out.size = static_cast<uint64_t>(size);
       out.executable = (archive_entry_perm(e) & 0111) != 0;
-      add_bytes(out.size, raw);
+      add_bytes(out.size, shown);
     } else if (type == AE_IFDIR) {
       out.kind = Kind::kDir;
     } else if (type == AE_IFLNK) {
       out.kind = Kind::kSymlink;
       const char* t = archive_entry_symlink(e);
       std::string target = t ? t : "";
-      if (target.empty()) fail(Code::kCorruption, "symlink '" + raw + "' has an empty target");
-      check_symlink_target(raw, parts, target);
+      if (target.empty()) fail(Code::kCorruption, "symlink '" + shown + "' has an empty target");
+      check_name(target, shown, "symlink target");
+      check_symlink_target(shown, parts, target);
       out.target = target;
     } else {
       fail(Code::kPermissionDenied,
-           std::string("unsafe entry '") + raw + "': " + type_name(type) + " not allowed");
+           std::string("unsafe entry '") + shown + "': " + type_name(type) + " not allowed");
     }
     if (out.kind != Kind::kDir) {
       if (!names_.insert(out.path).second || dirs_.count(out.path)) {
-        fail(Code::kCorruption, "duplicate entry '" + raw + "'");
+        fail(Code::kCorruption, "duplicate entry '" + shown + "'");
       }
     } else if (names_.count(out.path)) {
-      fail(Code::kCorruption, "duplicate entry '" + raw + "'");
+      fail(Code::kCorruption, "duplicate entry '" + shown + "'");
+    }
+    // Case-insensitive file systems would merge these (one silently replacing
+    // the other): the entry and each folder it implies.
+    for (size_t i = 1; i <= parts.size(); ++i) {
+      const std::string name = join(parts, i);
+      auto [it, fresh] = folded_.emplace(to_lower(name), name);
+      if (!fresh && it->second != name) {
+        fail(Code::kCorruption, "entry '" + printable(name, 300) + "' and entry '" + printable(it->second, 300) +
+                                    "' differ only in case (one would replace the other on a case-insensitive "
+                                    "file system)");
+      }
     }
     if (out.kind == Kind::kFile || out.kind == Kind::kHardlink) files_.insert(out.path);
     if (out.kind == Kind::kSymlink) symlinks_.insert(out.path);
@@ -398,24 +423,44 @@ class EntryChecker {
 
  private:
   std::string normalize(const std::string& raw, const std::string& what) const {
+    const std::string shown = printable(raw, 300);
+    check_name(raw, shown, what);
     if (!raw.empty() && raw[0] == '/') {
-      fail(Code::kPermissionDenied, "unsafe entry '" + raw + "': absolute path (" + what + ")");
+      fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': absolute path (" + what + ")");
     }
     std::vector<std::string> parts = split_path(raw);
     for (const std::string& p : parts) {
       if (p == "..") {
-        fail(Code::kPermissionDenied,
-             "unsafe entry '" + raw + "': '..' path component (" + what + ")");
+        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': '..' path component (" + what + ")");
       }
+    }
+    if (parts.size() > kMaxPathComponents) {
+      fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': " + std::to_string(parts.size()) +
+                                        " path components (the limit is " + std::to_string(kMaxPathComponents) +
+                                        ")");
     }
     return join(parts, parts.size());
   }
 
-  void check_symlink_target(const std::string& raw, const std::vector<std::string>& link_parts,
+  // Names every file system and terminal takes the same way: no control
+  // characters (they forge output), no backslashes (a separator elsewhere),
+  // valid UTF-8 (else tools disagree on what the name is).
+  void check_name(const std::string& raw, const std::string& shown, const std::string& what) const {
+    for (unsigned char c : raw) {
+      if (c < 0x20 || c == 0x7f)
+        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': control character in the " + what + " name");
+      if (c == '\\')
+        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': backslash in the " + what + " name");
+    }
+    if (invalid_utf8_at(raw) != std::string::npos)
+      fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': the " + what + " name is not valid UTF-8");
+  }
+
+  void check_symlink_target(const std::string& shown, const std::vector<std::string>& link_parts,
                             const std::string& target) const {
     if (target[0] == '/') {
       fail(Code::kPermissionDenied,
-           "unsafe entry '" + raw + "': symlink to absolute path '" + target + "'");
+           "unsafe entry '" + shown + "': symlink to absolute path '" + printable(target, 300) + "'");
     }
     // Resolve lexically from the link's directory; must never climb above the root.
     std::vector<std::string> at(link_parts.begin(), link_parts.end() - 1);
@@ -423,7 +468,7 @@ class EntryChecker {
       if (c == "..") {
         if (at.empty()) {
           fail(Code::kPermissionDenied,
-               "unsafe entry '" + raw + "': symlink to '" + target + "' points outside the module");
+               "unsafe entry '" + shown + "': symlink to '" + printable(target, 300) + "' points outside the module");
         }
         at.pop_back();
       } else {
@@ -437,6 +482,7 @@ class EntryChecker {
   uint64_t entries_ = 0;
   uint64_t total_ = 0;
   std::set<std::string> symlinks_, files_, dirs_, names_;
+  std::map<std::string, std::string> folded_;  // lower-cased path -> as first seen
 };
 
 // Removes `dest` on scope exit unless released.
@@ -601,7 +647,7 @@ struct archive_entry* next_entry(struct archive* a, TarStream& stream, const Ent
     stream.finish();  // the rest of the stream: padding, trailer, nothing after it
     return nullptr;
   }
-  if (r < ARCHIVE_WARN) {
+  if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {  // ARCHIVE_RETRY too: a header that is not one
     stream.fail_if_broken();
     throw_error(Code::kCorruption, name + ": malformed archive after " + std::to_string(checker.entries()) +
                                        " entries: " + archive_error(a));
@@ -696,7 +742,13 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
         check_module_pb_present(dest);
       }
     } catch (const Error& e) {
-      throw e.with_context(name);
+      // Name files as archive entries, not by the folder they were unpacked to.
+      std::string message = e.message();
+      for (const std::string& prefix : {dest.string() + "/", dest.string()}) {
+        for (size_t p; (p = message.find(prefix)) != std::string::npos;)
+          message.replace(p, prefix.size(), prefix.back() == '/' ? "" : "the archive's root");
+      }
+      throw Error(e.code(), name + ": " + message);
     }
   }
   guard.release();

@@ -1,14 +1,20 @@
 // Secure unpacking of module archives (plain tar or gzip-compressed tar).
 //
 // Archives come from the network, so every entry is treated as hostile:
-//   - the path must be relative, non-empty, with no `..` component and must not
-//     pass through a symlink created earlier by the same archive;
+//   - the path must be relative, non-empty, with no `..` component, at most 64
+//     components deep, and must not pass through a symlink created earlier by
+//     the same archive;
+//   - names (and link targets) must be valid UTF-8 without control characters
+//     or backslashes, and no two entries may differ only in case (they would
+//     merge on a case-insensitive file system);
 //   - only regular files, directories, symlinks and hard links are accepted;
 //     device nodes, FIFOs and sockets are refused;
 //   - a symlink target must be relative and stay inside the destination
 //     (checked on the entry's text, and again on the extracted tree with the
 //     kernel's own resolution, so chains of links cannot escape either);
-//   - a hard link must name a regular file extracted earlier by this archive;
+//   - a hard link must name a regular file extracted earlier by this archive
+//     and carry no data of its own (pax allows a body; other tools would
+//     write it into the linked file);
 //   - the total unpacked size and the number of entries are capped; an entry's
 //     declared size is checked against the cap *before* any byte of it is
 //     written, so a 10 GB sparse or declared-size bomb is refused without
@@ -74,7 +80,9 @@ struct UnpackResult {
 
 // Extracts `archive` (a tar or tar.gz file) into `dest`, which must not exist
 // (its parent must). On success `dest` holds the module and the validator has
-// accepted it. Errors (hub::Error), each naming the archive and the entry:
+// accepted it. Errors (hub::Error), each naming the archive and the entry
+// (escaped for printing; never the temporary unpack folder, which is
+// removed from the validator's messages too):
 //   kCorruption        malformed/truncated archive, damaged gzip stream (data,
 //                      CRC-32, ISIZE, trailing bytes), no module.pb, duplicate entry
 //   kPermissionDenied  unsafe entry: absolute path, `..`, escaping link,
