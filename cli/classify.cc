@@ -43,7 +43,7 @@ RunFn setup_classify(CLI::App& app) {
   app.add_flag("--json", f->json, "Print JSON");
   return [f] {
     if (f->top_k < 1) throw_error(Code::kInvalidArgument, "--top_k must be >= 1");
-    ModuleSpec spec = make_resolver(f->module).load(f->module.module);
+    ModuleSpec spec = load_module(f->module);
     std::string sig = f->signature;
     if (sig.empty()) {
       auto names = spec.signature_names();

@@ -57,6 +57,13 @@ std::string registry_url(const std::string& flag);
 // saying so, when there is none), --offline (or $HUB_OFFLINE).
 resolver::Resolver make_resolver(const ModuleArgs& args, bool quiet = false);
 
+// make_resolver(args).load(), saying on stderr
+// which version a registry name resolved to ("acme/net@latest:
+// acme/net@1.2.0 from URL") unless quiet.
+ModuleSpec load_module(const ModuleArgs& args, bool quiet = false);
+// The note above, for a Resolution (nothing when it resolved to itself).
+void note_resolution(const resolver::Resolution& r);
+
 // Prints `doc` as indented JSON on stdout (the --json output of every command).
 void print_json(const nlohmann::json& doc);
 

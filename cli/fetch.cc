@@ -7,7 +7,6 @@
 #include <string>
 
 #include "cli/command.h"
-#include "hub/core/text.h"
 
 namespace hub::cli {
 namespace {
@@ -38,9 +37,7 @@ RunFn setup_fetch(CLI::App& app) {
                   {"offline", r.offline}});
       return 0;
     }
-    if (!args->quiet && r.resolved != r.handle)
-      std::fprintf(stderr, "%s: %s from %s%s\n", printable(r.handle).c_str(), printable(r.resolved).c_str(),
-                   printable(r.registry).c_str(), r.offline ? " (offline: as last resolved)" : "");
+    if (!args->quiet) note_resolution(r);
     std::printf("%s\n", r.dir.c_str());
     return 0;
   };

@@ -121,7 +121,7 @@ RunFn setup_info(CLI::App& app) {
   app.add_flag("--json", o->json, "Print JSON (as --format json)");
   app.add_flag("--graph", o->graph, "Print each tag set's graph in protobuf text format");
   return [o] {
-    ModuleSpec spec = make_resolver(o->module).load(o->module.module);
+    ModuleSpec spec = load_module(o->module);
     if (o->graph) {
       for (const TagSet& tags : spec.tag_sets())
         std::printf("# tag set %s\n%s", tag_set_string(tags).c_str(), graph_to_text(spec.graph(tags)).c_str());

@@ -76,6 +76,19 @@ resolver::Resolver make_resolver(const ModuleArgs& args, bool quiet) {
   return resolver::Resolver(std::move(o));
 }
 
+void note_resolution(const resolver::Resolution& r) {
+  if (r.resolved == r.handle) return;
+  std::fprintf(stderr, "%s: %s from %s%s\n", printable(r.handle).c_str(), printable(r.resolved).c_str(),
+               printable(r.registry).c_str(), r.offline ? " (offline: as last resolved)" : "");
+}
+
+ModuleSpec load_module(const ModuleArgs& args, bool quiet) {
+  resolver::Resolution r;
+  ModuleSpec spec = make_resolver(args, quiet).load(args.module, &r);
+  if (!quiet) note_resolution(r);
+  return spec;
+}
+
 void print_json(const nlohmann::json& doc) { std::printf("%s\n", doc.dump(2).c_str()); }
 
 namespace {

@@ -58,7 +58,7 @@ RunFn setup_run(CLI::App& app) {
   app.add_option("--output_dir", o->output_dir, "Write each output as NAME.npy here (default: print)");
   app.add_option("--tags", o->tags, "Tag set, comma-separated (default: the inference tag set {})");
   return [o] {
-    ModuleSpec spec = make_resolver(o->module).load(o->module.module);
+    ModuleSpec spec = load_module(o->module);
     TagSet tags = parse_tags(o->tags);
     const SignatureInfo& si = spec.signature(o->signature, tags);
     TensorMap inputs;

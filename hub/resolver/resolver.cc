@@ -429,9 +429,10 @@ Resolution Resolver::resolve(const std::string& handle, const std::string& expec
   return resolve_with_context(options_, handle, expected_sha256, /*validate_local=*/true);
 }
 
-ModuleSpec Resolver::load(const std::string& handle) const {
+ModuleSpec Resolver::load(const std::string& handle, Resolution* resolution) const {
   // A local directory is validated by loading it, once.
   Resolution r = resolve_with_context(options_, handle, "", /*validate_local=*/false);
+  if (resolution) *resolution = r;
   return load_module_spec(r.dir.string());
 }
 

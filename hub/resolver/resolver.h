@@ -121,8 +121,10 @@ class Resolver {
   // empty) is combined with any "#sha256=" fragment and the registry's digest;
   // all that are given must agree.
   Resolution resolve(const std::string& handle, const std::string& expected_sha256 = "") const;
-  // resolve() then load_module_spec() of the directory.
-  ModuleSpec load(const std::string& handle) const;
+  // resolve() then load_module_spec() of the directory (a local directory is
+  // loaded once, not validated first); `resolution`, when given, receives
+  // what resolve() returned.
+  ModuleSpec load(const std::string& handle, Resolution* resolution = nullptr) const;
 
   const ResolverOptions& options() const { return options_; }
 

@@ -161,15 +161,20 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
                                        const resolver::FetchOptions& fetch) {
   const std::string base = base_url(registry_url);
   Handle h = parse_handle(handle);
-  json doc = list_versions(base, h.module.str(), fetch);
-  if (!doc.contains("versions") || !doc["versions"].is_array())
+  return pick_version(base, handle, list_versions(base, h.module.str(), fetch));
+}
+
+ResolvedModule pick_version(const std::string& registry_url, const std::string& handle, const json& doc) {
+  const std::string base = redact_credentials(registry_url);
+  Handle h = parse_handle(handle);
+  if (!doc.is_object() || !doc.contains("versions") || !doc["versions"].is_array())
     throw_error(Code::kCorruption, "registry " + base + " answered without a 'versions' list for " + h.module.str());
   const json* best = nullptr;
   std::optional<Version> best_v;
   bool best_release = false;
   for (const json& v : doc["versions"]) {
-    if (!v.is_object() || !v.contains("version") || !v["version"].is_string()) continue;
-    std::string text = v["version"].get<std::string>();
+    const std::string text = json_string(v, "version");
+    if (text.empty()) continue;
     Version ver;
     try {
       ver = parse_version(text);
@@ -184,8 +189,7 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
       continue;
     }
     bool release = ver.prerelease.empty();
-    if (!best || (release && !best_release) ||
-        (release == best_release && compare_versions(ver, *best_v) > 0)) {
+    if (!best || (release && !best_release) || (release == best_release && compare_versions(ver, *best_v) > 0)) {
       best = &v;
       best_v = ver;
       best_release = release;
@@ -194,19 +198,19 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
   if (!best)
     throw_error(Code::kNotFound, "registry " + base + " has no version " + h.version + " of " + h.module.str());
   const json& v = *best;
-  if (!v.contains("sha256") || !v["sha256"].is_string() || !is_sha256_hex(v["sha256"].get<std::string>()) ||
-      v["sha256"].get<std::string>() != to_lower(v["sha256"].get<std::string>()))
+  const std::string sha = json_string(v, "sha256");
+  if (!is_sha256_hex(sha) || sha != to_lower(sha))
     throw_error(Code::kCorruption, "registry " + base + " gave no valid sha256 for " + handle);
   ResolvedModule r;
-  r.version = v["version"].get<std::string>();
+  r.version = parse_version(json_string(v, "version")).text;
   r.handle = h.module.str() + "@" + r.version;
-  r.sha256 = v["sha256"].get<std::string>();
+  r.sha256 = sha;
   r.size = json_uint(v, "size");
   std::string dl = json_string(v, "download_url", "/v1/blobs/sha256/" + r.sha256);
   if (dl.rfind("http://", 0) == 0 || dl.rfind("https://", 0) == 0) {
     r.download_url = dl;
   } else {
-    r.download_url = join(base, dl.empty() || dl[0] != '/' ? "/" + dl : dl);
+    r.download_url = join(registry_url, dl.empty() || dl[0] != '/' ? "/" + dl : dl);
   }
   return r;
 }

@@ -36,6 +36,10 @@ struct ResolvedModule {
 // and below) is InvalidArgument: the library never picks a registry by itself.
 ResolvedModule resolve_registry_handle(const std::string& registry_url, const std::string& handle,
                                        const resolver::FetchOptions& fetch = resolver::FetchOptions::from_env());
+// The part of resolve_registry_handle that reads the registry's answer: picks
+// `handle`'s version from a versions document (as list_versions returns it;
+// untrusted: every field is checked). No I/O.
+ResolvedModule pick_version(const std::string& registry_url, const std::string& handle, const nlohmann::json& versions);
 
 // Writes dir as a gzip'd tar (regular files and directories only, sorted,
 // fixed mtime/owner so the same tree gives the same bytes). The directory must
