@@ -41,21 +41,24 @@ ninja -C "$dir" $targets
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 failed=""
+root=$(pwd)
 for h in $harnesses; do
-  corpus="$dir/corpus/$h"
-  findings="$dir/findings/$h"
+  corpus="$root/$dir/corpus/$h"
+  findings="$root/$dir/findings/$h"
   mkdir -p "$corpus" "$findings"
   echo "== fuzz $h for ${seconds} s"
-  # The first corpus folder receives new inputs; the committed seeds are read only.
-  if ! "$dir/tests/fuzz/fuzz_$h" "$corpus" "tests/fuzz/corpus/$h" \
+  # The first corpus folder receives new inputs; the committed seeds are only
+  # read. Run inside the findings folder: with -jobs, libFuzzer writes its
+  # fuzz-N.log files to the working directory.
+  if ! (cd "$findings" && "$root/$dir/tests/fuzz/fuzz_$h" "$corpus" "$root/tests/fuzz/corpus/$h" \
       -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -timeout=10 -rss_limit_mb=2048 \
-      -max_len=262144 -print_final_stats=1 -artifact_prefix="$findings/" \
-      >"$findings/log.txt" 2>&1; then
+      -max_len=262144 -print_final_stats=1 -artifact_prefix="$findings/" >"$findings/log.txt" 2>&1); then
     tail -n 60 "$findings/log.txt"
+    for log in "$findings"/fuzz-*.log; do [ -f "$log" ] && tail -n 60 "$log"; done
     echo "== fuzz $h FAILED: input in $findings/; reproduce with $dir/tests/fuzz/fuzz_$h $findings/<crash-file>"
     failed="$failed $h"
   else
-    grep -E "^stat::number_of_executed_units|^Done" "$findings/log.txt" | tail -n 2 || true
+    grep -hE "^Done" "$findings/log.txt" "$findings"/fuzz-*.log 2>/dev/null | tail -n 1 || true
   fi
 done
 if [ -n "$failed" ]; then
