@@ -91,7 +91,7 @@ RunFn setup_classify(CLI::App& app) {
       }
       if (f->json) out.push_back({{"image", f->images[i]}, {"predictions", preds}});
     }
-    if (f->json) std::printf("%s\n", out.dump(2).c_str());
+    if (f->json) print_json(out);
     return 0;
   };
 }

@@ -64,7 +64,8 @@ ModuleSpec load_module(const ModuleArgs& args, bool quiet = false);
 // The note above, for a Resolution (nothing when it resolved to itself).
 void note_resolution(const resolver::Resolution& r);
 
-// Prints `doc` as indented JSON on stdout (the --json output of every command).
+// Prints `doc` as indented JSON on stdout (the --json output of every
+// command); bytes that are not UTF-8 become U+FFFD.
 void print_json(const nlohmann::json& doc);
 
 struct CommandRegistrar {

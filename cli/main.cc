@@ -89,7 +89,11 @@ ModuleSpec load_module(const ModuleArgs& args, bool quiet) {
   return spec;
 }
 
-void print_json(const nlohmann::json& doc) { std::printf("%s\n", doc.dump(2).c_str()); }
+void print_json(const nlohmann::json& doc) {
+  // Names from modules and registries may not be UTF-8: replace such bytes
+  // (U+FFFD) rather than fail.
+  std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
 
 namespace {
 

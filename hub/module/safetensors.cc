@@ -35,7 +35,10 @@ std::string escaped(std::string_view s) { return printable(s); }
 // "[2,3]" from parsed dimensions (never a dump of the untrusted JSON itself).
 std::string dims_text(const std::vector<uint64_t>& dims) {
   std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(dims[i]);
+  }
   return out + "]";
 }
 
@@ -173,7 +176,7 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     if (name == "__metadata__") {
       if (!entry.is_object()) corrupt(source, "__metadata__ is not an object");
       for (auto& [k, v] : entry.items()) {
-        if (!v.is_string()) corrupt(source, "__metadata__ value of '" + k + "' is not a string");
+        if (!v.is_string()) corrupt(source, "__metadata__ value of '" + escaped(k) + "' is not a string");
         out.metadata[k] = v.get<std::string>();
       }
       continue;
@@ -185,7 +188,7 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     for (auto& [k, v] : entry.items()) {
       (void)v;
       if (k != "dtype" && k != "shape" && k != "data_offsets")
-        corrupt(source, where() + " has unknown field '" + k + "'");
+        corrupt(source, where() + " has unknown field '" + escaped(k) + "'");
     }
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
       corrupt(source, where() + " has no string 'dtype'");
@@ -194,7 +197,7 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2)
       corrupt(source, where() + " has no 'data_offsets' [begin, end]");
-    DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, name);
+    DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, escaped(name));
     std::vector<int64_t> dims;
     std::vector<uint64_t> raw_dims;  // as written, for messages
     uint64_t bytes_needed = dtype_size(dtype);
@@ -234,10 +237,10 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
   uint64_t pos = 0;
   for (const Span& s : spans) {
     if (s.begin < pos)
-      corrupt(source, "tensor '" + s.name + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+      corrupt(source, "tensor '" + escaped(s.name) + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
                           ") overlaps the tensor before it (which ends at " + std::to_string(pos) + ")");
     if (s.begin > pos)
-      corrupt(source, "gap in the byte buffer before tensor '" + s.name + "' (bytes " + std::to_string(pos) +
+      corrupt(source, "gap in the byte buffer before tensor '" + escaped(s.name) + "' (bytes " + std::to_string(pos) +
                           " to " + std::to_string(s.begin) + " belong to no tensor)");
     pos = s.end;
   }
@@ -250,7 +253,7 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     const int64_t count = t.spec.shape.num_elements();
     for (int64_t i = 0; i < count; ++i)
       if (p[i] > 1)
-        corrupt(source, "tensor '" + t.name + "' (BOOL) has byte value " + std::to_string(p[i]) +
+        corrupt(source, "tensor '" + escaped(t.name) + "' (BOOL) has byte value " + std::to_string(p[i]) +
                             " at element " + std::to_string(i) + " (must be 0 or 1)");
   }
   return out;

@@ -416,7 +416,11 @@ Resolution resolve_with_context(const ResolverOptions& o, const std::string& han
   Resolve r(o, handle);
   const std::string context = "module '" + printable(redact_credentials(strip_digest_fragment(handle)), 500) + "'";
   try {
-    return r.run(handle, expected, validate_local);
+    Resolution result = r.run(handle, expected, validate_local);
+    // A signal that came while nothing polled (unpacking, validating) stops
+    // the command here rather than after whatever it does next.
+    if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
+    return result;
   } catch (const Error& e) {
     throw Error(e.code(), redact_credentials(e.with_context(context).message()));
   } catch (const fs::filesystem_error& e) {

@@ -20,6 +20,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
+#include "hub/core/interrupt.h"
 #include "hub/core/text.h"
 #include "hub/core/digest.h"
 
@@ -694,6 +695,7 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
   EntryChecker checker(name, options.limits);
   std::set<std::string> made;  // directories known to exist
   while (struct archive_entry* e = next_entry(a.get(), stream, checker, name)) {
+    if (interrupted()) throw_error(Code::kUnavailable, name + ": interrupted");
     CheckedEntry ce = checker.check(e);
     if (ce.kind == Kind::kSkip) continue;
     make_parents(dest, ce.path, made, name);

@@ -31,6 +31,8 @@
 //
 // On failure nothing is left behind: the destination directory (which this
 // function creates) is removed entirely, and nothing is ever written outside it.
+// Between entries hub::interrupted() (hub/core/interrupt.h) is polled: an
+// interrupted unpack fails with kUnavailable and cleans up the same way.
 //
 // Thread safety: unpack_archive() and inspect_archive() may run concurrently on
 // different destinations.
