@@ -68,6 +68,19 @@ std::string normalize_name(std::string_view name, std::string_view what) {
   return out;
 }
 
+std::string canonical_name(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    bool sep = c == '-' || c == '_' || c == '.';
+    if (sep) {
+      if (out.empty() || out.back() != '-') out += '-';
+    } else {
+      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+  }
+  return out;
+}
+
 Version parse_version(std::string_view text) {
   auto bad = [&](const std::string& why) {
     throw_error(Code::kInvalidArgument,

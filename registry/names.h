@@ -22,6 +22,10 @@ inline constexpr size_t kMaxVersionLength = 64;
 // Lower-cases and validates; `what` names the thing in the error ("publisher").
 std::string normalize_name(std::string_view name, std::string_view what);
 
+// The name's identity: lower-cased, each run of '-', '_' and '.' replaced by
+// one '-' ("Image__Net.v1" -> "image-net-v1"). Total on any input.
+std::string canonical_name(std::string_view name);
+
 struct Version {
   uint64_t major = 0, minor = 0, patch = 0;
   std::vector<std::string> prerelease;  // dot-separated identifiers, empty = release

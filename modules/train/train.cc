@@ -147,22 +147,6 @@ LearningRateSchedule schedule_of(const TrainConfig& c, int64_t num_samples) {
                                           "' is not fixed, exponential or polynomial");
 }
 
-OptimizerOptions optimizer_options(const TrainConfig& c) {
-  OptimizerOptions o;
-  o.momentum = c.momentum;
-  o.rmsprop_decay = c.rmsprop_decay;
-  o.rmsprop_momentum = c.rmsprop_momentum;
-  o.opt_epsilon = c.opt_epsilon;
-  o.adam_beta1 = c.adam_beta1;
-  o.adam_beta2 = c.adam_beta2;
-  o.adagrad_initial_accumulator_value = c.adagrad_initial_accumulator_value;
-  o.adadelta_rho = c.adadelta_rho;
-  o.ftrl_learning_rate_power = c.ftrl_learning_rate_power;
-  o.ftrl_initial_accumulator_value = c.ftrl_initial_accumulator_value;
-  o.ftrl_l1 = c.ftrl_l1;
-  o.ftrl_l2 = c.ftrl_l2;
-  return o;
-}
 
 // The graph's variables by name with their dtype and shape.
 std::map<std::string, TensorSpec> variable_specs(const Graph& g) {
@@ -239,7 +223,7 @@ TrainResult train(const TrainConfig& c) {
   }
   if (trainable.empty()) throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
   GradientOps grads = build_gradients(s, m.total_loss, trainable);
-  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples), optimizer_options(c));
+  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples), c.optimizer_options);
   VariableStore vars;
   vars.initialize(m.graph);
   std::unique_ptr<ExponentialMovingAverage> ema;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "hub/graph/optimizer.h"
+
 namespace hub::train {
 
 // Flag names and defaults of train_image_classifier.py (and, for the epoch
@@ -32,10 +34,7 @@ struct TrainConfig {
   // Optimizer and learning rate.
   std::string optimizer = "rmsprop";
   double weight_decay = 0.00004;
-  double adadelta_rho = 0.95, adagrad_initial_accumulator_value = 0.1;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, opt_epsilon = 1.0;
-  double ftrl_learning_rate_power = -0.5, ftrl_initial_accumulator_value = 0.1, ftrl_l1 = 0.0, ftrl_l2 = 0.0;
-  double momentum = 0.9, rmsprop_momentum = 0.9, rmsprop_decay = 0.9;
+  OptimizerOptions optimizer_options;  // slim's defaults (hub/graph/optimizer.h)
   std::string learning_rate_decay_type = "exponential";
   double learning_rate = 0.01, end_learning_rate = 0.0001, learning_rate_decay_factor = 0.94;
   double num_epochs_per_decay = 2.0;

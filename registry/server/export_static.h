@@ -7,6 +7,11 @@
 // Blobs are hard-linked when OUT is on the same file system, else copied.
 // Each file is written to a temp name and renamed, so a concurrent reader
 // sees old or new content, never a partial file.
+// Everything written is readable by a web server running as another user,
+// whatever the umask: files 0644 (a hard-linked blob shares its inode with the
+// store's, which is set 0644 too: blobs are public content), folders 0755
+// (OUT itself when created here). Re-exporting repairs the modes of what an
+// earlier export left. Throws kIOError naming the path.
 #pragma once
 
 #include <filesystem>

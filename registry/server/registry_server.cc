@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <algorithm>
 #include <ctime>
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 #include "hub/core/json.h"
 #include "hub/core/logging.h"
 #include "hub/module/module.h"
@@ -65,38 +69,31 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-// Removes a temp file unless released.
+// An upload being received: a temp file, removed unless released. Blobs are
+// public content, so the file is made 0644 whatever the umask (a static export
+// hard-links them for a web server running as another user).
 class TempFile {
  public:
   explicit TempFile(const fs::path& dir) {
     std::string tmpl = (dir / "upload-XXXXXX").string();
-    fd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd_ < 0) throw_error(Code::kIOError, "cannot create temp file in " + dir.string());
+    fd_ = Fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+    if (!fd_) throw_error(Code::kIOError, "cannot create temp file in " + dir.string() + ": " + std::strerror(errno));
     path_ = tmpl;
+    if (::fchmod(fd_.get(), 0644) != 0) throw_error(Code::kIOError, "cannot chmod " + path_.string());
   }
   ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
     if (!released_) ::unlink(path_.c_str());
   }
-  void write(const char* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw_error(Code::kIOError, "cannot write upload to " + path_.string());
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
+  void write(const char* p, size_t n) { write_all(fd_.get(), std::string_view(p, n), path_.string()); }
   void sync_and_close() {
-    if (::fsync(fd_) != 0) throw_error(Code::kIOError, "fsync failed for " + path_.string());
-    ::close(fd_);
-    fd_ = -1;
+    fsync_fd(fd_.get(), path_.string());
+    fd_.close(path_.string());
   }
   const fs::path& path() const { return path_; }
   void release() { released_ = true; }
 
  private:
-  int fd_ = -1;
+  Fd fd_;
   fs::path path_;
   bool released_ = false;
 };
@@ -247,6 +244,13 @@ ModuleValidator default_module_validator(resolver::UnpackLimits limits) {
 
 RegistryServer::RegistryServer(RegistryServerOptions options) : options_(std::move(options)) {
   if (!options_.validator) options_.validator = default_module_validator();
+  for (const std::string& proxy : options_.trusted_proxies) {
+    std::string key = client_key(proxy);
+    if (key.empty())
+      throw_error(Code::kInvalidArgument, "trusted proxy '" + proxy + "' is not a numeric IPv4 or IPv6 address");
+    trusted_proxy_keys_.push_back(key);
+  }
+  auth_throttle_ = std::make_unique<FailureThrottle>(options_.auth_failure_burst, options_.auth_failure_refill_ms);
   store_ = std::make_unique<Store>(options_.root);
   int removed = store_->recover();
   if (removed > 0) {
@@ -337,6 +341,7 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
     if (p.size() >= 4 && p.size() <= 6 && p[1] == "modules") {
       std::string publisher = normalize_name(p[2], "publisher");
       std::string name = normalize_name(p[3], "module");
+      if (get) name = store_->published_name(publisher, name).value_or(name);  // any spelling reads the module
       if (p.size() == 4 || (p.size() == 5 && p[4] == "versions.json")) {
         if (!get) return not_allowed();
         auto versions = store_->versions(publisher, name);
@@ -384,15 +389,41 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
     r.add("WWW-Authenticate", "Bearer realm=\"hub-registry\"");
     return r;
   }
-  std::optional<std::string> owner = store_->authenticate(token);
-  if (!owner) {
-    HttpResponse r = refuse(401, "unauthorized", "invalid token");
+  const std::string client = client_of(req);
+  if (int wait_s = auth_throttle_->retry_after_s(client)) {
+    HUB_LOG(Warning) << "registry: " << client << " throttled: too many failed authentications (retry in "
+                     << wait_s << " s)";
+    HttpResponse r = refuse(429, "too_many_requests",
+                            "too many failed authentications from your address; retry in " + std::to_string(wait_s) + " s");
+    r.add("Retry-After", std::to_string(wait_s));
+    return r;
+  }
+  AuthResult auth = store_->authenticate(token);
+  if (auth.status != AuthStatus::kOk) {
+    auth_throttle_->record_failure(client);
+    std::string why;
+    switch (auth.status) {
+      case AuthStatus::kMalformed: why = "malformed token"; break;
+      case AuthStatus::kUnknown: why = "unknown token"; break;
+      case AuthStatus::kWrongSecret: why = "wrong secret for token"; break;
+      case AuthStatus::kRevoked: why = "token revoked"; break;
+      case AuthStatus::kExpired: why = "token expired"; break;
+      case AuthStatus::kOk: break;
+    }
+    HUB_LOG(Warning) << "registry: authentication failed for " << client << ": " << why
+                     << (auth.token_id.empty() ? "" : " id=" + auth.token_id);
+    // Revoked and expired are told only to a client holding the real secret.
+    bool tell = auth.status == AuthStatus::kRevoked || auth.status == AuthStatus::kExpired;
+    HttpResponse r = refuse(401, "unauthorized", tell ? why : "invalid token");
     r.add("WWW-Authenticate", "Bearer realm=\"hub-registry\", error=\"invalid_token\"");
     return r;
   }
-  if (*owner != publisher)
-    return refuse(403, "forbidden", "token may publish only for publisher '" + *owner +
-                                        "', not '" + publisher + "'");
+  if (auth.publisher != publisher) {
+    HUB_LOG(Warning) << "registry: forbidden: token id=" << auth.token_id << " of publisher " << auth.publisher
+                     << " used for " << handle << " by " << client;
+    return refuse(403, "forbidden", "token may publish only for publisher '" + auth.publisher + "', not '" +
+                                        publisher + "'");
+  }
   if (!req.content_length) return refuse(411, "length_required", "publishing needs Content-Length");
   uint64_t length = *req.content_length;
   if (length > options_.max_upload_bytes)
@@ -417,8 +448,12 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
       extra.description = doc["description"].get<std::string>();
     }
   }
-  if (store_->has_version(publisher, name, version))
-    return refuse(409, "already_exists", handle + " is already published; versions are immutable");
+  try {
+    store_->check_publishable(publisher, name, version);
+  } catch (const Error& e) {
+    if (e.code() != Code::kAlreadyExists) throw;
+    return refuse(409, "already_exists", e.message());
+  }
 
   TempFile temp(store_->tmp_dir());
   Sha256 hasher;
@@ -455,23 +490,29 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
   rec.published_at = static_cast<int64_t>(::time(nullptr));
   temp.release();  // commit_version consumes the file either way
   store_->commit_version(temp.path(), rec);
-  HUB_LOG(Info) << "registry: published " << handle << " sha256=" << actual << " size=" << length;
+  HUB_LOG(Info) << "registry: published " << handle << " sha256=" << actual << " size=" << length
+                << " token=" << auth.token_id << " client=" << client;
   json doc = version_json(rec);
   HttpResponse r = HttpResponse::json(201, doc.dump());
   r.add("Location", "/v1/modules/" + publisher + "/" + name + "/" + version);
   return r;
 }
 
+std::string RegistryServer::client_of(const HttpRequest& req) const {
+  const std::string* real_ip = req.header("x-real-ip");
+  if (!real_ip || std::find(trusted_proxy_keys_.begin(), trusted_proxy_keys_.end(), req.client) == trusted_proxy_keys_.end())
+    return req.client;
+  std::string key = client_key(*real_ip);
+  return key.empty() ? req.client : key;
+}
+
 HttpResponse RegistryServer::download(const HttpRequest& req, const std::string& sha256) {
   fs::path path = store_->blob_path(sha256);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return error_response(404, "not_found", "no blob " + sha256);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return error_response(404, "not_found", "no blob " + sha256);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return error_response(500, "internal", "cannot stat blob");
-  }
-  auto file = std::make_shared<FileBody>(fd, 0, static_cast<uint64_t>(st.st_size));
+  if (::fstat(fd.get(), &st) != 0) return error_response(500, "internal", "cannot stat blob");
+  auto file = std::make_shared<FileBody>(FileBody{std::move(fd), 0, static_cast<uint64_t>(st.st_size)});
   const uint64_t size = file->length;
   const std::string etag = "\"" + sha256 + "\"";
   HttpResponse r;

@@ -2,12 +2,25 @@
 // HttpServer, backed by Store.
 //
 // Publishing (PUT/POST /v1/modules/P/N/V) needs a bearer token for publisher
-// P, Content-Length (<= max_upload_bytes, checked before reading the body) and
+// P (not revoked, not expired), Content-Length (<= max_upload_bytes, checked before reading the body) and
 // X-Hub-SHA256. The body is streamed to a temp file under <root>/tmp while
 // hashing; the version becomes visible only if the whole body arrived, its
 // digest matches, and the validator accepts the archive (safe to unpack, has
 // a loadable module.pb). Anything else removes the temp file and records
 // nothing. Reads are anonymous.
+//
+// Failed authentications (a malformed, unknown, wrong, revoked or expired
+// token; not a missing token, nor a valid token for another publisher) are
+// throttled per client (FailureThrottle): auth_failure_burst failures, one
+// regained every auth_failure_refill_ms; past that the client's publishes get
+// 429 with Retry-After (seconds) before its token is looked at. The client is
+// the connection's client_key(), or, when the peer is one of
+// trusted_proxies, the X-Real-IP header the proxy sets (a missing or
+// unparsable one counts as the proxy itself).
+//
+// Logging: every publish, refusal of a token and throttling is logged with
+// the client and the token's id (the public part, which `hub registry token
+// revoke` takes), never the token's secret nor a malformed token's text.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +29,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "hub/resolver/unpack.h"
 #include "registry/server/http.h"
 #include "registry/server/store.h"
+#include "registry/server/throttle.h"
 
 namespace hub::registry {
 
@@ -49,6 +64,9 @@ struct RegistryServerOptions {
   uint64_t max_json_bytes = 64 * 1024;
   HttpLimits http;
   ModuleValidator validator;  // empty = default_module_validator()
+  int auth_failure_burst = 10;                // failed authentications a client may spend at once
+  int auth_failure_refill_ms = 6000;          // milliseconds per failure regained (10 a minute)
+  std::vector<std::string> trusted_proxies;   // numeric peer addresses (IPv6: their /64) whose X-Real-IP is believed
 };
 
 class RegistryServer {
@@ -69,8 +87,12 @@ class RegistryServer {
   HttpResponse publish(const HttpRequest& req, BodyReader& body, const std::string& publisher,
                        const std::string& name, const std::string& version);
   HttpResponse download(const HttpRequest& req, const std::string& sha256);
+  // The client a request counts against (see the file comment).
+  std::string client_of(const HttpRequest& req) const;
 
   RegistryServerOptions options_;
+  std::vector<std::string> trusted_proxy_keys_;
+  std::unique_ptr<FailureThrottle> auth_throttle_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<HttpServer> http_;
 };

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs the build into a temporary DESTDIR and builds examples/embed.cc
 # against the installed headers, library and pkg-config file, as an outside
-# user would, then runs it (export + reload included).
+# user would, then runs it (export + reload included). The embedder links
+# libhub alone: the test fails if libhub needs SQLite or carries the registry
+# server or training code.
 # Usage: install_test.sh BUILD_DIR EMBED_CC [B_SANITIZE]
 # B_SANITIZE (meson's b_sanitize, e.g. address,undefined): the library was
 # built with these sanitizers, so the embedder is too: their runtime must be
@@ -25,9 +27,26 @@ export PKG_CONFIG_PATH="$(dirname "$pc")"
 export PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
 flags=$(pkg-config --cflags --libs hub)
 echo "pkg-config --cflags --libs hub: $flags"
+for pcname in hub-train hub-registry; do
+  pkg-config --exists "$pcname" || { echo "install_test: no $pcname.pc installed"; exit 1; }
+done
+# An app that runs modules links libhub alone: no SQLite, no registry server,
+# no training code, and the pkg-config flags force no -std.
+case "$flags" in *sqlite*|*hub-train*|*hub-registry*|*-std=*)
+  echo "install_test: pkg-config hub gives more than libhub: $flags"; exit 1;; esac
+libhub=$(find "$tmp/dest" -name 'libhub.so' | head -n 1)
+if readelf -d "$libhub" | grep -q 'NEEDED.*sqlite'; then
+  echo "install_test: libhub.so links SQLite"; exit 1
+fi
+if nm -DC --defined-only "$libhub" | grep -q 'HttpServer\|RegistryServer\|train::'; then
+  echo "install_test: libhub.so carries registry server or training code"; exit 1
+fi
 # Nothing from the source or build tree: only the installed files.
-${CXX:-c++} -O0 $san_flags "$src" $flags -o "$tmp/embed"
-libdir=$(dirname "$(find "$tmp/dest" -name 'libhub.so*' | head -n 1)")
+${CXX:-c++} -std=c++20 -O0 $san_flags "$src" $flags -o "$tmp/embed"
+if readelf -d "$tmp/embed" | grep -q 'NEEDED.*\(sqlite\|hub-train\|hub-registry\)'; then
+  echo "install_test: the embedder links more than libhub"; exit 1
+fi
+libdir=$(dirname "$libhub")
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/embed" "$tmp/exported"
 test -f "$tmp/exported/module.pb" && test -f "$tmp/exported/variables.safetensors"
 echo "install_test: ok"

@@ -110,7 +110,7 @@ TrainConfig tiny_config(const std::string& data_dir, const std::string& train_di
   c.num_preprocessing_threads = 1;
   c.log_every_n_steps = 1000000;
   c.optimizer = "adam";
-  c.opt_epsilon = 1e-8;
+  c.optimizer_options.opt_epsilon = 1e-8;
   c.learning_rate = 1e-3;
   c.learning_rate_decay_type = "fixed";
   c.weight_decay = 0;

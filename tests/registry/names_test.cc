@@ -22,6 +22,19 @@ TEST_CASE("registry names are normalized and validated") {
   }
 }
 
+TEST_CASE("canonical names follow PEP 503") {
+  // re.sub(r"[-_.]+", "-", name).lower(), computed by hand.
+  CHECK(canonical_name("Image_Net") == "image-net");
+  CHECK(canonical_name("image.net") == "image-net");
+  CHECK(canonical_name("IMAGE-NET") == "image-net");
+  CHECK(canonical_name("a-_.b__c..d") == "a-b-c-d");
+  CHECK(canonical_name("mobilenet_v1.x-2") == "mobilenet-v1-x-2");
+  CHECK(canonical_name("imagenet") == "imagenet");
+  CHECK(canonical_name("x-") == "x-");
+  CHECK(canonical_name("") == "");
+  CHECK(canonical_name("image_net") != canonical_name("imagenet"));
+}
+
 TEST_CASE("semantic versions parse and order") {
   CHECK(parse_version("1.2.3").text == "1.2.3");
   CHECK(parse_version("1.2.3+build.5").text == "1.2.3");

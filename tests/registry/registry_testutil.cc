@@ -112,9 +112,13 @@ std::string module_archive(const std::string& seed) {
   return read_file(d.path() / "m.tar.gz");
 }
 
-int connect_loopback(int port) {
+int connect_loopback(int port, const char* source) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  REQUIRE(::inet_pton(AF_INET, source, &from.sin_addr) == 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -173,8 +177,8 @@ RawResponse read_response(int fd, int timeout_ms) {
   return r;
 }
 
-RawResponse raw_request(int port, const std::string& request, int timeout_ms) {
-  int fd = connect_loopback(port);
+RawResponse raw_request(int port, const std::string& request, int timeout_ms, const char* source) {
+  int fd = connect_loopback(port, source);
   size_t off = 0;
   while (off < request.size()) {
     ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);

@@ -1,5 +1,5 @@
 // The registry server end to end on loopback: publish/search/versions/download,
-// auth, immutability, races, hostile uploads, ranges, slow clients.
+// auth, immutability, races, hostile uploads, ranges (slow clients: slow_clients_test.cc).
 #include <doctest/doctest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -166,7 +166,10 @@ TEST_CASE("versions are immutable") {
   RawResponse got = raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/net/1.0.0/archive", {}));
   CHECK(got.status == 200);
   CHECK(got.body == first);
-  CHECK(got.headers["etag"] == "\"" + hub::sha256_hex(first) + "\"");
+  std::string etag = hub::sha256_hex(first);
+  etag.insert(etag.begin(), '"');
+  etag.push_back('"');
+  CHECK(got.headers["etag"] == etag);
   CHECK(reg.temp_files() == 0);
 }
 
@@ -405,79 +408,4 @@ TEST_CASE("downloads: ranges, If-Range, ETag, HEAD, 50 concurrent clients") {
   }
   for (auto& t : threads) t.join();
   CHECK(ok.load() == 50);
-}
-
-TEST_CASE("slow clients are timed out and do not block others") {
-  RegistryServerOptions opt;
-  opt.http.header_timeout_ms = 600;
-  opt.http.body_idle_timeout_ms = 600;
-  opt.http.worker_threads = 2;
-  TestRegistry reg(opt);
-  const int port = reg.server->port();
-  auto t0 = std::chrono::steady_clock::now();
-  // Slowloris: a header line every 100 ms, never finishing the head.
-  std::vector<int> fds;
-  for (int i = 0; i < 2; ++i) fds.push_back(connect_loopback(port));
-  std::atomic<bool> closed_by_server[2] = {false, false};
-  std::vector<std::thread> drips;
-  for (int i = 0; i < 2; ++i) {
-    drips.emplace_back([&, i] {
-      std::string start = "GET /healthz HTTP/1.1\r\n";
-      ::send(fds[i], start.data(), start.size(), MSG_NOSIGNAL);
-      for (int k = 0; k < 100; ++k) {  // would take 10 s if never cut off
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::string h = "X-" + std::to_string(k) + ": y\r\n";
-        if (::send(fds[i], h.data(), h.size(), MSG_NOSIGNAL) < 0) {
-          closed_by_server[i] = true;
-          return;
-        }
-        char c;
-        if (::recv(fds[i], &c, 1, MSG_DONTWAIT) >= 0) {  // a 408 or EOF arrived
-          closed_by_server[i] = true;
-          return;
-        }
-      }
-    });
-  }
-  // While both workers are held by the slow clients, a normal request still completes
-  // once they are cut off (well before the slow clients would finish on their own).
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  RawResponse r = raw_request(port, http_request("GET", "/healthz", {}), 5000);
-  auto elapsed = std::chrono::steady_clock::now() - t0;
-  CHECK(r.status == 200);
-  CHECK(elapsed < std::chrono::milliseconds(6000));
-  for (auto& t : drips) t.join();
-  CHECK(closed_by_server[0].load());
-  CHECK(closed_by_server[1].load());
-  for (int fd : fds) ::close(fd);
-
-  // A stalled upload body is cut off too, leaving no temp file.
-  std::string good = module_archive("stall");
-  int fd = connect_loopback(port);
-  std::string head = "PUT /v1/modules/acme/stall/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
-                     "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) + "\r\nContent-Length: " + std::to_string(good.size()) +
-                     "\r\n\r\n" + good.substr(0, 10);
-  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
-  RawResponse stalled = read_response(fd, 5000);
-  ::close(fd);
-  CHECK((stalled.status == 408 || stalled.closed_without_response));
-  CHECK(reg.temp_files() == 0);
-  CHECK_FALSE(reg.server->store().has_version("acme", "stall", "1.0.0"));
-}
-
-TEST_CASE("connections past the cap get 503") {
-  RegistryServerOptions opt;
-  opt.http.max_connections = 2;
-  opt.http.worker_threads = 2;
-  opt.http.header_timeout_ms = 2000;
-  TestRegistry reg(opt);
-  int a = connect_loopback(reg.server->port());
-  int b = connect_loopback(reg.server->port());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  RawResponse r = raw_request(reg.server->port(), http_request("GET", "/healthz", {}), 3000);
-  CHECK(r.status == 503);
-  ::close(a);
-  ::close(b);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(raw_request(reg.server->port(), http_request("GET", "/healthz", {})).status == 200);
 }

@@ -1,0 +1,350 @@
+// ONNX -> hub: convolutions, pooling, normalisation, resizing and matrix
+// products (opset 17 semantics). Spatial ops run NHWC; their weights are
+// transposed to hub's layouts once, at import.
+#include <cmath>
+
+#include "hub/interop/onnx/convert.h"
+#include "hub/interop/onnx/model.h"
+#include "hub/ops/array.h"
+#include "hub/ops/state.h"
+
+namespace hub::onnx_interop {
+
+namespace {
+
+std::string ints_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+// The spatial geometry shared by convolutions and pooling: kernel, strides,
+// dilations and padding as hub attributes. ONNX pads are [top, left, bottom,
+// right]; hub's explicit_paddings are [top, bottom, left, right].
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations;
+  std::string padding;                   // "VALID", "SAME" or "EXPLICIT"
+  std::vector<int64_t> explicit_paddings;
+  void add_to(Attrs& a, bool with_dilations) const {
+    a.set("strides", strides).set("padding", padding);
+    if (padding == "EXPLICIT") a.set("explicit_paddings", explicit_paddings);
+    if (with_dilations) a.set("dilations", dilations);
+  }
+};
+
+// TF's SAME padding [top, bottom, left, right] for a static input size
+// (empty when a spatial size is unknown).
+std::vector<int64_t> same_paddings(const Window& w, const Shape& x) {
+  std::vector<int64_t> p;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = x[2 + d];
+    if (in < 0) return {};
+    int64_t out = (in + w.strides[d] - 1) / w.strides[d];
+    int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+    p.push_back(total / 2);
+    p.push_back(total - total / 2);
+  }
+  return p;
+}
+
+Window window(NodeContext& c, const std::vector<int64_t>& kernel, const Shape& x) {
+  Window w;
+  w.kernel = kernel;
+  if (w.kernel.size() != 2)
+    c.fail("only 2-D windows are supported (kernel " + ints_text(w.kernel) + "; input " + x.to_string() + ")");
+  w.strides = c.attr_ints("strides", {1, 1});
+  w.dilations = c.attr_ints("dilations", {1, 1});
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4) c.fail_attr("pads", ints_text(pads), "expected 4 values for a 2-D window");
+  if (auto_pad == "VALID") {
+    w.padding = "VALID";
+  } else if (auto_pad == "SAME_UPPER") {
+    w.padding = "SAME";  // TF's SAME: the odd pixel of padding goes after
+  } else if (auto_pad == "SAME_LOWER") {
+    // The odd pixel goes before: explicit, from the static input size.
+    w.padding = "EXPLICIT";
+    for (int d = 0; d < 2; ++d) {
+      int64_t in = x[2 + d];
+      if (in < 0) c.fail("auto_pad SAME_LOWER needs a static input size, got " + x.to_string());
+      int64_t out = (in + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+      w.explicit_paddings.push_back(total - total / 2);
+      w.explicit_paddings.push_back(total / 2);
+    }
+  } else if (auto_pad == "NOTSET") {
+    w.explicit_paddings = {pads[0], pads[2], pads[1], pads[3]};
+    if (pads == std::vector<int64_t>{0, 0, 0, 0}) {
+      w.padding = "VALID";
+    } else if (w.explicit_paddings == same_paddings(w, x)) {
+      w.padding = "SAME";  // what PyTorch's padding=k//2 usually is
+    } else {
+      w.padding = "EXPLICIT";
+    }
+  } else {
+    c.fail_attr("auto_pad", auto_pad, "expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  return w;
+}
+
+// Weight transforms: at import for constants, as graph ops for weights fed
+// at run time.
+Tensor same(const Tensor& t) { return t; }
+Output runtime_same(Output w) { return w; }
+std::function<Tensor(const Tensor&)> transposed(std::vector<int64_t> perm) {
+  return [perm](const Tensor& t) { return evaluate("Transpose", {t}, Attrs().set("perm", perm)); };
+}
+std::function<Output(Output)> runtime_transpose(NodeContext& c, std::vector<int64_t> perm) {
+  return [&c, perm](Output w) { return ops::transpose(c.scope(), w, perm, "w_transposed"); };
+}
+
+// ---- convolution -----------------------------------------------------------------
+
+void map_conv(NodeContext& c) {
+  const Shape x = c.shape(0), wshape = c.shape(1);
+  if (x.rank() != 4) c.fail("only 2-D convolutions (4-D input N,C,H,W) are supported, input is " + x.to_string());
+  const int64_t group = c.attr_int("group", 1);
+  const int64_t channels = x[1], m = wshape[0];
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
+  Window w = window(c, kernel, x);
+  Output in = c.nhwc(0);
+  Output y;
+  Attrs a;
+  w.add_to(a, true);
+  if (group > 1 && group == channels && m % channels == 0) {
+    // Depthwise: W [C*M, 1, KH, KW] -> [KH, KW, C, M].
+    const int64_t mult = m / channels;
+    const std::vector<int64_t> perm{2, 3, 0, 1};
+    Output f = c.weight_or(
+        1,
+        [&](const Tensor& t) {
+          return evaluate("Transpose", {t.reshaped({channels, mult, wshape[2], wshape[3]})}, Attrs().set("perm", perm));
+        },
+        [&](Output w) {
+          return ops::transpose(c.scope(), ops::reshape(c.scope(), w, {channels, mult, wshape[2], wshape[3]}, "w_cm"),
+                                perm, "w_hwcm");
+        });
+    y = c.scope().op("DepthwiseConv2dNative", {in, f}, a, "depthwise");
+  } else {
+    // W [M, C/G, KH, KW] -> HWIO [KH, KW, C/G, M]; G > 1 is a grouped Conv2D.
+    Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
+    y = c.scope().op("Conv2D", {in, f}, a, "conv");
+  }
+  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
+  c.set_output(0, y, true);
+}
+
+void map_conv_transpose(NodeContext& c) {
+  const Shape x = c.shape(0), wshape = c.shape(1);
+  if (x.rank() != 4) c.fail("only 2-D transposed convolutions are supported, input is " + x.to_string());
+  const int64_t group = c.attr_int("group", 1);
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
+  if (c.has_attr("output_shape"))
+    c.fail_attr("output_shape", ints_text(c.attr_ints("output_shape")), "give pads/output_padding instead");
+  Window w = window(c, kernel, x);
+  if (c.attr_string("auto_pad", "NOTSET") != "NOTSET")
+    c.fail_attr("auto_pad", c.attr_string("auto_pad", ""), "not supported for ConvTranspose; give pads");
+  std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  Attrs a;
+  a.set("strides", w.strides).set("dilations", w.dilations);
+  a.set("explicit_paddings", std::vector<int64_t>{pads[0], pads[2], pads[1], pads[3]});
+  a.set("output_padding", c.attr_ints("output_padding", {0, 0})).set("groups", group);
+  // ONNX W [C, M/G, KH, KW] -> hub's Conv2DTranspose filter [KH, KW, M/G, C].
+  Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
+  Output y = c.scope().op("Conv2DTranspose", {c.nhwc(0), f}, a, "conv_transpose");
+  if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
+  c.set_output(0, y, true);
+}
+
+// ---- pooling ---------------------------------------------------------------------------
+
+template <bool kMax>
+void map_pool(NodeContext& c) {
+  const Shape x = c.shape(0);
+  if (x.rank() != 4) c.fail("only 2-D pooling (4-D input N,C,H,W) is supported, input is " + x.to_string());
+  if (kMax && c.attr_int("storage_order", 0) != 0) c.fail_attr("storage_order", "1", "only row-major indices");
+  Window w = window(c, c.attr_ints("kernel_shape"), x);
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  if (ceil_mode && w.padding != "EXPLICIT") {
+    // hub's ceil_mode is defined on explicit pads only.
+    if (w.padding == "SAME") c.fail_attr("ceil_mode", "1", "with auto_pad SAME_UPPER is not supported");
+    w.padding = "EXPLICIT";
+    w.explicit_paddings = {0, 0, 0, 0};
+  }
+  Attrs a;
+  a.set("ksize", w.kernel);
+  w.add_to(a, kMax && w.dilations != std::vector<int64_t>{1, 1});
+  if (!kMax && w.dilations != std::vector<int64_t>{1, 1})
+    c.fail_attr("dilations", ints_text(w.dilations), "AveragePool with dilations is not supported");
+  if (ceil_mode) a.set("ceil_mode", true);
+  if (!kMax && c.attr_int("count_include_pad", 0)) a.set("count_include_pad", true);
+  c.set_output(0, c.scope().op(kMax ? "MaxPool" : "AvgPool", {c.nhwc(0)}, a, kMax ? "MaxPool" : "AvgPool"), true);
+}
+
+template <bool kMax>
+void map_global_pool(NodeContext& c) {
+  if (c.rank(0) != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + c.shape(0).to_string());
+  Attrs a;
+  a.set("axes", std::vector<int64_t>{1, 2}).set("keep_dims", true);
+  c.set_output(0, c.scope().op(kMax ? "Max" : "Mean", {c.nhwc(0)}, a, kMax ? "GlobalMaxPool" : "GlobalAveragePool"),
+               true);
+}
+
+// ---- normalisation ---------------------------------------------------------------------
+
+void map_batch_norm(NodeContext& c) {
+  if (c.attr_int("training_mode", 0)) c.fail_attr("training_mode", "1", "hub imports models for inference");
+  const int rank = c.rank(0);
+  Output scale = c.weight_or(1, same, runtime_same), offset = c.weight_or(2, same, runtime_same);
+  Output mean = c.weight_or(3, same, runtime_same, false), var = c.weight_or(4, same, runtime_same, false);
+  Attrs a;
+  a.set("epsilon", static_cast<double>(c.attr_float("epsilon", 1e-5f))).set("is_training", false);
+  if (rank == 4) {
+    std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {c.nhwc(0), scale, offset, mean, var}, a, "BatchNorm");
+    c.set_output(0, y[0], true);
+  } else if (rank == 2) {
+    std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {c.native(0), scale, offset, mean, var}, a, "BatchNorm");
+    c.set_output(0, y[0]);
+  } else if (rank == 3) {
+    // [N, C, L] -> [N, L, C] -> normalise the last dim -> back.
+    Output t = ops::transpose(c.scope(), c.native(0), {0, 2, 1}, "channels_last");
+    std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {t, scale, offset, mean, var}, a, "BatchNorm");
+    c.set_output(0, ops::transpose(c.scope(), y[0], {0, 2, 1}, "channels_first"));
+  } else {
+    c.fail("inputs of rank 2, 3 or 4 are supported, got " + c.shape(0).to_string());
+  }
+}
+
+// ONNX: y = x / (bias + alpha / size * sum over `size` channels of x^2)^beta,
+// the window centred (floor((size-1)/2) before, ceil((size-1)/2) after);
+// TF's LRN sums over [d - r, d + r] with alpha unscaled: r = (size-1)/2 for
+// odd sizes, alpha_tf = alpha / size.
+void map_lrn(NodeContext& c) {
+  const int64_t size = c.attr_int("size", 0);
+  if (size < 1 || size % 2 == 0) c.fail_attr("size", std::to_string(size), "only odd window sizes are supported");
+  Attrs a;
+  a.set("depth_radius", (size - 1) / 2)
+      .set("bias", static_cast<double>(c.attr_float("bias", 1.0f)))
+      .set("alpha", static_cast<double>(c.attr_float("alpha", 1e-4f)) / static_cast<double>(size))
+      .set("beta", static_cast<double>(c.attr_float("beta", 0.75f)));
+  c.set_output(0, c.scope().op("LRN", {c.nhwc(0)}, a, "LRN"), true);
+}
+
+// ---- resizing ----------------------------------------------------------------------------
+
+void map_resize(NodeContext& c) {
+  const Shape x = c.shape(0);
+  if (x.rank() != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + x.to_string());
+  std::vector<int64_t> size;
+  std::vector<double> scale_attr;
+  if (c.has_input(3)) {
+    std::vector<int64_t> sizes = c.constant_ints(3, "sizes");
+    if (sizes.size() != 4) c.fail("sizes must have 4 entries");
+    if (sizes[0] != x[0] || sizes[1] != x[1]) c.fail("resizing the batch or channel dimension is not supported");
+    size = {sizes[2], sizes[3]};
+  } else if (c.has_input(2)) {
+    std::optional<Tensor> scales = c.constant(2);
+    if (!scales || scales->num_elements() != 4 || scales->dtype() != DType::kFloat32) c.fail("scales must be 4 constant floats");
+    const float* s = scales->data<float>();
+    if (s[0] != 1.0f || s[1] != 1.0f) c.fail("resizing the batch or channel dimension is not supported");
+    if (x[2] < 0 || x[3] < 0) c.fail("scales need a static input size, got " + x.to_string());
+    size = {static_cast<int64_t>(std::floor(static_cast<double>(x[2]) * s[2])),
+            static_cast<int64_t>(std::floor(static_cast<double>(x[3]) * s[3]))};
+    scale_attr = {s[2], s[3]};  // the coordinate transform uses ONNX's scales, not OH/H
+  } else {
+    c.fail("needs scales or sizes");
+  }
+  const std::string mode = c.attr_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") c.fail_attr("mode", mode, "expected nearest or linear");
+  if (c.attr_int("exclude_outside", 0)) c.fail_attr("exclude_outside", "1", "only for cubic, which is not supported");
+  const std::string ctm = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (ctm == "tf_crop_and_resize") c.fail_attr("coordinate_transformation_mode", ctm, "not supported");
+  Attrs a;
+  a.set("size", size).set("mode", mode).set("coordinate_transformation_mode", ctm);
+  if (!scale_attr.empty()) a.set("scales", scale_attr);
+  if (mode == "nearest") a.set("nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor"));
+  c.set_output(0, c.scope().op("Resize", {c.nhwc(0)}, a, "Resize"), true);
+}
+
+// ---- matrix products --------------------------------------------------------------------
+
+void map_gemm(NodeContext& c) {
+  const bool trans_a = c.attr_int("transA", 0) != 0, trans_b = c.attr_int("transB", 0) != 0;
+  const float alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  Output a = c.native(0);
+  Output b;
+  bool b_transposed = trans_b;
+  if (c.constant(1)) {
+    // A weight: stored [K, N] (transposed at import) and scaled by alpha.
+    b = c.weight(1, [&](const Tensor& t) {
+      Tensor w = trans_b ? evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{1, 0})) : t;
+      return alpha == 1.0f ? w : evaluate("Mul", {w, Tensor::scalar<float>(alpha)});
+    });
+    b_transposed = false;
+  } else {
+    b = c.native(1);
+  }
+  Output y = c.scope().op("MatMul", {a, b}, Attrs().set("transpose_a", trans_a).set("transpose_b", b_transposed), "MatMul");
+  if (!c.constant(1) && alpha != 1.0f) y = c.scope().op("Mul", {y, ops::scalar(c.scope(), alpha, "alpha")}, {}, "alpha");
+  if (c.has_input(2) && beta != 0.0f) {
+    const Shape cs = c.shape(2);
+    if (c.constant(2) && cs.rank() <= 1) {
+      // A bias vector (or scalar) broadcast over rows: BiasAdd.
+      const int64_t n = c.shape(1)[trans_b ? 0 : 1];
+      Output bias = c.weight(2, [&](const Tensor& t) {
+        Tensor v = t.num_elements() == 1 && n > 1
+                       ? evaluate("Mul", {Tensor::from_vector<float>({n}, std::vector<float>(static_cast<size_t>(n), 1.0f)), t.reshaped({1})})
+                       : t.reshaped({t.num_elements()}).clone();
+        return beta == 1.0f ? v : evaluate("Mul", {v, Tensor::scalar<float>(beta)});
+      });
+      y = c.scope().op("BiasAdd", {y, bias}, {}, "bias");
+    } else {
+      Output cc = c.native(2);
+      if (beta != 1.0f) cc = c.scope().op("Mul", {cc, ops::scalar(c.scope(), beta, "beta")}, {}, "beta");
+      y = c.scope().op("Add", {y, cc}, {}, "Add");
+    }
+  }
+  c.set_output(0, y);
+}
+
+// numpy matmul: 2-D x 2-D is MatMul; higher ranks batch with broadcasting
+// (BatchMatMul); a 1-D operand gets a unit dimension that is removed after.
+void map_matmul(NodeContext& c) {
+  const int ra = c.rank(0), rb = c.rank(1);
+  Output a = c.native(0);
+  Output b = c.constant(1) && rb == 2 ? c.weight(1, [](const Tensor& t) { return t; }) : c.native(1);
+  if (ra == 1) a = ops::expand_dims(c.scope(), a, 0, "a_row");
+  if (rb == 1) b = ops::expand_dims(c.scope(), b, 1, "b_col");
+  Output y = std::max(ra, rb) <= 2 ? c.scope().op("MatMul", {a, b}, {}, "MatMul")
+                                   : c.scope().op("BatchMatMul", {a, b}, {}, "BatchMatMul");
+  if (ra == 1) y = ops::squeeze(c.scope(), y, {-2}, "drop_row");
+  if (rb == 1) y = ops::squeeze(c.scope(), y, {-1}, "drop_col");
+  c.set_output(0, y);
+}
+
+}  // namespace
+
+void add_nn_mappers(std::map<std::string, OpMapper>& m) {
+  const std::set<std::string> window_attrs{"auto_pad", "dilations", "kernel_shape", "pads", "strides"};
+  auto with = [&](std::set<std::string> extra) {
+    extra.insert(window_attrs.begin(), window_attrs.end());
+    return extra;
+  };
+  m["Conv"] = {map_conv, with({"group"})};
+  m["ConvTranspose"] = {map_conv_transpose, with({"group", "output_padding", "output_shape"})};
+  m["MaxPool"] = {map_pool<true>, with({"ceil_mode", "storage_order"})};
+  m["AveragePool"] = {map_pool<false>, with({"ceil_mode", "count_include_pad"})};
+  m["GlobalAveragePool"] = {map_global_pool<false>, {}};
+  m["GlobalMaxPool"] = {map_global_pool<true>, {}};
+  m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
+  m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
+  m["Resize"] = {map_resize, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                              "extrapolation_value", "mode", "nearest_mode"}};
+  m["Gemm"] = {map_gemm, {"alpha", "beta", "transA", "transB"}};
+  m["MatMul"] = {map_matmul, {}};
+}
+
+}  // namespace hub::onnx_interop

@@ -1,0 +1,742 @@
+// ONNX -> hub: constants, element-wise math and activations, shape and
+// data-movement ops, reductions (opset 17 semantics).
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+#include "hub/interop/onnx/convert.h"
+#include "hub/interop/onnx/model.h"
+#include "hub/ops/array.h"
+#include "hub/ops/state.h"
+
+namespace hub::onnx_interop {
+
+namespace {
+
+// ---- constants -------------------------------------------------------------------
+
+void map_constant(NodeContext& c) {
+  if (const auto* t = c.attr_tensor("value")) {
+    c.set_constant(0, tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value"));
+  } else if (c.has_attr("value_float")) {
+    c.set_constant(0, Tensor::scalar<float>(c.attr_float("value_float", 0)));
+  } else if (c.has_attr("value_floats")) {
+    std::vector<float> v = c.attr_floats("value_floats");
+    c.set_constant(0, Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v));
+  } else if (c.has_attr("value_int")) {
+    c.set_constant(0, Tensor::scalar<int64_t>(c.attr_int("value_int", 0)));
+  } else if (c.has_attr("value_ints")) {
+    std::vector<int64_t> v = c.attr_ints("value_ints");
+    c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  } else {
+    c.fail("needs one of value, value_float(s), value_int(s) (sparse and string constants are not supported)");
+  }
+}
+
+void map_constant_of_shape(NodeContext& c) {
+  std::vector<int64_t> dims = c.constant_ints(0, "shape");
+  Tensor value = Tensor::scalar<float>(0.0f);
+  if (const auto* t = c.attr_tensor("value")) value = tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value");
+  if (value.num_elements() != 1) c.fail("attribute value must hold one element");
+  Tensor out(value.dtype(), Shape(dims));
+  dispatch_dtype(value.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T v = value.data<T>()[0];
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.num_elements(); ++i) p[i] = v;
+  });
+  c.set_constant(0, out);
+}
+
+// Shape and Size need only the input's static shape, not its value. A
+// dimension known only at run time makes the result symbolic (SymDim).
+void map_shape(NodeContext& c) {
+  Shape s = c.shape(0);
+  int64_t r = s.rank();
+  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
+  start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
+  end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
+  SymShape dims;
+  bool known = true;
+  for (int64_t i = start; i < end; ++i) {
+    int64_t d = s[static_cast<int>(i)];
+    dims.push_back(d >= 0 ? SymDim{d, "", 0} : SymDim{0, c.node().input(0), static_cast<int>(i)});
+    known = known && d >= 0;
+  }
+  if (!known) {
+    c.set_symbolic(0, dims);
+    return;
+  }
+  std::vector<int64_t> v;
+  for (const SymDim& d : dims) v.push_back(d.value);
+  c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+// Shape arithmetic on symbolic values (Gather, Unsqueeze, Squeeze, Concat,
+// Slice, Cast, Identity of 1-D shapes with run-time elements). Returns false
+// when the node's data input is not symbolic (the normal mapping applies).
+bool map_symbolic(NodeContext& c) {
+  const std::string& op = c.op();
+  if (op == "Concat") {
+    bool all = true, any_runtime = false;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      all = all && c.symbolic(i).has_value();
+      any_runtime = any_runtime || !c.constant(i);
+    }
+    if (!all || !any_runtime) return false;
+  } else if (c.constant(0) || !c.symbolic(0)) {
+    return false;
+  }
+  SymShape in = *c.symbolic(0), out;
+  if (op == "Gather") {
+    for (int64_t k : c.constant_ints(1, "indices")) {
+      int64_t j = k < 0 ? k + static_cast<int64_t>(in.size()) : k;
+      if (j < 0 || j >= static_cast<int64_t>(in.size())) c.fail("index " + std::to_string(k) + " out of range");
+      out.push_back(in[static_cast<size_t>(j)]);
+    }
+  } else if (op == "Concat") {
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      std::optional<SymShape> part = c.symbolic(i);
+      if (!part) c.fail("input " + std::to_string(i) + " of a shape computation is neither constant nor a shape");
+      out.insert(out.end(), part->begin(), part->end());
+    }
+  } else if (op == "Slice") {
+    std::vector<int64_t> st = c.constant_ints(1, "starts"), en = c.constant_ints(2, "ends");
+    const int64_t n = static_cast<int64_t>(in.size());
+    int64_t b = std::clamp<int64_t>(st.at(0) < 0 ? st[0] + n : st[0], 0, n);
+    int64_t e = std::clamp<int64_t>(en.at(0) < 0 ? en[0] + n : en[0], 0, n);
+    if (c.has_input(4) && c.constant_ints(4, "steps") != std::vector<int64_t>{1}) c.fail("strided shape slices are not supported");
+    for (int64_t i = b; i < e; ++i) out.push_back(in[static_cast<size_t>(i)]);
+  } else {  // Unsqueeze, Squeeze, Cast, Identity: the elements pass through
+    out = in;
+  }
+  c.set_symbolic(0, out);
+  return true;
+}
+
+template <void (*kMap)(NodeContext&)>
+void symbolic_or(NodeContext& c) {
+  if (!map_symbolic(c)) kMap(c);
+}
+
+void map_size(NodeContext& c) {
+  Shape s = c.shape(0);
+  if (!s.is_fully_defined())
+    throw Deferred{"ONNX model: node '" + c.node().name() + "' (Size): the size of '" + c.node().input(0) +
+                   "' is only known at run time"};
+  c.set_constant(0, Tensor::scalar<int64_t>(s.num_elements()));
+}
+
+void map_range(NodeContext& c) {
+  std::optional<Tensor> start = c.constant(0), limit = c.constant(1), delta = c.constant(2);
+  if (!start || !limit || !delta) c.fail("start, limit and delta must be constants");
+  auto as_double = [&](const Tensor& t) {
+    double v = 0;
+    dispatch_dtype(t.dtype(), [&](auto tag) { v = static_cast<double>(t.data<decltype(tag)>()[0]); });
+    return v;
+  };
+  double s = as_double(*start), l = as_double(*limit), d = as_double(*delta);
+  if (d == 0) c.fail("delta is 0");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  Tensor out(start->dtype(), Shape{n});
+  dispatch_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = static_cast<T>(s + static_cast<double>(i) * d);
+  });
+  c.set_constant(0, out);
+}
+
+// ---- element-wise ------------------------------------------------------------------
+
+// Inputs of an element-wise op in one layout: NHWC when the result is 4-D and
+// some input already is NHWC (no layout change then), else ONNX's order.
+struct Operands {
+  std::vector<Output> values;
+  bool nhwc = false;
+};
+
+Operands operands(NodeContext& c, int first = 0, int count = -1) {
+  Operands ops;
+  int end = count < 0 ? c.num_inputs() : first + count;
+  int out_rank = 0;
+  for (int i = first; i < end; ++i)
+    if (c.has_input(i)) out_rank = std::max(out_rank, c.rank(i));
+  for (int i = first; i < end; ++i) ops.nhwc = ops.nhwc || (c.has_input(i) && out_rank == 4 && c.is_nhwc(i));
+  for (int i = first; i < end; ++i) {
+    if (!c.has_input(i)) continue;
+    if (!ops.nhwc) {
+      ops.values.push_back(c.native(i));
+    } else if (c.rank(i) == 4) {
+      ops.values.push_back(c.nhwc(i));
+    } else if (std::optional<Tensor> k = c.constant(i)) {
+      ops.values.push_back(c.constant_output(to_nhwc_operand(*k), "operand" + std::to_string(i)));
+    } else {
+      // A lower-rank run-time operand: aligned to rank 4, then NHWC.
+      Shape s = c.shape(i);
+      std::vector<int64_t> dims(4 - s.rank(), 1);
+      for (int64_t d : s.dims()) dims.push_back(d);
+      Output x = ops::reshape(c.scope(), c.native(i), dims, "align" + std::to_string(i));
+      ops.values.push_back(ops::transpose(c.scope(), x, {0, 2, 3, 1}, "to_nhwc" + std::to_string(i)));
+    }
+  }
+  return ops;
+}
+
+template <const char* kOp>
+void map_binary(NodeContext& c) {
+  Operands in = operands(c, 0, 2);
+  c.set_output(0, c.scope().op(kOp, in.values, {}, kOp), in.nhwc);
+}
+
+constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMaximum[] = "Maximum",
+               kMinimum[] = "Minimum", kEqual[] = "Equal", kGreater[] = "Greater", kLess[] = "Less",
+               kGreaterEqual[] = "GreaterEqual", kLessEqual[] = "LessEqual", kPow[] = "Pow";
+
+// Sum, Mean, Max, Min: a chain of the binary op (Mean divides at the end).
+template <const char* kOp, bool kMean>
+void map_variadic(NodeContext& c) {
+  Operands in = operands(c);
+  Output acc = in.values[0];
+  for (size_t i = 1; i < in.values.size(); ++i) acc = c.scope().op(kOp, {acc, in.values[i]}, {}, kOp);
+  if (kMean && in.values.size() > 1)
+    acc = c.scope().op("Mul", {acc, ops::scalar(c.scope(), 1.0f / static_cast<float>(in.values.size()), "inv_n")}, {},
+                       "mean");
+  if (in.values.size() == 1) acc = c.scope().op("Identity", {acc}, {}, "Identity");
+  c.set_output(0, acc, in.nhwc);
+}
+
+// x keeps its layout through a unary op.
+Output unary_input(NodeContext& c, bool* nhwc) {
+  *nhwc = c.is_nhwc(0);
+  return *nhwc ? c.nhwc(0) : c.native(0);
+}
+
+template <const char* kOp>
+void map_unary(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, c.scope().op(kOp, {x}, {}, kOp), nhwc);
+}
+
+constexpr char kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs", kNeg[] = "Neg",
+               kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal",
+               kHardSwish[] = "HardSwish", kIdentity[] = "Identity", kSign[] = "Sign";
+
+void map_elu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, c.scope().op("Elu", {x}, Attrs().set("alpha", static_cast<double>(c.attr_float("alpha", 1.0f))), "Elu"),
+               nhwc);
+}
+
+void map_leaky_relu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0,
+               c.scope().op("LeakyRelu", {x}, Attrs().set("alpha", static_cast<double>(c.attr_float("alpha", 0.01f))),
+                            "LeakyRelu"),
+               nhwc);
+}
+
+void map_hard_sigmoid(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  Attrs a;
+  a.set("alpha", static_cast<double>(c.attr_float("alpha", 0.2f)));
+  a.set("beta", static_cast<double>(c.attr_float("beta", 0.5f)));
+  c.set_output(0, c.scope().op("HardSigmoid", {x}, a, "HardSigmoid"), nhwc);
+}
+
+// Clip with its optional min/max inputs: Relu / Relu6 when they are exactly
+// those constants, ClipByValue for other constants, Maximum/Minimum when a
+// bound is only known at run time.
+void map_clip(NodeContext& c) {
+  auto bound = [&](int i) -> std::optional<double> {
+    if (!c.has_input(i)) return std::nullopt;
+    std::optional<Tensor> t = c.constant(i);
+    if (!t) return std::nullopt;
+    if (t->num_elements() != 1 || t->dtype() != DType::kFloat32)
+      c.fail(std::string(i == 1 ? "min" : "max") + " must be a float scalar");
+    return static_cast<double>(t->data<float>()[0]);
+  };
+  const bool runtime_bound = (c.has_input(1) && !c.constant(1)) || (c.has_input(2) && !c.constant(2));
+  if (runtime_bound) {
+    Operands in = operands(c, 0, 3);
+    Output y = in.values[0];
+    size_t k = 1;
+    if (c.has_input(1)) y = c.scope().op("Maximum", {y, in.values[k++]}, {}, "min");
+    if (c.has_input(2)) y = c.scope().op("Minimum", {y, in.values[k]}, {}, "max");
+    c.set_output(0, y, in.nhwc);
+    return;
+  }
+  std::optional<double> lo = bound(1), hi = bound(2);
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  Output y;
+  if (lo == 0.0 && !hi) {
+    y = c.scope().op("Relu", {x}, {}, "Relu");
+  } else if (lo == 0.0 && hi == 6.0) {
+    y = c.scope().op("Relu6", {x}, {}, "Relu6");
+  } else if (!lo && !hi) {
+    y = c.scope().op("Identity", {x}, {}, "Identity");
+  } else {
+    Attrs a;
+    if (lo) a.set("min", *lo);
+    if (hi) a.set("max", *hi);
+    y = c.scope().op("ClipByValue", {x}, a, "ClipByValue");
+  }
+  c.set_output(0, y, nhwc);
+}
+
+void map_prelu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const int rank = c.rank(0);
+  Output slope = c.weight(1, [&](const Tensor& s) {
+    // ONNX broadcasts the slope unidirectionally against x (right-aligned).
+    if (nhwc) return to_nhwc_operand(s);
+    std::vector<int64_t> dims(static_cast<size_t>(std::max(0, rank - s.rank())), 1);
+    for (int64_t d : s.shape().dims()) dims.push_back(d);
+    return s.reshaped(Shape(dims)).clone();
+  });
+  c.set_output(0, c.scope().op("PRelu", {x, slope}, {}, "PRelu"), nhwc);
+}
+
+void map_pow(NodeContext& c) {
+  std::optional<Tensor> e = c.constant(1);
+  if (e && e->num_elements() == 1 && e->dtype() == DType::kFloat32 && c.dtype(0) == DType::kFloat32) {
+    float v = e->data<float>()[0];
+    if (v == 2.0f || v == 0.5f || v == 1.0f) {
+      bool nhwc;
+      Output x = unary_input(c, &nhwc);
+      const char* op = v == 2.0f ? "Square" : v == 0.5f ? "Sqrt" : "Identity";
+      c.set_output(0, c.scope().op(op, {x}, {}, op), nhwc);
+      return;
+    }
+  }
+  map_binary<kPow>(c);
+}
+
+void map_cast(NodeContext& c) {
+  DType to = dtype_from_onnx(static_cast<int>(c.attr_int("to", 0)), "node '" + c.node().name() + "' attribute to");
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, c.scope().op("Cast", {x}, Attrs().set("dtype", to), "Cast"), nhwc);
+}
+
+// Dropout and Identity at inference: the input passes through.
+void map_passthrough(NodeContext& c) {
+  if (c.op() == "Dropout" && c.has_input(2)) {
+    std::optional<Tensor> training = c.constant(2);
+    if (!training || training->dtype() != DType::kBool || training->data<bool>()[0])
+      c.fail("training_mode must be a constant false (hub imports models for inference)");
+  }
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, c.scope().op("Identity", {x}, {}, "Identity"), nhwc);
+}
+
+// ---- shapes ---------------------------------------------------------------------------
+
+// The dims of a reshape's result with at most one unknown (as -1), from the
+// constant target (0 copies the input's dim, -1 is inferred) or, when the
+// target is computed at run time, from shape inference.
+std::vector<int64_t> reshape_dims(NodeContext& c, const Shape& in, const std::optional<std::vector<int64_t>>& target) {
+  std::vector<int64_t> dims;
+  if (std::optional<Shape> out = c.output_shape(0); out && out->rank() > 0) {
+    dims = out->dims();
+  } else if (target) {
+    dims = *target;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] == 0 && c.attr_int("allowzero", 0) == 0) {
+        if (static_cast<int>(i) >= in.rank()) c.fail("shape element 0 at " + std::to_string(i) + " has no input dim to copy");
+        dims[i] = in[static_cast<int>(i)];
+      }
+  } else {
+    c.fail("the target shape is computed at run time and shape inference could not determine it");
+  }
+  int unknown = 0;
+  for (int64_t& d : dims)
+    if (d < 0) {
+      d = -1;
+      ++unknown;
+    }
+  if (unknown > 1) c.fail("the result shape " + Shape(dims).to_string() + " has more than one dimension known only at run time");
+  return dims;
+}
+
+// A run-time target like [N, -1] (PyTorch's x.view(x.size(0), -1)): each
+// run-time element is a dim of x itself, so the -1 is computable from x's
+// static dims and the run-time dim becomes hub's -1.
+std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, const SymShape& target) {
+  const Shape x = c.shape(0);
+  int64_t known_product = 1;
+  std::set<int> referenced;
+  int minus_one = -1, symbolic = -1;
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const SymDim& d = target[i];
+    if (d.known()) {
+      if (d.value == -1) minus_one = static_cast<int>(i);
+      else if (d.value == 0) return std::nullopt;
+      else known_product *= d.value;
+      dims.push_back(d.value);
+    } else {
+      if (d.tensor != c.node().input(0) || symbolic >= 0) return std::nullopt;
+      symbolic = static_cast<int>(i);
+      referenced.insert(d.dim);
+      dims.push_back(-1);
+    }
+  }
+  // Every run-time dim of x must be the referenced one.
+  int64_t x_known = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (x[d] >= 0) x_known *= x[d];
+    else if (!referenced.count(d)) return std::nullopt;
+  }
+  if (minus_one >= 0) {
+    if (x_known % known_product != 0) c.fail("the target shape does not divide the input's " + x.to_string());
+    dims[static_cast<size_t>(minus_one)] = x_known / known_product;
+  }
+  return dims;
+}
+
+void map_reshape(NodeContext& c) {
+  std::optional<std::vector<int64_t>> target;
+  if (c.constant(1)) {
+    target = c.constant_ints(1, "shape");
+  } else if (std::optional<SymShape> sym = c.symbolic(1)) {
+    if (std::optional<std::vector<int64_t>> dims = resolve_symbolic_target(c, *sym)) {
+      c.set_output(0, ops::reshape(c.scope(), c.native(0), *dims, "Reshape"));
+      return;
+    }
+  }
+  std::vector<int64_t> dims = reshape_dims(c, c.shape(0), target);
+  c.set_output(0, ops::reshape(c.scope(), c.native(0), dims, "Reshape"));
+}
+
+void map_flatten(NodeContext& c) {
+  Shape s = c.shape(0);
+  int64_t axis = c.attr_int("axis", 1);
+  if (axis < 0) axis += s.rank();
+  if (axis < 0 || axis > s.rank()) c.fail_attr("axis", std::to_string(c.attr_int("axis", 1)), "out of range");
+  int64_t outer = 1, inner = 1;
+  bool outer_known = true, inner_known = true;
+  for (int i = 0; i < s.rank(); ++i) {
+    (i < axis ? outer : inner) *= std::max<int64_t>(s[i], 1);
+    if (s[i] < 0) (i < axis ? outer_known : inner_known) = false;
+  }
+  if (!outer_known && !inner_known) c.fail("both sides of the flatten have dimensions known only at run time");
+  c.set_output(0, ops::reshape(c.scope(), c.native(0), {outer_known ? outer : -1, inner_known ? inner : -1}, "Flatten"));
+}
+
+void map_transpose(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> perm = c.attr_ints("perm");
+  if (perm.empty())
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  if (static_cast<int>(perm.size()) != rank) c.fail_attr("perm", std::to_string(perm.size()) + " entries", "rank is " + std::to_string(rank));
+  if (c.is_nhwc(0)) {
+    // Output dim k is logical dim perm[k], which lives at NHWC position nhwc_axis(perm[k]).
+    std::vector<int64_t> physical;
+    for (int64_t p : perm) physical.push_back(nhwc_axis(p));
+    c.set_output(0, ops::transpose(c.scope(), c.nhwc(0), physical, "Transpose"));
+  } else {
+    c.set_output(0, ops::transpose(c.scope(), c.native(0), perm, "Transpose"));
+  }
+}
+
+std::vector<int64_t> axes_input(NodeContext& c, int i, int rank, const std::string& what) {
+  std::vector<int64_t> axes = c.constant_ints(i, what);
+  for (int64_t& a : axes) a = normalize_axis(c, a, rank, what);
+  return axes;
+}
+
+void map_squeeze(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> axes;
+  if (c.has_input(1)) axes = axes_input(c, 1, rank, "axes");
+  c.set_output(0, ops::squeeze(c.scope(), c.native(0), axes, "Squeeze"));
+}
+
+void map_unsqueeze(NodeContext& c) {
+  std::vector<int64_t> axes = c.constant_ints(1, "axes");
+  const int out_rank = c.rank(0) + static_cast<int>(axes.size());
+  for (int64_t& a : axes) a = normalize_axis(c, a, out_rank, "axes");
+  std::sort(axes.begin(), axes.end());
+  Output x = c.native(0);
+  for (int64_t a : axes) x = ops::expand_dims(c.scope(), x, a, "ExpandDims");
+  c.set_output(0, x);
+}
+
+void map_concat(NodeContext& c) {
+  const int rank = c.rank(0);
+  int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
+  Operands in = operands(c);
+  c.set_output(0, ops::concat(c.scope(), in.values, in.nhwc ? nhwc_axis(axis) : axis, "Concat"), in.nhwc);
+}
+
+void map_split(NodeContext& c) {
+  const int rank = c.rank(0);
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
+  const bool nhwc = rank == 4 && c.is_nhwc(0);
+  Attrs a;
+  a.set("axis", nhwc ? nhwc_axis(axis) : axis);
+  if (c.has_input(1)) a.set("sizes", c.constant_ints(1, "split"));
+  else a.set("num_split", static_cast<int64_t>(c.node().output_size()));
+  std::vector<Output> outs = c.scope().op_n("Split", {nhwc ? c.nhwc(0) : c.native(0)}, a, "Split");
+  for (size_t i = 0; i < outs.size() && static_cast<int>(i) < c.node().output_size(); ++i)
+    c.set_output(static_cast<int>(i), outs[i], nhwc);
+}
+
+// Slice: constant starts/ends/axes/steps, on a static shape where needed.
+void map_slice(NodeContext& c) {
+  const Shape s = c.shape(0);
+  const int rank = s.rank();
+  std::vector<int64_t> starts = c.constant_ints(1, "starts"), ends = c.constant_ints(2, "ends");
+  std::vector<int64_t> axes, steps;
+  if (c.has_input(3)) axes = c.constant_ints(3, "axes");
+  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.has_input(4)) steps = c.constant_ints(4, "steps");
+  else steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps differ in length");
+  // Per dim: begin/end/stride in TF StridedSlice terms, with ONNX's clamping.
+  std::vector<int64_t> begin(rank, 0), end(rank, 0), stride(rank, 1);
+  int64_t begin_mask = 0, end_mask = 0;
+  for (int d = 0; d < rank; ++d) begin_mask |= int64_t{1} << d, end_mask |= int64_t{1} << d;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = normalize_axis(c, axes[k], rank, "axes");
+    if (steps[k] == 0) c.fail("step 0 on axis " + std::to_string(a));
+    int64_t dim = s[static_cast<int>(a)];
+    if (dim < 0) {
+      // Unknown size: only the full range is expressible.
+      bool full = starts[k] == 0 && steps[k] == 1 && ends[k] >= std::numeric_limits<int32_t>::max();
+      if (!full) c.fail("axis " + std::to_string(a) + " has a size known only at run time");
+      continue;
+    }
+    int64_t st = starts[k], en = ends[k];
+    if (st < 0) st += dim;
+    if (en < 0) en += dim;
+    if (steps[k] > 0) {
+      st = std::clamp<int64_t>(st, 0, dim);
+      en = std::clamp<int64_t>(en, 0, dim);
+    } else {
+      st = std::clamp<int64_t>(st, 0, dim - 1);
+      en = std::clamp<int64_t>(en, -1, dim - 1);
+    }
+    begin[a] = st;
+    end[a] = en;
+    stride[a] = steps[k];
+    begin_mask &= ~(int64_t{1} << a);
+    end_mask &= ~(int64_t{1} << a);
+    if (steps[k] < 0 && en == -1) end_mask |= int64_t{1} << a;  // down to and including 0
+  }
+  const bool nhwc = rank == 4 && c.is_nhwc(0);
+  auto place = [&](std::vector<int64_t> v) {
+    if (!nhwc) return v;
+    std::vector<int64_t> p(4);
+    for (int d = 0; d < 4; ++d) p[nhwc_axis(d)] = v[d];
+    return p;
+  };
+  auto place_mask = [&](int64_t m) {
+    if (!nhwc) return m;
+    int64_t p = 0;
+    for (int d = 0; d < 4; ++d)
+      if (m & (int64_t{1} << d)) p |= int64_t{1} << nhwc_axis(d);
+    return p;
+  };
+  Output x = nhwc ? c.nhwc(0) : c.native(0);
+  bool unit = true;
+  for (int64_t st : stride) unit = unit && st == 1;
+  if (unit && begin_mask == 0 && end_mask == 0) {
+    std::vector<int64_t> size(rank);
+    for (int d = 0; d < rank; ++d) size[d] = end[d] - begin[d];
+    c.set_output(0, ops::slice(c.scope(), x, place(begin), place(size), "Slice"), nhwc);
+    return;
+  }
+  Attrs a;
+  a.set("begin", place(begin)).set("end", place(end)).set("strides", place(stride));
+  a.set("begin_mask", place_mask(begin_mask)).set("end_mask", place_mask(end_mask));
+  c.set_output(0, c.scope().op("StridedSlice", {x}, a, "StridedSlice"), nhwc);
+}
+
+void map_gather(NodeContext& c) {
+  const Shape s = c.shape(0);
+  int64_t axis = normalize_axis(c, c.attr_int("axis", 0), s.rank(), "axis");
+  std::optional<Tensor> idx = c.constant(1);
+  Output indices;
+  if (idx) {
+    // Negative indices count from the end of the axis (ONNX); hub's Gather
+    // takes them in range.
+    Tensor fixed(DType::kInt64, idx->shape());
+    std::vector<int64_t> v = c.constant_ints(1, "indices");
+    int64_t dim = s[static_cast<int>(axis)];
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t k = v[i] < 0 && dim >= 0 ? v[i] + dim : v[i];
+      if (dim >= 0 && (k < 0 || k >= dim))
+        c.fail("index " + std::to_string(v[i]) + " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(dim));
+      fixed.data<int64_t>()[i] = k;
+    }
+    indices = c.constant_output(fixed, "indices");
+  } else {
+    indices = c.native(1);
+  }
+  c.set_output(0, c.scope().op("Gather", {c.native(0), indices}, Attrs().set("axis", axis), "Gather"));
+}
+
+void map_pad(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> pads = c.constant_ints(1, "pads");
+  if (static_cast<int>(pads.size()) != 2 * rank) c.fail("pads has " + std::to_string(pads.size()) + " entries for rank " + std::to_string(rank));
+  if (c.has_input(3)) c.fail("the axes input is not supported");
+  double value = 0;
+  if (c.has_input(2)) {
+    std::optional<Tensor> v = c.constant(2);
+    if (!v || v->num_elements() != 1) c.fail("constant_value must be a constant scalar");
+    dispatch_dtype(v->dtype(), [&](auto tag) { value = static_cast<double>(v->data<decltype(tag)>()[0]); });
+  }
+  std::string mode = c.attr_string("mode", "constant");
+  const char* hub_mode = mode == "constant" ? "CONSTANT" : mode == "reflect" ? "REFLECT" : mode == "edge" ? "EDGE" : nullptr;
+  if (!hub_mode) c.fail_attr("mode", mode, "expected constant, reflect or edge");
+  for (int64_t p : pads)
+    if (p < 0) c.fail("negative pads (cropping) are not supported");
+  const bool nhwc = rank == 4 && c.is_nhwc(0);
+  // ONNX: [b_0, ..., b_{r-1}, e_0, ..., e_{r-1}]; hub: [b_0, e_0, b_1, e_1, ...].
+  std::vector<int64_t> paddings(2 * rank);
+  for (int d = 0; d < rank; ++d) {
+    int64_t p = nhwc ? nhwc_axis(d) : d;
+    paddings[2 * p] = pads[d];
+    paddings[2 * p + 1] = pads[d + rank];
+  }
+  Attrs a;
+  a.set("paddings", paddings).set("mode", hub_mode).set("constant_value", value);
+  c.set_output(0, c.scope().op("Pad", {nhwc ? c.nhwc(0) : c.native(0)}, a, "Pad"), nhwc);
+}
+
+void map_tile(NodeContext& c) {
+  std::vector<int64_t> repeats = c.constant_ints(1, "repeats");
+  c.set_output(0, c.scope().op("Tile", {c.native(0)}, Attrs().set("multiples", repeats), "Tile"));
+}
+
+void map_expand(NodeContext& c) {
+  std::vector<int64_t> shape = c.constant_ints(1, "shape");
+  c.set_output(0, c.scope().op("BroadcastTo", {c.native(0)}, Attrs().set("shape", shape), "BroadcastTo"));
+}
+
+// ---- reductions -----------------------------------------------------------------------
+
+template <const char* kOp>
+void map_reduce(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> axes;
+  if (c.op() == "ReduceSum") {
+    if (c.has_input(1)) axes = axes_input(c, 1, rank, "axes");
+    if (axes.empty() && c.attr_int("noop_with_empty_axes", 0)) {
+      bool nhwc;
+      Output x = unary_input(c, &nhwc);
+      c.set_output(0, c.scope().op("Identity", {x}, {}, "Identity"), nhwc);
+      return;
+    }
+  } else {
+    for (int64_t a : c.attr_ints("axes")) axes.push_back(normalize_axis(c, a, rank, "axes"));
+  }
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  const bool nhwc = keep && rank == 4 && c.is_nhwc(0);
+  if (nhwc)
+    for (int64_t& a : axes) a = nhwc_axis(a);
+  Attrs attrs;
+  attrs.set("axes", axes).set("keep_dims", keep);
+  c.set_output(0, c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0)}, attrs, kOp), nhwc);
+}
+
+constexpr char kSum[] = "Sum", kMean[] = "Mean", kMax[] = "Max", kMin[] = "Min", kProd[] = "Prod";
+
+template <const char* kOp>
+void map_softmax(NodeContext& c) {
+  const int rank = c.rank(0);
+  int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  const bool nhwc = rank == 4 && c.is_nhwc(0);
+  c.set_output(0,
+               c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0)}, Attrs().set("axis", nhwc ? nhwc_axis(axis) : axis), kOp),
+               nhwc);
+}
+
+constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
+
+void map_argmax(NodeContext& c) {
+  const int rank = c.rank(0);
+  int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
+  if (c.attr_int("select_last_index", 0)) c.fail_attr("select_last_index", "1", "only the first maximum is supported");
+  Output y = c.scope().op("ArgMax", {c.native(0)}, Attrs().set("axis", axis), "ArgMax");
+  if (c.attr_int("keepdims", 1)) y = ops::expand_dims(c.scope(), y, axis, "keepdims");
+  c.set_output(0, y);
+}
+
+}  // namespace
+
+void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
+  m["Constant"] = {map_constant, {"value", "value_float", "value_floats", "value_int", "value_ints"}};
+  m["ConstantOfShape"] = {map_constant_of_shape, {"value"}};
+  m["Shape"] = {map_shape, {"start", "end"}};
+  m["Size"] = {map_size, {}};
+  m["Range"] = {map_range, {}};
+  m["Add"] = {map_binary<kAdd>, {}};
+  m["Sub"] = {map_binary<kSub>, {}};
+  m["Mul"] = {map_binary<kMul>, {}};
+  m["Div"] = {map_binary<kDiv>, {}};
+  m["Pow"] = {map_pow, {}};
+  m["Equal"] = {map_binary<kEqual>, {}};
+  m["Greater"] = {map_binary<kGreater>, {}};
+  m["GreaterOrEqual"] = {map_binary<kGreaterEqual>, {}};
+  m["Less"] = {map_binary<kLess>, {}};
+  m["LessOrEqual"] = {map_binary<kLessEqual>, {}};
+  m["Sum"] = {map_variadic<kAdd, false>, {}};
+  m["Mean"] = {map_variadic<kAdd, true>, {}};
+  m["Max"] = {map_variadic<kMaximum, false>, {}};
+  m["Min"] = {map_variadic<kMinimum, false>, {}};
+  m["Relu"] = {map_unary<kRelu>, {}};
+  m["Sigmoid"] = {map_unary<kSigmoid>, {}};
+  m["Tanh"] = {map_unary<kTanh>, {}};
+  m["Abs"] = {map_unary<kAbs>, {}};
+  m["Neg"] = {map_unary<kNeg>, {}};
+  m["Sqrt"] = {map_unary<kSqrt>, {}};
+  m["Exp"] = {map_unary<kExp>, {}};
+  m["Log"] = {map_unary<kLog>, {}};
+  m["Reciprocal"] = {map_unary<kReciprocal>, {}};
+  m["Sign"] = {map_unary<kSign>, {}};
+  m["HardSwish"] = {map_unary<kHardSwish>, {}};
+  m["Elu"] = {map_elu, {"alpha"}};
+  m["LeakyRelu"] = {map_leaky_relu, {"alpha"}};
+  m["HardSigmoid"] = {map_hard_sigmoid, {"alpha", "beta"}};
+  m["Clip"] = {map_clip, {}};
+  m["PRelu"] = {map_prelu, {}};
+  m["Cast"] = {symbolic_or<map_cast>, {"to"}};
+  m["Identity"] = {symbolic_or<map_passthrough>, {}};
+  m["Dropout"] = {map_passthrough, {"seed"}};
+  m["Reshape"] = {map_reshape, {"allowzero"}};
+  m["Flatten"] = {map_flatten, {"axis"}};
+  m["Transpose"] = {map_transpose, {"perm"}};
+  m["Squeeze"] = {symbolic_or<map_squeeze>, {}};
+  m["Unsqueeze"] = {symbolic_or<map_unsqueeze>, {}};
+  m["Concat"] = {symbolic_or<map_concat>, {"axis"}};
+  m["Split"] = {map_split, {"axis"}};
+  m["Slice"] = {symbolic_or<map_slice>, {}};
+  m["Gather"] = {symbolic_or<map_gather>, {"axis"}};
+  m["Pad"] = {map_pad, {"mode"}};
+  m["Tile"] = {map_tile, {}};
+  m["Expand"] = {map_expand, {}};
+  m["ReduceSum"] = {map_reduce<kSum>, {"keepdims", "noop_with_empty_axes"}};
+  m["ReduceMean"] = {map_reduce<kMean>, {"axes", "keepdims"}};
+  m["ReduceMax"] = {map_reduce<kMax>, {"axes", "keepdims"}};
+  m["ReduceMin"] = {map_reduce<kMin>, {"axes", "keepdims"}};
+  m["ReduceProd"] = {map_reduce<kProd>, {"axes", "keepdims"}};
+  m["Softmax"] = {map_softmax<kSoftmax>, {"axis"}};
+  m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
+  m["ArgMax"] = {map_argmax, {"axis", "keepdims", "select_last_index"}};
+}
+
+}  // namespace hub::onnx_interop

@@ -1,0 +1,252 @@
+#include "hub/interop/onnx/model.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "hub/core/error.h"
+#include "hub/core/fileio.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::onnx_interop {
+
+namespace {
+
+using ::onnx::TensorProto;
+
+struct TypeInfo {
+  int onnx;
+  const char* name;
+};
+constexpr TypeInfo kTypeNames[] = {
+    {TensorProto::FLOAT, "FLOAT"},   {TensorProto::UINT8, "UINT8"},     {TensorProto::INT8, "INT8"},
+    {TensorProto::UINT16, "UINT16"}, {TensorProto::INT16, "INT16"},     {TensorProto::INT32, "INT32"},
+    {TensorProto::INT64, "INT64"},   {TensorProto::STRING, "STRING"},   {TensorProto::BOOL, "BOOL"},
+    {TensorProto::FLOAT16, "FLOAT16"}, {TensorProto::DOUBLE, "DOUBLE"}, {TensorProto::UINT32, "UINT32"},
+    {TensorProto::UINT64, "UINT64"}, {TensorProto::COMPLEX64, "COMPLEX64"},
+    {TensorProto::COMPLEX128, "COMPLEX128"}, {TensorProto::BFLOAT16, "BFLOAT16"},
+};
+
+// Bytes [offset, offset + length) of an external-data file that must lie
+// inside the model's folder.
+std::string read_external(const std::string& model_path, const TensorProto& t, const std::string& where) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw_error(Code::kCorruption, where + ": external_data '" + kv.key() + "' is not a number");
+    }
+  }
+  if (location.empty()) throw_error(Code::kCorruption, where + ": external data without a location");
+  fs::path rel(location);
+  if (rel.is_absolute())
+    throw_error(Code::kPermissionDenied, where + ": external data location '" + location + "' is absolute");
+  for (const auto& part : rel)
+    if (part == "..")
+      throw_error(Code::kPermissionDenied,
+                  where + ": external data location '" + location + "' leaves the model's folder");
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(fs::path(model_path)).parent_path(), ec);
+  const fs::path file = fs::weakly_canonical(dir / rel, ec);
+  const std::string d = dir.string() + "/", f = file.string();
+  if (ec || f.compare(0, d.size(), d) != 0)
+    throw_error(Code::kPermissionDenied,
+                where + ": external data location '" + location + "' resolves outside the model's folder");
+  std::string bytes = read_file_bytes(f, kMaxModelBytes);
+  if (offset < 0 || offset > static_cast<int64_t>(bytes.size()) ||
+      (length >= 0 && length > static_cast<int64_t>(bytes.size()) - offset))
+    throw_error(Code::kCorruption, where + ": external data [" + std::to_string(offset) + ", +" +
+                                       std::to_string(length) + ") lies outside '" + location + "' (" +
+                                       std::to_string(bytes.size()) + " bytes)");
+  return bytes.substr(static_cast<size_t>(offset), length < 0 ? std::string::npos : static_cast<size_t>(length));
+}
+
+void load_external_data(const std::string& path, TensorProto* t, const std::string& where) {
+  if (t->data_location() != TensorProto::EXTERNAL) return;
+  t->set_raw_data(read_external(path, *t, where));
+  t->clear_external_data();
+  t->set_data_location(TensorProto::DEFAULT);
+}
+
+void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
+  for (auto& t : *g->mutable_initializer()) load_external_data(path, &t, "initializer '" + t.name() + "'");
+  for (auto& n : *g->mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t()) load_external_data(path, a.mutable_t(), "node '" + n.name() + "' attribute " + a.name());
+      if (a.has_g()) load_graph_external_data(path, a.mutable_g());
+    }
+}
+
+template <class T, class Field>
+void copy_typed(const Field& field, Tensor& out) {
+  T* p = out.data<T>();
+  for (int i = 0; i < field.size(); ++i) p[i] = static_cast<T>(field.Get(i));
+}
+
+}  // namespace
+
+std::string onnx_type_name(int onnx_type) {
+  for (const TypeInfo& t : kTypeNames)
+    if (t.onnx == onnx_type) return t.name;
+  return "type " + std::to_string(onnx_type);
+}
+
+DType dtype_from_onnx(int onnx_type, const std::string& what) {
+  switch (onnx_type) {
+    case TensorProto::FLOAT: return DType::kFloat32;
+    case TensorProto::INT32: return DType::kInt32;
+    case TensorProto::INT64: return DType::kInt64;
+    case TensorProto::UINT8: return DType::kUInt8;
+    case TensorProto::BOOL: return DType::kBool;
+    default:
+      throw_error(Code::kInvalidArgument, what + " has ONNX type " + onnx_type_name(onnx_type) +
+                                              ", which hub does not support (float32, int32, int64, uint8, bool)");
+  }
+}
+
+int dtype_to_onnx(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return TensorProto::FLOAT;
+    case DType::kInt32: return TensorProto::INT32;
+    case DType::kInt64: return TensorProto::INT64;
+    case DType::kUInt8: return TensorProto::UINT8;
+    case DType::kBool: return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
+  const DType dtype = dtype_from_onnx(t.data_type(), where);
+  std::vector<int64_t> dims;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw_error(Code::kCorruption, where + ": negative dimension " + std::to_string(d));
+    dims.push_back(d);
+  }
+  Shape shape(std::move(dims));
+  int64_t n;
+  try {
+    n = shape.num_elements();
+  } catch (const Error&) {
+    throw_error(Code::kCorruption, where + ": shape " + shape.to_string() + " overflows");
+  }
+  if (t.data_location() == TensorProto::EXTERNAL)
+    throw_error(Code::kInternal, where + ": external data was not loaded");
+  Tensor out(dtype, shape);
+  const uint64_t want = static_cast<uint64_t>(n) * dtype_size(dtype);
+  auto size_error = [&](uint64_t got, const char* field) {
+    throw_error(Code::kCorruption, where + ": " + std::string(dtype_name(dtype)) + shape.to_string() + " needs " +
+                                       std::to_string(want) + " bytes, " + field + " holds " + std::to_string(got));
+  };
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != want) size_error(t.raw_data().size(), "raw_data");
+    if (want) std::memcpy(out.raw_data(), t.raw_data().data(), want);
+  } else {
+    switch (t.data_type()) {
+      case TensorProto::FLOAT:
+        if (t.float_data_size() != n) size_error(4ull * t.float_data_size(), "float_data");
+        copy_typed<float>(t.float_data(), out);
+        break;
+      case TensorProto::INT64:
+        if (t.int64_data_size() != n) size_error(8ull * t.int64_data_size(), "int64_data");
+        copy_typed<int64_t>(t.int64_data(), out);
+        break;
+      case TensorProto::INT32:
+        if (t.int32_data_size() != n) size_error(4ull * t.int32_data_size(), "int32_data");
+        copy_typed<int32_t>(t.int32_data(), out);
+        break;
+      case TensorProto::UINT8:
+      case TensorProto::BOOL:  // both stored one element per int32_data entry
+        if (t.int32_data_size() != n) size_error(static_cast<uint64_t>(t.int32_data_size()), "int32_data");
+        copy_typed<uint8_t>(t.int32_data(), out);
+        break;
+    }
+  }
+  if (dtype == DType::kBool) {
+    const uint8_t* b = static_cast<const uint8_t*>(out.raw_data());
+    for (int64_t i = 0; i < n; ++i)
+      if (b[i] > 1) throw_error(Code::kCorruption, where + ": bool element " + std::to_string(i) + " is " + std::to_string(b[i]));
+  }
+  return out;
+}
+
+void tensor_to_onnx(const Tensor& t, TensorProto* out) {
+  out->set_data_type(dtype_to_onnx(t.dtype()));
+  out->clear_dims();
+  for (int64_t d : t.shape().dims()) out->add_dims(d);
+  out->set_raw_data(static_cast<const char*>(t.raw_data()), t.nbytes());
+}
+
+OnnxModel load_onnx_model(const std::string& path) {
+  OnnxModel m;
+  m.path = path;
+  const std::string where = "ONNX model '" + path + "'";
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec) throw_error(Code::kNotFound, where + ": " + ec.message());
+  if (static_cast<int64_t>(size) > kMaxModelBytes)
+    throw_error(Code::kResourceExhausted, where + " is " + std::to_string(size) + " bytes; the limit is " +
+                                              std::to_string(kMaxModelBytes) + " (larger models keep weights as external data)");
+  {
+    const std::string bytes = read_file_bytes(path, kMaxModelBytes);
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetTotalBytesLimit(static_cast<int>(std::min<int64_t>(kMaxModelBytes - 1, std::numeric_limits<int>::max())));
+    if (!m.proto.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+      throw_error(Code::kCorruption, where + " is not a valid ONNX ModelProto (truncated or not ONNX)");
+  }
+  if (!m.proto.has_graph() || m.proto.ir_version() <= 0)
+    throw_error(Code::kCorruption, where + " has no graph or no ir_version: not an ONNX model");
+  for (const auto& op : m.proto.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") m.source_opset = static_cast<int>(op.version());
+  }
+  if (m.source_opset < kMinOpset || m.source_opset > kMaxOpset)
+    throw_error(Code::kInvalidArgument, where + " uses opset " + std::to_string(m.source_opset) + "; hub imports opsets " +
+                                            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  for (const auto& n : m.proto.graph().node())
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      throw_error(Code::kInvalidArgument, where + ": node '" + n.name() + "' (" + n.op_type() + ") is in domain '" +
+                                              n.domain() + "'; hub imports the default ONNX domain only");
+  load_graph_external_data(path, m.proto.mutable_graph());
+  try {
+    ::onnx::checker::check_model(m.proto);
+  } catch (const std::exception& e) {
+    throw_error(Code::kInvalidArgument, where + " fails ONNX's checker: " + e.what());
+  }
+  if (m.source_opset != kTargetOpset) {
+    try {
+      m.proto = ::onnx::version_conversion::ConvertVersion(m.proto, kTargetOpset);
+    } catch (const std::exception& e) {
+      throw_error(Code::kInvalidArgument, where + ": ONNX's version converter cannot bring opset " +
+                                              std::to_string(m.source_opset) + " to " + std::to_string(kTargetOpset) +
+                                              ": " + e.what());
+    }
+  }
+  infer_shapes(m.proto, where);
+  return m;
+}
+
+void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
+  auto* g = model.mutable_graph();
+  g->clear_value_info();
+  for (auto& out : *g->mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  try {
+    ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
+  }
+}
+
+}  // namespace hub::onnx_interop

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Writes ONNX models in the style of PyTorch's exporter, with Debian's
+python3-onnx (test tooling only: the library has no Python anywhere).
+
+Usage: make_onnx_models.py OUT_DIR
+
+For each model NAME it writes OUT_DIR/NAME.onnx and one input,
+OUT_DIR/NAME.input.bin (float32, little-endian, C order), with its shape in
+OUT_DIR/manifest.json: {"NAME": {"input": INPUT_NAME, "shape": [...],
+"output": OUTPUT_NAME}}. Weights are random with a fixed seed, so every run
+writes the same files.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(20261124)
+
+
+class Builder:
+    """A graph under construction: initializers, nodes and fresh names."""
+
+    def __init__(self):
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, base):
+        self.count += 1
+        return "%s_%d" % (base, self.count)
+
+    def weight(self, shape, scale=None):
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
+        scale = scale if scale is not None else 1.0 / np.sqrt(max(fan_in, 1))
+        name = self.name("onnx::W")
+        self.inits.append(numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def const(self, array, base="onnx::Const"):
+        name = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def op(self, op_type, inputs, n_out=1, **attrs):
+        outs = [self.name(op_type) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name("/" + op_type), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def conv(self, x, cin, cout, k, stride=1, pads=None, group=1, dilation=1, bias=True, auto_pad=None):
+        w = self.weight([cout, cin // group, k, k])
+        ins = [x, w] + ([self.const(RNG.standard_normal(cout).astype(np.float32) * 0.1)] if bias else [])
+        attrs = dict(kernel_shape=[k, k], strides=[stride, stride], group=group, dilations=[dilation, dilation])
+        if auto_pad:
+            attrs["auto_pad"] = auto_pad
+        else:
+            attrs["pads"] = pads if pads is not None else [k // 2] * 4
+        return self.op("Conv", ins, **attrs)
+
+    def bn(self, x, c):
+        scale = self.const((1 + 0.1 * RNG.standard_normal(c)).astype(np.float32))
+        bias = self.const((0.1 * RNG.standard_normal(c)).astype(np.float32))
+        mean = self.const((0.1 * RNG.standard_normal(c)).astype(np.float32))
+        var = self.const((1 + 0.2 * RNG.random(c)).astype(np.float32))
+        return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5)
+
+    def model(self, inp, shape, out, opset=13, batch_param=True, out_dims=None):
+        dims = ["N"] + list(shape[1:]) if batch_param else list(shape)
+        x = helper.make_tensor_value_info(inp, TensorProto.FLOAT, dims)
+        # The output's shape comes from ONNX's own shape inference.
+        probe = helper.make_model(helper.make_graph(self.nodes, "g", [x], [], self.inits),
+                                  opset_imports=[helper.make_opsetid("", opset)])
+        inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+        y = next(v for v in inferred.graph.value_info if v.name == out)
+        if not y.type.tensor_type.HasField("shape"):
+            y = helper.make_tensor_value_info(out, TensorProto.FLOAT, out_dims)
+        graph = helper.make_graph(self.nodes, "g", [x], [y], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="hub-tests")
+        m.ir_version = 7
+        onnx.checker.check_model(m)
+        return m
+
+
+def cnn():
+    """Conv/BN/ReLU, max pool, grouped conv with asymmetric pads, Clip 0..6,
+    depthwise, HardSwish, ceil_mode average pool counting pads, global pool,
+    flatten, Gemm, softmax."""
+    b = Builder()
+    x = b.conv("input.1", 3, 8, 3)
+    x = b.op("Relu", [b.bn(x, 8)])
+    x = b.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = b.conv(x, 8, 8, 3, pads=[0, 1, 2, 1], group=2)
+    x = b.op("Clip", [x, b.const(np.float32(0)), b.const(np.float32(6))])
+    x = b.conv(x, 8, 16, 3, stride=2, group=8)
+    x = b.op("HardSwish", [b.bn(x, 16)])
+    x = b.op("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+             count_include_pad=1)
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    x = b.op("Gemm", [x, b.weight([10, 16]), b.const(np.zeros(10, np.float32) + 0.05)], transB=1)
+    out = b.op("Softmax", [x], axis=1)
+    return b.model("input.1", [2, 3, 32, 32], out, opset=14), "input.1", [2, 3, 32, 32], out
+
+
+def reshape_chain():
+    """PyTorch's x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze ->
+    Concat -> Reshape, with a batch dimension known only at run time."""
+    b = Builder()
+    x = b.op("LeakyRelu", [b.conv("x", 3, 4, 3, stride=2, auto_pad="SAME_LOWER")], alpha=0.2)
+    shape = b.op("Shape", [x])
+    n = b.op("Gather", [shape, b.const(np.int64(0))], axis=0)
+    n1 = b.op("Unsqueeze", [n, b.const(np.array([0], np.int64))])
+    target = b.op("Concat", [n1, b.const(np.array([-1], np.int64))], axis=0)
+    flat = b.op("Reshape", [x, target])
+    out = b.op("MatMul", [flat, b.weight([4 * 8 * 8, 5])])
+    return b.model("x", [3, 3, 16, 16], out, opset=13, out_dims=["N", 5]), "x", [3, 3, 16, 16], out
+
+
+def resize():
+    """Upsampling as PyTorch exports it: nearest (asymmetric, floor) and
+    bilinear (half_pixel and align_corners), padding with reflection."""
+    b = Builder()
+    x = b.conv("img", 3, 4, 3)
+    scales = b.const(np.array([1, 1, 2, 2], np.float32))
+    x = b.op("Resize", [x, "", scales], mode="nearest", coordinate_transformation_mode="asymmetric",
+             nearest_mode="floor")
+    x = b.op("Resize", [x, "", b.const(np.array([1, 1, 0.75, 0.75], np.float32))], mode="linear",
+             coordinate_transformation_mode="pytorch_half_pixel")
+    x = b.op("Resize", [x, "", "", b.const(np.array([2, 4, 9, 11], np.int64))], mode="linear",
+             coordinate_transformation_mode="align_corners")
+    x = b.op("Pad", [x, b.const(np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64))], mode="reflect")
+    out = b.conv(x, 4, 2, 3, pads=[0, 0, 0, 0])
+    return b.model("img", [2, 3, 6, 7], out, opset=13, batch_param=False), "img", [2, 3, 6, 7], out
+
+
+def mobilenet():
+    """A small MobileNet v1 in PyTorch's export style (conv-BN-ReLU6,
+    depthwise/pointwise pairs, global average pool, flatten, Gemm): the
+    pretrained network of the import -> retrain -> convert example."""
+    b = Builder()
+    x = b.op("Clip", [b.bn(b.conv("input", 3, 16, 3, stride=2, bias=False), 16), b.const(np.float32(0)),
+                      b.const(np.float32(6))])
+    cin = 16
+    for cout, stride in [(32, 1), (64, 2), (64, 1), (128, 2)]:
+        x = b.op("Clip", [b.bn(b.conv(x, cin, cin, 3, stride=stride, group=cin, bias=False), cin),
+                          b.const(np.float32(0)), b.const(np.float32(6))])
+        x = b.op("Clip", [b.bn(b.conv(x, cin, cout, 1, bias=False), cout), b.const(np.float32(0)),
+                          b.const(np.float32(6))])
+        cin = cout
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.op("Gemm", [x, b.weight([1000, cin]), b.const(np.zeros(1000, np.float32))], transB=1)
+    return b.model("input", [1, 3, 64, 64], out, opset=11), "input", [1, 3, 64, 64], out
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    manifest = {}
+    for make in [cnn, reshape_chain, resize, mobilenet]:
+        model, inp, shape, out = make()
+        name = make.__name__
+        onnx.save(model, os.path.join(out_dir, name + ".onnx"))
+        data = RNG.random(shape, dtype=np.float32)
+        data.astype("<f4").tofile(os.path.join(out_dir, name + ".input.bin"))
+        manifest[name] = {"input": inp, "shape": shape, "output": out}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// ONNX's own backend test cases (Debian's libonnx-testdata): every case whose
+// operators hub supports is imported and run on both CPU backends against its
+// expected outputs (rtol 1e-3, atol 1e-5). Cases hub cannot import are listed
+// with the reason in tests/hub/interop/onnx_node_skips.txt (and in
+// docs/import.md); the test fails when a case outside that list fails to
+// import, or when a listed case starts to work (so the list stays exact).
+#include <doctest/doctest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "hub/backend/backend.h"
+#include "hub/core/error.h"
+#include "hub/core/fileio.h"
+#include "hub/graph/session.h"
+#include "hub/interop/onnx/importer.h"
+#include "hub/interop/onnx/model.h"
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+const char* kTestData = "/usr/share/libonnx-testdata/data";
+
+Tensor read_tensor(const fs::path& p) {
+  ::onnx::TensorProto t;
+  std::string bytes = read_file_bytes(p.string());
+  REQUIRE_MESSAGE(t.ParseFromString(bytes), p.string());
+  return onnx_interop::tensor_from_onnx(t, p.string());
+}
+
+// The model's input (non-initializer) and output names, in the order of its
+// test data files input_<i>.pb / output_<i>.pb.
+struct Order {
+  std::vector<std::string> inputs, outputs;
+};
+
+Order io_order(const fs::path& model) {
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(model.string())));
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  Order o;
+  for (const auto& in : m.graph().input())
+    if (!initializers.count(in.name())) o.inputs.push_back(in.name());
+  for (const auto& out : m.graph().output()) o.outputs.push_back(out.name());
+  return o;
+}
+
+// Runs the imported default signature on one test_data_set_* folder.
+void check_data_set(const ModuleSpec& spec, const Order& order, const fs::path& dir, const std::string& backend) {
+  const SignatureInfo& sig = spec.signature();
+  const Graph& g = spec.graph();
+  VariableStore vars;
+  for (const auto& [name, t] : spec.weights()) vars.set(name, t.clone());
+  Session session(g, &vars, {&find_backend(backend)});
+  FeedList feeds;
+  for (size_t i = 0; i < order.inputs.size(); ++i)
+    feeds.push_back({g.tensor(sig.inputs.at(order.inputs[i]).tensor_name),
+                     read_tensor(dir / ("input_" + std::to_string(i) + ".pb"))});
+  std::vector<Output> fetches;
+  for (const std::string& name : order.outputs) fetches.push_back(g.tensor(sig.outputs.at(name).tensor_name));
+  std::vector<Tensor> got = session.run(feeds, fetches);
+  for (size_t i = 0; i < order.outputs.size(); ++i) {
+    INFO("output " << order.outputs[i] << " on " << backend);
+    expect_close(got[i], read_tensor(dir / ("output_" + std::to_string(i) + ".pb")), 1e-5, 1e-3);
+  }
+}
+
+std::map<std::string, std::string> expected_skips() {
+  std::map<std::string, std::string> out;
+  std::ifstream in(std::string(HUB_SOURCE_DIR) + "/tests/hub/interop/onnx_node_skips.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto tab = line.find('\t');
+    out[line.substr(0, tab)] = tab == std::string::npos ? "" : line.substr(tab + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX backend test cases from libonnx-testdata") {
+  HUB_SKIP_UNLESS(fs::exists(kTestData), std::string(kTestData) + " not installed (Debian package libonnx-testdata)");
+  const std::map<std::string, std::string> listed = expected_skips();
+  std::map<std::string, std::string> skipped;
+  int passed = 0;
+  for (const char* group : {"node", "pytorch-converted", "pytorch-operator"}) {
+    std::vector<fs::path> cases;
+    for (const auto& e : fs::directory_iterator(fs::path(kTestData) / group)) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    for (const fs::path& dir : cases) {
+      const std::string name = std::string(group) + "/" + dir.filename().string();
+      ModuleSpec spec;
+      try {
+        spec = onnx_interop::import_onnx((dir / "model.onnx").string());
+      } catch (const Error& e) {
+        std::string why = e.message();
+        skipped[name] = why;
+        continue;
+      }
+      const Order order = io_order(dir / "model.onnx");
+      std::vector<fs::path> sets;
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory()) sets.push_back(e.path());
+      std::sort(sets.begin(), sets.end());
+      bool ok = true;
+      for (const char* backend : {"reference", "onednn"})
+        for (const fs::path& set : sets) {
+          INFO("case " << name << ", " << set.filename().string());
+          try {
+            check_data_set(spec, order, set, backend);
+          } catch (const Error& e) {
+            ok = false;
+            FAIL_CHECK("case " << name << " on " << backend << ": " << e.what());
+          }
+        }
+      passed += ok;
+    }
+  }
+  MESSAGE("ONNX cases passing: " << passed << ", skipped: " << skipped.size());
+  for (const auto& [name, why] : skipped)
+    if (!listed.count(name)) FAIL_CHECK("case " << name << " is not in onnx_node_skips.txt: " << why);
+  for (const auto& [name, why] : listed)
+    if (!skipped.count(name)) FAIL_CHECK("case " << name << " imports now: remove it from onnx_node_skips.txt");
+  if (const char* dump = std::getenv("HUB_ONNX_SKIPS_OUT")) {
+    std::ofstream out(dump);
+    for (const auto& [name, why] : skipped) out << name << '\t' << why << '\n';
+  }
+}
