@@ -302,7 +302,7 @@ TEST_CASE("load_module_spec reads local directories only; handles need a Resolve
   m.export_to(tmp / "m");
   CHECK(Module(load_module_spec(tmp / "m"))({4}).to_vector<float>() == std::vector<float>{2});
   // Nothing installed at load time turns these into downloads or registry lookups.
-  for (const std::string handle : {"file://" + (tmp / "m"), std::string("https://example.invalid/m.tar.gz"),
+  for (const std::string& handle : {"file://" + (tmp / "m"), std::string("https://example.invalid/m.tar.gz"),
                                    std::string("acme/net@1.0.0")}) {
     CAPTURE(handle);
     try {
