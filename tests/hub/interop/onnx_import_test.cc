@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -359,6 +360,36 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
       a->mutable_g()->set_name("branch");
     }));
   }, "hub imports no control flow");
+}
+
+TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
+  // Found by tests/fuzz/onnx_model.cc: a Resize scale of 1e38 reached a
+  // float-to-int64 conversion (undefined behaviour).
+  TempDir dir("onnx_overflow");
+  for (float scale : {1e38f, std::numeric_limits<float>::infinity(), -2.0f, 0.0f}) {
+    CAPTURE(scale);
+    OnnxBuilder b;
+    b.input("x", {1, 1, 4, 4});
+    b.init("scales", make({4}, {1, 1, scale, 2}));
+    b.node("Resize", {"x", "", "scales"}, "y", "resize");
+    b.output("y", {1, 1, -1, 8});
+    const std::string path = b.save(dir.path, "resize.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+                 "scales must give output sizes from 1 to 2^31");
+  }
+  for (float limit : {1e30f, std::numeric_limits<float>::infinity()}) {
+    CAPTURE(limit);
+    OnnxBuilder b;
+    b.input("x", {2});
+    b.init("start", make({}, {0}));
+    b.init("limit", make({}, {limit}));
+    b.init("delta", make({}, {1}));
+    b.node("Range", {"start", "limit", "delta"}, "r", "range");
+    b.node("Add", {"x", "r"}, "y", "add");
+    b.output("y", {2});
+    const std::string path = b.save(dir.path, "range.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
+  }
 }
 
 TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
