@@ -2,8 +2,6 @@
 // (inception_v3.py). arg scope (inception_utils): batch norm decay 0.9997,
 // epsilon 0.001, no scale; weight decay 4e-5; ReLU. Convs and pools inside the
 // mixed blocks use stride 1 and SAME padding.
-#include <algorithm>
-
 #include "hub/ops/array.h"
 #include "hub/ops/reduction.h"
 #include "modules/nets/net_util.h"
@@ -150,9 +148,8 @@ Net inception_v2(const Scope& root, Output images, const NetOptions& o, const Ne
   reduction("Mixed_5a", 128, 192, 192, 256);
   mixed("Mixed_5b", 352, 192, 320, 160, 224, 128);
   mixed("Mixed_5c", 352, 192, 320, 192, 224, 128, true);
-  const Shape& shape = s.graph().spec(x).shape;
-  const int64_t kh = shape[1] > 0 ? std::min<int64_t>(shape[1], 7) : 7, kw = shape[2] > 0 ? std::min<int64_t>(shape[2], 7) : 7;
-  pooled_logits_head(net, s, x, {kh, kw}, "AvgPool_1a_" + std::to_string(kh) + "x" + std::to_string(kw),
+  const std::vector<int64_t> k = reduced_kernel(s, x, 7);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
                      "Conv2d_1c_1x1", o, lo, 0.8);
   return net;
 }
@@ -269,7 +266,9 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     x = ops::concat(m, {y0, y1, y2, y3}, 3);
     net.end_points[names[i]] = x;
   }
-  pooled_logits_head(net, s, x, {8, 8}, "AvgPool_1a_8x8", "Conv2d_1c_1x1", o, lo, 0.8);
+  const std::vector<int64_t> k = reduced_kernel(s, x, 8);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
+                     "Conv2d_1c_1x1", o, lo, 0.8);
   return net;
 }
 

@@ -1,6 +1,8 @@
 // Shared pieces of the built-in networks (see net_util.h).
 #include "modules/nets/net_util.h"
 
+#include <algorithm>
+
 #include "hub/ops/array.h"
 
 namespace hub::nets {
@@ -72,6 +74,11 @@ void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim:
     net.logits = conv_logits(s, x, o, fc, "fc8", "fc8/squeezed");
     net.end_points["fc8"] = net.logits;
   }
+}
+
+std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k) {
+  const Shape& shape = s.graph().spec(x).shape;
+  return {shape[1] > 0 ? std::min(shape[1], k) : k, shape[2] > 0 ? std::min(shape[2], k) : k};
 }
 
 void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool,

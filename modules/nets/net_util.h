@@ -50,6 +50,10 @@ void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const s
 void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
                   int64_t fc6_kernel, int64_t fc6_depth, double keep);
 
+// slim's _reduced_kernel_size_for_small_input: a k x k pooling window cut
+// down to x's height and width [min(H, k), min(W, k)] where they are known.
+std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k);
+
 // Inception / MobileNet tail under scope "Logits": VALID average pool `pool`
 // (end point pool_name, net.features squeezed) -> with classes: dropout
 // "Dropout_1b" (keep o's or default_keep) -> conv_logits `conv_name`, end point "Logits".
