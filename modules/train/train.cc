@@ -123,7 +123,10 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
   o.num_classes = num_classes;
   o.is_training = training;
   o.weight_decay = weight_decay;
-  o.create_aux_logits = training && model_name == "inception_v3";
+  // As slim's nets default to when training: inception_v3/v4,
+  // inception_resnet_v2, NASNet and PNASNet add "AuxLogits" (the others
+  // have none), weighted 0.4 in the loss as train_image_classifier does.
+  o.create_aux_logits = training;
   m.net = nets::build_net(model_name, s, m.images, o);
   Scope ls = s.sub("losses");
   m.loss = ops::sparse_softmax_cross_entropy(ls, m.net.logits, m.labels, static_cast<float>(label_smoothing));

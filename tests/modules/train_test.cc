@@ -223,6 +223,28 @@ TEST_CASE("train cifar10 on tiny: the loss falls, TensorBoard events are written
   CHECK(found_step1);
 }
 
+TEST_CASE("training builds the auxiliary head of the nets that have one, and the checkpoint holds it") {
+  // nasnet_cifar's head reads cell 11 (8x8 at 32 px); slim's checkpoints of
+  // the NASNets hold aux_<cell>/aux_logits/... so fine-tuning loads it too.
+  TinyRgb t("aux");
+  TrainConfig c = tiny_config(t / "data", t / "train", "nasnet_cifar");
+  c.batch_size = 2;
+  c.max_number_of_steps = 1;
+  TrainResult r = hub::train::train(c);
+  REQUIRE(r.steps == 1);
+  CHECK(std::isfinite(r.first_loss));
+  auto vars = load_checkpoint(r.checkpoint);
+  REQUIRE(vars.count("aux_11/aux_logits/FC/weights"));
+  CHECK(vars.at("aux_11/aux_logits/FC/weights").shape() == Shape({768, 10}));
+  CHECK(vars.count("aux_11/aux_logits/aux_bn1/moving_variance"));
+  CHECK(vars.count("final_layer/FC/biases"));
+  // Nets without one are unchanged: cifar10 has no "AuxLogits" variables.
+  TrainConfig plain = t.train_config("plain");
+  plain.max_number_of_steps = 1;
+  for (const auto& [name, value] : load_checkpoint(hub::train::train(plain).checkpoint))
+    CHECK(name.find("aux") == std::string::npos);
+}
+
 TEST_CASE("train lenet on tiny 28x28 grayscale: the loss falls") {
   TempDir t("lenet");
   write_tiny(t / "data", 28, 1);
