@@ -237,7 +237,11 @@ TrainResult train(const TrainConfig& c) {
   } else if (!c.checkpoint_path.empty()) {
     restore_for_fine_tuning(c, m.graph, vars);
   }
-  if (ema) ema->track(vars, trainable);
+  // slim.get_model_variables(): every variable of the net, trained or not,
+  // batch-norm moving statistics included (optimizer slots live outside the graph).
+  std::vector<std::string> model_variables;
+  for (int id : m.graph.variables(false)) model_variables.push_back(m.graph.node(id).name);
+  if (ema) ema->track(vars, model_variables);
 
   int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / c.batch_size);
   int64_t max_steps = c.max_number_of_steps;
@@ -269,7 +273,7 @@ TrainResult train(const TrainConfig& c) {
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
                                                  std::to_string(step) + " (NaN or infinite loss)");
-    if (ema) ema->apply(vars, trainable, step);
+    if (ema) ema->apply(vars, model_variables, step);
     if (result.losses.empty()) result.first_loss = loss;
     result.losses.push_back(loss);
     result.final_loss = loss;

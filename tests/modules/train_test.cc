@@ -526,6 +526,46 @@ TEST_CASE("resuming restores the moving averages") {
   CHECK_FALSE(bit_equal(step5.at(avg), step3.at(avg)));
 }
 
+TEST_CASE("moving averages cover every model variable, batch-norm statistics and frozen layers included") {
+  // slim averages slim.get_model_variables(), not just what trains: here only
+  // the logits train, and the batch-norm moving statistics change every step.
+  TinyRgb t("ema_all");
+  TrainConfig c = tiny_config(t / "data", t / "train", "mobilenet_v1_025");
+  c.train_image_size = 32;
+  c.batch_size = 4;
+  c.trainable_scopes = "MobilenetV1/Logits";
+  c.moving_average_decay = 0.9;
+  c.max_number_of_steps = 1;
+  auto step1 = load_checkpoint(hub::train::train(c).checkpoint);
+  c.max_number_of_steps = 2;
+  auto step2 = load_checkpoint(hub::train::train(c).checkpoint);
+  const std::string suffix = "/ExponentialMovingAverage";
+  int model_variables = 0;
+  for (const auto& [name, value] : step2) {
+    if (name.rfind("optimizer/", 0) == 0 || name.find(suffix) != std::string::npos) continue;
+    ++model_variables;
+    CHECK_MESSAGE(step2.count(name + suffix), name, " has no moving average");
+  }
+  CHECK(model_variables > 100);
+  // d = min(0.9, (1 + step) / (10 + step)); the shadow starts at the initial
+  // value (moving_mean 0) and follows shadow -= (1 - d) (shadow - variable).
+  const std::string mean = "MobilenetV1/Conv2d_3_pointwise/BatchNorm/moving_mean";
+  const std::vector<float> v1 = step1.at(mean).to_vector<float>(), v2 = step2.at(mean).to_vector<float>();
+  const std::vector<float> s1 = step1.at(mean + suffix).to_vector<float>(), s2 = step2.at(mean + suffix).to_vector<float>();
+  const double d1 = 2.0 / 11.0, d2 = 3.0 / 12.0;
+  int moved = 0;
+  for (size_t i = 0; i < v1.size(); ++i) {
+    CHECK(s1[i] == doctest::Approx((1 - d1) * v1[i]).epsilon(1e-5));
+    CHECK(s2[i] == doctest::Approx(s1[i] - (1 - d2) * (s1[i] - v2[i])).epsilon(1e-5));
+    moved += v2[i] != v1[i];
+  }
+  CHECK(moved > 0);
+  // A frozen layer's average equals its unchanging value.
+  const std::string frozen = "MobilenetV1/Conv2d_0/weights";
+  CHECK(bit_equal(step2.at(frozen), step1.at(frozen)));
+  CHECK(bit_equal(step2.at(frozen + suffix), step2.at(frozen)));
+}
+
 TEST_CASE("--checkpoint_format tf: TensorFlow checkpoints, read by hub and LevelDB; resume, evaluate, export") {
   TinyRgb t("tfckpt");
   TrainConfig c = t.train_config();
