@@ -78,8 +78,9 @@ RunFn setup_eval(CLI::App& app) {
   auto classes = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   app.add_option("--checkpoint_path", c->checkpoint_path,
-                 "TensorFlow checkpoint prefix, safetensors file, or train_dir (its latest checkpoint)")
-      ->required();
+                 "TensorFlow checkpoint prefix, safetensors file, or a train_dir (its latest checkpoint); "
+                 "default: hub train's default --train_dir")
+      ->capture_default_str();
   app.add_option("--model_name", c->model_name, "Network to evaluate (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
   app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")->capture_default_str();

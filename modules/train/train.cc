@@ -327,13 +327,18 @@ TrainResult train(const TrainConfig& c) {
 
 EvalResult evaluate(const EvalConfig& c) {
   const nets::NetInfo& info = nets::find_net(c.model_name);
+  std::string path;
+  try {
+    path = resolve_checkpoint(c.checkpoint_path);
+  } catch (const Error& e) {
+    throw e.with_context("--checkpoint_path");
+  }
   int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
   Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
   Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
-  const std::string path = resolve_checkpoint(c.checkpoint_path);
   RestoreOptions ro;
   ro.moving_averages = c.moving_average_decay > 0;
   ro.what = "--checkpoint_path";

@@ -73,7 +73,10 @@ struct TrainResult {
 TrainResult train(const TrainConfig& config);
 
 struct EvalConfig {
-  std::string checkpoint_path;  // TF checkpoint prefix, safetensors file, or train_dir (latest)
+  // A TF checkpoint prefix, a safetensors file, or a folder (its latest
+  // checkpoint). Default: eval_image_classifier's, which is train's default
+  // train_dir, so an evaluation after a training run with defaults finds it.
+  std::string checkpoint_path = "/tmp/tfmodel/";
   std::string model_name = "inception_v3";
   std::string dataset_name = "imagenet";
   std::string dataset_split_name = "test";

@@ -336,7 +336,13 @@ TEST_CASE("checkpoints: max_to_keep, index, resume, evaluate, wrong shapes") {
   EvalConfig me = e;
   me.checkpoint_path = t / "nothing_here";
   me.eval_dir.clear();
-  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here"});
+  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here", "--checkpoint_path"});
+  // By default eval reads the latest checkpoint of train's default train_dir,
+  // as eval_image_classifier's --checkpoint_path defaults to it.
+  CHECK(EvalConfig{}.checkpoint_path == TrainConfig{}.train_dir);
+  // The checkpoint is checked before the data set is opened.
+  me.dataset_dir = t / "no_data";
+  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here", "--checkpoint_path"});
 }
 
 TEST_CASE("fine-tuning: only_classes, export, new head from the checkpoint") {
