@@ -445,7 +445,7 @@ void export_module(const ExportConfig& c) {
       b.add_asset("labels.txt", text);
     }
   };
-  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", false)},
+  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", c.is_training)},
                                             {TagSet{"train"}, Attrs().set("is_training", true)}});
   Module module(spec);
   if (!c.checkpoint_path.empty()) {

@@ -108,6 +108,9 @@ struct ExportConfig {
   std::string dataset_dir;
   int64_t labels_offset = 0;
   int64_t image_size = 0;       // default: the net's
+  // export_inference_graph's --is_training: the default tag set {} holds the
+  // training-mode graph too (batch norm on batch statistics, dropout on).
+  bool is_training = false;
   std::string output_dir;
   std::vector<int64_t> only_classes;  // labels kept when training used a class subset
 };
@@ -115,7 +118,8 @@ struct ExportConfig {
 // Writes a module: input images float32 [batch, H, W, C] in [0, 1] (the
 // net's preprocessing range mapping is inside the graph), signatures
 // "default" (features), "logits", "classification" (probabilities), image
-// size attached, labels.txt as an asset; tag sets {} and {"train"}.
+// size attached, labels.txt as an asset; tag sets {} (inference, or training
+// mode with is_training) and {"train"}.
 void export_module(const ExportConfig& config);
 
 }  // namespace hub::train

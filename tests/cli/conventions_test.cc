@@ -131,6 +131,16 @@ TEST_CASE("hub eval's --checkpoint_path defaults to hub train's --train_dir, as 
   CHECK(r.err.find("/tmp/tfmodel/") != std::string::npos);
 }
 
+TEST_CASE("hub export takes export_inference_graph's --output_file and --is_training") {
+  TempDir t("hub_export_flags");
+  Run r = run_hub({"export", "--model_name", "lenet", "--is_training", "--output_file", t / "m"});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(fs::exists(t / "m/module.pb"));
+  // Still one destination: both names at once is a usage error.
+  CHECK(run_hub({"export", "--model_name", "lenet", "--output_file", t / "a", "--output_dir", t / "b"}).code == 2);
+}
+
 TEST_CASE("every command and subcommand prints its help and exits 0") {
   Run top = run_hub({"--help"});
   std::vector<std::string> names = subcommands(top.out);

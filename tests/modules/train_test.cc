@@ -446,6 +446,35 @@ TEST_CASE("a diverging loss stops training naming the step") {
   }
 }
 
+TEST_CASE("export_module with is_training: the default tag set runs the training-mode graph") {
+  // Batch norm on batch statistics makes an image's logits depend on the rest
+  // of its batch; the inference graph (moving statistics) does not.
+  TempDir t("export_training");
+  auto row0_depends_on_batch = [&](bool is_training) {
+    ExportConfig x;
+    x.model_name = "mobilenet_v1_025";
+    x.num_classes = 3;
+    x.image_size = 32;
+    x.is_training = is_training;
+    x.output_dir = t / (is_training ? "training" : "inference");
+    export_module(x);
+    Module module(load_module_spec(x.output_dir));
+    Tensor ab = Tensor::zeros(DType::kFloat32, {2, 32, 32, 3}), ac = ab;
+    const int64_t per = 32 * 32 * 3;
+    for (auto [batch, second] : {std::pair<Tensor*, int>{&ab, 1}, {&ac, 6}}) {
+      std::memcpy(batch->data<float>(), class_image(0, 0, 32, 3).data<float>(), per * sizeof(float));
+      std::memcpy(batch->data<float>() + per, class_image(second, 1, 32, 3).data<float>(), per * sizeof(float));
+    }
+    const std::vector<float> l1 = module.call_single("logits", ab).to_vector<float>();
+    const std::vector<float> l2 = module.call_single("logits", ac).to_vector<float>();
+    double diff = 0;
+    for (int k = 0; k < 3; ++k) diff = std::max(diff, static_cast<double>(std::abs(l1[k] - l2[k])));
+    return diff;
+  };
+  CHECK(row0_depends_on_batch(false) < 1e-6);
+  CHECK(row0_depends_on_batch(true) > 1e-3);
+}
+
 TEST_CASE("export_module: signatures, image size, labels, classification = softmax of the net") {
   TinyRgb t("export");
   TrainConfig c = t.train_config();
