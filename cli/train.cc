@@ -64,9 +64,24 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--stop_threshold", c->stop_threshold, "Stop once eval accuracy reaches this");
   app.add_option("--classes", *classes, "Train on these class ids only, e.g. 0-4 (relabelled 0..k-1)");
   app.add_option("--seed", c->seed)->capture_default_str();
-  return [c, classes] {
+  // Data parallelism: `mpirun -np N hub train ...` (docs/distributed.md).
+  auto bucket_mb = std::make_shared<double>(static_cast<double>(c->gradient_bucket_bytes) / (1 << 20));
+  app.add_option("--gradient_bucket_mb", *bucket_mb, "Under mpirun: gradients are averaged in buckets of this many MiB")
+      ->capture_default_str();
+  app.add_option("--num_clones", c->replica_flags.num_clones, "slim's clones per process: 1 (N clones: mpirun -np N)");
+  app.add_option("--worker_replicas", c->replica_flags.worker_replicas, "slim's replicas: the processes mpirun starts");
+  auto sync = std::make_shared<bool>(true);
+  CLI::Option* sync_flag = app.add_flag("--sync_replicas,!--nosync_replicas", *sync,
+                                        "Synchronous replicas (hub always is; asynchronous training is not supported)");
+  app.add_option("--replicas_to_aggregate", c->replica_flags.replicas_to_aggregate,
+                 "Gradients averaged per step: the processes mpirun starts");
+  app.add_option("--num_ps_tasks", c->replica_flags.num_ps_tasks, "Parameter servers: 0 (gradients are all-reduced)");
+  return [c, classes, bucket_mb, sync, sync_flag] {
     c->only_classes = parse_class_list(*classes, "--classes");
+    c->gradient_bucket_bytes = static_cast<int64_t>(*bucket_mb * (1 << 20));
+    if (sync_flag->count()) c->replica_flags.sync_replicas = *sync ? 1 : 0;
     train::TrainResult r = train::train(*c);
+    if (!train::job().chief()) return 0;
     std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps),
                 r.final_loss, r.checkpoint.c_str());
     return 0;
@@ -95,6 +110,7 @@ RunFn setup_eval(CLI::App& app) {
   return [c, classes] {
     c->only_classes = parse_class_list(*classes, "--classes");
     train::EvalResult r = train::evaluate(*c);
+    if (!train::job().chief()) return 0;
     std::printf("examples=%lld\naccuracy=%.4f recall_at_5=%.4f\n", static_cast<long long>(r.examples), r.accuracy,
                 r.recall_at_5);
     return 0;
