@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -146,26 +147,46 @@ int run(int argc, char** argv, train::Job& job) {
                                               "alexnet_v2",   "vgg_a",        "vgg_16",        "vgg_19",
                                               "inception_v1", "inception_v3", "resnet_v1_50",  "resnet_v1_101",
                                               "resnet_v1_152", "resnet_v2_50", "mobilenet_v1", "mobilenet_v1_025"};
-      const int nodes[] = {2, 4, 8, 16, 32, 64};
-      const double links[] = {10e9, 25e9, 100e9};
-      std::printf("%-16s %12s %10s %9s %6s %10s |", "net", "floats/step", "MB/step", "buckets", "batch", "step s");
-      for (double l : links)
-        for (int n : nodes) std::printf(" %3.0fG/%-2d", l / 1e9, n);
-      std::printf("\n");
+      struct Row {
+        std::string name;
+        int64_t floats, batch;
+        int buckets;
+        double seconds;
+      };
+      std::vector<Row> rows;
+      std::printf("| net | floats all-reduced per step | MB per step | buckets of 4 MiB | batch per node | step s (measured) |\n"
+                  "|---|---:|---:|---:|---:|---:|\n");
       for (const std::string& name : names) {
         TrainGraph t(name);
-        const int64_t batch = nets::find_net(name).image_size <= 32 ? small : large;
+        Row r{name, 0, nets::find_net(name).image_size <= 32 ? small : large, 0, 0};
         train::DataParallelStep step(job, t.graph, t.grads, t.loss, int64_t{4} << 20);
-        const double bytes = 4.0 * static_cast<double>(step.floats_per_step());
-        const double seconds = step_seconds(name, batch, steps, int64_t{4} << 20);
-        std::printf("%-16s %12lld %10.2f %9d %6lld %10.4f |", name.c_str(), static_cast<long long>(step.floats_per_step()),
-                    bytes / 1e6, step.num_buckets(), static_cast<long long>(batch), seconds);
-        // No overlap: E = Tc / (Tc + Tar) (the overlapped form is in docs/distributed.md).
-        for (double l : links)
-          for (int n : nodes) std::printf(" %7.2f", seconds / (seconds + ring_seconds(n, bytes, l, step.num_buckets())));
-        std::printf("\n");
+        r.floats = step.floats_per_step();
+        r.buckets = step.num_buckets();
+        r.seconds = step_seconds(name, r.batch, steps, int64_t{4} << 20);
+        std::printf("| %s | %lld | %.2f | %d | %lld | %.3f |\n", name.c_str(), static_cast<long long>(r.floats),
+                    4e-6 * static_cast<double>(r.floats), r.buckets, static_cast<long long>(r.batch), r.seconds);
         std::fflush(stdout);
+        rows.push_back(r);
       }
+      const int nodes[] = {2, 4, 8, 16, 32, 64};
+      for (bool overlap : {false, true})
+        for (double link : {10e9, 25e9, 100e9}) {
+          std::printf("\nEfficiency at %.0f Gb/s, %s:\n\n| net |", link / 1e9,
+                      overlap ? "all-reduce overlapping the backward pass (2/3 of the step)" : "no overlap");
+          for (int n : nodes) std::printf(" %d |", n);
+          std::printf("\n|---|");
+          for (size_t i = 0; i < std::size(nodes); ++i) std::printf("---:|");
+          std::printf("\n");
+          for (const Row& r : rows) {
+            std::printf("| %s |", r.name.c_str());
+            for (int n : nodes) {
+              const double ring = ring_seconds(n, 4.0 * static_cast<double>(r.floats), link, r.buckets);
+              const double exposed = overlap ? std::max(0.0, ring - 2.0 / 3.0 * r.seconds) : ring;
+              std::printf(" %.2f |", r.seconds / (r.seconds + exposed));
+            }
+            std::printf("\n");
+          }
+        }
       return 0;
     }
     return usage();
