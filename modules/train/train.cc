@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -43,7 +44,9 @@ struct Split {
   int64_t num_classes = 0;
 };
 
-Split open_split(const std::string& dir, const std::string& name, const std::string& split,
+// Rank 0 counts the examples per label (reading every record) and tells the
+// other ranks.
+Split open_split(Job& job, const std::string& dir, const std::string& name, const std::string& split,
                  const std::vector<int64_t>& only_classes, int64_t labels_offset) {
   if (dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
   Split out;
@@ -51,17 +54,24 @@ Split open_split(const std::string& dir, const std::string& name, const std::str
   fs::path labels = fs::path(dir) / "labels.txt";
   if (fs::exists(labels)) out.labels = data::read_labels_file(labels.string());
   std::vector<int64_t> per_label;
-  for (const std::string& f : out.files) {
-    data::TFRecordReader reader(f);
-    std::string record;
-    for (int64_t i = 0; reader.read(&record); ++i) {
-      int64_t label = data::parse_image_example(record, f + " record " + std::to_string(i)).label;
-      if (label >= 0 && label < (int64_t{1} << 20)) {
-        if (label >= static_cast<int64_t>(per_label.size())) per_label.resize(label + 1);
-        ++per_label[label];
+  std::string counts;
+  if (job.chief()) {
+    for (const std::string& f : out.files) {
+      data::TFRecordReader reader(f);
+      std::string record;
+      for (int64_t i = 0; reader.read(&record); ++i) {
+        int64_t label = data::parse_image_example(record, f + " record " + std::to_string(i)).label;
+        if (label >= 0 && label < (int64_t{1} << 20)) {
+          if (label >= static_cast<int64_t>(per_label.size())) per_label.resize(label + 1);
+          ++per_label[label];
+        }
       }
     }
+    counts.assign(reinterpret_cast<const char*>(per_label.data()), per_label.size() * sizeof(int64_t));
   }
+  job.broadcast(&counts, "broadcast of the examples per label");
+  per_label.resize(counts.size() / sizeof(int64_t));
+  if (!counts.empty()) std::memcpy(per_label.data(), counts.data(), counts.size());
   if (only_classes.empty()) {
     for (int64_t n : per_label) out.num_samples += n;
   } else {
@@ -219,7 +229,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   const CheckpointFormat format = parse_checkpoint_format(c.checkpoint_format);
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.train_image_size > 0 ? c.train_image_size : info.image_size;
-  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed);
   Scope s(m.graph);
@@ -349,7 +359,7 @@ namespace {
 EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string, Tensor>* variables) {
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
-  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
