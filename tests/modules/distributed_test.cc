@@ -504,4 +504,13 @@ TEST_CASE("slim's deployment flags map onto the job or point to mpirun") {
   CHECK(out.code == exit_code(Code::kInvalidArgument));
   CHECK_MESSAGE(contains(out.text, "hub train: --num_clones 2: hub runs one clone per process"), out.text);
   CHECK(!fs::exists(t.path / "train"));
+  for (const char* mb : {"0", "-1", "nan", "2e6"}) {
+    CAPTURE(mb);
+    args = train_args(t.path / "data", t.path / "train", 10, 1, {"--gradient_bucket_mb", mb});
+    out = one_process(args);
+    CHECK(out.exited);
+    CHECK(out.code == exit_code(Code::kInvalidArgument));
+    CHECK_MESSAGE(contains(out.text, "hub train: --gradient_bucket_mb must be in (0, 1048576] MiB, got "), out.text);
+    CHECK(!fs::exists(t.path / "train"));
+  }
 }
