@@ -71,6 +71,7 @@ Launch launch_environment() {
   return l;
 }
 
+#if HUB_WITH_MPI
 // Threads per rank without $HUB_NUM_THREADS: the CPUs this process is bound
 // to, or, when it is not bound (its mask is every CPU), its share of them.
 int threads_per_rank(int local_ranks) {
@@ -81,6 +82,7 @@ int threads_per_rank(int local_ranks) {
   const int bound = CPU_COUNT(&set);
   return bound < all ? std::max(1, bound) : std::max(1, all / local_ranks);
 }
+#endif
 
 std::unique_ptr<Job> make_job() {
   const Launch launch = launch_environment();

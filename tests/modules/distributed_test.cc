@@ -85,13 +85,18 @@ struct Run {
 };
 
 // Runs argv with stderr joined to stdout. Open MPI refuses to run as root
-// (CI's user) without the two variables; one thread per process keeps the
-// oversubscribed ranks from fighting over the two cores.
+// (CI's user) without the two variables; its shared-memory transport copies
+// between ranks with process_vm_readv, which containers without ptrace
+// rights refuse, so it copies through the shared segment instead; one thread
+// per process keeps the oversubscribed ranks from fighting over the two cores.
 Child start(const std::vector<std::string>& argv, std::vector<std::pair<std::string, std::string>> env = {}) {
   std::vector<std::string> sh = {"sh", "-c", "exec \"$@\" 2>&1", "sh"};
   sh.insert(sh.end(), argv.begin(), argv.end());
   ChildOptions o;
-  o.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}, {"HUB_NUM_THREADS", "1"}};
+  o.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+           {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+           {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
+           {"HUB_NUM_THREADS", "1"}};
   o.env.insert(o.env.end(), env.begin(), env.end());
   return Child::spawn(sh, o);
 }
@@ -391,6 +396,23 @@ TEST_CASE("a rank that stops answering makes the others time out, naming the col
   CHECK_MESSAGE(std::regex_search(out.text, std::regex("hub train: rank 0 of 2: all-reduce of gradient bucket \\d+ of \\d+ "
                                                        "\\(\\d+ bytes\\) did not complete within 2 s")),
                 out.text);
+}
+
+TEST_CASE("a hub built without MPI refuses to run as one of several ranks") {
+  HUB_SKIP_UNLESS(!train::built_with_mpi(), "hub was built with MPI (the -Dmpi=disabled build runs this case)");
+  TempDir t("nompi");
+  write_dataset(t.path / "data");
+  // What mpirun would set for rank 1 of 2 (no mpirun needed to see the refusal).
+  std::vector<std::string> argv = {hub_exe()};
+  const std::vector<std::string> args = train_args(t.path / "data", t.path / "train", 10, 1);
+  argv.insert(argv.end(), args.begin(), args.end());
+  Child c = start(argv, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  Run out = finish(c, 60, "hub train as rank 1 of 2");
+  CHECK(out.exited);
+  CHECK(out.code == exit_code(Code::kFailedPrecondition));
+  CHECK_MESSAGE(contains(out.text, "started as rank 1 of 2 (OMPI_COMM_WORLD_RANK is set) but hub was built without MPI"),
+                out.text);
+  CHECK(!fs::exists(t.path / "train"));
 }
 
 // ---- in process: the seam on one process ----------------------------------------
