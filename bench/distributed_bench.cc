@@ -11,11 +11,12 @@
 //       the bus bandwidth 2 (N-1)/N * bytes / time.
 //   distributed_bench nets [SMALL_BATCH LARGE_BATCH STEPS]
 //       For every built-in family: the floats all-reduced per step (trainable
-//       parameters, batch-norm moving statistics, the loss), the measured step
-//       time on one process (SMALL_BATCH images for the 28-32 px nets,
-//       LARGE_BATCH for the ImageNet ones; default 100, 16, 2 steps), and the
-//       ring all-reduce model's scaling efficiency at 2-64 nodes on 10, 25 and
-//       100 Gb/s (see docs/distributed.md for the formula and assumptions).
+//       parameters, batch-norm moving statistics, the loss) and the ring
+//       all-reduce model's seconds per step on 10, 25 and 100 Gb/s; then,
+//       unless STEPS is 0, the measured step time on one process (SMALL_BATCH
+//       images for the 28-32 px nets, LARGE_BATCH for the ImageNet ones;
+//       default 100, 16, 2 steps) and the model's scaling efficiency at 2-64
+//       nodes (see docs/distributed.md for the formula and assumptions).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -154,39 +155,43 @@ int run(int argc, char** argv, train::Job& job) {
         double seconds;
       };
       std::vector<Row> rows;
-      std::printf("| net | floats all-reduced per step | MB per step | buckets of 4 MiB | batch per node | step s (measured) |\n"
-                  "|---|---:|---:|---:|---:|---:|\n");
+      const double links[] = {10e9, 25e9, 100e9};
+      std::printf("| net | floats all-reduced per step | MB per step | buckets of 4 MiB |"
+                  " all-reduce s at 64 nodes, 10 / 25 / 100 Gb/s |\n|---|---:|---:|---:|---:|\n");
       for (const std::string& name : names) {
         TrainGraph t(name);
         Row r{name, 0, nets::find_net(name).image_size <= 32 ? small : large, 0, 0};
         train::DataParallelStep step(job, t.graph, t.grads, t.loss, int64_t{4} << 20);
         r.floats = step.floats_per_step();
         r.buckets = step.num_buckets();
-        r.seconds = step_seconds(name, r.batch, steps, int64_t{4} << 20);
-        std::printf("| %s | %lld | %.2f | %d | %lld | %.3f |\n", name.c_str(), static_cast<long long>(r.floats),
-                    4e-6 * static_cast<double>(r.floats), r.buckets, static_cast<long long>(r.batch), r.seconds);
-        std::fflush(stdout);
+        std::printf("| %s | %lld | %.2f | %d |", name.c_str(), static_cast<long long>(r.floats),
+                    4e-6 * static_cast<double>(r.floats), r.buckets);
+        for (double link : links)
+          std::printf(" %.3f%s", ring_seconds(64, 4.0 * static_cast<double>(r.floats), link, r.buckets),
+                      link == links[2] ? " |\n" : " /");
         rows.push_back(r);
       }
+      if (steps == 0) return 0;
+      std::printf("\n| net | batch per node | step s (measured) |\n|---|---:|---:|\n");
+      for (Row& r : rows) {
+        r.seconds = step_seconds(r.name, r.batch, steps, int64_t{4} << 20);
+        std::printf("| %s | %lld | %.3f |\n", r.name.c_str(), static_cast<long long>(r.batch), r.seconds);
+        std::fflush(stdout);
+      }
       const int nodes[] = {2, 4, 8, 16, 32, 64};
-      for (bool overlap : {false, true})
-        for (double link : {10e9, 25e9, 100e9}) {
-          std::printf("\nEfficiency at %.0f Gb/s, %s:\n\n| net |", link / 1e9,
-                      overlap ? "all-reduce overlapping the backward pass (2/3 of the step)" : "no overlap");
-          for (int n : nodes) std::printf(" %d |", n);
-          std::printf("\n|---|");
-          for (size_t i = 0; i < std::size(nodes); ++i) std::printf("---:|");
+      for (double link : links) {
+        std::printf("\nEfficiency at %.0f Gb/s (all-reduce after the step, no overlap):\n\n| net |", link / 1e9);
+        for (int n : nodes) std::printf(" %d |", n);
+        std::printf("\n|---|");
+        for (size_t i = 0; i < std::size(nodes); ++i) std::printf("---:|");
+        std::printf("\n");
+        for (const Row& r : rows) {
+          std::printf("| %s |", r.name.c_str());
+          for (int n : nodes)
+            std::printf(" %.2f |", r.seconds / (r.seconds + ring_seconds(n, 4.0 * static_cast<double>(r.floats), link, r.buckets)));
           std::printf("\n");
-          for (const Row& r : rows) {
-            std::printf("| %s |", r.name.c_str());
-            for (int n : nodes) {
-              const double ring = ring_seconds(n, 4.0 * static_cast<double>(r.floats), link, r.buckets);
-              const double exposed = overlap ? std::max(0.0, ring - 2.0 / 3.0 * r.seconds) : ring;
-              std::printf(" %.2f |", r.seconds / (r.seconds + exposed));
-            }
-            std::printf("\n");
-          }
         }
+      }
       return 0;
     }
     return usage();
