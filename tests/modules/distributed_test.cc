@@ -120,8 +120,19 @@ std::vector<std::string> mpirun_argv(int ranks, const std::vector<std::string>& 
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
+// The environment of an mpirun child. In the sanitizer build the ranks keep
+// AddressSanitizer and UBSan but not LeakSanitizer: Open MPI does not free
+// what MPI_Init allocates (in libmpi and in its components), and it unloads
+// the components at MPI_Finalize, before the leak check, so those reports
+// cannot be suppressed by module name. The same commands on one process
+// (one_process) keep the leak check on hub's own code.
+std::vector<std::pair<std::string, std::string>> mpi_env(std::vector<std::pair<std::string, std::string>> env = {}) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  env.push_back({"ASAN_OPTIONS", std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "detect_leaks=0"});
+  return env;
+}
 Run mpi_hub(int ranks, const std::vector<std::string>& args, double timeout_s = 90) {
-  Child c = start(mpirun_argv(ranks, args));
+  Child c = start(mpirun_argv(ranks, args), mpi_env());
   return finish(c, timeout_s, "mpirun -np " + std::to_string(ranks) + " hub " + args[0]);
 }
 
@@ -358,7 +369,7 @@ struct LongJob {
         train_args(data, train_dir, 10, 100000, {"--save_interval_secs", "0", "--log_every_n_steps", "1000"});
     std::vector<std::string> pass;
     for (const auto& [k, v] : env) pass.push_back(k);
-    mpirun = start(mpirun_argv(2, args, pass), env);
+    mpirun = start(mpirun_argv(2, args, pass), mpi_env(env));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((rank1 == 0 || checkpoint_steps(train_dir).empty()) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
