@@ -98,8 +98,9 @@ RunFn setup_eval(CLI::App& app) {
   auto classes = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   app.add_option("--checkpoint_path", c->checkpoint_path,
-                 "TensorFlow checkpoint prefix, safetensors file, or train_dir (its latest checkpoint)")
-      ->required();
+                 "TensorFlow checkpoint prefix, safetensors file, or a train_dir (its latest checkpoint); "
+                 "default: hub train's default --train_dir")
+      ->capture_default_str();
   app.add_option("--model_name", c->model_name, "Network to evaluate (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
   app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")->capture_default_str();
@@ -139,7 +140,11 @@ RunFn setup_export(CLI::App& app) {
   app.add_option("--dataset_dir", c->dataset_dir, "For labels.txt");
   app.add_option("--labels_offset", c->labels_offset, "Label offset used when training");
   app.add_option("--image_size", c->image_size, "Input image size (default: the network's)");
-  app.add_option("--output_dir", c->output_dir, "The module folder to create (must not exist)")->required();
+  app.add_flag("--is_training", c->is_training,
+               "The default tag set holds the training-mode graph (batch norm on batch statistics, dropout on)");
+  app.add_option("--output_dir,--output_file", c->output_dir,
+                 "The module folder to create (must not exist); --output_file is slim's name for it")
+      ->required();
   app.add_option("--classes", *classes, "Class ids the checkpoint was trained on (labels kept)");
   return [c, classes] {
     c->only_classes = parse_class_list(*classes, "--classes");

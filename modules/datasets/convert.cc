@@ -36,17 +36,34 @@ std::vector<std::string> cifar10_labels() {
 
 std::string shard_file_name(const std::string& name, const std::string& split, int shard,
                             int num_shards) {
-  if (num_shards == 1) return name + "_" + split + ".tfrecord";
   char buf[64];
+  if (name == "imagenet") {
+    std::snprintf(buf, sizeof buf, "-%05d-of-%05d", shard, num_shards);
+    return split + buf;
+  }
+  if (num_shards == 1) return name + "_" + split + ".tfrecord";
   std::snprintf(buf, sizeof buf, "_%05d-of-%05d.tfrecord", shard, num_shards);
   return name + "_" + split + buf;
 }
+
+namespace {
+
+// "NNNNN-of-NNNNN": five digits, "-of-", five digits.
+bool is_shard_suffix(std::string_view s) {
+  auto digits = [](std::string_view d) {
+    return d.size() == 5 && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return s.size() == 14 && digits(s.substr(0, 5)) && s.substr(5, 4) == "-of-" && digits(s.substr(9));
+}
+
+}  // namespace
 
 std::vector<std::string> find_split_files(const std::string& dataset_dir,
                                           const std::string& name, const std::string& split) {
   std::vector<std::string> out;
   const std::string single = name + "_" + split + ".tfrecord";
   const std::string prefix = name + "_" + split + "_";
+  const std::string imagenet_prefix = split + "-";
   std::error_code ec;
   if (fs::is_directory(dataset_dir, ec)) {
     for (const auto& e : fs::directory_iterator(dataset_dir)) {
@@ -54,12 +71,14 @@ std::vector<std::string> find_split_files(const std::string& dataset_dir,
       if (!e.is_regular_file()) continue;
       const bool sharded = f.starts_with(prefix) && f.ends_with(".tfrecord") &&
                            f.find("-of-", prefix.size()) != std::string::npos;
-      if (f == single || sharded) out.push_back(e.path().string());
+      const bool imagenet_style =
+          f.starts_with(imagenet_prefix) && is_shard_suffix(std::string_view(f).substr(imagenet_prefix.size()));
+      if (f == single || sharded || imagenet_style) out.push_back(e.path().string());
     }
   }
   if (out.empty())
-    throw_error(Code::kNotFound, dataset_dir + ": no TFRecord files " + single + " or " + prefix +
-                                     "NNNNN-of-NNNNN.tfrecord");
+    throw_error(Code::kNotFound, dataset_dir + ": no TFRecord files " + single + ", " + prefix +
+                                     "NNNNN-of-NNNNN.tfrecord or " + imagenet_prefix + "NNNNN-of-NNNNN");
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -49,13 +49,16 @@ struct ConvertResult {
 // kNotFound for missing inputs, kCorruption for malformed ones.
 ConvertResult convert_dataset(const ConvertOptions& options);
 
-// "<name>_<split>.tfrecord" for one shard, else
-// "<name>_<split>_<%05d shard>-of-<%05d num_shards>.tfrecord".
+// slim's names: "<name>_<split>.tfrecord" for one shard, else
+// "<name>_<split>_<%05d shard>-of-<%05d num_shards>.tfrecord" (mnist, cifar10,
+// flowers); for "imagenet" always "<split>-<%05d>-of-<%05d>" as
+// build_imagenet_data.py writes (train-00000-of-01024).
 std::string shard_file_name(const std::string& name, const std::string& split, int shard,
                             int num_shards);
 
-// TFRecord shards of a split in dataset_dir (names from shard_file_name),
-// sorted. kNotFound naming the pattern if none.
+// TFRecord shards of a split in dataset_dir, sorted: the names of
+// shard_file_name for `name`, and ImageNet-style "<split>-NNNNN-of-NNNNN"
+// (slim's imagenet reader) for any name. kNotFound naming the patterns if none.
 std::vector<std::string> find_split_files(const std::string& dataset_dir,
                                           const std::string& name, const std::string& split);
 

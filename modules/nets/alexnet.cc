@@ -27,7 +27,7 @@ Net alexnet_v2(const Scope& root, Output images, const NetOptions& o, const NetI
   slim::LayerOptions fc = lo;
   fc.weights_init.initializer = "truncated_normal";
   fc.weights_init.init_params = {0.0, 0.005};
-  conv_fc_head(net, s, x, o, fc, 5, keep_prob_or(o, 0.5));
+  conv_fc_head(net, s, x, o, fc, 5, 4096, keep_prob_or(o, 0.5));
   return net;
 }
 

@@ -1,7 +1,7 @@
-// slim's Inception v1 (inception_v1.py) and v3 (inception_v3.py).
-// arg scope (inception_utils): batch norm decay 0.9997, epsilon 0.001, no
-// scale; weight decay 4e-5; ReLU. Convs and pools inside the mixed blocks use
-// stride 1 and SAME padding.
+// slim's Inception v1 (inception_v1.py), v2 (inception_v2.py) and v3
+// (inception_v3.py). arg scope (inception_utils): batch norm decay 0.9997,
+// epsilon 0.001, no scale; weight decay 4e-5; ReLU. Convs and pools inside the
+// mixed blocks use stride 1 and SAME padding.
 #include "hub/ops/array.h"
 #include "hub/ops/reduction.h"
 #include "modules/nets/net_util.h"
@@ -76,6 +76,81 @@ Net inception_v1(const Scope& root, Output images, const NetOptions& o, const Ne
   x = mixed_v1(s, x, "Mixed_5c", conv, 384, 192, 384, 48, 128, 128);
   net.end_points["Mixed_5c"] = x;
   pooled_logits_head(net, s, x, {7, 7}, "AvgPool_0a_7x7", "Conv2d_0c_1x1", o, lo, 0.8);
+  return net;
+}
+
+// Inception v2 (Ioffe & Szegedy's BN-Inception, slim's "6a2"), 224x224x3.
+// Conv2d_1a_7x7 is slim.separable_conv2d outside the arg scope: depthwise
+// multiplier 8, biases and ReLU, no batch norm, no weight decay. Mixed blocks:
+// 1x1 | 1x1 -> 3x3 | 1x1 -> 3x3 -> 3x3 | pool -> 1x1, and two reduction blocks
+// (Mixed_4a, Mixed_5a) with stride-2 SAME convs and a 3x3/2 max pool. The
+// 1x1 reductions start from N(0, 0.09) and the pool projections from
+// N(0, 0.1) (truncated), as slim's definition sets them.
+Net inception_v2(const Scope& root, Output images, const NetOptions& o, const NetInfo&) {
+  Scope s = root.sub("InceptionV2");
+  slim::LayerOptions lo = inception_options(o, -1);
+  auto conv = [&](const Scope& sc, Output x, int64_t depth, int64_t k, const std::string& name,
+                  double stddev = -1, int64_t stride = 1) {
+    slim::LayerOptions l = lo;
+    if (stddev > 0) {
+      l.weights_init.initializer = "truncated_normal";
+      l.weights_init.init_params = {0.0, stddev};
+    }
+    return slim::conv2d(sc, x, depth, {k, k}, name, l, {stride, stride});
+  };
+  Net net;
+  slim::LayerOptions first = base_options(o, 0.0);
+  first.weight_decay = 0;  // the arg scope's regularizer covers slim.conv2d only
+  first.weights_init.initializer = "truncated_normal";
+  first.weights_init.init_params = {0.0, 1.0};
+  Output x = slim::separable_conv2d(s, images, 64, {7, 7}, "Conv2d_1a_7x7", first, {2, 2}, 8);
+  net.end_points["Conv2d_1a_7x7"] = x;
+  x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "SAME", "MaxPool_2a_3x3");
+  x = conv(s, x, 64, 1, "Conv2d_2b_1x1", 0.1);
+  x = conv(s, x, 192, 3, "Conv2d_2c_3x3");
+  x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "SAME", "MaxPool_3a_3x3");
+  // b0 | b1a -> b1b | b2a -> b2b -> b2b | pool -> b3.
+  auto mixed = [&](const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b,
+                   int64_t b3, bool max_pool = false) {
+    Scope m = s.sub(name);
+    Output y0 = conv(m.sub("Branch_0"), x, b0, 1, "Conv2d_0a_1x1");
+    Scope b1 = m.sub("Branch_1");
+    Output y1 = conv(b1, conv(b1, x, b1a, 1, "Conv2d_0a_1x1", 0.09), b1b, 3, "Conv2d_0b_3x3");
+    Scope b2 = m.sub("Branch_2");
+    Output y2 = conv(b2, x, b2a, 1, "Conv2d_0a_1x1", 0.09);
+    y2 = conv(b2, conv(b2, y2, b2b, 3, "Conv2d_0b_3x3"), b2b, 3, "Conv2d_0c_3x3");
+    Scope p = m.sub("Branch_3");
+    Output y3 = max_pool ? slim::max_pool2d(p, x, {3, 3}, {1, 1}, "SAME", "MaxPool_0a_3x3")
+                         : slim::avg_pool2d(p, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3");
+    y3 = conv(p, y3, b3, 1, "Conv2d_0b_1x1", 0.1);
+    x = ops::concat(m, {y0, y1, y2, y3}, 3);
+    net.end_points[name] = x;
+  };
+  // 1x1 -> 3x3/2 | 1x1 -> 3x3 -> 3x3/2 | max pool 3x3/2.
+  auto reduction = [&](const std::string& name, int64_t b0a, int64_t b0b, int64_t b1a, int64_t b1b) {
+    Scope m = s.sub(name);
+    Scope b0 = m.sub("Branch_0");
+    Output y0 = conv(b0, conv(b0, x, b0a, 1, "Conv2d_0a_1x1", 0.09), b0b, 3, "Conv2d_1a_3x3", -1, 2);
+    Scope b1 = m.sub("Branch_1");
+    Output y1 = conv(b1, x, b1a, 1, "Conv2d_0a_1x1", 0.09);
+    y1 = conv(b1, conv(b1, y1, b1b, 3, "Conv2d_0b_3x3"), b1b, 3, "Conv2d_1a_3x3", -1, 2);
+    Output y2 = slim::max_pool2d(m.sub("Branch_2"), x, {3, 3}, {2, 2}, "SAME", "MaxPool_1a_3x3");
+    x = ops::concat(m, {y0, y1, y2}, 3);
+    net.end_points[name] = x;
+  };
+  mixed("Mixed_3b", 64, 64, 64, 64, 96, 32);
+  mixed("Mixed_3c", 64, 64, 96, 64, 96, 64);
+  reduction("Mixed_4a", 128, 160, 64, 96);
+  mixed("Mixed_4b", 224, 64, 96, 96, 128, 128);
+  mixed("Mixed_4c", 192, 96, 128, 96, 128, 128);
+  mixed("Mixed_4d", 160, 128, 160, 128, 160, 96);
+  mixed("Mixed_4e", 96, 128, 192, 160, 192, 96);
+  reduction("Mixed_5a", 128, 192, 192, 256);
+  mixed("Mixed_5b", 352, 192, 320, 160, 224, 128);
+  mixed("Mixed_5c", 352, 192, 320, 192, 224, 128, true);
+  const std::vector<int64_t> k = reduced_kernel(s, x, 7);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
+                     "Conv2d_1c_1x1", o, lo, 0.8);
   return net;
 }
 
@@ -191,7 +266,9 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     x = ops::concat(m, {y0, y1, y2, y3}, 3);
     net.end_points[names[i]] = x;
   }
-  pooled_logits_head(net, s, x, {8, 8}, "AvgPool_1a_8x8", "Conv2d_1c_1x1", o, lo, 0.8);
+  const std::vector<int64_t> k = reduced_kernel(s, x, 8);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
+                     "Conv2d_1c_1x1", o, lo, 0.8);
   return net;
 }
 

@@ -1,6 +1,8 @@
 // Shared pieces of the built-in networks (see net_util.h).
 #include "modules/nets/net_util.h"
 
+#include <algorithm>
+
 #include "hub/ops/array.h"
 
 namespace hub::nets {
@@ -59,9 +61,9 @@ void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const s
 }
 
 void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
-                  int64_t fc6_kernel, double keep) {
+                  int64_t fc6_kernel, int64_t fc6_depth, double keep) {
   fc.padding = "VALID";
-  x = slim::conv2d(s, x, 4096, {fc6_kernel, fc6_kernel}, "fc6", fc);
+  x = slim::conv2d(s, x, fc6_depth, {fc6_kernel, fc6_kernel}, "fc6", fc);
   x = slim::dropout(s, x, keep, o.is_training, "dropout6");
   fc.padding = "SAME";
   x = slim::conv2d(s, x, 4096, {1, 1}, "fc7", fc);
@@ -72,6 +74,11 @@ void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim:
     net.logits = conv_logits(s, x, o, fc, "fc8", "fc8/squeezed");
     net.end_points["fc8"] = net.logits;
   }
+}
+
+std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k) {
+  const Shape& shape = s.graph().spec(x).shape;
+  return {shape[1] > 0 ? std::min(shape[1], k) : k, shape[2] > 0 ? std::min(shape[2], k) : k};
 }
 
 void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool,

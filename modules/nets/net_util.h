@@ -43,12 +43,16 @@ struct DenseHead {
 void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const slim::LayerOptions& lo,
                 const DenseHead& h);
 
-// alexnet_v2 / vgg tail, fully connected layers as convolutions: fc6
-// (fc6_kernel VALID, 4096), dropout6, fc7 (1x1, 4096; end point "fc7",
-// net.features = fc7 squeezed) -> with classes: dropout7, conv_logits "fc8"
-// squeezed as "fc8/squeezed", end point "fc8". fc: the fc layers' options.
+// alexnet_v2 / vgg / overfeat tail, fully connected layers as convolutions:
+// fc6 (fc6_kernel VALID, fc6_depth), dropout6, fc7 (1x1, 4096; end point
+// "fc7", net.features = fc7 squeezed) -> with classes: dropout7, conv_logits
+// "fc8" squeezed as "fc8/squeezed", end point "fc8". fc: the fc layers' options.
 void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
-                  int64_t fc6_kernel, double keep);
+                  int64_t fc6_kernel, int64_t fc6_depth, double keep);
+
+// slim's _reduced_kernel_size_for_small_input: a k x k pooling window cut
+// down to x's height and width [min(H, k), min(W, k)] where they are known.
+std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k);
 
 // Inception / MobileNet tail under scope "Logits": VALID average pool `pool`
 // (end point pool_name, net.features squeezed) -> with classes: dropout

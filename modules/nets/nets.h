@@ -23,7 +23,10 @@ struct NetOptions {
   double dropout_keep_prob = -1;  // < 0: the net's own default
   double weight_decay = -1;       // < 0: the net's own default
   bool spatial_squeeze = true;
-  bool create_aux_logits = false; // inception_v3 training head
+  // Build the auxiliary classifier of the nets that have one (inception_v3,
+  // inception_v4, inception_resnet_v2, NASNet, PNASNet) as end point
+  // "AuxLogits" (training; their checkpoints hold its variables).
+  bool create_aux_logits = false;
 };
 
 struct Net {
@@ -55,9 +58,15 @@ Net cifar10(const Scope& s, Output images, const NetOptions& o, const NetInfo& i
 Net alexnet_v2(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
 Net vgg(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
 Net inception_v1(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net inception_v2(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
 Net inception_v3(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net inception_v4(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net inception_resnet_v2(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
 Net resnet(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net overfeat(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
 Net mobilenet_v1(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net mobilenet_v2(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
+Net nasnet(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);  // NASNet-A and PNASNet-5
 
 // Multiply-accumulate count of the graph's Conv2D, DepthwiseConv2dNative and
 // MatMul nodes for a batch of one (from the inferred node shapes).

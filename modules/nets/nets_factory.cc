@@ -16,12 +16,27 @@ std::deque<NetInfo> make_table() {
       {"vgg_a", 224, 3, 1000, "vgg", vgg},
       {"vgg_16", 224, 3, 1000, "vgg", vgg},
       {"vgg_19", 224, 3, 1000, "vgg", vgg},
+      {"overfeat", 231, 3, 1000, "vgg", overfeat},
       {"inception_v1", 224, 3, 1001, "inception", inception_v1},
+      {"inception_v2", 224, 3, 1001, "inception", inception_v2},
       {"inception_v3", 299, 3, 1001, "inception", inception_v3},
+      {"inception_v4", 299, 3, 1001, "inception", inception_v4},
+      {"inception_resnet_v2", 299, 3, 1001, "inception", inception_resnet_v2},
       {"resnet_v1_50", 224, 3, 1000, "vgg", resnet},
       {"resnet_v1_101", 224, 3, 1000, "vgg", resnet},
       {"resnet_v1_152", 224, 3, 1000, "vgg", resnet},
+      {"resnet_v1_200", 224, 3, 1000, "vgg", resnet},
+      // The published v2 checkpoints were trained with inception preprocessing
+      // and 1001 classes (slim's README), not the factory's vgg default.
       {"resnet_v2_50", 224, 3, 1001, "inception", resnet},
+      {"resnet_v2_101", 224, 3, 1001, "inception", resnet},
+      {"resnet_v2_152", 224, 3, 1001, "inception", resnet},
+      {"resnet_v2_200", 224, 3, 1001, "inception", resnet},
+      {"nasnet_cifar", 32, 3, 10, "cifarnet", nasnet},
+      {"nasnet_mobile", 224, 3, 1001, "inception", nasnet},
+      {"nasnet_large", 331, 3, 1001, "inception", nasnet},
+      {"pnasnet_mobile", 224, 3, 1001, "inception", nasnet},
+      {"pnasnet_large", 331, 3, 1001, "inception", nasnet},
   };
   const std::pair<const char*, double> multipliers[] = {{"100", 1.0}, {"075", 0.75}, {"050", 0.5}, {"025", 0.25}};
   for (auto [tag, m] : multipliers) {
@@ -31,6 +46,18 @@ std::deque<NetInfo> make_table() {
     // slim's short names: mobilenet_v1 (1.0), mobilenet_v1_075, ... at 224.
     t.push_back({m == 1.0 ? std::string("mobilenet_v1") : "mobilenet_v1_" + std::string(tag), 224, 3, 1001,
                  "inception", mobilenet_v1, m});
+  }
+  // MobileNet v2: slim's published multipliers x sizes (1.4 and 1.3 at 224
+  // only), plus the short names at 224 (mobilenet_v2, mobilenet_v2_140, ...).
+  const std::pair<const char*, double> v2[] = {{"140", 1.4}, {"130", 1.3}, {"100", 1.0},
+                                               {"075", 0.75}, {"050", 0.5}, {"035", 0.35}};
+  for (auto [tag, m] : v2) {
+    for (int64_t size : {224, 192, 160, 128, 96})
+      if (size == 224 || m <= 1.0)
+        t.push_back({"mobilenet_v2_" + std::string(tag) + "_" + std::to_string(size), size, 3, 1001, "inception",
+                     mobilenet_v2, m});
+    t.push_back({m == 1.0 ? std::string("mobilenet_v2") : "mobilenet_v2_" + std::string(tag), 224, 3, 1001,
+                 "inception", mobilenet_v2, m});
   }
   return t;
 }

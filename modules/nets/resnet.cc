@@ -1,7 +1,7 @@
 // slim's ResNet v1 (resnet_v1.py) and v2 (resnet_v2.py), bottleneck units.
 // Blocks (base depth, units, stride of the last unit):
-//   block1 (64, 3, 2), block2 (128, 4, 2), block3 (256, 6|23|36, 2), block4 (512, 3, 1)
-// for 50|101|152 layers. v1 unit: relu(shortcut + conv3(conv2(conv1(x)))),
+//   block1 (64, 3, 2), block2 (128, 4|4|8|24, 2), block3 (256, 6|23|36|36, 2),
+//   block4 (512, 3, 1) for 50|101|152|200 layers. v1 unit: relu(shortcut + conv3(conv2(conv1(x)))),
 // v2 unit: shortcut + conv3(conv2(conv1(preact))) with preact = relu(bn(x)).
 // arg scope: weight decay 1e-4, batch norm decay 0.997, epsilon 1e-5, scale;
 // variance-scaling (He) initialization. 224x224x3.
@@ -70,7 +70,8 @@ Output bottleneck(const Scope& s, Output x, int64_t depth, int64_t bottleneck, i
 
 Net resnet(const Scope& root, Output images, const NetOptions& o, const NetInfo& info) {
   bool v2 = info.name.rfind("resnet_v2", 0) == 0;
-  int layers = std::stoi(info.name.substr(info.name.rfind('_') + 1));
+  const int layers = std::stoi(info.name.substr(info.name.rfind('_') + 1));
+  const int block2 = layers == 152 ? 8 : layers == 200 ? 24 : 4;
   const int block3 = layers == 50 ? 6 : layers == 101 ? 23 : 36;
   Scope s = root.sub(info.name);
   slim::LayerOptions lo = base_options(o, 1e-4);
@@ -87,7 +88,7 @@ Net resnet(const Scope& root, Output images, const NetOptions& o, const NetInfo&
   Output x = conv2d_same(s, images, 64, 7, 2, "conv1", root_conv);
   x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "SAME", "pool1");
   struct Block { int64_t depth; int units; int64_t stride; };
-  const Block blocks[] = {{64, 3, 2}, {128, layers == 152 ? 8 : 4, 2}, {256, block3, 2}, {512, 3, 1}};
+  const Block blocks[] = {{64, 3, 2}, {128, block2, 2}, {256, block3, 2}, {512, 3, 1}};
   for (int b = 0; b < 4; ++b) {
     std::string bname = "block" + std::to_string(b + 1);
     Scope bs = s.sub(bname);

@@ -23,7 +23,7 @@ Net vgg(const Scope& root, Output images, const NetOptions& o, const NetInfo& in
     net.end_points[block] = x;
     x = slim::max_pool2d(s, x, {2, 2}, {2, 2}, "VALID", "pool" + std::to_string(b + 1));
   }
-  conv_fc_head(net, s, x, o, lo, 7, keep_prob_or(o, 0.5));
+  conv_fc_head(net, s, x, o, lo, 7, 4096, keep_prob_or(o, 0.5));
   return net;
 }
 

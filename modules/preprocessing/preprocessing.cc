@@ -68,6 +68,10 @@ Tensor inception(const Tensor& image, int64_t h, int64_t w, bool training, uint6
     Philox rng(seed);
     int64_t H = image.dim(0), W = image.dim(1);
     int64_t top = 0, left = 0, ch = H, cw = W;
+    // slim's distorted_bounding_box_crop: area_range (0.05, 1.0), aspect
+    // (0.75, 1.33), 100 attempts, and min_object_covered 0.1 of the box,
+    // which is the whole image: crops under 10% of it are rejected, so the
+    // crops that come out are uniform in 10%..100% of the area, drawn so here.
     for (uint64_t attempt = 0; attempt < 100; ++attempt) {
       double area = draw(rng, 10 + 4 * attempt, 0.1f, 1.0f) * static_cast<double>(H * W);
       double aspect = draw(rng, 11 + 4 * attempt, 0.75f, 4.0f / 3.0f);

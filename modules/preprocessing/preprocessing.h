@@ -4,7 +4,8 @@
 // Input: float32 [H, W, C] in [0, 1] (as hub/image decodes). Output: float32
 // [height, width, C] in the value range the network was trained with:
 //   inception  eval: central crop 0.875, bilinear resize, scale to [-1, 1];
-//              train: random crop (10%..100% of the area, aspect 3/4..4/3),
+//              train: random crop (10%..100% of the area, aspect 3/4..4/3:
+//              slim's area_range 0.05..1 under min_object_covered 0.1),
 //              resize, random left-right flip, brightness (±32/255) and
 //              saturation (0.5..1.5) in random order, scale to [-1, 1].
 //   vgg        eval: aspect-preserving resize of the smaller side to 256,

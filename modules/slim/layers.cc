@@ -31,7 +31,10 @@ Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& 
 Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o, const std::string& name) {
   ops::VariableOptions init = o.biases_init;
   init.trainable = o.trainable;
-  return ops::variable(s, name, {size}, init);
+  Output b = ops::variable(s, name, {size}, init);
+  if (o.biases_decay > 0 && o.trainable)
+    ops::l2_regularizer(s.sub("Regularizer"), b, static_cast<float>(o.biases_decay));
+  return b;
 }
 
 Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& o) {
@@ -74,7 +77,7 @@ Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o
     ops::BatchNormOptions bn = o.batch_norm;
     bn.is_training = o.is_training;
     y = slim::batch_norm(ls.sub("BatchNorm"), y, bn);
-  } else {
+  } else if (o.use_biases) {
     y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
   }
   return o.activation ? o.activation(ls, y) : y;
@@ -110,6 +113,22 @@ Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, c
   co.strides = stride;
   co.padding = o.padding;
   return finish(ls, ops::depthwise_conv2d(ls, x, w, co), c * depth_multiplier, o);
+}
+
+Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
+                        const std::string& name, const LayerOptions& o, std::vector<int64_t> stride,
+                        int64_t depth_multiplier) {
+  Scope ls = s.sub(name);
+  int64_t c = channels_of(s, x, ls.prefix());
+  Output dw = weights_variable(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
+  Output pw = weights_variable(ls, {1, 1, c * depth_multiplier, num_outputs}, o, "pointwise_weights");
+  ops::ConvOptions co;
+  co.strides = stride;
+  co.padding = o.padding;
+  Output y = ops::depthwise_conv2d(ls, x, dw, co);
+  ops::ConvOptions point;
+  point.padding = "VALID";
+  return finish(ls, ops::conv2d(ls, y, pw, point), num_outputs, o);
 }
 
 Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,

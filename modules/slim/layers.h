@@ -32,7 +32,9 @@ struct LayerOptions {
     return o;
   }();
   ops::VariableOptions biases_init;  // zeros
+  bool use_biases = true;            // false: slim's biases_initializer=None (no biases)
   double weight_decay = 0.0;         // L2: weight_decay * sum(w^2) / 2 per weight
+  double biases_decay = 0.0;         // the same on biases (slim's biases_regularizer)
   bool use_batch_norm = false;       // replaces biases
   ops::BatchNormOptions batch_norm;  // is_training is taken from is_training below
   bool is_training = false;
@@ -61,7 +63,7 @@ Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o,
 // that already holds these variables is AlreadyExists.
 Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& options);
 
-// conv -> (batch norm | bias) -> activation, under scope `name`.
+// conv -> (batch norm | bias unless !use_biases) -> activation, under scope `name`.
 Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
               const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
               int64_t rate = 1);
@@ -69,6 +71,13 @@ Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t
 // weights "depthwise_weights" [kh,kw,C,multiplier].
 Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, const std::string& name,
                         const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
+                        int64_t depth_multiplier = 1);
+// slim.separable_conv2d with num_outputs: depthwise "depthwise_weights"
+// [kh,kw,C,multiplier] (stride, o's padding), then pointwise
+// "pointwise_weights" [1,1,C*multiplier,num_outputs], then (batch norm |
+// bias) and activation. o's weight decay applies to both weights.
+Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
+                        const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
                         int64_t depth_multiplier = 1);
 Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,
                        const LayerOptions& o);

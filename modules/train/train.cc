@@ -138,7 +138,10 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
   o.num_classes = num_classes;
   o.is_training = training;
   o.weight_decay = weight_decay;
-  o.create_aux_logits = training && model_name == "inception_v3";
+  // As slim's nets default to when training: inception_v3/v4,
+  // inception_resnet_v2, NASNet and PNASNet add "AuxLogits" (the others
+  // have none), weighted 0.4 in the loss as train_image_classifier does.
+  o.create_aux_logits = training;
   m.net = nets::build_net(model_name, s, m.images, o);
   Scope ls = s.sub("losses");
   m.loss = ops::sparse_softmax_cross_entropy(ls, m.net.logits, m.labels, static_cast<float>(label_smoothing));
@@ -253,7 +256,11 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   } else if (job.chief() && !c.checkpoint_path.empty()) {
     restore_for_fine_tuning(c, m.graph, vars);
   }
-  if (ema) ema->track(vars, trainable);
+  // slim.get_model_variables(): every variable of the net, trained or not,
+  // batch-norm moving statistics included (optimizer slots live outside the graph).
+  std::vector<std::string> model_variables;
+  for (int id : m.graph.variables(false)) model_variables.push_back(m.graph.node(id).name);
+  if (ema) ema->track(vars, model_variables);
   broadcast_training_state(job, vars, *optimizer, ema.get());
 
   int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / global_batch);
@@ -290,7 +297,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
                                                  std::to_string(step) + " (NaN or infinite loss)");
-    if (ema) ema->apply(vars, trainable, step);
+    if (ema) ema->apply(vars, model_variables, step);
     if (result.losses.empty()) result.first_loss = loss;
     result.losses.push_back(loss);
     result.final_loss = loss;
@@ -358,13 +365,21 @@ namespace {
 // else those of c.checkpoint_path.
 EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string, Tensor>* variables) {
   const nets::NetInfo& info = nets::find_net(c.model_name);
+  // The checkpoint (read by rank 0) is found before the data set is opened.
+  std::string path;
+  if (!variables && job.chief()) {
+    try {
+      path = resolve_checkpoint(c.checkpoint_path);
+    } catch (const Error& e) {
+      throw e.with_context("--checkpoint_path");
+    }
+  }
   int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
   Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
   Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
-  std::string path;
   std::map<std::string, Tensor> values;
   if (variables) {
     for (const auto& [name, spec] : variable_specs(m.graph)) {
@@ -375,7 +390,6 @@ EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string
   } else {
     // Rank 0 reads the checkpoint and gives its variables to the others.
     if (job.chief()) {
-      path = resolve_checkpoint(c.checkpoint_path);
       RestoreOptions ro;
       ro.moving_averages = c.moving_average_decay > 0;
       ro.what = "--checkpoint_path";
@@ -497,7 +511,7 @@ void export_module(const ExportConfig& c) {
       b.add_asset("labels.txt", text);
     }
   };
-  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", false)},
+  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", c.is_training)},
                                             {TagSet{"train"}, Attrs().set("is_training", true)}});
   Module module(spec);
   if (!c.checkpoint_path.empty()) {

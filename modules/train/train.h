@@ -82,7 +82,10 @@ struct TrainResult {
 TrainResult train(const TrainConfig& config);
 
 struct EvalConfig {
-  std::string checkpoint_path;  // TF checkpoint prefix, safetensors file, or train_dir (latest)
+  // A TF checkpoint prefix, a safetensors file, or a folder (its latest
+  // checkpoint). Default: eval_image_classifier's, which is train's default
+  // train_dir, so an evaluation after a training run with defaults finds it.
+  std::string checkpoint_path = "/tmp/tfmodel/";
   std::string model_name = "inception_v3";
   std::string dataset_name = "imagenet";
   std::string dataset_split_name = "test";
@@ -116,6 +119,9 @@ struct ExportConfig {
   std::string dataset_dir;
   int64_t labels_offset = 0;
   int64_t image_size = 0;       // default: the net's
+  // export_inference_graph's --is_training: the default tag set {} holds the
+  // training-mode graph too (batch norm on batch statistics, dropout on).
+  bool is_training = false;
   std::string output_dir;
   std::vector<int64_t> only_classes;  // labels kept when training used a class subset
 };
@@ -123,7 +129,8 @@ struct ExportConfig {
 // Writes a module: input images float32 [batch, H, W, C] in [0, 1] (the
 // net's preprocessing range mapping is inside the graph), signatures
 // "default" (features), "logits", "classification" (probabilities), image
-// size attached, labels.txt as an asset; tag sets {} and {"train"}.
+// size attached, labels.txt as an asset; tag sets {} (inference, or training
+// mode with is_training) and {"train"}.
 void export_module(const ExportConfig& config);
 
 }  // namespace hub::train

@@ -112,6 +112,35 @@ TEST_CASE("usage errors exit 2 with a message; hub --help lists every exit code"
   CHECK(run_hub({"info", "/nonexistent/module"}).code == 12);
 }
 
+TEST_CASE("hub eval's --checkpoint_path defaults to hub train's --train_dir, as slim's eval does") {
+  Run train = run_hub({"train", "--help"}), eval = run_hub({"eval", "--help"});
+  REQUIRE(train.code == 0);
+  REQUIRE(eval.code == 0);
+  CHECK(train.out.find("/tmp/tfmodel/") != std::string::npos);
+  CHECK(eval.out.find("/tmp/tfmodel/") != std::string::npos);
+  // Not a usage error: the default is used, and when it holds no checkpoint
+  // the error (not found: 12) names the flag and the folder.
+  if (fs::exists("/tmp/tfmodel")) {
+    MESSAGE("/tmp/tfmodel exists here: the run without --checkpoint_path is skipped");
+    return;
+  }
+  Run r = run_hub({"eval", "--model_name", "lenet", "--dataset_dir", "/nonexistent/data"});
+  CAPTURE(r.err);
+  CHECK(r.code == 12);
+  CHECK(r.err.find("--checkpoint_path") != std::string::npos);
+  CHECK(r.err.find("/tmp/tfmodel/") != std::string::npos);
+}
+
+TEST_CASE("hub export takes export_inference_graph's --output_file and --is_training") {
+  TempDir t("hub_export_flags");
+  Run r = run_hub({"export", "--model_name", "lenet", "--is_training", "--output_file", t / "m"});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(fs::exists(t / "m/module.pb"));
+  // Still one destination: both names at once is a usage error.
+  CHECK(run_hub({"export", "--model_name", "lenet", "--output_file", t / "a", "--output_dir", t / "b"}).code == 2);
+}
+
 TEST_CASE("every command and subcommand prints its help and exits 0") {
   Run top = run_hub({"--help"});
   std::vector<std::string> names = subcommands(top.out);

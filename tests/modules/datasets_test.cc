@@ -384,6 +384,34 @@ TEST_CASE("convert mnist end to end") {
   expect_error(Code::kInvalidArgument, [&] { convert_dataset(o); }, "--source");
 }
 
+TEST_CASE("shard names as slim's: <name>_<split>[_NNNNN-of-NNNNN].tfrecord, and ImageNet's <split>-NNNNN-of-NNNNN") {
+  CHECK(shard_file_name("flowers", "train", 3, 5) == "flowers_train_00003-of-00005.tfrecord");
+  CHECK(shard_file_name("cifar10", "test", 0, 1) == "cifar10_test.tfrecord");
+  // build_imagenet_data.py: always numbered, no extension.
+  CHECK(shard_file_name("imagenet", "train", 0, 1) == "train-00000-of-00001");
+  CHECK(shard_file_name("imagenet", "validation", 127, 128) == "validation-00127-of-00128");
+  TempDir dir("shard_names");
+  auto touch = [&](const std::string& name) {
+    TFRecordWriter w((dir / name));
+    w.write("x");
+    w.commit();
+  };
+  for (const char* f : {"train-00000-of-00002", "train-00001-of-00002", "validation-00000-of-00001",
+                        "train-0000-of-00002", "train-00000-of-00002.tmp", "training-00000-of-00001",
+                        "mine_train.tfrecord"})
+    touch(f);
+  // ImageNet-style shards of the split, whatever the data set's name; the
+  // near misses are left out.
+  CHECK(find_split_files(dir.path.string(), "imagenet", "train") ==
+        std::vector<std::string>{dir / "train-00000-of-00002", dir / "train-00001-of-00002"});
+  CHECK(find_split_files(dir.path.string(), "mine", "train") ==
+        std::vector<std::string>{dir / "mine_train.tfrecord", dir / "train-00000-of-00002", dir / "train-00001-of-00002"});
+  CHECK(find_split_files(dir.path.string(), "imagenet", "validation") ==
+        std::vector<std::string>{dir / "validation-00000-of-00001"});
+  expect_error(Code::kNotFound, [&] { find_split_files(dir.path.string(), "imagenet", "test"); },
+               "test-NNNNN-of-NNNNN");
+}
+
 TEST_CASE("convert cifar10 and flowers") {
   TempDir src("cf_src"), out("cf_out");
   std::vector<std::pair<std::string, std::string>> files;

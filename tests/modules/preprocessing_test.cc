@@ -3,6 +3,7 @@
 // images), determinism of the training variants, output shapes, errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -140,6 +141,34 @@ TEST_CASE("inception eval keeps a constant image constant, scaled to [-1, 1]") {
     CHECK(tr.data<float>()[i] >= -1.0f);
     CHECK(tr.data<float>()[i] <= 1.0f);
   }
+}
+
+TEST_CASE("inception training crops take 10% to 100% of the area, as slim's distorted_bounding_box_crop") {
+  // slim draws the area from 5%..100% but requires min_object_covered = 0.1
+  // of the bounding box, the whole image: what comes out covers 10%..100%.
+  // A gray ramp along x (0.25..0.75, clear of clipping under the ±32/255
+  // brightness; saturation does nothing to gray): the output's value range
+  // is the crop's share of the width (flips keep it, brightness shifts it).
+  const int64_t W = 200;
+  Tensor img = make_image(W, W, 3, [](int64_t, int64_t x, int64_t) {
+    return 0.25f + 0.5f * static_cast<float>(x) / static_cast<float>(W - 1);
+  });
+  double narrowest = 1, widest = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Tensor out = pp::get("inception")(img, 16, 16, true, seed);
+    const float* p = out.data<float>();
+    auto [lo, hi] = std::minmax_element(p, p + out.num_elements());
+    const double share = (*hi - *lo) / 2.0 / 0.5;  // [-1, 1] scale, ramp of 0.5
+    narrowest = std::min(narrowest, share);
+    widest = std::max(widest, share);
+  }
+  MESSAGE("crop widths from " << narrowest << " to " << widest << " of the image");
+  // Width = sqrt(area * aspect) of the image's, at least sqrt(0.1 * 0.75) =
+  // 0.274 (the 16 samples span a little less than the crop: 0.03 slack);
+  // 5% of the area would reach sqrt(0.05 * 0.75) = 0.194.
+  CHECK(narrowest >= 0.274 - 0.03);
+  CHECK(narrowest < 0.32);
+  CHECK(widest > 0.9);
 }
 
 TEST_CASE("vgg eval subtracts the RGB means on the 0..255 scale") {

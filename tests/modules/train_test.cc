@@ -223,6 +223,28 @@ TEST_CASE("train cifar10 on tiny: the loss falls, TensorBoard events are written
   CHECK(found_step1);
 }
 
+TEST_CASE("training builds the auxiliary head of the nets that have one, and the checkpoint holds it") {
+  // nasnet_cifar's head reads cell 11 (8x8 at 32 px); slim's checkpoints of
+  // the NASNets hold aux_<cell>/aux_logits/... so fine-tuning loads it too.
+  TinyRgb t("aux");
+  TrainConfig c = tiny_config(t / "data", t / "train", "nasnet_cifar");
+  c.batch_size = 2;
+  c.max_number_of_steps = 1;
+  TrainResult r = hub::train::train(c);
+  REQUIRE(r.steps == 1);
+  CHECK(std::isfinite(r.first_loss));
+  auto vars = load_checkpoint(r.checkpoint);
+  REQUIRE(vars.count("aux_11/aux_logits/FC/weights"));
+  CHECK(vars.at("aux_11/aux_logits/FC/weights").shape() == Shape({768, 10}));
+  CHECK(vars.count("aux_11/aux_logits/aux_bn1/moving_variance"));
+  CHECK(vars.count("final_layer/FC/biases"));
+  // Nets without one are unchanged: cifar10 has no "AuxLogits" variables.
+  TrainConfig plain = t.train_config("plain");
+  plain.max_number_of_steps = 1;
+  for (const auto& [name, value] : load_checkpoint(hub::train::train(plain).checkpoint))
+    CHECK(name.find("aux") == std::string::npos);
+}
+
 TEST_CASE("train lenet on tiny 28x28 grayscale: the loss falls") {
   TempDir t("lenet");
   write_tiny(t / "data", 28, 1);
@@ -318,7 +340,13 @@ TEST_CASE("checkpoints: max_to_keep, index, resume, evaluate, wrong shapes") {
   EvalConfig me = e;
   me.checkpoint_path = t / "nothing_here";
   me.eval_dir.clear();
-  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here"});
+  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here", "--checkpoint_path"});
+  // By default eval reads the latest checkpoint of train's default train_dir,
+  // as eval_image_classifier's --checkpoint_path defaults to it.
+  CHECK(EvalConfig{}.checkpoint_path == TrainConfig{}.train_dir);
+  // The checkpoint is checked before the data set is opened.
+  me.dataset_dir = t / "no_data";
+  expect_error(Code::kNotFound, [&] { evaluate(me); }, {"nothing_here", "--checkpoint_path"});
 }
 
 TEST_CASE("fine-tuning: only_classes, export, new head from the checkpoint") {
@@ -422,6 +450,35 @@ TEST_CASE("a diverging loss stops training naming the step") {
   }
 }
 
+TEST_CASE("export_module with is_training: the default tag set runs the training-mode graph") {
+  // Batch norm on batch statistics makes an image's logits depend on the rest
+  // of its batch; the inference graph (moving statistics) does not.
+  TempDir t("export_training");
+  auto row0_depends_on_batch = [&](bool is_training) {
+    ExportConfig x;
+    x.model_name = "mobilenet_v1_025";
+    x.num_classes = 3;
+    x.image_size = 32;
+    x.is_training = is_training;
+    x.output_dir = t / (is_training ? "training" : "inference");
+    export_module(x);
+    Module module(load_module_spec(x.output_dir));
+    Tensor ab = Tensor::zeros(DType::kFloat32, {2, 32, 32, 3}), ac = ab;
+    const int64_t per = 32 * 32 * 3;
+    for (auto [batch, second] : {std::pair<Tensor*, int>{&ab, 1}, {&ac, 6}}) {
+      std::memcpy(batch->data<float>(), class_image(0, 0, 32, 3).data<float>(), per * sizeof(float));
+      std::memcpy(batch->data<float>() + per, class_image(second, 1, 32, 3).data<float>(), per * sizeof(float));
+    }
+    const std::vector<float> l1 = module.call_single("logits", ab).to_vector<float>();
+    const std::vector<float> l2 = module.call_single("logits", ac).to_vector<float>();
+    double diff = 0;
+    for (int k = 0; k < 3; ++k) diff = std::max(diff, static_cast<double>(std::abs(l1[k] - l2[k])));
+    return diff;
+  };
+  CHECK(row0_depends_on_batch(false) < 1e-6);
+  CHECK(row0_depends_on_batch(true) > 1e-3);
+}
+
 TEST_CASE("export_module: signatures, image size, labels, classification = softmax of the net") {
   TinyRgb t("export");
   TrainConfig c = t.train_config();
@@ -506,6 +563,46 @@ TEST_CASE("resuming restores the moving averages") {
   CHECK(bit_equal(step5.at(var), step3.at(var)));
   CHECK_FALSE(bit_equal(step5.at(avg), step5.at(var)));
   CHECK_FALSE(bit_equal(step5.at(avg), step3.at(avg)));
+}
+
+TEST_CASE("moving averages cover every model variable, batch-norm statistics and frozen layers included") {
+  // slim averages slim.get_model_variables(), not just what trains: here only
+  // the logits train, and the batch-norm moving statistics change every step.
+  TinyRgb t("ema_all");
+  TrainConfig c = tiny_config(t / "data", t / "train", "mobilenet_v1_025");
+  c.train_image_size = 32;
+  c.batch_size = 4;
+  c.trainable_scopes = "MobilenetV1/Logits";
+  c.moving_average_decay = 0.9;
+  c.max_number_of_steps = 1;
+  auto step1 = load_checkpoint(hub::train::train(c).checkpoint);
+  c.max_number_of_steps = 2;
+  auto step2 = load_checkpoint(hub::train::train(c).checkpoint);
+  const std::string suffix = "/ExponentialMovingAverage";
+  int model_variables = 0;
+  for (const auto& [name, value] : step2) {
+    if (name.rfind("optimizer/", 0) == 0 || name.find(suffix) != std::string::npos) continue;
+    ++model_variables;
+    CHECK_MESSAGE(step2.count(name + suffix), name, " has no moving average");
+  }
+  CHECK(model_variables > 100);
+  // d = min(0.9, (1 + step) / (10 + step)); the shadow starts at the initial
+  // value (moving_mean 0) and follows shadow -= (1 - d) (shadow - variable).
+  const std::string mean = "MobilenetV1/Conv2d_3_pointwise/BatchNorm/moving_mean";
+  const std::vector<float> v1 = step1.at(mean).to_vector<float>(), v2 = step2.at(mean).to_vector<float>();
+  const std::vector<float> s1 = step1.at(mean + suffix).to_vector<float>(), s2 = step2.at(mean + suffix).to_vector<float>();
+  const double d1 = 2.0 / 11.0, d2 = 3.0 / 12.0;
+  int moved = 0;
+  for (size_t i = 0; i < v1.size(); ++i) {
+    CHECK(s1[i] == doctest::Approx((1 - d1) * v1[i]).epsilon(1e-5));
+    CHECK(s2[i] == doctest::Approx(s1[i] - (1 - d2) * (s1[i] - v2[i])).epsilon(1e-5));
+    moved += v2[i] != v1[i];
+  }
+  CHECK(moved > 0);
+  // A frozen layer's average equals its unchanging value.
+  const std::string frozen = "MobilenetV1/Conv2d_0/weights";
+  CHECK(bit_equal(step2.at(frozen), step1.at(frozen)));
+  CHECK(bit_equal(step2.at(frozen + suffix), step2.at(frozen)));
 }
 
 TEST_CASE("--checkpoint_format tf: TensorFlow checkpoints, read by hub and LevelDB; resume, evaluate, export") {
