@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,8 @@ class KernelContext {
                 VariableStore* variables, uint64_t seed)
       : node_(node), inputs_(std::move(inputs)), output_specs_(output_specs),
         outputs_(output_specs.size()), alloc_(alloc), variables_(variables), seed_(seed) {}
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
   const Node& node() const { return node_; }
   const Attrs& attrs() const;
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -82,6 +85,15 @@ class KernelContext {
   // Makes output i alias an existing tensor (must match the inferred spec).
   void set_output(int i, Tensor t);
   Tensor temp(DType dtype, const Shape& shape) { return alloc_.allocate_tensor(dtype, shape); }
+  // Where outputs and temporaries come from (for kernels composed of others).
+  Allocator& allocator() const { return alloc_; }
+  // Per-node state a kernel may keep between runs (e.g. its resolved oneDNN
+  // primitive and prepared weights). A Session keeps one slot per node and
+  // clears it whenever the node's input shapes change, so a kernel may assume
+  // the state it finds was made for the same node, attributes and input specs.
+  // Without a session slot it is local to this context (a fresh state per call).
+  std::shared_ptr<void>& state() { return *state_; }
+  void set_state_slot(std::shared_ptr<void>* slot) { state_ = slot ? slot : &local_state_; }
   // Variable storage; throws FailedPrecondition if the run has none.
   VariableStore& variables() const;
   // Deterministic per (seed, node, run): the seed random kernels start from.
@@ -96,6 +108,8 @@ class KernelContext {
   Allocator& alloc_;
   VariableStore* variables_;
   uint64_t seed_;
+  std::shared_ptr<void> local_state_;
+  std::shared_ptr<void>* state_ = &local_state_;
 };
 using KernelFn = void (*)(KernelContext&);
 // Whether a backend's kernel can run this node (dtype, attributes, shapes).
