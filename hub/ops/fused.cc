@@ -171,6 +171,7 @@ HUB_REGISTER_OP(_FusedConv2D)
     .attr("src_block", AttrType::kInt, int64_t{0})
     .attr("dst_block", AttrType::kInt, int64_t{0})
     .shape_fn(fused_conv_shape)
+    .in_place(3, 0)
     .no_gradient(kInferenceOnly)
     .doc("Conv2D or depthwise conv + bias + post-ops (residual Add, activations) in one op; NHWC or blocked.");
 
@@ -181,6 +182,7 @@ HUB_REGISTER_OP(_FusedMatMul)
     .attr("post_ops", AttrType::kStrings, std::vector<std::string>{})
     .attr("post_op_args", AttrType::kFloats, std::vector<double>{})
     .shape_fn(fused_matmul_shape)
+    .in_place(3, 0)
     .no_gradient(kInferenceOnly)
     .doc("MatMul + bias + post-ops (residual Add, activations) in one op.");
 

@@ -143,6 +143,11 @@ struct OpDef {
   GradFn grad;              // empty: not differentiable, and then:
   std::string no_gradient;  // why the op has no gradient (every op states one or the other)
   bool stateful = false;    // reads/writes variables or draws random numbers
+  // (input, output) pairs: the session's memory plan may place the output in
+  // the input's buffer when this node is the input's last use; the kernel
+  // must then be correct with both aliasing (reading the input before it
+  // writes over it).
+  std::vector<std::pair<int, int>> in_place;
   std::string doc;          // one line for docs/ops.md and `hub ops`
 };
 
@@ -165,6 +170,7 @@ class OpDefBuilder {
   // Declares the op not differentiable, saying why (shown by `hub ops`).
   OpDefBuilder& no_gradient(std::string reason) { def_.no_gradient = std::move(reason); return *this; }
   OpDefBuilder& stateful() { def_.stateful = true; return *this; }
+  OpDefBuilder& in_place(int input, int output) { def_.in_place.emplace_back(input, output); return *this; }
   OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
   const OpDef& def() const { return def_; }
 
@@ -190,8 +196,17 @@ class OpRegistry {
   const KernelDef* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> op_names() const;
 
+  // The activation layout a backend's convolution kernels prefer: 0 for
+  // NHWC, else the channel block b of oneDNN's nChw{b}c (hub/ops/fused.h).
+  // Registered by the backend's kernel files; 0 for a backend that did not.
+  // The inference optimiser asks it when it lays out edges.
+  using ActivationBlockFn = int64_t (*)();
+  void set_activation_block(const std::string& backend, ActivationBlockFn fn);
+  int64_t activation_block(const std::string& backend) const;
+
  private:
   std::map<std::string, OpDef> ops_;
+  std::map<std::string, ActivationBlockFn> activation_blocks_;
   std::map<std::pair<std::string, std::string>, KernelDef> kernels_;
 };
 

@@ -290,6 +290,34 @@ bool supports_relayout(const Node&, const std::vector<TensorSpec>& in) {
   return float32_nonempty(in) && in[0].shape.is_fully_defined();
 }
 
+// The layout oneDNN itself picks (format `any`) for a typical convolution's
+// activations on this CPU: NHWC for its AVX-512 brgemm kernels, nChw8c on
+// AVX2, nChw16c on older AVX-512 paths. Computed once.
+int64_t preferred_block() {
+  static const int64_t block = [] {
+    try {
+      const dims src{1, 64, 28, 28}, w{64, 64, 1, 1};
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
+                                        dnnl::memory::desc(src, dt::f32, tag::any),
+                                        dnnl::memory::desc(w, dt::f32, tag::any),
+                                        dnnl::memory::desc(src, dt::f32, tag::any), {1, 1}, {0, 0}, {0, 0});
+      dnnl::convolution_forward::primitive_desc pd(d, engine());
+      const auto& blocking = pd.src_desc().data.format_desc.blocking;
+      if (blocking.inner_nblks == 1 && blocking.inner_idxs[0] == 1 &&
+          (blocking.inner_blks[0] == 8 || blocking.inner_blks[0] == 16))
+        return static_cast<int64_t>(blocking.inner_blks[0]);
+    } catch (const dnnl::error&) {
+    }
+    return int64_t{0};
+  }();
+  return block;
+}
+
+const bool kBlockRegistered = [] {
+  OpRegistry::global().set_activation_block("onednn", preferred_block);
+  return true;
+}();
+
 }  // namespace
 
 HUB_REGISTER_KERNEL(_FusedConv2D, onednn, guarded<fused_conv2d>, supports_fused_conv2d);
