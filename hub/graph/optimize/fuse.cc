@@ -108,6 +108,10 @@ bool to_fused(Ir& ir, int id) {
   if (!w.defined() || w.dtype() != DType::kFloat32 || n.outputs[0].dtype != DType::kFloat32) return false;
   const int64_t channels = n.outputs[0].shape.dim(-1);
   if (channels < 0) return false;
+  // Grouped convolutions (filter input channels C/G < C) stay as they are.
+  if (n.op == "Conv2D" && (w.rank() != 4 || ir.spec(n.inputs[0]).shape.rank() != 4 ||
+                           ir.spec(n.inputs[0]).shape[3] != w.dim(2)))
+    return false;
   Attrs attrs = n.attrs;
   if (conv) attrs.set("depthwise", n.op == "DepthwiseConv2dNative");
   ops::set_post_ops(attrs, {});
@@ -135,8 +139,10 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   if (cn.op == "FusedBatchNorm" && index == 0 && plain && !cn.attrs.get_bool("is_training")) {
     for (int i = 1; i < 4; ++i)
       if (!ir.consumers(Output{c, i}).empty() || ir.kept(Output{c, i})) return false;
-    Tensor scale = per_channel(ir, cn.inputs[1], channels, 1), offset = per_channel(ir, cn.inputs[2], channels, 1);
-    Tensor mean = per_channel(ir, cn.inputs[3], channels, 1), var = per_channel(ir, cn.inputs[4], channels, 1);
+    // Const: these may share a variable's storage, and mutable access would
+    // mark it written (Storage::generation).
+    const Tensor scale = per_channel(ir, cn.inputs[1], channels, 1), offset = per_channel(ir, cn.inputs[2], channels, 1);
+    const Tensor mean = per_channel(ir, cn.inputs[3], channels, 1), var = per_channel(ir, cn.inputs[4], channels, 1);
     if (!scale.defined() || !offset.defined() || !mean.defined() || !var.defined()) return false;
     const float eps = static_cast<float>(cn.attrs.get_float("epsilon"));
     Tensor s(DType::kFloat32, Shape{channels});
@@ -156,7 +162,7 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   if ((cn.op == "BiasAdd" && index == 0) || cn.op == "Add" || cn.op == "Mul") {
     const Output other = cn.inputs[1 - index];
     if (cn.inputs.size() == 2 && plain) {
-      Tensor v = per_channel(ir, other, channels, rank);
+      const Tensor v = per_channel(ir, other, channels, rank);
       if (v.defined() && ir.spec(Output{c, 0}).shape == ir.spec(out).shape) {
         Tensor bias = bias_of(ir, f);
         Eigen::Map<Vector> b(bias.data<float>(), channels);

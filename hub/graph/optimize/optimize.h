@@ -1,14 +1,14 @@
 // The inference optimiser: rewrites a graph, given its variables' current
 // values, into a faster graph that computes the same outputs (within float
 // rounding) for a forward-only run. Modules instantiated for inference use it
-// (hub/module/inference.h); training graphs are never rewritten.
+// (hub/module/module.h); training graphs are never rewritten.
 //
 // Passes, in order (each in its own file here):
 //   fold.cc    variables become constants (their tensors shared, not copied);
 //              Identity / StopGradient are bypassed; every stateless node whose
 //              inputs are all constant is evaluated once with the reference
 //              kernels and becomes a constant.
-//   fuse.cc    Conv2D / DepthwiseConv2dNative with a constant filter, and
+//   fuse.cc    Conv2D (not grouped) / DepthwiseConv2dNative with a constant filter, and
 //              MatMul with a constant right operand, become _FusedConv2D /
 //              _FusedMatMul (hub/ops/fused.h); then, while something changes:
 //              an inference FusedBatchNorm with constant parameters is folded
