@@ -18,45 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "hub/core/random.h"
+#include "hub/graph/optimize/optimize.h"
 #include "hub/module/module.h"
-#include "hub/ops/state.h"
-#include "modules/nets/nets.h"
+#include "net_module.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-hub::Tensor uniform(const hub::Shape& shape, uint64_t seed, float lo, float hi) {
-  hub::Tensor t(hub::DType::kFloat32, shape);
-  hub::fill_uniform(t.data<float>(), t.num_elements(), seed, lo, hi);
-  return t;
-}
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-hub::ModuleSpec net_module(const std::string& name, int64_t* macs) {
-  return hub::create_module_spec([&](hub::ModuleBuilder& b) {
-    const hub::nets::NetInfo& info = hub::nets::find_net(name);
-    hub::Scope s = b.scope();
-    hub::Output images = hub::ops::placeholder(
-        s, hub::DType::kFloat32, {hub::kUnknownDim, info.image_size, info.image_size, info.channels}, "images");
-    hub::nets::NetOptions o;
-    hub::nets::Net net = hub::nets::build_net(name, s, images, o);
-    b.add_signature("default", images, net.logits, "images");
-    *macs = hub::nets::count_macs(b.graph());
-    hub::VariableStore vars;
-    vars.initialize(b.graph());
-    uint64_t seed = 1;
-    for (const std::string& v : vars.names()) {
-      const hub::Shape shape = vars.at(v).shape();
-      if (ends_with(v, "moving_variance")) b.initial_values().set(v, uniform(shape, seed++, 0.5f, 2.0f));
-      else if (ends_with(v, "moving_mean") || ends_with(v, "beta")) b.initial_values().set(v, uniform(shape, seed++, -0.2f, 0.2f));
-    }
-  });
-}
 
 // A module built with $HUB_GRAPH_OPT as given.
 hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
@@ -86,11 +54,23 @@ int main(int argc, char** argv) {
   }
   try {
     int64_t macs = 0;
-    const hub::ModuleSpec spec = net_module(name, &macs);
+    const hub::ModuleSpec spec = bench::net_module(name, &macs);
     const hub::nets::NetInfo& info = hub::nets::find_net(name);
     hub::Module opt = make_module(spec, true), noopt = make_module(spec, false);
+    {  // What the optimiser made of the graph (the module makes the same on its first call).
+      const hub::Graph& g = opt.graph();
+      const hub::SignatureInfo& si = spec.signature();
+      const hub::OptimizeStats st = hub::optimize_for_inference(g, opt.variables(),
+                                                                {g.tensor(si.inputs.at("images").tensor_name),
+                                                                 g.tensor(si.outputs.at("default").tensor_name)})
+                                        .stats();
+      std::printf("%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
+                  "block %lld, %d relayouts\n",
+                  name.c_str(), st.nodes_before, st.nodes_after, st.fused, st.batch_norms_folded, st.post_ops,
+                  st.constants_folded, static_cast<long long>(st.block), st.relayouts);
+    }
     for (int64_t batch : batches) {
-      const hub::Tensor x = uniform({batch, info.image_size, info.image_size, info.channels}, 7, 0, 1);
+      const hub::Tensor x = bench::uniform({batch, info.image_size, info.image_size, info.channels}, 7, 0, 1);
       // Warm up (the optimiser, primitive creation, weight reorders), and
       // check both give the same logits.
       const hub::Tensor a = opt(x), b = noopt(x);
