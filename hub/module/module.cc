@@ -127,7 +127,9 @@ Session& Module::session_for_call(std::function<Output(Output)>* graph_tensor) {
     } catch (const Error& e) {
       throw e.with_context("optimising the graph for inference (HUB_GRAPH_OPT=0 skips it)");
     }
-    st.optimized_session = std::make_unique<Session>(st.optimized->graph(), &st.variables);
+    SessionOptions options;
+    options.plan_memory = true;  // intermediates in one arena, laid out per set of input shapes
+    st.optimized_session = std::make_unique<Session>(st.optimized->graph(), &st.variables, options);
   }
   const OptimizedGraph* g = st.optimized.get();
   *graph_tensor = [g](Output o) { return g->tensor(o); };

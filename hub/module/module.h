@@ -262,9 +262,11 @@ class Module {
   // optimize.h: constants folded, batch norm folded into the weights,
   // activations and residual adds fused, blocked layouts between oneDNN
   // convolutions), made on the first call from the current variable values
-  // and made again on the next call after a variable changes. Results equal
-  // the graph's within float rounding. $HUB_GRAPH_OPT=0 at construction turns
-  // this off. Training instances always run graph() as it is.
+  // and made again on the next call after a variable changes; its session
+  // keeps intermediates in one arena laid out for the last input shapes
+  // (SessionOptions::plan_memory). Results equal the graph's within float
+  // rounding. $HUB_GRAPH_OPT=0 at construction turns both off. Training
+  // instances always run graph() as it is.
   explicit Module(ModuleSpec spec, TagSet tags = {}, bool trainable = false);
   ~Module();
   Module(const Module&) = delete;

@@ -118,6 +118,15 @@ void check_net(const std::string& name) {
     Session session(fast, &vars, {&backend});
     const Tensor got = session.run({{og.tensor(images), x}}, {og.tensor(net.logits)})[0];
     expect_same(got, want);
+    // With the static memory plan (as modules run it): the recording run
+    // and a run in the arena.
+    SessionOptions planned_options;
+    planned_options.backend = &backend;
+    planned_options.plan_memory = true;
+    Session planned(fast, &vars, planned_options);
+    for (int run = 0; run < 2; ++run)
+      expect_close(planned.run({{og.tensor(images), x}}, {og.tensor(net.logits)})[0], got, 0, 0);
+    CHECK(planned.last_arena_bytes() > 0);
     if (std::string(v.backend) == "onednn")
       for (const auto& [node, kernel] : session.last_kernels())
         if (fast.node(*fast.find(node)).op == "_FusedConv2D") CHECK_MESSAGE(kernel == "onednn", node);
