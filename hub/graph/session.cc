@@ -97,6 +97,8 @@ Tensor Session::on_device(const Tensor& t, Device device) {
 
 Session::~Session() = default;
 
+size_t Session::num_plans() const { return plans_.size(); }
+
 int64_t Session::last_arena_bytes() const { return last_plan_ && last_plan_->arena ? last_plan_->arena_bytes : 0; }
 
 Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
@@ -108,6 +110,21 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
   for (auto& [o, t] : feeds) add_key('f', o);
   for (Output o : fetches) add_key('o', o);
   for (Output o : targets) add_key('t', o);
+  if (plan_memory_) {
+    // One plan per set of feed shapes (its kernels' states and its arena),
+    // the kShapePlans most recently used per feeds and fetches.
+    const std::string base = key;
+    for (auto& [o, t] : feeds) key += t.shape().to_string();
+    std::vector<std::string>& recent = shape_plans_[base];
+    auto r = std::find(recent.begin(), recent.end(), key);
+    if (r != recent.end()) recent.erase(r);
+    recent.insert(recent.begin(), key);
+    if (recent.size() > kShapePlans) {
+      if (last_plan_ == plans_[recent.back()].get()) last_plan_ = nullptr;
+      plans_.erase(recent.back());
+      recent.pop_back();
+    }
+  }
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 

@@ -14,16 +14,17 @@
 // system (one pool per device). Runs are deterministic for a fixed graph seed: random kernels get
 // seed mix(graph seed, node id, run number).
 //
-// With SessionOptions::plan_memory, a run whose feed shapes differ from the
-// last plan's records where each output lives: in a buffer its kernel
+// With SessionOptions::plan_memory, each set of feed shapes has its own plan
+// (the kShapePlans most recently used are kept), so alternating batch sizes
+// keeps each one's kernel states (oneDNN primitives, reordered weights) and
+// arena. The first run of a plan records where each output lives: in a buffer its kernel
 // allocated (planned), in an earlier tensor's buffer (an alias: Reshape,
 // Identity), or elsewhere (constants, variables, feeds: left alone). Buffers
 // that are not fetched then get fixed offsets in one arena, each buffer's
 // lifetime running from the step that makes it to the last use of any tensor
 // in it, so buffers with disjoint lifetimes share bytes (greedy by size); an
 // output whose op allows it (OpDef::in_place) takes over the buffer of an
-// input whose last use is that step. Later runs with the same feed shapes
-// hand each kernel its output already placed in the arena: no allocation at
+// input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no allocation at
 // all beyond what kernels take for scratch (from the pool) and the fetched
 // outputs. Only host (CPU) plans are laid out; a plan with another device
 // runs as without the option.
@@ -82,6 +83,10 @@ class Session {
   int64_t last_copies() const { return last_copies_; }
   // Bytes of the memory-plan arena used by the last run (0 without one).
   int64_t last_arena_bytes() const;
+  // Plans held: one per feeds/fetches/targets, and with plan_memory one per
+  // set of feed shapes too (at most kShapePlans of them, most recent kept).
+  size_t num_plans() const;
+  static constexpr size_t kShapePlans = 4;
   // Restarts the run counter (so random ops repeat their sequence).
   void reset_run_counter(uint64_t value = 0) { run_counter_ = value; }
 
@@ -106,6 +111,7 @@ class Session {
   std::map<Device, std::unique_ptr<Allocator>> allocators_;
   int64_t last_copies_ = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
+  std::map<std::string, std::vector<std::string>> shape_plans_;  // plan_memory: most recent first
   Plan* last_plan_ = nullptr;
   uint64_t run_counter_ = 0;
 };

@@ -149,3 +149,28 @@ TEST_CASE("a memory plan puts intermediates with disjoint lifetimes in the same 
     CHECK(planned.last_arena_bytes() < 3 * one);
   }
 }
+
+TEST_CASE("a memory-planned session keeps one plan per batch size, the most recent four") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 100}, "x");
+  Output y = ops::mul(s, ops::add(s, x, ops::scalar(s, 1.0f)), ops::scalar(s, 3.0f));
+  SessionOptions o;
+  o.plan_memory = true;
+  Session planned(g, nullptr, o);
+  auto check = [&](int64_t batch) {
+    INFO("batch " << batch);
+    Tensor in = hub::testing::random_tensor({batch, 100}, 9 + batch);
+    std::vector<float> want = in.to_vector<float>();
+    for (float& v : want) v = (v + 1.0f) * 3.0f;
+    expect_close(planned.run({{x, in}}, {y})[0], Tensor::from_vector<float>(Shape{batch, 100}, want));
+  };
+  for (int64_t batch : {1, 32, 1, 32, 1}) check(batch);
+  CHECK(planned.num_plans() == 2);
+  for (int64_t batch : {2, 3, 4, 5, 1, 2}) check(batch);
+  CHECK(planned.num_plans() == Session::kShapePlans);
+  // Without the option one plan serves every shape.
+  Session plain(g, nullptr);
+  for (int64_t batch : {1, 32}) plain.run({{x, hub::testing::random_tensor({batch, 100}, 1)}}, {y});
+  CHECK(plain.num_plans() == 1);
+}
