@@ -195,6 +195,11 @@ TEST_CASE("inference modules run the optimised graph; training modules and HUB_G
   CHECK(&m.execution_graph() == &fast);
   const Tensor features = m("features", x);
   CHECK(features.shape() == Shape({3, 256}));
+  // Other batch sizes, alternating (a plan per batch size).
+  for (int64_t batch : {1, 2, 1, 3}) {
+    const Tensor xb = random_tensor({batch, 32, 32, 3}, 40 + batch, 0, 1);
+    expect_same(m(xb), run_plain(m, xb));
+  }
 
   SUBCASE("a variable write makes the module optimise again from the new value") {
     const std::string mean = "MobilenetV1/Conv2d_13_pointwise/BatchNorm/moving_mean";
