@@ -2,8 +2,6 @@
 // conversion and the streaming reader. Inputs are built by the tests (gzip via
 // zlib, tar.gz via libarchive, images via our PNG encoder).
 #include <doctest/doctest.h>
-#include <archive.h>
-#include <archive_entry.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -26,6 +24,8 @@
 using namespace hub;
 using namespace hub::data;
 using hub::testing::expect_error;
+using hub::testing::make_tar;
+using hub::testing::TarEntry;
 using hub::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -77,23 +77,11 @@ std::string cifar_batch(int b, int records) {
   return s;
 }
 
+// `files` (name, bytes) as a .tar.gz at `path`.
 void write_tar_gz(const std::string& path, const std::vector<std::pair<std::string, std::string>>& files) {
-  archive* a = archive_write_new();
-  archive_write_add_filter_gzip(a);
-  archive_write_set_format_pax_restricted(a);
-  REQUIRE(archive_write_open_filename(a, path.c_str()) == ARCHIVE_OK);
-  for (const auto& [name, data] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
-    REQUIRE(archive_write_data(a, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()));
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
+  std::vector<TarEntry> entries;
+  for (const auto& [name, data] : files) entries.push_back({name, TarEntry::kFile, data});
+  write_file_atomic(path, make_tar(entries));
 }
 
 std::vector<std::string> read_records(const std::string& path) {
