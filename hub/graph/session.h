@@ -14,6 +14,24 @@
 // system (one pool per device). Runs are deterministic for a fixed graph seed: random kernels get
 // seed mix(graph seed, node id, run number).
 //
+// With SessionOptions::plan_memory, each set of feed shapes has its own plan
+// (the kShapePlans most recently used are kept), so alternating batch sizes
+// keeps each one's kernel states (oneDNN primitives, reordered weights) and
+// arena. The first run of a plan records where each output lives: in a buffer its kernel
+// allocated (planned), in an earlier tensor's buffer (an alias: Reshape,
+// Identity), or elsewhere (constants, variables, feeds: left alone). Buffers
+// that are not fetched then get fixed offsets in one arena, each buffer's
+// lifetime running from the step that makes it to the last use of any tensor
+// in it, so buffers with disjoint lifetimes share bytes (greedy by size); an
+// output whose op allows it (OpDef::in_place) takes over the buffer of an
+// input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no allocation at
+// all beyond what kernels take for scratch (from the pool) and the fetched
+// outputs. Only host (CPU) plans are laid out; a plan with another device
+// runs as without the option.
+//
+// Kernels may keep per-node state between runs (KernelContext::state()); the
+// session clears a node's state when its input shapes change.
+//
 // Not thread-safe: one run at a time per Session.
 #pragma once
 
@@ -34,6 +52,9 @@ namespace hub {
 struct SessionOptions {
   // The preferred backend; default_backend() ($HUB_BACKEND, else onednn).
   const Backend* backend = nullptr;
+  // Static memory plan (see below): intermediates of host backends live in
+  // one arena per plan, laid out once per set of feed shapes.
+  bool plan_memory = false;
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
@@ -71,6 +92,12 @@ class Session {
   std::map<std::string, std::string> last_kernels() const;
   // Tensors copied between devices in the last run.
   int64_t last_copies() const { return last_copies_; }
+  // Bytes of the memory-plan arena used by the last run (0 without one).
+  int64_t last_arena_bytes() const;
+  // Plans held: one per feeds/fetches/targets, and with plan_memory one per
+  // set of feed shapes too (at most kShapePlans of them, most recent kept).
+  size_t num_plans() const;
+  static constexpr size_t kShapePlans = 4;
   // Restarts the run counter (so random ops repeat their sequence).
   void reset_run_counter(uint64_t value = 0) { run_counter_ = value; }
 
@@ -79,6 +106,10 @@ class Session {
   Plan& plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
                  const std::vector<Output>& targets);
 
+  struct Buffer;
+  // The memory plan's layout from a recording run (session.cc).
+  void lay_out(Plan& plan, std::vector<Buffer>& buffers, const std::vector<int>& buffer_of_output,
+               const std::vector<int>& slot_buffer, const std::vector<char>& slot_whole);
   Allocator& allocator_for(Device device);
   // `t` on `device`: t itself, or a copy made by the backend owning the
   // non-host side (counted in last_copies()).
@@ -87,9 +118,11 @@ class Session {
   const Graph& graph_;
   VariableStore* variables_;
   const Backend* backend_;
+  bool plan_memory_;
   std::map<Device, std::unique_ptr<Allocator>> allocators_;
   int64_t last_copies_ = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
+  std::map<std::string, std::vector<std::string>> shape_plans_;  // plan_memory: most recent first
   Plan* last_plan_ = nullptr;
   uint64_t run_counter_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "hub/core/fileio.h"
+#include "hub/graph/optimize/optimize.h"
 #include "hub/graph/session.h"
 #include "hub/module/module_internal.h"
 #include "hub/module/module_proto.h"
@@ -77,7 +78,12 @@ VariableRef VariableMap::at(const std::string& name) const {
 struct Module::State {
   Graph graph;
   VariableStore variables;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> session;  // runs `graph`
+  // Inference instances with the optimiser on: the optimised graph (made on
+  // the first call, again when stale) and the session that runs it.
+  bool optimize = false;
+  std::unique_ptr<OptimizedGraph> optimized;
+  std::unique_ptr<Session> optimized_session;
 };
 
 Module::Module(ModuleSpec spec, TagSet tags, bool trainable)
@@ -93,12 +99,48 @@ Module::Module(ModuleSpec spec, TagSet tags, bool trainable)
     state_->variables.set(n.name, it != weights.end() ? it->second.clone() : initial_value(n, state_->graph.seed()));
   }
   state_->session = std::make_unique<Session>(state_->graph, &state_->variables);
+  state_->optimize = !trainable_ && !tags_.count("train") && graph_optimization_enabled();
 }
 
 Module::~Module() = default;
 Module::Module(Module&&) noexcept = default;
 
 Graph& Module::graph() { return state_->graph; }
+
+Session& Module::session_for_call(std::function<Output(Output)>* graph_tensor) {
+  State& st = *state_;
+  if (!st.optimize) {
+    *graph_tensor = [](Output o) { return o; };
+    return *st.session;
+  }
+  if (!st.optimized || st.optimized->stale(st.variables)) {
+    std::vector<Output> keep;  // every signature's inputs and outputs
+    for (const std::string& name : spec_.signature_names(tags_)) {
+      const SignatureInfo& si = spec_.signature(name, tags_);
+      for (const auto& [k, info] : si.inputs) keep.push_back(st.graph.tensor(info.tensor_name));
+      for (const auto& [k, info] : si.outputs) keep.push_back(st.graph.tensor(info.tensor_name));
+    }
+    st.optimized_session.reset();
+    st.optimized.reset();
+    try {
+      st.optimized = std::make_unique<OptimizedGraph>(optimize_for_inference(st.graph, st.variables, keep));
+    } catch (const Error& e) {
+      throw e.with_context("optimising the graph for inference (HUB_GRAPH_OPT=0 skips it)");
+    }
+    SessionOptions options;
+    options.plan_memory = true;  // intermediates in one arena, laid out per set of input shapes
+    st.optimized_session = std::make_unique<Session>(st.optimized->graph(), &st.variables, options);
+  }
+  const OptimizedGraph* g = st.optimized.get();
+  *graph_tensor = [g](Output o) { return g->tensor(o); };
+  return *st.optimized_session;
+}
+
+const Graph& Module::execution_graph() {
+  std::function<Output(Output)> unused;
+  session_for_call(&unused);
+  return state_->optimize ? state_->optimized->graph() : state_->graph;
+}
 VariableStore& Module::variables() { return state_->variables; }
 
 TensorMap Module::operator()(const std::string& signature, const TensorMap& inputs) {
@@ -125,7 +167,11 @@ TensorMap Module::operator()(const std::string& signature, const TensorMap& inpu
   for (const auto& [k, info] : si.outputs) fetches.push_back(state_->graph.tensor(info.tensor_name));
   std::vector<Tensor> values;
   try {
-    values = state_->session->run(feeds, fetches);
+    std::function<Output(Output)> to_run;
+    Session& session = session_for_call(&to_run);
+    for (auto& [o, t] : feeds) o = to_run(o);
+    for (Output& o : fetches) o = to_run(o);
+    values = session.run(feeds, fetches);
   } catch (const Error& e) {
     throw e.with_context(where);
   }

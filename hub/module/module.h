@@ -256,6 +256,17 @@ class Module {
   // spec's weights, else their initializers. With trainable == false the
   // instance's variables are marked non-trainable (in its graph and in graphs
   // it is applied into). Throws NotFound for an unknown tag set.
+  //
+  // An inference instance (trainable == false, no "train" tag) runs its
+  // signatures on an optimised copy of the graph (hub/graph/optimize/
+  // optimize.h: constants folded, batch norm folded into the weights,
+  // activations and residual adds fused, blocked layouts between oneDNN
+  // convolutions), made on the first call from the current variable values
+  // and made again on the next call after a variable changes; its session
+  // keeps intermediates in one arena laid out for the last input shapes
+  // (SessionOptions::plan_memory). Results equal the graph's within float
+  // rounding. $HUB_GRAPH_OPT=0 at construction turns both off. Training
+  // instances always run graph() as it is.
   explicit Module(ModuleSpec spec, TagSet tags = {}, bool trainable = false);
   ~Module();
   Module(const Module&) = delete;
@@ -282,6 +293,10 @@ class Module {
   bool trainable() const { return trainable_; }
   // The instance's graph (variables marked per `trainable`).
   Graph& graph();
+  // The graph signature calls run: the optimised graph of an inference
+  // instance (made now if there is none, or a variable changed since), else
+  // graph().
+  const Graph& execution_graph();
 
   // Writes the module (this tag set's graph and every other tag set of the
   // spec, with the current variable values) to a new directory `dir`.
@@ -312,6 +327,9 @@ class Module {
   bool trainable_;
   struct State;  // graph, variables, session (heap-held so moves keep the session's references valid)
   std::unique_ptr<State> state_;
+  // The session signature calls run in, on execution_graph(); `graph` maps a
+  // tensor of graph() to that graph.
+  Session& session_for_call(std::function<Output(Output)>* graph_tensor);
 };
 
 }  // namespace hub

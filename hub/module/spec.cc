@@ -19,6 +19,7 @@ std::string tag_set_string(const TagSet& tags) {
 
 
 ModuleBuilder::ModuleBuilder() = default;
+Graph& ModuleBuilder::graph() { return graph_; }
 
 namespace {
 void check_signature_tensor(const Graph& g, Output o, const std::string& where, bool input) {

@@ -74,6 +74,15 @@ const OpDef& OpRegistry::find(const std::string& op) const {
   return it->second;
 }
 
+void OpRegistry::set_activation_block(const std::string& backend, ActivationBlockFn fn) {
+  activation_blocks_[backend] = fn;
+}
+
+int64_t OpRegistry::activation_block(const std::string& backend) const {
+  auto it = activation_blocks_.find(backend);
+  return it == activation_blocks_.end() ? 0 : it->second();
+}
+
 const KernelDef* OpRegistry::kernel(const std::string& op, const std::string& backend) const {
   auto it = kernels_.find({op, backend});
   return it == kernels_.end() ? nullptr : &it->second;

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,8 @@ class KernelContext {
                 VariableStore* variables, uint64_t seed)
       : node_(node), inputs_(std::move(inputs)), output_specs_(output_specs),
         outputs_(output_specs.size()), alloc_(alloc), variables_(variables), seed_(seed) {}
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
   const Node& node() const { return node_; }
   const Attrs& attrs() const;
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -82,6 +85,15 @@ class KernelContext {
   // Makes output i alias an existing tensor (must match the inferred spec).
   void set_output(int i, Tensor t);
   Tensor temp(DType dtype, const Shape& shape) { return alloc_.allocate_tensor(dtype, shape); }
+  // Where outputs and temporaries come from (for kernels composed of others).
+  Allocator& allocator() const { return alloc_; }
+  // Per-node state a kernel may keep between runs (e.g. its resolved oneDNN
+  // primitive and prepared weights). A Session keeps one slot per node and
+  // clears it whenever the node's input shapes change, so a kernel may assume
+  // the state it finds was made for the same node, attributes and input specs.
+  // Without a session slot it is local to this context (a fresh state per call).
+  std::shared_ptr<void>& state() { return *state_; }
+  void set_state_slot(std::shared_ptr<void>* slot) { state_ = slot ? slot : &local_state_; }
   // Variable storage; throws FailedPrecondition if the run has none.
   VariableStore& variables() const;
   // Deterministic per (seed, node, run): the seed random kernels start from.
@@ -96,6 +108,8 @@ class KernelContext {
   Allocator& alloc_;
   VariableStore* variables_;
   uint64_t seed_;
+  std::shared_ptr<void> local_state_;
+  std::shared_ptr<void>* state_ = &local_state_;
 };
 using KernelFn = void (*)(KernelContext&);
 // Whether a backend's kernel can run this node (dtype, attributes, shapes).
@@ -129,6 +143,11 @@ struct OpDef {
   GradFn grad;              // empty: not differentiable, and then:
   std::string no_gradient;  // why the op has no gradient (every op states one or the other)
   bool stateful = false;    // reads/writes variables or draws random numbers
+  // (input, output) pairs: the session's memory plan may place the output in
+  // the input's buffer when this node is the input's last use; the kernel
+  // must then be correct with both aliasing (reading the input before it
+  // writes over it).
+  std::vector<std::pair<int, int>> in_place;
   std::string doc;          // one line for docs/ops.md and `hub ops`
 };
 
@@ -154,6 +173,7 @@ class OpDefBuilder {
   // Declares the op not differentiable, saying why (shown by `hub ops`).
   OpDefBuilder& no_gradient(std::string reason) { def_.no_gradient = std::move(reason); return *this; }
   OpDefBuilder& stateful() { def_.stateful = true; return *this; }
+  OpDefBuilder& in_place(int input, int output) { def_.in_place.emplace_back(input, output); return *this; }
   OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
   const OpDef& def() const { return def_; }
 
@@ -179,8 +199,17 @@ class OpRegistry {
   const KernelDef* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> op_names() const;
 
+  // The activation layout a backend's convolution kernels prefer: 0 for
+  // NHWC, else the channel block b of oneDNN's nChw{b}c (hub/ops/fused.h).
+  // Registered by the backend's kernel files; 0 for a backend that did not.
+  // The inference optimiser asks it when it lays out edges.
+  using ActivationBlockFn = int64_t (*)();
+  void set_activation_block(const std::string& backend, ActivationBlockFn fn);
+  int64_t activation_block(const std::string& backend) const;
+
  private:
   std::map<std::string, OpDef> ops_;
+  std::map<std::string, ActivationBlockFn> activation_blocks_;
   std::map<std::pair<std::string, std::string>, KernelDef> kernels_;
 };
 

@@ -84,9 +84,13 @@ std::string key_of(const dims& d) {
   return s;
 }
 
-dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
+namespace {
+// The reordered copy of w and the tensor owning its buffer (w itself when
+// no reorder is needed).
+std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, tag layout,
+                                               const dnnl::memory::desc& want) {
   dnnl::memory::desc have = desc(d, layout);
-  if (have == want) return memory(w, d, layout);
+  if (have == want) return {memory(w, d, layout), w};
   std::string key = std::to_string(reinterpret_cast<uintptr_t>(w.storage().get())) + "@" +
                     std::to_string(w.offset()) + ":" + key_of(d) + ":" +
                     std::to_string(static_cast<int>(layout)) + ":" +
@@ -97,7 +101,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   auto it = weights().find(key);
   if (it != weights().end() && it->second.generation == generation &&
       it->second.storage.lock() == w.storage())
-    return it->second.mem;
+    return {it->second.mem, it->second.holder};
   Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
   dnnl::memory dst(want, engine(), holder.raw_data());
   dnnl::memory src = memory(w, d, layout);
@@ -107,7 +111,29 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   // storage is gone) would otherwise pile up with their reordered copies.
   std::erase_if(weights(), [](const auto& kv) { return kv.second.storage.expired(); });
   weights()[key] = WeightEntry{w.storage(), generation, dst, holder};
-  return dst;
+  return {dst, holder};
+}
+}  // namespace
+
+dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
+  return reorder_shared(w, d, layout, want).first;
+}
+
+dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
+  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ &&
+      storage_.lock() == w.storage())
+    return mem_;
+  generation_ = w.storage()->generation.load();
+  auto [mem, holder] = reorder_shared(w, d, layout, want);
+  mem_ = mem;
+  holder_ = holder;
+  storage_ = w.storage();
+  offset_ = w.offset();
+  return mem_;
+}
+
+tag activation_tag(int64_t block) {
+  return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nhwc;
 }
 
 }  // namespace hub::onednn

@@ -74,6 +74,27 @@ template <class T> std::shared_ptr<T> cached_as(const std::string& key, const st
 // unchanged.
 dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
 
+// reordered_weights() remembered in a kernel's per-node state
+// (KernelContext::state()): get() returns the remembered memory while w's
+// storage, offset and generation are those it was made from, else asks
+// reordered_weights() again. Holds the reordered buffer, so the memory stays
+// valid even when the shared cache drops its entry.
+class WeightsMemo {
+ public:
+  dnnl::memory get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
+
+ private:
+  std::weak_ptr<Storage> storage_;
+  size_t offset_ = 0;
+  uint64_t generation_ = 0;
+  dnnl::memory mem_;
+  Tensor holder_;
+};
+
+// The oneDNN layout of a hub activation tensor of logical dims {N, C, H, W}:
+// NHWC for block 0, else nChw8c / nChw16c (hub/ops/fused.h).
+tag activation_tag(int64_t block);
+
 // Stable string for cache keys: "k1,k2,..."
 std::string key_of(const dims& d);
 

@@ -152,3 +152,53 @@ TEST_CASE("initializers are deterministic and have the right statistics") {
   double limit = std::sqrt(6.0 / 100.0);
   for (float v : a.at("u").to_vector<float>()) CHECK(std::fabs(v) <= limit);
 }
+
+TEST_CASE("a memory plan puts intermediates with disjoint lifetimes in the same arena bytes") {
+  // x -> 4 intermediates of 1000 floats in a chain -> fetched output: each
+  // intermediate is dead once the next exists, so two buffers' worth of
+  // arena hold all four (the fetched output is not in the arena).
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 1000}, "x");
+  Output t = x;
+  for (int i = 0; i < 5; ++i) t = ops::add(s, ops::mul(s, t, ops::scalar(s, 0.5f)), ops::scalar(s, 1.0f));
+  // 10 ops: 9 intermediates, then t.
+  Session plain(g, nullptr);
+  SessionOptions o;
+  o.plan_memory = true;
+  Session planned(g, nullptr, o);
+  for (int64_t batch : {1, 1, 1, 3, 3}) {  // record, use, use; a new shape records again
+    INFO("batch " << batch);
+    Tensor in = hub::testing::random_tensor({batch, 1000}, 5 + batch);
+    Tensor want = plain.run({{x, in}}, {t})[0];
+    expect_close(planned.run({{x, in}}, {t})[0], want, 0, 0);
+    const int64_t one = batch * 1000 * 4;
+    CHECK(planned.last_arena_bytes() >= 2 * one);
+    CHECK(planned.last_arena_bytes() < 3 * one);
+  }
+}
+
+TEST_CASE("a memory-planned session keeps one plan per batch size, the most recent four") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 100}, "x");
+  Output y = ops::mul(s, ops::add(s, x, ops::scalar(s, 1.0f)), ops::scalar(s, 3.0f));
+  SessionOptions o;
+  o.plan_memory = true;
+  Session planned(g, nullptr, o);
+  auto check = [&](int64_t batch) {
+    INFO("batch " << batch);
+    Tensor in = hub::testing::random_tensor({batch, 100}, 9 + batch);
+    std::vector<float> want = in.to_vector<float>();
+    for (float& v : want) v = (v + 1.0f) * 3.0f;
+    expect_close(planned.run({{x, in}}, {y})[0], Tensor::from_vector<float>(Shape{batch, 100}, want));
+  };
+  for (int64_t batch : {1, 32, 1, 32, 1}) check(batch);
+  CHECK(planned.num_plans() == 2);
+  for (int64_t batch : {2, 3, 4, 5, 1, 2}) check(batch);
+  CHECK(planned.num_plans() == Session::kShapePlans);
+  // Without the option one plan serves every shape.
+  Session plain(g, nullptr);
+  for (int64_t batch : {1, 32}) plain.run({{x, hub::testing::random_tensor({batch, 100}, 1)}}, {y});
+  CHECK(plain.num_plans() == 1);
+}

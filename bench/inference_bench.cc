@@ -1,0 +1,104 @@
+// inference_bench: a module's inference call with the graph optimiser
+// (hub/graph/optimize/optimize.h) against the same module with
+// HUB_GRAPH_OPT=0, alternating in one run so both see the same load.
+//
+//   ./build/bench/inference_bench [rounds [net [batch...]]]
+//       (default: 5 rounds, mobilenet_v1 1.0/224, batches 1 and 32)
+//
+// The module is the net with randomised batch-norm statistics, as
+// create_module_spec makes it (signature "default": logits), on the default
+// backend ($HUB_BACKEND, else onednn) with all cores. Each round times a
+// fixed number of calls of each variant; a line per batch gives the median
+// images/s of each, GFLOP/s (2 flops per multiply-add of the convolutions
+// and matmuls) and `ratio=opt/noopt`.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "hub/graph/optimize/optimize.h"
+#include "hub/module/module.h"
+#include "net_module.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A module built with $HUB_GRAPH_OPT as given.
+hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
+  if (optimise) ::unsetenv("HUB_GRAPH_OPT");
+  else ::setenv("HUB_GRAPH_OPT", "0", 1);
+  hub::Module m(spec);
+  ::unsetenv("HUB_GRAPH_OPT");
+  return m;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const std::string name = argc > 2 ? argv[2] : "mobilenet_v1";
+  std::vector<int64_t> batches;
+  for (int i = 3; i < argc; ++i) batches.push_back(std::atoll(argv[i]));
+  if (batches.empty()) batches = {1, 32};
+  if (rounds < 1) {
+    std::fprintf(stderr, "inference_bench: rounds must be >= 1, got '%s'\n", argv[1]);
+    return 2;
+  }
+  try {
+    int64_t macs = 0;
+    const hub::ModuleSpec spec = bench::net_module(name, &macs);
+    const hub::nets::NetInfo& info = hub::nets::find_net(name);
+    hub::Module opt = make_module(spec, true), noopt = make_module(spec, false);
+    {  // What the optimiser made of the graph (the module makes the same on its first call).
+      const hub::Graph& g = opt.graph();
+      const hub::SignatureInfo& si = spec.signature();
+      const hub::OptimizeStats st = hub::optimize_for_inference(g, opt.variables(),
+                                                                {g.tensor(si.inputs.at("images").tensor_name),
+                                                                 g.tensor(si.outputs.at("default").tensor_name)})
+                                        .stats();
+      std::printf("%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
+                  "block %lld, %d relayouts\n",
+                  name.c_str(), st.nodes_before, st.nodes_after, st.fused, st.batch_norms_folded, st.post_ops,
+                  st.constants_folded, static_cast<long long>(st.block), st.relayouts);
+    }
+    for (int64_t batch : batches) {
+      const hub::Tensor x = bench::uniform({batch, info.image_size, info.image_size, info.channels}, 7, 0, 1);
+      // Warm up (the optimiser, primitive creation, weight reorders), and
+      // check both give the same logits.
+      const hub::Tensor a = opt(x), b = noopt(x);
+      double max_diff = 0, max_abs = 0;
+      for (int64_t i = 0; i < a.num_elements(); ++i) {
+        max_diff = std::max(max_diff, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+        max_abs = std::max(max_abs, static_cast<double>(std::abs(b.data<float>()[i])));
+      }
+      const int calls = std::max<int>(2, static_cast<int>(64 / batch));
+      std::vector<double> t_opt, t_noopt;
+      for (int r = 0; r < rounds; ++r) {
+        for (int variant = 0; variant < 2; ++variant) {
+          hub::Module& m = variant == 0 ? opt : noopt;
+          auto start = Clock::now();
+          for (int c = 0; c < calls; ++c) m(x);
+          (variant == 0 ? t_opt : t_noopt).push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+        }
+      }
+      const double s_opt = median(t_opt), s_noopt = median(t_noopt);
+      const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
+      std::printf("%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
+                  name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt,
+                  gflop / s_noopt, max_abs > 0 ? max_diff / max_abs : max_diff, s_noopt / s_opt);
+      std::fflush(stdout);
+    }
+  } catch (const hub::Error& e) {
+    std::fprintf(stderr, "inference_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

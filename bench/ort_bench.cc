@@ -1,0 +1,65 @@
+// The hub side of bench/run_ort_bench.sh (hub vs ONNX Runtime on the same
+// weights).
+//
+//   ort_bench export DIR [NET]          writes DIR/module (the net as bench/net_module.h makes it,
+//                                       default mobilenet_v1) and DIR/model.onnx (its ONNX export)
+//   ort_bench time DIR BATCH SECONDS    loads DIR/module for inference (the optimised graph unless
+//                                       HUB_GRAPH_OPT=0), one warm-up call, then calls for SECONDS;
+//                                       prints `hub IMAGES_PER_SECOND`
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "hub/interop/onnx/exporter.h"
+#include "hub/module/module.h"
+#include "net_module.h"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr, "usage: ort_bench export DIR [NET] | ort_bench time DIR BATCH SECONDS\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 2 ? argv[1] : "";
+  try {
+    if (mode == "export" && argc <= 4) {
+      const std::filesystem::path dir = argv[2];
+      int64_t macs = 0;
+      const hub::ModuleSpec spec = bench::net_module(argc > 3 ? argv[3] : "mobilenet_v1", &macs);
+      hub::Module(spec).export_to((dir / "module").string());
+      hub::onnx_interop::export_onnx(spec, (dir / "model.onnx").string());
+      std::printf("macs %lld\n", static_cast<long long>(macs));
+      return 0;
+    }
+    if (mode == "time" && argc == 5) {
+      const int64_t batch = std::atoll(argv[3]);
+      const double seconds = std::atof(argv[4]);
+      if (batch < 1 || seconds <= 0) return usage();
+      hub::Module m(hub::load_module_spec((std::filesystem::path(argv[2]) / "module").string()));
+      const hub::Shape& in = m.spec().input_info().at("images").shape;
+      const hub::Tensor x = bench::uniform({batch, in[1], in[2], in[3]}, 7, 0, 1);
+      m(x);
+      using Clock = std::chrono::steady_clock;
+      const auto start = Clock::now();
+      int64_t calls = 0;
+      double elapsed = 0;
+      while (elapsed < seconds) {
+        m(x);
+        ++calls;
+        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      }
+      std::printf("hub %.2f\n", static_cast<double>(calls * batch) / elapsed);
+      return 0;
+    }
+  } catch (const hub::Error& e) {
+    std::fprintf(stderr, "ort_bench: %s\n", e.what());
+    return 1;
+  }
+  return usage();
+}

@@ -1,0 +1,221 @@
+// Fusing convolution and dense layers (optimize.h): conv / matmul with a
+// constant filter -> _FusedConv2D / _FusedMatMul, then batch norm, bias and
+// per-channel scale folded into the filter and bias, and activations and a
+// residual Add appended as post-ops. Folding never writes a tensor it did
+// not create: the filter and bias a fold changes are new constants.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "hub/graph/optimize/passes.h"
+#include "hub/ops/fused.h"
+
+namespace hub::optimize {
+
+namespace {
+
+using Matrix = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapMatrix = Eigen::Map<Matrix>;
+using Vector = Eigen::Array<float, Eigen::Dynamic, 1>;
+using MapVector = Eigen::Map<const Vector>;
+
+bool is_fused(const INode& n) { return n.op == "_FusedConv2D" || n.op == "_FusedMatMul"; }
+
+// The values of a per-channel constant `o` with `channels` entries that
+// broadcasts along the last dim of a tensor of rank `rank` (shape [C],
+// [1,C], [1,1,1,C], ...); undefined otherwise.
+Tensor per_channel(const Ir& ir, Output o, int64_t channels, int rank) {
+  const Tensor& t = ir.constant(o);
+  if (!t.defined() || t.dtype() != DType::kFloat32 || t.rank() > rank || t.rank() < 1) return Tensor();
+  for (int i = 0; i + 1 < t.rank(); ++i)
+    if (t.dim(i) != 1) return Tensor();
+  if (t.dim(-1) != channels) return Tensor();
+  return t.reshaped(Shape{channels});
+}
+
+// The fused node's filter viewed as [rows, channels] with channels the output
+// channels (HWIO / HWCM: the last dims; MatMul b [K,N], or [N,K] transposed).
+struct FilterView {
+  Tensor copy;       // a new tensor with the filter's values
+  bool by_rows;      // channel i is row i (transposed MatMul operand) instead of column i
+};
+
+FilterView copy_filter(const Ir& ir, int f) {
+  const INode& n = ir.nodes[f];
+  FilterView v;
+  v.copy = ir.constant(n.inputs[1]).clone();
+  v.by_rows = n.op == "_FusedMatMul" && n.attrs.get_bool("transpose_b");
+  return v;
+}
+
+// filter *= scale per output channel; returns the new filter constant.
+Output scale_filter(Ir& ir, int f, const Tensor& scale) {
+  FilterView v = copy_filter(ir, f);
+  const int64_t channels = scale.num_elements();
+  const int64_t rows = v.copy.num_elements() / channels;
+  MapVector s(scale.data<float>(), channels);
+  if (v.by_rows) {
+    MapMatrix(v.copy.data<float>(), channels, rows).colwise() *= s;
+  } else {
+    MapMatrix(v.copy.data<float>(), rows, channels).rowwise() *= s.transpose();
+  }
+  return ir.add_constant(v.copy, ir.nodes[f].name + "/folded_filter", f);
+}
+
+void set_bias(Ir& ir, int f, const Tensor& bias) {
+  ir.nodes[f].inputs[2] = ir.add_constant(bias, ir.nodes[f].name + "/folded_bias", f);
+}
+
+Tensor bias_of(const Ir& ir, int f) { return ir.constant(ir.nodes[f].inputs[2]).clone(); }
+
+// Moves fused node f to consumer c's place: c's output is now f's.
+void absorb(Ir& ir, int f, int c) {
+  ir.replace_uses(Output{c, 0}, Output{f, 0});
+  ir.nodes[f].position = ir.nodes[c].position;
+  ir.nodes[c].dead = true;
+  ir.infer(f);
+}
+
+bool no_post_ops(const INode& n) { return n.attrs.get_strings("post_ops").empty(); }
+
+void append_post_op(Ir& ir, int f, ops::PostOp p) {
+  std::vector<ops::PostOp> post = ops::post_ops_of(ir.nodes[f].attrs);
+  post.push_back(std::move(p));
+  ops::set_post_ops(ir.nodes[f].attrs, post);
+}
+
+// The post-op an activation node is, if it is one.
+std::optional<ops::PostOp> activation(const INode& c) {
+  const Attrs& a = c.attrs;
+  auto arg = [&](const char* name, double def) { return static_cast<float>(a.has(name) ? a.get_float(name) : def); };
+  if (c.op == "Relu" || c.op == "Relu6" || c.op == "Sigmoid" || c.op == "Tanh" || c.op == "HardSwish")
+    return ops::PostOp{c.op};
+  if (c.op == "Elu") return ops::PostOp{"Elu", arg("alpha", 1.0)};
+  if (c.op == "LeakyRelu") return ops::PostOp{"LeakyRelu", arg("alpha", 0.2)};
+  if (c.op == "ClipByValue") return ops::PostOp{"Clip", arg("min", -INFINITY), arg("max", INFINITY)};
+  return std::nullopt;
+}
+
+// Conv2D / DepthwiseConv2dNative / MatMul with a constant float32 filter ->
+// the fused op with a zero bias and no post-ops.
+bool to_fused(Ir& ir, int id) {
+  INode& n = ir.nodes[id];
+  const bool conv = n.op == "Conv2D" || n.op == "DepthwiseConv2dNative";
+  if (!conv && n.op != "MatMul") return false;
+  const Tensor& w = ir.constant(n.inputs[1]);
+  if (!w.defined() || w.dtype() != DType::kFloat32 || n.outputs[0].dtype != DType::kFloat32) return false;
+  const int64_t channels = n.outputs[0].shape.dim(-1);
+  if (channels < 0) return false;
+  // Grouped convolutions (filter input channels C/G < C) stay as they are.
+  if (n.op == "Conv2D" && (w.rank() != 4 || ir.spec(n.inputs[0]).shape.rank() != 4 ||
+                           ir.spec(n.inputs[0]).shape[3] != w.dim(2)))
+    return false;
+  Attrs attrs = n.attrs;
+  if (conv) attrs.set("depthwise", n.op == "DepthwiseConv2dNative");
+  ops::set_post_ops(attrs, {});
+  const std::string op = conv ? "_FusedConv2D" : "_FusedMatMul";
+  const std::string name = n.name;
+  Output bias = ir.add_constant(Tensor::zeros(DType::kFloat32, Shape{channels}), name + "/bias", id);
+  INode& fused = ir.nodes[id];  // add_constant may have moved the nodes
+  fused.op = op;
+  fused.attrs = attrs;
+  fused.inputs.push_back(bias);
+  ir.infer(id);
+  return true;
+}
+
+// One rewrite at fused node f's single consumer, if one applies.
+bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
+  const Output out{f, 0};
+  if (!ir.single_use(out)) return false;
+  const auto [c, index] = ir.consumers(out)[0];
+  const INode& cn = ir.nodes[c];
+  const int64_t channels = ir.spec(ir.nodes[f].inputs[2]).shape[0];
+  const int rank = ir.spec(out).shape.rank();
+  const bool plain = no_post_ops(ir.nodes[f]);
+
+  if (cn.op == "FusedBatchNorm" && index == 0 && plain && !cn.attrs.get_bool("is_training")) {
+    for (int i = 1; i < 4; ++i)
+      if (!ir.consumers(Output{c, i}).empty() || ir.kept(Output{c, i})) return false;
+    // Const: these may share a variable's storage, and mutable access would
+    // mark it written (Storage::generation).
+    const Tensor scale = per_channel(ir, cn.inputs[1], channels, 1), offset = per_channel(ir, cn.inputs[2], channels, 1);
+    const Tensor mean = per_channel(ir, cn.inputs[3], channels, 1), var = per_channel(ir, cn.inputs[4], channels, 1);
+    if (!scale.defined() || !offset.defined() || !mean.defined() || !var.defined()) return false;
+    const float eps = static_cast<float>(cn.attrs.get_float("epsilon"));
+    Tensor s(DType::kFloat32, Shape{channels});
+    Eigen::Map<Vector>(s.data<float>(), channels) =
+        MapVector(scale.data<float>(), channels) / (MapVector(var.data<float>(), channels) + eps).sqrt();
+    Tensor bias = bias_of(ir, f);
+    Eigen::Map<Vector> b(bias.data<float>(), channels);
+    b = (b - MapVector(mean.data<float>(), channels)) * MapVector(s.data<float>(), channels) +
+        MapVector(offset.data<float>(), channels);
+    Output w = scale_filter(ir, f, s);
+    ir.nodes[f].inputs[1] = w;
+    set_bias(ir, f, bias);
+    absorb(ir, f, c);
+    ++counts.batch_norms;
+    return true;
+  }
+  if ((cn.op == "BiasAdd" && index == 0) || cn.op == "Add" || cn.op == "Mul") {
+    const Output other = cn.inputs[1 - index];
+    if (cn.inputs.size() == 2 && plain) {
+      const Tensor v = per_channel(ir, other, channels, rank);
+      if (v.defined() && ir.spec(Output{c, 0}).shape == ir.spec(out).shape) {
+        Tensor bias = bias_of(ir, f);
+        Eigen::Map<Vector> b(bias.data<float>(), channels);
+        if (cn.op == "Mul") {
+          b *= MapVector(v.data<float>(), channels);
+          Output w = scale_filter(ir, f, v);
+          ir.nodes[f].inputs[1] = w;
+        } else {
+          b += MapVector(v.data<float>(), channels);
+        }
+        set_bias(ir, f, bias);
+        absorb(ir, f, c);
+        ++counts.absorbed;
+        return true;
+      }
+    }
+    // A residual Add of a same-shaped tensor.
+    const INode& fn = ir.nodes[f];
+    bool has_add = fn.inputs.size() > 3;
+    if (cn.op == "Add" && !has_add && ir.spec(other).dtype == DType::kFloat32 &&
+        ir.spec(other).shape == ir.spec(out).shape && ir.spec(Output{c, 0}).shape == ir.spec(out).shape) {
+      append_post_op(ir, f, ops::PostOp{"Add"});
+      ir.nodes[f].inputs.push_back(other);
+      absorb(ir, f, c);
+      ++counts.absorbed;
+      return true;
+    }
+    return false;
+  }
+  if (std::optional<ops::PostOp> p = activation(cn); p && index == 0) {
+    append_post_op(ir, f, *p);
+    absorb(ir, f, c);
+    ++counts.absorbed;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+FuseCounts fuse(Ir& ir) {
+  FuseCounts counts;
+  const size_t n = ir.nodes.size();
+  for (size_t id = 0; id < n; ++id)
+    if (!ir.nodes[id].dead && to_fused(ir, static_cast<int>(id))) ++counts.fused;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t id = 0; id < ir.nodes.size(); ++id)
+      if (!ir.nodes[id].dead && is_fused(ir.nodes[id]))
+        while (fuse_consumer(ir, static_cast<int>(id), counts)) changed = true;
+  }
+  return counts;
+}
+
+}  // namespace hub::optimize

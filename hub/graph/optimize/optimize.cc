@@ -1,0 +1,57 @@
+#include "hub/graph/optimize/optimize.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "hub/graph/optimize/passes.h"
+
+namespace hub {
+
+Output OptimizedGraph::tensor(Output source) const {
+  auto it = tensors_.find(source);
+  if (it == tensors_.end())
+    throw_error(Code::kInvalidArgument, "tensor " + std::to_string(source.node) + ":" + std::to_string(source.index) +
+                                            " was not kept when the graph was optimised");
+  return it->second;
+}
+
+bool OptimizedGraph::stale(const VariableStore& variables) const {
+  for (const Source& s : sources_) {
+    if (!variables.contains(s.name)) return true;
+    const std::shared_ptr<Storage> now = s.storage.lock();
+    if (!now || now != variables.at(s.name).storage() || now->generation.load() != s.generation) return true;
+  }
+  return false;
+}
+
+OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& variables,
+                                      const std::vector<Output>& keep, const OptimizeOptions& options) {
+  const Backend& backend = options.backend ? *options.backend : default_backend();
+  OptimizedGraph result;
+  optimize::Ir ir(graph, keep);
+  ir.drop_unused();
+  std::vector<optimize::FrozenVariable> frozen;
+  optimize::freeze_variables(ir, variables, &frozen);
+  for (const auto& f : frozen) result.sources_.push_back({f.name, f.storage, f.generation});
+  optimize::bypass_identities(ir);
+  OptimizeStats& st = result.stats_;
+  st.nodes_before = graph.num_nodes();
+  st.constants_folded = optimize::fold_constants(ir);
+  optimize::FuseCounts fc = optimize::fuse(ir);
+  st.fused = fc.fused;
+  st.batch_norms_folded = fc.batch_norms;
+  st.post_ops = fc.absorbed;
+  st.block = options.block >= 0 ? options.block : OpRegistry::global().activation_block(backend.name());
+  st.relayouts = optimize::assign_layouts(ir, st.block, backend);
+  ir.drop_unused();
+  result.graph_ = ir.emit(&result.tensors_);
+  st.nodes_after = result.graph_.num_nodes();
+  return result;
+}
+
+bool graph_optimization_enabled() {
+  const char* env = std::getenv("HUB_GRAPH_OPT");
+  return !(env && std::strcmp(env, "0") == 0);
+}
+
+}  // namespace hub

@@ -1,0 +1,105 @@
+// The inference optimiser: rewrites a graph, given its variables' current
+// values, into a faster graph that computes the same outputs (within float
+// rounding) for a forward-only run. Modules instantiated for inference use it
+// (hub/module/module.h); training graphs are never rewritten.
+//
+// Passes, in order (each in its own file here):
+//   fold.cc    variables become constants (their tensors shared, not copied);
+//              Identity / StopGradient are bypassed; every stateless node whose
+//              inputs are all constant is evaluated once with the reference
+//              kernels and becomes a constant.
+//   fuse.cc    Conv2D (not grouped) / DepthwiseConv2dNative with a constant filter, and
+//              MatMul with a constant right operand, become _FusedConv2D /
+//              _FusedMatMul (hub/ops/fused.h); then, while something changes:
+//              an inference FusedBatchNorm with constant parameters is folded
+//              into the filter and bias (w' = w * s, b' = (b - mean) * s +
+//              offset, s = scale / sqrt(variance + epsilon), per output
+//              channel); BiasAdd / Add / Mul by a per-channel constant go into
+//              the bias (and filter); a following activation (Relu, Relu6,
+//              LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, ClipByValue) and a
+//              residual Add of a same-shaped tensor become post-ops. A node
+//              is absorbed only when the fused node's output has no other
+//              consumer and is not itself an output of the graph.
+//   layout.cc  where the backend prefers a channel-blocked layout (oneDNN on
+//              AVX2: nChw8c) each edge between two fused convolutions that
+//              both run blocked stays blocked; _Relayout nodes convert where a
+//              blocked tensor meets anything else, and every kept output is
+//              NHWC. On a backend that prefers NHWC (oneDNN's AVX-512
+//              kernels) nothing changes.
+//   then nodes no kept output needs are dropped.
+//
+// The result is derived from the variables' values (folded batch norm,
+// copies of scaled filters): OptimizedGraph::stale() says when a variable
+// was written since (Storage::generation) or replaced, and the caller must
+// optimise again.
+//
+// HUB_GRAPH_OPT=0 in the environment turns the optimiser off for modules
+// (graph_optimization_enabled()), for debugging.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hub/backend/backend.h"
+#include "hub/graph/graph.h"
+#include "hub/ops/variables.h"
+
+namespace hub {
+
+struct OptimizeOptions {
+  // The backend whose kernels will run the graph (its layout preference is
+  // asked); default_backend() when null.
+  const Backend* backend = nullptr;
+  // Channel block for activations between fused convolutions: -1 asks the
+  // backend (OpRegistry::activation_block), 0 keeps NHWC, 8 or 16 forces it.
+  int64_t block = -1;
+};
+
+struct OptimizeStats {
+  int nodes_before = 0, nodes_after = 0;
+  int constants_folded = 0;      // nodes evaluated into constants
+  int batch_norms_folded = 0;
+  int fused = 0;                 // _FusedConv2D / _FusedMatMul nodes
+  int post_ops = 0;              // nodes absorbed as post-ops or into the bias
+  int relayouts = 0;             // _Relayout nodes inserted
+  int64_t block = 0;             // the channel block used (0: NHWC)
+};
+
+class OptimizedGraph {
+ public:
+  const Graph& graph() const { return graph_; }
+  // The optimised graph's tensor for a kept tensor of the source graph;
+  // throws InvalidArgument for one that was not kept.
+  Output tensor(Output source) const;
+  // Whether any variable the result was derived from has been written or
+  // replaced in `variables` since.
+  bool stale(const VariableStore& variables) const;
+  const OptimizeStats& stats() const { return stats_; }
+
+ private:
+  friend OptimizedGraph optimize_for_inference(const Graph&, const VariableStore&, const std::vector<Output>&,
+                                               const OptimizeOptions&);
+  struct Source {
+    std::string name;
+    std::weak_ptr<Storage> storage;
+    uint64_t generation;
+  };
+  Graph graph_;
+  std::map<Output, Output> tensors_;
+  std::vector<Source> sources_;
+  OptimizeStats stats_;
+};
+
+// Optimises `graph` for computing the tensors in `keep` (signature inputs
+// and outputs: placeholders stay placeholders) from the current values in
+// `variables`. Throws NotFound naming a variable the graph uses that the
+// store lacks, and whatever a failed constant evaluation throws.
+OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& variables,
+                                      const std::vector<Output>& keep, const OptimizeOptions& options = {});
+
+// False when $HUB_GRAPH_OPT is "0" (read on every call).
+bool graph_optimization_enabled();
+
+}  // namespace hub

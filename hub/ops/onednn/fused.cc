@@ -1,0 +1,327 @@
+// oneDNN kernels of the fused inference ops (hub/ops/fused.h): one
+// convolution (or matmul) primitive with bias and a post-op chain
+//   Add -> sum (the side input is the destination's prior contents: copied
+//          into y first, unless the session placed y in the side's buffer),
+//   Relu / LeakyRelu -> eltwise_relu(alpha), Relu6 -> clip_v2(0, 6),
+//   Clip -> clip_v2(min, max), Elu -> elu(alpha), Sigmoid -> logistic,
+//   Tanh -> tanh, HardSwish -> hardswish,
+// and _Relayout as a reorder. Activations are NHWC or nChw8c / nChw16c as the
+// node's src_block / dst_block say; weights use format `any` and are
+// reordered once per (weights storage, generation) (onednn::WeightsMemo).
+//
+// Everything a call needs beyond the tensors' addresses lives in the node's
+// kernel state (KernelContext::state()): the primitive, its memory objects
+// and the reordered weights, so a steady-state call only points the memory
+// objects at this call's buffers and executes. Primitive descriptors are
+// also shared across sessions through the primitive cache (common.h).
+//
+// `supports` builds the primitive for the node's shapes and declines when
+// oneDNN has no implementation for that post-op chain or layout, or only its
+// slow reference one ("ref:"): those nodes run on the reference kernel.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "hub/core/error.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/fused.h"
+#include "hub/ops/onednn/common.h"
+#include "hub/ops/registry.h"
+
+namespace hub::onednn {
+namespace {
+
+using algo = dnnl::algorithm;
+
+dnnl::post_ops make_post_ops(const std::vector<ops::PostOp>& post_ops) {
+  dnnl::post_ops po;
+  for (const ops::PostOp& p : post_ops) {
+    if (p.op == "Add") po.append_sum(1.0f);
+    else if (p.op == "Relu") po.append_eltwise(1.0f, algo::eltwise_relu, 0.0f, 0.0f);
+    else if (p.op == "LeakyRelu") po.append_eltwise(1.0f, algo::eltwise_relu, p.alpha, 0.0f);
+    else if (p.op == "Relu6") po.append_eltwise(1.0f, algo::eltwise_clip_v2, 0.0f, 6.0f);
+    else if (p.op == "Clip") po.append_eltwise(1.0f, algo::eltwise_clip_v2, p.alpha, p.beta);
+    else if (p.op == "Elu") po.append_eltwise(1.0f, algo::eltwise_elu, p.alpha, 0.0f);
+    else if (p.op == "Sigmoid") po.append_eltwise(1.0f, algo::eltwise_logistic, 0.0f, 0.0f);
+    else if (p.op == "Tanh") po.append_eltwise(1.0f, algo::eltwise_tanh, 0.0f, 0.0f);
+    else if (p.op == "HardSwish") po.append_eltwise(1.0f, algo::eltwise_hardswish, 0.0f, 0.0f);
+    else HUB_CHECK(false, "post-op " + p.op);
+  }
+  return po;
+}
+
+std::string post_ops_key(const Attrs& a) {
+  std::string k;
+  for (const ops::PostOp& p : ops::post_ops_of(a))
+    k += p.op + "(" + std::to_string(p.alpha) + "," + std::to_string(p.beta) + ")";
+  return k;
+}
+
+bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
+
+// ---- _FusedConv2D -------------------------------------------------------------
+
+struct ConvSetup {
+  dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
+  tag weights_tag, src_tag, dst_tag;
+  std::string key;
+};
+
+// Everything about the convolution that the node's specs determine.
+ConvSetup conv_setup(const Node& node, const std::vector<TensorSpec>& in) {
+  const Attrs& a = node.attrs;
+  const bool depthwise = a.get_bool("depthwise");
+  const int64_t src_block = a.get_int("src_block"), dst_block = a.get_int("dst_block");
+  const Shape& wshape = in[1].shape;
+  Shape x = in[0].shape;
+  if (src_block > 0) x = Shape{x[0], x[2], x[3], wshape[2]};
+  ops::ConvGeometry g;
+  std::string error = ops::conv_geometry(x, wshape, a, depthwise, &g);
+  HUB_CHECK(error.empty(), error);
+  ConvSetup s;
+  s.src = {g.n, g.c, g.h, g.w};
+  s.dst = {g.n, g.oc, g.oh, g.ow};
+  s.bias = {g.oc};
+  if (depthwise) {
+    s.weights = {g.c, g.m, 1, g.kh, g.kw};
+    s.weights_tag = tag::hwigo;
+  } else if (wshape[2] != g.c) {  // grouped: [KH,KW,C/G,O] is hwigo of {G, O/G, C/G, KH, KW}
+    const int64_t groups = g.c / wshape[2];
+    s.weights = {groups, g.oc / groups, wshape[2], g.kh, g.kw};
+    s.weights_tag = tag::hwigo;
+  } else {
+    s.weights = {g.oc, g.c, g.kh, g.kw};
+    s.weights_tag = tag::hwio;
+  }
+  s.strides = {g.sh, g.sw};
+  s.dilates = {g.dh - 1, g.dw - 1};
+  s.pad_l = {g.pad_top, g.pad_left};
+  s.pad_r = {g.pad_bottom, g.pad_right};
+  s.src_tag = activation_tag(src_block);
+  s.dst_tag = activation_tag(dst_block);
+  s.key = "fconv:" + key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) +
+          "|" + key_of(s.strides) + "|" + key_of(s.dilates) + "|" + key_of(s.pad_l) + "|" + key_of(s.pad_r) +
+          "|" + std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + post_ops_key(a);
+  return s;
+}
+
+struct ConvPrimitive {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+};
+
+std::shared_ptr<ConvPrimitive> conv_primitive(const Node& node, const ConvSetup& s) {
+  return cached_as<ConvPrimitive>(s.key, [&] {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
+                                      desc(s.src, s.src_tag), dnnl::memory::desc(s.weights, dt::f32, tag::any),
+                                      desc(s.bias, tag::a), desc(s.dst, s.dst_tag), s.strides, s.dilates,
+                                      s.pad_l, s.pad_r);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(make_post_ops(ops::post_ops_of(node.attrs)));
+    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    return std::make_shared<ConvPrimitive>(ConvPrimitive{pd, dnnl::convolution_forward(pd)});
+  });
+}
+
+// What a node keeps between calls (KernelContext::state()).
+struct ConvState {
+  ConvSetup setup;
+  std::shared_ptr<ConvPrimitive> p;
+  WeightsMemo weights;
+  dnnl::memory src, bias, dst;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+void fused_conv2d(KernelContext& c) {
+  auto& slot = c.state();
+  if (!slot) {
+    auto st = std::make_shared<ConvState>();
+    std::vector<TensorSpec> in;
+    for (int i = 0; i < c.num_inputs(); ++i) in.push_back({c.input(i).dtype(), c.input(i).shape()});
+    st->setup = conv_setup(c.node(), in);
+    st->p = conv_primitive(c.node(), st->setup);
+    st->src = dnnl::memory(desc(st->setup.src, st->setup.src_tag), engine(), DNNL_MEMORY_NONE);
+    st->bias = dnnl::memory(desc(st->setup.bias, tag::a), engine(), DNNL_MEMORY_NONE);
+    st->dst = dnnl::memory(desc(st->setup.dst, st->setup.dst_tag), engine(), DNNL_MEMORY_NONE);
+    st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_BIAS, st->bias}, {DNNL_ARG_DST, st->dst}};
+    slot = st;
+  }
+  auto& st = *static_cast<ConvState*>(slot.get());
+  Tensor& y = c.output(0);
+  if (c.num_inputs() > 3) {  // sum post-op: y starts as the side input
+    const Tensor& side = c.input(3);
+    if (side.raw_data() != static_cast<const Tensor&>(y).raw_data())
+      std::memcpy(y.raw_data(), side.raw_data(), side.nbytes());
+  }
+  st.src.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
+  st.bias.set_data_handle(const_cast<void*>(c.input(2).raw_data()));
+  st.dst.set_data_handle(y.raw_data());
+  st.args[DNNL_ARG_WEIGHTS] =
+      st.weights.get(c.input(1), st.setup.weights, st.setup.weights_tag, st.p->pd.weights_desc());
+  execute(st.p->prim, st.args);
+}
+
+bool supports_fused_conv2d(const Node& node, const std::vector<TensorSpec>& in) {
+  if (!float32_nonempty(in)) return false;
+  for (const TensorSpec& s : in)
+    if (!s.shape.is_fully_defined()) return false;
+  try {
+    return !is_reference_impl(conv_primitive(node, conv_setup(node, in))->pd.impl_info_str());
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+// ---- _FusedMatMul ---------------------------------------------------------------
+
+struct MatMulSetup {
+  dims a, b, bias, y;
+  tag a_tag, b_tag;
+  std::string key;
+};
+
+MatMulSetup matmul_setup(const Node& node, const std::vector<TensorSpec>& in) {
+  const bool ta = node.attrs.get_bool("transpose_a"), tb = node.attrs.get_bool("transpose_b");
+  const Shape& a = in[0].shape;
+  const Shape& b = in[1].shape;
+  int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1], n = tb ? b[0] : b[1];
+  MatMulSetup s;
+  s.a = {m, k};
+  s.b = {k, n};
+  s.bias = {1, n};
+  s.y = {m, n};
+  s.a_tag = ta ? tag::ba : tag::ab;
+  s.b_tag = tb ? tag::ba : tag::ab;
+  s.key = "fmatmul:" + key_of({m, k, n}) + (ta ? "T" : "N") + (tb ? "T" : "N") + "|" + post_ops_key(node.attrs);
+  return s;
+}
+
+struct MatMulPrimitive {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+};
+
+std::shared_ptr<MatMulPrimitive> matmul_primitive(const Node& node, const MatMulSetup& s) {
+  return cached_as<MatMulPrimitive>(s.key, [&] {
+    dnnl::matmul::desc d(desc(s.a, s.a_tag), dnnl::memory::desc(s.b, dt::f32, tag::any), desc(s.bias, tag::ab),
+                         desc(s.y, tag::ab));
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(make_post_ops(ops::post_ops_of(node.attrs)));
+    dnnl::matmul::primitive_desc pd(d, attr, engine());
+    return std::make_shared<MatMulPrimitive>(MatMulPrimitive{pd, dnnl::matmul(pd)});
+  });
+}
+
+struct MatMulState {
+  MatMulSetup setup;
+  std::shared_ptr<MatMulPrimitive> p;
+  WeightsMemo weights;
+  dnnl::memory a, bias, y;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+void fused_matmul(KernelContext& c) {
+  auto& slot = c.state();
+  if (!slot) {
+    auto st = std::make_shared<MatMulState>();
+    std::vector<TensorSpec> in;
+    for (int i = 0; i < c.num_inputs(); ++i) in.push_back({c.input(i).dtype(), c.input(i).shape()});
+    st->setup = matmul_setup(c.node(), in);
+    st->p = matmul_primitive(c.node(), st->setup);
+    st->a = dnnl::memory(desc(st->setup.a, st->setup.a_tag), engine(), DNNL_MEMORY_NONE);
+    st->bias = dnnl::memory(desc(st->setup.bias, tag::ab), engine(), DNNL_MEMORY_NONE);
+    st->y = dnnl::memory(desc(st->setup.y, tag::ab), engine(), DNNL_MEMORY_NONE);
+    st->args = {{DNNL_ARG_SRC, st->a}, {DNNL_ARG_BIAS, st->bias}, {DNNL_ARG_DST, st->y}};
+    slot = st;
+  }
+  auto& st = *static_cast<MatMulState*>(slot.get());
+  Tensor& y = c.output(0);
+  if (c.num_inputs() > 3) {
+    const Tensor& side = c.input(3);
+    if (side.raw_data() != static_cast<const Tensor&>(y).raw_data())
+      std::memcpy(y.raw_data(), side.raw_data(), side.nbytes());
+  }
+  st.a.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
+  st.bias.set_data_handle(const_cast<void*>(c.input(2).raw_data()));
+  st.y.set_data_handle(y.raw_data());
+  st.args[DNNL_ARG_WEIGHTS] = st.weights.get(c.input(1), st.setup.b, st.setup.b_tag, st.p->pd.weights_desc());
+  execute(st.p->prim, st.args);
+}
+
+bool supports_fused_matmul(const Node& node, const std::vector<TensorSpec>& in) {
+  if (!float32_nonempty(in)) return false;
+  for (const TensorSpec& s : in)
+    if (!s.shape.is_fully_defined()) return false;
+  try {
+    return !is_reference_impl(matmul_primitive(node, matmul_setup(node, in))->pd.impl_info_str());
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+// ---- _Relayout ------------------------------------------------------------------
+
+struct RelayoutState {
+  dnnl::reorder prim;
+  dnnl::memory src, dst;
+};
+
+void relayout(KernelContext& c) {
+  auto& slot = c.state();
+  if (!slot) {
+    const int64_t from = c.attrs().get_int("from_block"), to = c.attrs().get_int("to_block");
+    const int64_t ch = c.attrs().get_int("channels");
+    const Shape& y = c.output_spec(0).shape;
+    dims d = from == 0 ? dims{y[0], ch, y[2], y[3]} : dims{y[0], ch, y[1], y[2]};
+    auto st = std::make_shared<RelayoutState>();
+    st->src = dnnl::memory(desc(d, activation_tag(from)), engine(), DNNL_MEMORY_NONE);
+    st->dst = dnnl::memory(desc(d, activation_tag(to)), engine(), DNNL_MEMORY_NONE);
+    st->prim = *cached_as<dnnl::reorder>("relayout:" + key_of(d) + std::to_string(from) + "," + std::to_string(to),
+                                         [&] { return std::make_shared<dnnl::reorder>(st->src, st->dst); });
+    slot = st;
+  }
+  auto& st = *static_cast<RelayoutState*>(slot.get());
+  st.src.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
+  st.dst.set_data_handle(c.output(0).raw_data());
+  execute(st.prim, {{DNNL_ARG_FROM, st.src}, {DNNL_ARG_TO, st.dst}});
+}
+
+bool supports_relayout(const Node&, const std::vector<TensorSpec>& in) {
+  return float32_nonempty(in) && in[0].shape.is_fully_defined();
+}
+
+// The layout oneDNN itself picks (format `any`) for a typical convolution's
+// activations on this CPU: NHWC for its AVX-512 brgemm kernels, nChw8c on
+// AVX2, nChw16c on older AVX-512 paths. Computed once.
+int64_t preferred_block() {
+  static const int64_t block = [] {
+    try {
+      const dims src{1, 64, 28, 28}, w{64, 64, 1, 1};
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
+                                        dnnl::memory::desc(src, dt::f32, tag::any),
+                                        dnnl::memory::desc(w, dt::f32, tag::any),
+                                        dnnl::memory::desc(src, dt::f32, tag::any), {1, 1}, {0, 0}, {0, 0});
+      dnnl::convolution_forward::primitive_desc pd(d, engine());
+      const auto& blocking = pd.src_desc().data.format_desc.blocking;
+      if (blocking.inner_nblks == 1 && blocking.inner_idxs[0] == 1 &&
+          (blocking.inner_blks[0] == 8 || blocking.inner_blks[0] == 16))
+        return static_cast<int64_t>(blocking.inner_blks[0]);
+    } catch (const dnnl::error&) {
+    }
+    return int64_t{0};
+  }();
+  return block;
+}
+
+const bool kBlockRegistered = [] {
+  OpRegistry::global().set_activation_block("onednn", preferred_block);
+  return true;
+}();
+
+}  // namespace
+
+HUB_REGISTER_KERNEL(_FusedConv2D, onednn, guarded<fused_conv2d>, supports_fused_conv2d);
+HUB_REGISTER_KERNEL(_FusedMatMul, onednn, guarded<fused_matmul>, supports_fused_matmul);
+HUB_REGISTER_KERNEL(_Relayout, onednn, guarded<relayout>, supports_relayout);
+
+}  // namespace hub::onednn

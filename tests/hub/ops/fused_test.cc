@@ -1,0 +1,258 @@
+// The fused inference ops (hub/ops/fused.h): hand-computed values, the same
+// results as the unfused ops they replace (built as an ordinary graph), oneDNN
+// against the reference on awkward shapes and every post-op and layout, and
+// bad attributes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "hub/graph/session.h"
+#include "hub/ops/activation.h"
+#include "hub/ops/conv2d.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/fused.h"
+#include "hub/ops/matmul.h"
+#include "hub/ops/state.h"
+#include "testutil.h"
+
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+const char* const kBackends[] = {"reference", "onednn"};
+
+Attrs conv_attrs(const std::vector<ops::PostOp>& post_ops, bool depthwise = false, int64_t stride = 1,
+                 const std::string& padding = "SAME") {
+  Attrs a;
+  a.set("depthwise", depthwise).set("strides", std::vector<int64_t>{stride, stride}).set("padding", padding);
+  ops::set_post_ops(a, post_ops);
+  return a;
+}
+
+// The blocked form of an NHWC tensor, through _Relayout's reference kernel.
+Tensor blocked(const Tensor& nhwc, int64_t block) {
+  return run_op("_Relayout", {nhwc},
+                Attrs().set("from_block", int64_t{0}).set("to_block", block).set("channels", nhwc.dim(3)))[0];
+}
+Tensor unblocked(const Tensor& t, int64_t channels) {
+  return run_op("_Relayout", {t},
+                Attrs().set("from_block", t.dim(4)).set("to_block", int64_t{0}).set("channels", channels))[0];
+}
+
+// The unfused graph the optimiser replaces: conv, BiasAdd, then the post-ops
+// as their own ops (Add with `side`), run on the reference backend.
+Tensor unfused_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& side,
+                    const std::vector<ops::PostOp>& post_ops, bool depthwise, int64_t stride,
+                    const std::string& padding) {
+  Graph g;
+  Scope s(g);
+  Output px = ops::placeholder(s, DType::kFloat32, x.shape(), "x");
+  Output y = depthwise ? ops::depthwise_conv2d(s, px, ops::constant(s, w, "w"), {{stride, stride}, padding})
+                       : ops::conv2d(s, px, ops::constant(s, w, "w"), {{stride, stride}, padding});
+  y = ops::bias_add(s, y, ops::constant(s, bias, "b"));
+  for (const ops::PostOp& p : post_ops) {
+    if (p.op == "Add") y = ops::add(s, y, ops::constant(s, side, "side"));
+    else if (p.op == "Relu") y = ops::relu(s, y);
+    else if (p.op == "Relu6") y = ops::relu6(s, y);
+    else if (p.op == "Sigmoid") y = ops::sigmoid(s, y);
+    else if (p.op == "Tanh") y = ops::tanh(s, y);
+    else if (p.op == "Elu") y = ops::elu(s, y);  // alpha 1
+    else FAIL("no unfused form for " << p.op);
+  }
+  Session session(g, nullptr, {&find_backend("reference")});
+  return session.run_one({{px, x}}, y);
+}
+
+}  // namespace
+
+TEST_CASE("_FusedConv2D: hand-computed 1x1 convolution with bias, residual Add and Relu6") {
+  // x [1,2,1,2] (two pixels of two channels), w [1,1,2,2], bias [2], side [1,2,1,2].
+  Tensor x = make({1, 2, 1, 2}, {1, 2, 3, -4});
+  Tensor w = make({1, 1, 2, 2}, {1, 2,     // w[c=0] -> (o0, o1)
+                                 0.5f, -1});  // w[c=1]
+  Tensor bias = make({2}, {0.5f, -1});
+  Tensor side = make({1, 2, 1, 2}, {1, 1, 10, -10});
+  // pixel 0: conv = (1*1 + 2*0.5, 1*2 + 2*-1) = (2, 0); + bias = (2.5, -1); + side = (3.5, 0)
+  // pixel 1: conv = (3*1 - 4*0.5, 3*2 + 4) = (1, 10); + bias = (1.5, 9); + side = (11.5, -1)
+  // Relu6: (3.5, 0), (6, 0)
+  for (const char* b : kBackends) {
+    INFO(b);
+    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Add"}, {"Relu6"}}), b)[0],
+                 make({1, 2, 1, 2}, {3.5f, 0, 6, 0}));
+    // The order of post-ops matters: Relu6 first, then Add.
+    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Relu6"}, {"Add"}}), b)[0],
+                 make({1, 2, 1, 2}, {3.5f, 1, 11.5f, -4}));
+    // Clip(-0.5, 2) and LeakyRelu(0.1), HardSwish: z = (2.5, -1), (1.5, 9).
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Clip", -0.5f, 2}}), b)[0],
+                 make({1, 2, 1, 2}, {2, -0.5f, 1.5f, 2}));
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"LeakyRelu", 0.1f}}), b)[0],
+                 make({1, 2, 1, 2}, {2.5f, -0.1f, 1.5f, 9}));
+    // HardSwish z * min(max(z + 3, 0), 6) / 6: 2.5 * 5.5/6, -1 * 2/6, 1.5 * 4.5/6, 9.
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"HardSwish"}}), b)[0],
+                 make({1, 2, 1, 2}, {2.5f * 5.5f / 6, -1.0f / 3, 1.5f * 4.5f / 6, 9}), 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("_FusedConv2D equals the unfused ops it replaces") {
+  struct Case {
+    Shape x;
+    int64_t kernel, out;  // out: output channels (depthwise: multiplier)
+    bool depthwise;
+    int64_t stride;
+    const char* padding;
+    std::vector<ops::PostOp> post_ops;
+  };
+  const Case cases[] = {
+      {{2, 7, 5, 3}, 3, 5, false, 1, "SAME", {{"Relu"}}},
+      {{1, 8, 8, 6}, 3, 4, false, 2, "SAME", {{"Add"}, {"Relu6"}}},
+      {{3, 6, 7, 5}, 1, 9, false, 1, "VALID", {{"Add"}}},
+      {{2, 9, 9, 7}, 3, 1, true, 2, "SAME", {{"Relu6"}}},
+      {{1, 5, 6, 4}, 3, 2, true, 1, "VALID", {{"Add"}, {"Tanh"}}},
+      {{2, 5, 6, 4}, 3, 6, false, 1, "VALID", {{"Sigmoid"}, {"Add"}, {"Tanh"}}},
+      {{2, 4, 4, 3}, 2, 3, false, 1, "SAME", {{"Elu", 1.0f}}},
+  };
+  uint64_t seed = 1;
+  for (const Case& k : cases) {
+    const int64_t c = k.x[3], o = k.depthwise ? c * k.out : k.out;
+    Tensor x = random_tensor(k.x, seed++);
+    Tensor w = random_tensor({k.kernel, k.kernel, c, k.out}, seed++);
+    Tensor bias = random_tensor({o}, seed++);
+    Tensor probe = run_op(k.depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, w},
+                          ops::ConvOptions{{k.stride, k.stride}, k.padding}.to_attrs())[0];
+    Tensor side = random_tensor(probe.shape(), seed++);
+    std::vector<Tensor> inputs{x, w, bias};
+    bool has_add = false;
+    for (const ops::PostOp& p : k.post_ops) has_add |= p.op == "Add";
+    if (has_add) inputs.push_back(side);
+    Attrs a = conv_attrs(k.post_ops, k.depthwise, k.stride, k.padding);
+    INFO("x " << k.x.to_string() << " depthwise " << k.depthwise << " stride " << k.stride << " " << k.padding);
+    Tensor want = unfused_conv(x, w, bias, side, k.post_ops, k.depthwise, k.stride, k.padding);
+    expect_close(run_op("_FusedConv2D", inputs, a)[0], want, 1e-5, 1e-5);
+    expect_close(run_op("_FusedConv2D", inputs, a, "onednn")[0], want, 1e-4, 1e-4);
+    compare_backends("_FusedConv2D", inputs, a, "onednn");
+  }
+}
+
+TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the reference") {
+  const std::vector<std::vector<ops::PostOp>> chains = {
+      {}, {{"Relu"}}, {{"LeakyRelu", 0.2f}}, {{"Relu6"}}, {{"Clip", -0.3f, 0.4f}}, {{"Elu", 0.7f}},
+      {{"Sigmoid"}}, {{"Tanh"}}, {{"HardSwish"}}, {{"Add"}, {"Relu"}}};
+  uint64_t seed = 100;
+  for (const auto& chain : chains) {
+    const bool add = !chain.empty() && chain[0].op == "Add";
+    INFO("post-ops " << (chain.empty() ? "none" : chain.back().op));
+    // Odd channel counts and a size-1 batch.
+    Tensor x = random_tensor({1, 5, 7, 11}, seed++, -2, 2);
+    Tensor w = random_tensor({3, 3, 11, 13}, seed++);
+    Tensor bias = random_tensor({13}, seed++);
+    Tensor side = random_tensor({1, 5, 7, 13}, seed++);
+    std::vector<Tensor> in{x, w, bias};
+    if (add) in.push_back(side);
+    compare_backends("_FusedConv2D", in, conv_attrs(chain), "onednn");
+  }
+  // Blocked input and output (8 and 16) with a residual Add in the output's
+  // layout. Block 8 with 11 -> 13 channels leaves partly filled last blocks;
+  // oneDNN's nChw16c convolutions want whole blocks of input channels.
+  for (int64_t block : {8, 16}) {
+    const int64_t c = block == 8 ? 11 : 16, o = block == 8 ? 13 : 24;
+    Tensor x = random_tensor({2, 6, 6, c}, seed++);
+    Tensor w = random_tensor({3, 3, c, o}, seed++);
+    Tensor dw = random_tensor({3, 3, c, 1}, seed++);
+    Tensor bias = random_tensor({o}, seed++), dbias = random_tensor({c}, seed++);
+    Tensor side = random_tensor({2, 6, 6, o}, seed++);
+    Tensor want = run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Add"}, {"Relu"}}))[0];
+    Attrs a = conv_attrs({{"Add"}, {"Relu"}});
+    a.set("src_block", block).set("dst_block", block);
+    Attrs d = conv_attrs({{"Relu6"}}, true);
+    d.set("src_block", block).set("dst_block", block);
+    for (const char* b : kBackends) {
+      INFO("block " << block << " on " << b);
+      Tensor y = run_op("_FusedConv2D", {blocked(x, block), w, bias, blocked(side, block)}, a, b)[0];
+      CHECK(y.shape() == Shape{2, (o + block - 1) / block, 6, 6, block});
+      expect_close(unblocked(y, o), want, 1e-4, 1e-4);
+      // The padding channels of a blocked output stay zero.
+      expect_close(y, blocked(want, block), 1e-4, 1e-4);
+      expect_close(unblocked(run_op("_FusedConv2D", {blocked(x, block), dw, dbias}, d, b)[0], c),
+                   run_op("_FusedConv2D", {x, dw, dbias}, conv_attrs({{"Relu6"}}, true))[0], 1e-4, 1e-4);
+      // Mixed layouts (NHWC in, blocked out and back): correct on every
+      // backend (oneDNN 2.6 may decline them; they then run on the reference).
+      Attrs to_b = conv_attrs({{"Add"}, {"Relu"}});
+      to_b.set("dst_block", block);
+      expect_close(unblocked(run_op("_FusedConv2D", {x, w, bias, blocked(side, block)}, to_b, b)[0], o), want,
+                   1e-4, 1e-4);
+      Attrs from_b = conv_attrs({{"Add"}, {"Relu"}});
+      from_b.set("src_block", block);
+      expect_close(run_op("_FusedConv2D", {blocked(x, block), w, bias, side}, from_b, b)[0], want, 1e-4, 1e-4);
+    }
+    compare_backends("_FusedConv2D", {blocked(x, block), w, bias, blocked(side, block)}, a, "onednn");
+    compare_backends("_FusedConv2D", {blocked(x, block), dw, dbias}, d, "onednn");
+  }
+}
+
+TEST_CASE("_FusedMatMul: hand-computed, unfused equivalence, backends") {
+  // a [2,3], b [3,2]: a*b = [[1*1+2*0+3*1, 1*2+2*1+3*0], [0+0+(-1), 0+1*1+0]] = [[4, 4], [-1, 1]]
+  Tensor a = make({2, 3}, {1, 2, 3, 0, 1, -1});
+  Tensor b = make({3, 2}, {1, 2, 0, 1, 1, 0});
+  Tensor bias = make({2}, {1, -2});
+  Tensor side = make({2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
+  Attrs attrs;
+  ops::set_post_ops(attrs, {{"Add"}, {"Relu"}});
+  // + bias = [[5, 2], [0, -1]]; + side = [[5.5, 2.5], [0.5, -0.5]]; Relu.
+  for (const char* be : kBackends) {
+    INFO(be);
+    expect_close(run_op("_FusedMatMul", {a, b, bias, side}, attrs, be)[0], make({2, 2}, {5.5f, 2.5f, 0.5f, 0}));
+  }
+  // Transposed operands, odd sizes, each against the reference.
+  Tensor at = random_tensor({7, 5}, 3), bt = random_tensor({9, 7}, 4), bias9 = random_tensor({9}, 5);
+  Attrs t;
+  t.set("transpose_a", true).set("transpose_b", true);
+  ops::set_post_ops(t, {{"Sigmoid"}});
+  Tensor want = run_op("Sigmoid", {run_op("BiasAdd", {run_op("MatMul", {at, bt}, Attrs().set("transpose_a", true).set("transpose_b", true))[0], bias9})[0]})[0];
+  expect_close(run_op("_FusedMatMul", {at, bt, bias9}, t)[0], want, 1e-6, 1e-5);
+  compare_backends("_FusedMatMul", {at, bt, bias9}, t, "onednn");
+}
+
+TEST_CASE("_Relayout: element positions and zero padding") {
+  // x [1,1,2,3]: pixels (0,0) = (1,2,3), (0,1) = (4,5,6); block 8 ->
+  // [1, 1, 1, 2, 8] = [1,2,3,0,0,0,0,0, 4,5,6,0,0,0,0,0].
+  Tensor x = make({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  for (const char* b : kBackends) {
+    INFO(b);
+    Tensor y = run_op("_Relayout", {x}, Attrs().set("from_block", 0).set("to_block", 8).set("channels", 3), b)[0];
+    expect_close(y, make({1, 1, 1, 2, 8}, {1, 2, 3, 0, 0, 0, 0, 0, 4, 5, 6, 0, 0, 0, 0, 0}));
+    expect_close(run_op("_Relayout", {y}, Attrs().set("from_block", 8).set("to_block", 0).set("channels", 3), b)[0], x);
+  }
+  // 17 channels in blocks of 16: two blocks, element (n,c,h,w) at [n][c/16][h][w][c%16].
+  Tensor big = random_tensor({2, 3, 4, 17}, 9);
+  Tensor y = blocked(big, 16);
+  REQUIRE(y.shape() == Shape{2, 2, 3, 4, 16});
+  CHECK(y.data<float>()[((((1 * 2 + 1) * 3 + 2) * 4 + 3) * 16) + 0] == big.data<float>()[((1 * 3 + 2) * 4 + 3) * 17 + 16]);
+  compare_backends("_Relayout", {big}, Attrs().set("from_block", 0).set("to_block", 16).set("channels", 17), "onednn");
+  compare_backends("_Relayout", {y}, Attrs().set("from_block", 16).set("to_block", 0).set("channels", 17), "onednn");
+}
+
+TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
+  Tensor x = random_tensor({1, 4, 4, 3}, 1), w = random_tensor({3, 3, 3, 2}, 2), bias = random_tensor({2}, 3);
+  Tensor side = random_tensor({1, 4, 4, 2}, 4);
+  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Swish"}})); },
+               "unknown post-op 'Swish'");
+  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Add"}})); },
+               "needs a side input");
+  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({})); },
+               "needs an \"Add\" post-op");
+  expect_error(Code::kInvalidArgument,
+               [&] { run_op("_FusedConv2D", {x, w, bias, random_tensor({1, 4, 4, 3}, 5)}, conv_attrs({{"Add"}})); },
+               "differs from the output");
+  expect_error(Code::kInvalidArgument,
+               [&] { run_op("_FusedConv2D", {x, w, random_tensor({3}, 6)}, conv_attrs({})); }, "must have 2 entries");
+  Attrs args = conv_attrs({{"Relu"}});
+  args.set("post_op_args", std::vector<double>{1});
+  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, args); }, "2 per post-op");
+  Attrs block = conv_attrs({});
+  block.set("dst_block", int64_t{4});
+  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, block); }, "must be 0, 8 or 16");
+  expect_error(Code::kInvalidArgument,
+               [&] { run_op("_Relayout", {x}, Attrs().set("from_block", 0).set("to_block", 8).set("channels", 5)); },
+               "does not have 5 channels");
+}

@@ -1,0 +1,242 @@
+// The inference optimiser (hub/graph/optimize/optimize.h) on every built-in
+// network: the optimised graph gives the unoptimised graph's logits within
+// 1e-4 relative on the reference backend, on oneDNN with the layout oneDNN
+// prefers here, and on oneDNN with the other layout (channel-blocked nChw8c
+// where oneDNN prefers NHWC, else NHWC), so both paths run on any CPU. Batch-norm statistics and
+// biases are randomised first, so folding them is not a no-op. Modules use
+// it for inference instances (HUB_GRAPH_OPT=0 turns it off), and an ONNX
+// import goes through the same passes.
+//
+// AlexNet and the VGGs (over 50 M parameters, layers covered by the other
+// nets) run when HUB_TEST_LARGE_NETS=1 is set.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "hub/backend/backend.h"
+#include "hub/graph/optimize/optimize.h"
+#include "hub/graph/session.h"
+#include "hub/interop/onnx/exporter.h"
+#include "hub/interop/onnx/importer.h"
+#include "hub/module/module.h"
+#include "hub/ops/registry.h"
+#include "hub/ops/state.h"
+#include "modules/nets/nets.h"
+#include "testutil.h"
+
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+// The smallest image each net takes (keeps the suite fast).
+int64_t test_size(const nets::NetInfo& info) {
+  if (info.name.rfind("mobilenet", 0) == 0 || info.name.rfind("resnet", 0) == 0) return 64;
+  return info.image_size;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Batch-norm statistics, scales, offsets and biases drawn at random (the
+// initializers make them 0 and 1, which folding would leave unchanged).
+void randomise(VariableStore& vars, uint64_t seed) {
+  for (const std::string& name : vars.names()) {
+    const Shape shape = vars.at(name).shape();
+    float lo = 0, hi = 0;
+    if (ends_with(name, "moving_variance")) lo = 0.5f, hi = 2.0f;
+    else if (ends_with(name, "moving_mean")) lo = -0.5f, hi = 0.5f;
+    else if (ends_with(name, "gamma")) lo = 0.5f, hi = 1.5f;
+    else if (ends_with(name, "beta") || ends_with(name, "biases")) lo = -0.2f, hi = 0.2f;
+    else continue;
+    vars.set(name, random_tensor(shape, seed++, lo, hi));
+  }
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (float v : t.to_vector<float>()) m = std::max(m, static_cast<double>(std::fabs(v)));
+  return m;
+}
+
+// Within 1e-4 of the largest logit's magnitude, or 1e-4 relative.
+void expect_same(const Tensor& got, const Tensor& want) { expect_close(got, want, 1e-4 * max_abs(want), 1e-4); }
+
+int count_ops(const Graph& g, const std::string& op) {
+  return static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().end(), [&](const Node& n) { return n.op == op; }));
+}
+
+struct Variant {
+  const char* backend;
+  int64_t block;  // OptimizeOptions::block
+};
+
+void check_net(const std::string& name) {
+  INFO("net " << name);
+  const nets::NetInfo& info = nets::find_net(name);
+  const int64_t size = test_size(info);
+  Graph g;
+  Scope s(g);
+  Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, info.channels}, "images");
+  nets::NetOptions o;
+  o.num_classes = 7;
+  nets::Net net = nets::build_net(name, s, images, o);
+  VariableStore vars;
+  vars.initialize(g);
+  randomise(vars, 101);
+  const Tensor x = random_tensor({2, size, size, info.channels}, 17, 0, 1);
+  int batch_norms_after_conv = 0;
+  for (const Node& n : g.nodes()) {
+    const std::string& in = n.op == "FusedBatchNorm" ? g.node(n.inputs[0].node).op : "";
+    batch_norms_after_conv += in == "Conv2D" || in == "DepthwiseConv2dNative" || in == "MatMul";
+  }
+  // oneDNN's preferred layout here, and the other one (NHWC if it prefers blocks, else nChw8c).
+  const int64_t other_block = OpRegistry::global().activation_block("onednn") > 0 ? 0 : 8;
+  for (const Variant& v : {Variant{"reference", 0}, Variant{"onednn", -1}, Variant{"onednn", other_block}}) {
+    INFO("backend " << std::string(v.backend) << ", block " << v.block);
+    const Backend& backend = find_backend(v.backend);
+    Session plain(g, &vars, {&backend});
+    const Tensor want = plain.run({{images, x}}, {net.logits})[0];
+    OptimizeOptions opt;
+    opt.backend = &backend;
+    opt.block = v.block;
+    OptimizedGraph og = optimize_for_inference(g, vars, {images, net.logits}, opt);
+    const Graph& fast = og.graph();
+    // Every convolution and dense layer fused; no batch norm left.
+    CHECK(og.stats().fused == count_ops(g, "Conv2D") + count_ops(g, "DepthwiseConv2dNative") + count_ops(g, "MatMul"));
+    CHECK(count_ops(fast, "Conv2D") + count_ops(fast, "DepthwiseConv2dNative") + count_ops(fast, "MatMul") == 0);
+    // Every batch norm right after a convolution or dense layer folded
+    // (resnet_v2's pre-activation ones follow the residual Add and stay).
+    CHECK(og.stats().batch_norms_folded == batch_norms_after_conv);
+    CHECK(count_ops(fast, "FusedBatchNorm") == count_ops(g, "FusedBatchNorm") - batch_norms_after_conv);
+    CHECK(og.stats().post_ops > 0);
+    CHECK(og.stats().nodes_after < og.stats().nodes_before);
+    if (v.block > 0) CHECK(og.stats().relayouts > 0);
+    Session session(fast, &vars, {&backend});
+    const Tensor got = session.run({{og.tensor(images), x}}, {og.tensor(net.logits)})[0];
+    expect_same(got, want);
+    // With the static memory plan (as modules run it): the recording run
+    // and a run in the arena.
+    SessionOptions planned_options;
+    planned_options.backend = &backend;
+    planned_options.plan_memory = true;
+    Session planned(fast, &vars, planned_options);
+    for (int run = 0; run < 2; ++run)
+      expect_close(planned.run({{og.tensor(images), x}}, {og.tensor(net.logits)})[0], got, 0, 0);
+    CHECK(planned.last_arena_bytes() > 0);
+    if (std::string(v.backend) == "onednn")
+      for (const auto& [node, kernel] : session.last_kernels())
+        if (fast.node(*fast.find(node)).op == "_FusedConv2D") CHECK_MESSAGE(kernel == "onednn", node);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("optimised graphs of every built-in net equal the unoptimised ones on both backends") {
+  const bool large = std::getenv("HUB_TEST_LARGE_NETS") != nullptr;
+  for (const std::string& name : nets::net_names()) {
+    if (!large && (name == "alexnet_v2" || name.rfind("vgg", 0) == 0)) {
+      MESSAGE(name << ": set HUB_TEST_LARGE_NETS=1 to include it");
+      continue;
+    }
+    // mobilenet_v1_<multiplier>_<size> is mobilenet_v1_<multiplier> at 64x64.
+    if (name.rfind("mobilenet_v1_", 0) == 0 && name.size() > 16) continue;
+    check_net(name);
+  }
+}
+
+namespace {
+
+// mobilenet_v1_025 at 32x32 as a module: signatures "default" (logits) and
+// "features", randomised batch-norm statistics as its weights.
+ModuleSpec small_mobilenet() {
+  return create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 32, 32, 3}, "images");
+    nets::NetOptions o;
+    o.num_classes = 5;
+    nets::Net net = nets::build_net("mobilenet_v1_025_128", s, images, o);
+    b.add_signature("default", {{"images", images}}, {{"default", net.logits}});
+    b.add_signature("features", {{"images", images}}, {{"default", net.features}});
+    VariableStore vars;
+    vars.initialize(b.graph());
+    randomise(vars, 7);
+    for (const std::string& name : vars.names()) b.initial_values().set(name, vars.at(name));
+  });
+}
+
+Tensor run_plain(Module& m, const Tensor& x) {
+  const Graph& g = m.graph();
+  const SignatureInfo& si = m.spec().signature();
+  Session session(g, &m.variables());
+  return session.run({{g.tensor(si.inputs.at("images").tensor_name), x}},
+                     {g.tensor(si.outputs.at("default").tensor_name)})[0];
+}
+
+}  // namespace
+
+TEST_CASE("inference modules run the optimised graph; training modules and HUB_GRAPH_OPT=0 the graph itself") {
+  const ModuleSpec spec = small_mobilenet();
+  const Tensor x = random_tensor({3, 32, 32, 3}, 5, 0, 1);
+  Module m(spec);
+  const Graph& fast = m.execution_graph();
+  CHECK(&fast != &m.graph());
+  CHECK(count_ops(fast, "_FusedConv2D") == count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
+  CHECK(count_ops(fast, "FusedBatchNorm") == 0);
+  const Tensor y = m(x);
+  CHECK(&m.execution_graph() == &fast);
+  m(x);
+  CHECK(&m.execution_graph() == &fast);
+  expect_same(y, run_plain(m, x));
+  // Both signatures come from the one optimised graph.
+  CHECK(&m.execution_graph() == &fast);
+  const Tensor features = m("features", x);
+  CHECK(features.shape() == Shape({3, 256}));
+  // Other batch sizes, alternating (a plan per batch size).
+  for (int64_t batch : {1, 2, 1, 3}) {
+    const Tensor xb = random_tensor({batch, 32, 32, 3}, 40 + batch, 0, 1);
+    expect_same(m(xb), run_plain(m, xb));
+  }
+
+  SUBCASE("a variable write makes the module optimise again from the new value") {
+    const std::string mean = "MobilenetV1/Conv2d_13_pointwise/BatchNorm/moving_mean";
+    REQUIRE(m.variable_map().contains(mean));
+    m.variable_map().at(mean).assign(random_tensor(m.variable_map().at(mean).value().shape(), 99, -2, 2));
+    const Tensor y2 = m(x);
+    expect_same(y2, run_plain(m, x));
+    double change = 0;  // the write shows in the output
+    for (int64_t i = 0; i < y.num_elements(); ++i)
+      change = std::max(change, static_cast<double>(std::fabs(y2.data<float>()[i] - y.data<float>()[i])));
+    CHECK(change > 1e-3 * max_abs(y));
+  }
+  SUBCASE("HUB_GRAPH_OPT=0 at construction") {
+    ::setenv("HUB_GRAPH_OPT", "0", 1);
+    Module off(spec);
+    ::unsetenv("HUB_GRAPH_OPT");
+    CHECK(&off.execution_graph() == &off.graph());
+    expect_close(off(x), run_plain(off, x), 0, 0);
+  }
+  SUBCASE("trainable and {train} instances are not optimised") {
+    Module trainable(spec, {}, true);
+    CHECK(&trainable.execution_graph() == &trainable.graph());
+  }
+}
+
+TEST_CASE("an imported ONNX model goes through the same passes") {
+  TempDir dir("optimize_onnx");
+  const ModuleSpec spec = small_mobilenet();
+  const std::string onnx = (dir.path / "m.onnx").string();
+  onnx_interop::export_onnx(spec, onnx, {});
+  Module m(onnx_interop::import_onnx(onnx));
+  const Graph& fast = m.execution_graph();
+  CHECK(count_ops(fast, "_FusedConv2D") == count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
+  CHECK(count_ops(fast, "_FusedConv2D") == 28);  // MobileNet v1: 14 + 13 depthwise, and the 1x1 logits
+  CHECK(count_ops(fast, "FusedBatchNorm") == 0);
+  const Tensor x = random_tensor({2, 32, 32, 3}, 8, 0, 1);
+  Module original(spec);
+  expect_same(m(x), original(x));
+  expect_same(m(x), run_plain(m, x));
+}
