@@ -216,8 +216,8 @@ void expect_error(Code code, const std::function<void()>& fn, const std::string&
     fn();
     FAIL("no error thrown, expected " << code_name(code));
   } catch (const Error& e) {
-    CHECK_MESSAGE(e.code() == code, e.what());
-    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    CHECK_MESSAGE(e.code() == code, std::string(e.what()));
+    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, std::string(e.what()));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "hub/interop/tf/graph_import.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "hub/backend/backend.h"
 #include "hub/core/error.h"
@@ -634,6 +635,19 @@ ImportedGraph Importer::run() {
 }
 
 }  // namespace
+
+std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
+                                                const std::string& producer) {
+  std::map<std::string, AttachedValue> a;
+  a["source_format"] = format;
+  a["source_sha256"] = sha256;
+  if (!producer.empty()) a["source_producer"] = producer;
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  a["imported_at"] = std::string(buf);
+  return a;
+}
 
 ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& options) {
   return Importer(graph, options).run();

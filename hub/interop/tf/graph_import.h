@@ -32,6 +32,7 @@
 
 #include "hub/graph/graph.h"
 #include "hub/interop/tf/proto/graph.pb.h"
+#include "hub/module/module.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::tf {
@@ -89,5 +90,11 @@ struct ImportedGraph {
 };
 
 ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& options);
+
+// What every imported module records about its source: source_format,
+// source_sha256 (of the file read), source_producer (when known) and
+// imported_at (UTC, ISO 8601).
+std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
+                                                const std::string& producer);
 
 }  // namespace hub::tf

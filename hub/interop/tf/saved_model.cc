@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -204,13 +202,6 @@ Loaded load_saved_model(const std::string& dir) {
   return l;
 }
 
-std::string now_utc() {
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
-}
-
 // The module of a loaded SavedModel; `format` names it in the attached info.
 ModuleSpec to_module(const std::string& dir, const Loaded& l, const SavedModelImportOptions& options,
                      const std::string& format, std::map<std::string, AttachedValue> attached) {
@@ -239,11 +230,8 @@ ModuleSpec to_module(const std::string& dir, const Loaded& l, const SavedModelIm
       continue;
     parts.push_back(import_meta_graph(l.model.meta_graphs(i), tags[i], l.file, bundle ? &*bundle : nullptr, prefix, weights));
   }
-  attached["source_format"] = format;
-  attached["source_sha256"] = l.sha256;
   const std::string& version = l.model.meta_graphs(0).meta_info_def().tensorflow_version();
-  if (!version.empty()) attached["source_producer"] = "TensorFlow " + version;
-  attached["imported_at"] = now_utc();
+  attached.merge(provenance(format, l.sha256, version.empty() ? "" : "TensorFlow " + version));
   ModuleMetadata md;
   md.name = fs::path(dir).lexically_normal().filename().string();
   if (md.name.empty()) md.name = fs::path(dir).lexically_normal().parent_path().filename().string();
