@@ -36,20 +36,25 @@ namespace {
 
 struct FeatureModule {
   int64_t height = 0, width = 0, channels = 3, dim = 0;
-  std::string input, output;
+  std::string signature, input, output;
 };
 
-// An image feature-vector module: default signature, one float32 input
-// [batch, H, W, C], one float32 output [batch, D].
+// An image feature-vector module: signature `image_feature_vector` (as
+// imported modules and TF2 Hub modules name it) or else `default`, with one
+// float32 input [batch, H, W, C] and one float32 output [batch, D].
 FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& handle) {
   const std::string what = "--module " + handle + " is not an image feature-vector module: ";
   std::vector<std::string> names = spec.signature_names();
-  if (std::find(names.begin(), names.end(), kDefaultSignature) == names.end())
-    throw_error(Code::kInvalidArgument, what + "it has no 'default' signature");
-  const SignatureInfo& sig = spec.signature(kDefaultSignature);
-  if (sig.inputs.size() != 1) throw_error(Code::kInvalidArgument, what + "its default signature has " +
-                                                                       std::to_string(sig.inputs.size()) + " inputs, expected 1");
   FeatureModule f;
+  if (std::find(names.begin(), names.end(), "image_feature_vector") != names.end())
+    f.signature = "image_feature_vector";
+  else if (std::find(names.begin(), names.end(), kDefaultSignature) != names.end())
+    f.signature = kDefaultSignature;
+  else
+    throw_error(Code::kInvalidArgument, what + "it has neither an 'image_feature_vector' nor a 'default' signature");
+  const SignatureInfo& sig = spec.signature(f.signature);
+  if (sig.inputs.size() != 1) throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has " +
+                                                                       std::to_string(sig.inputs.size()) + " inputs, expected 1");
   const auto& [in_name, in] = *sig.inputs.begin();
   if (in.dtype != DType::kFloat32 || in.shape.rank() != 4)
     throw_error(Code::kInvalidArgument, what + "input '" + in_name + "' is " + std::string(dtype_name(in.dtype)) +
@@ -57,7 +62,8 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
   f.input = in_name;
   auto out = sig.outputs.find("default");
   if (out == sig.outputs.end() && sig.outputs.size() == 1) out = sig.outputs.begin();
-  if (out == sig.outputs.end()) throw_error(Code::kInvalidArgument, what + "its default signature has no 'default' output");
+  if (out == sig.outputs.end())
+    throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has no 'default' output");
   if (out->second.dtype != DType::kFloat32 || out->second.shape.rank() != 2 || out->second.shape[1] <= 0)
     throw_error(Code::kInvalidArgument, what + "output '" + out->first + "' is " + std::string(dtype_name(out->second.dtype)) +
                                             out->second.shape.to_string() + ", expected float32 [batch, D]");
@@ -119,7 +125,7 @@ std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, co
   int64_t per = f.height * f.width * f.channels;
   for (int64_t i = 0; i < n; ++i)
     std::copy(images[i].data<float>(), images[i].data<float>() + per, batch.data<float>() + i * per);
-  Tensor out = m({{f.input, batch}}).at(f.output);
+  Tensor out = m(f.signature, {{f.input, batch}}).at(f.output);
   std::vector<std::vector<float>> rows(n);
   for (int64_t i = 0; i < n; ++i) rows[i].assign(out.data<float>() + i * f.dim, out.data<float>() + (i + 1) * f.dim);
   return rows;
@@ -294,7 +300,7 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
   auto fn = [&](ModuleBuilder& b, const Attrs&) {
     Scope s = b.scope();
     Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, f.height, f.width, f.channels}, "images");
-    Output x = features.apply(b, s, {{f.input, images}}).at(f.output);
+    Output x = features.apply(b, s, {{f.input, images}}, f.signature).at(f.output);
     Scope fr = s.sub("final_retrain_ops");
     Output w = ops::variable(fr.sub("weights"), "final_weights", {f.dim, classes});
     Output bias = ops::variable(fr.sub("biases"), "final_biases", {classes});

@@ -1,11 +1,9 @@
 #include "hub/image/resize.h"
 
-#include <Eigen/Core>
-#include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "hub/core/parallel.h"
+#include "hub/core/resample.h"
 
 namespace hub::image {
 namespace {
@@ -26,61 +24,6 @@ Shape shape_of(const Nhwc& d, int64_t h, int64_t w) {
   return d.batched ? Shape{d.n, h, w, d.c} : Shape{h, w, d.c};
 }
 
-struct Lerp {
-  std::vector<int64_t> lo, hi;  // source indices
-  std::vector<float> frac;
-};
-
-Lerp lerp_table(int64_t in, int64_t out) {
-  Lerp t;
-  t.lo.resize(out);
-  t.hi.resize(out);
-  t.frac.resize(out);
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  for (int64_t i = 0; i < out; ++i) {
-    const float src = static_cast<float>(i) * scale;
-    const int64_t lo = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
-    t.lo[i] = lo;
-    t.hi[i] = std::min(lo + 1, in - 1);
-    t.frac[i] = src - static_cast<float>(lo);
-  }
-  return t;
-}
-
-template <class T>
-void resize_impl(const T* in, float* out, const Nhwc& d, int64_t oh, int64_t ow) {
-  const Lerp ys = lerp_table(d.h, oh), xs = lerp_table(d.w, ow);
-  const int64_t row = ow * d.c;
-  // dx expanded per channel so that the horizontal lerp is one array expression.
-  Eigen::ArrayXf dx(row);
-  for (int64_t x = 0; x < ow; ++x) dx.segment(x * d.c, d.c).setConstant(xs.frac[x]);
-  using Arr = Eigen::Array<float, Eigen::Dynamic, 1>;
-  parallel_for(d.n * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row)),
-               [&](int64_t begin, int64_t end) {
-    Arr tl(row), tr(row), bl(row), br(row);
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / oh, y = r % oh;
-      const T* top = in + ((b * d.h + ys.lo[y]) * d.w) * d.c;
-      const T* bot = in + ((b * d.h + ys.hi[y]) * d.w) * d.c;
-      // Gather the four neighbours of every output element of this row.
-      for (int64_t x = 0; x < ow; ++x) {
-        const int64_t o = x * d.c, l = xs.lo[x] * d.c, h = xs.hi[x] * d.c;
-        for (int64_t c = 0; c < d.c; ++c) {
-          tl[o + c] = static_cast<float>(top[l + c]);
-          tr[o + c] = static_cast<float>(top[h + c]);
-          bl[o + c] = static_cast<float>(bot[l + c]);
-          br[o + c] = static_cast<float>(bot[h + c]);
-        }
-      }
-      const float dy = ys.frac[y];
-      Eigen::Map<Arr> o(out + r * row, row);
-      const Arr t = tl + (tr - tl) * dx;
-      const Arr bt = bl + (br - bl) * dx;
-      o = t + (bt - t) * dy;
-    }
-  });
-}
-
 }  // namespace
 
 Tensor resize_bilinear(const Tensor& images, int64_t out_height, int64_t out_width) {
@@ -92,10 +35,18 @@ Tensor resize_bilinear(const Tensor& images, int64_t out_height, int64_t out_wid
                                             std::to_string(out_width));
   Tensor out(DType::kFloat32, shape_of(d, out_height, out_width));
   if (d.n == 0) return out;
+  // TF's resize_bilinear(align_corners=false, half_pixel_centers=false) is
+  // resampling's linear mode with asymmetric coordinates (hub/core/resample.h).
+  auto axis = [](int64_t in, int64_t out_size) {
+    return resample_axis(in, out_size, static_cast<double>(out_size) / static_cast<double>(in),
+                         ResampleMode::kLinear, CoordinateMode::kAsymmetric,
+                         NearestMode::kRoundPreferFloor);
+  };
+  const ResamplePlan plan{axis(d.h, out_height), axis(d.w, out_width)};
   if (images.dtype() == DType::kFloat32)
-    resize_impl(images.data<float>(), out.data<float>(), d, out_height, out_width);
+    resample_nhwc(images.data<float>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
   else if (images.dtype() == DType::kUInt8)
-    resize_impl(images.data<uint8_t>(), out.data<float>(), d, out_height, out_width);
+    resample_nhwc(images.data<uint8_t>(), d.n, d.h, d.w, d.c, plan, out.data<float>());
   else
     throw_error(Code::kInvalidArgument,
                 "resize_bilinear: needs float32 or uint8, got " + images.spec_string());

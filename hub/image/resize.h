@@ -8,6 +8,9 @@
 //   top    = I[y0,x0] + (I[y0,x1] - I[y0,x0]) * dx
 //   bottom = I[y1,x0] + (I[y1,x1] - I[y1,x0]) * dx
 //   out[y,x,c] = top + (bottom - top) * dy
+// (in_y computed as y / (out_h / in_h) in double: hub::resample_nhwc's linear
+// mode with asymmetric coordinates, hub/core/resample.h, which the Resize op
+// runs too.)
 // Input float32 or uint8, [H,W,C] or [N,H,W,C]; output float32 of the same rank.
 // Rows of the batch are processed in parallel with hub::parallel_for.
 #pragma once

@@ -4,83 +4,96 @@
 namespace hub {
 namespace ops {
 
-namespace {
-// [a, b] or TF's [1, a, b, 1]; empty vector when neither.
-std::vector<int64_t> spatial_pair(const std::vector<int64_t>& v) {
-  if (v.size() == 2) return v;
-  if (v.size() == 4 && v[0] == 1 && v[3] == 1) return {v[1], v[2]};
-  return {};
-}
-}  // namespace
-
 std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bool depthwise,
                           ConvGeometry* out) {
   const std::string shapes = "input " + x.to_string() + ", filter " + w.to_string();
   if (x.rank() != 4) return "input must have rank 4 [N,H,W,C], got " + shapes;
   if (w.rank() != 4)
-    return std::string("filter must have rank 4 ") + (depthwise ? "[KH,KW,C,M]" : "[KH,KW,C,O]") +
+    return std::string("filter must have rank 4 ") + (depthwise ? "[KH,KW,C,M]" : "[KH,KW,C/G,O]") +
            ", got " + shapes;
-  if (x[3] >= 0 && w[2] >= 0 && x[3] != w[2])
-    return "input channels " + std::to_string(x[3]) + " != filter input channels " +
-           std::to_string(w[2]) + " (" + shapes + ")";
   for (int i = 0; i < 4; ++i)
     if (w[i] == 0) return "filter has a zero dimension (" + shapes + ")";
-  const std::vector<int64_t>& raw_strides = attrs.get_ints("strides");
-  const std::vector<int64_t>& raw_dilations = attrs.get_ints("dilations");
-  std::vector<int64_t> strides = spatial_pair(raw_strides);
-  std::vector<int64_t> dilations = spatial_pair(raw_dilations);
-  if (strides.empty() || strides[0] <= 0 || strides[1] <= 0)
-    return "strides must be [sh,sw] (or [1,sh,sw,1]) with positive entries, got " +
-           attr_to_string(raw_strides) + " (" + shapes + ")";
-  if (dilations.empty() || dilations[0] <= 0 || dilations[1] <= 0)
-    return "dilations must be [dh,dw] (or [1,dh,dw,1]) with positive entries, got " +
-           attr_to_string(raw_dilations) + " (" + shapes + ")";
-  const std::string& padding_text = attrs.get_string("padding");
-  std::optional<Padding> padding = parse_padding(padding_text);
-  if (!padding) return "padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\" (" + shapes + ")";
   ConvGeometry g{};
   g.n = x[0];
   g.h = x[1];
   g.w = x[2];
-  g.c = x[3] >= 0 ? x[3] : w[2];
+  g.c = x[3] >= 0 ? x[3] : (depthwise ? w[2] : kUnknownDim);
   g.kh = w[0];
   g.kw = w[1];
-  g.m = depthwise ? w[3] : 1;
-  g.oc = depthwise ? (g.c >= 0 && w[3] >= 0 ? g.c * w[3] : kUnknownDim) : w[3];
-  g.sh = strides[0];
-  g.sw = strides[1];
-  g.dh = dilations[0];
-  g.dw = dilations[1];
-  if (g.kh >= 0) {
-    WindowDim r = window_dim(g.h, g.kh, g.sh, g.dh, *padding);
-    if (g.h >= 0 && r.out < 1)
-      return "VALID window " + std::to_string((g.kh - 1) * g.dh + 1) + " (dilated) exceeds input height " +
-             std::to_string(g.h) + " (" + shapes + ")";
-    g.oh = r.out;
-    g.pad_top = r.pad_before;
-    g.pad_bottom = r.pad_after;
+  if (depthwise) {
+    if (x[3] >= 0 && w[2] >= 0 && x[3] != w[2])
+      return "input channels " + std::to_string(x[3]) + " != filter input channels " +
+             std::to_string(w[2]) + " (" + shapes + ")";
+    g.m = w[3];
+    g.oc = g.c >= 0 && w[3] >= 0 ? g.c * w[3] : kUnknownDim;
+    g.groups = g.c;
+    g.cg = 1;
+    g.og = g.m;
   } else {
-    g.oh = kUnknownDim;
+    if (g.c >= 0 && w[2] >= 0 && g.c % w[2] != 0)
+      return "input channels " + std::to_string(g.c) +
+             " are not a multiple of the filter's input channels " + std::to_string(w[2]) +
+             " (groups = C / filter input channels; " + shapes + ")";
+    g.m = 1;
+    g.oc = w[3];
+    g.cg = w[2];
+    g.groups = g.c >= 0 && w[2] >= 0 ? g.c / w[2] : kUnknownDim;
+    if (g.groups > 0 && g.oc >= 0 && g.oc % g.groups != 0)
+      return "output channels " + std::to_string(g.oc) + " are not a multiple of the " +
+             std::to_string(g.groups) + " groups (" + shapes + ")";
+    g.og = g.groups > 0 && g.oc >= 0 ? g.oc / g.groups : kUnknownDim;
   }
-  if (g.kw >= 0) {
-    WindowDim r = window_dim(g.w, g.kw, g.sw, g.dw, *padding);
-    if (g.w >= 0 && r.out < 1)
-      return "VALID window " + std::to_string((g.kw - 1) * g.dw + 1) + " (dilated) exceeds input width " +
-             std::to_string(g.w) + " (" + shapes + ")";
-    g.ow = r.out;
-    g.pad_left = r.pad_before;
-    g.pad_right = r.pad_after;
-  } else {
-    g.ow = kUnknownDim;
-  }
-  if (g.h == 0) g.oh = 0;  // SAME on an empty input: empty output (VALID rejected above)
-  if (g.w == 0) g.ow = 0;
+  const std::vector<int64_t>& raw_strides = attrs.get_ints("strides");
+  const std::vector<int64_t>& raw_dilations = attrs.get_ints("dilations");
+  auto strides = spatial_pair(raw_strides);
+  auto dilations = spatial_pair(raw_dilations);
+  if (!strides || strides->first <= 0 || strides->second <= 0)
+    return "strides must be [sh,sw] (or [1,sh,sw,1]) with positive entries, got " +
+           attr_to_string(raw_strides) + " (" + shapes + ")";
+  if (!dilations || dilations->first <= 0 || dilations->second <= 0)
+    return "dilations must be [dh,dw] (or [1,dh,dw,1]) with positive entries, got " +
+           attr_to_string(raw_dilations) + " (" + shapes + ")";
+  Padding padding;
+  Pads2D pads;
+  std::string error = padding_attrs(attrs, &padding, &pads);
+  if (!error.empty()) return error + " (" + shapes + ")";
+  g.sh = strides->first;
+  g.sw = strides->second;
+  g.dh = dilations->first;
+  g.dw = dilations->second;
+  // One spatial dim: output size and padding, or an error when the window does not fit.
+  auto resolve = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t before, int64_t after,
+                     const char* dim, int64_t* o, int64_t* pad_before,
+                     int64_t* pad_after) -> std::string {
+    *o = kUnknownDim;
+    *pad_before = *pad_after = 0;
+    if (k < 0) return "";
+    WindowDim r = window_dim(in, k, s, d, padding, before, after);
+    if (in >= 0 && r.out < 1 && !(padding == Padding::kSame && in == 0))
+      return "window " + std::to_string((k - 1) * d + 1) + " (dilated) exceeds input " + dim + " " +
+             std::to_string(in) + " plus padding " + std::to_string(r.pad_before + r.pad_after) +
+             " (" + shapes + ")";
+    *o = in == 0 && padding == Padding::kSame ? 0 : r.out;  // SAME on an empty input: empty output
+    *pad_before = r.pad_before;
+    *pad_after = r.pad_after;
+    return "";
+  };
+  error = resolve(g.h, g.kh, g.sh, g.dh, pads.top, pads.bottom, "height", &g.oh, &g.pad_top,
+                  &g.pad_bottom);
+  if (error.empty())
+    error = resolve(g.w, g.kw, g.sw, g.dw, pads.left, pads.right, "width", &g.ow, &g.pad_left,
+                    &g.pad_right);
+  if (!error.empty()) return error;
   *out = g;
   return "";
 }
 
 Attrs ConvOptions::to_attrs() const {
-  return Attrs().set("strides", strides).set("padding", padding).set("dilations", dilations);
+  return Attrs()
+      .set("strides", strides)
+      .set("padding", padding)
+      .set("explicit_paddings", explicit_paddings)
+      .set("dilations", dilations);
 }
 
 }  // namespace ops
@@ -152,9 +165,10 @@ GradFn backprop_filter_grad(Names n) {
   };
 }
 
-#define HUB_CONV_ATTRS                                            \
-  .attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})   \
-      .attr("padding", AttrType::kString)                         \
+#define HUB_CONV_ATTRS                                                    \
+  .attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})           \
+      .attr("padding", AttrType::kString)                                 \
+      .attr("explicit_paddings", AttrType::kInts, std::vector<int64_t>{}) \
       .attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
 
 }  // namespace
@@ -163,7 +177,9 @@ HUB_REGISTER_OP(Conv2D)
     .inputs(2) HUB_CONV_ATTRS
     .shape_fn([](const InferContext& c) { return forward_shape(c, false); })
     .grad(forward_grad(kConv))
-    .doc("2-D convolution, NHWC input, HWIO filter, TF SAME/VALID padding.");
+    .doc(
+        "2-D convolution, NHWC x, filter [KH,KW,C/G,O] (G groups = C / filter dim 2), "
+        "SAME/VALID/EXPLICIT padding.");
 HUB_REGISTER_OP(Conv2DBackpropInput)
     .inputs(3) HUB_CONV_ATTRS
     .shape_fn([](const InferContext& c) { return backprop_shape(c, false, 0); })

@@ -10,9 +10,15 @@
 //
 //   LRNGrad(grads [N,H,W,D], input x, output y) -> dx [N,H,W,D]   (TF's formula)
 //     dx[..,k] = grads[..,k] * norm[..,k]^(-beta)
-//              - 2 * alpha * beta * x[..,k] * sum_{d: |d-k| <= r} grads[..,d] * y[..,d] / norm[..,d]
+//              - 2 * alpha * beta * x[..,k] * sum_{d: |d-k| <= r} grads[..,d] * y[..,d] /
+//              norm[..,d]
 //
 // Gradient of LRN with respect to x: LRNGrad(g, x, y). LRNGrad has no gradient.
+//
+// ONNX LRN(size, alpha, beta, bias) sums over channels [c - floor((size-1)/2),
+// c + ceil((size-1)/2)] and divides alpha by size: for an odd size it is
+// LRN with depth_radius = (size-1)/2, alpha = alpha/size, bias and beta as
+// they are. An even size (an asymmetric window) is not expressible.
 #pragma once
 
 #include <string>

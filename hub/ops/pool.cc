@@ -3,39 +3,69 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "hub/ops/padding.h"
 #include "hub/ops/registry.h"
 
 namespace hub {
-namespace {
+namespace ops {
 
-// TF's output size and padding for one spatial dim (hub/ops/padding.h). in
-// may be kUnknownDim (then out is unknown too). Throws via fail() when VALID
-// leaves no output.
-template <class Fail>
-ops::WindowDim tf_padding(int64_t in, int64_t k, int64_t s, ops::Padding padding, const char* dim, Fail fail) {
-  ops::WindowDim p = ops::window_dim(in, k, s, 1, padding);
-  if (padding == ops::Padding::kValid && in != kUnknownDim && p.out < 1)
-    fail(std::string("VALID padding needs input ") + dim + " >= window " + dim + ", got " +
-         std::to_string(in) + " < " + std::to_string(k));
-  return p;
+PoolTaps pool_taps(int64_t o, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pad_before,
+                   int64_t pad_after) {
+  PoolTaps t;
+  const int64_t start = o * s - pad_before;
+  const int64_t skip = start < 0 ? (-start + d - 1) / d : 0;           // taps before position 0
+  const int64_t fit = start <= in - 1 ? (in - 1 - start) / d + 1 : 0;  // taps before position in
+  t.first = start + skip * d;
+  t.count = std::max<int64_t>(0, std::min(k, fit) - skip);
+  t.extent = std::min(k, (in + pad_after - start + d - 1) / d);  // start >= -pad_before
+  return t;
 }
 
-// [a, b] or TF's [1, a, b, 1] -> {a, b}.
+PoolTaps PoolGeometry::row_taps(int64_t i) const {
+  return pool_taps(i, h, kh, sh, dh, pad_top, pad_bottom);
+}
+PoolTaps PoolGeometry::col_taps(int64_t j) const {
+  return pool_taps(j, w, kw, sw, dw, pad_left, pad_right);
+}
+
+}  // namespace ops
+
+namespace {
+
+// [a, b] or TF's [1, a, b, 1] -> {a, b}, each >= 1.
 template <class Fail>
 std::pair<int64_t, int64_t> window_attr(const Attrs& attrs, const char* name, Fail fail) {
   const std::vector<int64_t>& v = attrs.get_ints(name);
-  int64_t a = 1, b = 1;
-  if (v.size() == 2) {
-    a = v[0], b = v[1];
-  } else if (v.size() == 4 && v[0] == 1 && v[3] == 1) {
-    a = v[1], b = v[2];
-  } else {
-    fail(std::string("attribute ") + name + " must be [h, w] or [1, h, w, 1], got " + attr_to_string(v));
-  }
-  if (a < 1 || b < 1) fail(std::string("attribute ") + name + " must be positive, got " + attr_to_string(v));
-  return {a, b};
+  auto pair = ops::spatial_pair(v);
+  if (!pair)
+    fail(std::string("attribute ") + name + " must be [h, w] or [1, h, w, 1], got " +
+         attr_to_string(v));
+  if (pair->first < 1 || pair->second < 1)
+    fail(std::string("attribute ") + name + " must be positive, got " + attr_to_string(v));
+  return *pair;
+}
+
+// Output size and padding along one dim; fails when the window does not fit
+// or (known sizes) some window has no in-bounds tap.
+template <class Fail>
+ops::WindowDim resolve_dim(int64_t in, int64_t k, int64_t s, int64_t d, ops::Padding padding,
+                           int64_t before, int64_t after, bool ceil_mode, const char* dim,
+                           Fail fail) {
+  ops::WindowDim r = ops::window_dim(in, k, s, d, padding, before, after, ceil_mode);
+  if (in == kUnknownDim) return r;
+  const int64_t span = (k - 1) * d + 1;
+  if (r.out < 1)
+    fail("input " + std::string(dim) + " " + std::to_string(in) + " plus padding " +
+         std::to_string(r.pad_before + r.pad_after) + " is smaller than the (dilated) window " +
+         std::to_string(span));
+  for (int64_t o = 0; o < r.out; ++o)
+    if (ops::pool_taps(o, in, k, s, d, r.pad_before, r.pad_after).count == 0)
+      fail("output " + std::string(dim) + " position " + std::to_string(o) +
+           " pools only padding (input " + std::to_string(in) + ", window " + std::to_string(span) +
+           ", pads " + std::to_string(r.pad_before) + "+" + std::to_string(r.pad_after) + ")");
+  return r;
 }
 
 template <class Fail>
@@ -43,13 +73,23 @@ ops::PoolGeometry geometry(const Attrs& attrs, const Shape& in, Fail fail) {
   ops::PoolGeometry g;
   auto [kh, kw] = window_attr(attrs, "ksize", fail);
   auto [sh, sw] = window_attr(attrs, "strides", fail);
-  const std::string& padding_text = attrs.get_string("padding");
-  std::optional<ops::Padding> padding = ops::parse_padding(padding_text);
-  if (!padding) fail("attribute padding must be \"SAME\" or \"VALID\", got \"" + padding_text + "\"");
+  int64_t dh = 1, dw = 1;
+  if (attrs.has("dilations")) std::tie(dh, dw) = window_attr(attrs, "dilations", fail);
+  ops::Padding padding;
+  ops::Pads2D pads;
+  std::string error = ops::padding_attrs(attrs, &padding, &pads);
+  if (!error.empty()) fail("attribute " + error);
+  const bool ceil_mode = attrs.get_bool("ceil_mode");
+  if (ceil_mode && padding != ops::Padding::kExplicit)
+    fail("attribute ceil_mode needs padding \"EXPLICIT\", got \"" + attrs.get_string("padding") +
+         "\"");
   g.n = in[0], g.h = in[1], g.w = in[2], g.c = in[3];
-  g.kh = kh, g.kw = kw, g.sh = sh, g.sw = sw;
-  ops::WindowDim ph = tf_padding(g.h, kh, sh, *padding, "height", fail);
-  ops::WindowDim pw = tf_padding(g.w, kw, sw, *padding, "width", fail);
+  g.kh = kh, g.kw = kw, g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw;
+  g.count_include_pad = attrs.has("count_include_pad") && attrs.get_bool("count_include_pad");
+  ops::WindowDim ph =
+      resolve_dim(g.h, kh, sh, dh, padding, pads.top, pads.bottom, ceil_mode, "height", fail);
+  ops::WindowDim pw =
+      resolve_dim(g.w, kw, sw, dw, padding, pads.left, pads.right, ceil_mode, "width", fail);
   g.oh = ph.out, g.ow = pw.out;
   g.pad_top = ph.pad_before, g.pad_bottom = ph.pad_after;
   g.pad_left = pw.pad_before, g.pad_right = pw.pad_after;
@@ -79,49 +119,57 @@ std::vector<TensorSpec> pool_grad_shape_fn(const InferContext& c) {
   return {{DType::kFloat32, c.shape(0)}};
 }
 
-Attrs pool_attrs(const Node& n) {
-  Attrs a;
-  for (const char* k : {"ksize", "strides", "padding"}) a.set(k, n.attrs.get(k));
-  return a;
-}
+enum class Kind { kMax, kAvg };
 
-// One pooling op: its input count, the shared window attributes and its shape function.
-OpDefBuilder pool_op(const char* name, int inputs, ShapeFn shape_fn) {
+// One pooling op: its input count, its attributes (shared ones plus its
+// kind's) and its shape function. A gradient op carries exactly its forward
+// op's attributes.
+OpDefBuilder pool_op(const char* name, Kind kind, int inputs, ShapeFn shape_fn) {
   OpDefBuilder b(name);
   b.inputs(inputs)
       .attr("ksize", AttrType::kInts)
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
+      .attr("explicit_paddings", AttrType::kInts, std::vector<int64_t>{})
+      .attr("ceil_mode", AttrType::kBool, false)
       .shape_fn(std::move(shape_fn));
+  if (kind == Kind::kMax)
+    b.attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1});
+  else
+    b.attr("count_include_pad", AttrType::kBool, false);
   return b;
 }
 
 const OpRegistrar max_pool_op =
-    pool_op("MaxPool", 1, pool_shape_fn)
+    pool_op("MaxPool", Kind::kMax, 1, pool_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{c.scope.op("MaxPoolGrad", {c.inputs[0], c.outputs[0], c.grads[0]},
-                                                pool_attrs(c.node))};
+          return std::vector<Output>{
+              c.scope.op("MaxPoolGrad", {c.inputs[0], c.outputs[0], c.grads[0]}, c.node.attrs)};
         })
-        .doc("Max over each [kh,kw] window of NHWC x (TF SAME/VALID padding).");
+        .doc("Max over each (dilated) [kh,kw] window of NHWC x; SAME/VALID/EXPLICIT padding "
+             "(pads are -inf), ceil_mode.");
 
 const OpRegistrar avg_pool_op =
-    pool_op("AvgPool", 1, pool_shape_fn)
+    pool_op("AvgPool", Kind::kAvg, 1, pool_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{c.scope.op("AvgPoolGrad", {c.inputs[0], c.grads[0]}, pool_attrs(c.node))};
+          return std::vector<Output>{
+              c.scope.op("AvgPoolGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
         })
-        .doc("Mean over the in-bounds part of each [kh,kw] window of NHWC x.");
+        .doc(
+            "Mean over each [kh,kw] window of NHWC x, divided by its in-bounds count (or, with "
+            "count_include_pad, by its size within the padding).");
 
 const OpRegistrar max_pool_grad_op =
-    pool_op("MaxPoolGrad", 3, pool_grad_shape_fn)
+    pool_op("MaxPoolGrad", Kind::kMax, 3, pool_grad_shape_fn)
         .doc("Gradient of MaxPool: grad routed to each window's first maximum.")
         .no_gradient("a gradient op; second-order gradients are not supported");
 
 const OpRegistrar avg_pool_grad_op =
-    pool_op("AvgPoolGrad", 2, pool_grad_shape_fn)
+    pool_op("AvgPoolGrad", Kind::kAvg, 2, pool_grad_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{Output{}, c.scope.op("AvgPool", {c.grads[0]}, pool_attrs(c.node))};
+          return std::vector<Output>{Output{}, c.scope.op("AvgPool", {c.grads[0]}, c.node.attrs)};
         })
-        .doc("Gradient of AvgPool: grad / count spread over each window.");
+        .doc("Gradient of AvgPool: grad / divisor spread over each window's in-bounds taps.");
 
 }  // namespace
 

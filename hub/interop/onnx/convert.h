@@ -32,6 +32,17 @@ struct Deferred {
   std::string reason;
 };
 
+// One element of a shape computed at import: a known value, or dimension
+// `dim` of ONNX value `tensor` (known only at run time, e.g. the batch).
+struct SymDim {
+  int64_t value = 0;
+  std::string tensor;  // empty: `value` is known
+  int dim = 0;
+  bool known() const { return tensor.empty(); }
+  bool operator==(const SymDim& o) const { return value == o.value && tensor == o.tensor && dim == o.dim; }
+};
+using SymShape = std::vector<SymDim>;
+
 // Where one node is being built.
 class NodeContext {
  public:
@@ -73,6 +84,11 @@ class NodeContext {
   // Sets output i to a value known at import (ONNX order), e.g. a Shape of a
   // static tensor: later nodes fold through it.
   virtual void set_constant(int i, const Tensor& value) = 0;
+  // A 1-D int64 input computed from shapes with some elements known only at
+  // run time (Shape of a tensor with a dynamic batch, and what Gather,
+  // Unsqueeze, Concat, ... make of it); its constant form when fully known.
+  virtual std::optional<SymShape> symbolic(int i) const = 0;
+  virtual void set_symbolic(int i, SymShape value) = 0;
 
   // Attributes (the mapper's declared ones; others are refused before it runs).
   bool has_attr(const std::string& name) const;

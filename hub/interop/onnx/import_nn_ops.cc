@@ -14,7 +14,10 @@ namespace {
 
 std::string ints_text(const std::vector<int64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
   return s + "]";
 }
 
@@ -142,9 +145,12 @@ void map_conv_transpose(NodeContext& c) {
   if (c.has_attr("output_shape"))
     c.fail_attr("output_shape", ints_text(c.attr_ints("output_shape")), "give pads/output_padding instead");
   Window w = window(c, kernel, x);
-  if (w.padding == "SAME") c.fail_attr("auto_pad", "SAME_UPPER", "not supported for ConvTranspose; use explicit pads");
+  if (c.attr_string("auto_pad", "NOTSET") != "NOTSET")
+    c.fail_attr("auto_pad", c.attr_string("auto_pad", ""), "not supported for ConvTranspose; give pads");
+  std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
   Attrs a;
-  w.add_to(a, true);
+  a.set("strides", w.strides).set("dilations", w.dilations);
+  a.set("explicit_paddings", std::vector<int64_t>{pads[0], pads[2], pads[1], pads[3]});
   a.set("output_padding", c.attr_ints("output_padding", {0, 0})).set("groups", group);
   // ONNX W [C, M/G, KH, KW] -> hub's Conv2DTranspose filter [KH, KW, M/G, C].
   Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
@@ -161,12 +167,19 @@ void map_pool(NodeContext& c) {
   if (x.rank() != 4) c.fail("only 2-D pooling (4-D input N,C,H,W) is supported, input is " + x.to_string());
   if (kMax && c.attr_int("storage_order", 0) != 0) c.fail_attr("storage_order", "1", "only row-major indices");
   Window w = window(c, c.attr_ints("kernel_shape"), x);
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  if (ceil_mode && w.padding != "EXPLICIT") {
+    // hub's ceil_mode is defined on explicit pads only.
+    if (w.padding == "SAME") c.fail_attr("ceil_mode", "1", "with auto_pad SAME_UPPER is not supported");
+    w.padding = "EXPLICIT";
+    w.explicit_paddings = {0, 0, 0, 0};
+  }
   Attrs a;
   a.set("ksize", w.kernel);
   w.add_to(a, kMax && w.dilations != std::vector<int64_t>{1, 1});
   if (!kMax && w.dilations != std::vector<int64_t>{1, 1})
     c.fail_attr("dilations", ints_text(w.dilations), "AveragePool with dilations is not supported");
-  if (c.attr_int("ceil_mode", 0)) a.set("ceil_mode", true);
+  if (ceil_mode) a.set("ceil_mode", true);
   if (!kMax && c.attr_int("count_include_pad", 0)) a.set("count_include_pad", true);
   c.set_output(0, c.scope().op(kMax ? "MaxPool" : "AvgPool", {c.nhwc(0)}, a, kMax ? "MaxPool" : "AvgPool"), true);
 }
@@ -226,6 +239,7 @@ void map_resize(NodeContext& c) {
   const Shape x = c.shape(0);
   if (x.rank() != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + x.to_string());
   std::vector<int64_t> size;
+  std::vector<double> scale_attr;
   if (c.has_input(3)) {
     std::vector<int64_t> sizes = c.constant_ints(3, "sizes");
     if (sizes.size() != 4) c.fail("sizes must have 4 entries");
@@ -239,6 +253,7 @@ void map_resize(NodeContext& c) {
     if (x[2] < 0 || x[3] < 0) c.fail("scales need a static input size, got " + x.to_string());
     size = {static_cast<int64_t>(std::floor(static_cast<double>(x[2]) * s[2])),
             static_cast<int64_t>(std::floor(static_cast<double>(x[3]) * s[3]))};
+    scale_attr = {s[2], s[3]};  // the coordinate transform uses ONNX's scales, not OH/H
   } else {
     c.fail("needs scales or sizes");
   }
@@ -249,6 +264,7 @@ void map_resize(NodeContext& c) {
   if (ctm == "tf_crop_and_resize") c.fail_attr("coordinate_transformation_mode", ctm, "not supported");
   Attrs a;
   a.set("size", size).set("mode", mode).set("coordinate_transformation_mode", ctm);
+  if (!scale_attr.empty()) a.set("scales", scale_attr);
   if (mode == "nearest") a.set("nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor"));
   c.set_output(0, c.scope().op("Resize", {c.nhwc(0)}, a, "Resize"), true);
 }

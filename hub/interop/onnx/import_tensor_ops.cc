@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
@@ -48,21 +49,75 @@ void map_constant_of_shape(NodeContext& c) {
   c.set_constant(0, out);
 }
 
-// Shape and Size need only the input's static shape, not its value.
+// Shape and Size need only the input's static shape, not its value. A
+// dimension known only at run time makes the result symbolic (SymDim).
 void map_shape(NodeContext& c) {
   Shape s = c.shape(0);
   int64_t r = s.rank();
   int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
   start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
   end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
-  std::vector<int64_t> dims;
+  SymShape dims;
+  bool known = true;
   for (int64_t i = start; i < end; ++i) {
-    if (s[static_cast<int>(i)] < 0)
-      throw Deferred{"ONNX model: node '" + c.node().name() + "' (Shape): the shape of '" + c.node().input(0) +
-                     "' " + s.to_string() + " is only known at run time, and this value is needed there"};
-    dims.push_back(s[static_cast<int>(i)]);
+    int64_t d = s[static_cast<int>(i)];
+    dims.push_back(d >= 0 ? SymDim{d, "", 0} : SymDim{0, c.node().input(0), static_cast<int>(i)});
+    known = known && d >= 0;
   }
-  c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+  if (!known) {
+    c.set_symbolic(0, dims);
+    return;
+  }
+  std::vector<int64_t> v;
+  for (const SymDim& d : dims) v.push_back(d.value);
+  c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+// Shape arithmetic on symbolic values (Gather, Unsqueeze, Squeeze, Concat,
+// Slice, Cast, Identity of 1-D shapes with run-time elements). Returns false
+// when the node's data input is not symbolic (the normal mapping applies).
+bool map_symbolic(NodeContext& c) {
+  const std::string& op = c.op();
+  if (op == "Concat") {
+    bool all = true, any_runtime = false;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      all = all && c.symbolic(i).has_value();
+      any_runtime = any_runtime || !c.constant(i);
+    }
+    if (!all || !any_runtime) return false;
+  } else if (c.constant(0) || !c.symbolic(0)) {
+    return false;
+  }
+  SymShape in = *c.symbolic(0), out;
+  if (op == "Gather") {
+    for (int64_t k : c.constant_ints(1, "indices")) {
+      int64_t j = k < 0 ? k + static_cast<int64_t>(in.size()) : k;
+      if (j < 0 || j >= static_cast<int64_t>(in.size())) c.fail("index " + std::to_string(k) + " out of range");
+      out.push_back(in[static_cast<size_t>(j)]);
+    }
+  } else if (op == "Concat") {
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      std::optional<SymShape> part = c.symbolic(i);
+      if (!part) c.fail("input " + std::to_string(i) + " of a shape computation is neither constant nor a shape");
+      out.insert(out.end(), part->begin(), part->end());
+    }
+  } else if (op == "Slice") {
+    std::vector<int64_t> st = c.constant_ints(1, "starts"), en = c.constant_ints(2, "ends");
+    const int64_t n = static_cast<int64_t>(in.size());
+    int64_t b = std::clamp<int64_t>(st.at(0) < 0 ? st[0] + n : st[0], 0, n);
+    int64_t e = std::clamp<int64_t>(en.at(0) < 0 ? en[0] + n : en[0], 0, n);
+    if (c.has_input(4) && c.constant_ints(4, "steps") != std::vector<int64_t>{1}) c.fail("strided shape slices are not supported");
+    for (int64_t i = b; i < e; ++i) out.push_back(in[static_cast<size_t>(i)]);
+  } else {  // Unsqueeze, Squeeze, Cast, Identity: the elements pass through
+    out = in;
+  }
+  c.set_symbolic(0, out);
+  return true;
+}
+
+template <void (*kMap)(NodeContext&)>
+void symbolic_or(NodeContext& c) {
+  if (!map_symbolic(c)) kMap(c);
 }
 
 void map_size(NodeContext& c) {
@@ -311,9 +366,52 @@ std::vector<int64_t> reshape_dims(NodeContext& c, const Shape& in, const std::op
   return dims;
 }
 
+// A run-time target like [N, -1] (PyTorch's x.view(x.size(0), -1)): each
+// run-time element is a dim of x itself, so the -1 is computable from x's
+// static dims and the run-time dim becomes hub's -1.
+std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, const SymShape& target) {
+  const Shape x = c.shape(0);
+  int64_t known_product = 1;
+  std::set<int> referenced;
+  int minus_one = -1, symbolic = -1;
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const SymDim& d = target[i];
+    if (d.known()) {
+      if (d.value == -1) minus_one = static_cast<int>(i);
+      else if (d.value == 0) return std::nullopt;
+      else known_product *= d.value;
+      dims.push_back(d.value);
+    } else {
+      if (d.tensor != c.node().input(0) || symbolic >= 0) return std::nullopt;
+      symbolic = static_cast<int>(i);
+      referenced.insert(d.dim);
+      dims.push_back(-1);
+    }
+  }
+  // Every run-time dim of x must be the referenced one.
+  int64_t x_known = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (x[d] >= 0) x_known *= x[d];
+    else if (!referenced.count(d)) return std::nullopt;
+  }
+  if (minus_one >= 0) {
+    if (x_known % known_product != 0) c.fail("the target shape does not divide the input's " + x.to_string());
+    dims[static_cast<size_t>(minus_one)] = x_known / known_product;
+  }
+  return dims;
+}
+
 void map_reshape(NodeContext& c) {
   std::optional<std::vector<int64_t>> target;
-  if (c.constant(1)) target = c.constant_ints(1, "shape");
+  if (c.constant(1)) {
+    target = c.constant_ints(1, "shape");
+  } else if (std::optional<SymShape> sym = c.symbolic(1)) {
+    if (std::optional<std::vector<int64_t>> dims = resolve_symbolic_target(c, *sym)) {
+      c.set_output(0, ops::reshape(c.scope(), c.native(0), *dims, "Reshape"));
+      return;
+    }
+  }
   std::vector<int64_t> dims = reshape_dims(c, c.shape(0), target);
   c.set_output(0, ops::reshape(c.scope(), c.native(0), dims, "Reshape"));
 }
@@ -616,18 +714,18 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["HardSigmoid"] = {map_hard_sigmoid, {"alpha", "beta"}};
   m["Clip"] = {map_clip, {}};
   m["PRelu"] = {map_prelu, {}};
-  m["Cast"] = {map_cast, {"to"}};
-  m["Identity"] = {map_passthrough, {}};
+  m["Cast"] = {symbolic_or<map_cast>, {"to"}};
+  m["Identity"] = {symbolic_or<map_passthrough>, {}};
   m["Dropout"] = {map_passthrough, {"seed"}};
   m["Reshape"] = {map_reshape, {"allowzero"}};
   m["Flatten"] = {map_flatten, {"axis"}};
   m["Transpose"] = {map_transpose, {"perm"}};
-  m["Squeeze"] = {map_squeeze, {}};
-  m["Unsqueeze"] = {map_unsqueeze, {}};
-  m["Concat"] = {map_concat, {"axis"}};
+  m["Squeeze"] = {symbolic_or<map_squeeze>, {}};
+  m["Unsqueeze"] = {symbolic_or<map_unsqueeze>, {}};
+  m["Concat"] = {symbolic_or<map_concat>, {"axis"}};
   m["Split"] = {map_split, {"axis"}};
-  m["Slice"] = {map_slice, {}};
-  m["Gather"] = {map_gather, {"axis"}};
+  m["Slice"] = {symbolic_or<map_slice>, {}};
+  m["Gather"] = {symbolic_or<map_gather>, {"axis"}};
   m["Pad"] = {map_pad, {"mode"}};
   m["Tile"] = {map_tile, {}};
   m["Expand"] = {map_expand, {}};

@@ -30,6 +30,7 @@ std::string sanitize(const std::string& name) {
 
 struct Value {
   std::optional<Tensor> constant;  // known at import, ONNX order
+  std::optional<SymShape> symbolic;  // a shape computed with run-time dims
   Output out;                      // materialised in the graph being built
   bool nhwc = false;               // `out` is the NHWC form of a 4-D value
   Output other;                    // cached conversion to the other layout
@@ -71,6 +72,9 @@ class GraphContext final : public NodeContext {
   std::optional<Shape> output_shape(int i) const override;
   void set_output(int i, Output value, bool nhwc) override;
   void set_constant(int i, const Tensor& value) override { constants_[i] = value; }
+  std::optional<SymShape> symbolic(int i) const override;
+  void set_symbolic(int i, SymShape value) override { symbolic_[i] = std::move(value); }
+  const std::map<int, SymShape>& symbolic_outputs() const { return symbolic_; }
 
   // Outputs set by the mapper, by index.
   const std::map<int, std::pair<Output, bool>>& outputs() const { return outputs_; }
@@ -87,6 +91,7 @@ class GraphContext final : public NodeContext {
   bool folding_;
   std::map<int, std::pair<Output, bool>> outputs_;
   std::map<int, Tensor> constants_;
+  std::map<int, SymShape> symbolic_;
 };
 
 class Importer {
@@ -169,6 +174,18 @@ DType GraphContext::dtype(int i) const {
   if (const ValueInfo* info = importer_.info(node().input(i)); info && info->elem_type)
     return dtype_from_onnx(info->elem_type, "input '" + node().input(i) + "'");
   fail("the type of input '" + node().input(i) + "' is unknown");
+}
+
+std::optional<SymShape> GraphContext::symbolic(int i) const {
+  const Value& v = value(i);
+  if (v.symbolic) return v.symbolic;
+  if (v.constant && v.constant->rank() <= 1 &&
+      (v.constant->dtype() == DType::kInt64 || v.constant->dtype() == DType::kInt32)) {
+    SymShape s;
+    for (int64_t x : constant_ints(i, "input")) s.push_back(SymDim{x, "", 0});
+    return s;
+  }
+  return std::nullopt;
 }
 
 Output GraphContext::materialise(int i) {
@@ -305,15 +322,12 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
     if (!mapper.attributes.count(a.name()))
       throw_error(Code::kUnimplemented, where + ": attribute '" + a.name() + "' is not supported");
   bool all_constant = mapper.foldable;
-  bool any_unavailable = false;
   for (const std::string& in : node.input()) {
     if (in.empty()) continue;
     auto v = values_.find(in);
     if (v == values_.end()) throw_error(Code::kInvalidArgument, where + ": input '" + in + "' is produced by no earlier node");
     all_constant = all_constant && v->second.constant.has_value();
-    any_unavailable = any_unavailable || !v->second.unavailable.empty();
   }
-  (void)any_unavailable;
   if (all_constant) {
     fold(node, mapper);
   } else {
@@ -326,6 +340,12 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
         v.nhwc = out.second;
       }
       for (const auto& [i, t] : ctx.constants()) values_[node.output(i)].constant = t;
+      for (const auto& [i, s] : ctx.symbolic_outputs()) {
+        Value& v = values_[node.output(i)];
+        v.symbolic = s;
+        v.unavailable = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + "): output '" +
+                        node.output(i) + "' is a shape known only at run time, and a run-time use of it is not supported";
+      }
     } catch (const Deferred& d) {
       for (const std::string& out : node.output())
         if (!out.empty()) values_[out].unavailable = d.reason;

@@ -1,38 +1,49 @@
 // Reference kernels for Conv2D and DepthwiseConv2dNative (and their backprops).
 //
-// Conv2D: im2col + Eigen GEMM. Output rows r = n*OH + oh are contiguous in y
-// ([N,OH,OW,O] row-major), so a block of rows is one GEMM
-//   y[rows*OW, O] = col[rows*OW, KH*KW*C] * w[KH*KW*C, O]
-// (the HWIO filter is already that row-major matrix). Blocks are split across
-// threads; each thread's col buffer comes from the session pool. A 1x1,
-// stride-1, unpadded convolution uses the input itself as the col matrix.
+// Conv2D: im2col + Eigen GEMM, one GEMM per group. Output rows r = n*OH + oh
+// are contiguous in y ([N,OH,OW,O] row-major), so a block of rows and group g
+// is one GEMM
+//   y[rows*OW, g*O/G : (g+1)*O/G] = col_g[rows*OW, KH*KW*C/G] * w[KH*KW*C/G, g*O/G : (g+1)*O/G]
+// (the [KH,KW,C/G,O] filter is already that row-major matrix; a group's
+// columns are a strided block of it). Blocks are split across threads; each
+// thread's col buffer comes from the session pool. A 1x1, stride-1,
+// unpadded convolution uses the input itself (a strided block of its
+// channels per group) as the col matrix.
 // Backprops: dcol = dy * w^T then col2im (added into dx, per image so threads
 // never write the same pixel); dw = sum over blocks of col^T * dy, one partial
 // per thread, summed at the end.
 //
 // Depthwise: per output pixel, Eigen array expressions over the channel vector
 // (C, or a C x M block for multiplier M).
-#include <Eigen/Core>
+#include "hub/ops/cpu/conv2d.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 
 #include "hub/core/parallel.h"
-#include "hub/ops/conv2d.h"
-#include "hub/ops/registry.h"
 
 namespace hub::cpu {
 namespace {
 
 using ops::ConvGeometry;
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MapMat = Eigen::Map<RowMat>;
-using CMapMat = Eigen::Map<const RowMat>;
+using Stride = Eigen::OuterStride<>;
+using MapMat = Eigen::Map<RowMat, 0, Stride>;
+using CMapMat = Eigen::Map<const RowMat, 0, Stride>;
 using Vec = Eigen::Array<float, Eigen::Dynamic, 1>;
 using MapVec = Eigen::Map<Vec>;
 using CMapVec = Eigen::Map<const Vec>;
 using RowArr = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapArr = Eigen::Map<RowArr>;
 using CMapArr = Eigen::Map<const RowArr>;
+
+// rows x cols row-major matrices whose rows are `stride` floats apart.
+MapMat mat(float* p, int64_t rows, int64_t cols, int64_t stride) {
+  return MapMat(p, rows, cols, Stride(stride));
+}
+CMapMat mat(const float* p, int64_t rows, int64_t cols, int64_t stride) {
+  return CMapMat(p, rows, cols, Stride(stride));
+}
 
 // Geometry from the forward input (input 0) and filter (input 1) shapes; the
 // shape function has validated them.
@@ -59,49 +70,55 @@ bool is_pointwise(const ConvGeometry& g) {
          g.pad_bottom == 0 && g.pad_right == 0;
 }
 
+// Columns of one group's col matrix: KH*KW*C/G.
+int64_t group_k(const ConvGeometry& g) { return g.kh * g.kw * g.cg; }
+
 // Output rows per im2col block: keeps a block's col buffer near 1M floats.
 int64_t block_rows(const ConvGeometry& g) {
-  const int64_t per_row = std::max<int64_t>(1, g.ow * g.kh * g.kw * g.c);
+  const int64_t per_row = std::max<int64_t>(1, g.ow * group_k(g));
   return std::max<int64_t>(1, (int64_t{1} << 20) / per_row);
 }
 
-// Walks the im2col layout of output rows [r0, r1) (r = n*OH + oh):
-//   col[(r-r0)*OW + ow, (kh*KW + kw)*C + c] = x[n, ih, iw, c] (0 outside),
+// Walks the im2col layout of output rows [r0, r1) (r = n*OH + oh) for the
+// group whose input channels start at c0:
+//   col[(r-r0)*OW + ow, (kh*KW + kw)*C/G + i] = x[n, ih, iw, c0 + i] (0 outside),
 // calling run(col_off, x_off, len) for each run of len floats at col + col_off
 // that mirrors x + x_off; x_off < 0 means the run lies in the padding.
-template <class Run> void for_each_col_run(const ConvGeometry& g, int64_t r0, int64_t r1, Run run) {
-  const int64_t K = g.kh * g.kw * g.c;
+template <class Run>
+void for_each_col_run(const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, Run run) {
+  const int64_t K = group_k(g);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / g.oh, oh = r % g.oh;
-    const int64_t xn = n * g.h * g.w * g.c;
+    const int64_t xn = n * g.h * g.w * g.c + c0;
     for (int64_t ow = 0; ow < g.ow; ++ow) {
       const int64_t dst = ((r - r0) * g.ow + ow) * K;
       const int64_t ih0 = oh * g.sh - g.pad_top, iw0 = ow * g.sw - g.pad_left;
-      const bool row_inside = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
+      // The whole window row is one contiguous run of KW*C floats.
+      const bool row_inside = g.dw == 1 && g.cg == g.c && iw0 >= 0 && iw0 + g.kw <= g.w;
       for (int64_t kh = 0; kh < g.kh; ++kh) {
-        const int64_t seg = dst + kh * g.kw * g.c;
+        const int64_t seg = dst + kh * g.kw * g.cg;
         const int64_t ih = ih0 + kh * g.dh;
         if (ih < 0 || ih >= g.h) {
-          run(seg, int64_t{-1}, g.kw * g.c);
+          run(seg, int64_t{-1}, g.kw * g.cg);
           continue;
         }
         const int64_t xrow = xn + ih * g.w * g.c;
-        if (row_inside) {  // the whole window row is one contiguous run of KW*C floats
+        if (row_inside) {
           run(seg, xrow + iw0 * g.c, g.kw * g.c);
           continue;
         }
         for (int64_t kw = 0; kw < g.kw; ++kw) {
           const int64_t iw = iw0 + kw * g.dw;
-          run(seg + kw * g.c, iw < 0 || iw >= g.w ? int64_t{-1} : xrow + iw * g.c, g.c);
+          run(seg + kw * g.cg, iw < 0 || iw >= g.w ? int64_t{-1} : xrow + iw * g.c, g.cg);
         }
       }
     }
   }
 }
 
-// col for output rows [r0, r1) (layout above).
-void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, float* col) {
-  for_each_col_run(g, r0, r1, [&](int64_t col_off, int64_t x_off, int64_t len) {
+// col for output rows [r0, r1) and the group starting at input channel c0.
+void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, float* col) {
+  for_each_col_run(g, r0, r1, c0, [&](int64_t col_off, int64_t x_off, int64_t len) {
     if (x_off < 0)
       std::fill_n(col + col_off, len, 0.0f);
     else
@@ -109,21 +126,21 @@ void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, float
   });
 }
 
-// Adjoint of im2col for the rows [r0, r1): dx += scatter(col).
-void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, float* dx) {
-  for_each_col_run(g, r0, r1, [&](int64_t col_off, int64_t x_off, int64_t len) {
+// Adjoint of im2col for the rows [r0, r1) and group at c0: dx += scatter(col).
+void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0,
+                float* dx) {
+  for_each_col_run(g, r0, r1, c0, [&](int64_t col_off, int64_t x_off, int64_t len) {
     if (x_off >= 0) MapVec(dx + x_off, len) += CMapVec(col + col_off, len);
   });
 }
 
+}  // namespace
+
 // ---- Conv2D -----------------------------------------------------------------
 
-void conv2d_kernel(KernelContext& c) {
-  const ConvGeometry g = geometry(c, false);
-  const float* x = c.input(0).data<float>();
-  float* y = c.output(0).data<float>();
-  const int64_t K = g.kh * g.kw * g.c;
-  CMapMat w(c.input(1).data<float>(), K, g.oc);
+void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, const float* w,
+                    float* y) {
+  const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) return;
   const bool pointwise = is_pointwise(g);  // the input is its own im2col matrix
@@ -135,29 +152,33 @@ void conv2d_kernel(KernelContext& c) {
   for_chunks(rows, chunks, [&](int64_t ci, int64_t b, int64_t e) {
     float* col = buffers + ci * slot;
     for (int64_t r0 = b; r0 < e; r0 += block) {
-      const int64_t r1 = std::min(e, r0 + block);
-      const float* src = pointwise ? x + r0 * g.ow * K : col;
-      if (!pointwise) im2col(x, g, r0, r1, col);
-      MapMat(y + r0 * g.ow * g.oc, (r1 - r0) * g.ow, g.oc).noalias() =
-          CMapMat(src, (r1 - r0) * g.ow, K) * w;
+      const int64_t r1 = std::min(e, r0 + block), m = (r1 - r0) * g.ow;
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        const int64_t c0 = gi * g.cg;
+        if (!pointwise) im2col(x, g, r0, r1, c0, col);
+        // Pointwise: K = C/G and x's rows (stride C) are the col matrix.
+        CMapMat src = mat(pointwise ? x + r0 * g.ow * g.c + c0 : col, m, K, pointwise ? g.c : K);
+        mat(y + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc).noalias() =
+            src * mat(w + gi * g.og, K, g.og, g.oc);
+      }
     }
   });
 }
 
-void conv2d_backprop_input_kernel(KernelContext& c) {
-  const ConvGeometry g = geometry(c, false);
-  const float* dy = c.input(2).data<float>();
-  float* dx = c.output(0).data<float>();
-  const int64_t K = g.kh * g.kw * g.c;
-  CMapMat w(c.input(1).data<float>(), K, g.oc);
+void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float* w, const float* dy,
+                           float* dx) {
+  const int64_t K = group_k(g);
   if (is_pointwise(g)) {  // dx rows are independent: split them across threads
     const int64_t pixels = g.n * g.h * g.w;
     for_chunks(pixels, chunk_count(pixels), [&](int64_t, int64_t b, int64_t e) {
-      MapMat(dx + b * g.c, e - b, g.c).noalias() = CMapMat(dy + b * g.oc, e - b, g.oc) * w.transpose();
+      for (int64_t gi = 0; gi < g.groups; ++gi)
+        mat(dx + b * g.c + gi * g.cg, e - b, g.cg, g.c).noalias() =
+            mat(dy + b * g.oc + gi * g.og, e - b, g.og, g.oc) *
+            mat(w + gi * g.og, K, g.og, g.oc).transpose();
     });
     return;
   }
-  std::fill_n(dx, c.output(0).num_elements(), 0.0f);
+  std::fill_n(dx, g.n * g.h * g.w * g.c, 0.0f);
   if (g.n * g.oh * g.ow == 0) return;
   const int64_t block = std::min(block_rows(g), g.oh);
   const int64_t chunks = chunk_count(g.n);  // per image: no two threads touch the same dx pixel
@@ -168,23 +189,23 @@ void conv2d_backprop_input_kernel(KernelContext& c) {
     float* col = buffers + ci * slot;
     for (int64_t n = nb; n < ne; ++n)
       for (int64_t oh = 0; oh < g.oh; oh += block) {
-        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block);
-        MapMat(col, (r1 - r0) * g.ow, K).noalias() =
-            CMapMat(dy + r0 * g.ow * g.oc, (r1 - r0) * g.ow, g.oc) * w.transpose();
-        col2im_add(col, g, r0, r1, dx);
+        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block),
+                      m = (r1 - r0) * g.ow;
+        for (int64_t gi = 0; gi < g.groups; ++gi) {
+          mat(col, m, K, K).noalias() = mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc) *
+                                        mat(w + gi * g.og, K, g.og, g.oc).transpose();
+          col2im_add(col, g, r0, r1, gi * g.cg, dx);
+        }
       }
   });
 }
 
-void conv2d_backprop_filter_kernel(KernelContext& c) {
-  const ConvGeometry g = geometry(c, false);
-  const float* x = c.input(0).data<float>();
-  const float* dy = c.input(2).data<float>();
-  const int64_t K = g.kh * g.kw * g.c;
-  MapMat dw(c.output(0).data<float>(), K, g.oc);
+void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float* x,
+                            const float* dy, float* dw) {
+  const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) {
-    dw.setZero();
+    std::fill_n(dw, K * g.oc, 0.0f);
     return;
   }
   const bool pointwise = is_pointwise(g);
@@ -197,18 +218,38 @@ void conv2d_backprop_filter_kernel(KernelContext& c) {
   for_chunks(rows, chunks, [&](int64_t ci, int64_t b, int64_t e) {
     float* partial = buffers + ci * slot;
     float* col = partial + K * g.oc;
-    MapMat acc(partial, K, g.oc);
-    acc.setZero();
+    std::fill_n(partial, K * g.oc, 0.0f);
     for (int64_t r0 = b; r0 < e; r0 += block) {
-      const int64_t r1 = std::min(e, r0 + block);
-      const float* src = pointwise ? x + r0 * g.ow * K : col;
-      if (!pointwise) im2col(x, g, r0, r1, col);
-      acc.noalias() += CMapMat(src, (r1 - r0) * g.ow, K).transpose() *
-                       CMapMat(dy + r0 * g.ow * g.oc, (r1 - r0) * g.ow, g.oc);
+      const int64_t r1 = std::min(e, r0 + block), m = (r1 - r0) * g.ow;
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        const int64_t c0 = gi * g.cg;
+        if (!pointwise) im2col(x, g, r0, r1, c0, col);
+        CMapMat src = mat(pointwise ? x + r0 * g.ow * g.c + c0 : col, m, K, pointwise ? g.c : K);
+        mat(partial + gi * g.og, K, g.og, g.oc).noalias() +=
+            src.transpose() * mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc);
+      }
     }
   });
-  dw = MapMat(buffers, K, g.oc);
-  for (int64_t ci = 1; ci < chunks; ++ci) dw += MapMat(buffers + ci * slot, K, g.oc);
+  MapVec out(dw, K * g.oc);
+  out = MapVec(buffers, K * g.oc);
+  for (int64_t ci = 1; ci < chunks; ++ci) out += MapVec(buffers + ci * slot, K * g.oc);
+}
+
+namespace {
+
+void conv2d_kernel(KernelContext& c) {
+  conv2d_forward(c, geometry(c, false), c.input(0).data<float>(), c.input(1).data<float>(),
+                 c.output(0).data<float>());
+}
+
+void conv2d_backprop_input_kernel(KernelContext& c) {
+  conv2d_backprop_input(c, geometry(c, false), c.input(1).data<float>(), c.input(2).data<float>(),
+                        c.output(0).data<float>());
+}
+
+void conv2d_backprop_filter_kernel(KernelContext& c) {
+  conv2d_backprop_filter(c, geometry(c, false), c.input(0).data<float>(), c.input(2).data<float>(),
+                         c.output(0).data<float>());
 }
 
 // ---- DepthwiseConv2dNative --------------------------------------------------

@@ -1,6 +1,8 @@
 // Reference pooling kernels (NHWC float32): Eigen arrays over the channel
 // dimension, parallel over output rows (forward) or (batch, channel block)
-// pairs (backward, whose windows overlap in the input).
+// pairs (backward, whose windows overlap in the input). Windows visit only
+// their in-bounds taps (hub/ops/pool.h: PoolGeometry::row_taps / col_taps),
+// so padding never enters a max or a sum.
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -17,19 +19,19 @@ using Vec = Eigen::Map<Eigen::ArrayXf>;
 using CVec = Eigen::Map<const Eigen::ArrayXf>;
 constexpr int64_t kChannelBlock = 32;
 
-struct Window {
-  int64_t h0, h1, w0, w1;  // in-bounds [h0,h1) x [w0,w1)
-  int64_t count() const { return (h1 - h0) * (w1 - w0); }
-};
-
-Window window(const ops::PoolGeometry& g, int64_t i, int64_t j) {
-  int64_t h0 = i * g.sh - g.pad_top, w0 = j * g.sw - g.pad_left;
-  return {std::max<int64_t>(h0, 0), std::min(h0 + g.kh, g.h), std::max<int64_t>(w0, 0),
-          std::min(w0 + g.kw, g.w)};
-}
-
 ops::PoolGeometry geometry_of(const KernelContext& c) {
   return ops::pool_geometry(c.attrs(), c.input(0).shape(), c.node().name);
+}
+
+// Runs tap(pos) for the in-bounds taps of window (i, j), rows first, where
+// pos = h * W + w is the tap's input pixel.
+template <class Tap>
+void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows, const ops::PoolTaps& cols,
+                  Tap tap) {
+  for (int64_t a = 0; a < rows.count; ++a) {
+    const int64_t row = (rows.first + a * g.dh) * g.w;
+    for (int64_t b = 0; b < cols.count; ++b) tap(row + cols.first + b * g.dw);
+  }
 }
 
 template <bool kMax> void pool_kernel(KernelContext& c) {
@@ -42,22 +44,22 @@ template <bool kMax> void pool_kernel(KernelContext& c) {
     for (int64_t r = b; r < e; ++r) {
       int64_t n = r / g.oh, i = r % g.oh;
       const float* xn = x + n * g.h * g.w * C;
+      const ops::PoolTaps rows = g.row_taps(i);
       for (int64_t j = 0; j < g.ow; ++j) {
-        Window win = window(g, i, j);
+        const ops::PoolTaps cols = g.col_taps(j);
         Vec out(y + ((r * g.ow) + j) * C, C);
         if (kMax)
           out.setConstant(-std::numeric_limits<float>::infinity());
         else
           out.setZero();
-        for (int64_t hh = win.h0; hh < win.h1; ++hh)
-          for (int64_t ww = win.w0; ww < win.w1; ++ww) {
-            CVec in(xn + (hh * g.w + ww) * C, C);
-            if (kMax)
-              out = out.max(in);
-            else
-              out += in;
-          }
-        if (!kMax) out *= 1.0f / static_cast<float>(win.count());
+        for_each_tap(g, rows, cols, [&](int64_t pos) {
+          CVec in(xn + pos * C, C);
+          if (kMax)
+            out = out.max(in);
+          else
+            out += in;
+        });
+        if (!kMax) out *= 1.0f / static_cast<float>(g.divisor(rows, cols));
       }
     }
   });
@@ -90,23 +92,24 @@ void max_pool_grad_kernel(KernelContext& c) {
     const int64_t C = g.c;
     Eigen::ArrayXf best(len);
     Eigen::Array<int64_t, Eigen::Dynamic, 1> arg(len);
-    for (int64_t i = 0; i < g.oh; ++i)
+    for (int64_t i = 0; i < g.oh; ++i) {
+      const ops::PoolTaps rows = g.row_taps(i);
       for (int64_t j = 0; j < g.ow; ++j) {
-        Window win = window(g, i, j);
-        best = CVec(xn + (win.h0 * g.w + win.w0) * C, len);
-        arg.setConstant(win.h0 * g.w + win.w0);
-        for (int64_t hh = win.h0; hh < win.h1; ++hh)
-          for (int64_t ww = win.w0; ww < win.w1; ++ww) {
-            int64_t pos = hh * g.w + ww;
-            CVec in(xn + pos * C, len);
-            // Strictly greater: the first maximum in scan order keeps the gradient.
-            auto better = in > best;
-            arg = better.select(Eigen::Array<int64_t, Eigen::Dynamic, 1>::Constant(len, pos), arg);
-            best = better.select(in, best);
-          }
+        const ops::PoolTaps cols = g.col_taps(j);
+        const int64_t first = rows.first * g.w + cols.first;  // the geometry has no empty window
+        best = CVec(xn + first * C, len);
+        arg.setConstant(first);
+        for_each_tap(g, rows, cols, [&](int64_t pos) {
+          CVec in(xn + pos * C, len);
+          // Strictly greater: the first maximum in scan order keeps the gradient.
+          auto better = in > best;
+          arg = better.select(Eigen::Array<int64_t, Eigen::Dynamic, 1>::Constant(len, pos), arg);
+          best = better.select(in, best);
+        });
         const float* gv = gyn + (i * g.ow + j) * C;
         for (int64_t k = 0; k < len; ++k) dxn[arg[k] * C + k] += gv[k];
       }
+    }
   });
 }
 
@@ -115,13 +118,14 @@ void avg_pool_grad_kernel(KernelContext& c) {
                             const float* gyn) {
     const int64_t C = g.c;
     Eigen::ArrayXf share(len);
-    for (int64_t i = 0; i < g.oh; ++i)
+    for (int64_t i = 0; i < g.oh; ++i) {
+      const ops::PoolTaps rows = g.row_taps(i);
       for (int64_t j = 0; j < g.ow; ++j) {
-        Window win = window(g, i, j);
-        share = CVec(gyn + (i * g.ow + j) * C, len) / static_cast<float>(win.count());
-        for (int64_t hh = win.h0; hh < win.h1; ++hh)
-          for (int64_t ww = win.w0; ww < win.w1; ++ww) Vec(dxn + (hh * g.w + ww) * C, len) += share;
+        const ops::PoolTaps cols = g.col_taps(j);
+        share = CVec(gyn + (i * g.ow + j) * C, len) / static_cast<float>(g.divisor(rows, cols));
+        for_each_tap(g, rows, cols, [&](int64_t pos) { Vec(dxn + pos * C, len) += share; });
       }
+    }
   });
 }
 

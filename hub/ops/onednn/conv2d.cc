@@ -7,21 +7,24 @@
 // Weights use format_tag::any: the forward and backward-data primitives pick a
 // blocked layout and onednn::reordered_weights() keeps the reordered copy
 // until the weights change; backward-weights writes its blocked result to a
-// pool buffer and reorders it into the HWIO/HWCM output. Depthwise is a grouped convolution
-// with groups = C: the HWCM filter is exactly oneDNN's `hwigo` layout of
-// dims {G=C, O=M, I=1, KH, KW}.
+// pool buffer and reorders it into the HWIO/HWCM output. A grouped Conv2D's
+// [KH,KW,C/G,O] filter is exactly oneDNN's `hwigo` layout of dims
+// {G, O/G, C/G, KH, KW}; depthwise is the grouped convolution G = C, its HWCM
+// filter the `hwigo` layout of {G=C, O=M, I=1, KH, KW}.
 //
-// TF's SAME padding is asymmetric: padding_l = pad_before, padding_r =
-// pad_after (hub/ops/padding.h). oneDNN's dilation is TF's minus one.
+// SAME padding is asymmetric and EXPLICIT padding arbitrary: padding_l =
+// pad_before, padding_r = pad_after (hub/ops/padding.h). oneDNN's dilation is
+// TF's minus one. Conv2DTranspose runs the backward-data pass of its
+// geometry (hub/ops/onednn/conv2d.h).
 // Primitive descriptors and primitives are cached per shape + attributes.
+#include "hub/ops/onednn/conv2d.h"
+
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "hub/core/error.h"
-#include "hub/ops/conv2d.h"
 #include "hub/ops/onednn/common.h"
-#include "hub/ops/registry.h"
 
 namespace hub::onednn {
 namespace {
@@ -36,12 +39,12 @@ struct ConvDims {
   std::string key;
 };
 
-ConvDims conv_dims(const ConvGeometry& g, bool depthwise, Pass pass) {
+ConvDims conv_dims(const ConvGeometry& g, Pass pass) {
   ConvDims d;
   d.src = {g.n, g.c, g.h, g.w};
   d.dst = {g.n, g.oc, g.oh, g.ow};
-  if (depthwise) {
-    d.weights = {g.c, g.m, 1, g.kh, g.kw};
+  if (g.groups > 1) {
+    d.weights = {g.groups, g.og, g.cg, g.kh, g.kw};
     d.weights_tag = tag::hwigo;
   } else {
     d.weights = {g.oc, g.c, g.kh, g.kw};
@@ -51,9 +54,9 @@ ConvDims conv_dims(const ConvGeometry& g, bool depthwise, Pass pass) {
   d.dilates = {g.dh - 1, g.dw - 1};
   d.pad_l = {g.pad_top, g.pad_left};
   d.pad_r = {g.pad_bottom, g.pad_right};
-  d.key = std::string(depthwise ? "dwconv" : "conv") + ":" + std::to_string(static_cast<int>(pass)) +
-          ":" + key_of(d.src) + "|" + key_of(d.weights) + "|" + key_of(d.strides) + "|" +
-          key_of(d.dilates) + "|" + key_of(d.pad_l) + "|" + key_of(d.pad_r);
+  d.key = "conv:" + std::to_string(static_cast<int>(pass)) + ":" + key_of(d.src) + "|" +
+          key_of(d.weights) + "|" + key_of(d.strides) + "|" + key_of(d.dilates) + "|" +
+          key_of(d.pad_l) + "|" + key_of(d.pad_r);
   return d;
 }
 
@@ -129,7 +132,7 @@ struct OutputAs {
 
 void forward_kernel(KernelContext& c, bool depthwise) {
   const bool blocked = blocked_activations();
-  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kForward);
+  const ConvDims d = conv_dims(geometry(c, depthwise), Pass::kForward);
   auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
     dnnl::convolution_forward::primitive_desc pd(
         forward_desc(d, dnnl::prop_kind::forward_inference, blocked), engine());
@@ -143,9 +146,12 @@ void forward_kernel(KernelContext& c, bool depthwise) {
   dst.finish();
 }
 
-void backward_data_kernel(KernelContext& c, bool depthwise) {
+}  // namespace
+
+void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor& w,
+                          const Tensor& dy) {
   const bool blocked = blocked_activations();
-  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardData);
+  const ConvDims d = conv_dims(g, Pass::kBackwardData);
   auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
     dnnl::convolution_forward::primitive_desc hint(
         forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
@@ -156,16 +162,23 @@ void backward_data_kernel(KernelContext& c, bool depthwise) {
     return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
   });
   Tensor dy_holder;
-  dnnl::memory dy = input_as(c, c.input(2), d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
-  dnnl::memory weights = reordered_weights(c.input(1), d.weights, d.weights_tag, p->pd.weights_desc());
+  dnnl::memory dy_mem = input_as(c, dy, d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
+  dnnl::memory weights = reordered_weights(w, d.weights, d.weights_tag, p->pd.weights_desc());
   OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
-  execute(p->prim, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
+  execute(p->prim,
+          {{DNNL_ARG_DIFF_DST, dy_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
   dx.finish();
 }
 
+bool backward_data_worthwhile(const std::vector<TensorSpec>& inputs, int filter) {
+  return float32_nonempty(inputs) && inputs[filter].shape[2] >= 8;
+}
+
+namespace {
+
 void backward_weights_kernel(KernelContext& c, bool depthwise) {
   const bool blocked = blocked_activations();
-  const ConvDims d = conv_dims(geometry(c, depthwise), depthwise, Pass::kBackwardWeights);
+  const ConvDims d = conv_dims(geometry(c, depthwise), Pass::kBackwardWeights);
   auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
     dnnl::convolution_forward::primitive_desc hint(
         forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
@@ -186,19 +199,19 @@ void backward_weights_kernel(KernelContext& c, bool depthwise) {
 // float32 only; empty tensors go to the reference kernels.
 bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return float32_nonempty(inputs); }
 
-// oneDNN 2.6 pads the input channels of Conv2D's backward-data primitive to
-// its block (8 on AVX2, 16 on AVX-512): with few input channels (e.g. the
-// first layer of a CNN, C = 1) it does up to 8-16x the work and the im2col
-// reference is faster (measured in bench/engine_bench.cc).
-bool supports_backprop_input(const Node& node, const std::vector<TensorSpec>& inputs) {
-  return supports(node, inputs) && inputs[1].shape[2] >= 8;
+bool supports_backprop_input(const Node&, const std::vector<TensorSpec>& inputs) {
+  return backward_data_worthwhile(inputs, 1);
+}
+
+void backprop_input(KernelContext& c, bool depthwise) {
+  conv2d_backward_data(c, geometry(c, depthwise), c.input(1), c.input(2));
 }
 
 void conv2d(KernelContext& c) { forward_kernel(c, false); }
-void conv2d_backprop_input(KernelContext& c) { backward_data_kernel(c, false); }
+void conv2d_backprop_input(KernelContext& c) { backprop_input(c, false); }
 void conv2d_backprop_filter(KernelContext& c) { backward_weights_kernel(c, false); }
 void depthwise(KernelContext& c) { forward_kernel(c, true); }
-void depthwise_backprop_input(KernelContext& c) { backward_data_kernel(c, true); }
+void depthwise_backprop_input(KernelContext& c) { backprop_input(c, true); }
 void depthwise_backprop_filter(KernelContext& c) { backward_weights_kernel(c, true); }
 
 }  // namespace

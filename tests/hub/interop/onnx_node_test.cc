@@ -37,40 +37,41 @@ Tensor read_tensor(const fs::path& p) {
   return onnx_interop::tensor_from_onnx(t, p.string());
 }
 
+// The model's input (non-initializer) and output names, in the order of its
+// test data files input_<i>.pb / output_<i>.pb.
+struct Order {
+  std::vector<std::string> inputs, outputs;
+};
+
+Order io_order(const fs::path& model) {
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(model.string())));
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  Order o;
+  for (const auto& in : m.graph().input())
+    if (!initializers.count(in.name())) o.inputs.push_back(in.name());
+  for (const auto& out : m.graph().output()) o.outputs.push_back(out.name());
+  return o;
+}
+
 // Runs the imported default signature on one test_data_set_* folder.
-void check_data_set(const ModuleSpec& spec, const fs::path& dir, const std::string& backend) {
+void check_data_set(const ModuleSpec& spec, const Order& order, const fs::path& dir, const std::string& backend) {
   const SignatureInfo& sig = spec.signature();
-  // Inputs are named input_<i>.pb in the order of the graph's inputs; the
-  // signature keeps ONNX names, so order them by the model's input list.
-  std::vector<std::pair<std::string, TensorInfo>> inputs(sig.inputs.begin(), sig.inputs.end());
   const Graph& g = spec.graph();
-  std::sort(inputs.begin(), inputs.end(), [&](const auto& a, const auto& b) {
-    return g.tensor(a.second.tensor_name).node < g.tensor(b.second.tensor_name).node;
-  });
-  std::vector<std::pair<std::string, TensorInfo>> outputs(sig.outputs.begin(), sig.outputs.end());
   VariableStore vars;
   for (const auto& [name, t] : spec.weights()) vars.set(name, t.clone());
   Session session(g, &vars, {&find_backend(backend)});
   FeedList feeds;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    feeds.push_back({g.tensor(inputs[i].second.tensor_name), read_tensor(dir / ("input_" + std::to_string(i) + ".pb"))});
-  std::map<std::string, Tensor> expected;
+  for (size_t i = 0; i < order.inputs.size(); ++i)
+    feeds.push_back({g.tensor(sig.inputs.at(order.inputs[i]).tensor_name),
+                     read_tensor(dir / ("input_" + std::to_string(i) + ".pb"))});
   std::vector<Output> fetches;
-  for (size_t i = 0; i < outputs.size(); ++i) fetches.push_back(g.tensor(outputs[i].second.tensor_name));
+  for (const std::string& name : order.outputs) fetches.push_back(g.tensor(sig.outputs.at(name).tensor_name));
   std::vector<Tensor> got = session.run(feeds, fetches);
-  // output_<i>.pb follow the graph's output order, which the module's
-  // signature (a map) does not keep: match each file by name when it has
-  // one, else by position in the model.
-  for (size_t i = 0;; ++i) {
-    fs::path p = dir / ("output_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    ::onnx::TensorProto t;
-    REQUIRE(t.ParseFromString(read_file_bytes(p.string())));
-    auto it = std::find_if(outputs.begin(), outputs.end(), [&](const auto& o) { return o.first == t.name(); });
-    REQUIRE_MESSAGE(it != outputs.end(), "no output named '" << t.name() << "' for " << p.string());
-    INFO("output " << it->first << " on " << backend);
-    expect_close(got[static_cast<size_t>(it - outputs.begin())], onnx_interop::tensor_from_onnx(t, p.string()), 1e-5,
-                 1e-3);
+  for (size_t i = 0; i < order.outputs.size(); ++i) {
+    INFO("output " << order.outputs[i] << " on " << backend);
+    expect_close(got[i], read_tensor(dir / ("output_" + std::to_string(i) + ".pb")), 1e-5, 1e-3);
   }
 }
 
@@ -107,6 +108,7 @@ TEST_CASE("ONNX backend test cases from libonnx-testdata") {
         skipped[name] = why;
         continue;
       }
+      const Order order = io_order(dir / "model.onnx");
       std::vector<fs::path> sets;
       for (const auto& e : fs::directory_iterator(dir))
         if (e.is_directory()) sets.push_back(e.path());
@@ -116,7 +118,7 @@ TEST_CASE("ONNX backend test cases from libonnx-testdata") {
         for (const fs::path& set : sets) {
           INFO("case " << name << ", " << set.filename().string());
           try {
-            check_data_set(spec, set, backend);
+            check_data_set(spec, order, set, backend);
           } catch (const Error& e) {
             ok = false;
             FAIL_CHECK("case " << name << " on " << backend << ": " << e.what());

@@ -1,10 +1,12 @@
+#include "hub/ops/conv2d.h"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "hub/graph/session.h"
-#include "hub/ops/conv2d.h"
 #include "hub/ops/padding.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -17,6 +19,50 @@ namespace {
 Attrs conv_attrs(const std::string& padding, std::vector<int64_t> strides = {1, 1},
                  std::vector<int64_t> dilations = {1, 1}) {
   return ops::ConvOptions{strides, padding, dilations}.to_attrs();
+}
+
+// padding "EXPLICIT" with pads [top, bottom, left, right].
+Attrs explicit_attrs(std::vector<int64_t> pads, std::vector<int64_t> strides = {1, 1},
+                     std::vector<int64_t> dilations = {1, 1}) {
+  return ops::ConvOptions{strides, "EXPLICIT", dilations, pads}.to_attrs();
+}
+
+// Channels [c0, c0 + count) of the last dim of t.
+Tensor channels(const Tensor& t, int64_t c0, int64_t count) {
+  const int64_t inner = t.shape()[t.shape().rank() - 1], rows = t.num_elements() / inner;
+  Shape shape = t.shape();
+  shape.set_dim(shape.rank() - 1, count);
+  Tensor out(DType::kFloat32, shape);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < count; ++k)
+      out.data<float>()[r * count + k] = t.data<float>()[r * inner + c0 + k];
+  return out;
+}
+
+// Writes `part` into channels [c0, c0 + part's last dim) of t.
+void set_channels(Tensor& t, int64_t c0, const Tensor& part) {
+  const int64_t inner = t.shape()[t.shape().rank() - 1];
+  const int64_t count = part.shape()[part.shape().rank() - 1], rows = part.num_elements() / count;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < count; ++k)
+      t.data<float>()[r * inner + c0 + k] = part.data<float>()[r * count + k];
+}
+
+// A grouped Conv2D computed as G separate plain convolutions on channel
+// slices (reference backend), concatenated: independent of the grouped kernels.
+Tensor grouped_by_slices(const Tensor& x, const Tensor& w, const Attrs& attrs) {
+  const int64_t cg = w.dim(2), groups = x.dim(3) / cg, og = w.dim(3) / groups;
+  Tensor y;
+  for (int64_t g = 0; g < groups; ++g) {
+    Tensor part = run_op("Conv2D", {channels(x, g * cg, cg), channels(w, g * og, og)}, attrs)[0];
+    if (g == 0) {
+      Shape shape = part.shape();
+      shape.set_dim(3, w.dim(3));
+      y = Tensor(DType::kFloat32, shape);
+    }
+    set_channels(y, g * og, part);
+  }
+  return y;
 }
 
 // 0, 1, 2, ... in the given shape.
@@ -77,6 +123,42 @@ TEST_CASE("window_dim: TF SAME and VALID geometry") {
   CHECK(!ops::parse_padding("same").has_value());
 }
 
+TEST_CASE("window_dim: EXPLICIT padding and ceil_mode") {
+  using ops::Padding;
+  using ops::window_dim;
+  // floor((in + before + after - span) / s) + 1
+  CHECK(window_dim(5, 3, 2, 1, Padding::kExplicit, 1, 0).out == 2);  // (5+1-3)/2 + 1
+  CHECK(window_dim(5, 3, 1, 2, Padding::kExplicit, 2, 2).out ==
+        5);  // dilated span 5: (5+4-5)/1 + 1
+  CHECK(window_dim(2, 3, 1, 1, Padding::kExplicit, 0, 0).out <= 0);  // does not fit
+  ops::WindowDim w = window_dim(7, 3, 2, 1, Padding::kExplicit, 1, 1);
+  CHECK(w.out == 4);
+  CHECK(w.pad_before == 1);
+  CHECK(w.pad_after == 1);
+  // ceil_mode: ceil instead of floor ...
+  CHECK(window_dim(6, 3, 2, 1, Padding::kExplicit, 0, 0).out == 2);        // floor(3/2) + 1
+  CHECK(window_dim(6, 3, 2, 1, Padding::kExplicit, 0, 0, true).out == 3);  // ceil(3/2) + 1
+  // ... but a last window starting at or after in + pad_before is dropped:
+  // in 4, k 2, s 2, pads 0+1: ceil(3/2) + 1 = 3, window 2 would start at 4 = in.
+  CHECK(window_dim(4, 2, 2, 1, Padding::kExplicit, 0, 1, true).out == 2);
+  // in 5, k 2, s 2, pads 1+1: ceil(5/2) + 1 = 4; window 3 starts at 6 - 1 = 5 = in -> 3.
+  CHECK(window_dim(5, 2, 2, 1, Padding::kExplicit, 1, 1, true).out == 3);
+  // in 5, k 3, s 2, pad 0+1: ceil(3/2) + 1 = 3, window 2 starts at 4 < 5: kept.
+  CHECK(window_dim(5, 3, 2, 1, Padding::kExplicit, 0, 1, true).out == 3);
+  CHECK(window_dim(kUnknownDim, 3, 2, 1, Padding::kExplicit, 1, 1).out == kUnknownDim);
+  CHECK(ops::parse_padding("EXPLICIT") == Padding::kExplicit);
+
+  auto pads = ops::parse_explicit_paddings({1, 2, 3, 4});
+  REQUIRE(pads.has_value());
+  CHECK((pads->top == 1 && pads->bottom == 2 && pads->left == 3 && pads->right == 4));
+  pads = ops::parse_explicit_paddings({0, 0, 1, 2, 3, 4, 0, 0});  // TF's NHWC form
+  REQUIRE(pads.has_value());
+  CHECK((pads->top == 1 && pads->bottom == 2 && pads->left == 3 && pads->right == 4));
+  CHECK(!ops::parse_explicit_paddings({1, 0, 1, 2, 3, 4, 0, 0}).has_value());  // batch padding
+  CHECK(!ops::parse_explicit_paddings({1, 2, 3}).has_value());
+  CHECK(!ops::parse_explicit_paddings({1, -2, 3, 4}).has_value());
+}
+
 TEST_CASE("Conv2D: hand-computed vectors") {
   for (const char* b : {"reference", "onednn"}) {
     INFO(b);
@@ -114,6 +196,81 @@ TEST_CASE("Conv2D: hand-computed vectors") {
     Tensor wc = make({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
     expect_close(run_op("Conv2D", {xc, wc}, conv_attrs("VALID"), b)[0], make({2, 1, 1, 3}, {9, 12, 15, 1, 0.5f, 0}));
   }
+}
+
+TEST_CASE("Conv2D: EXPLICIT padding, hand-computed vectors") {
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
+    // 3x3 input 1..9, 2x2 filter [[1,2],[3,4]], pads top 1, right 1 (ONNX's
+    // SAME_LOWER: the odd pad before in height). Row -1 and column 3 are zero:
+    // y[i,j] = x[i-1,j] + 2x[i-1,j+1] + 3x[i,j] + 4x[i,j+1]
+    Tensor x = iota({1, 3, 3, 1}, 1);
+    Tensor w = make({2, 2, 1, 1}, {1, 2, 3, 4});
+    Tensor want = make({1, 3, 3, 1}, {11, 18, 9, 37, 47, 21, 67, 77, 33});
+    expect_close(run_op("Conv2D", {x, w}, explicit_attrs({1, 0, 0, 1}), b)[0], want);
+    // TF's 8-int NHWC form of the same pads.
+    expect_close(run_op("Conv2D", {x, w}, explicit_attrs({0, 0, 1, 0, 0, 1, 0, 0}), b)[0], want);
+    // ONNX's conv_with_strides_and_asymmetric_padding: 7x5 input 0..34, 3x3
+    // ones, strides 2, ONNX pads [1,0,1,0] = top 1, bottom 1. Row 0 of y:
+    // rows -1..1, columns 0..2: (0+1+2) + (5+6+7) = 21.
+    expect_close(
+        run_op("Conv2D", {iota({1, 7, 5, 1}), make({3, 3, 1, 1}, std::vector<float>(9, 1))},
+               explicit_attrs({1, 1, 0, 0}, {2, 2}), b)[0],
+        make({1, 4, 2, 1}, {21, 33, 99, 117, 189, 207, 171, 183}));
+    // Pads larger than the window: windows entirely in the padding give 0.
+    // x = [1, 2], w = [1, 1], left pad 3: y[j] = x[j-3] + x[j-2] = 0, 0, 1, 3.
+    expect_close(run_op("Conv2D", {make({1, 1, 2, 1}, {1, 2}), make({1, 2, 1, 1}, {1, 1})},
+                        explicit_attrs({0, 0, 3, 0}), b)[0],
+                 make({1, 1, 4, 1}, {0, 0, 1, 3}));
+  }
+}
+
+TEST_CASE("Conv2D: grouped, hand-computed vectors and as separate convolutions") {
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
+    // C = 4, filter [1,1,2,4]: G = 4/2 = 2. Channels 0,1 feed outputs 0,1;
+    // channels 2,3 feed outputs 2,3. w[i,o] = rows [1,2,3,4], [5,6,7,8]:
+    // y0 = 1*1 + 2*5, y1 = 1*2 + 2*6, y2 = 3*3 + 4*7, y3 = 3*4 + 4*8.
+    Tensor x = make({1, 1, 1, 4}, {1, 2, 3, 4});
+    Tensor w = make({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    expect_close(run_op("Conv2D", {x, w}, conv_attrs("VALID"), b)[0],
+                 make({1, 1, 1, 4}, {11, 14, 37, 44}));
+    // dx: each input channel gathers its own group's outputs: dy = ones ->
+    // dx[i] = sum of its group's row of w: [1+2, 5+6, 3+4, 7+8].
+    Tensor dy = make({1, 1, 1, 4}, {1, 1, 1, 1});
+    expect_close(run_op("Conv2DBackpropInput", {x, w, dy}, conv_attrs("VALID"), b)[0],
+                 make({1, 1, 1, 4}, {3, 11, 7, 15}));
+    // dw[i, o] = x[group(o)*2 + i] * dy[o]
+    expect_close(run_op("Conv2DBackpropFilter", {x, w, dy}, conv_attrs("VALID"), b)[0],
+                 make({1, 1, 2, 4}, {1, 1, 3, 3, 2, 2, 4, 4}));
+  }
+  // Spatial windows, strides and padding: G = 2, G = C/2 and odd shapes match
+  // the same convolution run group by group.
+  struct Case {
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {{2, 5, 6, 4}, {3, 3, 2, 6}, conv_attrs("SAME", {2, 1})},            // G = 2
+      {{1, 7, 5, 6}, {2, 3, 2, 9}, explicit_attrs({1, 0, 2, 1}, {1, 2})},  // G = 3 = C/2, odd O
+      {{1, 4, 6, 10}, {3, 3, 2, 5}, conv_attrs("VALID", {1, 1}, {1, 2})},  // G = 5 = C/2, O/G = 1
+      {{2, 3, 3, 3}, {1, 1, 1, 3}, conv_attrs("SAME")},  // G = C: pointwise per channel
+  };
+  int seed = 50;
+  for (const Case& k : cases) {
+    INFO("x " << k.x.to_string() << " w " << k.w.to_string());
+    Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
+    expect_close(run_op("Conv2D", {x, w}, k.attrs)[0], grouped_by_slices(x, w, k.attrs), 1e-5,
+                 1e-4);
+  }
+  // G = C with multiplier M is DepthwiseConv2dNative: filter [3,3,1,C*M] is
+  // the depthwise [3,3,C,M] filter reshaped (output channel c*M + m).
+  Tensor x = random_tensor({1, 6, 5, 3}, 70), dw = random_tensor({3, 3, 3, 2}, 71);
+  Tensor as_conv(DType::kFloat32, Shape{3, 3, 1, 6});
+  std::copy_n(dw.data<float>(), dw.num_elements(), as_conv.data<float>());
+  expect_close(run_op("Conv2D", {x, as_conv}, explicit_attrs({1, 2, 0, 1}, {2, 1}))[0],
+               run_op("DepthwiseConv2dNative", {x, dw}, explicit_attrs({1, 2, 0, 1}, {2, 1}))[0],
+               1e-5, 1e-5);
 }
 
 TEST_CASE("Conv2D backprops: hand-computed vectors") {
@@ -169,6 +326,9 @@ TEST_CASE("Conv2D: gradients match finite differences") {
       {{2, 5, 4, 3}, {3, 2, 3, 2}, conv_attrs("SAME", {2, 1})},
       {{1, 6, 7, 2}, {2, 3, 2, 3}, conv_attrs("VALID", {1, 2}, {2, 1})},
       {{2, 3, 3, 2}, {1, 1, 2, 3}, conv_attrs("SAME")},
+      {{1, 5, 4, 2}, {3, 2, 2, 2}, explicit_attrs({2, 0, 1, 3}, {2, 1})},  // asymmetric pads
+      {{1, 5, 5, 4}, {3, 3, 2, 4}, explicit_attrs({1, 1, 0, 2}, {1, 2}, {2, 1})},  // G = 2, dilated
+      {{2, 4, 3, 6}, {2, 2, 2, 3}, conv_attrs("SAME", {1, 1})},                    // G = 3, O/G = 1
   };
   int seed = 0;
   for (const Case& k : cases) {
@@ -183,6 +343,14 @@ TEST_CASE("Conv2D: gradients match finite differences") {
   check_gradients("Conv2DBackpropInput", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
   o.inputs = {0, 2};
   check_gradients("Conv2DBackpropFilter", {x, w, dy}, conv_attrs("SAME", {2, 2}), o);
+  // Grouped (G = 2) with explicit pads.
+  Tensor gx = random_tensor({1, 5, 4, 4}, 14), gw = random_tensor({2, 3, 2, 4}, 15);
+  Tensor gdy = random_tensor({1, 3, 2, 4}, 16);
+  const Attrs ga = explicit_attrs({1, 0, 1, 0}, {2, 2});
+  o.inputs = {1, 2};
+  check_gradients("Conv2DBackpropInput", {gx, gw, gdy}, ga, o);
+  o.inputs = {0, 2};
+  check_gradients("Conv2DBackpropFilter", {gx, gw, gdy}, ga, o);
 }
 
 TEST_CASE("DepthwiseConv2dNative: gradients match finite differences") {
@@ -216,23 +384,40 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
     Attrs attrs;
   };
   std::vector<Case> cases{
-      {false, {1, 7, 7, 3}, {3, 3, 3, 5}, conv_attrs("SAME", {2, 2})},     // batch 1, stride 2, odd input
-      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},             // 5x5, odd channels
-      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},             // 1x1
-      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},    // 1x1 stride 2, odd input
+      {false,
+       {1, 7, 7, 3},
+       {3, 3, 3, 5},
+       conv_attrs("SAME", {2, 2})},                             // batch 1, stride 2, odd input
+      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},  // 5x5, odd channels
+      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},  // 1x1
+      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},  // 1x1 stride 2, odd input
       {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
       {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},  // one input channel
-      {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},  // stride > kernel, asym.
+      {false,
+       {1, 5, 6, 2},
+       {2, 4, 2, 3},
+       conv_attrs("SAME", {3, 2}, {2, 1})},  // stride > kernel, asym.
       // >= 8 input channels: oneDNN's backward-data path (fewer go to reference)
       {false, {1, 7, 7, 9}, {3, 3, 9, 5}, conv_attrs("SAME", {2, 2})},
       {false, {2, 5, 6, 16}, {1, 1, 16, 3}, conv_attrs("SAME")},
       {false, {1, 9, 8, 8}, {3, 2, 8, 4}, conv_attrs("VALID", {2, 1}, {2, 2})},
       {false, {1, 5, 5, 8}, {5, 5, 8, 2}, conv_attrs("SAME", {3, 3})},
-      {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},      // multiplier 2
+      {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},  // multiplier 2
       {true, {2, 8, 9, 5}, {3, 3, 5, 1}, conv_attrs("SAME")},
       {true, {1, 9, 9, 4}, {5, 5, 4, 1}, conv_attrs("VALID", {2, 2})},
       {true, {2, 6, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {1, 1}, {2, 2})},
       {true, {1, 4, 4, 3}, {1, 1, 3, 3}, conv_attrs("SAME")},
+      // EXPLICIT: asymmetric, larger than the window, with strides and dilation
+      {false, {1, 7, 6, 3}, {3, 3, 3, 4}, explicit_attrs({2, 0, 1, 3}, {2, 1})},
+      {false, {2, 5, 5, 8}, {2, 2, 8, 3}, explicit_attrs({3, 1, 0, 4}, {1, 2})},
+      {false, {1, 9, 8, 9}, {3, 2, 9, 2}, explicit_attrs({1, 2, 2, 1}, {2, 2}, {2, 2})},
+      {true, {1, 6, 7, 3}, {3, 3, 3, 2}, explicit_attrs({0, 2, 1, 1}, {2, 2})},
+      // grouped: G = 2, G = C/2 (odd), G = C, and 8 channels per group (oneDNN backward data)
+      {false, {2, 6, 5, 4}, {3, 3, 2, 6}, conv_attrs("SAME", {2, 1})},
+      {false, {1, 7, 7, 6}, {3, 2, 2, 9}, explicit_attrs({1, 1, 0, 2})},
+      {false, {1, 5, 6, 5}, {3, 3, 1, 10}, conv_attrs("VALID", {1, 1}, {1, 2})},
+      {false, {1, 6, 6, 16}, {3, 3, 8, 6}, conv_attrs("SAME", {2, 2})},
+      {false, {2, 5, 4, 24}, {1, 1, 8, 9}, conv_attrs("SAME")},
   };
   int seed = 200;
   for (const Case& k : cases) {
@@ -242,9 +427,9 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
     Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
     Tensor dy = random_tensor(y.shape(), ++seed);
     compare_backends(fwd, {x, w}, k.attrs, "onednn", 2e-4, 2e-4);
-    // Conv2D's backward data with fewer than 8 input channels is left to the
-    // reference kernel by design (hub/ops/onednn/conv2d.cc).
-    if (k.depthwise || k.x[3] >= 8)
+    // Conv2D's backward data with fewer than 8 input channels per group is
+    // left to the reference kernel by design (hub/ops/onednn/conv2d.h).
+    if (k.depthwise || k.w[2] >= 8)
       compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs, "onednn", 2e-4, 2e-4);
     else
       CHECK(backend_used(fwd + "BackpropInput", {x, w, dy}, k.attrs) == "reference");
@@ -304,6 +489,24 @@ TEST_CASE("Conv2D: shape inference and errors name the node and both shapes") {
   CHECK(contains(m, "exceeds input height 4"));
   CHECK(contains(m, "[1,4,4,3]"));
   CHECK(contains(m, "[3,3,3,1]"));
+  // EXPLICIT: explicit_paddings only with it, four (or TF's eight) entries >= 0.
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8},
+               conv_attrs("SAME").set("explicit_paddings", std::vector<int64_t>{1, 1, 1, 1}));
+  CHECK(contains(m, "explicit_paddings must be empty unless padding is \"EXPLICIT\""));
+  CHECK(contains(m, "[1,1,1,1]"));
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, explicit_attrs({1, 1, 1}));
+  CHECK(contains(m, "explicit_paddings"));
+  CHECK(contains(m, "[1,1,1]"));
+  m = error_of("Conv2D", {1, 8, 8, 3}, {3, 3, 3, 8}, explicit_attrs({1, -1, 1, 1}));
+  CHECK(contains(m, "[1,-1,1,1]"));
+  m = error_of("Conv2D", {1, 2, 8, 3}, {5, 3, 3, 8}, explicit_attrs({1, 1, 1, 1}));
+  CHECK(contains(m, "window 5 (dilated) exceeds input height 2 plus padding 2"));
+  // Groups: C must be a multiple of the filter's input channels, O of G.
+  m = error_of("Conv2D", {1, 8, 8, 6}, {3, 3, 4, 8}, conv_attrs("SAME"));
+  CHECK(contains(m, "input channels 6 are not a multiple of the filter's input channels 4"));
+  m = error_of("Conv2D", {1, 8, 8, 6}, {3, 3, 2, 8}, conv_attrs("SAME"));
+  CHECK(contains(m, "output channels 8 are not a multiple of the 3 groups"));
+  CHECK(contains(m, "[3,3,2,8]"));
   Shape bad_dy{1, 8, 8, 7};
   m = error_of("Conv2DBackpropInput", {1, 8, 8, 3}, {3, 3, 3, 8}, conv_attrs("SAME"), &bad_dy);
   CHECK(contains(m, "[1,8,8,7]"));

@@ -32,6 +32,21 @@ TEST_CASE("LRN: hand-computed values") {
                                        0.80178373f}));
 }
 
+TEST_CASE("LRN: ONNX's LRN maps onto it (odd size)") {
+  // ONNX LRN(size 3, alpha 0.3, beta 0.75, bias 2) on channels [1,2,3,4]:
+  // square_sum over [c-1, c+1] = [5, 14, 29, 25];
+  // y = x / (bias + alpha/size * square_sum)^beta = x / [2.5, 3.4, 4.9, 4.5]^0.75.
+  // hub: depth_radius = (size-1)/2 = 1, alpha = 0.3/3 = 0.1, bias and beta as they are.
+  // (An even ONNX size has an asymmetric window [c - (size-2)/2, c + size/2]
+  // that LRN's symmetric depth_radius cannot express.)
+  Tensor x = make({1, 1, 1, 4}, {1, 2, 3, 4});
+  const Attrs onnx_size3 = lrn(1, 2, 0.3f / 3, 0.75f);
+  const Tensor want = make({1, 1, 1, 4}, {0.50297337f, 0.79876828f, 0.91090733f, 1.29464472f});
+  expect_close(run_op("LRN", {x}, onnx_size3)[0], want);
+  expect_close(run_op("LRN", {x}, onnx_size3, "onednn")[0], want);
+  CHECK(backend_used("LRN", {x}, onnx_size3) == "onednn");
+}
+
 TEST_CASE("LRNGrad: hand-computed values") {
   // x=[1,2,3], r=1, grads=[1,0,0]: only d=0 contributes; t0 = y0/norm0 = (1/sqrt6)/6.
   // dx0 = 1/sqrt6 - 2*alpha*beta*x0*t0 = 0.40824829 - 0.06804138; dx1 = -x1*t0; dx2 = 0.

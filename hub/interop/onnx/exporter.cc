@@ -1,0 +1,779 @@
+#include "hub/interop/onnx/exporter.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "hub/core/error.h"
+#include "hub/core/fileio.h"
+#include "hub/interop/onnx/convert.h"
+#include "hub/interop/onnx/model.h"
+
+namespace fs = std::filesystem;
+
+namespace hub::onnx_interop {
+
+namespace {
+
+using ::onnx::AttributeProto;
+using ::onnx::NodeProto;
+
+class Exporter;
+using ExportFn = void (*)(Exporter&, const Node&);
+const std::map<std::string, ExportFn>& exporters();
+
+// Where a hub tensor lives in the ONNX graph: its value name, and whether a
+// 4-D (NHWC in hub) tensor is stored NCHW there.
+struct Val {
+  std::string name;
+  bool nchw = false;
+  std::string other;  // cached conversion to the other layout
+};
+
+class Exporter {
+ public:
+  Exporter(const ModuleSpec& spec, const OnnxExportOptions& options)
+      : spec_(spec), g_(spec.graph()), options_(options) {}
+
+  ::onnx::ModelProto run();
+
+  // ---- what the per-op functions use ---------------------------------------
+  const Graph& graph() const { return g_; }
+  const Node& node(Output o) const { return g_.node(o); }
+  const TensorSpec& spec(Output o) const { return g_.spec(o); }
+  // A tensor's value when it is a constant or a variable (weights).
+  std::optional<Tensor> constant(Output o) const;
+  // The value in hub's layout / (4-D) in NCHW.
+  std::string nhwc(Output o);
+  std::string nchw(Output o);
+  bool is_nchw(Output o) const { return vals_.at(o).nchw; }
+  void set(Output o, std::string name, bool nchw = false) { vals_[o] = Val{std::move(name), nchw, ""}; }
+  // A fresh value name based on `base`.
+  std::string fresh(const std::string& base);
+  std::string initializer(const Tensor& t, const std::string& base);
+  std::string ints(const std::vector<int64_t>& v, const std::string& base) {
+    return initializer(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v), base);
+  }
+  NodeProto* add(const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
+                 const std::string& name);
+  // A weight input: its constant value transformed into an initializer, or
+  // (computed at run time) the runtime transform of the value.
+  std::string weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
+                     const std::function<std::string(const std::string&)>& runtime);
+  [[noreturn]] void fail(const Node& n, const std::string& why) const {
+    throw_error(Code::kUnimplemented, "converting module " + spec_.source() + " to ONNX: node '" + n.name + "' (" +
+                                          n.op + "): " + why);
+  }
+
+ private:
+  std::string convert(Output o, bool to_nchw);
+
+  const ModuleSpec& spec_;
+  const Graph& g_;
+  OnnxExportOptions options_;
+  ::onnx::GraphProto* out_ = nullptr;
+  std::map<Output, Val> vals_;
+  std::map<std::string, Tensor> variables_;
+  std::set<std::string> names_;
+};
+
+void set_ints(NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void set_int(NodeProto* n, const std::string& name, int64_t v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INT);
+  a->set_i(v);
+}
+void set_float(NodeProto* n, const std::string& name, double v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+void set_string(NodeProto* n, const std::string& name, const std::string& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::STRING);
+  a->set_s(v);
+}
+
+std::string Exporter::fresh(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
+  names_.insert(name);
+  return name;
+}
+
+std::string Exporter::initializer(const Tensor& t, const std::string& base) {
+  std::string name = fresh(base);
+  ::onnx::TensorProto* p = out_->add_initializer();
+  tensor_to_onnx(t, p);
+  p->set_name(name);
+  return name;
+}
+
+NodeProto* Exporter::add(const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
+                         const std::string& name) {
+  NodeProto* n = out_->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& in : inputs) n->add_input(in);
+  n->add_output(output);
+  return n;
+}
+
+std::optional<Tensor> Exporter::constant(Output o) const {
+  const Node& n = g_.node(o);
+  if (n.op == "Const") return n.attrs.get_tensor("value");
+  if (n.op == "Variable") return variables_.at(n.name);
+  return std::nullopt;
+}
+
+std::string Exporter::convert(Output o, bool to_nchw) {
+  Val& v = vals_.at(o);
+  if (v.other.empty()) {
+    v.other = fresh(v.name + (to_nchw ? "_nchw" : "_nhwc"));
+    NodeProto* t = add("Transpose", {v.name}, v.other, v.other);
+    set_ints(t, "perm", to_nchw ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{0, 2, 3, 1});
+  }
+  return v.other;
+}
+
+std::string Exporter::nhwc(Output o) {
+  const Val& v = vals_.at(o);
+  return v.nchw ? convert(o, false) : v.name;
+}
+
+std::string Exporter::nchw(Output o) {
+  const Val& v = vals_.at(o);
+  HUB_CHECK(g_.spec(o).shape.rank() == 4);
+  return v.nchw ? v.name : convert(o, true);
+}
+
+std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
+                             const std::function<std::string(const std::string&)>& runtime) {
+  if (std::optional<Tensor> t = constant(o)) return initializer(transform(*t), g_.node(o).name);
+  return runtime(nhwc(o));
+}
+
+::onnx::TypeProto type_of(const TensorSpec& s) {
+  ::onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(dtype_to_onnx(s.dtype));
+  auto* shape = t.mutable_tensor_type()->mutable_shape();
+  for (int i = 0; i < s.shape.rank(); ++i) {
+    auto* d = shape->add_dim();
+    if (s.shape[i] >= 0) d->set_dim_value(s.shape[i]);
+    else d->set_dim_param(i == 0 ? std::string("N") : std::string("d").append(std::to_string(i)));
+  }
+  return t;
+}
+
+::onnx::ModelProto Exporter::run() {
+  const std::string where = "converting module " + spec_.source() + " to ONNX";
+  if (options_.opset < 13 || options_.opset > kMaxOpset)
+    throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " (supported: 13 to " +
+                                            std::to_string(kMaxOpset) + ")");
+  const SignatureInfo& sig = spec_.signature(options_.signature);
+  // Variable values: the stored weights, else the initial values.
+  Module m(spec_);
+  for (const auto& [name, t] : m.variables().items()) variables_[name] = t;
+
+  ::onnx::ModelProto model;
+  model.set_ir_version(7);
+  model.set_producer_name("hub");
+  model.set_producer_version(HUB_VERSION);
+  auto* op = model.add_opset_import();
+  op->set_domain("");
+  op->set_version(options_.opset);
+  out_ = model.mutable_graph();
+  out_->set_name(spec_.metadata().name.empty() ? "hub_module" : spec_.metadata().name);
+
+  // The nodes the signature's outputs need, stopping at its inputs.
+  std::set<int> inputs;
+  for (const auto& [key, info] : sig.inputs) inputs.insert(g_.tensor(info.tensor_name).node);
+  std::vector<char> needed(g_.num_nodes(), 0);
+  std::vector<int> stack;
+  for (const auto& [key, info] : sig.outputs) stack.push_back(g_.tensor(info.tensor_name).node);
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = 1;
+    if (inputs.count(id)) continue;
+    for (const Output& in : g_.node(id).inputs) stack.push_back(in.node);
+  }
+  // Every op must have an ONNX form: list all that do not, at once.
+  std::map<std::string, std::string> missing;
+  for (int id = 0; id < g_.num_nodes(); ++id)
+    if (needed[id] && !inputs.count(id) && !exporters().count(g_.node(id).op)) missing.emplace(g_.node(id).op, g_.node(id).name);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& [op_name, node] : missing) list += (list.empty() ? "" : ", ") + op_name + " (node '" + node + "')";
+    throw_error(Code::kUnimplemented, where + ": these ops have no ONNX equivalent: " + list);
+  }
+  for (const auto& [key, info] : sig.inputs) {
+    Output o = g_.tensor(info.tensor_name);
+    std::string name = fresh(key);
+    auto* vi = out_->add_input();
+    vi->set_name(name);
+    *vi->mutable_type() = type_of({info.dtype, info.shape});
+    set(o, name);
+  }
+  for (int id = 0; id < g_.num_nodes(); ++id) {
+    if (!needed[id] || inputs.count(id)) continue;
+    const Node& n = g_.node(id);
+    exporters().at(n.op)(*this, n);
+  }
+  for (const auto& [key, info] : sig.outputs) {
+    Output o = g_.tensor(info.tensor_name);
+    std::string name = fresh(key);
+    add("Identity", {nhwc(o)}, name, name);
+    auto* vi = out_->add_output();
+    vi->set_name(name);
+    *vi->mutable_type() = type_of({info.dtype, info.shape});
+  }
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw_error(Code::kInternal, where + ": the written model fails ONNX's checker: " + e.what());
+  }
+  return model;
+}
+
+// ---- per-op export ---------------------------------------------------------------
+
+Output in(const Node& n, int i) { return n.inputs[i]; }
+Output out0(const Node& n) { return Output{n.id, 0}; }
+
+// Element-wise ops keep the layout of their 4-D inputs: NCHW when one of them
+// already is (a lower-rank operand is aligned to rank 4 and transposed), else
+// hub's own.
+void elementwise(Exporter& e, const Node& n, const std::string& op_type) {
+  const int rank = e.spec(out0(n)).shape.rank();
+  bool nchw = false;
+  for (const Output& i : n.inputs) nchw = nchw || (rank == 4 && e.spec(i).shape.rank() == 4 && e.is_nchw(i));
+  std::vector<std::string> ins;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    Output i = n.inputs[k];
+    const int r = e.spec(i).shape.rank();
+    if (!nchw) {
+      ins.push_back(e.nhwc(i));
+    } else if (r == 4) {
+      ins.push_back(e.nchw(i));
+    } else if (std::optional<Tensor> t = e.constant(i)) {
+      // [.., C] broadcasting over NHWC is [C, 1, 1] (rank-aligned) over NCHW.
+      std::vector<int64_t> dims(static_cast<size_t>(4 - r), 1);
+      for (int64_t d : t->shape().dims()) dims.push_back(d);
+      Tensor four = t->reshaped(Shape(dims));
+      ins.push_back(e.initializer(evaluate("Transpose", {four}, Attrs().set("perm", std::vector<int64_t>{0, 3, 1, 2})),
+                                  n.name + "/operand"));
+    } else {
+      std::vector<int64_t> dims(static_cast<size_t>(4 - r), 1);
+      for (int64_t d : e.spec(i).shape.dims()) dims.push_back(d);
+      std::string aligned = e.fresh(n.name + "/aligned");
+      e.add("Reshape", {e.nhwc(i), e.ints(dims, n.name + "/aligned_shape")}, aligned, aligned);
+      std::string nchw_value = e.fresh(n.name + "/aligned_nchw");
+      set_ints(e.add("Transpose", {aligned}, nchw_value, nchw_value), "perm", {0, 3, 1, 2});
+      ins.push_back(nchw_value);
+    }
+  }
+  std::string y = e.fresh(n.name);
+  e.add(op_type, ins, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+template <const char* kOnnx>
+void export_elementwise(Exporter& e, const Node& n) {
+  elementwise(e, n, kOnnx);
+}
+constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMax[] = "Max", kMin[] = "Min",
+               kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs", kNeg[] = "Neg",
+               kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal", kIdentity[] = "Identity",
+               kSign[] = "Sign", kHardSwish[] = "HardSwish", kPow[] = "Pow", kEqual[] = "Equal",
+               kGreater[] = "Greater", kLess[] = "Less", kGreaterEqual[] = "GreaterOrEqual",
+               kLessEqual[] = "LessOrEqual";
+
+// A unary op with attributes: layout kept.
+NodeProto* unary(Exporter& e, const Node& n, const std::string& op_type) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add(op_type, {nchw ? e.nchw(x) : e.nhwc(x)}, y, n.name);
+  e.set(out0(n), y, nchw);
+  return p;
+}
+
+void export_square(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string v = nchw ? e.nchw(x) : e.nhwc(x), y = e.fresh(n.name);
+  e.add("Mul", {v, v}, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+void export_rsqrt(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string s = e.fresh(n.name + "/sqrt"), y = e.fresh(n.name);
+  e.add("Sqrt", {nchw ? e.nchw(x) : e.nhwc(x)}, s, s);
+  e.add("Reciprocal", {s}, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+void export_relu6(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string y = e.fresh(n.name);
+  e.add("Clip", {nchw ? e.nchw(x) : e.nhwc(x), e.initializer(Tensor::scalar<float>(0), n.name + "/min"),
+                 e.initializer(Tensor::scalar<float>(6), n.name + "/max")},
+        y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+void export_clip(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string y = e.fresh(n.name);
+  std::vector<std::string> ins{nchw ? e.nchw(x) : e.nhwc(x)};
+  ins.push_back(n.attrs.has("min") ? e.initializer(Tensor::scalar<float>(static_cast<float>(n.attrs.get_float("min"))), n.name + "/min")
+                                   : "");
+  if (n.attrs.has("max"))
+    ins.push_back(e.initializer(Tensor::scalar<float>(static_cast<float>(n.attrs.get_float("max"))), n.name + "/max"));
+  e.add("Clip", ins, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+void export_elu(Exporter& e, const Node& n) {
+  set_float(unary(e, n, "Elu"), "alpha", n.attrs.has("alpha") ? n.attrs.get_float("alpha") : 1.0);
+}
+void export_leaky_relu(Exporter& e, const Node& n) { set_float(unary(e, n, "LeakyRelu"), "alpha", n.attrs.get_float("alpha")); }
+void export_hard_sigmoid(Exporter& e, const Node& n) {
+  NodeProto* p = unary(e, n, "HardSigmoid");
+  set_float(p, "alpha", n.attrs.get_float("alpha"));
+  set_float(p, "beta", n.attrs.get_float("beta"));
+}
+
+template <const char* kOnnx>
+void export_unary(Exporter& e, const Node& n) {
+  unary(e, n, kOnnx);
+}
+
+void export_cast(Exporter& e, const Node& n) { set_int(unary(e, n, "Cast"), "to", dtype_to_onnx(n.attrs.get_dtype("dtype"))); }
+
+void export_const(Exporter& e, const Node& n) { e.set(out0(n), e.initializer(n.attrs.get_tensor("value"), n.name)); }
+
+void export_variable(Exporter& e, const Node& n) { e.set(out0(n), e.initializer(*e.constant(out0(n)), n.name)); }
+
+// Axis attributes of a softmax over hub's axis: remapped when the input is NCHW.
+template <const char* kOnnx>
+void export_softmax(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const int rank = e.spec(x).shape.rank();
+  int64_t axis = n.attrs.has("axis") ? n.attrs.get_int("axis") : -1;
+  if (axis < 0) axis += rank;
+  const bool nchw = rank == 4 && e.is_nchw(x);
+  static constexpr int64_t kNhwcToNchw[4] = {0, 2, 3, 1};
+  std::string y = e.fresh(n.name);
+  set_int(e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x)}, y, n.name), "axis", nchw ? kNhwcToNchw[axis] : axis);
+  e.set(out0(n), y, nchw);
+}
+constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
+
+// 2-D MatMul with transposes: Gemm.
+void export_matmul(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("Gemm", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name);
+  set_int(p, "transA", n.attrs.get_bool("transpose_a"));
+  set_int(p, "transB", n.attrs.get_bool("transpose_b"));
+  e.set(out0(n), y);
+}
+
+void export_batch_matmul(Exporter& e, const Node& n) {
+  std::vector<std::string> ins;
+  for (int k = 0; k < 2; ++k) {
+    Output x = in(n, k);
+    std::string v = e.nhwc(x);
+    if (n.attrs.get_bool(k == 0 ? "adj_x" : "adj_y")) {
+      const int r = e.spec(x).shape.rank();
+      std::vector<int64_t> perm;
+      for (int d = 0; d < r - 2; ++d) perm.push_back(d);
+      perm.push_back(r - 1);
+      perm.push_back(r - 2);
+      std::string t = e.fresh(n.name + "/adj");
+      set_ints(e.add("Transpose", {v}, t, t), "perm", perm);
+      v = t;
+    }
+    ins.push_back(v);
+  }
+  std::string y = e.fresh(n.name);
+  e.add("MatMul", ins, y, n.name);
+  e.set(out0(n), y);
+}
+
+// BiasAdd adds along hub's last dim: NCHW values get it as [C, 1, 1].
+void export_bias_add(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string bias = e.weight(
+      in(n, 1), [&](const Tensor& t) { return nchw ? t.reshaped({t.num_elements(), 1, 1}).clone() : t; },
+      [&](const std::string& b) {
+        if (!nchw) return b;
+        std::string r = e.fresh(n.name + "/bias_c11");
+        e.add("Reshape", {b, e.ints({-1, 1, 1}, n.name + "/bias_shape")}, r, r);
+        return r;
+      });
+  std::string y = e.fresh(n.name);
+  e.add("Add", {nchw ? e.nchw(x) : e.nhwc(x), bias}, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+// Convolution and pooling geometry: TF's SAME is ONNX's SAME_UPPER.
+void window_attrs(NodeProto* p, const Node& n, bool dilations) {
+  auto pair = [](const std::vector<int64_t>& v) {
+    return v.size() == 4 ? std::vector<int64_t>{v[1], v[2]} : v;
+  };
+  set_ints(p, "strides", pair(n.attrs.get_ints("strides")));
+  if (dilations && n.attrs.has("dilations")) set_ints(p, "dilations", pair(n.attrs.get_ints("dilations")));
+  const std::string& padding = n.attrs.get_string("padding");
+  if (padding == "SAME") {
+    set_string(p, "auto_pad", "SAME_UPPER");
+  } else if (padding == "VALID") {
+    set_string(p, "auto_pad", "VALID");
+  } else {
+    std::vector<int64_t> e = n.attrs.get_ints("explicit_paddings");
+    if (e.size() == 8) e = {e[2], e[3], e[4], e[5]};
+    set_ints(p, "pads", {e[0], e[2], e[1], e[3]});  // [top, left, bottom, right]
+  }
+}
+
+void export_conv(Exporter& e, const Node& n) {
+  const Shape w = e.spec(in(n, 1)).shape;  // [KH, KW, C/G, O]
+  const Shape x = e.spec(in(n, 0)).shape;
+  const int64_t groups = x[3] > 0 && w[2] > 0 ? x[3] / w[2] : 1;
+  std::string f = e.weight(
+      in(n, 1), [](const Tensor& t) { return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{3, 2, 0, 1})); },
+      [&](const std::string& v) {
+        std::string t = e.fresh(n.name + "/oihw");
+        set_ints(e.add("Transpose", {v}, t, t), "perm", {3, 2, 0, 1});
+        return t;
+      });
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("Conv", {e.nchw(in(n, 0)), f}, y, n.name);
+  set_ints(p, "kernel_shape", {w[0], w[1]});
+  set_int(p, "group", groups);
+  window_attrs(p, n, true);
+  e.set(out0(n), y, true);
+}
+
+void export_depthwise(Exporter& e, const Node& n) {
+  const Shape w = e.spec(in(n, 1)).shape;  // [KH, KW, C, M]
+  const int64_t c = w[2], mult = w[3];
+  auto to_onnx = [&](const Tensor& t) {
+    return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{2, 3, 0, 1})).reshaped({c * mult, 1, w[0], w[1]});
+  };
+  std::string f = e.weight(in(n, 1), to_onnx, [&](const std::string& v) {
+    std::string t = e.fresh(n.name + "/cmhw"), r = e.fresh(n.name + "/oihw");
+    set_ints(e.add("Transpose", {v}, t, t), "perm", {2, 3, 0, 1});
+    e.add("Reshape", {t, e.ints({c * mult, 1, w[0], w[1]}, n.name + "/oihw_shape")}, r, r);
+    return r;
+  });
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("Conv", {e.nchw(in(n, 0)), f}, y, n.name);
+  set_ints(p, "kernel_shape", {w[0], w[1]});
+  set_int(p, "group", c);
+  window_attrs(p, n, true);
+  e.set(out0(n), y, true);
+}
+
+template <bool kMax>
+void export_pool(Exporter& e, const Node& n) {
+  std::vector<int64_t> k = n.attrs.get_ints("ksize");
+  if (k.size() == 4) k = {k[1], k[2]};
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add(kMax ? "MaxPool" : "AveragePool", {e.nchw(in(n, 0))}, y, n.name);
+  set_ints(p, "kernel_shape", k);
+  window_attrs(p, n, kMax);
+  if (n.attrs.has("ceil_mode") && n.attrs.get_bool("ceil_mode")) set_int(p, "ceil_mode", 1);
+  if (!kMax) set_int(p, "count_include_pad", n.attrs.has("count_include_pad") && n.attrs.get_bool("count_include_pad"));
+  e.set(out0(n), y, true);
+}
+
+void export_batch_norm(Exporter& e, const Node& n) {
+  if (n.attrs.get_bool("is_training")) e.fail(n, "batch normalization in training mode has no ONNX inference form");
+  Output x = in(n, 0);
+  const int rank = e.spec(x).shape.rank();
+  if (rank != 4 && rank != 2) e.fail(n, "inputs of rank 2 or 4 only");
+  std::vector<std::string> ins{rank == 4 ? e.nchw(x) : e.nhwc(x)};
+  for (int k = 1; k <= 4; ++k)
+    ins.push_back(e.weight(in(n, k), [](const Tensor& t) { return t; }, [](const std::string& v) { return v; }));
+  std::string y = e.fresh(n.name);
+  set_float(e.add("BatchNormalization", ins, y, n.name), "epsilon", n.attrs.get_float("epsilon"));
+  e.set(out0(n), y, rank == 4);
+}
+
+void export_lrn(Exporter& e, const Node& n) {
+  const int64_t size = 2 * n.attrs.get_int("depth_radius") + 1;
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("LRN", {e.nchw(in(n, 0))}, y, n.name);
+  set_int(p, "size", size);
+  set_float(p, "alpha", n.attrs.get_float("alpha") * static_cast<double>(size));
+  set_float(p, "beta", n.attrs.get_float("beta"));
+  set_float(p, "bias", n.attrs.get_float("bias"));
+  e.set(out0(n), y, true);
+}
+
+// Reductions over hub axes: on an NCHW value when the remaining dims keep
+// hub's order there too (e.g. a global pool), else on the NHWC value.
+template <const char* kOnnx>
+void export_reduce(Exporter& e, const Node& n, bool axes_as_input) {
+  Output x = in(n, 0);
+  const int rank = e.spec(x).shape.rank();
+  std::vector<int64_t> axes = n.attrs.get_ints("axes");
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  for (int64_t& a : axes)
+    if (a < 0) a += rank;
+  const bool keep = n.attrs.get_bool("keep_dims");
+  bool nchw = rank == 4 && e.is_nchw(x);
+  static constexpr int64_t kNhwcToNchw[4] = {0, 2, 3, 1};
+  std::vector<int64_t> onnx_axes = axes;
+  if (nchw) {
+    for (int64_t& a : onnx_axes) a = kNhwcToNchw[a];
+    if (!keep) {
+      // Remaining hub dims in NHWC order vs their order in NCHW.
+      std::vector<int64_t> hub_rest, nchw_rest;
+      for (int d = 0; d < 4; ++d)
+        if (std::find(axes.begin(), axes.end(), d) == axes.end()) hub_rest.push_back(d);
+      for (int64_t d : {0, 3, 1, 2})
+        if (std::find(axes.begin(), axes.end(), d) == axes.end()) nchw_rest.push_back(d);
+      if (hub_rest != nchw_rest) {
+        nchw = false;
+        onnx_axes = axes;
+      }
+    }
+  }
+  std::string y = e.fresh(n.name);
+  NodeProto* p = axes_as_input ? e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x), e.ints(onnx_axes, n.name + "/axes")}, y, n.name)
+                               : e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x)}, y, n.name);
+  if (!axes_as_input) set_ints(p, "axes", onnx_axes);
+  set_int(p, "keepdims", keep);
+  e.set(out0(n), y, nchw && keep);
+}
+constexpr char kReduceSum[] = "ReduceSum", kReduceMean[] = "ReduceMean", kReduceMax[] = "ReduceMax";
+void export_sum(Exporter& e, const Node& n) { export_reduce<kReduceSum>(e, n, true); }
+void export_mean(Exporter& e, const Node& n) { export_reduce<kReduceMean>(e, n, false); }
+void export_max(Exporter& e, const Node& n) { export_reduce<kReduceMax>(e, n, false); }
+
+void export_reshape(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  e.add("Reshape", {e.nhwc(in(n, 0)), e.ints(n.attrs.get_ints("shape"), n.name + "/shape")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+void export_squeeze(Exporter& e, const Node& n) {
+  std::vector<int64_t> axes = n.attrs.get_ints("axes");
+  if (axes.empty()) {
+    const Shape s = e.spec(in(n, 0)).shape;
+    for (int d = 0; d < s.rank(); ++d)
+      if (s[d] == 1) axes.push_back(d);
+  }
+  std::string y = e.fresh(n.name);
+  e.add("Squeeze", {e.nhwc(in(n, 0)), e.ints(axes, n.name + "/axes")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+void export_expand_dims(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  e.add("Unsqueeze", {e.nhwc(in(n, 0)), e.ints({n.attrs.get_int("axis")}, n.name + "/axes")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+void export_transpose(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  set_ints(e.add("Transpose", {e.nhwc(in(n, 0))}, y, n.name), "perm", n.attrs.get_ints("perm"));
+  e.set(out0(n), y);
+}
+
+void export_concat(Exporter& e, const Node& n) {
+  const int rank = e.spec(out0(n)).shape.rank();
+  int64_t axis = n.attrs.get_int("axis");
+  if (axis < 0) axis += rank;
+  bool nchw = rank == 4;
+  for (const Output& i : n.inputs) nchw = nchw && e.is_nchw(i);
+  static constexpr int64_t kNhwcToNchw[4] = {0, 2, 3, 1};
+  std::vector<std::string> ins;
+  for (const Output& i : n.inputs) ins.push_back(nchw ? e.nchw(i) : e.nhwc(i));
+  std::string y = e.fresh(n.name);
+  set_int(e.add("Concat", ins, y, n.name), "axis", nchw ? kNhwcToNchw[axis] : axis);
+  e.set(out0(n), y, nchw);
+}
+
+void export_pad(Exporter& e, const Node& n) {
+  std::vector<int64_t> p = n.attrs.get_ints("paddings");  // [b0, a0, b1, a1, ...]
+  const size_t r = p.size() / 2;
+  std::vector<int64_t> pads(2 * r);
+  for (size_t d = 0; d < r; ++d) {
+    pads[d] = p[2 * d];
+    pads[d + r] = p[2 * d + 1];
+  }
+  const std::string mode = n.attrs.has("mode") ? n.attrs.get_string("mode") : "CONSTANT";
+  if (mode == "SYMMETRIC") e.fail(n, "SYMMETRIC padding has no ONNX equivalent");
+  std::vector<std::string> ins{e.nhwc(in(n, 0)), e.ints(pads, n.name + "/pads")};
+  if (mode == "CONSTANT" && n.attrs.has("constant_value")) {
+    Tensor v(e.spec(in(n, 0)).dtype, Shape{});
+    v.fill(n.attrs.get_float("constant_value"));
+    ins.push_back(e.initializer(v, n.name + "/value"));
+  }
+  std::string y = e.fresh(n.name);
+  set_string(e.add("Pad", ins, y, n.name), "mode", mode == "CONSTANT" ? "constant" : mode == "REFLECT" ? "reflect" : "edge");
+  e.set(out0(n), y);
+}
+
+void export_slice(Exporter& e, const Node& n) {
+  const Shape s = e.spec(in(n, 0)).shape;
+  std::vector<int64_t> begin = n.attrs.get_ints("begin"), size = n.attrs.get_ints("size"), end;
+  for (size_t d = 0; d < begin.size(); ++d)
+    end.push_back(size[d] < 0 ? std::numeric_limits<int64_t>::max() : begin[d] + size[d]);
+  std::string y = e.fresh(n.name);
+  e.add("Slice", {e.nhwc(in(n, 0)), e.ints(begin, n.name + "/starts"), e.ints(end, n.name + "/ends")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+void export_argmax(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("ArgMax", {e.nhwc(in(n, 0))}, y, n.name);
+  set_int(p, "axis", n.attrs.get_int("axis"));
+  set_int(p, "keepdims", 0);
+  e.set(out0(n), y);
+}
+
+void export_resize(Exporter& e, const Node& n) {
+  std::vector<int64_t> size = n.attrs.get_ints("size");
+  const Shape x = e.spec(in(n, 0)).shape;
+  std::string y = e.fresh(n.name);
+  std::string sizes = e.ints({x[0] < 0 ? 1 : x[0], x[3], size[0], size[1]}, n.name + "/sizes");
+  if (x[0] < 0) {
+    // The batch is only known at run time: sizes = Shape(x)[0:2] ++ [OH, OW].
+    std::string shape = e.fresh(n.name + "/shape"), nc = e.fresh(n.name + "/nc");
+    e.add("Shape", {e.nchw(in(n, 0))}, shape, shape);
+    e.add("Slice", {shape, e.ints({0}, n.name + "/s0"), e.ints({2}, n.name + "/s2")}, nc, nc);
+    sizes = e.fresh(n.name + "/sizes_runtime");
+    set_int(e.add("Concat", {nc, e.ints(size, n.name + "/hw")}, sizes, sizes), "axis", 0);
+  }
+  NodeProto* p = e.add("Resize", {e.nchw(in(n, 0)), "", "", sizes}, y, n.name);
+  set_string(p, "mode", n.attrs.get_string("mode"));
+  set_string(p, "coordinate_transformation_mode", n.attrs.get_string("coordinate_transformation_mode"));
+  if (n.attrs.get_string("mode") == "nearest") set_string(p, "nearest_mode", n.attrs.get_string("nearest_mode"));
+  e.set(out0(n), y, true);
+}
+
+void export_prelu(Exporter& e, const Node& n) {
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  std::string slope = e.weight(
+      in(n, 1),
+      [&](const Tensor& t) {
+        if (!nchw) return t;
+        std::vector<int64_t> dims(static_cast<size_t>(4 - t.rank()), 1);
+        for (int64_t d : t.shape().dims()) dims.push_back(d);
+        return evaluate("Transpose", {t.reshaped(Shape(dims))}, Attrs().set("perm", std::vector<int64_t>{0, 3, 1, 2}));
+      },
+      [&](const std::string& v) {
+        if (nchw) e.fail(n, "a PRelu slope computed at run time on an NCHW value is not supported");
+        return v;
+      });
+  std::string y = e.fresh(n.name);
+  e.add("PRelu", {nchw ? e.nchw(x) : e.nhwc(x), slope}, y, n.name);
+  e.set(out0(n), y, nchw);
+}
+
+const std::map<std::string, ExportFn>& exporters() {
+  static const std::map<std::string, ExportFn> table = {
+      {"Const", export_const},
+      {"Variable", export_variable},
+      {"Identity", export_unary<kIdentity>},
+      {"StopGradient", export_unary<kIdentity>},
+      {"Add", export_elementwise<kAdd>},
+      {"Sub", export_elementwise<kSub>},
+      {"Mul", export_elementwise<kMul>},
+      {"Div", export_elementwise<kDiv>},
+      {"Pow", export_elementwise<kPow>},
+      {"Maximum", export_elementwise<kMax>},
+      {"Minimum", export_elementwise<kMin>},
+      {"AddN", export_elementwise<kSum>},
+      {"Equal", export_elementwise<kEqual>},
+      {"Greater", export_elementwise<kGreater>},
+      {"GreaterEqual", export_elementwise<kGreaterEqual>},
+      {"Less", export_elementwise<kLess>},
+      {"LessEqual", export_elementwise<kLessEqual>},
+      {"Relu", export_unary<kRelu>},
+      {"Relu6", export_relu6},
+      {"ClipByValue", export_clip},
+      {"Elu", export_elu},
+      {"LeakyRelu", export_leaky_relu},
+      {"HardSigmoid", export_hard_sigmoid},
+      {"HardSwish", export_unary<kHardSwish>},
+      {"PRelu", export_prelu},
+      {"Sigmoid", export_unary<kSigmoid>},
+      {"Tanh", export_unary<kTanh>},
+      {"Abs", export_unary<kAbs>},
+      {"Neg", export_unary<kNeg>},
+      {"Sign", export_unary<kSign>},
+      {"Sqrt", export_unary<kSqrt>},
+      {"Rsqrt", export_rsqrt},
+      {"Square", export_square},
+      {"Exp", export_unary<kExp>},
+      {"Log", export_unary<kLog>},
+      {"Reciprocal", export_unary<kReciprocal>},
+      {"Cast", export_cast},
+      {"Softmax", export_softmax<kSoftmax>},
+      {"LogSoftmax", export_softmax<kLogSoftmax>},
+      {"MatMul", export_matmul},
+      {"BatchMatMul", export_batch_matmul},
+      {"BiasAdd", export_bias_add},
+      {"Conv2D", export_conv},
+      {"DepthwiseConv2dNative", export_depthwise},
+      {"MaxPool", export_pool<true>},
+      {"AvgPool", export_pool<false>},
+      {"FusedBatchNorm", export_batch_norm},
+      {"LRN", export_lrn},
+      {"Sum", export_sum},
+      {"Mean", export_mean},
+      {"Max", export_max},
+      {"Reshape", export_reshape},
+      {"Squeeze", export_squeeze},
+      {"ExpandDims", export_expand_dims},
+      {"Transpose", export_transpose},
+      {"Concat", export_concat},
+      {"Pad", export_pad},
+      {"Slice", export_slice},
+      {"ArgMax", export_argmax},
+      {"Resize", export_resize},
+  };
+  return table;
+}
+
+}  // namespace
+
+void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec)))
+    throw_error(Code::kAlreadyExists, "--output '" + path + "' already exists; refusing to overwrite it");
+  ::onnx::ModelProto model = Exporter(spec, options).run();
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw_error(Code::kInternal, "serializing the ONNX model for '" + path + "' failed");
+  write_file_atomic(path, bytes);
+}
+
+}  // namespace hub::onnx_interop

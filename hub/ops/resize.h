@@ -1,0 +1,84 @@
+// Image resizing of NHWC float32 tensors with ONNX Resize's semantics
+// (opsets 11-17, modes nearest and linear), which also express TensorFlow's
+// ResizeBilinear and ResizeNearestNeighbor.
+//
+// Resize(x [N,H,W,C]) -> y [N,OH,OW,C]
+// Attributes (defaults are ONNX's):
+//   size                           ints [OH, OW], each >= 1 (required)
+//   mode                           "nearest" (default) | "linear"
+//   coordinate_transformation_mode "half_pixel" (default) | "pytorch_half_pixel" |
+//                                  "align_corners" | "asymmetric" | "tf_half_pixel_for_nn"
+//   nearest_mode                   "round_prefer_floor" (default) | "round_prefer_ceil" |
+//                                  "floor" | "ceil"    (mode "nearest" only)
+//   scales                         floats [sh, sw] (default []: OH/H, OW/W): the scale
+//                                  the coordinate transform divides by, as ONNX's
+//                                  `scales` input (with which ONNX's output size is
+//                                  floor(H*sh) x floor(W*sw); the importer passes
+//                                  that size and the scales)
+// Per axis, with input length L, output length O, scale s and O' = s * L
+// (= O up to rounding when scales is empty; ONNX's reference implementation
+// uses this O', so the scales input changes align_corners too), for output
+// index x the source coordinate is (ONNX's formulas, evaluated in double
+// precision in this order, as ONNX's reference implementation does):
+//   half_pixel            (x + 0.5) / s - 0.5
+//   pytorch_half_pixel    O' == 1 ? 0 : (x + 0.5) / s - 0.5
+//   align_corners         O' == 1 ? 0 : x * (L - 1) / (O' - 1)
+//   asymmetric            x / s
+//   tf_half_pixel_for_nn  (x + 0.5) / s
+// nearest: with f = floor(src), r = src - f, the index is
+//   round_prefer_floor  r <= 0.5 ? f : f + 1     round_prefer_ceil  r < 0.5 ? f : f + 1
+//   floor               f                        ceil               ceil(src)
+// clamped to [0, L-1]. linear: src clamped to [0, L-1], lo = floor(src),
+// hi = min(lo + 1, L-1), w = src - lo; y = (1-w)*x[lo] + w*x[hi], separably
+// along W then H (bilinear). (Clamping the coordinate is ONNX's edge padding
+// for these modes.) The sampling is hub::resample_nhwc (hub/core/resample.h),
+// shared with hub::image::resize_bilinear.
+//
+// Gradient: dx = ResizeGrad(x, g). ResizeGrad(x_like [N,H,W,C], grad [N,OH,OW,C])
+// -> dx [N,H,W,C] (same attributes; only x_like's shape is used) is the
+// adjoint: each grad element is added to the input pixels it was read from,
+// times their weights. It is linear in grad: d ResizeGrad / d grad = Resize(gg).
+//
+// Mapping at import:
+//   ONNX Resize / Upsample: attributes as they are (Upsample = asymmetric, its
+//     scales input folded into `scales` and `size`); roi, cubic, exclude_outside
+//     and tf_crop_and_resize are not expressible.
+//   TF ResizeBilinear(align_corners, half_pixel_centers): mode linear and
+//     asymmetric (false, false), align_corners (true, false), half_pixel (false, true).
+//   TF ResizeNearestNeighbor(align_corners, half_pixel_centers): mode nearest and
+//     asymmetric + floor (false, false), align_corners + round_prefer_ceil
+//     (true, false), tf_half_pixel_for_nn + floor (false, true).
+//   TF evaluates its coordinates in float rather than double; results can
+//   differ only where a float rounding error crosses a nearest-mode boundary.
+//
+// The shape function rejects (InvalidArgument naming the node, the attribute
+// and its value): rank != 4, a non-float32 input, a bad size, an unknown mode
+// string, scales that are not two positive numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hub/core/resample.h"
+#include "hub/ops/scope.h"
+
+namespace hub::ops {
+
+struct ResizeOptions {
+  std::vector<int64_t> size;  // [OH, OW]
+  std::string mode = "nearest";
+  std::string coordinate_transformation_mode = "half_pixel";
+  std::string nearest_mode = "round_prefer_floor";
+  std::vector<double> scales{};  // [sh, sw], or empty for OH/H, OW/W
+  Attrs to_attrs() const;
+};
+
+Output resize(const Scope& s, Output x, const ResizeOptions& o, const std::string& name = "Resize");
+
+// The sampling (hub/core/resample.h) of a Resize or ResizeGrad node with
+// attributes `attrs` for an input of spatial size in_h x in_w. The attributes
+// passed the shape function.
+ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w);
+
+}  // namespace hub::ops

@@ -1,0 +1,352 @@
+// ONNX import: hand-built models with hand-computed answers (layouts,
+// folding, weights as variables), the image signatures, and bad input (each
+// a clear error naming the model file, the node, its op and the attribute).
+#include <doctest/doctest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "hub/core/error.h"
+#include "hub/core/fileio.h"
+#include "hub/interop/onnx/convert.h"
+#include "hub/interop/onnx/importer.h"
+#include "hub/interop/onnx/model.h"
+#include "onnx_testutil.h"
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+// A small ModelProto builder (opset 13 unless told otherwise).
+struct OnnxBuilder {
+  ::onnx::ModelProto model;
+  ::onnx::GraphProto* g;
+  explicit OnnxBuilder(int opset = 13) {
+    model.set_ir_version(7);
+    auto* op = model.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    g = model.mutable_graph();
+    g->set_name("test");
+  }
+  void input(const std::string& name, const std::vector<int64_t>& dims, int type = ::onnx::TensorProto::FLOAT) {
+    auto* vi = g->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (int64_t d : dims) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (d < 0) dim->set_dim_param("N");
+      else dim->set_dim_value(d);
+    }
+  }
+  // A graph output of rank dims.size(); negative dims are symbolic.
+  void output(const std::string& name, const std::vector<int64_t>& dims) {
+    auto* vi = g->add_output();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (d < 0) dim->set_dim_param(std::string("d").append(std::to_string(tt->shape().dim_size())));
+      else dim->set_dim_value(d);
+    }
+  }
+  ::onnx::TensorProto* init(const std::string& name, const Tensor& t) {
+    auto* p = g->add_initializer();
+    onnx_interop::tensor_to_onnx(t, p);
+    p->set_name(name);
+    return p;
+  }
+  ::onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::string& out,
+                          const std::string& name = "") {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? "/" + op : name);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  }
+  std::string save(const fs::path& dir, const std::string& file = "model.onnx") {
+    std::string path = (dir / file).string();
+    std::ofstream out(path, std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&out));
+    return path;
+  }
+};
+
+void ints_attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+}  // namespace
+
+TEST_CASE("ONNX import: NCHW convolution, bias and ReLU at the boundary, weights as variables") {
+  TempDir dir("onnx_conv");
+  OnnxBuilder b;
+  b.input("x", {1, 2, 3, 3});
+  // W [O=1, C=2, 2, 2]: channel 0 weights 1, channel 1 weights -1; bias 0.5.
+  b.init("W", make({1, 2, 2, 2}, {1, 1, 1, 1, -1, -1, -1, -1}));
+  b.init("B", make({1}, {0.5f}));
+  b.node("Conv", {"x", "W", "B"}, "c");
+  b.node("Relu", {"c"}, "y");
+  b.output("y", {1, 1, 2, 2});
+  ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  // x channel 0 = 1..9, channel 1 = all 1: each 2x2 window sums to
+  // (channel 0 window sum) - 4 + 0.5.
+  Tensor x = make({1, 2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  for (const char* backend : {"reference", "onednn"}) {
+    TensorMap out = run_signature(spec, "default", {{"x", x}}, backend);
+    expect_close(out.at("y"), make({1, 1, 2, 2}, {12 - 3.5f, 16 - 3.5f, 24 - 3.5f, 28 - 3.5f}));
+  }
+  // The weight is a module variable, transposed once to HWIO [2,2,2,1].
+  REQUIRE(spec.weights().count("W"));
+  CHECK(spec.weights().at("W").shape() == Shape{2, 2, 2, 1});
+  CHECK(spec.weights().at("B").shape() == Shape{1});
+  CHECK(std::get<std::string>(spec.attached().at("source_format")) == "onnx");
+  CHECK(std::get<int64_t>(spec.attached().at("source_opset")) == 13);
+  CHECK(std::get<std::string>(spec.attached().at("source_sha256")).size() == 64);
+}
+
+TEST_CASE("ONNX import: constants fold, including Shape chains, and a dynamic batch reshape") {
+  TempDir dir("onnx_fold");
+  OnnxBuilder b;
+  b.input("x", {-1, 2, 2, 2});
+  // Shape(x)[0] unsqueezed, concat [-1]: PyTorch's x.view(x.size(0), -1).
+  b.node("Shape", {"x"}, "s");
+  b.init("zero", Tensor::scalar<int64_t>(0));
+  auto* gather = b.node("Gather", {"s", "zero"}, "n");
+  int_attr(gather, "axis", 0);
+  b.init("axes0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.node("Unsqueeze", {"n", "axes0"}, "n1");
+  b.init("minus1", Tensor::from_vector<int64_t>({1}, {-1}));
+  auto* cat = b.node("Concat", {"n1", "minus1"}, "target");
+  int_attr(cat, "axis", 0);
+  b.node("Reshape", {"x", "target"}, "flat");
+  // (2 + 3) * 0.5 folds to one constant.
+  b.init("two", make({}, {2}));
+  b.init("three", make({}, {3}));
+  b.init("half", make({}, {0.5f}));
+  b.node("Add", {"two", "three"}, "five");
+  b.node("Mul", {"five", "half"}, "k");
+  b.node("Mul", {"flat", "k"}, "y");
+  b.output("y", {-1, 8});
+  ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  // No Add node survives: 2 + 3 was folded at import.
+  for (const Node& n : spec.graph().nodes()) CHECK(n.op != "Add");
+  Tensor x = random_tensor({3, 2, 2, 2}, 4);
+  Tensor y = run_signature(spec, "default", {{"x", x}}, "reference").at("y");
+  CHECK(y.shape() == Shape{3, 8});
+  for (int64_t i = 0; i < 24; ++i) CHECK(y.data<float>()[i] == doctest::Approx(x.data<float>()[i] * 2.5f));
+}
+
+TEST_CASE("ONNX import: a chain of spatial ops has no layout change between them") {
+  TempDir dir("onnx_layout");
+  OnnxBuilder b;
+  b.input("x", {1, 3, 8, 8});
+  b.init("W1", random_tensor({4, 3, 3, 3}, 1));
+  b.init("W2", random_tensor({4, 4, 3, 3}, 2));
+  auto* c1 = b.node("Conv", {"x", "W1"}, "c1");
+  ints_attr(c1, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c1"}, "r1");
+  auto* p = b.node("MaxPool", {"r1"}, "p");
+  ints_attr(p, "kernel_shape", {2, 2});
+  ints_attr(p, "strides", {2, 2});
+  auto* c2 = b.node("Conv", {"p", "W2"}, "c2");
+  ints_attr(c2, "pads", {1, 1, 1, 1});
+  b.node("GlobalAveragePool", {"c2"}, "g");
+  b.node("Flatten", {"g"}, "y");
+  b.output("y", {1, 4});
+  ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  int transposes = 0;
+  for (const Node& n : spec.graph().nodes()) transposes += n.op == "Transpose";
+  CHECK(transposes == 1);  // at the input edge only; the flatten of [N,1,1,C] is a free reshape
+}
+
+TEST_CASE("ONNX import: image signatures normalise NHWC images and share the model's variables") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_image");
+  write_pytorch_style_models(dir.path);
+  onnx_interop::OnnxImportOptions o;
+  o.mean = {0.485, 0.456, 0.406};
+  o.std = {0.229, 0.224, 0.225};
+  o.labels = "a\nb\n";
+  ModuleSpec spec = onnx_interop::import_onnx((dir.path / "mobilenet.onnx").string(), o);
+  CHECK(get_expected_image_size(spec) == std::pair<int64_t, int64_t>{64, 64});
+  const TensorInfo& fv = spec.signature("image_feature_vector").outputs.at("default");
+  CHECK(fv.shape == Shape{kUnknownDim, 128});
+  const size_t variables = spec.variables().size();
+  // The second copy of the body added no variables.
+  size_t var_nodes = 0;
+  for (const Node& n : spec.graph().nodes()) var_nodes += n.op == "Variable";
+  CHECK(var_nodes == variables);
+  // image_classification(images) == default((images - mean) / std as NCHW).
+  Tensor images = random_tensor({2, 64, 64, 3}, 9, 0, 1);
+  Tensor nchw(DType::kFloat32, {2, 3, 64, 64});
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t i = 0; i < 64 * 64; ++i)
+        nchw.data<float>()[(n * 3 + c) * 4096 + i] =
+            static_cast<float>((images.data<float>()[(n * 4096 + i) * 3 + c] - o.mean[c]) / o.std[c]);
+  // The model's own input has batch 1: compare image by image.
+  for (int64_t n = 0; n < 2; ++n) {
+    Tensor one(DType::kFloat32, {1, 3, 64, 64});
+    std::memcpy(one.raw_data(), nchw.data<float>() + n * 3 * 4096, 3 * 4096 * sizeof(float));
+    Tensor want = run_signature(spec, "default", {{"input", one}}, "onednn").begin()->second;
+    Tensor got = run_signature(spec, "image_classification", {{"images", images}}, "onednn").at("default");
+    Tensor row(DType::kFloat32, {1, 1000});
+    std::memcpy(row.raw_data(), got.data<float>() + n * 1000, 1000 * sizeof(float));
+    expect_close(row, want, 1e-5, 1e-4);
+  }
+  CHECK(spec.asset_files().at("labels.txt") == "a\nb\n");
+}
+
+TEST_CASE("ONNX import: unsupported operators, attributes and types name the node, op and file") {
+  TempDir dir("onnx_bad");
+  {
+    OnnxBuilder b;
+    b.input("x", {2, 2});
+    b.node("Acos", {"x"}, "y", "the_node");
+    b.output("y", {2, 2});
+    const std::string path = b.save(dir.path, "op.onnx");
+    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "node 'the_node' (Acos)");
+    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, path);
+  }
+  {
+    OnnxBuilder b;
+    b.input("x", {1, 2, 4, 4});
+    auto* n = b.node("MaxPool", {"x"}, "y", "pool");
+    ints_attr(n, "kernel_shape", {2, 2});
+    int_attr(n, "storage_order", 1);
+    b.output("y", {1, 2, 2, 2});
+    const std::string path = b.save(dir.path, "attr.onnx");
+    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "storage_order");
+  }
+  {
+    OnnxBuilder b;
+    b.input("x", {2}, ::onnx::TensorProto::DOUBLE);
+    b.node("Relu", {"x"}, "y");
+    b.output("y", {2});
+    const std::string path = b.save(dir.path, "dtype.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "DOUBLE");
+  }
+  {
+    OnnxBuilder b(6);
+    b.input("x", {2});
+    b.node("Relu", {"x"}, "y");
+    b.output("y", {2});
+    const std::string path = b.save(dir.path, "old.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 7 to 17");
+  }
+}
+
+TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the folder are refused") {
+  TempDir dir("onnx_corrupt");
+  OnnxBuilder b;
+  b.input("x", {2});
+  b.init("w", make({2}, {1, 2}));
+  b.node("Add", {"x", "w"}, "y");
+  b.output("y", {2});
+  const std::string good = b.save(dir.path, "good.onnx");
+  CHECK_NOTHROW(onnx_interop::import_onnx(good));
+  // Truncated.
+  std::string bytes = read_file_bytes(good);
+  {
+    std::ofstream(dir.path / "cut.onnx", std::ios::binary) << bytes.substr(0, bytes.size() - 7);
+    expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "cut.onnx").string()); }, "cut.onnx");
+  }
+  // Not ONNX at all.
+  std::ofstream(dir.path / "text.onnx") << "hello, world";
+  expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "text.onnx").string()); }, "not");
+  // An initializer whose bytes do not match its shape.
+  {
+    OnnxBuilder bad = b;
+    bad.g = bad.model.mutable_graph();
+    bad.g->mutable_initializer(0)->set_raw_data(std::string(12, '\0'));
+    const std::string path = bad.save(dir.path, "size.onnx");
+    expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx(path); }, "initializer 'w'");
+  }
+  // External data: inside the folder it loads; absolute, '..' or a symlink
+  // out of the folder is refused.
+  auto external = [&](const std::string& location, const std::string& file) {
+    OnnxBuilder e = b;
+    e.g = e.model.mutable_graph();
+    auto* t = e.g->mutable_initializer(0);
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value(location);
+    return e.save(dir.path, file);
+  };
+  {
+    float w[2] = {1, 2};
+    std::ofstream(dir.path / "w.bin", std::ios::binary).write(reinterpret_cast<const char*>(w), sizeof w);
+    ModuleSpec spec = onnx_interop::import_onnx(external("w.bin", "ext.onnx"));
+    CHECK(spec.weights().empty());  // an Add operand: a constant
+  }
+  expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("/etc/passwd", "abs.onnx")); },
+               "absolute");
+  expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("../w.bin", "up.onnx")); },
+               "leaves the model's folder");
+  fs::create_directories(dir.path / "outside");
+  std::ofstream(dir.path / "outside" / "secret.bin") << "12345678";
+  fs::create_directories(dir.path / "model");
+  fs::create_symlink(dir.path / "outside" / "secret.bin", dir.path / "model" / "link.bin");
+  {
+    OnnxBuilder e = b;
+    e.g = e.model.mutable_graph();
+    auto* t = e.g->mutable_initializer(0);
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value("link.bin");
+    const std::string path = e.save(dir.path / "model", "sym.onnx");
+    expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(path); }, "outside the model's folder");
+  }
+}
+
+TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
+  const std::string doc = read_file_bytes(std::string(HUB_SOURCE_DIR) + "/docs/import.md");
+  size_t start = doc.find("### Operators");
+  REQUIRE(start != std::string::npos);
+  size_t end = doc.find("###", start + 3);
+  std::set<std::string> documented;
+  std::istringstream lines(doc.substr(start, end - start));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0 || line.rfind("| ONNX op", 0) == 0) continue;
+    std::string cell = line.substr(2, line.find(" |", 2) - 2);
+    if (auto paren = cell.find(" ("); paren != std::string::npos) cell = cell.substr(0, paren);
+    std::istringstream ops(cell);
+    for (std::string op; std::getline(ops, op, ',');) {
+      op.erase(0, op.find_first_not_of(' '));
+      documented.insert(op);
+    }
+  }
+  std::set<std::string> mapped;
+  for (const auto& [op, mapper] : onnx_interop::op_mappers()) mapped.insert(op);
+  CHECK(documented == mapped);
+  for (const std::string& op : mapped)
+    if (!documented.count(op)) MESSAGE("not documented: " << op);
+  for (const std::string& op : documented)
+    if (!mapped.count(op)) MESSAGE("documented but not mapped: " << op);
+}
