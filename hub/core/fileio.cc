@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "hub/core/error.h"
 
@@ -92,6 +93,45 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     throw_error(Code::kIOError, "cannot rename into '" + path + "': " + std::strerror(err));
   }
+}
+
+StagingDir::StagingDir(const std::string& target) {
+  namespace fs = std::filesystem;
+  if (target.empty()) throw_error(Code::kInvalidArgument, "empty output path");
+  struct stat st;
+  if (::lstat(target.c_str(), &st) == 0)
+    throw_error(Code::kAlreadyExists, "'" + target + "' already exists; refusing to overwrite it");
+  fs::path t = fs::path(target).lexically_normal();
+  if (t.filename().empty()) t = t.parent_path();
+  const fs::path parent = t.has_parent_path() ? t.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw_error(Code::kIOError, "cannot create '" + parent.string() + "': " + ec.message());
+  static std::atomic<unsigned> counter{0};
+  std::string name(1, '.');
+  name += t.filename().string();
+  name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const fs::path tmp = parent / name;
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw_error(Code::kIOError, "cannot create '" + tmp.string() + "': " + ec.message());
+  target_ = t.string();
+  tmp_ = tmp.string();
+}
+
+StagingDir::~StagingDir() {
+  if (committed_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(tmp_, ec);
+}
+
+void StagingDir::commit() {
+  if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    if (err == EEXIST || err == ENOTEMPTY)
+      throw_error(Code::kAlreadyExists, "'" + target_ + "' already exists; refusing to overwrite it");
+    throw_error(Code::kIOError, "cannot rename '" + tmp_ + "' to '" + target_ + "': " + std::strerror(err));
+  }
+  committed_ = true;
 }
 
 }  // namespace hub

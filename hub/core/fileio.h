@@ -24,4 +24,27 @@ std::string read_file_bytes(const std::string& path, int64_t max_bytes = int64_t
 // nothing behind. Throws IOError naming the path.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// A directory written under a temporary sibling name (".<name>.tmp-<pid>-<n>"
+// beside `target`) and renamed into place by commit(), so `target` appears
+// complete or not at all. The constructor refuses an existing `target`
+// (AlreadyExists) and creates the parent folders and the temporary directory
+// (IOError naming the path). commit() renames without replacing anything
+// that appeared meanwhile (AlreadyExists). Unless committed, the destructor
+// removes the temporary directory and everything in it.
+class StagingDir {
+ public:
+  explicit StagingDir(const std::string& target);
+  ~StagingDir();
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  // The temporary directory to write into.
+  const std::string& path() const { return tmp_; }
+  void commit();
+
+ private:
+  std::string target_, tmp_;
+  bool committed_ = false;
+};
+
 }  // namespace hub

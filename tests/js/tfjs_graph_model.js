@@ -164,6 +164,18 @@ node('transpose', 'Transpose', ['strided', vec('transpose/perm', [0, 2, 1, 3])],
 node('splitv/first', 'Slice', ['splitv', vec('splitv/begin', [0, 1, 1, 0]), vec('splitv/size', [-1, 3, 3, 4])],
      {T, Index: {type: 'DT_INT32'}});
 node('sum4', 'AddN', ['slice', 'transpose'], {T, N: {i: '2'}});
+// Resizing with each of TensorFlow's coordinate modes, pooled to [N, 6] each.
+const resized = [['ResizeBilinear', [5, 4], false, true], ['ResizeBilinear', [6, 7], false, false],
+                 ['ResizeBilinear', [5, 5], true, false], ['ResizeNearestNeighbor', [7, 5], false, true],
+                 ['ResizeNearestNeighbor', [4, 5], true, false], ['ResizeNearestNeighbor', [8, 7], false, false]];
+resized.forEach(([op, size, align, half], k) => {
+  node(`resize${k}`, op, ['lrn', vec(`resize${k}/size`, size)],
+       {T, align_corners: {b: align}, half_pixel_centers: {b: half}});
+  node(`resize${k}/mean`, 'Mean', [`resize${k}`, vec(`resize${k}/axes`, [1, 2])],
+       {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
+});
+node('resized', 'ConcatV2', [...resized.map((r, k) => `resize${k}/mean`), intScalar('resized/axis', 1)],
+     {T, N: {i: String(resized.length)}, Tidx: {type: 'DT_INT32'}});
 // Reductions and shape ops: [N, 3, 3, 6] -> [N, 6] several ways.
 constant('axes12', [2], [1, 2], {dtype: 'int32', quant: 'uint8', group: 1});
 node('mean', 'Mean', ['sum4', 'axes12'], {T, keep_dims: {b: true}, Tidx: {type: 'DT_INT32'}});
@@ -219,7 +231,7 @@ async function main() {
     signature: {
       inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
-                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5])},
+                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 36])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -246,7 +258,7 @@ async function main() {
   const model = await tf.loadGraphModel(handler);
   const input = tf.tensor(values(2 * 10 * 10 * 3, 0, 1), [2, 10, 10, 3]);
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast'];
+  const names = ['probs', 'features', 'log_probs/cast', 'resized'];
   const results = model.execute({images: input}, names);
   const shapes = {};
   names.forEach((name, i) => {

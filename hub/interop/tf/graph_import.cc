@@ -290,6 +290,7 @@ class Importer {
   ImportedGraph run();
 
   const std::string& file() const { return g_.file; }
+  bool weights_as_variables() const { return o_.weights_as_variables; }
   // A unique hub name for a helper node, never one a TensorFlow node has.
   std::string helper_name(const std::string& base) const {
     std::string name = base;
@@ -366,7 +367,9 @@ Output Context::input(int i) {
 
 Output Context::weight(int i, bool trainable) {
   const TfValue& v = value(i);
-  if (folding_ || !v.constant || v.const_node.empty() || v.constant->dtype() != DType::kFloat32) return input(i);
+  if (folding_ || !imp_.weights_as_variables() || !v.constant || v.const_node.empty() ||
+      v.constant->dtype() != DType::kFloat32)
+    return input(i);
   return imp_.weight_variable(v.const_node, *v.constant, trainable);
 }
 

@@ -14,7 +14,8 @@
 //    (hub/interop/tf/ops.h). Fed tensors become hub Placeholders named after
 //    their node. Variables (VariableV2, VarHandleOp + ReadVariableOp) become
 //    hub Variables named after their TensorFlow node, with values from
-//    `variable_value`; float Consts used as weights become variables too.
+//    `variable_value`; in a frozen graph (weights_as_variables), float Consts
+//    used as weights become variables too.
 //
 // Errors (hub::Error naming `file`, and the node and op where there is one):
 // a node name used twice, an input naming no node, a cycle among the needed
@@ -80,6 +81,11 @@ struct GraphImportOptions {
   std::optional<std::set<std::string>> trainable;
   // Values of Const nodes stored outside the graph (TF.js weights).
   const std::map<std::string, Tensor>* const_values = nullptr;
+  // A frozen graph (weights are Consts): float Consts feeding weight inputs
+  // (filters, matrices, biases, batch-norm parameters) become module
+  // variables named after their Const node, so they live in
+  // variables.safetensors and can be fine-tuned.
+  bool weights_as_variables = true;
 };
 
 struct ImportedGraph {

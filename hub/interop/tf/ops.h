@@ -89,8 +89,9 @@ class OpContext {
   // The input in the graph being built (a constant becomes a Const node).
   virtual Output input(int i) = 0;
   // A float constant input as a module variable named after its Const node
-  // (created once; trainable as asked), so weights live in
-  // variables.safetensors; a non-constant input as it is.
+  // (created once; trainable as asked) when importing a frozen graph
+  // (GraphImportOptions::weights_as_variables), so weights live in
+  // variables.safetensors; otherwise input(i).
   virtual Output weight(int i, bool trainable = true) = 0;
   // The module variable of the variable node `node` (VariableV2, or the
   // VarHandleOp behind a ReadVariableOp's handle).

@@ -45,32 +45,38 @@ void bias_and_activation(OpContext& c, Output y, const std::string& act) {
   c.set_output(0, c.add(act, {y}));
 }
 
-// Conv2D, DepthwiseConv2dNative and their fused forms: convolution (an
-// EXPLICIT padding becomes a zero Pad and VALID), then the fused ops.
+// TensorFlow's padding attributes as hub's: SAME, VALID, or EXPLICIT with
+// explicit_paddings [0, 0, top, bottom, left, right, 0, 0] (hub accepts
+// TensorFlow's form).
+void set_padding(const OpContext& c, Attrs& a, bool explicit_allowed) {
+  const std::string padding = explicit_allowed ? c.attr_choice("padding", {"SAME", "VALID", "EXPLICIT"})
+                                               : c.attr_choice("padding", {"SAME", "VALID"});
+  a.set("padding", padding);
+  if (padding != "EXPLICIT") return;
+  std::vector<int64_t> p = c.attr_ints("explicit_paddings");
+  if (p.size() != 8 || p[0] || p[1] || p[6] || p[7]) c.fail_attr("explicit_paddings", "must pad only H and W (8 values, NHWC)");
+  for (int64_t v : p)
+    if (v < 0) c.fail_attr("explicit_paddings", "must not be negative");
+  a.set("explicit_paddings", p);
+}
+
+// Conv2D (plain or grouped: TensorFlow and hub both take the groups from the
+// filter's input depth), DepthwiseConv2dNative and their fused forms.
 void map_conv(OpContext& c) {
   require_float(c);
   require_nhwc(c);
   const bool depthwise = c.op() == "DepthwiseConv2dNative" || c.op() == "FusedDepthwiseConv2dNative";
   const bool fused = c.op() == "_FusedConv2D" || c.op() == "FusedDepthwiseConv2dNative";
-  std::string padding = c.attr_choice("padding", {"SAME", "VALID", "EXPLICIT"});
-  Output x = c.input(0);
-  if (padding == "EXPLICIT") {
-    std::vector<int64_t> p = c.attr_ints("explicit_paddings");
-    if (p.size() != 8 || p[0] || p[1] || p[6] || p[7]) c.fail_attr("explicit_paddings", "must pad only H and W (8 values, NHWC)");
-    for (int64_t v : p)
-      if (v < 0) c.fail_attr("explicit_paddings", "must not be negative");
-    x = c.scope().op("Pad", {x}, Attrs().set("paddings", p), "explicit_padding");
-    padding = "VALID";
-  }
   Attrs a;
-  a.set("strides", spatial(c, "strides")).set("dilations", spatial(c, "dilations")).set("padding", padding);
+  a.set("strides", spatial(c, "strides")).set("dilations", spatial(c, "dilations"));
+  set_padding(c, a, true);
   const std::string hub_op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
   if (!fused) {
-    c.set_output(0, c.add(hub_op, {x, c.weight(1)}, a));
+    c.set_output(0, c.add(hub_op, {c.input(0), c.weight(1)}, a));
     return;
   }
   const std::string act = fused_activation(c, c.attr_strings("fused_ops"));
-  bias_and_activation(c, c.scope().op(hub_op, {x, c.weight(1)}, a, hub_op), act);
+  bias_and_activation(c, c.scope().op(hub_op, {c.input(0), c.weight(1)}, a, hub_op), act);
 }
 
 void map_fused_matmul(OpContext& c) {
@@ -124,12 +130,34 @@ void map_activation(OpContext& c) {
   c.set_output(0, c.add(c.op(), {c.input(0)}));
 }
 
+// MaxPool (SAME, VALID, EXPLICIT) and AvgPool (SAME, VALID).
 void map_pool(OpContext& c) {
   require_float(c);
   require_nhwc(c);
-  const std::string padding = c.attr_choice("padding", {"SAME", "VALID"});
-  c.set_output(0, c.add(c.op(), {c.input(0)},
-                        Attrs().set("ksize", spatial(c, "ksize")).set("strides", spatial(c, "strides")).set("padding", padding)));
+  Attrs a;
+  a.set("ksize", spatial(c, "ksize")).set("strides", spatial(c, "strides"));
+  set_padding(c, a, c.op() == "MaxPool");
+  c.set_output(0, c.add(c.op(), {c.input(0)}, a));
+}
+
+// ResizeBilinear / ResizeNearestNeighbor: hub's Resize with the coordinate
+// mode TensorFlow's two flags select (hub/ops/resize.h).
+void map_resize(OpContext& c) {
+  if (c.dtype(0) != DType::kFloat32) c.unsupported("only float32 images are supported");
+  std::vector<int64_t> size = c.constant_ints(1, "size");
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) c.fail("size (input 1) must be two positive numbers");
+  const bool align = c.attr_bool("align_corners"), half = c.attr_bool("half_pixel_centers");
+  if (align && half) c.fail_attr("half_pixel_centers", "TensorFlow refuses it together with align_corners");
+  const bool linear = c.op() == "ResizeBilinear";
+  Attrs a;
+  a.set("size", size).set("mode", linear ? "linear" : "nearest");
+  if (linear) {
+    a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "half_pixel" : "asymmetric");
+  } else {
+    a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric");
+    a.set("nearest_mode", align ? "round_prefer_ceil" : "floor");
+  }
+  c.set_output(0, c.add("Resize", {c.input(0)}, a));
 }
 
 void map_lrn(OpContext& c) {
@@ -149,13 +177,24 @@ std::vector<int64_t> nhwc4(const std::vector<int64_t>& hw) {
   return {1, hw.at(0), hw.at(1), 1};
 }
 
+// hub's explicit_paddings [top, bottom, left, right] (or TensorFlow's 8) as
+// TensorFlow's [0, 0, top, bottom, left, right, 0, 0].
+void export_padding(const Attrs& a, proto::NodeDef& n) {
+  const std::string& padding = a.get_string("padding");
+  (*n.mutable_attr())["padding"].set_s(padding);
+  if (padding != "EXPLICIT") return;
+  std::vector<int64_t> p = a.get_ints("explicit_paddings");
+  if (p.size() == 4) p = {0, 0, p[0], p[1], p[2], p[3], 0, 0};
+  set_ints(n, "explicit_paddings", p);
+}
+
 void export_conv(ExportContext& c) {
   const Attrs& a = c.node().attrs;
   auto& n = c.add("", c.node().op, {c.input(0), c.input(1)});
   set_type(n, "T", DType::kFloat32);
   set_ints(n, "strides", nhwc4(a.get_ints("strides")));
   set_ints(n, "dilations", nhwc4(a.get_ints("dilations")));
-  (*n.mutable_attr())["padding"].set_s(a.get_string("padding"));
+  export_padding(a, n);
   (*n.mutable_attr())["data_format"].set_s("NHWC");
   if (c.node().op == "Conv2D") (*n.mutable_attr())["use_cudnn_on_gpu"].set_b(true);
   c.set_output(0, n.name());
@@ -191,14 +230,50 @@ void export_activation(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// TensorFlow's pooling has no ceil_mode, dilations or count_include_pad, and
+// AvgPool no EXPLICIT padding.
 void export_pool(ExportContext& c) {
   const Attrs& a = c.node().attrs;
+  const bool max = c.node().op == "MaxPool";
+  if (a.get_bool("ceil_mode")) c.fail("ceil_mode has no TensorFlow equivalent");
+  if (max && nhwc4(a.get_ints("dilations")) != std::vector<int64_t>{1, 1, 1, 1}) c.fail("dilated pooling has no TensorFlow equivalent");
+  if (!max && a.get_bool("count_include_pad")) c.fail("count_include_pad has no TensorFlow equivalent");
+  if (!max && a.get_string("padding") == "EXPLICIT") c.fail("TensorFlow's AvgPool has no EXPLICIT padding");
   auto& n = c.add("", c.node().op, {c.input(0)});
   set_type(n, "T", DType::kFloat32);
   set_ints(n, "ksize", nhwc4(a.get_ints("ksize")));
   set_ints(n, "strides", nhwc4(a.get_ints("strides")));
-  (*n.mutable_attr())["padding"].set_s(a.get_string("padding"));
+  export_padding(a, n);
   (*n.mutable_attr())["data_format"].set_s("NHWC");
+  c.set_output(0, n.name());
+}
+
+// The inverse of map_resize: only the modes TensorFlow's flags express.
+void export_resize(ExportContext& c) {
+  const Attrs& a = c.node().attrs;
+  if (!a.get_floats("scales").empty()) c.fail("explicit scales have no TensorFlow equivalent");
+  const std::string& mode = a.get_string("mode");
+  const std::string& coord = a.get_string("coordinate_transformation_mode");
+  const std::string& nearest = a.get_string("nearest_mode");
+  bool align = false, half = false;
+  if (mode == "linear" && (coord == "asymmetric" || coord == "align_corners" || coord == "half_pixel")) {
+    align = coord == "align_corners";
+    half = coord == "half_pixel";
+  } else if (mode == "nearest" && ((coord == "asymmetric" && nearest == "floor") ||
+                                   (coord == "align_corners" && nearest == "round_prefer_ceil") ||
+                                   (coord == "tf_half_pixel_for_nn" && nearest == "floor"))) {
+    align = coord == "align_corners";
+    half = coord == "tf_half_pixel_for_nn";
+  } else {
+    c.fail("mode " + mode + " with " + coord + (mode == "nearest" ? " and " + nearest : "") +
+           " has no TensorFlow equivalent");
+  }
+  const auto& size = a.get_ints("size");
+  std::string sz = c.constant("size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}));
+  auto& n = c.add("", mode == "linear" ? "ResizeBilinear" : "ResizeNearestNeighbor", {c.input(0), sz});
+  set_type(n, "T", DType::kFloat32);
+  (*n.mutable_attr())["align_corners"].set_b(align);
+  (*n.mutable_attr())["half_pixel_centers"].set_b(half);
   c.set_output(0, n.name());
 }
 
@@ -262,10 +337,12 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
     m[op] = {map_activation, {{"T", T}}, {std::string(op) == "Sigmoid" || std::string(op) == "Tanh" ? "y" : "activations"}};
   m["Softmax"] = {map_activation, {{"T", T}}, {"softmax"}};
   m["LogSoftmax"] = {map_activation, {{"T", T}}, {"logsoftmax"}};
-  for (const char* op : {"MaxPool", "AvgPool"})
-    m[op] = {map_pool,
-             {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"explicit_paddings", attr_list()},
-              {"data_format", attr_s("NHWC")}}};
+  m["MaxPool"] = {map_pool,
+                  {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"explicit_paddings", attr_list()},
+                   {"data_format", attr_s("NHWC")}}};
+  m["AvgPool"] = {map_pool, {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"data_format", attr_s("NHWC")}}};
+  for (const char* op : {"ResizeBilinear", "ResizeNearestNeighbor"})
+    m[op] = {map_resize, {{"T", T}, {"align_corners", attr_b(false)}, {"half_pixel_centers", attr_b(false)}}, {"resized_images"}};
   m["LRN"] = {map_lrn,
               {{"T", T}, {"depth_radius", attr_i(5)}, {"bias", attr_f(1.0f)}, {"alpha", attr_f(1.0f)}, {"beta", attr_f(0.5f)}}};
 }
@@ -279,6 +356,7 @@ void add_nn_exporters(std::map<std::string, OpExporter>& m) {
   m["MaxPool"] = export_pool;
   m["AvgPool"] = export_pool;
   m["LRN"] = export_lrn;
+  m["Resize"] = export_resize;
 }
 
 }  // namespace hub::tf

@@ -165,6 +165,7 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
     };
   }
   o.trainable = trainable_set(mg, where);
+  o.weights_as_variables = bundle == nullptr;  // no variables: a frozen graph
   ImportedGraph imported = import_graph(g, o);
   for (auto& [name, value] : imported.weights) weights[name] = value;
   ModuleSpec::TagSetParts parts{tags, std::move(imported.graph), {}};

@@ -21,7 +21,8 @@
 // else under their own name; TensorFlow 2 exports (signatures and savers in
 // library functions, VarHandleOp + ReadVariableOp) import the same way.
 // Trainable variables are those of the "trainable_variables" collection when
-// the graph has one. The module records attached source_format,
+// the graph has one. A SavedModel without variables/ is a frozen graph: its
+// float Consts used as weights become variables. The module records attached source_format,
 // source_sha256 (of saved_model.pb), source_producer (the TensorFlow
 // version) and imported_at.
 //

@@ -294,12 +294,11 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   TempDir dir("saved_model");
   write_saved_model(dir / "m", sm, {{"bn/moving_mean", mean}, {"bn/moving_variance", var}});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
-  // Batch-norm statistics are not trainable; Consts used as weights became variables.
-  for (const VariableInfo& vi : spec.variables()) {
-    INFO(vi.name);
-    CHECK(vi.trainable == (vi.name != "bn/moving_mean" && vi.name != "bn/moving_variance"));
-  }
-  CHECK(spec.variables().size() == 8);
+  // The graph's variables, batch-norm statistics not trainable; its Consts
+  // stay constants.
+  REQUIRE(spec.variables().size() == 2);
+  CHECK_FALSE(spec.variables()[0].trainable);
+  CHECK_FALSE(spec.variables()[1].trainable);
 
   Graph ref;
   Scope s(ref);
@@ -321,6 +320,28 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   Session session(ref, nullptr);
   Tensor want = session.run({{x, images}}, {y})[0];
   expect_close(run_sig(spec, "default", "images", images, "default"), want, 1e-6, 1e-5);
+}
+
+TEST_CASE("a frozen SavedModel (no variables): Consts used as weights become variables") {
+  tfp::SavedModel sm;
+  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+  TfGraph g(mg->mutable_graph_def());
+  g.placeholder("x", {-1, 2});
+  g.constant("dense/kernel", kW);
+  g.constant("dense/bias", kB);
+  g.op("dense/MatMul", "MatMul", {"x", "dense/kernel"});
+  g.op("dense/BiasAdd", "BiasAdd", {"dense/MatMul", "dense/bias"});
+  g.op("out", "Relu", {"dense/BiasAdd"});
+  (*mg->mutable_signature_def())["default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"out:0", DType::kFloat32, {-1, 3}}}});
+  TempDir dir("saved_model");
+  write_saved_model(dir / "m", sm, {});
+  ModuleSpec spec = tf::import_saved_model(dir / "m");
+  expect_close(run_sig(spec, "default", "x", kX, "y"), kY);
+  REQUIRE(spec.variables().size() == 2);
+  CHECK(spec.variables()[1].name == "dense/kernel");
+  CHECK(spec.variables()[1].trainable);
+  expect_close(spec.weights().at("dense/kernel"), kW);
 }
 
 TEST_CASE("StridedSlice masks, Split and Slice, worked by hand") {
@@ -366,6 +387,35 @@ TEST_CASE("StridedSlice masks, Split and Slice, worked by hand") {
   expect_close(out.at("s0"), make({2, 3, 2}, {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21}));
   expect_close(out.at("s1"), make({2, 3, 2}, {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23}));
   expect_close(out.at("slice"), make({1, 3, 2}, {14, 15, 18, 19, 22, 23}));
+}
+
+TEST_CASE("MaxPool with EXPLICIT padding and a grouped Conv2D, worked by hand") {
+  // MaxPool 2x2 stride 2 over 1..9 (3x3) padded 1 above and 1 right:
+  // windows {1,2} {3} {4,5,7,8} {6,9}. Conv2D of [1,2,3,4] with a
+  // [1,1,2,2] filter: two groups of two channels.
+  tfp::SavedModel sm;
+  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+  TfGraph g(mg->mutable_graph_def());
+  g.placeholder("x", {1, 3, 3, 1});
+  auto& mp = g.op("pool", "MaxPool", {"x"});
+  attr_ints(mp, "ksize", {1, 2, 2, 1});
+  attr_ints(mp, "strides", {1, 2, 2, 1});
+  attr_string(mp, "padding", "EXPLICIT");
+  attr_ints(mp, "explicit_paddings", {0, 0, 1, 0, 0, 1, 0, 0});
+  g.placeholder("c", {1, 1, 1, 4});
+  g.constant("w", make({1, 1, 2, 2}, {1, 10, 100, 1000}));
+  auto& conv = g.op("grouped", "Conv2D", {"c", "w"});
+  attr_ints(conv, "strides", {1, 1, 1, 1});
+  attr_string(conv, "padding", "VALID");
+  (*mg->mutable_signature_def())["default"] = tf_signature(
+      {{"x", {"x:0", DType::kFloat32, {1, 3, 3, 1}}}, {"c", {"c:0", DType::kFloat32, {1, 1, 1, 4}}}},
+      {{"pool", {"pool:0", DType::kFloat32, {}}}, {"conv", {"grouped:0", DType::kFloat32, {}}}});
+  TempDir dir("saved_model");
+  write_saved_model(dir / "m", sm, {});
+  Module m(tf::import_saved_model(dir / "m"));
+  TensorMap out = m({{"x", make({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}, {"c", make({1, 1, 1, 4}, {1, 2, 3, 4})}});
+  expect_close(out.at("pool"), make({1, 2, 2, 1}, {2, 3, 8, 9}));
+  expect_close(out.at("conv"), make({1, 1, 1, 2}, {1 * 1 + 2 * 100, 3 * 10 + 4 * 1000}));
 }
 
 TEST_CASE("TF Hub module: tag sets {} and {train}, default signature, image size") {
