@@ -36,13 +36,14 @@ bool is_regular(const std::string& path) {
 // ir_version and graph are present. Reads the file once without holding it.
 bool looks_like_onnx(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{2} << 30)) return false;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{2} << 30))
+    return false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   google::protobuf::io::FileInputStream raw(fd);
   raw.SetCloseOnDelete(true);
   google::protobuf::io::CodedInputStream in(&raw);
-  static const std::map<int, int> kWireTypes = {{1, 0}, {2, 2}, {3, 2}, {4, 2},  {5, 0},  {6, 2},
+  static const std::map<int, int> kWireTypes = {{1, 0}, {2, 2}, {3, 2},  {4, 2},  {5, 0}, {6, 2},
                                                 {7, 2}, {8, 2}, {14, 2}, {20, 2}, {25, 2}};
   bool ir_version = false, graph = false;
   for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
@@ -70,10 +71,14 @@ std::string tfjs_json(const std::string& path) {
 
 std::string_view format_name(Format format) {
   switch (format) {
-    case Format::kTfHubModule: return "TF Hub module";
-    case Format::kSavedModel: return "SavedModel";
-    case Format::kTfjsGraphModel: return "TF.js graph model";
-    case Format::kOnnx: return "ONNX";
+    case Format::kTfHubModule:
+      return "TF Hub module";
+    case Format::kSavedModel:
+      return "SavedModel";
+    case Format::kTfjsGraphModel:
+      return "TF.js graph model";
+    case Format::kOnnx:
+      return "ONNX";
   }
   return "?";
 }
@@ -95,32 +100,46 @@ Format detect_format(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) throw_error(Code::kNotFound, "'" + path + "' does not exist");
   if (std::optional<Format> f = recognize_format(path)) return *f;
   std::string found = is_dir(path) ? "a folder" : "a file";
-  if (is_dir(path) && is_regular((fs::path(path) / "module.pb").string())) found = "a hub module folder already";
-  if (is_dir(path) && is_regular((fs::path(path) / "model.json").string())) found = "a folder whose model.json is not a TF.js graph model";
-  throw_error(Code::kInvalidArgument,
-              "'" + path + "': unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub module "
-              "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model; found " + found);
+  if (is_dir(path) && is_regular((fs::path(path) / "module.pb").string()))
+    found = "a hub module folder already";
+  if (is_dir(path) && is_regular((fs::path(path) / "model.json").string()))
+    found = "a folder whose model.json is not a TF.js graph model";
+  throw_error(
+      Code::kInvalidArgument,
+      "'" + path +
+          "': unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
+          "module "
+          "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model; found " +
+          found);
 }
 
 ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
   const Format format = detect_format(path);
   const onnx_interop::OnnxImportOptions& onnx = options.onnx;
   const bool onnx_options = !onnx.image_size.empty() || !onnx.mean.empty() || !onnx.std.empty() ||
-                            !onnx.input_range.empty() || onnx.image_signatures || !onnx.feature_output.empty() ||
-                            !onnx.labels.empty();
+                            !onnx.input_range.empty() || onnx.image_signatures ||
+                            !onnx.feature_output.empty() || !onnx.labels.empty();
   const std::string fmt(format_name(format));
   if (onnx_options && format != Format::kOnnx)
-    throw_error(Code::kInvalidArgument, "'" + path + "' is a " + fmt + ": the image and label options apply to ONNX models only");
+    throw_error(
+        Code::kInvalidArgument,
+        "'" + path + "' is a " + fmt + ": the image and label options apply to ONNX models only");
   if (!options.tag_sets.empty() && format != Format::kSavedModel && format != Format::kTfHubModule)
-    throw_error(Code::kInvalidArgument, "'" + path + "' is a " + fmt + ": tag sets apply to SavedModels and TF Hub modules only");
+    throw_error(
+        Code::kInvalidArgument,
+        "'" + path + "' is a " + fmt + ": tag sets apply to SavedModels and TF Hub modules only");
   try {
     tf::SavedModelImportOptions so;
     so.tag_sets = options.tag_sets;
     switch (format) {
-      case Format::kTfHubModule: return tf::import_tfhub_module(path, so);
-      case Format::kSavedModel: return tf::import_saved_model(path, so);
-      case Format::kTfjsGraphModel: return tf::import_tfjs(tfjs_json(path));
-      case Format::kOnnx: return onnx_interop::import_onnx(path, onnx);
+      case Format::kTfHubModule:
+        return tf::import_tfhub_module(path, so);
+      case Format::kSavedModel:
+        return tf::import_saved_model(path, so);
+      case Format::kTfjsGraphModel:
+        return tf::import_tfjs(tfjs_json(path));
+      case Format::kOnnx:
+        return onnx_interop::import_onnx(path, onnx);
     }
   } catch (const Error& e) {
     throw e.with_context("importing '" + path + "' (" + fmt + ")");
@@ -128,10 +147,12 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
   HUB_CHECK(false, "unhandled format");
 }
 
-ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir, const ImportOptions& options) {
+ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir,
+                               const ImportOptions& options) {
   struct stat st;
   if (::lstat(output_dir.c_str(), &st) == 0)
-    throw_error(Code::kAlreadyExists, "'" + output_dir + "' already exists; refusing to overwrite it");
+    throw_error(Code::kAlreadyExists,
+                "'" + output_dir + "' already exists; refusing to overwrite it");
   ModuleSpec spec = import_model(path, options);
   const TagSet tags = spec.has_tag_set({}) ? TagSet{} : spec.tag_sets().front();
   Module(spec, tags).export_to(output_dir);

@@ -52,6 +52,7 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options = 
 // import_model(), then the module written to `output_dir` (which must not
 // exist; written to a temporary sibling and renamed into place, so it
 // appears complete or not at all). Returns the imported spec.
-ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir, const ImportOptions& options = {});
+ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir,
+                               const ImportOptions& options = {});
 
 }  // namespace hub::interop

@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <set>
 
+#include "hub/interop/onnx_testutil.h"
 #include "hub/interop/tf/saved_model.h"
 #include "hub/interop/tf/saved_model_export.h"
-#include "hub/interop/onnx_testutil.h"
 #include "hub/module/module.h"
 #include "modules/nets/nets.h"
 #include "modules/train/train.h"
@@ -52,7 +52,8 @@ void round_trip(const std::string& name, const TempDir& dir) {
     CHECK(a.name == b.name);
     CHECK(a.trainable == b.trainable);
     const Tensor &wa = spec.weights().at(a.name), &wb = back.weights().at(b.name);
-    CHECK((wa.shape() == wb.shape() && std::memcmp(wa.raw_data(), wb.raw_data(), wa.nbytes()) == 0));
+    CHECK(
+        (wa.shape() == wb.shape() && std::memcmp(wa.raw_data(), wb.raw_data(), wa.nbytes()) == 0));
   }
   auto [h, w] = get_expected_image_size(spec);
   Tensor images = random_tensor({2, h, w, get_num_image_channels(spec)}, 17, 0, 1);
@@ -71,8 +72,9 @@ void round_trip(const std::string& name, const TempDir& dir) {
 TEST_CASE("built-in nets survive hub -> TensorFlow SavedModel -> hub") {
   TempDir dir("tf_roundtrip");
   const bool large = std::getenv("HUB_TEST_LARGE_NETS") != nullptr;
-  const std::set<std::string> representative = {"lenet", "cifarnet", "mnist", "cifar10", "inception_v1", "inception_v3",
-                                                 "resnet_v1_50", "resnet_v2_50", "mobilenet_v1", "mobilenet_v1_025_128"};
+  const std::set<std::string> representative = {
+      "lenet",        "cifarnet",     "mnist",        "cifar10",      "inception_v1",
+      "inception_v3", "resnet_v1_50", "resnet_v2_50", "mobilenet_v1", "mobilenet_v1_025_128"};
   for (const std::string& name : nets::net_names()) {
     if (!large && !representative.count(name)) {
       MESSAGE(name << ": set HUB_TEST_LARGE_NETS=1 to include it");

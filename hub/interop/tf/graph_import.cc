@@ -26,7 +26,8 @@ std::string FlatGraph::resolve(const std::string& tensor) const {
     if (it == aliases.end()) return t;
     t = it->second;
   }
-  throw_error(Code::kInvalidArgument, file + ": function calls return each other's outputs in a cycle at '" + tensor + "'");
+  throw_error(Code::kInvalidArgument,
+              file + ": function calls return each other's outputs in a cycle at '" + tensor + "'");
 }
 
 std::string canonical_tensor(const std::string& name) {
@@ -52,11 +53,20 @@ namespace {
 // savers of TensorFlow 2 exports); ops with an importer declare theirs.
 const std::map<std::string, std::vector<std::string>>& other_op_outputs() {
   static const std::map<std::string, std::vector<std::string>> m = {
-      {"RestoreV2", {"tensors"}},        {"Restore", {"tensor"}},       {"RestoreSlice", {"tensor"}},
-      {"StringJoin", {"output"}},        {"ShardedFilename", {"filename"}},
-      {"StaticRegexFullMatch", {"output"}}, {"Select", {"output"}},   {"SelectV2", {"output"}},
-      {"IdentityN", {"output"}},         {"Fill", {"output"}},         {"Assign", {"output_ref"}},
-      {"MergeV2Checkpoints", {}},        {"SaveV2", {}},               {"AssignVariableOp", {}},
+      {"RestoreV2", {"tensors"}},
+      {"Restore", {"tensor"}},
+      {"RestoreSlice", {"tensor"}},
+      {"StringJoin", {"output"}},
+      {"ShardedFilename", {"filename"}},
+      {"StaticRegexFullMatch", {"output"}},
+      {"Select", {"output"}},
+      {"SelectV2", {"output"}},
+      {"IdentityN", {"output"}},
+      {"Fill", {"output"}},
+      {"Assign", {"output_ref"}},
+      {"MergeV2Checkpoints", {}},
+      {"SaveV2", {}},
+      {"AssignVariableOp", {}},
       {"NoOp", {}},
   };
   return m;
@@ -67,7 +77,8 @@ class Flattener {
   Flattener(const proto::GraphDef& graph, const std::string& file) : graph_(graph), file_(file) {
     for (const auto& f : graph.library().function()) {
       if (!functions_.emplace(f.signature().name(), &f).second)
-        throw_error(Code::kInvalidArgument, file_ + ": the function library defines '" + f.signature().name() + "' twice");
+        throw_error(Code::kInvalidArgument,
+                    file_ + ": the function library defines '" + f.signature().name() + "' twice");
     }
   }
 
@@ -92,11 +103,13 @@ class Flattener {
     if (n.op() == "PartitionedCall" || n.op() == "StatefulPartitionedCall") {
       auto it = n.attr().find("f");
       if (it == n.attr().end() || !it->second.has_func())
-        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() + ") has no function 'f'");
+        throw_error(Code::kInvalidArgument,
+                    file_ + ": node '" + n.name() + "' (" + n.op() + ") has no function 'f'");
       fname = it->second.func().name();
       auto f = functions_.find(fname);
       if (f == functions_.end())
-        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() + ") calls '" + fname +
+        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() +
+                                                ") calls '" + fname +
                                                 "', which the function library lacks");
       return f->second;
     }
@@ -105,7 +118,8 @@ class Flattener {
   }
 
   // Index of output argument `arg`, element k, of a node of op `op`.
-  int output_index(const std::string& op, const std::string& arg, int k, const std::string& where) const {
+  int output_index(const std::string& op, const std::string& arg, int k,
+                   const std::string& where) const {
     std::vector<std::string> args;
     if (auto f = functions_.find(op); f != functions_.end()) {
       for (const auto& a : f->second->signature().output_arg()) args.push_back(a.name());
@@ -123,7 +137,8 @@ class Flattener {
 
   // Adds `n` (a graph node, or a function body node under `prefix` whose
   // argument names map to tensors by `args`), inlining calls.
-  void add_node(const proto::NodeDef& n, const std::string& prefix, const std::map<std::string, std::string>& args,
+  void add_node(const proto::NodeDef& n, const std::string& prefix,
+                const std::map<std::string, std::string>& args,
                 const std::map<std::string, std::string>& body_ops, int depth) {
     proto::NodeDef node = n;
     node.set_name(prefix + n.name());
@@ -138,17 +153,22 @@ class Flattener {
         const size_t c1 = in.find(':');
         if (c1 == std::string::npos) {
           auto a = args.find(in);
-          if (a == args.end()) throw_error(Code::kInvalidArgument, where + ": input '" + in + "' names no argument of the function");
+          if (a == args.end())
+            throw_error(Code::kInvalidArgument,
+                        where + ": input '" + in + "' names no argument of the function");
           in = a->second;
           continue;
         }
         const std::string src = in.substr(0, c1);
         const size_t c2 = in.find(':', c1 + 1);
-        const std::string arg = in.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+        const std::string arg =
+            in.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
         int k = 0;
         if (c2 != std::string::npos) k = split_tensor("x:" + in.substr(c2 + 1), where).second;
         auto op = body_ops.find(src);
-        if (op == body_ops.end()) throw_error(Code::kInvalidArgument, where + ": input '" + in + "' names no node of the function");
+        if (op == body_ops.end())
+          throw_error(Code::kInvalidArgument,
+                      where + ": input '" + in + "' names no node of the function");
         in = prefix + src + ":" + std::to_string(output_index(op->second, arg, k, where));
       }
       // Attribute placeholders take the call's values (args map "%attr:<name>").
@@ -163,26 +183,32 @@ class Flattener {
     const proto::FunctionDef* f = callee(node);
     if (!f) {
       if (static_cast<int64_t>(nodes_.size()) >= kMaxFlatNodes)
-        throw_error(Code::kResourceExhausted, file_ + ": more than " + std::to_string(kMaxFlatNodes) + " nodes after inlining functions");
+        throw_error(Code::kResourceExhausted, file_ + ": more than " +
+                                                  std::to_string(kMaxFlatNodes) +
+                                                  " nodes after inlining functions");
       nodes_.push_back(std::move(node));
       return;
     }
     if (depth >= kMaxCallDepth)
-      throw_error(Code::kInvalidArgument, where + ": function calls nest deeper than " + std::to_string(kMaxCallDepth));
+      throw_error(Code::kInvalidArgument,
+                  where + ": function calls nest deeper than " + std::to_string(kMaxCallDepth));
     inline_call(node, *f, depth, where);
   }
 
-  void inline_call(const proto::NodeDef& call, const proto::FunctionDef& f, int depth, const std::string& where) {
+  void inline_call(const proto::NodeDef& call, const proto::FunctionDef& f, int depth,
+                   const std::string& where) {
     const std::string prefix = call.name() + "/";
     std::map<std::string, std::string> args;
     int k = 0;
     for (const auto& a : f.signature().input_arg()) {
       if (!a.number_attr().empty() || !a.type_list_attr().empty())
-        throw_error(Code::kUnimplemented, where + ": function '" + f.signature().name() + "' takes a list argument '" +
-                                              a.name() + "', which is not supported");
+        throw_error(Code::kUnimplemented, where + ": function '" + f.signature().name() +
+                                              "' takes a list argument '" + a.name() +
+                                              "', which is not supported");
       while (k < call.input_size() && !call.input(k).empty() && call.input(k)[0] == '^') ++k;
       if (k >= call.input_size())
-        throw_error(Code::kInvalidArgument, where + ": too few inputs for function '" + f.signature().name() + "'");
+        throw_error(Code::kInvalidArgument,
+                    where + ": too few inputs for function '" + f.signature().name() + "'");
       args[a.name()] = call.input(k++);
     }
     // The call's attributes (and the called function's) fill placeholders.
@@ -202,7 +228,8 @@ class Flattener {
       const auto& a = f.signature().output_arg(i);
       auto r = f.ret().find(a.name());
       if (r == f.ret().end())
-        throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() + "' returns no '" + a.name() + "'");
+        throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
+                                                "' returns no '" + a.name() + "'");
       proto::NodeDef ret_ref;
       ret_ref.add_input(r->second);
       // Resolve the ret string as a body input would be.
@@ -210,15 +237,20 @@ class Flattener {
       const size_t c1 = t.find(':');
       if (c1 == std::string::npos) {
         auto arg = args.find(t);
-        if (arg == args.end()) throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() + "' returns unknown '" + t + "'");
+        if (arg == args.end())
+          throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
+                                                  "' returns unknown '" + t + "'");
         t = arg->second;
       } else {
         const std::string src = t.substr(0, c1);
         const size_t c2 = t.find(':', c1 + 1);
-        const std::string arg = t.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+        const std::string arg =
+            t.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
         int idx = c2 == std::string::npos ? 0 : split_tensor("x:" + t.substr(c2 + 1), where).second;
         auto op = body_ops.find(src);
-        if (op == body_ops.end()) throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() + "' returns unknown '" + t + "'");
+        if (op == body_ops.end())
+          throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
+                                                  "' returns unknown '" + t + "'");
         t = prefix + src + ":" + std::to_string(output_index(op->second, arg, idx, where));
       }
       aliases_[call.name() + ":" + std::to_string(i)] = t;
@@ -260,7 +292,8 @@ class Context final : public OpContext {
   Output variable(const std::string& node) override;
   Scope scope() const override;
   Output add(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) override;
-  std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) override;
+  std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs,
+                            const Attrs& attrs) override;
   bool folding() const override { return folding_; }
   void set_output(int i, Output value) override { outputs_[i].out = value; }
   void set_constant(int i, const Tensor& value) override { outputs_[i].constant = value; }
@@ -269,7 +302,9 @@ class Context final : public OpContext {
     outputs_[i].dims_dtype = dtype;
     outputs_[i].dims_scalar = scalar;
   }
-  void set_variable(int i, const std::string& variable) override { outputs_[i].variable = variable; }
+  void set_variable(int i, const std::string& variable) override {
+    outputs_[i].variable = variable;
+  }
   void set_unavailable(int i, const std::string& why) override { outputs_[i].unavailable = why; }
   void forward(int out, int in) override { outputs_[out] = value(in); }
 
@@ -294,7 +329,8 @@ class Importer {
   // A unique hub name for a helper node, never one a TensorFlow node has.
   std::string helper_name(const std::string& base) const {
     std::string name = base;
-    for (int k = 1; out_.graph.find(name) || g_.by_name.count(name); ++k) name = base + "_" + std::to_string(k);
+    for (int k = 1; out_.graph.find(name) || g_.by_name.count(name); ++k)
+      name = base + "_" + std::to_string(k);
     return name;
   }
   std::string main_name(const std::string& tf_name) const {
@@ -316,21 +352,26 @@ class Importer {
   const FlatGraph& g_;
   const GraphImportOptions& o_;
   ImportedGraph out_;
-  std::map<std::string, TfValue> values_;          // canonical tensor name -> value
-  std::map<std::string, Output> variables_;        // variable name -> Variable node
-  std::map<std::string, Output> weight_vars_;      // Const node -> Variable node
+  std::map<std::string, TfValue> values_;      // canonical tensor name -> value
+  std::map<std::string, Output> variables_;    // variable name -> Variable node
+  std::map<std::string, Output> weight_vars_;  // Const node -> Variable node
   std::set<std::string> fed_;
 };
 
 Context::Context(Importer& imp, const proto::NodeDef& node, const OpImporter& mapper, Graph& graph,
                  std::vector<TfValue> inputs, bool folding)
-    : OpContext(node, mapper.attrs, imp.file()), imp_(imp), graph_(graph), inputs_(std::move(inputs)), folding_(folding) {}
+    : OpContext(node, mapper.attrs, imp.file()),
+      imp_(imp),
+      graph_(graph),
+      inputs_(std::move(inputs)),
+      folding_(folding) {}
 
 const TfValue& Context::value(int i) const {
   if (i < 0 || i >= num_inputs())
     fail("needs input " + std::to_string(i) + ", the node has " + std::to_string(num_inputs()));
   const TfValue& v = inputs_[i];
-  if (!v.unavailable.empty()) unsupported("input " + std::to_string(i) + " ('" + node().input(i) + "'): " + v.unavailable);
+  if (!v.unavailable.empty())
+    unsupported("input " + std::to_string(i) + " ('" + node().input(i) + "'): " + v.unavailable);
   return v;
 }
 
@@ -339,7 +380,8 @@ Shape Context::shape(int i) const {
   if (v.constant) return v.constant->shape();
   if (v.dims) return v.dims_scalar ? Shape{} : Shape{static_cast<int64_t>(v.dims->size())};
   if (v.out.valid()) return graph_.spec(v.out).shape;
-  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) +
+       "') is a resource handle, not a tensor");
 }
 
 DType Context::dtype(int i) const {
@@ -347,22 +389,27 @@ DType Context::dtype(int i) const {
   if (v.constant) return v.constant->dtype();
   if (v.dims) return v.dims_dtype;
   if (v.out.valid()) return graph_.spec(v.out).dtype;
-  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) +
+       "') is a resource handle, not a tensor");
 }
 
 Output Context::input(int i) {
   const TfValue& v = value(i);
   if (v.out.valid()) return v.out;
   if (v.constant) {
-    Output c = ops::constant(Scope(graph_), *v.constant,
-                             folding_ ? "in" + std::to_string(i)
-                                      : imp_.helper_name(v.const_node.empty() ? name() + "/input" + std::to_string(i)
-                                                                              : v.const_node));
+    Output c = ops::constant(
+        Scope(graph_), *v.constant,
+        folding_ ? "in" + std::to_string(i)
+                 : imp_.helper_name(v.const_node.empty() ? name() + "/input" + std::to_string(i)
+                                                         : v.const_node));
     inputs_[i].out = c;  // later uses of this input in the same node share it
     return c;
   }
-  if (v.dims) unsupported("input " + std::to_string(i) + " ('" + node().input(i) + "') is a shape known only at run time");
-  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
+  if (v.dims)
+    unsupported("input " + std::to_string(i) + " ('" + node().input(i) +
+                "') is a shape known only at run time");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) +
+       "') is a resource handle, not a tensor");
 }
 
 Output Context::weight(int i, bool trainable) {
@@ -384,12 +431,14 @@ Output Context::add(const std::string& hub_op, std::vector<Output> inputs, const
   return add_n(hub_op, std::move(inputs), attrs)[0];
 }
 
-std::vector<Output> Context::add_n(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) {
+std::vector<Output> Context::add_n(const std::string& hub_op, std::vector<Output> inputs,
+                                   const Attrs& attrs) {
   const std::string n = folding_ ? graph_.unique_name("op") : imp_.main_name(name());
   try {
     Output first = graph_.add_node(hub_op, n, std::move(inputs), attrs);
     std::vector<Output> outs;
-    for (int k = 0; k < static_cast<int>(graph_.node(first).outputs.size()); ++k) outs.push_back({first.node, k});
+    for (int k = 0; k < static_cast<int>(graph_.node(first).outputs.size()); ++k)
+      outs.push_back({first.node, k});
     return outs;
   } catch (const Error& e) {
     throw e.with_context(where());
@@ -423,12 +472,16 @@ Output Importer::variable(const std::string& name, const std::string& where) {
   const proto::NodeDef* node = g_.find(name);
   HUB_CHECK(node != nullptr, "variable node " + name);
   auto dt = node->attr().find("dtype");
-  if (dt == node->attr().end()) throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has no dtype");
+  if (dt == node->attr().end())
+    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has no dtype");
   std::optional<DType> dtype = dtype_from_tf(dt->second.type());
   if (!dtype)
-    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has dtype " + tf_dtype_name(dt->second.type()) +
+    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has dtype " +
+                                            tf_dtype_name(dt->second.type()) +
                                             ", which is not supported");
-  if (!o_.variable_value) throw_error(Code::kNotFound, where + ": variable '" + name + "' has no value (the model has no variables)");
+  if (!o_.variable_value)
+    throw_error(Code::kNotFound,
+                where + ": variable '" + name + "' has no value (the model has no variables)");
   std::optional<Tensor> value;
   try {
     value = o_.variable_value(name);
@@ -436,26 +489,32 @@ Output Importer::variable(const std::string& name, const std::string& where) {
     throw e.with_context(where);
   }
   if (value->dtype() != *dtype)
-    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' is " + std::string(dtype_name(*dtype)) +
-                                            " in the graph but its value is " + value->spec_string());
-  if (auto sh = node->attr().find("shape"); sh != node->attr().end() && !sh->second.shape().unknown_rank()) {
+    throw_error(Code::kInvalidArgument,
+                where + ": variable '" + name + "' is " + std::string(dtype_name(*dtype)) +
+                    " in the graph but its value is " + value->spec_string());
+  if (auto sh = node->attr().find("shape");
+      sh != node->attr().end() && !sh->second.shape().unknown_rank()) {
     Shape declared = shape_from_proto(sh->second.shape(), where);
     bool ok = declared.rank() == value->rank();
-    for (int d = 0; ok && d < declared.rank(); ++d) ok = declared[d] < 0 || declared[d] == value->dim(d);
+    for (int d = 0; ok && d < declared.rank(); ++d)
+      ok = declared[d] < 0 || declared[d] == value->dim(d);
     if (!ok)
-      throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has shape " + declared.to_string() +
-                                              " in the graph but its value is " + value->spec_string());
+      throw_error(Code::kInvalidArgument,
+                  where + ": variable '" + name + "' has shape " + declared.to_string() +
+                      " in the graph but its value is " + value->spec_string());
   }
   ops::VariableOptions vo;
   vo.dtype = *dtype;
-  vo.trainable = o_.trainable ? o_.trainable->count(name) > 0 : (*dtype == DType::kFloat32 && !feeds_statistics(name));
+  vo.trainable = o_.trainable ? o_.trainable->count(name) > 0
+                              : (*dtype == DType::kFloat32 && !feeds_statistics(name));
   Output v = ops::variable(Scope(out_.graph), name, value->shape(), vo);
   out_.weights[name] = *value;
   variables_[name] = v;
   return v;
 }
 
-Output Importer::weight_variable(const std::string& const_node, const Tensor& value, bool trainable) {
+Output Importer::weight_variable(const std::string& const_node, const Tensor& value,
+                                 bool trainable) {
   auto it = weight_vars_.find(const_node);
   if (it != weight_vars_.end()) return it->second;
   ops::VariableOptions vo;
@@ -480,7 +539,9 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
     if (fed_.count(fetch)) continue;
     const std::string root = split_tensor(fetch, g_.file).first;
     const proto::NodeDef* r = g_.find(root);
-    if (!r) throw_error(Code::kInvalidArgument, g_.file + ": output '" + fetch + "' names no node of the graph");
+    if (!r)
+      throw_error(Code::kInvalidArgument,
+                  g_.file + ": output '" + fetch + "' names no node of the graph");
     if (state[root] == 2) continue;
     std::vector<Frame> stack{{r, 0}};
     state[root] = 1;
@@ -497,8 +558,9 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
       const std::string src = split_tensor(in, g_.file).first;
       const proto::NodeDef* s = g_.find(src);
       if (!s)
-        throw_error(Code::kInvalidArgument, g_.file + ": node '" + f.node->name() + "' (" + f.node->op() + "): input '" +
-                                                in + "' names no node of the graph");
+        throw_error(Code::kInvalidArgument, g_.file + ": node '" + f.node->name() + "' (" +
+                                                f.node->op() + "): input '" + in +
+                                                "' names no node of the graph");
       int& st = state[src];
       if (st == 2) continue;
       if (st == 1) {
@@ -508,7 +570,8 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
           if (fr.node->name() == src) on = true;
           if (on && fr.node->name() != src) cycle += " -> " + fr.node->name();
         }
-        throw_error(Code::kInvalidArgument, g_.file + ": the graph has a cycle: " + cycle + " -> " + src);
+        throw_error(Code::kInvalidArgument,
+                    g_.file + ": the graph has a cycle: " + cycle + " -> " + src);
       }
       st = 1;
       stack.push_back({s, 0});
@@ -517,7 +580,8 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
   return order;
 }
 
-void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs) {
+void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper,
+                    std::vector<TfValue> inputs) {
   Graph scratch;
   Context ctx(*this, node, mapper, scratch, std::move(inputs), /*folding=*/true);
   mapper.map(ctx);
@@ -551,11 +615,14 @@ void Importer::import_node(const proto::NodeDef& node) {
   const auto& importers = op_importers();
   auto it = importers.find(node.op());
   if (it == importers.end())
-    throw_error(Code::kUnimplemented, where + ": op " + node.op() + " is not supported (docs/import.md lists the supported ops)");
+    throw_error(
+        Code::kUnimplemented,
+        where + ": op " + node.op() + " is not supported (docs/import.md lists the supported ops)");
   const OpImporter& mapper = it->second;
   for (const auto& [key, value] : node.attr()) {
     if (!key.empty() && key[0] == '_') continue;  // internal: _output_shapes, _class, ...
-    if (!mapper.attrs.count(key)) throw_error(Code::kUnimplemented, where + ": attribute '" + key + "' is not supported");
+    if (!mapper.attrs.count(key))
+      throw_error(Code::kUnimplemented, where + ": attribute '" + key + "' is not supported");
   }
   std::vector<TfValue> inputs;
   bool all_constant = mapper.foldable;
@@ -564,7 +631,8 @@ void Importer::import_node(const proto::NodeDef& node) {
     auto v = values_.find(in);
     if (v == values_.end()) {
       // An output index the producing node does not have.
-      throw_error(Code::kInvalidArgument, where + ": input '" + in + "' names no output of its node");
+      throw_error(Code::kInvalidArgument,
+                  where + ": input '" + in + "' names no output of its node");
     }
     all_constant = all_constant && v->second.constant.has_value();
     inputs.push_back(v->second);
@@ -591,15 +659,19 @@ void Importer::import_node(const proto::NodeDef& node) {
 Output Importer::fetch(const std::string& tensor) {
   auto it = values_.find(tensor);
   if (it == values_.end())
-    throw_error(Code::kInvalidArgument, g_.file + ": output '" + tensor + "' names no output of its node");
+    throw_error(Code::kInvalidArgument,
+                g_.file + ": output '" + tensor + "' names no output of its node");
   TfValue& v = it->second;
-  if (!v.unavailable.empty()) throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "': " + v.unavailable);
+  if (!v.unavailable.empty())
+    throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "': " + v.unavailable);
   if (v.out.valid()) return v.out;
   if (v.constant) {
-    v.out = ops::constant(Scope(out_.graph), *v.constant, helper_name(split_tensor(tensor, g_.file).first));
+    v.out = ops::constant(Scope(out_.graph), *v.constant,
+                          helper_name(split_tensor(tensor, g_.file).first));
     return v.out;
   }
-  throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "' is not a tensor hub can compute at run time");
+  throw_error(Code::kUnimplemented,
+              g_.file + ": output '" + tensor + "' is not a tensor hub can compute at run time");
 }
 
 ImportedGraph Importer::run() {
@@ -607,25 +679,35 @@ ImportedGraph Importer::run() {
     const std::string tensor = g_.resolve(canonical_tensor(feed.tensor));
     const auto [node_name, index] = split_tensor(tensor, g_.file);
     const proto::NodeDef* n = g_.find(node_name);
-    if (!n) throw_error(Code::kInvalidArgument, g_.file + ": input '" + feed.tensor + "' names no node of the graph");
+    if (!n)
+      throw_error(Code::kInvalidArgument,
+                  g_.file + ": input '" + feed.tensor + "' names no node of the graph");
     const std::string where = g_.file + ": input '" + feed.tensor + "'";
     std::optional<DType> dtype = feed.dtype;
     std::optional<Shape> shape = feed.shape;
     if (n->op() == "Placeholder" || n->op() == "PlaceholderWithDefault") {
       if (!dtype) {
         auto a = n->attr().find("dtype");
-        if (a == n->attr().end()) throw_error(Code::kInvalidArgument, where + ": the placeholder has no dtype");
+        if (a == n->attr().end())
+          throw_error(Code::kInvalidArgument, where + ": the placeholder has no dtype");
         dtype = dtype_from_tf(a->second.type());
-        if (!dtype) throw_error(Code::kInvalidArgument, where + ": dtype " + tf_dtype_name(a->second.type()) + " is not supported");
+        if (!dtype)
+          throw_error(Code::kInvalidArgument,
+                      where + ": dtype " + tf_dtype_name(a->second.type()) + " is not supported");
       }
       if (!shape) {
         auto a = n->attr().find("shape");
-        if (a != n->attr().end() && !a->second.shape().unknown_rank()) shape = shape_from_proto(a->second.shape(), where);
+        if (a != n->attr().end() && !a->second.shape().unknown_rank())
+          shape = shape_from_proto(a->second.shape(), where);
       }
     }
     if (!dtype || !shape)
-      throw_error(Code::kInvalidArgument, where + ": the dtype and a shape of known rank are needed (the signature and the node give none)");
-    Output p = ops::placeholder(Scope(out_.graph), *dtype, *shape, main_name(index == 0 ? node_name : node_name + "_" + std::to_string(index)));
+      throw_error(Code::kInvalidArgument, where +
+                                              ": the dtype and a shape of known rank are needed "
+                                              "(the signature and the node give none)");
+    Output p = ops::placeholder(
+        Scope(out_.graph), *dtype, *shape,
+        main_name(index == 0 ? node_name : node_name + "_" + std::to_string(index)));
     TfValue v;
     v.out = p;
     values_[tensor] = v;
@@ -633,13 +715,15 @@ ImportedGraph Importer::run() {
     out_.feeds.push_back(p);
   }
   for (const proto::NodeDef* n : needed_nodes()) import_node(*n);
-  for (const std::string& t : o_.fetches) out_.fetches.push_back(fetch(g_.resolve(canonical_tensor(t))));
+  for (const std::string& t : o_.fetches)
+    out_.fetches.push_back(fetch(g_.resolve(canonical_tensor(t))));
   return std::move(out_);
 }
 
 }  // namespace
 
-std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
+std::map<std::string, AttachedValue> provenance(const std::string& format,
+                                                const std::string& sha256,
                                                 const std::string& producer) {
   std::map<std::string, AttachedValue> a;
   a["source_format"] = format;

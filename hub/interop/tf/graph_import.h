@@ -64,9 +64,9 @@ FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file);
 
 // A tensor fed at run time: a signature input.
 struct Feed {
-  std::string tensor;               // "node:k"
-  std::optional<DType> dtype;       // from the signature (else the node's attribute)
-  std::optional<Shape> shape;       // from the signature (else the node's attribute)
+  std::string tensor;          // "node:k"
+  std::optional<DType> dtype;  // from the signature (else the node's attribute)
+  std::optional<Shape> shape;  // from the signature (else the node's attribute)
 };
 
 struct GraphImportOptions {
@@ -90,8 +90,8 @@ struct GraphImportOptions {
 
 struct ImportedGraph {
   Graph graph;
-  std::vector<Output> feeds;    // as options.feeds
-  std::vector<Output> fetches;  // as options.fetches
+  std::vector<Output> feeds;              // as options.feeds
+  std::vector<Output> fetches;            // as options.fetches
   std::map<std::string, Tensor> weights;  // variable name -> value
 };
 
@@ -100,7 +100,8 @@ ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& opt
 // What every imported module records about its source: source_format,
 // source_sha256 (of the file read), source_producer (when known) and
 // imported_at (UTC, ISO 8601).
-std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
+std::map<std::string, AttachedValue> provenance(const std::string& format,
+                                                const std::string& sha256,
                                                 const std::string& producer);
 
 }  // namespace hub::tf

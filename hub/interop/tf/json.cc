@@ -21,7 +21,8 @@ class DepthCheck final : public nlohmann::json_sax<nlohmann::json> {
   bool end_object() override { return --depth_, true; }
   bool start_array(std::size_t) override { return ++depth_ <= kMaxJsonDepth; }
   bool end_array() override { return --depth_, true; }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception&) override {
     error_at_ = position;
     return false;
   }
@@ -39,8 +40,10 @@ nlohmann::json parse_json(std::string_view text, const std::string& what) {
   DepthCheck check;
   if (!nlohmann::json::sax_parse(text, &check)) {
     if (check.depth() > kMaxJsonDepth)
-      throw_error(Code::kCorruption, what + ": JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    throw_error(Code::kCorruption, what + ": malformed JSON at byte " + std::to_string(check.error_at()));
+      throw_error(Code::kCorruption,
+                  what + ": JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    throw_error(Code::kCorruption,
+                what + ": malformed JSON at byte " + std::to_string(check.error_at()));
   }
   return nlohmann::json::parse(text);
 }

@@ -7,9 +7,13 @@ namespace hub::tf {
 
 // ---- OpContext ------------------------------------------------------------------
 
-std::string OpContext::where() const { return file_ + ": node '" + node_.name() + "' (" + node_.op() + ")"; }
+std::string OpContext::where() const {
+  return file_ + ": node '" + node_.name() + "' (" + node_.op() + ")";
+}
 
-void OpContext::fail(const std::string& message) const { throw_error(Code::kInvalidArgument, where() + ": " + message); }
+void OpContext::fail(const std::string& message) const {
+  throw_error(Code::kInvalidArgument, where() + ": " + message);
+}
 
 void OpContext::unsupported(const std::string& message) const {
   throw_error(Code::kUnimplemented, where() + ": " + message);
@@ -19,8 +23,10 @@ const proto::AttrValue& OpContext::attr(const std::string& name) const {
   auto it = node_.attr().find(name);
   if (it != node_.attr().end()) return it->second;
   auto d = defaults_.find(name);
-  HUB_CHECK(d != defaults_.end(), "importer of " + node_.op() + " reads undeclared attribute " + name);
-  if (d->second.value_case() == proto::AttrValue::VALUE_NOT_SET) fail("attribute '" + name + "' is missing");
+  HUB_CHECK(d != defaults_.end(),
+            "importer of " + node_.op() + " reads undeclared attribute " + name);
+  if (d->second.value_case() == proto::AttrValue::VALUE_NOT_SET)
+    fail("attribute '" + name + "' is missing");
   return d->second;
 }
 
@@ -35,18 +41,25 @@ std::string quoted(const std::string& s) {
 
 std::string attr_text(const proto::AttrValue& v) {
   switch (v.value_case()) {
-    case proto::AttrValue::kS: return quoted(v.s());
-    case proto::AttrValue::kI: return std::to_string(v.i());
-    case proto::AttrValue::kF: return std::to_string(v.f());
-    case proto::AttrValue::kB: return v.b() ? "true" : "false";
-    case proto::AttrValue::kType: return tf_dtype_name(v.type());
+    case proto::AttrValue::kS:
+      return quoted(v.s());
+    case proto::AttrValue::kI:
+      return std::to_string(v.i());
+    case proto::AttrValue::kF:
+      return std::to_string(v.f());
+    case proto::AttrValue::kB:
+      return v.b() ? "true" : "false";
+    case proto::AttrValue::kType:
+      return tf_dtype_name(v.type());
     case proto::AttrValue::kList: {
       std::string out = "[";
-      for (int k = 0; k < v.list().i_size(); ++k) out += (k ? "," : "") + std::to_string(v.list().i(k));
+      for (int k = 0; k < v.list().i_size(); ++k)
+        out += (k ? "," : "") + std::to_string(v.list().i(k));
       for (int k = 0; k < v.list().s_size(); ++k) out += (k ? "," : "") + quoted(v.list().s(k));
       return out + "]";
     }
-    default: return "(a value of another kind)";
+    default:
+      return "(a value of another kind)";
   }
 }
 
@@ -54,7 +67,8 @@ std::string attr_text(const proto::AttrValue& v) {
 
 void OpContext::fail_attr(const std::string& name, const std::string& why) const {
   auto it = node_.attr().find(name);
-  const std::string value = it != node_.attr().end() ? attr_text(it->second) : attr_text(attr(name));
+  const std::string value =
+      it != node_.attr().end() ? attr_text(it->second) : attr_text(attr(name));
   unsupported("attribute " + name + " = " + value + ": " + why);
 }
 
@@ -84,13 +98,15 @@ std::string OpContext::attr_string(const std::string& name) const {
 
 std::vector<int64_t> OpContext::attr_ints(const std::string& name) const {
   const auto& v = attr(name);
-  if (v.value_case() != proto::AttrValue::kList) fail("attribute '" + name + "' must be a list of ints");
+  if (v.value_case() != proto::AttrValue::kList)
+    fail("attribute '" + name + "' must be a list of ints");
   return std::vector<int64_t>(v.list().i().begin(), v.list().i().end());
 }
 
 std::vector<std::string> OpContext::attr_strings(const std::string& name) const {
   const auto& v = attr(name);
-  if (v.value_case() != proto::AttrValue::kList) fail("attribute '" + name + "' must be a list of strings");
+  if (v.value_case() != proto::AttrValue::kList)
+    fail("attribute '" + name + "' must be a list of strings");
   return std::vector<std::string>(v.list().s().begin(), v.list().s().end());
 }
 
@@ -102,7 +118,8 @@ DType OpContext::attr_dtype(const std::string& name) const {
   return *d;
 }
 
-std::string OpContext::attr_choice(const std::string& name, const std::vector<std::string>& allowed) const {
+std::string OpContext::attr_choice(const std::string& name,
+                                   const std::vector<std::string>& allowed) const {
   std::string v = attr_string(name);
   for (const auto& a : allowed)
     if (v == a) return v;
@@ -179,7 +196,8 @@ const std::map<std::string, OpImporter>& op_importers() {
 // ---- Export ----------------------------------------------------------------------
 
 void ExportContext::fail(const std::string& message) const {
-  throw_error(Code::kInvalidArgument, "hub node '" + node().name + "' (" + node().op + "): " + message);
+  throw_error(Code::kInvalidArgument,
+              "hub node '" + node().name + "' (" + node().op + "): " + message);
 }
 
 void set_type(proto::NodeDef& n, const std::string& attr, DType dtype) {

@@ -42,16 +42,16 @@ struct DimValue {
 
 // A TensorFlow tensor during import.
 struct TfValue {
-  std::optional<Tensor> constant;      // known at import
-  Output out;                          // materialised in the hub graph
+  std::optional<Tensor> constant;  // known at import
+  Output out;                      // materialised in the hub graph
   // A partially known int32/int64 value: a vector, or a scalar (one
   // element, dims_scalar), e.g. Shape(x) with x's batch size unknown.
   std::optional<std::vector<DimValue>> dims;
   bool dims_scalar = false;
   DType dims_dtype = DType::kInt32;
-  std::string variable;                // a resource handle (VarHandleOp): the variable's name
-  std::string const_node;              // the Const node a constant came from ("" if computed)
-  std::string unavailable;             // why the value cannot be used ("" if it can)
+  std::string variable;     // a resource handle (VarHandleOp): the variable's name
+  std::string const_node;   // the Const node a constant came from ("" if computed)
+  std::string unavailable;  // why the value cannot be used ("" if it can)
 };
 
 class OpContext {
@@ -100,7 +100,8 @@ class OpContext {
   // Where helper nodes go: a scope named after this node.
   virtual Scope scope() const = 0;
   // Adds the node's main hub op under the node's own name (made unique).
-  virtual Output add(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs = {}) = 0;
+  virtual Output add(const std::string& hub_op, std::vector<Output> inputs,
+                     const Attrs& attrs = {}) = 0;
   virtual std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs,
                                     const Attrs& attrs = {}) = 0;
   // Whether the node is being folded (all inputs constant).
@@ -174,7 +175,8 @@ class ExportContext {
   // Adds a NodeDef (op, inputs) named `name` (relative names are put under
   // the hub node's name; "" is the hub node's own name) and returns it for
   // its attributes.
-  virtual proto::NodeDef& add(const std::string& name, const std::string& op, std::vector<std::string> inputs) = 0;
+  virtual proto::NodeDef& add(const std::string& name, const std::string& op,
+                              std::vector<std::string> inputs) = 0;
   // Adds a Const node holding `value`; returns its tensor name.
   virtual std::string constant(const std::string& name, const Tensor& value) = 0;
   // Hub output k is TensorFlow tensor `tensor`.

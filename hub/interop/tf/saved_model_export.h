@@ -39,10 +39,11 @@
 namespace hub::tf {
 
 struct SavedModelExportOptions {
-  TagSet tags;                                          // the module's tag set to export
+  TagSet tags;                                            // the module's tag set to export
   std::vector<std::string> saved_model_tags = {"serve"};  // the MetaGraphDef's tags
 };
 
-void export_saved_model(const ModuleSpec& spec, const std::string& dir, const SavedModelExportOptions& options = {});
+void export_saved_model(const ModuleSpec& spec, const std::string& dir,
+                        const SavedModelExportOptions& options = {});
 
 }  // namespace hub::tf

@@ -34,8 +34,8 @@ tfp::SavedModel tiny_saved_model() {
   g.op("relu", "Relu", {"x"});
   g.constant("one", Tensor::scalar<float>(1));
   g.op("y", "AddV2", {"relu", "one"});
-  (*mg->mutable_signature_def())["serving_default"] =
-      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 3}}}}, {{"y", {"y:0", DType::kFloat32, {-1, 3}}}});
+  (*mg->mutable_signature_def())["serving_default"] = tf_signature(
+      {{"x", {"x:0", DType::kFloat32, {-1, 3}}}}, {{"y", {"y:0", DType::kFloat32, {-1, 3}}}});
   return sm;
 }
 
@@ -75,26 +75,37 @@ TEST_CASE("formats are recognised from the content; anything else is one clear e
   fs::copy_file(dir / "tfjs/model.json", dir / "graph.txt");
   CHECK(interop::detect_format(dir / "graph.txt") == interop::Format::kTfjsGraphModel);
 
-  const std::string unrecognized = "unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
-                                   "module (tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model";
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); }, "found a hub module folder already");
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); }, unrecognized);
+  const std::string unrecognized =
+      "unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
+      "module (tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model";
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); },
+      "found a hub module folder already");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); }, unrecognized);
   // A protobuf whose fields are not ModelProto's (a SavedModel file), a
   // truncated ONNX file, a layers model, text.
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "saved/saved_model.pb"); }, unrecognized);
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "saved/saved_model.pb"); },
+      unrecognized);
   std::string onnx_bytes;
   {
     std::ifstream in(dir / "model.onnx", std::ios::binary);
     onnx_bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   write(dir.path / "truncated.onnx", onnx_bytes.substr(0, onnx_bytes.size() - 3));
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "truncated.onnx"); }, unrecognized);
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "truncated.onnx"); },
+      unrecognized);
   write(dir.path / "layers" / "model.json", R"({"format": "layers-model", "modelTopology": {}})");
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "layers"); },
-               "found a folder whose model.json is not a TF.js graph model");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "layers"); },
+      "found a folder whose model.json is not a TF.js graph model");
   write(dir.path / "notes.txt", "hello");
-  expect_error(Code::kInvalidArgument, [&] { interop::detect_format(dir / "notes.txt"); }, "found a file");
-  expect_error(Code::kNotFound, [&] { interop::detect_format(dir / "missing"); }, "does not exist");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "notes.txt"); }, "found a file");
+  expect_error(
+      Code::kNotFound, [&] { interop::detect_format(dir / "missing"); }, "does not exist");
   CHECK_FALSE(interop::recognize_format(dir / "notes.txt").has_value());
   // The ONNX branch imports through the ONNX importer.
   ModuleSpec onnx = interop::import_model(dir / "model.bin");
@@ -113,18 +124,21 @@ TEST_CASE("import_model dispatches by format and checks the options against it")
 
   interop::ImportOptions image;
   image.onnx.image_size = {4, 4};
-  expect_error(Code::kInvalidArgument, [&] { interop::import_model(dir / "saved", image); },
-               "is a SavedModel: the image and label options apply to ONNX models only");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::import_model(dir / "saved", image); },
+      "is a SavedModel: the image and label options apply to ONNX models only");
   interop::ImportOptions tags;
   tags.tag_sets = {TagSet{}};
-  expect_error(Code::kInvalidArgument, [&] { interop::import_model(dir / "tfjs", tags); },
-               "is a TF.js graph model: tag sets apply to SavedModels and TF Hub modules only");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::import_model(dir / "tfjs", tags); },
+      "is a TF.js graph model: tag sets apply to SavedModels and TF Hub modules only");
   // Importer errors carry the path and the format.
   tfp::SavedModel bad = tiny_saved_model();
   bad.mutable_meta_graphs(0)->mutable_graph_def()->mutable_node(1)->set_op("Softsign");
   write_saved_model(dir / "bad", bad, {});
-  expect_error(Code::kUnimplemented, [&] { interop::import_model(dir / "bad"); },
-               "(SavedModel): " + (dir / "bad") + "/saved_model.pb, tag set {}: node 'relu' (Softsign)");
+  expect_error(
+      Code::kUnimplemented, [&] { interop::import_model(dir / "bad"); },
+      "(SavedModel): " + (dir / "bad") + "/saved_model.pb, tag set {}: node 'relu' (Softsign)");
 }
 
 TEST_CASE("import_to_directory writes a module, or nothing") {
@@ -132,15 +146,22 @@ TEST_CASE("import_to_directory writes a module, or nothing") {
   write_saved_model(dir / "saved", tiny_saved_model(), {});
   interop::import_to_directory(dir / "saved", dir / "module");
   ModuleSpec back = load_module_spec(dir / "module");
-  expect_close(Module(back)("serving_default", {{"x", make({1, 3}, {-1, 0, 2})}}).at("y"), make({1, 3}, {1, 1, 3}));
+  expect_close(Module(back)("serving_default", {{"x", make({1, 3}, {-1, 0, 2})}}).at("y"),
+               make({1, 3}, {1, 1, 3}));
   CHECK(std::get<std::string>(back.attached().at("source_format")) == "tf_saved_model");
-  expect_error(Code::kAlreadyExists, [&] { interop::import_to_directory(dir / "saved", dir / "module"); }, "already exists");
+  expect_error(
+      Code::kAlreadyExists, [&] { interop::import_to_directory(dir / "saved", dir / "module"); },
+      "already exists");
   tfp::SavedModel bad = tiny_saved_model();
-  bad.mutable_meta_graphs(0)->mutable_graph_def()->mutable_node(1)->mutable_input(0)->assign("nowhere");
+  bad.mutable_meta_graphs(0)->mutable_graph_def()->mutable_node(1)->mutable_input(0)->assign(
+      "nowhere");
   write_saved_model(dir / "bad", bad, {});
-  expect_error(Code::kInvalidArgument, [&] { interop::import_to_directory(dir / "bad", dir / "out"); }, "names no node");
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::import_to_directory(dir / "bad", dir / "out"); },
+      "names no node");
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir.path))
+    names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"bad", "module", "saved"});
 }

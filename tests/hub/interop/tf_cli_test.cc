@@ -61,21 +61,43 @@ void write_tfhub_feature_module(const fs::path& dir) {
     std::string w = g.resource_variable("projection", {3, 4});
     g.op("module/features", "MatMul", {"module/Mean", w});
     *mg->mutable_saver_def() = g.saver({{"projection", "projection"}});
-    (*mg->mutable_signature_def())["default"] = tf_signature(
-        {{"images", {"module/images:0", DType::kFloat32, {-1, 8, 8, 3}}}}, {{"default", {"module/features:0", DType::kFloat32, {-1, 4}}}});
-    (*mg->mutable_collection_def())["hub_module_attachments"].mutable_bytes_list()->add_value(image_module_info_attachment(8, 8));
+    (*mg->mutable_signature_def())["default"] =
+        tf_signature({{"images", {"module/images:0", DType::kFloat32, {-1, 8, 8, 3}}}},
+                     {{"default", {"module/features:0", DType::kFloat32, {-1, 4}}}});
+    (*mg->mutable_collection_def())["hub_module_attachments"].mutable_bytes_list()->add_value(
+        image_module_info_attachment(8, 8));
   }
   write_saved_model(dir.string(), sm, {{"projection", projection()}});
   write_tfhub_module_def(dir.string());
 }
 
-std::vector<std::string> retrain_args(const fs::path& root, const fs::path& module, const std::string& name) {
-  return {"retrain", "--image_dir", (root / "images").string(), "--module", module.string(),
-          "--bottleneck_dir", (root / (name + "_bottlenecks")).string(), "--summaries_dir", (root / (name + "_logs")).string(),
-          "--intermediate_output_graphs_dir", (root / (name + "_intermediate")).string(),
-          "--output_graph", (root / (name + "_classifier")).string(), "--output_labels", (root / (name + "_labels.txt")).string(),
-          "--how_many_training_steps", "100", "--learning_rate", "0.5", "--testing_percentage", "20",
-          "--eval_step_interval", "50", "--random_seed", "3"};
+std::vector<std::string> retrain_args(const fs::path& root, const fs::path& module,
+                                      const std::string& name) {
+  return {"retrain",
+          "--image_dir",
+          (root / "images").string(),
+          "--module",
+          module.string(),
+          "--bottleneck_dir",
+          (root / (name + "_bottlenecks")).string(),
+          "--summaries_dir",
+          (root / (name + "_logs")).string(),
+          "--intermediate_output_graphs_dir",
+          (root / (name + "_intermediate")).string(),
+          "--output_graph",
+          (root / (name + "_classifier")).string(),
+          "--output_labels",
+          (root / (name + "_labels.txt")).string(),
+          "--how_many_training_steps",
+          "100",
+          "--learning_rate",
+          "0.5",
+          "--testing_percentage",
+          "20",
+          "--eval_step_interval",
+          "50",
+          "--random_seed",
+          "3"};
 }
 
 }  // namespace
@@ -84,7 +106,8 @@ TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the nativ
   TempDir t("tf_cli");
   write_class_images(t.path / "images", 15);
   write_tfhub_feature_module(t.path / "tfhub");
-  Run r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "imported").string()});
+  Run r = hub_cli(
+      {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "imported").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("(tf_hub_module)") != std::string::npos);
   CHECK(r.out.find("tag set {train}: signatures default") != std::string::npos);
@@ -98,13 +121,15 @@ TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the nativ
   REQUIRE_MESSAGE(b.rc == 0, b.out);
   auto final_line = [](const std::string& out) {
     const size_t at = out.find("Final test accuracy = ");
-    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+    return at == std::string::npos ? std::string("(none)")
+                                   : out.substr(at, out.find('\n', at) - at);
   };
   CHECK(final_line(a.out) != "(none)");
   CHECK(final_line(a.out) == final_line(b.out));
   CHECK(read_text(t.path / "a_labels.txt") == read_text(t.path / "b_labels.txt"));
   // The two classifiers agree on every image.
-  Module ca(load_module_spec((t.path / "a_classifier").string())), cb(load_module_spec((t.path / "b_classifier").string()));
+  Module ca(load_module_spec((t.path / "a_classifier").string())),
+      cb(load_module_spec((t.path / "b_classifier").string()));
   Tensor images = testing::random_tensor({5, 8, 8, 3}, 9, 0, 1);
   testing::expect_close(ca(images), cb(images), 1e-6, 1e-5);
 }
@@ -112,14 +137,16 @@ TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the nativ
 TEST_CASE("hub convert --to savedmodel, then hub import, gives the same module outputs") {
   TempDir t("tf_cli");
   retrain_test::export_feature_module(t.path / "native");
-  Run r = hub_cli({"convert", (t.path / "native").string(), "--to", "savedmodel", "--output", (t.path / "saved").string()});
+  Run r = hub_cli({"convert", (t.path / "native").string(), "--to", "savedmodel", "--output",
+                   (t.path / "saved").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(fs::exists(t.path / "saved" / "saved_model.pb"));
   CHECK(fs::exists(t.path / "saved" / "variables" / "variables.index"));
   r = hub_cli({"import", (t.path / "saved").string(), "--output_dir", (t.path / "back").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("(tf_saved_model)") != std::string::npos);
-  Module a(load_module_spec((t.path / "native").string())), b(load_module_spec((t.path / "back").string()));
+  Module a(load_module_spec((t.path / "native").string())),
+      b(load_module_spec((t.path / "back").string()));
   Tensor images = testing::random_tensor({3, 8, 8, 3}, 4, 0, 1);
   testing::expect_close(b(images), a(images), 0, 0);
 }
@@ -128,30 +155,40 @@ TEST_CASE("hub import and hub convert errors: exit codes, messages, nothing writ
   TempDir t("tf_cli");
   fs::create_directories(t.path / "junk");
   retrain_test::write_text(t.path / "junk" / "notes.txt", "not a model");
-  Run r = hub_cli({"import", (t.path / "junk").string(), "--output_dir", (t.path / "out").string()});
+  Run r =
+      hub_cli({"import", (t.path / "junk").string(), "--output_dir", (t.path / "out").string()});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
-  CHECK(r.out.find("unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub module "
-                   "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model") != std::string::npos);
+  CHECK(
+      r.out.find(
+          "unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub module "
+          "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model") !=
+      std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "out"));
 
   write_tfhub_feature_module(t.path / "tfhub");
   fs::create_directories(t.path / "exists");
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "exists").string()});
+  r = hub_cli(
+      {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--image_size", "4,4"});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
+               "--image_size", "4,4"});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
   CHECK(r.out.find("the image and label options apply to ONNX models only") != std::string::npos);
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--tag_set", "serve"});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
+               "--tag_set", "serve"});
   CHECK(r.rc == exit_code(Code::kNotFound));
   CHECK(r.out.find("no graph with the tag set {serve}") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "out"));
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--tag_set", ""});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
+               "--tag_set", ""});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(load_module_spec((t.path / "out").string()).tag_sets() == std::vector<TagSet>{TagSet{}});
 
-  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output", (t.path / "exists").string()});
+  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
+               (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
-  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output", (t.path / "sm").string(), "--opset", "13"});
+  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
+               (t.path / "sm").string(), "--opset", "13"});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
   CHECK_FALSE(fs::exists(t.path / "sm"));
   std::vector<std::string> left;
