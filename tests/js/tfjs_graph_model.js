@@ -116,9 +116,20 @@ constant('w3', [2, 2, 8, 6], values(192), {quant: 'uint16'});
 node('conv3', 'Conv2D', ['elu', 'w3'],
      {T, strides: ints([1, 1, 1, 1]), padding: str('EXPLICIT'), explicit_paddings: ints([0, 0, 1, 0, 0, 1, 0, 0]),
       data_format: str('NHWC'), dilations: ints([1, 1, 1, 1])});
+// Batch norm in its two older forms.
+for (const v of ['bn1', 'bn2']) {
+  constant(`${v}/gamma`, [6], values(6, 0.5, 1.5));
+  constant(`${v}/beta`, [6], values(6));
+  constant(`${v}/mean`, [6], values(6, -0.2, 0.2));
+  constant(`${v}/variance`, [6], values(6, 0.5, 2));
+}
+node('bn1', 'FusedBatchNorm', ['conv3', 'bn1/gamma', 'bn1/beta', 'bn1/mean', 'bn1/variance'],
+     {T, epsilon: {f: 0.01}, is_training: {b: false}, data_format: str('NHWC')});
+node('bn2', 'FusedBatchNormV2', ['bn1', 'bn2/gamma', 'bn2/beta', 'bn2/mean', 'bn2/variance'],
+     {T, U: T, epsilon: {f: 0.001}, is_training: {b: false}, data_format: str('NHWC')});
 constant('w4', [3, 3, 6, 1], values(54));
 constant('b4', [6], values(6));
-node('dw4', 'FusedDepthwiseConv2dNative', ['conv3', 'w4', 'b4'],
+node('dw4', 'FusedDepthwiseConv2dNative', ['bn2', 'w4', 'b4'],
      {T, strides: ints([1, 1, 1, 1]), padding: str('SAME'), dilations: ints([1, 1, 1, 1]), data_format: str('NHWC'),
       num_args: {i: '1'}, fused_ops: {list: {s: [b64('BiasAdd'), b64('Relu6')]}}});
 node('maxpool', 'MaxPool', ['dw4'], {T, ksize: ints([1, 3, 3, 1]), strides: ints([1, 2, 2, 1]), padding: str('SAME'),
@@ -144,7 +155,11 @@ node('sqrt', 'Sqrt', ['abs'], {T});
 node('exp', 'Exp', ['sqrt'], {T});
 node('log', 'Log', ['exp'], {T});
 node('reciprocal', 'Reciprocal', ['add1'], {T});
-node('z1', 'AddN', ['rsqrt', 'log', 'reciprocal'], {T, N: {i: '3'}});
+// A placeholder not fed takes its default; Snapshot and Div (of floats).
+node('pwd', 'PlaceholderWithDefault', [scalar('pwd/default', 1.5)], {dtype: T, shape: {shape: {}}});
+node('snapshot', 'Snapshot', ['pwd'], {T});
+node('div', 'Div', ['minimum', 'snapshot'], {T});
+node('z1', 'AddN', ['rsqrt', 'log', 'reciprocal', 'div'], {T, N: {i: '4'}});
 // Layout: pads, concatenation, splits, slices, transpose.
 node('pad', 'Pad', ['z1', constant('pad/paddings', [4, 2], [0, 0, 1, 0, 0, 1, 0, 0], {dtype: 'int32', group: 1})],
      {T, Tpaddings: {type: 'DT_INT32'}});
@@ -184,8 +199,7 @@ node('expand', 'ExpandDims', ['squeeze', intScalar('expand/dim', 1)], {T, Tdim: 
 node('max', 'Max', ['expand', vec('max/axis', [1])], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
 node('sum', 'Sum', ['sum4', 'axes12'], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
 node('splitv/mean', 'Mean', ['splitv/first', vec('splitv/axes', [1, 2])], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
-node('features/concat', 'ConcatV2', ['max', 'sum', intScalar('features/axis', 1)],
-     {T, N: {i: '2'}, Tidx: {type: 'DT_INT32'}});
+node('features/concat', 'Concat', [intScalar('features/axis', 1), 'max', 'sum'], {T, N: {i: '2'}});
 node('features', 'Relu', ['features/concat'], {T});
 // Flatten as Keras writes it: Reshape(x, Pack(StridedSlice(Shape(x), 0), -1)).
 node('flat/shape', 'Shape', ['lrn'], {T, out_type: {type: 'DT_INT32'}});

@@ -88,6 +88,7 @@ class Flattener {
     FlatGraph out;
     out.file = file_;
     out.aliases = std::move(aliases_);
+    out.broken = std::move(broken_);
     for (auto& n : nodes_) {
       for (auto& in : *n.mutable_input()) in = out.resolve(in);
       if (!out.by_name.emplace(n.name(), static_cast<int>(out.nodes.size())).second)
@@ -135,8 +136,36 @@ class Flattener {
     throw_error(Code::kInvalidArgument, where + ": op " + op + " has no output '" + arg + "'");
   }
 
+  // A reference inside a function body ("arg", "node:out_arg:k",
+  // "node:out_arg") as a tensor of the flat graph.
+  std::string body_ref(const std::string& ref, const std::string& prefix,
+                       const std::map<std::string, std::string>& args,
+                       const std::map<std::string, std::string>& body_ops,
+                       const std::string& where) const {
+    const size_t c1 = ref.find(':');
+    if (c1 == std::string::npos) {
+      auto a = args.find(ref);
+      if (a == args.end())
+        throw_error(Code::kInvalidArgument,
+                    where + ": '" + ref + "' names no argument of the function");
+      return a->second;
+    }
+    const std::string src = ref.substr(0, c1);
+    const size_t c2 = ref.find(':', c1 + 1);
+    const std::string arg =
+        ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+    const int k =
+        c2 == std::string::npos ? 0 : split_tensor("x:" + ref.substr(c2 + 1), where).second;
+    auto op = body_ops.find(src);
+    if (op == body_ops.end())
+      throw_error(Code::kInvalidArgument, where + ": '" + ref + "' names no node of the function");
+    return prefix + src + ":" + std::to_string(output_index(op->second, arg, k, where));
+  }
+
   // Adds `n` (a graph node, or a function body node under `prefix` whose
-  // argument names map to tensors by `args`), inlining calls.
+  // argument names map to tensors by `args`), inlining calls. A call of the
+  // graph itself that cannot be inlined stays as it is, its reason recorded:
+  // it is an error only if the outputs need it.
   void add_node(const proto::NodeDef& n, const std::string& prefix,
                 const std::map<std::string, std::string>& args,
                 const std::map<std::string, std::string>& body_ops, int depth) {
@@ -144,34 +173,10 @@ class Flattener {
     node.set_name(prefix + n.name());
     const std::string where = file_ + ": node '" + node.name() + "' (" + n.op() + ")";
     if (!prefix.empty()) {
-      // Body input forms: "arg", "node:out_arg:k", "node:out_arg", "^node".
-      for (auto& in : *node.mutable_input()) {
-        if (!in.empty() && in[0] == '^') {
-          in = "^" + prefix + in.substr(1);
-          continue;
-        }
-        const size_t c1 = in.find(':');
-        if (c1 == std::string::npos) {
-          auto a = args.find(in);
-          if (a == args.end())
-            throw_error(Code::kInvalidArgument,
-                        where + ": input '" + in + "' names no argument of the function");
-          in = a->second;
-          continue;
-        }
-        const std::string src = in.substr(0, c1);
-        const size_t c2 = in.find(':', c1 + 1);
-        const std::string arg =
-            in.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-        int k = 0;
-        if (c2 != std::string::npos) k = split_tensor("x:" + in.substr(c2 + 1), where).second;
-        auto op = body_ops.find(src);
-        if (op == body_ops.end())
-          throw_error(Code::kInvalidArgument,
-                      where + ": input '" + in + "' names no node of the function");
-        in = prefix + src + ":" + std::to_string(output_index(op->second, arg, k, where));
-      }
-      // Attribute placeholders take the call's values (args map "%attr:<name>").
+      for (auto& in : *node.mutable_input())
+        in = !in.empty() && in[0] == '^' ? "^" + prefix + in.substr(1)
+                                         : body_ref(in, prefix, args, body_ops, where);
+      // Attribute placeholders take the values the call instantiates them with.
       for (auto& [key, value] : *node.mutable_attr()) {
         if (value.value_case() != proto::AttrValue::kPlaceholder) continue;
         auto a = attr_values_.find(value.placeholder());
@@ -180,19 +185,33 @@ class Flattener {
     } else {
       for (auto& in : *node.mutable_input()) in = canonical_tensor(in);
     }
-    const proto::FunctionDef* f = callee(node);
-    if (!f) {
-      if (static_cast<int64_t>(nodes_.size()) >= kMaxFlatNodes)
-        throw_error(Code::kResourceExhausted, file_ + ": more than " +
-                                                  std::to_string(kMaxFlatNodes) +
-                                                  " nodes after inlining functions");
-      nodes_.push_back(std::move(node));
-      return;
+    const proto::FunctionDef* f = nullptr;
+    try {
+      f = callee(node);
+      if (f && depth >= kMaxCallDepth)
+        throw_error(Code::kInvalidArgument,
+                    where + ": function calls nest deeper than " + std::to_string(kMaxCallDepth));
+      if (f) {
+        const size_t nodes_before = nodes_.size();
+        const auto aliases_before = aliases_;
+        try {
+          inline_call(node, *f, depth, where);
+          return;
+        } catch (const Error&) {
+          nodes_.resize(nodes_before);
+          aliases_ = aliases_before;
+          throw;
+        }
+      }
+    } catch (const Error& e) {
+      // Inside a body the whole top-level call fails; limits hold regardless.
+      if (depth > 0 || e.code() == Code::kResourceExhausted) throw;
+      broken_.emplace(node.name(), e);
     }
-    if (depth >= kMaxCallDepth)
-      throw_error(Code::kInvalidArgument,
-                  where + ": function calls nest deeper than " + std::to_string(kMaxCallDepth));
-    inline_call(node, *f, depth, where);
+    if (static_cast<int64_t>(nodes_.size()) >= kMaxFlatNodes)
+      throw_error(Code::kResourceExhausted, file_ + ": more than " + std::to_string(kMaxFlatNodes) +
+                                                " nodes after inlining functions");
+    nodes_.push_back(std::move(node));
   }
 
   void inline_call(const proto::NodeDef& call, const proto::FunctionDef& f, int depth,
@@ -221,7 +240,12 @@ class Flattener {
     }
     std::map<std::string, std::string> body_ops;
     for (const auto& n : f.node_def()) body_ops[n.name()] = n.op();
-    for (const auto& n : f.node_def()) add_node(n, prefix, args, body_ops, depth + 1);
+    try {
+      for (const auto& n : f.node_def()) add_node(n, prefix, args, body_ops, depth + 1);
+    } catch (...) {
+      attr_values_ = std::move(saved);
+      throw;
+    }
     attr_values_ = std::move(saved);
     // The call's outputs are the returned tensors.
     for (int i = 0; i < f.signature().output_arg_size(); ++i) {
@@ -230,30 +254,8 @@ class Flattener {
       if (r == f.ret().end())
         throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
                                                 "' returns no '" + a.name() + "'");
-      proto::NodeDef ret_ref;
-      ret_ref.add_input(r->second);
-      // Resolve the ret string as a body input would be.
-      std::string t = r->second;
-      const size_t c1 = t.find(':');
-      if (c1 == std::string::npos) {
-        auto arg = args.find(t);
-        if (arg == args.end())
-          throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
-                                                  "' returns unknown '" + t + "'");
-        t = arg->second;
-      } else {
-        const std::string src = t.substr(0, c1);
-        const size_t c2 = t.find(':', c1 + 1);
-        const std::string arg =
-            t.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-        int idx = c2 == std::string::npos ? 0 : split_tensor("x:" + t.substr(c2 + 1), where).second;
-        auto op = body_ops.find(src);
-        if (op == body_ops.end())
-          throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
-                                                  "' returns unknown '" + t + "'");
-        t = prefix + src + ":" + std::to_string(output_index(op->second, arg, idx, where));
-      }
-      aliases_[call.name() + ":" + std::to_string(i)] = t;
+      aliases_[call.name() + ":" + std::to_string(i)] =
+          body_ref(r->second, prefix, args, body_ops, where);
     }
   }
 
@@ -262,6 +264,7 @@ class Flattener {
   std::map<std::string, const proto::FunctionDef*> functions_;
   std::vector<proto::NodeDef> nodes_;
   std::map<std::string, std::string> aliases_;
+  std::map<std::string, Error> broken_;
   std::map<std::string, proto::AttrValue> attr_values_;
 };
 
@@ -612,6 +615,8 @@ void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper,
 
 void Importer::import_node(const proto::NodeDef& node) {
   const std::string where = g_.file + ": node '" + node.name() + "' (" + node.op() + ")";
+  if (auto b = g_.broken.find(node.name()); b != g_.broken.end())
+    throw_error(b->second.code(), b->second.message() + " (the outputs need this call)");
   const auto& importers = op_importers();
   auto it = importers.find(node.op());
   if (it == importers.end())

@@ -8,6 +8,8 @@
 //    each body node becomes "<call>/<node>", function arguments become the
 //    caller's inputs, and the call's outputs name the returned tensors.
 //    Every input is then canonical: "node:k", or "^node" for a control input.
+//    A call that cannot be inlined (a missing function, list arguments, too
+//    deep) fails only if the outputs need it.
 // 2. import_graph() imports the part of the graph the fetches need (control
 //    inputs are dropped, so NoOps, savers and initializers are never
 //    reached), in topological order, each node through its OpImporter
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/module/module.h"
@@ -49,6 +52,9 @@ struct FlatGraph {
   std::string file;                    // for messages
   // Outputs of inlined calls ("call:k") -> the tensors they return.
   std::map<std::string, std::string> aliases;
+  // Calls that could not be inlined (kept as nodes) -> why; importing one
+  // is that error.
+  std::map<std::string, Error> broken;
   // The node, or nullptr.
   const proto::NodeDef* find(const std::string& name) const;
   // A canonical tensor name with call outputs replaced by what they return.

@@ -94,7 +94,7 @@ void map_fused_matmul(OpContext& c) {
 }
 
 void map_bias_add(OpContext& c) {
-  if (c.op() == "BiasAdd") require_nhwc(c);
+  require_nhwc(c);
   c.set_output(0, c.add("BiasAdd", {c.input(0), c.weight(1)}));
 }
 
@@ -347,7 +347,6 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
                         {"leakyrelu_alpha", attr_f(0.2f)}},
                        {"product"}};
   m["BiasAdd"] = {map_bias_add, {{"T", T}, {"data_format", attr_s("NHWC")}}};
-  m["BiasAddV1"] = {map_bias_add, {{"T", T}}};
   const std::vector<std::string> bn_outputs = {
       "y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"};
   for (const char* op : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {

@@ -244,15 +244,51 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
   (*mg->mutable_signature_def())["__saved_model_init_op"] =
       tf_signature({}, {{"__saved_model_init_op", {"NoOp", DType::kFloat32, {}}}});
   mg->mutable_saver_def()->set_restore_op_name("StatefulPartitionedCall_2");
+  // A call that cannot be inlined matters only when an output needs it.
+  auto& missing =
+      g.add("StatefulPartitionedCall_9", "StatefulPartitionedCall", {"serving_default_x"});
+  (*missing.mutable_attr())["f"].mutable_func()->set_name("__inference_missing_7");
+  {  // So does one of a function that calls itself (it nests past the limit).
+    tfp::FunctionDef* f = lib->add_function();
+    f->mutable_signature()->set_name("__inference_loop_8");
+    arg(f->mutable_signature(), "x", false);
+    arg(f->mutable_signature(), "y", true);
+    tfp::NodeDef* again = f->add_node_def();
+    again->set_name("again");
+    again->set_op("StatefulPartitionedCall");
+    again->add_input("x");
+    (*again->mutable_attr())["f"].mutable_func()->set_name("__inference_loop_8");
+    (*f->mutable_ret())["y"] = "again:output:0";
+  }
+  auto& loop =
+      g.add("StatefulPartitionedCall_10", "StatefulPartitionedCall", {"serving_default_x"});
+  (*loop.mutable_attr())["f"].mutable_func()->set_name("__inference_loop_8");
 
   TempDir dir("saved_model");
-  write_saved_model(dir / "m", sm,
-                    {{"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE", kW},
-                     {"layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", kB}});
+  const std::map<std::string, Tensor> vars = {
+      {"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE", kW},
+      {"layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", kB}};
+  write_saved_model(dir / "m", sm, vars);
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   CHECK(spec.signature_names() == std::vector<std::string>{"default", "serving_default"});
   expect_close(run_sig(spec, "serving_default", "x", kX, "output_0"), kY);
   expect_close(spec.weights().at("dense/kernel"), kW);
+
+  (*mg->mutable_signature_def())["broken"] =
+      tf_signature({{"x", {"serving_default_x:0", DType::kFloat32, {-1, 2}}}},
+                   {{"y", {"StatefulPartitionedCall_9:0", DType::kFloat32, {-1, 3}}}});
+  write_saved_model(dir / "n", sm, vars);
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_saved_model(dir / "n"); },
+      "node 'StatefulPartitionedCall_9' (StatefulPartitionedCall) calls '__inference_missing_7', "
+      "which the function library lacks (the outputs need this call)");
+  (*mg->mutable_signature_def())["broken"] =
+      tf_signature({{"x", {"serving_default_x:0", DType::kFloat32, {-1, 2}}}},
+                   {{"y", {"StatefulPartitionedCall_10:0", DType::kFloat32, {-1, 3}}}});
+  write_saved_model(dir / "o", sm, vars);
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_saved_model(dir / "o"); },
+      "function calls nest deeper than 32 (the outputs need this call)");
 }
 
 TEST_CASE("a small CNN imports as the same network built with hub's ops") {
