@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
       fs::remove_all(sb.cache);
       auto a = clk::now();
-      resolver::resolve(url, opts);
+      resolve_dir(url, opts);
       hub_t.push_back(secs(a, clk::now()));
 
       fs::path out = sb.root / "baseline";
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     int conns = server.connections();
     for (int i = 0; i < hits; ++i) {
       auto a = clk::now();
-      resolver::resolve(url, opts);
+      resolve_dir(url, opts);
       lat.push_back(secs(a, clk::now()) * 1e6);
     }
     std::printf("cache hit        median %.1f us, p99 %.1f us over %d calls (%d new connections)\n",
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
               pb_bytes / 1e3, weight_bytes / 1e6, mn_archive.size() / 1e6);
 
   auto a = clk::now();
-  ModuleSpec first = load_module_spec(resolver::resolve(mn_url, opts).string());
+  ModuleSpec first = load_module_spec(resolve_dir(mn_url, opts).string());
   std::printf("first fetch + load_module_spec: %.3f s (%zu weights)\n", secs(a, clk::now()),
               first.weights().size());
   int mn_conns = server.connections();
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < module_hits; ++i) {
     const double c0 = cpu_ms();
     auto t0 = clk::now();
-    fs::path dir = resolver::resolve(mn_url, opts);
+    fs::path dir = resolve_dir(mn_url, opts);
     auto t1 = clk::now();
     ModuleSpec spec = load_module_spec(dir.string());
     auto t2 = clk::now();

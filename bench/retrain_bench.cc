@@ -65,7 +65,7 @@ double timed_retrain(hub::retrain::RetrainConfig c, const fs::path& root, const 
   c.how_many_training_steps = steps;
   c.eval_step_interval = steps + 1;  // evaluate at step 0 and the last step only
   auto start = Clock::now();
-  *result = hub::retrain::retrain(c);
+  *result = hub::retrain::retrain(c, hub::resolver::Resolver());
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 

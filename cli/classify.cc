@@ -28,21 +28,22 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 RunFn setup_classify(CLI::App& app) {
   struct Flags {
-    std::string module, labels, signature;
+    ModuleArgs module;
+    std::string labels, signature;
     std::vector<std::string> images;
     int top_k = 5;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
-  app.add_option("--module", f->module, "Classification module (path, URL or registry name)")->required();
-  app.add_option("images", f->images, "Image files (JPEG or PNG)")->required();
+  add_module_args(app, f->module, "The classification module");
+  app.add_option("IMAGES", f->images, "Image files (JPEG or PNG)")->required();
   app.add_option("--top_k", f->top_k, "How many labels to print per image")->capture_default_str();
   app.add_option("--labels", f->labels, "Labels file (default: the module's assets/labels.txt)");
   app.add_option("--signature", f->signature, "Signature giving probabilities (default: classification if present, else default)");
   app.add_flag("--json", f->json, "Print JSON");
   return [f] {
     if (f->top_k < 1) throw_error(Code::kInvalidArgument, "--top_k must be >= 1");
-    ModuleSpec spec = load_module_spec(f->module);
+    ModuleSpec spec = load_module(f->module);
     std::string sig = f->signature;
     if (sig.empty()) {
       auto names = spec.signature_names();
@@ -67,7 +68,7 @@ RunFn setup_classify(CLI::App& app) {
     }
     Tensor probs = m.call_single(sig, batch);
     if (probs.rank() != 2 || probs.dim(0) != batch.dim(0))
-      throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module + " gives " + probs.spec_string() +
+      throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module.module + " gives " + probs.spec_string() +
                                               ", expected [batch, classes]");
     int64_t k = probs.dim(1);
     if (!labels.empty() && static_cast<int64_t>(labels.size()) != k)
@@ -90,7 +91,7 @@ RunFn setup_classify(CLI::App& app) {
       }
       if (f->json) out.push_back({{"image", f->images[i]}, {"predictions", preds}});
     }
-    if (f->json) std::printf("%s\n", out.dump(2).c_str());
+    if (f->json) print_json(out);
     return 0;
   };
 }

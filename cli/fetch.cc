@@ -1,41 +1,47 @@
-// `hub fetch HANDLE [--sha256 HEX] [--quiet]`: resolves a handle (downloading
-// and caching it if needed) and prints the local module directory.
+// `hub fetch MODULE [--sha256 HEX] [--registry URL] [--offline] [--quiet]
+// [--json]`: resolves a module handle (downloading and caching it if needed)
+// and prints the local module directory. A registry name also says, on
+// stderr, which version it resolved to.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
-#include "hub/resolver/resolver.h"
 
 namespace hub::cli {
 namespace {
 struct FetchArgs {
-  std::string handle;
+  ModuleArgs module;
   std::string sha256;
   bool quiet = false;
-  bool offline = false;
+  bool json = false;
 };
 
 RunFn setup_fetch(CLI::App& app) {
   auto args = std::make_shared<FetchArgs>();
-  app.add_option("handle", args->handle,
-                 "Module handle: directory, archive path, file://, http(s):// URL "
-                 "(optionally with #sha256=HEX), or registry name")
-      ->required();
-  app.add_option("--sha256", args->sha256, "Expected SHA-256 of the archive (hex)");
-  app.add_flag("-q,--quiet", args->quiet, "No progress display");
-  app.add_flag("--offline", args->offline, "Use only the cache (as HUB_OFFLINE=1)");
+  add_module_args(app, args->module, "The module to fetch");
+  app.add_option("--sha256", args->sha256, "Expected SHA-256 of the archive (64 hex digits)");
+  app.add_flag("-q,--quiet", args->quiet, "No progress display and no note of the resolved version");
+  app.add_flag("--json", args->json,
+               "Print JSON: dir, handle, resolved (publisher/name@version for a registry name), registry, "
+               "sha256, cached, offline");
   return [args] {
-    resolver::ResolveOptions opts;
-    opts.sha256 = args->sha256;
-    opts.quiet = args->quiet;
-    if (args->offline) opts.offline = true;
-    std::filesystem::path dir = resolver::resolve(args->handle, opts);
-    std::printf("%s\n", dir.c_str());
+    resolver::Resolution r = make_resolver(args->module, args->quiet).resolve(args->module.module, args->sha256);
+    if (args->json) {
+      print_json({{"dir", r.dir.string()},
+                  {"handle", r.handle},
+                  {"resolved", r.resolved},
+                  {"registry", r.registry},
+                  {"sha256", r.sha256},
+                  {"cached", r.cached},
+                  {"offline", r.offline}});
+      return 0;
+    }
+    if (!args->quiet) note_resolution(r);
+    std::printf("%s\n", r.dir.c_str());
     return 0;
   };
 }
 }  // namespace
-HUB_REGISTER_COMMAND(fetch, "Download (or find in the cache) a module and print its directory",
-                     setup_fetch);
+HUB_REGISTER_COMMAND(fetch, "Download (or find in the cache) a module and print its directory", setup_fetch);
 }  // namespace hub::cli

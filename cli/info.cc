@@ -71,7 +71,7 @@ void print_text(const ModuleSpec& spec) {
   }
 }
 
-void print_json(const ModuleSpec& spec) {
+nlohmann::json spec_json(const ModuleSpec& spec) {
   nlohmann::json j;
   j["module"] = spec.source();
   const ModuleMetadata& m = spec.metadata();
@@ -105,27 +105,29 @@ void print_json(const ModuleSpec& spec) {
   j["total_parameters"] = total;
   j["attached"] = nlohmann::json::object();
   for (const auto& [k, v] : spec.attached()) j["attached"][k] = attached_json(v);
-  std::printf("%s\n", j.dump(2).c_str());
+  return j;
 }
 
 RunFn setup_info(CLI::App& app) {
   struct Opts {
-    std::string module;
+    ModuleArgs module;
     std::string format = "text";
+    bool json = false;
     bool graph = false;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("MODULE", o->module, "Module directory (or handle)")->required();
-  app.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  add_module_args(app, o->module, "The module to describe");
+  app.add_option("--format", o->format, "Output format: text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--json", o->json, "Print JSON (as --format json)");
   app.add_flag("--graph", o->graph, "Print each tag set's graph in protobuf text format");
   return [o] {
-    ModuleSpec spec = load_module_spec(o->module);
+    ModuleSpec spec = load_module(o->module);
     if (o->graph) {
       for (const TagSet& tags : spec.tag_sets())
         std::printf("# tag set %s\n%s", tag_set_string(tags).c_str(), graph_to_text(spec.graph(tags)).c_str());
       return 0;
     }
-    if (o->format == "json") print_json(spec);
+    if (o->json || o->format == "json") print_json(spec_json(spec));
     else print_text(spec);
     return 0;
   };

@@ -1,6 +1,7 @@
 // `hub ops`: lists the registered ops and which backends implement them;
 // `hub ops --markdown` writes docs/ops.md (tests check the page is current).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "cli/command.h"
@@ -49,20 +50,40 @@ void print_markdown(const std::vector<const Backend*>& backends) {
     std::string kernels;
     for (const Backend* b : backends)
       if (reg.kernel(name, b->name())) kernels += (kernels.empty() ? "" : ", ") + b->name();
-    std::printf("| %s | %s | %d | %s | %s | %s | %s |\n", name.c_str(), arity(def.min_inputs, def.max_inputs).c_str(),
-                def.num_outputs, attributes(def).c_str(), kernels.c_str(),
+    std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", name.c_str(), arity(def.min_inputs, def.max_inputs).c_str(),
+                def.num_outputs < 0 ? "1+" : std::to_string(def.num_outputs).c_str(), attributes(def).c_str(),
+                kernels.c_str(),
                 def.grad ? "yes" : cell("no: " + def.no_gradient).c_str(), cell(def.doc).c_str());
   }
 }
 
 RunFn setup_ops(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown, "Print docs/ops.md (the full op table in Markdown)");
-  return [markdown] {
+  app.add_flag("--json", *json, "Print JSON: one object per op (name, inputs, outputs, backends, gradient, description)");
+  return [markdown, json] {
     const OpRegistry& reg = OpRegistry::global();
     const std::vector<const Backend*> backends = registered_backends();
     if (*markdown) {
       print_markdown(backends);
+      return 0;
+    }
+    if (*json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const std::string& name : reg.op_names()) {
+        const OpDef& def = reg.find(name);
+        nlohmann::json kernels = nlohmann::json::array();
+        for (const Backend* b : backends)
+          if (reg.kernel(name, b->name())) kernels.push_back(b->name());
+        out.push_back({{"name", name},
+                       {"inputs", arity(def.min_inputs, def.max_inputs)},
+                       {"outputs", def.num_outputs},
+                       {"backends", kernels},
+                       {"gradient", static_cast<bool>(def.grad)},
+                       {"description", def.doc}});
+      }
+      print_json(out);
       return 0;
     }
     std::printf("%-28s", "op");

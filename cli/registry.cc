@@ -102,32 +102,32 @@ RunFn setup_registry(CLI::App& app) {
   serve_cmd->add_option("--root", flags->root, "Registry directory (database and blobs)")->required();
   serve_cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", flags->port, "Port (0 = pick a free one)")->capture_default_str()->check(CLI::Range(0, 65535));
-  serve_cmd->add_option("--max-upload-mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
+  serve_cmd->add_option("--max_upload_mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
   registry::HttpLimits& http = flags->http;
   serve_cmd->add_option("--workers", http.worker_threads, "Worker threads (handlers running at once)")
       ->capture_default_str()->check(CLI::Range(1, 1024));
-  serve_cmd->add_option("--max-connections", http.max_connections, "Connections open at once, all clients")
+  serve_cmd->add_option("--max_connections", http.max_connections, "Connections open at once, all clients")
       ->capture_default_str()->check(CLI::Range(1, 100000));
-  serve_cmd->add_option("--max-connections-per-client", http.max_connections_per_client,
+  serve_cmd->add_option("--max_connections_per_client", http.max_connections_per_client,
                         "Connections open at once from one client (IPv4 address or IPv6 /64)")
       ->capture_default_str()->check(CLI::Range(1, 100000));
-  serve_cmd->add_option("--header-timeout-ms", http.header_timeout_ms, "Time allowed for a request head, ms")
+  serve_cmd->add_option("--header_timeout_ms", http.header_timeout_ms, "Time allowed for a request head, ms")
       ->capture_default_str()->check(CLI::Range(100, 600000));
-  serve_cmd->add_option("--keepalive-timeout-ms", http.keepalive_timeout_ms, "Idle keep-alive connection lifetime, ms")
+  serve_cmd->add_option("--keepalive_timeout_ms", http.keepalive_timeout_ms, "Idle keep-alive connection lifetime, ms")
       ->capture_default_str()->check(CLI::Range(100, 600000));
-  serve_cmd->add_option("--min-rate", http.min_rate_bytes_per_s,
+  serve_cmd->add_option("--min_rate", http.min_rate_bytes_per_s,
                         "Minimum transfer rate of request heads, request bodies and responses, bytes/s")
       ->capture_default_str()->check(CLI::Range(0, 1 << 30));
-  serve_cmd->add_option("--rate-window-ms", http.rate_window_ms, "Window the minimum rate is averaged over, ms")
+  serve_cmd->add_option("--rate_window_ms", http.rate_window_ms, "Window the minimum rate is averaged over, ms")
       ->capture_default_str()->check(CLI::Range(100, 600000));
-  serve_cmd->add_option("--trusted-proxy", flags->trusted_proxies,
+  serve_cmd->add_option("--trusted_proxy", flags->trusted_proxies,
                         "Address of a reverse proxy whose X-Real-IP names the client (repeatable)");
   CLI::App* token_cmd = app.add_subcommand("token", "Manage publish tokens");
   token_cmd->require_subcommand(1);
   CLI::App* create_cmd = token_cmd->add_subcommand("create", "Create a token for a publisher (printed once)");
   create_cmd->add_option("--root", flags->root, "Registry directory")->required();
   create_cmd->add_option("--publisher", flags->publisher, "Publisher the token may publish for")->required();
-  create_cmd->add_option("--expires_in,--expires-in", flags->expires_in,
+  create_cmd->add_option("--expires_in", flags->expires_in,
                          "Lifetime: a number and a unit (s, m, h or d), e.g. 30d or 12h; default: no expiry");
   CLI::App* list_cmd = token_cmd->add_subcommand("list", "List tokens: id, publisher, dates, status (never secrets)");
   list_cmd->add_option("--root", flags->root, "Registry directory")->required();

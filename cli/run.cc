@@ -43,14 +43,14 @@ TagSet parse_tags(const std::string& text) {
 
 RunFn setup_run(CLI::App& app) {
   struct Opts {
-    std::string module;
+    ModuleArgs module;
     std::string signature = kDefaultSignature;
     std::vector<std::string> inputs;
     std::string output_dir;
     std::string tags;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("MODULE", o->module, "Module directory (or handle)")->required();
+  add_module_args(app, o->module, "The module to run");
   app.add_option("--signature", o->signature, "Signature to run")->capture_default_str();
   app.add_option("--input", o->inputs, "name=FILE.npy (repeatable); FILE.npy alone for a single-input signature")
       ->required()
@@ -58,7 +58,7 @@ RunFn setup_run(CLI::App& app) {
   app.add_option("--output_dir", o->output_dir, "Write each output as NAME.npy here (default: print)");
   app.add_option("--tags", o->tags, "Tag set, comma-separated (default: the inference tag set {})");
   return [o] {
-    ModuleSpec spec = load_module_spec(o->module);
+    ModuleSpec spec = load_module(o->module);
     TagSet tags = parse_tags(o->tags);
     const SignatureInfo& si = spec.signature(o->signature, tags);
     TensorMap inputs;

@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "hub/core/json.h"
+#include "hub/core/text.h"
 #include "registry/client/client.h"
 
 namespace hub::cli {
@@ -24,32 +26,34 @@ RunFn registry_query(CLI::App& app, const char* arg_name, const char* arg_help,
                      const char* list, std::function<void(const Json&)> row) {
   auto f = std::make_shared<SearchFlags>();
   app.add_option(arg_name, f->arg, arg_help)->required();
-  app.add_option("--registry", f->registry, "Registry URL (default $HUB_REGISTRY)");
+  add_registry_flag(app, f->registry);
   app.add_flag("--json", f->json, "Print the registry's JSON");
   return [f, query, list, row]() -> int {
-    Json doc = query(f->registry, f->arg);
+    Json doc = query(registry_url(f->registry), f->arg);
     if (f->json) {
-      std::printf("%s\n", doc.dump(2).c_str());
+      print_json(doc);
       return 0;
     }
-    for (const auto& item : doc.value(list, Json::array())) row(item);
+    if (doc.contains(list) && doc[list].is_array())
+      for (const auto& item : doc[list]) row(item);
     return 0;
   };
 }
 
 RunFn setup_search(CLI::App& app) {
-  return registry_query(app, "query", "Text to find in module names and descriptions", registry::search_modules,
+  return registry_query(app, "QUERY", "Text to find in module names and descriptions", registry::search_modules,
                         "modules", [](const Json& m) {
-                          std::printf("%-40s %-12s %s\n", m.value("module", "").c_str(),
-                                      m.value("latest", "").c_str(), m.value("description", "").c_str());
+                          std::printf("%-40s %-12s %s\n", printable(json_string(m, "module")).c_str(),
+                                      printable(json_string(m, "latest")).c_str(),
+                                      printable(json_string(m, "description")).c_str());
                         });
 }
 
 RunFn setup_versions(CLI::App& app) {
-  return registry_query(app, "module", "publisher/name", registry::list_versions, "versions", [](const Json& v) {
-    std::printf("%-12s %10llu  %s  %s  %s\n", v.value("version", "").c_str(),
-                static_cast<unsigned long long>(v.value("size", uint64_t{0})), v.value("sha256", "").c_str(),
-                v.value("published_at", "").c_str(), v.value("description", "").c_str());
+  return registry_query(app, "MODULE,--module", "A registry module: publisher/name", [](const std::string& url, const std::string& m) { return registry::list_versions(url, m); }, "versions", [](const Json& v) {
+    std::printf("%-12s %10llu  %s  %s  %s\n", printable(json_string(v, "version")).c_str(),
+                static_cast<unsigned long long>(json_uint(v, "size")), printable(json_string(v, "sha256")).c_str(),
+                printable(json_string(v, "published_at")).c_str(), printable(json_string(v, "description")).c_str());
   });
 }
 

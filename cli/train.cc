@@ -15,37 +15,37 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--train_dir", c->train_dir, "Where checkpoints and event logs are written")->capture_default_str();
   app.add_option("--model_name", c->model_name, "Network to train (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
-  app.add_option("--dataset_split_name", c->dataset_split_name)->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to train on (train, test, validation)")->capture_default_str();
   app.add_option("--dataset_dir", c->dataset_dir, "Folder written by `hub data convert`")->required();
-  app.add_option("--labels_offset", c->labels_offset)->capture_default_str();
+  app.add_option("--labels_offset", c->labels_offset, "Subtracted from every label (1 for checkpoints with a background class)")->capture_default_str();
   app.add_option("--preprocessing_name", c->preprocessing_name, "Default: the network's");
   app.add_option("--train_image_size", c->train_image_size, "Default: the network's");
-  app.add_option("--batch_size", c->batch_size)->capture_default_str();
-  app.add_option("--max_number_of_steps", c->max_number_of_steps)->capture_default_str();
-  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads)->capture_default_str();
-  app.add_option("--log_every_n_steps", c->log_every_n_steps)->capture_default_str();
-  app.add_option("--save_interval_secs", c->save_interval_secs)->capture_default_str();
-  app.add_option("--save_summaries_secs", c->save_summaries_secs)->capture_default_str();
+  app.add_option("--batch_size", c->batch_size, "Images per training step")->capture_default_str();
+  app.add_option("--max_number_of_steps", c->max_number_of_steps, "Stop after this many steps")->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads, "Threads decoding and preprocessing images")->capture_default_str();
+  app.add_option("--log_every_n_steps", c->log_every_n_steps, "Log the loss every N steps")->capture_default_str();
+  app.add_option("--save_interval_secs", c->save_interval_secs, "Write a checkpoint every N seconds")->capture_default_str();
+  app.add_option("--save_summaries_secs", c->save_summaries_secs, "Write summaries every N seconds")->capture_default_str();
   app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")->capture_default_str();
-  app.add_option("--weight_decay", c->weight_decay)->capture_default_str();
-  app.add_option("--adadelta_rho", c->optimizer_options.adadelta_rho)->capture_default_str();
-  app.add_option("--adagrad_initial_accumulator_value", c->optimizer_options.adagrad_initial_accumulator_value)->capture_default_str();
-  app.add_option("--adam_beta1", c->optimizer_options.adam_beta1)->capture_default_str();
-  app.add_option("--adam_beta2", c->optimizer_options.adam_beta2)->capture_default_str();
-  app.add_option("--opt_epsilon", c->optimizer_options.opt_epsilon)->capture_default_str();
-  app.add_option("--ftrl_learning_rate_power", c->optimizer_options.ftrl_learning_rate_power)->capture_default_str();
-  app.add_option("--ftrl_initial_accumulator_value", c->optimizer_options.ftrl_initial_accumulator_value)->capture_default_str();
-  app.add_option("--ftrl_l1", c->optimizer_options.ftrl_l1)->capture_default_str();
-  app.add_option("--ftrl_l2", c->optimizer_options.ftrl_l2)->capture_default_str();
-  app.add_option("--momentum", c->optimizer_options.momentum)->capture_default_str();
-  app.add_option("--rmsprop_momentum", c->optimizer_options.rmsprop_momentum)->capture_default_str();
-  app.add_option("--rmsprop_decay", c->optimizer_options.rmsprop_decay)->capture_default_str();
+  app.add_option("--weight_decay", c->weight_decay, "L2 regularization of the weights")->capture_default_str();
+  app.add_option("--adadelta_rho", c->optimizer_options.adadelta_rho, "Adadelta decay rate")->capture_default_str();
+  app.add_option("--adagrad_initial_accumulator_value", c->optimizer_options.adagrad_initial_accumulator_value, "Adagrad: starting value of the accumulators")->capture_default_str();
+  app.add_option("--adam_beta1", c->optimizer_options.adam_beta1, "Adam: decay of the first-moment estimates")->capture_default_str();
+  app.add_option("--adam_beta2", c->optimizer_options.adam_beta2, "Adam: decay of the second-moment estimates")->capture_default_str();
+  app.add_option("--opt_epsilon", c->optimizer_options.opt_epsilon, "Epsilon of the optimizer")->capture_default_str();
+  app.add_option("--ftrl_learning_rate_power", c->optimizer_options.ftrl_learning_rate_power, "FTRL: learning rate power")->capture_default_str();
+  app.add_option("--ftrl_initial_accumulator_value", c->optimizer_options.ftrl_initial_accumulator_value, "FTRL: starting value of the accumulators")->capture_default_str();
+  app.add_option("--ftrl_l1", c->optimizer_options.ftrl_l1, "FTRL: L1 regularization strength")->capture_default_str();
+  app.add_option("--ftrl_l2", c->optimizer_options.ftrl_l2, "FTRL: L2 regularization strength")->capture_default_str();
+  app.add_option("--momentum", c->optimizer_options.momentum, "Momentum of the momentum optimizer")->capture_default_str();
+  app.add_option("--rmsprop_momentum", c->optimizer_options.rmsprop_momentum, "RMSProp: momentum")->capture_default_str();
+  app.add_option("--rmsprop_decay", c->optimizer_options.rmsprop_decay, "RMSProp: decay of the squared-gradient average")->capture_default_str();
   app.add_option("--learning_rate_decay_type", c->learning_rate_decay_type, "fixed, exponential or polynomial")->capture_default_str();
-  app.add_option("--learning_rate", c->learning_rate)->capture_default_str();
-  app.add_option("--end_learning_rate", c->end_learning_rate)->capture_default_str();
-  app.add_option("--learning_rate_decay_factor", c->learning_rate_decay_factor)->capture_default_str();
-  app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay)->capture_default_str();
-  app.add_option("--label_smoothing", c->label_smoothing)->capture_default_str();
+  app.add_option("--learning_rate", c->learning_rate, "Initial learning rate")->capture_default_str();
+  app.add_option("--end_learning_rate", c->end_learning_rate, "Polynomial decay: the final learning rate")->capture_default_str();
+  app.add_option("--learning_rate_decay_factor", c->learning_rate_decay_factor, "Exponential decay: factor per decay period")->capture_default_str();
+  app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay, "Epochs between learning-rate decays")->capture_default_str();
+  app.add_option("--label_smoothing", c->label_smoothing, "Label smoothing amount (0: none)")->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
   app.add_option("--checkpoint_format", c->checkpoint_format,
                  "Checkpoints written to --train_dir: safetensors or tf (TensorFlow V2, model.ckpt-N.index + .data-*)")
@@ -63,7 +63,7 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--eval_split", c->eval_split, "Split evaluated between epochs")->capture_default_str();
   app.add_option("--stop_threshold", c->stop_threshold, "Stop once eval accuracy reaches this");
   app.add_option("--classes", *classes, "Train on these class ids only, e.g. 0-4 (relabelled 0..k-1)");
-  app.add_option("--seed", c->seed)->capture_default_str();
+  app.add_option("--seed", c->seed, "Seed for initialization, shuffling and preprocessing")->capture_default_str();
   return [c, classes] {
     c->only_classes = parse_class_list(*classes, "--classes");
     train::TrainResult r = train::train(*c);
@@ -76,25 +76,31 @@ RunFn setup_train(CLI::App& app) {
 RunFn setup_eval(CLI::App& app) {
   auto c = std::make_shared<train::EvalConfig>();
   auto classes = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   app.add_option("--checkpoint_path", c->checkpoint_path,
                  "TensorFlow checkpoint prefix, safetensors file, or train_dir (its latest checkpoint)")
       ->required();
-  app.add_option("--model_name", c->model_name)->capture_default_str();
-  app.add_option("--dataset_name", c->dataset_name)->capture_default_str();
-  app.add_option("--dataset_split_name", c->dataset_split_name)->capture_default_str();
-  app.add_option("--dataset_dir", c->dataset_dir)->required();
+  app.add_option("--model_name", c->model_name, "Network to evaluate (see `hub nets`)")->capture_default_str();
+  app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")->capture_default_str();
+  app.add_option("--dataset_dir", c->dataset_dir, "Folder written by `hub data convert`")->required();
   app.add_option("--eval_dir", c->eval_dir, "Write TensorBoard logs here");
-  app.add_option("--labels_offset", c->labels_offset)->capture_default_str();
-  app.add_option("--preprocessing_name", c->preprocessing_name);
-  app.add_option("--eval_image_size", c->eval_image_size);
-  app.add_option("--batch_size", c->batch_size)->capture_default_str();
-  app.add_option("--max_num_batches", c->max_num_batches)->capture_default_str();
-  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads)->capture_default_str();
+  app.add_option("--labels_offset", c->labels_offset, "Subtracted from every label (as when training)")->capture_default_str();
+  app.add_option("--preprocessing_name", c->preprocessing_name, "Default: the network's");
+  app.add_option("--eval_image_size", c->eval_image_size, "Default: the network's");
+  app.add_option("--batch_size", c->batch_size, "Images per evaluation batch")->capture_default_str();
+  app.add_option("--max_num_batches", c->max_num_batches, "Evaluate at most this many batches (0: the whole split)")->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads, "Threads decoding and preprocessing images")->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "> 0: evaluate the moving averages");
   app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
-  return [c, classes] {
+  app.add_flag("--json", *json, "Print JSON: examples, accuracy, recall_at_5");
+  return [c, classes, json] {
     c->only_classes = parse_class_list(*classes, "--classes");
     train::EvalResult r = train::evaluate(*c);
+    if (*json) {
+      print_json({{"examples", r.examples}, {"accuracy", r.accuracy}, {"recall_at_5", r.recall_at_5}});
+      return 0;
+    }
     std::printf("examples=%lld\naccuracy=%.4f recall_at_5=%.4f\n", static_cast<long long>(r.examples), r.accuracy,
                 r.recall_at_5);
     return 0;
@@ -104,14 +110,14 @@ RunFn setup_eval(CLI::App& app) {
 RunFn setup_export(CLI::App& app) {
   auto c = std::make_shared<train::ExportConfig>();
   auto classes = std::make_shared<std::string>();
-  app.add_option("--model_name", c->model_name)->required();
+  app.add_option("--model_name", c->model_name, "Network to export (see `hub nets`)")->required();
   app.add_option("--checkpoint_path", c->checkpoint_path,
                  "Weights: TensorFlow checkpoint prefix, safetensors file or train_dir; default: initial values");
   app.add_option("--num_classes", c->num_classes, "Default: from the dataset's labels.txt or the network's");
-  app.add_option("--dataset_name", c->dataset_name);
+  app.add_option("--dataset_name", c->dataset_name, "Data set the checkpoint was trained on (for labels.txt)");
   app.add_option("--dataset_dir", c->dataset_dir, "For labels.txt");
-  app.add_option("--labels_offset", c->labels_offset);
-  app.add_option("--image_size", c->image_size);
+  app.add_option("--labels_offset", c->labels_offset, "Label offset used when training");
+  app.add_option("--image_size", c->image_size, "Input image size (default: the network's)");
   app.add_option("--output_dir", c->output_dir, "The module folder to create (must not exist)")->required();
   app.add_option("--classes", *classes, "Class ids the checkpoint was trained on (labels kept)");
   return [c, classes] {

@@ -5,13 +5,14 @@
 //   ./embed [EXPORT_DIR]
 //
 // Builds y = a*x + b, runs it, and (given a directory) exports the module
-// and runs the reloaded copy. Exits 0 when both give [7, 3.5, 4] for [10, 3, 4].
+// and runs the copy reloaded through a Resolver. Exits 0 when both give [7, 3.5, 4] for [10, 3, 4].
 #include <cstdio>
 #include <vector>
 
 #include <hub/module/module.h>
 #include <hub/ops/elementwise.h>
 #include <hub/ops/state.h>
+#include <hub/resolver/resolver.h>
 
 int main(int argc, char** argv) {
   try {
@@ -31,7 +32,9 @@ int main(int argc, char** argv) {
     }
     if (argc > 1) {
       m.export_to(argv[1]);
-      hub::Module loaded(hub::load_module_spec(argv[1]));
+      // A Resolver loads any handle (a directory here; also archives, URLs and,
+      // given a registry, registry names); load_module_spec reads directories.
+      hub::Module loaded(hub::resolver::Resolver().load(argv[1]));
       if (loaded({10, 3, 4}).to_vector<float>() != want) {
         std::fprintf(stderr, "embed: wrong result after reload\n");
         return 1;

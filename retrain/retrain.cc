@@ -23,6 +23,7 @@
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
 #include "hub/core/digest.h"
+#include "hub/core/text.h"
 #include "modules/train/summary.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
@@ -220,7 +221,7 @@ void build_head(Head& h, int64_t dim, int64_t classes, const std::string& final_
   h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
   h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
   h.logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), h.input, h.weights), h.biases);
-  h.probabilities = ops::softmax(s, h.logits, final_name);
+  h.probabilities = ops::softmax(s, h.logits, -1, final_name);
   h.loss = ops::sparse_softmax_cross_entropy(s.sub("cross_entropy"), h.logits, h.labels);
   h.grads = build_gradients(s, h.loss, {h.graph.node(h.weights).name, h.graph.node(h.biases).name});
 }
@@ -305,14 +306,14 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     Output w = ops::variable(fr.sub("weights"), "final_weights", {f.dim, classes});
     Output bias = ops::variable(fr.sub("biases"), "final_biases", {classes});
     Output logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), x, w), bias);
-    Output probs = ops::softmax(s, logits, c.final_tensor_name);
+    Output probs = ops::softmax(s, logits, -1, c.final_tensor_name);
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", probs}});
     b.add_signature("logits", {{"images", images}}, {{"default", logits}});
     b.add_signature("feature_vector", {{"images", images}}, {{"default", x}});
     b.set_image_info(f.height, f.width, f.channels);
     ModuleMetadata meta;
     meta.name = "retrained";
-    meta.description = "Classifier retrained by hub retrain from " + c.module + " on " + c.image_dir + " (" +
+    meta.description = "Classifier retrained by hub retrain from " + redact_credentials(c.module) + " on " + c.image_dir + " (" +
                        std::to_string(classes) + " classes)";
     meta.version = HUB_VERSION;
     b.set_metadata(meta);
@@ -328,7 +329,7 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
 
 }  // namespace
 
-RetrainResult retrain(const RetrainConfig& c) {
+RetrainResult retrain(const RetrainConfig& c, const resolver::Resolver& resolver) {
   if (c.image_dir.empty()) throw_error(Code::kInvalidArgument, "--image_dir is required");
   if (c.module.empty()) throw_error(Code::kInvalidArgument, "--module (--tfhub_module) is required");
   if (c.how_many_training_steps < 1) throw_error(Code::kInvalidArgument, "--how_many_training_steps must be >= 1");
@@ -342,8 +343,11 @@ RetrainResult retrain(const RetrainConfig& c) {
     if (!out.empty() && fs::exists(out, ec))
       throw_error(Code::kAlreadyExists, "output path " + out + " already exists; remove it or choose another");
   ImageLists lists = create_image_lists(c.image_dir, c.testing_percentage, c.validation_percentage);
-  ModuleSpec spec = load_module_spec(c.module);
-  FeatureModule f = check_feature_module(spec, c.module);
+  ModuleSpec spec = resolver.load(c.module);
+  // The handle as it may be printed or stored (bottleneck file names, the
+  // new module's description): credentials in a URL never are.
+  const std::string module_name = redact_credentials(c.module);
+  FeatureModule f = check_feature_module(spec, module_name);
   Module features(spec);
   RetrainResult result;
 
@@ -352,7 +356,7 @@ RetrainResult retrain(const RetrainConfig& c) {
   for (int k = 0; k < static_cast<int>(lists.classes.size()); ++k)
     for (Category cat : {Category::kTraining, Category::kValidation, Category::kTesting})
       for (const std::string& file : lists.classes[k].of(cat)) sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
-  BottleneckCache cache(c.bottleneck_dir, c.module, module_fingerprint(spec, c.module));
+  BottleneckCache cache(c.bottleneck_dir, module_name, module_fingerprint(spec, module_name));
   // Validation and test always use cached bottlenecks (distortions only apply to training batches).
   compute_bottlenecks(sets, lists, features, f, cache, c, result);
   // Every class needs training images (retrain.py stops on an empty category

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hub/resolver/resolver.h"
+
 namespace hub::retrain {
 
 struct RetrainConfig {
@@ -57,6 +59,9 @@ struct RetrainResult {
   int64_t images_skipped = 0;
 };
 
-RetrainResult retrain(const RetrainConfig& config);
+// Runs the pipeline; `resolver` turns config.module into a module (local
+// directories need no network; URLs and registry names use its cache and,
+// if it has one, its registry).
+RetrainResult retrain(const RetrainConfig& config, const resolver::Resolver& resolver);
 
 }  // namespace hub::retrain

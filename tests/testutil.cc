@@ -76,7 +76,7 @@ void expect_close(const Tensor& got, const Tensor& want, double atol, double rto
       a = static_cast<double>(g.data<T>()[i]);
       b = static_cast<double>(w.data<T>()[i]);
     });
-    bool ok = std::fabs(a - b) <= atol + rtol * std::fabs(b) || (std::isnan(a) && std::isnan(b));
+    bool ok = a == b || std::fabs(a - b) <= atol + rtol * std::fabs(b) || (std::isnan(a) && std::isnan(b));
     if (!ok) {
       FAIL_CHECK("element " << i << " of " << got.spec_string() << ": got " << a << ", want " << b
                             << " (atol " << atol << ", rtol " << rtol << ")");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 
 namespace hub {
 namespace {
@@ -67,24 +68,25 @@ std::string sha256_hex(std::string_view data) { return one_shot(EVP_sha256(), da
 std::string sha1_hex(std::string_view data) { return one_shot(EVP_sha1(), data); }
 
 std::string sha256_file(const std::filesystem::path& path, uint64_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_error(Code::kIOError, "cannot open " + path.string() + ": " + std::strerror(errno));
+  Fd fd;
+  try {
+    fd = open_fd(path, O_RDONLY);
+  } catch (const Error& e) {
+    throw Error(Code::kIOError, e.message());
+  }
   Sha256 h;
   std::vector<char> buf(1 << 20);
   uint64_t total = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw_error(Code::kIOError, "cannot read " + path.string() + ": " + std::strerror(err));
+      throw_error(Code::kIOError, "cannot read " + path.string() + ": " + std::strerror(errno));
     }
     if (n == 0) break;
     h.update(buf.data(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
   }
-  ::close(fd);
   if (size) *size = total;
   return h.hex_digest();
 }

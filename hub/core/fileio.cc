@@ -6,38 +6,26 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "hub/core/error.h"
+#include "hub/core/fd.h"
 
 namespace hub {
 
-int open_for_reading(const std::string& path, struct stat* st) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    throw_error(err == ENOENT ? Code::kNotFound : Code::kIOError,
-                "cannot open '" + path + "': " + std::strerror(err));
-  }
-  if (::fstat(fd, st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(err));
-  }
-  if (S_ISDIR(st->st_mode)) {
-    ::close(fd);
-    throw_error(Code::kInvalidArgument, "'" + path + "' is a directory");
-  }
+Fd open_for_reading(const std::string& path, struct stat* st) {
+  Fd fd = open_fd(path, O_RDONLY);
+  if (::fstat(fd.get(), st) != 0)
+    throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st->st_mode)) throw_error(Code::kInvalidArgument, "'" + path + "' is a directory");
   return fd;
 }
 
 std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
   struct stat st {};
-  int fd = open_for_reading(path, &st);
+  Fd fd = open_for_reading(path, &st);
   if (st.st_size > max_bytes) {
-    ::close(fd);
     throw_error(Code::kResourceExhausted, "'" + path + "': file of " + std::to_string(st.st_size) +
                                               " bytes exceeds the limit of " + std::to_string(max_bytes));
   }
@@ -45,48 +33,27 @@ std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
   out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw_error(Code::kIOError, "cannot read '" + path + "': " + std::strerror(err));
+      throw_error(Code::kIOError, "cannot read '" + path + "': " + std::strerror(errno));
     }
     if (n == 0) break;
+    if (static_cast<int64_t>(out.size()) + n > max_bytes)  // grew while we read
+      throw_error(Code::kResourceExhausted, "'" + path + "': file exceeds the limit of " +
+                                                std::to_string(max_bytes) + " bytes");
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   static std::atomic<unsigned> counter{0};
   std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw_error(Code::kIOError, "cannot create '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw_error(Code::kIOError, "cannot write '" + path + "': " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  int sync_rc = ::fsync(fd);
-  int sync_err = errno;
-  if (::close(fd) != 0 && sync_rc == 0) {
-    sync_rc = -1;
-    sync_err = errno;
-  }
-  if (sync_rc != 0) {
-    int err = sync_err;
-    ::unlink(tmp.c_str());
-    throw_error(Code::kIOError, "cannot write '" + path + "': " + std::strerror(err));
+  try {
+    write_new_file_synced(tmp, bytes);
+  } catch (const Error& e) {
+    throw Error(Code::kIOError, e.message());  // the contract: any failure to write is IOError
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

@@ -7,12 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "hub/core/fd.h"
+
 namespace hub {
 
-// Opens `path` read-only (close-on-exec) and fstat()s it into *st; the caller
-// closes the descriptor. Throws NotFound when `path` does not exist,
+// Opens `path` read-only (close-on-exec) and fstat()s it into *st. Throws NotFound when `path` does not exist,
 // InvalidArgument when it is a directory, IOError otherwise, naming the path.
-int open_for_reading(const std::string& path, struct stat* st);
+Fd open_for_reading(const std::string& path, struct stat* st);
 
 // Reads the whole file. Throws NotFound when `path` does not exist,
 // InvalidArgument when it is a directory, IOError otherwise, naming the path.

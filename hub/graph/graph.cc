@@ -35,7 +35,8 @@ Output Graph::add_node(const std::string& op, const std::string& name, std::vect
   node.attrs = complete_attrs(def, name, attrs);
   InferContext ctx(node.name, node.op, in_specs, node.attrs);
   node.outputs = def.shape_fn(ctx);
-  HUB_CHECK(static_cast<int>(node.outputs.size()) == def.num_outputs, "op " + op);
+  HUB_CHECK(def.num_outputs < 0 ? !node.outputs.empty() : static_cast<int>(node.outputs.size()) == def.num_outputs,
+            "op " + op);
   by_name_[name] = node.id;
   nodes_.push_back(std::move(node));
   return Output{nodes_.back().id, 0};

@@ -2,6 +2,7 @@
 #include "hub/image/image.h"
 
 
+#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
+#include <jerror.h>
 #include <spng.h>
 
 #include "hub/core/fileio.h"
@@ -27,6 +29,32 @@ void check_channels(int channels, std::string_view name) {
          "requested " + std::to_string(channels) + " channels (1 or 3 supported)");
 }
 
+int64_t env_limit(const char* var, int64_t fallback) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || errno != 0 || n <= 0)
+    throw_error(Code::kInvalidArgument, std::string("$") + var + "='" + v + "' is not a positive integer");
+  return n;
+}
+
+// Refuses an image whose decoded size (see image.h) is over options.max_bytes.
+void check_bytes(int64_t height, int64_t width, int64_t samples_per_pixel, int64_t bytes_per_sample,
+                 const DecodeOptions& options, std::string_view name, Format format, const char* what) {
+  // height, width < 2^32 and the factors are small: no overflow in 128 bits, and
+  // the pixel check already bounded height * width.
+  const __int128 bytes = static_cast<__int128>(height) * width * samples_per_pixel * bytes_per_sample;
+  if (bytes > options.max_bytes)
+    fail(Code::kResourceExhausted, name,
+         std::string(format_name(format)) + " image of " + std::to_string(width) + "x" + std::to_string(height) +
+             " pixels x " + std::to_string(samples_per_pixel) + " " + what + " x " +
+             std::to_string(bytes_per_sample) + " bytes decodes to " + std::to_string(static_cast<int64_t>(bytes)) +
+             " bytes, over the limit of " + std::to_string(options.max_bytes) +
+             " (DecodeOptions::max_bytes, $HUB_IMAGE_MAX_BYTES)");
+}
+
 void check_pixels(int64_t height, int64_t width, const DecodeOptions& options,
                   std::string_view name, Format format) {
   if (height <= 0 || width <= 0)
@@ -38,30 +66,7 @@ void check_pixels(int64_t height, int64_t width, const DecodeOptions& options,
     fail(Code::kResourceExhausted, name,
          std::string(format_name(format)) + " image of " + std::to_string(width) + "x" +
              std::to_string(height) + " pixels exceeds the limit of " +
-             std::to_string(options.max_pixels) + " pixels");
-}
-
-// Converts interleaved 8-bit pixels with `in_c` channels (1..4; 2 and 4 carry
-// alpha) to `out_c` (1 or 3) channels, dropping alpha.
-void convert_channels(const uint8_t* in, int in_c, uint8_t* out, int out_c, int64_t pixels) {
-  const bool in_gray = in_c <= 2;
-  parallel_for(pixels, 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const uint8_t* p = in + i * in_c;
-      uint8_t* q = out + i * out_c;
-      if (out_c == 1) {
-        q[0] = in_gray ? p[0]
-                       : static_cast<uint8_t>((299u * p[0] + 587u * p[1] + 114u * p[2] + 500u) /
-                                              1000u);
-      } else if (in_gray) {
-        q[0] = q[1] = q[2] = p[0];
-      } else {
-        q[0] = p[0];
-        q[1] = p[1];
-        q[2] = p[2];
-      }
-    }
-  });
+             std::to_string(options.max_pixels) + " pixels (DecodeOptions::max_pixels, $HUB_IMAGE_MAX_PIXELS)");
 }
 
 // ---------------------------------------------------------------- JPEG
@@ -98,12 +103,18 @@ struct JpegDecoder {
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;
   bool created = false;
+  int64_t max_memory = kDefaultMaxBytes;  // libjpeg's working memory cap
   ~JpegDecoder() {
     if (created) jpeg_destroy_decompress(&cinfo);
   }
 };
 
 void throw_jpeg_error(const JpegDecoder& d, std::string_view name) {
+  const int code = d.err.pub.msg_code;
+  if (!d.err.warning && (code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE))
+    fail(Code::kResourceExhausted, name,
+         "JPEG needs more working memory than the limit of " + std::to_string(d.max_memory) +
+             " bytes (DecodeOptions::max_bytes, $HUB_IMAGE_MAX_BYTES): " + d.err.message);
   fail(Code::kCorruption, name,
        std::string(d.err.warning ? "corrupt JPEG data: " : "invalid JPEG: ") + d.err.message);
 }
@@ -119,6 +130,7 @@ bool jpeg_read_header_safe(JpegDecoder& d, std::span<const uint8_t> data) {
   if (setjmp(d.err.jump)) return false;
   jpeg_create_decompress(&d.cinfo);
   d.created = true;
+  d.cinfo.mem->max_memory_to_use = static_cast<long>(d.max_memory);
   jpeg_mem_src(&d.cinfo, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(&d.cinfo, TRUE);
   return true;
@@ -166,8 +178,11 @@ ImageInfo probe_jpeg(std::span<const uint8_t> data, std::string_view name) {
 Tensor decode_jpeg(std::span<const uint8_t> data, const DecodeOptions& options,
                    std::string_view name) {
   JpegDecoder d;
+  d.max_memory = options.max_bytes;
   if (!jpeg_read_header_safe(d, data)) throw_jpeg_error(d, name);
   check_pixels(d.cinfo.image_height, d.cinfo.image_width, options, name, Format::kJpeg);
+  check_bytes(d.cinfo.image_height, d.cinfo.image_width, d.cinfo.num_components, 1, options, name, Format::kJpeg,
+              "components");
   if (d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK)
     fail(Code::kUnimplemented, name, "CMYK/YCCK JPEG is not supported (convert it to RGB)");
   Tensor result;
@@ -216,39 +231,76 @@ int png_stored_channels(const spng_ihdr& ihdr) {
   }
 }
 
+// 16-bit samples to 8 bits: v * 255 / 65535, rounded.
+inline uint8_t narrow16(uint16_t v) { return static_cast<uint8_t>((uint32_t{v} * 255u + 32767u) / 65535u); }
+
+// One decoded RGBA row (8- or 16-bit samples) into `out_c` 8-bit channels.
+// `gray`: the PNG is gray (R = G = B), so one channel is R, unweighted.
+void store_row(const uint8_t* rgba8, const uint16_t* rgba16, int64_t width, bool gray, int out_c, uint8_t* out) {
+  for (int64_t x = 0; x < width; ++x) {
+    uint8_t px[3];
+    for (int k = 0; k < 3; ++k) px[k] = rgba16 ? narrow16(rgba16[x * 4 + k]) : rgba8[x * 4 + k];
+    if (out_c == 1) {
+      out[x] = gray ? px[0] : static_cast<uint8_t>((299u * px[0] + 587u * px[1] + 114u * px[2] + 500u) / 1000u);
+    } else {
+      out[x * 3] = px[0];
+      out[x * 3 + 1] = px[1];
+      out[x * 3 + 2] = px[2];
+    }
+  }
+}
+
 Tensor decode_png(std::span<const uint8_t> data, const DecodeOptions& options,
                   std::string_view name) {
   SpngCtx c(0);
   const spng_ihdr ihdr = png_header(c, data, name);
   check_pixels(ihdr.height, ihdr.width, options, name, Format::kPng);
-  const int64_t h = ihdr.height, w = ihdr.width, pixels = h * w;
+  const int64_t h = ihdr.height, w = ihdr.width;
   const bool sixteen = ihdr.bit_depth == 16;
+  const bool interlaced = ihdr.interlace_method != 0;
+  const int stored = png_stored_channels(ihdr);
+  check_bytes(h, w, stored, sixteen ? 2 : 1, options, name, Format::kPng, "channels");
+  // Deinterlacing writes each row in up to seven passes, so an interlaced
+  // image is decoded into a full-size RGBA buffer first; count it too.
+  if (interlaced) check_bytes(h, w, 4, sixteen ? 2 : 1, options, name, Format::kPng, "RGBA samples (interlaced)");
   const int fmt = sixteen ? SPNG_FMT_RGBA16 : SPNG_FMT_RGBA8;
-  size_t size = 0;
-  png_check(spng_decoded_image_size(c.ctx, fmt, &size), name, "size");
-  const int in_c = png_stored_channels(ihdr) <= 2 ? 2 : 4;  // gray stays gray-like
-  std::vector<uint8_t> rgba(static_cast<size_t>(pixels) * 4);
-  if (sixteen) {
-    std::vector<uint16_t> wide(static_cast<size_t>(pixels) * 4);
-    png_check(spng_decode_image(c.ctx, wide.data(), wide.size() * 2, fmt, 0), name, "data");
-    parallel_for(pixels * 4, 1 << 16, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        rgba[i] = static_cast<uint8_t>((uint32_t{wide[i]} * 255u + 32767u) / 65535u);
+  size_t image_size = 0;
+  png_check(spng_decoded_image_size(c.ctx, fmt, &image_size), name, "size");
+  const size_t row_bytes = image_size / static_cast<size_t>(h);
+  png_check(spng_decode_image(c.ctx, nullptr, 0, fmt, SPNG_DECODE_PROGRESSIVE), name, "data");
+  Tensor result(DType::kUInt8, Shape{h, w, options.channels});
+  uint8_t* out = result.data<uint8_t>();
+  const bool gray = stored <= 2;
+  const size_t out_row = static_cast<size_t>(w) * options.channels;
+  // Rows are 8- or 16-bit RGBA; uint16_t storage keeps 16-bit rows aligned.
+  std::vector<uint16_t> rows((interlaced ? image_size : row_bytes) / 2 + 1);
+  auto* base = reinterpret_cast<uint8_t*>(rows.data());
+  int rc = 0;
+  for (;;) {
+    spng_row_info info{};
+    rc = spng_get_row_info(c.ctx, &info);
+    if (rc != 0) break;
+    uint8_t* row = interlaced ? base + row_bytes * info.row_num : base;
+    rc = spng_decode_row(c.ctx, row, row_bytes);
+    if (rc != 0 && rc != SPNG_EOI) break;
+    if (!interlaced)
+      store_row(sixteen ? nullptr : row, sixteen ? reinterpret_cast<uint16_t*>(row) : nullptr, w, gray,
+                options.channels, out + out_row * info.row_num);
+    if (rc == SPNG_EOI) break;
+  }
+  if (rc != SPNG_EOI) png_check(rc, name, "data");
+  if (interlaced) {
+    parallel_for(h, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t y = begin; y < end; ++y) {
+        const uint8_t* row = base + row_bytes * y;
+        store_row(sixteen ? nullptr : row, sixteen ? reinterpret_cast<const uint16_t*>(row) : nullptr, w, gray,
+                  options.channels, out + out_row * y);
+      }
     });
-  } else {
-    png_check(spng_decode_image(c.ctx, rgba.data(), rgba.size(), fmt, 0), name, "data");
   }
   // Reads on to IEND: a file cut after the pixel data (or with a bad CRC
   // there) is corrupt even though the pixels came out.
   png_check(spng_decode_chunks(c.ctx), name, "trailing chunks");
-  Tensor result(DType::kUInt8, Shape{h, w, options.channels});
-  // Gray PNGs come out as RGBA with R = G = B; take R without weighting.
-  if (in_c == 2 && options.channels == 1) {
-    uint8_t* q = result.data<uint8_t>();
-    for (int64_t i = 0; i < pixels; ++i) q[i] = rgba[i * 4];
-  } else {
-    convert_channels(rgba.data(), 4, result.data<uint8_t>(), options.channels, pixels);
-  }
   return result;
 }
 
@@ -268,6 +320,16 @@ void check_supported(Format f, std::span<const uint8_t> data, std::string_view n
 }
 
 }  // namespace
+
+int64_t default_max_pixels() {
+  static const int64_t v = env_limit("HUB_IMAGE_MAX_PIXELS", kDefaultMaxPixels);
+  return v;
+}
+
+int64_t default_max_bytes() {
+  static const int64_t v = env_limit("HUB_IMAGE_MAX_BYTES", kDefaultMaxBytes);
+  return v;
+}
 
 std::string_view format_name(Format format) {
   switch (format) {

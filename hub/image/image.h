@@ -5,9 +5,24 @@
 // from the magic bytes, never from the file extension.
 //
 // Guarantees for every decode call:
-//  - The pixel count (width x height from the header) is checked against
-//    DecodeOptions::max_pixels before any pixel buffer is allocated; a larger
-//    image is refused with Code::kResourceExhausted (decompression bombs).
+//  - Before any pixel buffer is allocated, the header's size is checked
+//    against two limits, and a larger image is refused with
+//    Code::kResourceExhausted (decompression bombs):
+//      DecodeOptions::max_pixels  width x height; default 2^27 (128 Mi), or
+//                                 $HUB_IMAGE_MAX_PIXELS;
+//      DecodeOptions::max_bytes   the decoded size at the stored precision:
+//                                 pixels x stored channels x bytes per sample
+//                                 (2 for 16-bit PNG), plus, for an interlaced
+//                                 PNG, its full-size RGBA buffer (4 samples
+//                                 per pixel); default 512 MiB, or
+//                                 $HUB_IMAGE_MAX_BYTES.
+//    The environment variables are read once, when the first DecodeOptions is
+//    made; the `hub` commands that decode images (classify, retrain, train,
+//    eval) take their limits from them. libjpeg-turbo's own working memory
+//    (e.g. a progressive JPEG's coefficient buffer) is capped at max_bytes too.
+//  - Memory: JPEG and non-interlaced PNG decode row by row straight into the
+//    8-bit result (one row of the stored format at a time); an interlaced PNG
+//    needs the full-size buffer above.
 //  - Empty input and data that is not a supported image -> kInvalidArgument;
 //    truncated or corrupt data (bad CRC, premature end, libjpeg warnings about
 //    corrupt data) -> kCorruption. Messages start with the `name` passed in
@@ -41,10 +56,19 @@ Format sniff_format(std::span<const uint8_t> data);
 
 // 128 Mi pixels: a float32 RGB image of this size is 1.5 GiB.
 inline constexpr int64_t kDefaultMaxPixels = int64_t{1} << 27;
+// 512 MiB of decoded samples.
+inline constexpr int64_t kDefaultMaxBytes = int64_t{512} << 20;
+
+// The defaults of DecodeOptions: $HUB_IMAGE_MAX_PIXELS / $HUB_IMAGE_MAX_BYTES
+// (positive integers) when set, else the constants above. Read once; a
+// malformed value throws InvalidArgument naming the variable.
+int64_t default_max_pixels();
+int64_t default_max_bytes();
 
 struct DecodeOptions {
-  int channels = 3;                       // 1 or 3
-  int64_t max_pixels = kDefaultMaxPixels;  // width * height limit
+  int channels = 3;                              // 1 or 3
+  int64_t max_pixels = default_max_pixels();     // width * height limit
+  int64_t max_bytes = default_max_bytes();       // decoded-size limit (see above)
   // When both are > 0, a JPEG may be decoded with libjpeg-turbo's DCT scaling
   // (1/2, 1/4 or 1/8) as long as the scaled image stays at least this large.
   // The result is then smaller than the stored image. PNG ignores these.

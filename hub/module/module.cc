@@ -554,24 +554,15 @@ ModuleSpec::TagSetParts tag_set_from_proto(const TagSetDef& td, const std::strin
   }
   return p;
 }
-
-ModuleHandleResolver& handle_resolver() {
-  static ModuleHandleResolver resolver;
-  return resolver;
-}
 }  // namespace
 
-void set_module_handle_resolver(ModuleHandleResolver resolver) { handle_resolver() = std::move(resolver); }
-
-ModuleSpec load_module_spec(const std::string& handle) {
-  // A local path (or file://) is read in place; anything else goes through
-  // the installed resolver (URLs, registry names), which returns a local dir.
-  std::string dir = handle;
-  if (dir.rfind("file://", 0) == 0) dir = dir.substr(7);
+ModuleSpec load_module_spec(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec) && handle_resolver()) dir = handle_resolver()(handle);
   if (!fs::is_directory(dir, ec))
-    throw_error(Code::kNotFound, "module '" + handle + "' not found (not a directory)");
+    throw_error(Code::kNotFound, "module '" + dir +
+                                     "' not found: not a directory (load_module_spec reads local module "
+                                     "directories; a URL, archive or registry name needs "
+                                     "hub::resolver::Resolver::load)");
   const std::string where = "module " + dir;
   const std::string pb_path = (fs::path(dir) / kModuleFile).string();
   const std::string st_path = (fs::path(dir) / kVariablesFile).string();

@@ -194,12 +194,14 @@ ModuleSpec create_module_spec(const ModuleFn& fn,
                               const std::vector<std::pair<TagSet, Attrs>>& tags_and_args = {{{}, {}}});
 ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn);
 
-// Loads a module from a handle. Today a handle is a local directory path
-// (module.pb, variables.safetensors, assets/); the resolver extends this one
-// entry point to file:// and http(s):// URLs and registry names. Throws
-// NotFound for a missing directory/file, Corruption for unparsable contents,
-// FailedPrecondition for a newer format_version, NotFound for an unknown op
-// or a missing variable, InvalidArgument for mismatching weights.
+// Loads the module in the local directory `dir` (module.pb,
+// variables.safetensors, assets/). Only local directories: URLs, archives and
+// registry names are resolved to a directory first by a
+// hub::resolver::Resolver (hub/resolver/resolver.h; Resolver::load does
+// both). Throws NotFound for a missing directory/file, Corruption for
+// unparsable contents, FailedPrecondition for a newer format_version,
+// NotFound for an unknown op or a missing variable, InvalidArgument for
+// mismatching weights.
 //
 // The weights are not read eagerly: variables.safetensors is validated and
 // memory-mapped privately (map_safetensors), and weights() are views of that
@@ -209,14 +211,7 @@ ModuleSpec create_module_spec(const std::function<void(ModuleBuilder&)>& fn);
 // truncated or rewritten in place while the spec or one of its weights is
 // alive (SIGBUS on touching a removed page); replacing it by rename is safe,
 // and cache entries are immutable after install. See docs/module-format.md.
-ModuleSpec load_module_spec(const std::string& handle);
-
-// Maps a handle that is not a local directory (a URL, a registry name) to a
-// local module directory, downloading and caching as needed; installed once
-// at startup by the resolver (hub/resolver). Without one, load_module_spec
-// accepts local paths (and file://) only. Not thread-safe against concurrent loads.
-using ModuleHandleResolver = std::function<std::string(const std::string& handle)>;
-void set_module_handle_resolver(ModuleHandleResolver resolver);
+ModuleSpec load_module_spec(const std::string& dir);
 
 // Attached image info: (height, width) and channels. Throw NotFound when the
 // module has no such info.

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "hub/core/fileio.h"
+#include "hub/core/json.h"
+#include "hub/core/text.h"
 
 namespace hub {
 namespace {
@@ -28,45 +30,16 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 }
 
 // Printable rendering of possibly non-UTF-8 bytes ("\xff" escapes).
-std::string escaped(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+std::string escaped(std::string_view s) { return printable(s); }
 
-// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms,
-// no surrogates, nothing above U+10FFFF), or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    else return i;
-    if (i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k) {
-      unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (d & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return i;
-    i += len;
+// "[2,3]" from parsed dimensions (never a dump of the untrusted JSON itself).
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(dims[i]);
   }
-  return std::string_view::npos;
+  return out + "]";
 }
 
 DType parse_st_dtype(const std::string& name, const std::string& source, const std::string& tensor) {
@@ -183,23 +156,14 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
   }
   if (text.empty() || text[0] != '{') corrupt(source, "header does not start with '{'");
 
-  // nlohmann keeps the last of duplicate keys silently; catch them while parsing.
-  std::vector<std::string> duplicates;
-  std::set<std::string> seen;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!seen.insert(key).second) duplicates.push_back(key);
-    }
-    return true;
-  };
+  // Bounded nesting and unique names (nlohmann would keep the last of a
+  // duplicate silently); the message names the file.
   json header;
   try {
-    header = json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true);
-  } catch (const json::exception& e) {
-    corrupt(source, std::string("header is not valid JSON: ") + e.what());
+    header = parse_json(text, "header");
+  } catch (const Error& e) {
+    corrupt(source, e.message());
   }
-  if (!duplicates.empty()) corrupt(source, "duplicate tensor name '" + duplicates[0] + "'");
   if (!header.is_object()) corrupt(source, "header is not a JSON object");
 
   ParsedFile out;
@@ -212,21 +176,19 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     if (name == "__metadata__") {
       if (!entry.is_object()) corrupt(source, "__metadata__ is not an object");
       for (auto& [k, v] : entry.items()) {
-        if (!v.is_string()) corrupt(source, "__metadata__ value of '" + k + "' is not a string");
+        if (!v.is_string()) corrupt(source, "__metadata__ value of '" + escaped(k) + "' is not a string");
         out.metadata[k] = v.get<std::string>();
       }
       continue;
     }
     // Message parts, formatted only for an error.
     const std::string& tensor_name = name;
-    const json& entry_json = entry;
-    auto where = [&] { return "tensor '" + tensor_name + "'"; };
-    auto shape_text = [&] { return entry_json.at("shape").dump(); };  // called once 'shape' is checked
+    auto where = [&] { return "tensor '" + escaped(tensor_name) + "'"; };
     if (!entry.is_object()) corrupt(source, where() + " is not an object");
     for (auto& [k, v] : entry.items()) {
       (void)v;
       if (k != "dtype" && k != "shape" && k != "data_offsets")
-        corrupt(source, where() + " has unknown field '" + k + "'");
+        corrupt(source, where() + " has unknown field '" + escaped(k) + "'");
     }
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
       corrupt(source, where() + " has no string 'dtype'");
@@ -235,32 +197,36 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2)
       corrupt(source, where() + " has no 'data_offsets' [begin, end]");
-    DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, name);
+    DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, escaped(name));
     std::vector<int64_t> dims;
+    std::vector<uint64_t> raw_dims;  // as written, for messages
     uint64_t bytes_needed = dtype_size(dtype);
     bool overflow = false;
     for (const json& d : entry["shape"]) {
       if (!d.is_number_unsigned())
-        corrupt(source, where() + " has a shape entry that is not a non-negative integer: " + d.dump());
+        corrupt(source, where() + " has a shape entry that is not a non-negative integer (a " +
+                            d.type_name() + " at index " + std::to_string(raw_dims.size()) + ")");
       uint64_t v = d.get<uint64_t>();
+      raw_dims.push_back(v);
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
       if (v != 0 && bytes_needed > std::numeric_limits<uint64_t>::max() / v) overflow = true;
       bytes_needed *= v;
       dims.push_back(static_cast<int64_t>(v));
     }
     if (overflow || bytes_needed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      corrupt(source, where() + ": shape " + shape_text() + " x " + std::string(dtype_name(dtype)) +
+      corrupt(source, where() + ": shape " + dims_text(raw_dims) + " x " + std::string(dtype_name(dtype)) +
                           " size overflows");
     const json& offs = entry["data_offsets"];
     if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      corrupt(source, where() + " has data_offsets that are not non-negative integers: " + offs.dump());
+      corrupt(source, where() + " has data_offsets that are not non-negative integers (" + offs[0].type_name() +
+                          ", " + offs[1].type_name() + ")");
     uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     if (begin > end || end > buffer.size())
       corrupt(source, where() + " has data_offsets [" + std::to_string(begin) + ", " +
                           std::to_string(end) + "] out of range of the " + std::to_string(buffer.size()) +
                           "-byte buffer");
     if (end - begin != bytes_needed)
-      corrupt(source, where() + " has " + std::to_string(end - begin) + " bytes but shape " + shape_text() +
+      corrupt(source, where() + " has " + std::to_string(end - begin) + " bytes but shape " + dims_text(raw_dims) +
                           " x " + std::string(dtype_name(dtype)) + " needs " + std::to_string(bytes_needed));
     spans.push_back({begin, end, name});
     out.tensors.push_back({name, {dtype, Shape(std::move(dims))}, 8 + n + begin});
@@ -271,10 +237,10 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
   uint64_t pos = 0;
   for (const Span& s : spans) {
     if (s.begin < pos)
-      corrupt(source, "tensor '" + s.name + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+      corrupt(source, "tensor '" + escaped(s.name) + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
                           ") overlaps the tensor before it (which ends at " + std::to_string(pos) + ")");
     if (s.begin > pos)
-      corrupt(source, "gap in the byte buffer before tensor '" + s.name + "' (bytes " + std::to_string(pos) +
+      corrupt(source, "gap in the byte buffer before tensor '" + escaped(s.name) + "' (bytes " + std::to_string(pos) +
                           " to " + std::to_string(s.begin) + " belong to no tensor)");
     pos = s.end;
   }
@@ -287,7 +253,7 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     const int64_t count = t.spec.shape.num_elements();
     for (int64_t i = 0; i < count; ++i)
       if (p[i] > 1)
-        corrupt(source, "tensor '" + t.name + "' (BOOL) has byte value " + std::to_string(p[i]) +
+        corrupt(source, "tensor '" + escaped(t.name) + "' (BOOL) has byte value " + std::to_string(p[i]) +
                             " at element " + std::to_string(i) + " (must be 0 or 1)");
   }
   return out;
@@ -314,17 +280,14 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
 
 SafetensorsContents map_safetensors(const std::string& path) {
   struct stat st {};
-  int fd = open_for_reading(path, &st);
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw_error(Code::kInvalidArgument, "'" + path + "' is not a regular file");
-  }
+  Fd fd = open_for_reading(path, &st);
+  if (!S_ISREG(st.st_mode)) throw_error(Code::kInvalidArgument, "'" + path + "' is not a regular file");
   const size_t size = static_cast<size_t>(st.st_size);
   // MAP_PRIVATE + PROT_WRITE: a write through a tensor copies the page and
   // never reaches the file. An empty file cannot be mapped; the parser reports it.
-  void* addr = size == 0 ? nullptr : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  void* addr = size == 0 ? nullptr : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
   int err = errno;
-  ::close(fd);
+  fd.reset();
   if (addr == MAP_FAILED) throw_error(Code::kIOError, "cannot map '" + path + "': " + std::strerror(err));
   auto mapping = std::make_shared<Storage>();
   mapping->data = addr;

@@ -1,7 +1,9 @@
 #include "hub/ops/array.h"
+#include "hub/ops/elementwise.h"
 #include "hub/ops/registry.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace hub {
 namespace {
@@ -76,7 +78,162 @@ void check_slice(const InferContext& c, const std::vector<int64_t>& begin, const
   }
 }
 
+bool is_index_dtype(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
+
+// Split: the size of each part along the axis (kUnknownDim where the dim is unknown).
+std::vector<int64_t> split_sizes(const InferContext& c, int64_t dim) {
+  int64_t num = c.attrs().get_int("num_split");
+  std::vector<int64_t> sizes = c.attrs().get_ints("sizes");
+  if ((num > 0) == !sizes.empty())
+    c.fail("exactly one of num_split > 0 and sizes must be given, got num_split = " + std::to_string(num) +
+           " and sizes = " + attr_to_string(sizes));
+  if (num > 0) {
+    if (dim >= 0 && dim % num != 0)
+      c.fail("dim " + std::to_string(dim) + " of " + c.input(0).to_string() + " does not divide into num_split = " +
+             std::to_string(num) + " equal parts");
+    return std::vector<int64_t>(num, dim < 0 ? kUnknownDim : dim / num);
+  }
+  int rest = -1;
+  int64_t sum = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && rest < 0) {
+      rest = static_cast<int>(i);
+    } else if (sizes[i] < 0) {
+      c.fail("sizes " + attr_to_string(sizes) + " may hold one -1 and otherwise sizes >= 0");
+    } else {
+      sum += sizes[i];
+    }
+  }
+  if (dim >= 0 && (rest >= 0 ? sum > dim : sum != dim))
+    c.fail("sizes " + attr_to_string(sizes) + " do not add up to dim " + std::to_string(dim) + " of " +
+           c.input(0).to_string());
+  if (rest >= 0) sizes[rest] = dim < 0 ? kUnknownDim : dim - sum;
+  return sizes;
+}
+
+constexpr const char* kGradOp = "a gradient op; second-order gradients are not supported";
+
+// Pad's output shape from x's (forward), or PadGrad's x shape from g's; checks
+// paddings and mode (PadGrad: a mirror mode), and how far each mode may pad.
+Shape padded_shape(const InferContext& c, const Shape& in, bool forward) {
+  const auto& p = c.attrs().get_ints("paddings");
+  const std::string& mode = c.attrs().get_string("mode");
+  if (mode != "REFLECT" && mode != "SYMMETRIC" && mode != "EDGE" && !(forward && mode == "CONSTANT"))
+    c.fail("mode '" + mode + "' is not one of " + (forward ? "CONSTANT, " : "") + "REFLECT, SYMMETRIC, EDGE");
+  if (static_cast<int>(p.size()) != 2 * in.rank())
+    c.fail("paddings " + attr_to_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
+           c.input(0).to_string());
+  Shape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    int64_t before = p[2 * i], after = p[2 * i + 1];
+    if (before < 0 || after < 0) c.fail("negative paddings " + attr_to_string(p));
+    int64_t n = in[i] < 0 ? kUnknownDim : forward ? in[i] : in[i] - before - after;  // x's dim
+    if (!forward && in[i] >= 0 && n < 0)
+      c.fail("gradient " + c.input(0).to_string() + " is smaller than paddings " + attr_to_string(p));
+    int64_t limit = mode == "REFLECT" ? n - 1 : mode == "SYMMETRIC" ? n : std::numeric_limits<int64_t>::max();
+    if (mode != "CONSTANT" && n >= 0 && before + after > 0 && (n == 0 || std::max(before, after) > limit))
+      c.fail(mode + " padding of dim " + std::to_string(i) + " (size " + std::to_string(n) + ") by " +
+             std::to_string(before) + " before and " + std::to_string(after) + " after exceeds what it allows (" +
+             (mode == "REFLECT" ? "size - 1" : mode == "SYMMETRIC" ? "size" : "a non-empty dim") + ")");
+    out.push_back(!forward || n < 0 ? n : n + before + after);
+  }
+  return out;
+}
+
 }  // namespace
+
+ops::StridedSliceSpec ops::strided_slice_spec(const Shape& in, const Attrs& a) {
+  const auto& begin = a.get_ints("begin");
+  const auto& end = a.get_ints("end");
+  const auto& strides = a.get_ints("strides");
+  auto fail = [](const std::string& m) { throw_error(Code::kInvalidArgument, m); };
+  auto bit = [](int64_t mask, size_t i) { return i < 63 && ((mask >> i) & 1) != 0; };
+  const int64_t begin_mask = a.get_int("begin_mask"), end_mask = a.get_int("end_mask");
+  const int64_t ellipsis_mask = a.get_int("ellipsis_mask"), new_axis_mask = a.get_int("new_axis_mask");
+  const int64_t shrink_mask = a.get_int("shrink_axis_mask");
+  const size_t n = begin.size();
+  if (end.size() != n || strides.size() != n)
+    fail("begin " + attr_to_string(begin) + ", end " + attr_to_string(end) + " and strides " +
+         attr_to_string(strides) + " differ in length");
+  // The sparse spec: entries 0..n-1, plus an implicit ellipsis at the end when there is none.
+  size_t ellipsis = n;
+  for (size_t i = 0; i < n; ++i)
+    if (bit(ellipsis_mask, i)) {
+      if (ellipsis != n) fail("ellipsis_mask " + std::to_string(ellipsis_mask) + " has more than one bit set");
+      ellipsis = i;
+    }
+  const size_t sparse = ellipsis == n ? n + 1 : n;
+  int new_after = 0;  // new axes after the ellipsis take no input dims
+  for (size_t i = ellipsis + 1; i < n; ++i) new_after += bit(new_axis_mask, i);
+  // The dense spec: one entry per input dim; `gather` lists the output dims
+  // (a dense dim, or kNew for an inserted one; shrunk dims are skipped).
+  const int r = in.rank();
+  constexpr int kNew = -1;
+  std::vector<int64_t> db(r, 0), de(r, 0), ds(r, 1);
+  std::vector<char> dbm(r, 0), dem(r, 0), dshrink(r, 0);
+  std::vector<int> gather;
+  int full = 0;
+  for (size_t i = 0; i < sparse; ++i) {
+    if (i == ellipsis) {
+      int next = std::min(r - static_cast<int>(sparse - i) + 1 + new_after, r);
+      for (; full < next; ++full) {
+        dbm[full] = dem[full] = 1;
+        gather.push_back(full);
+      }
+    } else if (bit(new_axis_mask, i)) {
+      gather.push_back(kNew);
+    } else {
+      if (full == r)
+        fail("entry " + std::to_string(i) + " of begin " + attr_to_string(begin) + " indexes past the " +
+             std::to_string(r) + " dims of the input " + in.to_string());
+      db[full] = begin[i];
+      de[full] = end[i];
+      ds[full] = strides[i];
+      dbm[full] = bit(begin_mask, i);
+      dem[full] = bit(end_mask, i);
+      dshrink[full] = bit(shrink_mask, i);
+      if (!dshrink[full]) gather.push_back(full);
+      ++full;
+    }
+  }
+  StridedSliceSpec spec;
+  spec.begin.resize(r);
+  spec.stride = ds;
+  spec.size.resize(r);
+  for (int d = 0; d < r; ++d) {
+    const int64_t s = ds[d], dim = in[d];
+    if (s == 0) fail("stride 0 for dim " + std::to_string(d) + " (strides " + attr_to_string(strides) + ")");
+    if (dshrink[d] && s < 0)
+      fail("dim " + std::to_string(d) + " shrinks to one index, which needs a positive stride, got " + std::to_string(s));
+    if (dim < 0) {
+      spec.size[d] = dshrink[d] ? 1 : kUnknownDim;
+      continue;
+    }
+    if (dshrink[d]) {
+      int64_t x = db[d] < 0 ? dim + db[d] : db[d];
+      if (x < 0 || x >= dim)
+        fail("index " + std::to_string(db[d]) + " (shrink_axis) is out of range for dim " + std::to_string(d) +
+             " of size " + std::to_string(dim) + " of the input " + in.to_string());
+      spec.begin[d] = x;
+      spec.size[d] = 1;
+      continue;
+    }
+    // Python slicing: negative indices count from the end, then clamp to the
+    // valid range for the stride's direction; a mask bit takes the full range.
+    const int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dim : dim - 1;
+    auto canonical = [&](int64_t x, bool masked, bool is_begin) {
+      if (masked) return (s > 0) == is_begin ? lo : hi;
+      int64_t fwd = x < 0 ? dim + x : x;
+      return std::clamp(fwd, lo, hi);
+    };
+    int64_t b = canonical(db[d], dbm[d], true), e = canonical(de[d], dem[d], false);
+    int64_t len = e - b;
+    spec.begin[d] = b;
+    spec.size[d] = len == 0 || (len < 0) != (s < 0) ? 0 : len / s + (len % s != 0 ? 1 : 0);
+  }
+  for (int g : gather) spec.out.push_back(g == kNew ? 1 : spec.size[g]);
+  return spec;
+}
 
 HUB_REGISTER_OP(Reshape)
     .inputs(1)
@@ -165,21 +322,17 @@ HUB_REGISTER_OP(Transpose)
 HUB_REGISTER_OP(Pad)
     .inputs(1)
     .attr("paddings", AttrType::kInts)
+    .attr("mode", AttrType::kString, std::string("CONSTANT"))
+    .attr("constant_value", AttrType::kFloat, 0.0)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      const Shape& in = c.shape(0);
-      const auto& p = c.attrs().get_ints("paddings");
-      if (static_cast<int>(p.size()) != 2 * in.rank())
-        c.fail("paddings " + attr_to_string(p) + " need " + std::to_string(2 * in.rank()) + " entries for " +
-               c.input(0).to_string());
-      Shape out;
-      for (int i = 0; i < in.rank(); ++i) {
-        if (p[2 * i] < 0 || p[2 * i + 1] < 0) c.fail("negative paddings " + attr_to_string(p));
-        out.push_back(in[i] < 0 ? kUnknownDim : in[i] + p[2 * i] + p[2 * i + 1]);
-      }
-      return {{c.dtype(0), out}};
+      return {{c.dtype(0), padded_shape(c, c.shape(0), true)}};
     })
     .grad([](const GradContext& c) {
+      const std::string& mode = c.node.attrs.get_string("mode");
       const auto& p = c.node.attrs.get_ints("paddings");
+      if (mode != "CONSTANT")
+        return std::vector<Output>{
+            c.scope.op("PadGrad", {c.grads[0]}, Attrs().set("paddings", p).set("mode", mode))};
       const Shape& in = c.scope.graph().spec(c.inputs[0]).shape;
       std::vector<int64_t> begin, size;
       for (int i = 0; i < in.rank(); ++i) {
@@ -192,7 +345,18 @@ HUB_REGISTER_OP(Pad)
       }
       return std::vector<Output>{ops::slice(c.scope, c.grads[0], begin, size)};
     })
-    .doc("Pads with zeros: paddings = [before_0, after_0, before_1, after_1, ...].");
+    .doc("Pads x: paddings = [before_0, after_0, ...]; mode CONSTANT (constant_value), REFLECT, SYMMETRIC or EDGE.");
+
+HUB_REGISTER_OP(PadGrad)
+    .inputs(1)
+    .attr("paddings", AttrType::kInts)
+    .attr("mode", AttrType::kString)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      return {{DType::kFloat32, padded_shape(c, c.shape(0), false)}};
+    })
+    .no_gradient(kGradOp)
+    .doc("Pad's gradient for REFLECT, SYMMETRIC and EDGE: border gradients added onto the elements they copy.");
 
 HUB_REGISTER_OP(Slice)
     .inputs(1)
@@ -278,6 +442,167 @@ HUB_REGISTER_OP(Concat)
     })
     .doc("Joins inputs along axis; other dims must agree.");
 
+HUB_REGISTER_OP(Split)
+    .inputs(1)
+    .variadic_outputs()
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .attr("num_split", AttrType::kInt, int64_t{0})
+    .attr("sizes", AttrType::kInts, std::vector<int64_t>{})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& in = c.shape(0);
+      if (in.rank() == 0) c.fail("cannot split a scalar");
+      int axis = static_cast<int>(normalize_axis(c, c.attrs().get_int("axis"), in.rank(), "axis"));
+      std::vector<TensorSpec> out;
+      for (int64_t size : split_sizes(c, in[axis])) {
+        Shape part = in;
+        part.set_dim(axis, size);
+        out.push_back({c.dtype(0), part});
+      }
+      return out;
+    })
+    .grad([](const GradContext& c) {
+      std::vector<Output> parts;
+      for (size_t i = 0; i < c.outputs.size(); ++i)
+        parts.push_back(c.grads[i].valid() ? c.grads[i]
+                                           : ops::zeros_like(c.scope, c.outputs[i], "Zeros" + std::to_string(i)));
+      return std::vector<Output>{ops::concat(c.scope, parts, c.node.attrs.get_int("axis"))};
+    })
+    .doc("Cuts x along axis into num_split equal parts or parts of the given sizes (one may be -1).");
+
+HUB_REGISTER_OP(Gather)
+    .inputs(2)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .attr("batch_dims", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& p = c.shape(0);
+      const Shape& idx = c.shape(1);
+      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+      if (p.rank() == 0) c.fail("params must have rank >= 1, got " + c.input(0).to_string());
+      int axis = static_cast<int>(normalize_axis(c, c.attrs().get_int("axis"), p.rank(), "axis"));
+      int64_t bd = c.attrs().get_int("batch_dims");
+      if (bd < 0) bd += idx.rank();
+      if (bd < 0 || bd > idx.rank() || bd > axis)
+        c.fail("batch_dims " + std::to_string(c.attrs().get_int("batch_dims")) + " must lie in [-" +
+               std::to_string(idx.rank()) + ", " + std::to_string(idx.rank()) + "] (indices " + c.input(1).to_string() +
+               ") and not exceed axis " + std::to_string(axis));
+      Shape out;
+      for (int d = 0; d < axis; ++d) {
+        if (d < bd && p[d] >= 0 && idx[d] >= 0 && p[d] != idx[d])
+          c.fail("batch dim " + std::to_string(d) + " differs between params " + c.input(0).to_string() +
+                 " and indices " + c.input(1).to_string());
+        out.push_back(d < bd && p[d] < 0 ? idx[d] : p[d]);
+      }
+      for (int d = static_cast<int>(bd); d < idx.rank(); ++d) out.push_back(idx[d]);
+      for (int d = axis + 1; d < p.rank(); ++d) out.push_back(p[d]);
+      return {{c.dtype(0), out}};
+    })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{c.scope.op("GatherGrad", {c.grads[0], c.inputs[1], c.inputs[0]}, c.node.attrs),
+                                 Output{}};
+    })
+    .doc("params[.., indices, ..] along axis (TF GatherV2); negative indices count from the end; one outside "
+         "[-dim, dim) is a run-time error.");
+
+HUB_REGISTER_OP(GatherGrad)
+    .inputs(3)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .attr("batch_dims", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      c.expect_dtype(2, DType::kFloat32);
+      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+      return {c.input(2)};
+    })
+    .no_gradient(kGradOp)
+    .doc("(g, indices, params) -> zeros of params' shape with g's slices added at their indices.");
+
+HUB_REGISTER_OP(StridedSlice)
+    .inputs(1)
+    .attr("begin", AttrType::kInts)
+    .attr("end", AttrType::kInts)
+    .attr("strides", AttrType::kInts)
+    .attr("begin_mask", AttrType::kInt, int64_t{0})
+    .attr("end_mask", AttrType::kInt, int64_t{0})
+    .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
+    .attr("new_axis_mask", AttrType::kInt, int64_t{0})
+    .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      try {
+        return {{c.dtype(0), ops::strided_slice_spec(c.shape(0), c.attrs()).out}};
+      } catch (const Error& e) {
+        c.fail(e.message());
+      }
+    })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{c.scope.op("StridedSliceGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
+    })
+    .doc("TF StridedSlice: x[begin:end:strides] per dim with begin/end/ellipsis/new_axis/shrink_axis masks.");
+
+HUB_REGISTER_OP(StridedSliceGrad)
+    .inputs(2)
+    .attr("begin", AttrType::kInts)
+    .attr("end", AttrType::kInts)
+    .attr("strides", AttrType::kInts)
+    .attr("begin_mask", AttrType::kInt, int64_t{0})
+    .attr("end_mask", AttrType::kInt, int64_t{0})
+    .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
+    .attr("new_axis_mask", AttrType::kInt, int64_t{0})
+    .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(1, DType::kFloat32);
+      Shape out;
+      try {
+        out = ops::strided_slice_spec(c.shape(0), c.attrs()).out;
+      } catch (const Error& e) {
+        c.fail(e.message());
+      }
+      if (!out.compatible_with(c.shape(1)) || out.rank() != c.shape(1).rank())
+        c.fail("dy " + c.input(1).to_string() + " is not the shape " + out.to_string() + " sliced from x " +
+               c.input(0).to_string());
+      return {{DType::kFloat32, c.shape(0)}};
+    })
+    .no_gradient(kGradOp)
+    .doc("(x, dy) -> zeros of x's shape with dy placed where StridedSlice(x) read.");
+
+HUB_REGISTER_OP(Tile)
+    .inputs(1)
+    .attr("multiples", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& in = c.shape(0);
+      const auto& m = c.attrs().get_ints("multiples");
+      if (static_cast<int>(m.size()) != in.rank())
+        c.fail("multiples " + attr_to_string(m) + " need " + std::to_string(in.rank()) + " entries for " +
+               c.input(0).to_string());
+      Shape out;
+      for (int i = 0; i < in.rank(); ++i) {
+        if (m[i] < 0) c.fail("multiples " + attr_to_string(m) + " has a negative entry");
+        out.push_back(in[i] < 0 ? kUnknownDim : in[i] * m[i]);
+      }
+      return {{c.dtype(0), out}};
+    })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{c.scope.op("TileGrad", {c.grads[0], c.inputs[0]}, c.node.attrs)};
+    })
+    .doc("x repeated multiples[i] times along each dim i.");
+
+HUB_REGISTER_OP(TileGrad)
+    .inputs(2)
+    .attr("multiples", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      const Shape& g = c.shape(0);
+      const Shape& x = c.shape(1);
+      const auto& m = c.attrs().get_ints("multiples");
+      bool ok = g.rank() == x.rank() && static_cast<int>(m.size()) == x.rank();
+      for (int i = 0; ok && i < x.rank(); ++i) ok = g[i] < 0 || x[i] < 0 || g[i] == x[i] * m[i];
+      if (!ok)
+        c.fail("gradient " + c.input(0).to_string() + " is not x " + c.input(1).to_string() + " tiled by " +
+               attr_to_string(m));
+      return {{DType::kFloat32, x}};
+    })
+    .no_gradient(kGradOp)
+    .doc("(g, x) -> g summed over the tiles, at x's shape.");
+
 namespace ops {
 
 Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
@@ -298,7 +623,17 @@ Output transpose(const Scope& s, Output x, const std::vector<int64_t>& perm, con
   return s.op("Transpose", {x}, Attrs().set("perm", perm), name);
 }
 Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, const std::string& name) {
-  return s.op("Pad", {x}, Attrs().set("paddings", paddings), name);
+  return pad(s, x, paddings, PadMode::kConstant, 0, name);
+}
+Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, PadMode mode, double constant_value,
+           const std::string& name) {
+  static const char* const kNames[] = {"CONSTANT", "REFLECT", "SYMMETRIC", "EDGE"};
+  return s.op("Pad", {x},
+              Attrs()
+                  .set("paddings", paddings)
+                  .set("mode", kNames[static_cast<int>(mode)])
+                  .set("constant_value", constant_value),
+              name);
 }
 Output slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size,
              const std::string& name) {
@@ -307,6 +642,25 @@ Output slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const 
 Output concat(const Scope& s, const std::vector<Output>& xs, int64_t axis, const std::string& name) {
   if (xs.empty()) throw_error(Code::kInvalidArgument, "concat '" + s.name(name) + "': no inputs");
   return s.op("Concat", xs, Attrs().set("axis", axis), name);
+}
+
+Output tile(const Scope& s, Output x, const std::vector<int64_t>& multiples, const std::string& name) {
+  return s.op("Tile", {x}, Attrs().set("multiples", multiples), name);
+}
+std::vector<Output> split(const Scope& s, Output x, int64_t axis, int64_t num_split, const std::vector<int64_t>& sizes,
+                          const std::string& name) {
+  return s.op_n("Split", {x}, Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes), name);
+}
+Output gather(const Scope& s, Output params, Output indices, int64_t axis, int64_t batch_dims, const std::string& name) {
+  return s.op("Gather", {params, indices}, Attrs().set("axis", axis).set("batch_dims", batch_dims), name);
+}
+Output strided_slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                     const std::vector<int64_t>& strides, const StridedSliceMasks& m, const std::string& name) {
+  Attrs a;
+  a.set("begin", begin).set("end", end).set("strides", strides);
+  a.set("begin_mask", m.begin).set("end_mask", m.end).set("ellipsis_mask", m.ellipsis);
+  a.set("new_axis_mask", m.new_axis).set("shrink_axis_mask", m.shrink_axis);
+  return s.op("StridedSlice", {x}, a, name);
 }
 
 }  // namespace ops

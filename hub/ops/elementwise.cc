@@ -46,6 +46,17 @@ GradFn select_grad(const char* grad_op) {
   };
 }
 
+std::vector<TensorSpec> pow_shape_fn(const InferContext& c) {
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_dtype(1, DType::kFloat32);
+  return broadcast_shape_fn(c);
+}
+
+std::vector<Output> pow_grad(const GradContext& c) {
+  auto gs = c.scope.op_n("PowGrad", {c.grads[0], c.inputs[0], c.inputs[1]});
+  return {reduce(c, gs[0], 0), reduce(c, gs[1], 1)};
+}
+
 std::vector<TensorSpec> select_grad_shape_fn(const InferContext& c) {
   c.expect_same_dtypes();
   return {{c.dtype(0), c.shape(0)}, {c.dtype(0), c.shape(0)}};
@@ -61,6 +72,26 @@ HUB_REGISTER_OP(Maximum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad
     .doc("max(a, b), broadcasting; ties send the gradient to a.");
 HUB_REGISTER_OP(Minimum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad("MinimumGrad"))
     .doc("min(a, b), broadcasting; ties send the gradient to a.");
+HUB_REGISTER_OP(Pow).inputs(2).shape_fn(pow_shape_fn).grad(pow_grad)
+    .doc("a^b (float32), broadcasting; std::pow semantics.");
+HUB_REGISTER_OP(PowGrad)
+    .inputs(3)
+    .outputs(2)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      for (int i = 0; i < 3; ++i) c.expect_dtype(i, DType::kFloat32);
+      Shape ab;
+      try {
+        ab = broadcast_shapes(c.shape(1), c.shape(2));
+      } catch (const Error& e) {
+        c.fail(e.message());
+      }
+      if (!ab.compatible_with(c.shape(0)))
+        c.fail("gradient " + c.input(0).to_string() + " does not have the broadcast shape " + ab.to_string() +
+               " of a and b");
+      return {c.input(0), c.input(0)};
+    })
+    .doc("(g, a, b) -> (g * b * a^(b-1), g * a^b * ln a where a > 0 else 0) at g's shape.")
+    .no_gradient("a gradient op; second-order gradients are not supported");
 HUB_REGISTER_OP(MaximumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
     .doc("(g*[a>=b], g*[a<b]) at g's shape.")
     .no_gradient("a gradient op; second-order gradients are not supported");
@@ -111,6 +142,7 @@ Output mul(const Scope& s, Output a, Output b, const std::string& name) { return
 Output div(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Div", {a, b}, {}, name); }
 Output maximum(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Maximum", {a, b}, {}, name); }
 Output minimum(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Minimum", {a, b}, {}, name); }
+Output pow(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Pow", {a, b}, {}, name); }
 Output add_n(const Scope& s, const std::vector<Output>& xs, const std::string& name) {
   return xs.size() == 1 ? xs[0] : s.op("AddN", xs, {}, name);
 }

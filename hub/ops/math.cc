@@ -144,6 +144,22 @@ HUB_REGISTER_OP(BroadcastLike)
     })
     .doc("x broadcast to like's run-time shape (after re-inserting reduced_axes as size 1).");
 
+HUB_REGISTER_OP(BroadcastTo)
+    .inputs(1)
+    .attr("shape", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const auto& shape = c.attrs().get_ints("shape");
+      for (int64_t d : shape)
+        if (d < 0) c.fail("shape " + attr_to_string(shape) + " has a negative dim");
+      try {
+        return {{c.dtype(0), broadcast_shapes(c.shape(0), Shape(shape))}};
+      } catch (const Error& e) {
+        c.fail(e.message());
+      }
+    })
+    .grad([](const GradContext& c) { return std::vector<Output>{ops::reduce_to_like(c.scope, c.grads[0], c.inputs[0])}; })
+    .doc("x broadcast to broadcast(x.shape, shape) (NumPy rules; ONNX Expand, TF BroadcastTo).");
+
 namespace ops {
 
 std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int rank, const std::string& what) {
@@ -205,6 +221,9 @@ Output greater_equal(const Scope& s, Output a, Output b, const std::string& name
 Output less(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Less", {a, b}, {}, name); }
 Output less_equal(const Scope& s, Output a, Output b, const std::string& name) {
   return s.op("LessEqual", {a, b}, {}, name);
+}
+Output broadcast_to(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
+  return s.op("BroadcastTo", {x}, Attrs().set("shape", shape), name);
 }
 Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<int64_t>& reduced_axes,
                       const std::string& name) {

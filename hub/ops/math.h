@@ -28,6 +28,11 @@
 // reduction of like over those axes without keep_dims (rank(x) = rank(like) -
 // |reduced_axes|): size-1 dims are first re-inserted at reduced_axes, then x is
 // broadcast. Gradient: dx = ReduceToLike(Sum(g, reduced_axes), x); none for like.
+//
+// BroadcastTo(x; shape): y = x broadcast to broadcast(x.shape, shape) (NumPy
+// rules, both ways: ONNX Expand; for TF BroadcastTo, whose valid inputs have x
+// broadcastable to `shape`, that is `shape`). Entries of shape >= 0. x of any
+// dtype. dx = ReduceToLike(g, x).
 #pragma once
 
 #include <string>
@@ -58,6 +63,8 @@ Output less_equal(const Scope& s, Output a, Output b, const std::string& name = 
 // x broadcast to like's run-time shape; see the header comment for reduced_axes.
 Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<int64_t>& reduced_axes = {},
                       const std::string& name = "BroadcastLike");
+
+Output broadcast_to(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name = "BroadcastTo");
 
 // Normalizes reduction axes against `rank`: negative axes count from the end;
 // empty means all axes. Returns them sorted and unique. Throws InvalidArgument

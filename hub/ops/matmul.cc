@@ -32,7 +32,51 @@ std::vector<Output> matmul_grad(const GradContext& c) {
   return {ops::matmul(s, b, g, true, true), ops::matmul(s, g, a, true, true)};
 }
 
+std::vector<TensorSpec> batch_matmul_shape_fn(const InferContext& c) {
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_dtype(1, DType::kFloat32);
+  const Shape& x = c.shape(0);
+  const Shape& y = c.shape(1);
+  if (x.rank() < 2 || y.rank() < 2)
+    c.fail("x " + c.input(0).to_string() + " and y " + c.input(1).to_string() + " need rank >= 2");
+  bool ax = c.attrs().get_bool("adj_x"), ay = c.attrs().get_bool("adj_y");
+  int64_t m = x.dim(ax ? -1 : -2), kx = x.dim(ax ? -2 : -1);
+  int64_t ky = y.dim(ay ? -1 : -2), n = y.dim(ay ? -2 : -1);
+  if (kx >= 0 && ky >= 0 && kx != ky)
+    c.fail("inner dimensions differ: x " + c.input(0).to_string() + (ax ? " (adjoint)" : "") + ", y " +
+           c.input(1).to_string() + (ay ? " (adjoint)" : ""));
+  Shape out;
+  try {
+    out = broadcast_shapes(Shape(std::vector<int64_t>(x.dims().begin(), x.dims().end() - 2)),
+                           Shape(std::vector<int64_t>(y.dims().begin(), y.dims().end() - 2)));
+  } catch (const Error& e) {
+    c.fail("batch dims of x " + c.input(0).to_string() + " and y " + c.input(1).to_string() +
+           " do not broadcast: " + e.message());
+  }
+  out.push_back(m);
+  out.push_back(n);
+  return {{DType::kFloat32, out}};
+}
+
+std::vector<Output> batch_matmul_grad(const GradContext& c) {
+  bool ax = c.node.attrs.get_bool("adj_x"), ay = c.node.attrs.get_bool("adj_y");
+  const Scope& s = c.scope;
+  Output x = c.inputs[0], y = c.inputs[1], g = c.grads[0];
+  // The MatMul table, per batch.
+  Output dx = !ax ? ops::batch_matmul(s, g, y, false, !ay) : ops::batch_matmul(s, y, g, ay, true);
+  Output dy = !ay ? ops::batch_matmul(s, x, g, !ax, false) : ops::batch_matmul(s, g, x, true, ax);
+  return {ops::reduce_to_like(s, dx, x, "ReduceToLike0"), ops::reduce_to_like(s, dy, y, "ReduceToLike1")};
+}
+
 }  // namespace
+
+HUB_REGISTER_OP(BatchMatMul)
+    .inputs(2)
+    .attr("adj_x", AttrType::kBool, false)
+    .attr("adj_y", AttrType::kBool, false)
+    .shape_fn(batch_matmul_shape_fn)
+    .grad(batch_matmul_grad)
+    .doc("op(x) op(y) per batch (float32, rank >= 2); leading batch dims broadcast; op transposes when adj_*.");
 
 HUB_REGISTER_OP(MatMul)
     .inputs(2)
@@ -77,6 +121,9 @@ namespace ops {
 
 Output matmul(const Scope& s, Output a, Output b, bool transpose_a, bool transpose_b, const std::string& name) {
   return s.op("MatMul", {a, b}, Attrs().set("transpose_a", transpose_a).set("transpose_b", transpose_b), name);
+}
+Output batch_matmul(const Scope& s, Output x, Output y, bool adj_x, bool adj_y, const std::string& name) {
+  return s.op("BatchMatMul", {x, y}, Attrs().set("adj_x", adj_x).set("adj_y", adj_y), name);
 }
 Output bias_add(const Scope& s, Output value, Output bias, const std::string& name) {
   return s.op("BiasAdd", {value, bias}, {}, name);

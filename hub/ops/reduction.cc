@@ -10,14 +10,14 @@ namespace {
 
 bool is_arith(DType d) { return d == DType::kFloat32 || d == DType::kInt32 || d == DType::kInt64; }
 
-std::vector<TensorSpec> reduce_shape_fn(const InferContext& c) {
-  if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
-  const Shape& x = c.shape(0);
+// Input `i` reduced over the node's axes (keep_dims as set).
+Shape reduced_shape(const InferContext& c, int i) {
+  const Shape& x = c.shape(i);
   std::vector<int> axes;
   try {
     axes = ops::normalize_axes(c.attrs().get_ints("axes"), x.rank(), "axes");
   } catch (const Error& e) {
-    c.fail(e.message() + " of input " + c.input(0).to_string());
+    c.fail(e.message() + " of input " + c.input(i).to_string());
   }
   bool keep = c.attrs().get_bool("keep_dims");
   std::vector<int64_t> dims;
@@ -30,7 +30,12 @@ std::vector<TensorSpec> reduce_shape_fn(const InferContext& c) {
       dims.push_back(x[d]);
     }
   }
-  return {{c.dtype(0), Shape(dims)}};
+  return Shape(dims);
+}
+
+std::vector<TensorSpec> reduce_shape_fn(const InferContext& c) {
+  if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
+  return {{c.dtype(0), reduced_shape(c, 0)}};
 }
 
 // g (the reduced-shape gradient) re-expanded to x's shape.
@@ -66,7 +71,8 @@ std::vector<Output> mean_grad(const GradContext& c) {
   return {expand(c, g)};
 }
 
-std::vector<Output> max_grad(const GradContext& c) {
+// Max and Min: g to the elements equal to the result, split evenly among ties.
+std::vector<Output> extreme_grad(const GradContext& c) {
   const Scope& s = c.scope;
   const Attrs& a = c.node.attrs;
   Output y = expand(c, c.outputs[0]);
@@ -96,8 +102,40 @@ HUB_REGISTER_OP(Max)
     .attr("axes", AttrType::kInts, std::vector<int64_t>{})
     .attr("keep_dims", AttrType::kBool, false)
     .shape_fn(reduce_shape_fn)
-    .grad(max_grad)
+    .grad(extreme_grad)
     .doc("Maximum over axes (empty: all); the gradient is split evenly among ties.");
+
+HUB_REGISTER_OP(Min)
+    .inputs(1)
+    .attr("axes", AttrType::kInts, std::vector<int64_t>{})
+    .attr("keep_dims", AttrType::kBool, false)
+    .shape_fn(reduce_shape_fn)
+    .grad(extreme_grad)
+    .doc("Minimum over axes (empty: all); the gradient is split evenly among ties.");
+HUB_REGISTER_OP(Prod)
+    .inputs(1)
+    .attr("axes", AttrType::kInts, std::vector<int64_t>{})
+    .attr("keep_dims", AttrType::kBool, false)
+    .shape_fn(reduce_shape_fn)
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{c.scope.op("ProdGrad", {c.grads[0], c.inputs[0]}, c.node.attrs)};
+    })
+    .doc("Product over axes (empty: all).");
+HUB_REGISTER_OP(ProdGrad)
+    .inputs(2)
+    .attr("axes", AttrType::kInts, std::vector<int64_t>{})
+    .attr("keep_dims", AttrType::kBool, false)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      c.expect_dtype(1, DType::kFloat32);
+      Shape want = reduced_shape(c, 1);
+      if (!want.compatible_with(c.shape(0)) || want.rank() != c.shape(0).rank())
+        c.fail("gradient " + c.input(0).to_string() + " is not x " + c.input(1).to_string() + " reduced (" +
+               want.to_string() + ")");
+      return {c.input(1)};
+    })
+    .no_gradient("a gradient op; second-order gradients are not supported")
+    .doc("(g, x) -> g * (product of the other elements of x's group), at x's shape.");
 
 HUB_REGISTER_OP(ArgMax)
     .inputs(1)
@@ -179,6 +217,12 @@ Output mean(const Scope& s, Output x, const std::vector<int64_t>& axes, bool kee
 }
 Output max(const Scope& s, Output x, const std::vector<int64_t>& axes, bool keep_dims, const std::string& name) {
   return s.op("Max", {x}, reduce_attrs(axes, keep_dims), name);
+}
+Output min(const Scope& s, Output x, const std::vector<int64_t>& axes, bool keep_dims, const std::string& name) {
+  return s.op("Min", {x}, reduce_attrs(axes, keep_dims), name);
+}
+Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes, bool keep_dims, const std::string& name) {
+  return s.op("Prod", {x}, reduce_attrs(axes, keep_dims), name);
 }
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name) {
   return s.op("ArgMax", {x}, Attrs().set("axis", axis), name);

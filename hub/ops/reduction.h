@@ -1,13 +1,20 @@
 // Reductions.
 //
-// Sum, Mean, Max(x; axes = [] (all), keep_dims = false): reduce x over `axes`
-// (negative counts from the end; duplicates allowed). Output shape: x's with
-// reduced dims removed, or set to 1 with keep_dims. dtypes float32, int32,
-// int64 (Mean of integers divides with truncation, as TF). Empty reductions:
-// Sum = 0, Mean = NaN (float), Max = lowest value of the dtype.
+// Sum, Mean, Max, Min, Prod(x; axes = [] (all), keep_dims = false): reduce x
+// over `axes` (negative counts from the end; duplicates allowed). Output shape:
+// x's with reduced dims removed, or set to 1 with keep_dims. dtypes float32,
+// int32, int64 (Mean of integers divides with truncation, as TF). Empty
+// reductions: Sum = 0, Mean = NaN (float), Max = lowest value of the dtype,
+// Min = highest, Prod = 1. (ONNX ReduceSum/Mean/Max/Min/Prod with keepdims,
+// GlobalAveragePool/GlobalMaxPool = Mean/Max over the spatial axes with
+// keep_dims; TF Sum/Mean/Max/Min/Prod with constant reduction indices.)
 //   Sum:   dx = broadcast(g)                       (g re-expanded over axes)
 //   Mean:  dx = broadcast(g) / N,                  N = elements reduced per output
 //   Max:   dx = broadcast(g) * [x == max] / count, count = ties per output (TF)
+//   Min:   as Max with the minimum
+//   Prod:  dx = ProdGrad(g, x): dx_i = g * prod_{j != i} x_j over i's group
+//          (products of the elements before and after i, so zeros are exact:
+//          TF computes it with exclusive cumulative products the same way)
 //
 // ArgMax(x; axis): int64 index of the largest value along `axis` (first one on
 // ties); output drops that axis. x: float32, int32 or int64; the axis must not
@@ -36,6 +43,10 @@ Output mean(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, boo
             const std::string& name = "Mean");
 Output max(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
            const std::string& name = "Max");
+Output min(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
+           const std::string& name = "Min");
+Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
+            const std::string& name = "Prod");
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMax");
 struct TopKResult {
   Output values;

@@ -123,7 +123,7 @@ struct OpDef {
   std::string name;
   int min_inputs = 0;
   int max_inputs = 0;  // -1: variadic
-  int num_outputs = 1;
+  int num_outputs = 1;  // -1: as many as the shape function returns (set by attributes, e.g. Split)
   std::vector<AttrSpec> attrs;
   ShapeFn shape_fn;
   GradFn grad;              // empty: not differentiable, and then:
@@ -138,6 +138,9 @@ class OpDefBuilder {
   OpDefBuilder& inputs(int n) { def_.min_inputs = def_.max_inputs = n; return *this; }
   OpDefBuilder& inputs(int min, int max) { def_.min_inputs = min; def_.max_inputs = max; return *this; }
   OpDefBuilder& outputs(int n) { def_.num_outputs = n; return *this; }
+  // The number of outputs follows from the node's attributes (the shape
+  // function returns one spec per output, at least one).
+  OpDefBuilder& variadic_outputs() { def_.num_outputs = -1; return *this; }
   OpDefBuilder& attr(std::string name, AttrType type) {
     def_.attrs.push_back({std::move(name), type, std::nullopt});
     return *this;

@@ -11,7 +11,12 @@ namespace {
 
 std::vector<TensorSpec> softmax_shape_fn(const InferContext& c) {
   c.expect_dtype(0, DType::kFloat32);
-  if (c.shape(0).rank() < 1) c.fail("logits must have rank >= 1, got " + c.input(0).to_string());
+  int rank = c.shape(0).rank();
+  if (rank < 1) c.fail("logits must have rank >= 1, got " + c.input(0).to_string());
+  int64_t axis = c.attrs().get_int("axis");
+  if (axis < -rank || axis >= rank)
+    c.fail("axis " + std::to_string(axis) + " is outside [" + std::to_string(-rank) + ", " + std::to_string(rank) +
+           ") for logits " + c.input(0).to_string());
   return {c.input(0)};
 }
 
@@ -45,14 +50,14 @@ std::vector<TensorSpec> sparse_xent_shape_fn(const InferContext& c) {
 std::vector<Output> softmax_grad(const GradContext& c) {
   const Scope& s = c.scope;
   Output g = c.grads[0], y = c.outputs[0];
-  Output dot = ops::sum(s, ops::mul(s, g, y), {-1}, true);
+  Output dot = ops::sum(s, ops::mul(s, g, y), {c.node.attrs.get_int("axis")}, true);
   return {ops::mul(s, ops::sub(s, g, dot), y)};
 }
 
 std::vector<Output> log_softmax_grad(const GradContext& c) {
   const Scope& s = c.scope;
   Output g = c.grads[0], y = c.outputs[0];
-  return {ops::sub(s, g, ops::mul(s, ops::exp(s, y), ops::sum(s, g, {-1}, true)))};
+  return {ops::sub(s, g, ops::mul(s, ops::exp(s, y), ops::sum(s, g, {c.node.attrs.get_int("axis")}, true)))};
 }
 
 // Gradients of both cross-entropy ops; `dense` adds the one w.r.t. labels.
@@ -77,12 +82,18 @@ std::vector<Output> xent_grad(const GradContext& c, bool dense) {
 
 }  // namespace
 
-HUB_REGISTER_OP(Softmax).inputs(1).shape_fn(softmax_shape_fn).grad(softmax_grad).doc("Softmax over the last axis.");
+HUB_REGISTER_OP(Softmax)
+    .inputs(1)
+    .attr("axis", AttrType::kInt, int64_t{-1})
+    .shape_fn(softmax_shape_fn)
+    .grad(softmax_grad)
+    .doc("Softmax along axis (negative counts from the end).");
 HUB_REGISTER_OP(LogSoftmax)
     .inputs(1)
+    .attr("axis", AttrType::kInt, int64_t{-1})
     .shape_fn(softmax_shape_fn)
     .grad(log_softmax_grad)
-    .doc("Log of the softmax over the last axis.");
+    .doc("Log of the softmax along axis (negative counts from the end).");
 HUB_REGISTER_OP(SoftmaxCrossEntropyWithLogits)
     .inputs(2)
     .outputs(2)
@@ -114,9 +125,11 @@ HUB_REGISTER_OP(OneHot)
 
 namespace ops {
 
-Output softmax(const Scope& s, Output logits, const std::string& name) { return s.op("Softmax", {logits}, {}, name); }
-Output log_softmax(const Scope& s, Output logits, const std::string& name) {
-  return s.op("LogSoftmax", {logits}, {}, name);
+Output softmax(const Scope& s, Output logits, int64_t axis, const std::string& name) {
+  return s.op("Softmax", {logits}, Attrs().set("axis", axis), name);
+}
+Output log_softmax(const Scope& s, Output logits, int64_t axis, const std::string& name) {
+  return s.op("LogSoftmax", {logits}, Attrs().set("axis", axis), name);
 }
 CrossEntropy softmax_cross_entropy_with_logits(const Scope& s, Output logits, Output labels, const std::string& name) {
   auto outs = s.op_n("SoftmaxCrossEntropyWithLogits", {logits, labels}, {}, name);

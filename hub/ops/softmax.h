@@ -1,10 +1,19 @@
-// Softmax family and cross-entropy losses (float32; the class axis is last).
+// Softmax family and cross-entropy losses (float32).
 //
-//   Softmax(x):     y_i = e^(x_i - m) / sum_j e^(x_j - m),  m = max_j x_j
-//                   dx = (g - sum(g * y, -1)) * y
-//   LogSoftmax(x):  y_i = x_i - m - log sum_j e^(x_j - m)
-//                   dx = g - e^y * sum(g, -1)
-//   x of rank >= 1; y has x's shape.
+//   Softmax(x; axis = -1):     y_i = e^(x_i - m) / sum_j e^(x_j - m),  m = max_j x_j
+//                              dx = (g - sum(g * y, axis)) * y
+//   LogSoftmax(x; axis = -1):  y_i = x_i - m - log sum_j e^(x_j - m)
+//                              dx = g - e^y * sum(g, axis)
+//   i and j run along `axis` (negative counts from the end; must lie in
+//   [-rank, rank)), every other index fixed. x of rank >= 1; y has x's shape.
+//   This is TF's Softmax (last axis) and ONNX Softmax/LogSoftmax from opset 13;
+//   ONNX opset < 13, which flattens x to 2-D at `axis` and normalises over all
+//   trailing dims, maps to Reshape [prod(dims before axis), -1], Softmax(axis
+//   -1), Reshape back. Backends: reference (Eigen), onednn (softmax and
+//   logsoftmax primitives, any axis). Gradients are compositions (Mul, Sum,
+//   Sub, Exp).
+//
+// The cross-entropy ops below take their classes along the last axis.
 //
 //   SoftmaxCrossEntropyWithLogits(logits [N,C], labels [N,C]) -> (loss [N], backprop [N,C])
 //     loss_n = -sum_c labels_nc * log softmax(logits)_nc;  backprop = softmax(logits) - labels
@@ -29,8 +38,8 @@
 
 namespace hub::ops {
 
-Output softmax(const Scope& s, Output logits, const std::string& name = "Softmax");
-Output log_softmax(const Scope& s, Output logits, const std::string& name = "LogSoftmax");
+Output softmax(const Scope& s, Output logits, int64_t axis = -1, const std::string& name = "Softmax");
+Output log_softmax(const Scope& s, Output logits, int64_t axis = -1, const std::string& name = "LogSoftmax");
 struct CrossEntropy {
   Output loss;      // [N]
   Output backprop;  // [N, C]

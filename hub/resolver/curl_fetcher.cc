@@ -1,42 +1,26 @@
-// The libcurl Fetcher (see fetcher.h for the contract).
-#include <curl/curl.h>
+// The libcurl Fetcher (see fetcher.h for the contract); libcurl's
+// configuration, failure mapping and backoff are hub/resolver/curl.h's.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 
-#include "hub/core/error.h"
-#include "hub/core/logging.h"
 #include "hub/core/digest.h"
+#include "hub/core/error.h"
+#include "hub/core/fd.h"
+#include "hub/core/logging.h"
+#include "hub/core/text.h"
+#include "hub/resolver/curl.h"
 #include "hub/resolver/fetcher.h"
-
-#ifndef HUB_VERSION
-#define HUB_VERSION "unknown"
-#endif
 
 namespace hub::resolver {
 namespace {
-
-double env_double(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  double d = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !(d >= 0)) {
-    throw_error(Code::kInvalidArgument,
-                std::string("$") + name + "='" + v + "' is not a non-negative number");
-  }
-  return d;
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
@@ -44,14 +28,6 @@ std::string trim(std::string s) {
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   return s.substr(i);
-}
-
-std::string lower(std::string s) { return to_lower(std::move(s)); }
-
-std::string fmt_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
 }
 
 // State of one HTTP attempt, shared with libcurl's callbacks.
@@ -74,7 +50,7 @@ struct Attempt {
   bool size_exceeded = false;
   bool bad_range = false;       // 206 for a range we did not ask for
   bool restarted = false;       // 200 to a Range request: file truncated
-  int write_errno = 0;
+  std::string write_error;  // why writing the file failed
   bool aborted = false;
 };
 
@@ -94,7 +70,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
   }
   size_t colon = line.find(':');
   if (colon == std::string::npos) return size * n;
-  std::string key = lower(trim(line.substr(0, colon)));
+  std::string key = to_lower(trim(line.substr(0, colon)));
   std::string value = trim(line.substr(colon + 1));
   if (key == "content-length") {
     at->content_length = std::strtoll(value.c_str(), nullptr, 10);
@@ -112,7 +88,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
 
 bool truncate_file(Attempt* at) {
   if (::ftruncate(at->fd, 0) != 0) {
-    at->write_errno = errno;
+    at->write_error = std::string("truncate: ") + std::strerror(errno);
     return false;
   }
   at->written = 0;
@@ -152,19 +128,11 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     at->size_exceeded = true;
     return 0;
   }
-  const char* p = data;
-  size_t left = len;
-  uint64_t off = at->written;
-  while (left > 0) {
-    ssize_t w = ::pwrite(at->fd, p, left, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      at->write_errno = errno;
-      return 0;
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
+  try {
+    pwrite_all(at->fd, data, len, static_cast<int64_t>(at->written), "download file");
+  } catch (const Error& e) {
+    at->write_error = e.message();
+    return 0;
   }
   at->hash->update(data, len);
   at->written += len;
@@ -185,72 +153,25 @@ int xferinfo_cb(void* user, curl_off_t dltotal, curl_off_t, curl_off_t, curl_off
   return 0;
 }
 
-// Seconds to wait before the next attempt according to Retry-After, or -1.
-double parse_retry_after(const std::string& v) {
-  if (v.empty()) return -1;
-  char* end = nullptr;
-  long secs = std::strtol(v.c_str(), &end, 10);
-  if (end != v.c_str() && *end == '\0') return std::max(0L, secs);
-  time_t when = curl_getdate(v.c_str(), nullptr);
-  if (when < 0) return -1;
-  return std::max<double>(0, static_cast<double>(when - std::time(nullptr)));
-}
-
-struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
 struct SlistDeleter {
   void operator()(curl_slist* s) const { curl_slist_free_all(s); }
 };
 
 class CurlFetcher final : public Fetcher {
  public:
-  CurlFetcher() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  }
-
   FetchResult fetch(const std::string& url, const std::filesystem::path& dest,
                     const FetchOptions& options, const ProgressFn& progress) override;
 };
 
-// Outcome of one attempt that did not succeed.
-struct Failure {
-  Code code;
-  std::string message;
-  bool transient;
-  double retry_after = -1;
-};
-
 FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::path& dest,
                                const FetchOptions& options, const ProgressFn& progress) {
-  const std::string user_agent =
-      options.user_agent.empty() ? std::string("hub/") + HUB_VERSION : options.user_agent;
-  if (!options.ca_bundle.empty()) {
-    // libcurl would only say "error setting certificate file" on the first TLS handshake.
-    int ca = ::open(options.ca_bundle.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ca < 0) {
-      throw_error(Code::kInvalidArgument, "GET " + url + ": cannot read the CA bundle '" + options.ca_bundle +
-                                              "' ($SSL_CERT_FILE): " + std::strerror(errno));
-    }
-    ::close(ca);
-  }
-  int fd = ::open(dest.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw_error(Code::kIOError, "cannot create download file " + dest.string() + ": " +
-                                    std::strerror(errno));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  Fd fd = open_fd(dest, O_RDWR | O_CREAT | O_TRUNC, 0644);
 
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) throw_error(Code::kInternal, "curl_easy_init failed");
+  CurlPtr curl = new_curl();
   CURL* c = curl.get();
   Sha256 hash;
   Attempt at;
-  at.fd = fd;
+  at.fd = fd.get();
   at.hash = &hash;
   at.max_bytes = options.max_bytes;
   at.progress = &progress;
@@ -259,29 +180,11 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
   // Validator of the bytes we hold, for If-Range.
   std::string validator;
   bool resumed_any = false;
-  std::mt19937 rng(std::random_device{}());
   FetchResult result;
 
   for (int attempt = 1;; ++attempt) {
     curl_easy_reset(c);
-    errbuf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, static_cast<long>(options.max_redirects));
-    curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (!options.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options.ca_bundle.c_str());
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::ceil(options.connect_timeout_s * 1000)));
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options.low_speed_limit));
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(std::lround(options.low_speed_time_s))));
-    curl_easy_setopt(c, CURLOPT_USERAGENT, user_agent.c_str());
+    configure_curl(c, url, options, errbuf);
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &at);
@@ -304,12 +207,12 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
     } else if (at.written > 0) {
       // Nothing to guard a resume with: start over.
       if (!truncate_file(&at)) {
-        throw_error(Code::kIOError, dest.string() + ": " + std::strerror(at.write_errno));
+        throw_error(Code::kIOError, dest.string() + ": " + at.write_error);
       }
     }
     at.body_started = at.discard = at.size_exceeded = at.bad_range = at.restarted = false;
     at.aborted = false;
-    at.write_errno = 0;
+    at.write_error.clear();
     at.status = 0;
 
     CURLcode rc = curl_easy_perform(c);
@@ -330,9 +233,8 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
       }
     }
 
-    std::optional<Failure> fail;
-    const std::string where = "GET " + effective;
-    const std::string detail = errbuf[0] ? std::string(" (") + errbuf + ")" : "";
+    std::optional<CurlFailure> fail;
+    const std::string where = "GET " + redact_credentials(effective);
     if (rc == CURLE_OK) {
       if (status == 200 || status == 206) {
         result.bytes = at.written;
@@ -347,147 +249,45 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
         }
         return result;
       }
-      std::string what = where + ": HTTP " + std::to_string(status);
-      if (status == 404 || status == 410) {
-        fail = Failure{Code::kNotFound, what + " (not found)", false};
-      } else if (status == 401 || status == 403) {
-        fail = Failure{Code::kPermissionDenied, what + " (access denied)", false};
-      } else if (status == 408 || status == 429 || status >= 500) {
-        fail = Failure{Code::kUnavailable, what + " (server busy or failing)", true,
-                       parse_retry_after(at.retry_after)};
-      } else if (status == 416 && at.start > 0) {
+      if (status == 416 && at.start > 0) {
         validator.clear();  // forces a fresh download next time
-        fail = Failure{Code::kUnavailable, what + " (range not satisfiable)", true};
-      } else if (status >= 300 && status < 400) {
-        fail = Failure{Code::kUnavailable, what + " (redirect without a usable Location)", false};
+        fail = CurlFailure{Code::kUnavailable, where + ": HTTP 416 (range not satisfiable)", true};
       } else {
-        fail = Failure{Code::kUnavailable, what + " (unexpected status)", false};
+        fail = http_status_failure(status, where, at.retry_after);
       }
+    } else if (rc == CURLE_WRITE_ERROR && at.size_exceeded) {
+      fail = CurlFailure{Code::kResourceExhausted,
+                         where + ": body exceeds the download size limit of " + std::to_string(options.max_bytes) +
+                             " bytes",
+                         false};
+    } else if (rc == CURLE_WRITE_ERROR && at.bad_range) {
+      validator.clear();
+      fail = CurlFailure{Code::kUnavailable,
+                         where + ": server answered the range request with Content-Range '" +
+                             printable(at.content_range, 100) + "'",
+                         true};
+    } else if (rc == CURLE_WRITE_ERROR) {
+      fail = CurlFailure{Code::kIOError, "writing " + dest.string() + ": " + at.write_error, false};
+    } else if (rc == CURLE_UNSUPPORTED_PROTOCOL && effective != url) {
+      fail = CurlFailure{Code::kPermissionDenied, where + ": redirect to a scheme other than http/https refused",
+                         false};
     } else {
-      switch (rc) {
-        case CURLE_WRITE_ERROR:
-          if (at.size_exceeded) {
-            fail = Failure{Code::kResourceExhausted,
-                           where + ": body exceeds the download size limit of " +
-                               std::to_string(options.max_bytes) + " bytes",
-                           false};
-          } else if (at.bad_range) {
-            validator.clear();
-            fail = Failure{Code::kUnavailable,
-                           where + ": server answered the range request with Content-Range '" +
-                               at.content_range + "'",
-                           true};
-          } else {
-            fail = Failure{Code::kIOError,
-                           "writing " + dest.string() + ": " + std::strerror(at.write_errno),
-                           false};
-          }
-          break;
-        case CURLE_FILESIZE_EXCEEDED:
-          fail = Failure{Code::kResourceExhausted,
-                         where + ": Content-Length exceeds the download size limit of " +
-                             std::to_string(options.max_bytes) + " bytes",
-                         false};
-          break;
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
-          fail = Failure{Code::kUnavailable, where + ": DNS lookup failed" + detail, true};
-          break;
-        case CURLE_COULDNT_CONNECT:
-          fail = Failure{Code::kUnavailable, where + ": cannot connect" + detail, true};
-          break;
-        case CURLE_OPERATION_TIMEDOUT: {
-          curl_off_t connect_us = 0;
-          curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us);
-          if (connect_us == 0) {
-            fail = Failure{Code::kDeadlineExceeded,
-                           where + ": timed out after " + fmt_seconds(options.connect_timeout_s) +
-                               " s connecting to the server" + detail,
-                           true};
-          } else {
-            fail = Failure{Code::kDeadlineExceeded,
-                           where + ": timed out after " + fmt_seconds(options.low_speed_time_s) +
-                               " s with less than " + std::to_string(options.low_speed_limit) +
-                               " bytes/s (stalled at " + std::to_string(at.written) + " bytes)",
-                           true};
-          }
-          break;
-        }
-        case CURLE_PARTIAL_FILE:
-        case CURLE_RECV_ERROR:
-        case CURLE_SEND_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_HTTP2:
-        case CURLE_HTTP2_STREAM: {
-          std::string got = std::to_string(at.written) + " bytes";
-          if (at.content_length >= 0) {
-            got += " of " + std::to_string(at.start + static_cast<uint64_t>(at.content_length));
-          }
-          fail = Failure{rc == CURLE_PARTIAL_FILE ? Code::kDataLoss : Code::kUnavailable,
-                         where + ": connection dropped after " + got + detail, true};
-          break;
-        }
-        case CURLE_TOO_MANY_REDIRECTS:
-          fail = Failure{Code::kUnavailable,
-                         where + ": more than " + std::to_string(options.max_redirects) +
-                             " redirects" + detail,
-                         false};
-          break;
-        case CURLE_UNSUPPORTED_PROTOCOL: {
-          long redirects = 0;
-          curl_easy_getinfo(c, CURLINFO_REDIRECT_COUNT, &redirects);
-          fail = Failure{Code::kPermissionDenied,
-                         (redirects > 0 || effective != url
-                              ? where + ": redirect to a scheme other than http/https refused"
-                              : "GET " + url + ": only http and https URLs are fetched") +
-                             detail,
-                         false};
-          break;
-        }
-        case CURLE_PEER_FAILED_VERIFICATION:
-          fail = Failure{Code::kUnavailable,
-                         where + ": TLS certificate verification failed" + detail +
-                             "; to trust a private CA, point $SSL_CERT_FILE at its PEM bundle",
-                         false};
-          break;
-        case CURLE_SSL_CONNECT_ERROR:
-        case CURLE_SSL_CACERT_BADFILE:
-          fail = Failure{Code::kUnavailable, where + ": TLS handshake failed" + detail, false};
-          break;
-        case CURLE_ABORTED_BY_CALLBACK:
-          fail = Failure{Code::kUnavailable, where + ": download aborted", false};
-          break;
-        default:
-          fail = Failure{Code::kUnavailable,
-                         where + ": " + curl_easy_strerror(rc) + detail, false};
-          break;
-      }
+      const int64_t total =
+          at.content_length >= 0 ? static_cast<int64_t>(at.start) + at.content_length : int64_t{-1};
+      fail = curl_failure(c, rc, where, options, at.written, total, errbuf);
     }
     if (!fail->transient || attempt > options.max_retries) {
       std::string msg = fail->message;
       if (attempt > 1) msg += " (after " + std::to_string(attempt) + " attempts)";
       throw_error(fail->code, msg);
     }
-    double delay = options.backoff_initial_s * std::pow(2.0, attempt - 1);
-    delay *= std::uniform_real_distribution<double>(0.75, 1.0)(rng);
-    if (fail->retry_after >= 0) delay = fail->retry_after;
-    delay = std::min(delay, options.backoff_max_s);
+    const double delay = retry_delay(options, attempt, fail->retry_after_s);
     HUB_LOG(Debug) << fail->message << "; retrying in " << delay << " s";
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    sleep_unless_interrupted(delay);
   }
 }
 
 }  // namespace
-
-FetchOptions FetchOptions::from_env() {
-  FetchOptions o;
-  o.connect_timeout_s = env_double("HUB_FETCH_CONNECT_TIMEOUT", o.connect_timeout_s);
-  o.low_speed_time_s = env_double("HUB_FETCH_LOW_SPEED_TIME", o.low_speed_time_s);
-  o.max_retries = static_cast<int>(env_double("HUB_FETCH_RETRIES", o.max_retries));
-  o.max_bytes = static_cast<uint64_t>(env_double("HUB_FETCH_MAX_BYTES", static_cast<double>(o.max_bytes)));
-  if (const char* ca = std::getenv("SSL_CERT_FILE")) o.ca_bundle = ca;
-  return o;
-}
 
 Fetcher& Fetcher::default_fetcher() {
   static CurlFetcher fetcher;

@@ -10,42 +10,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
-#include <vector>
 
-#include "hub/core/error.h"
-#include "hub/module/module.h"
-#include "hub/resolver/cache.h"
 #include "hub/core/digest.h"
+#include "hub/core/error.h"
+#include "hub/core/fd.h"
+#include "hub/core/interrupt.h"
+#include "hub/core/text.h"
+#include "hub/resolver/cache.h"
 
 namespace fs = std::filesystem;
 
 namespace hub::resolver {
 namespace {
-
-// ------------------------------------------------------------------ hooks
-std::mutex& hooks_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::vector<std::pair<std::string, HandleHook>>& hooks() {
-  static std::vector<std::pair<std::string, HandleHook>> h;
-  return h;
-}
-
-std::optional<HandleSource> run_hooks(const std::string& handle) {
-  std::vector<std::pair<std::string, HandleHook>> copy;
-  {
-    std::lock_guard<std::mutex> lock(hooks_mutex());
-    copy = hooks();
-  }
-  for (auto& [name, hook] : copy) {
-    if (auto src = hook(handle)) return src;
-  }
-  return std::nullopt;
-}
 
 // --------------------------------------------------------------- parsing
 bool starts_with_ci(const std::string& s, std::string_view prefix) {
@@ -68,19 +46,16 @@ bool has_scheme(const std::string& s) {
 
 std::string check_digest(const std::string& hex, const std::string& where) {
   if (!is_sha256_hex(hex)) {
-    throw_error(Code::kInvalidArgument,
-                where + " must be 64 hex digits (a SHA-256), got '" + hex + "'");
+    throw_error(Code::kInvalidArgument, where + " must be 64 hex digits (a SHA-256), got '" + printable(hex, 80) + "'");
   }
   return to_lower(hex);
 }
 
-std::string merge_digest(std::string a, const std::string& b, const std::string& what_b) {
+// Combines two expected digests; `code` is the error when they differ.
+std::string merge_digest(std::string a, const std::string& b, const std::string& what_b, Code code) {
   if (b.empty()) return a;
   if (a.empty()) return b;
-  if (a != b) {
-    throw_error(Code::kInvalidArgument,
-                "conflicting expected digests: " + a + " and " + b + " (" + what_b + ")");
-  }
+  if (a != b) throw_error(code, "conflicting expected digests: " + a + " and " + b + " (" + what_b + ")");
   return a;
 }
 
@@ -95,13 +70,11 @@ fs::path file_url_path(const std::string& url) {
   std::string rest = url.substr(7);  // after "file://"
   if (starts_with_ci(rest, "localhost/")) rest = rest.substr(9);
   if (rest.empty() || rest[0] != '/') {
-    throw_error(Code::kInvalidArgument,
-                "file URL '" + url + "' must be file:///absolute/path (no remote host)");
+    throw_error(Code::kInvalidArgument, "file URL '" + url + "' must be file:///absolute/path (no remote host)");
   }
   std::string out;
   for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size() + 0 && hex_value(rest[i + 1]) >= 0 &&
-        hex_value(rest[i + 2]) >= 0) {
+    if (rest[i] == '%' && i + 2 < rest.size() && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
       out += static_cast<char>(hex_value(rest[i + 1]) * 16 + hex_value(rest[i + 2]));
       i += 2;
     } else {
@@ -134,7 +107,7 @@ std::string human(double bytes) {
 // Progress line on stderr: "label  12.3 MB / 100.0 MB  8.1 MB/s  ETA 11 s".
 class TtyProgress {
  public:
-  TtyProgress(std::string label, bool enabled) : label_(std::move(label)), enabled_(enabled) {
+  TtyProgress(std::string label, bool enabled) : label_(printable(label, 1000)), enabled_(enabled) {
     if (label_.size() > 48) label_ = "..." + label_.substr(label_.size() - 45);
     start_ = last_ = clock::now();
   }
@@ -168,36 +141,6 @@ class TtyProgress {
   clock::time_point start_, last_;
 };
 
-// ------------------------------------------------------------- file helpers
-void write_file_synced(const fs::path& p, const std::string& content) {
-  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_error(Code::kIOError, "cannot create " + p.string() + ": " + std::strerror(errno));
-  const char* d = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, d, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw_error(Code::kIOError, "cannot write " + p.string() + ": " + std::strerror(err));
-    }
-    d += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw_error(Code::kIOError, "cannot write " + p.string() + ": " + std::strerror(errno));
-  }
-}
-
-void fsync_dir(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -219,203 +162,244 @@ class RemoveOnExit {
   fs::path path_;
 };
 
-// ---------------------------------------------------------------- resolve
-struct Source {
+// ----------------------------------------------------------- one resolve
+
+// An archive to install into the cache under `key`.
+struct Archive {
+  std::string key;
   bool http = false;
-  std::string url;     // http(s) URL or the local archive's path as text
-  fs::path local;      // local path (directory or archive)
+  std::string url;        // http(s) URL, or the local archive's path as text
+  fs::path local;         // local archive
+  std::string expected;   // expected SHA-256, or empty
+  // Descriptor fields beyond the common ones.
+  std::string handle;     // recorded handle (redacted)
+  std::string registry, version;
 };
 
-Source classify(const std::string& base, std::string& expected, bool from_hook) {
-  Source s;
-  if (is_http_url(base)) {
-    s.http = true;
-    s.url = base;
-    return s;
+class Resolve {
+ public:
+  Resolve(const ResolverOptions& o, const std::string& handle)
+      : o_(o), offline_(o.offline.value_or(env_flag("HUB_OFFLINE"))) {
+    result_.handle = redact_credentials(strip_digest_fragment(handle));
   }
-  if (starts_with_ci(base, "file://")) {
-    s.local = file_url_path(base);
-  } else if (has_scheme(base)) {
-    if (!from_hook) {
-      if (auto hs = run_hooks(base)) {
-        expected = merge_digest(expected, hs->sha256.empty() ? "" : check_digest(hs->sha256, "hook digest"),
-                                "from the handle hook");
-        return classify(hs->url, expected, true);
+
+  Resolution run(const std::string& handle, const std::string& expected_sha256, bool validate_local) {
+    if (handle.empty()) throw_error(Code::kInvalidArgument, "empty handle");
+    const std::string base = strip_digest_fragment(handle);
+    std::string expected;
+    if (base.size() != handle.size()) expected = check_digest(handle.substr(base.size() + 8), "'#sha256=' fragment");
+    if (!expected_sha256.empty())
+      expected = merge_digest(expected, check_digest(expected_sha256, "the expected sha256"), "given with the call",
+                              Code::kInvalidArgument);
+    result_.resolved = result_.handle;
+    result_.offline = offline_;
+
+    if (is_http_url(base)) {
+      return install({cache_key(handle), true, base, {}, expected, redact_credentials(base), "", ""});
+    }
+    fs::path local;
+    if (starts_with_ci(base, "file://")) {
+      local = file_url_path(base);
+    } else if (has_scheme(base)) {
+      throw_error(Code::kInvalidArgument, "unsupported scheme (use a path, file://, http:// or https://)");
+    } else {
+      std::error_code ec;
+      const bool exists = fs::exists(fs::symlink_status(base, ec));
+      if (!exists && o_.registry && o_.registry->owns(base)) return registry(base, expected);
+      if (!exists) {
+        std::string hint;
+        if (base.find('@') != std::string::npos && !o_.registry)
+          hint = " (to use a registry name, give a registry: --registry URL or $HUB_REGISTRY)";
+        throw_error(Code::kNotFound, "no such file or directory: " + base + hint);
       }
+      local = fs::path(base);
     }
-    throw_error(Code::kInvalidArgument,
-                "unsupported scheme (use a path, file://, http:// or https://)");
-  } else {
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(base, ec)) && !from_hook) {
-      if (auto hs = run_hooks(base)) {
-        expected = merge_digest(expected, hs->sha256.empty() ? "" : check_digest(hs->sha256, "hook digest"),
-                                "from the handle hook");
-        return classify(hs->url, expected, true);
-      }
-    }
-    s.local = fs::path(base);
-  }
-  std::error_code ec;
-  if (!fs::exists(s.local, ec)) {
-    throw_error(Code::kNotFound, "no such file or directory: " + s.local.string() +
-                                     (from_hook ? "" : " (and no handle hook recognises it)"));
-  }
-  s.url = s.local.string();
-  return s;
-}
-
-fs::path resolve_impl(const std::string& handle, const ResolveOptions& o) {
-  if (handle.empty()) throw_error(Code::kInvalidArgument, "empty handle");
-  const std::string base = strip_digest_fragment(handle);
-  std::string expected;
-  if (base.size() != handle.size()) {
-    expected = check_digest(handle.substr(base.size() + 8), "'#sha256=' fragment");
-  }
-  if (!o.sha256.empty()) {
-    expected = merge_digest(expected, check_digest(o.sha256, "--sha256"), "--sha256");
-  }
-
-  // Registry-style handles: a cache hit (or offline mode) must not consult the
-  // hooks, which may need the network.
-  std::error_code exists_ec;
-  const bool for_hooks =
-      !is_http_url(base) && !starts_with_ci(base, "file://") &&
-      (has_scheme(base) || !fs::exists(fs::symlink_status(base, exists_ec)));
-  if (for_hooks) {
-    const fs::path root = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
-    Cache cache(root);
-    const std::string key = cache_key(handle);
-    auto sha = cache.complete_sha256(key);
-    if (sha && (expected.empty() || *sha == expected)) return cache.entry_dir(key) / "module";
-    if (o.offline.value_or(env_flag("HUB_OFFLINE"))) {
-      throw_error(Code::kUnavailable, "offline mode ($HUB_OFFLINE): not in the cache " +
-                                          root.string() + " and downloading is disabled");
-    }
-  }
-
-  Source src = classify(base, expected, false);
-  if (!src.http) {
     struct stat st;
-    if (::stat(src.local.c_str(), &st) != 0) {
-      throw_error(Code::kIOError, "cannot stat " + src.local.string() + ": " + std::strerror(errno));
+    if (::stat(local.c_str(), &st) != 0) {
+      throw_error(errno == ENOENT ? Code::kNotFound : Code::kIOError,
+                  "no such file or directory: " + local.string() + " (" + std::strerror(errno) + ")");
     }
     if (S_ISDIR(st.st_mode)) {
       if (!expected.empty()) {
-        throw_error(Code::kInvalidArgument,
-                    "a sha256 was given but " + src.local.string() +
-                        " is a directory (digests apply to archives)");
+        throw_error(Code::kInvalidArgument, "a sha256 was given but " + local.string() +
+                                                " is a directory (digests apply to archives)");
       }
-      fs::path dir = fs::absolute(src.local).lexically_normal();
-      validate_module_dir(dir);
-      return dir;
+      result_.dir = fs::absolute(local).lexically_normal();
+      if (validate_local) validate(result_.dir);
+      result_.cached = true;
+      return result_;
     }
-    if (!S_ISREG(st.st_mode)) {
-      throw_error(Code::kInvalidArgument,
-                  src.local.string() + " is neither a module directory nor an archive file");
+    if (!S_ISREG(st.st_mode))
+      throw_error(Code::kInvalidArgument, local.string() + " is neither a module directory nor an archive file");
+    return install({cache_key(handle), false, local.string(), local, expected, result_.handle, "", ""});
+  }
+
+ private:
+  Cache& cache() {
+    if (!cache_) cache_.emplace(o_.cache_dir.empty() ? default_cache_dir() : o_.cache_dir);
+    return *cache_;
+  }
+
+  void validate(const fs::path& dir) const {
+    if (o_.validator) o_.validator(dir);
+    else load_module_spec(dir.string());
+  }
+
+  [[noreturn]] void offline_miss(const std::string& what) {
+    throw_error(Code::kUnavailable, "offline mode ($HUB_OFFLINE): " + what + " is not in the cache " +
+                                        cache().root().string() + " and downloading is disabled");
+  }
+
+  // A registry name: pinned versions and offline use what the cache recorded;
+  // moving references are asked again whenever online.
+  Resolution registry(const std::string& name, const std::string& expected) {
+    const RegistryMapper& reg = *o_.registry;
+    const std::string id = redact_credentials(reg.id());
+    result_.registry = id;
+    if (!reg.is_moving(name) || offline_) {
+      if (auto ref = cache().read_ref(id, name)) {
+        const std::string key = registry_cache_key(id, name_at(name, ref->version), ref->sha256);
+        if (auto sha = cache().complete_sha256(key); sha && (expected.empty() || *sha == expected)) {
+          result_.dir = cache().entry_dir(key) / "module";
+          result_.resolved = name_at(name, ref->version);
+          result_.sha256 = *sha;
+          result_.cached = true;
+          return result_;
+        }
+      }
+      if (offline_) offline_miss("registry name " + name + " (from " + id + ")");
     }
+    RegistryModule m = reg.resolve(name);
+    if (m.version.empty() || !is_sha256_hex(m.sha256))
+      throw_error(Code::kCorruption, "registry " + id + " gave no version or no valid sha256 for " + name);
+    const std::string digest = merge_digest(expected, to_lower(m.sha256), "recorded by the registry " + id, Code::kDataLoss);
+    const std::string concrete = m.name + "@" + m.version;
+    result_.resolved = concrete;
+    const std::string key = registry_cache_key(id, concrete, digest);
+    Resolution r = install({key, is_http_url(m.url), m.url,
+                            starts_with_ci(m.url, "file://") ? file_url_path(m.url) : fs::path(m.url), digest,
+                            concrete, id, m.version});
+    cache().write_ref({name, id, m.version, digest, ""});
+    return r;
   }
 
-  const fs::path root = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
-  Cache cache(root);
-  const std::string key = cache_key(handle);
-  const fs::path module_dir = cache.entry_dir(key) / "module";
-  auto hit = [&] {
-    auto sha = cache.complete_sha256(key);
-    return sha && (expected.empty() || *sha == expected);
-  };
-  if (hit()) return module_dir;
+  // The name with its version: "acme/net@latest" + "1.2.0" -> "acme/net@1.2.0".
+  static std::string name_at(const std::string& name, const std::string& version) {
+    return name.substr(0, name.find('@')) + "@" + version;
+  }
 
-  const bool offline = o.offline.value_or(env_flag("HUB_OFFLINE"));
-  if (offline) {
-    if (auto sha = cache.complete_sha256(key)) {
-      throw_error(Code::kDataLoss, "offline mode: the cached copy in " + cache.entry_dir(key).string() +
-                                       " has sha256 " + *sha + " but " + expected +
-                                       " was expected");
+  // Downloads (or copies) an archive, verifies and unpacks it, and installs
+  // it under a.key; a complete entry with the expected digest is a hit.
+  Resolution install(const Archive& a) {
+    Cache& c = cache();
+    const fs::path module_dir = c.entry_dir(a.key) / "module";
+    auto hit = [&]() -> std::optional<std::string> {
+      auto sha = c.complete_sha256(a.key);
+      if (sha && (a.expected.empty() || *sha == a.expected)) return sha;
+      return std::nullopt;
+    };
+    auto done = [&](const std::string& sha, bool cached) {
+      result_.dir = module_dir;
+      result_.sha256 = sha;
+      result_.cached = cached;
+      return result_;
+    };
+    if (auto sha = hit()) return done(*sha, true);
+    if (offline_) {
+      if (auto sha = c.complete_sha256(a.key)) {
+        throw_error(Code::kDataLoss, "offline mode: the cached copy in " + c.entry_dir(a.key).string() +
+                                         " has sha256 " + *sha + " but " + a.expected + " was expected");
+      }
+      offline_miss("it");
     }
-    throw_error(Code::kUnavailable, "offline mode ($HUB_OFFLINE): not in the cache " +
-                                        root.string() + " and downloading is disabled");
-  }
 
-  std::error_code ec;
-  fs::create_directories(cache.tmp_dir(), ec);
-  if (ec) throw_error(Code::kIOError, "cannot create cache directory " + root.string() + ": " + ec.message());
-  CacheLock lock = CacheLock::acquire(root, key, o.lock_stale_s, o.lock_poll_s, hit);
-  if (!lock.held() || hit()) return module_dir;
-  cache.clean_stale_work(key);
+    c.create();
+    CacheLock lock =
+        CacheLock::acquire(c, a.key, o_.lock_stale_s, o_.lock_poll_s, [&] { return hit().has_value(); });
+    if (!lock.held()) return done(*hit(), true);
+    if (auto sha = hit()) return done(*sha, true);
+    c.clean_stale_work(a.key);
 
-  const fs::path work =
-      cache.tmp_dir() / (key + "." + this_host() + "." + std::to_string(::getpid()) + "." + random_hex(8));
-  if (::mkdir(work.c_str(), 0755) != 0) {
-    throw_error(Code::kIOError, "cannot create " + work.string() + ": " + std::strerror(errno));
-  }
-  RemoveOnExit work_guard(work);
+    const fs::path work = c.make_work_dir(a.key);
+    RemoveOnExit work_guard(work);
 
-  fs::path archive;
-  FetchResult fr;
-  if (src.http) {
-    archive = work / "download";
-    Fetcher& fetcher = o.fetcher ? *o.fetcher : Fetcher::default_fetcher();
-    TtyProgress progress(base, !o.quiet && ::isatty(2));
-    fr = fetcher.fetch(src.url, archive, o.fetch, [&](uint64_t now, uint64_t total) {
-      progress.update(now, total);
-      lock.heartbeat();
-      return true;
-    });
-    progress.finish();
-  } else {
-    archive = src.local;
-    fr.sha256 = sha256_file(archive);
-    fr.bytes = fs::file_size(archive);
-    fr.effective_url = src.url;
-  }
-  if (!expected.empty() && fr.sha256 != expected) {
-    throw_error(Code::kDataLoss, "sha256 mismatch: expected " + expected + ", got " + fr.sha256 +
-                                     " (" + std::to_string(fr.bytes) + " bytes from " + src.url + ")");
-  }
-
-  const fs::path staging = work / "entry";
-  if (::mkdir(staging.c_str(), 0755) != 0) {
-    throw_error(Code::kIOError, "cannot create " + staging.string() + ": " + std::strerror(errno));
-  }
-  UnpackOptions uo;
-  uo.limits = o.limits;
-  uo.display_name = "archive " + src.url;
-  UnpackResult ur = unpack_archive(archive, staging / "module", uo);
-  if (src.http) fs::remove(archive, ec);
-
-  nlohmann::json desc = {
-      {"handle", base},
-      {"url", fr.effective_url.empty() ? src.url : fr.effective_url},
-      {"fetched_at", utc_now()},
-      {"sha256", fr.sha256},
-      {"size", fr.bytes},
-      {"unpacked_bytes", ur.total_bytes},
-      {"entries", ur.entries},
-      {"tree_sha256", tree_sha256(staging / "module")},
-  };
-  write_file_synced(staging / "descriptor.json", desc.dump(2) + "\n");
-  write_file_synced(staging / "complete", fr.sha256 + "\n");  // last
-  fsync_dir(staging);
-
-  const fs::path entry = cache.entry_dir(key);
-  for (int tries = 0;; ++tries) {
-    if (::rename(staging.c_str(), entry.c_str()) == 0) break;
-    int err = errno;
-    if ((err != EEXIST && err != ENOTEMPTY) || tries >= 3) {
-      throw_error(Code::kIOError, "cannot install " + entry.string() + ": " + std::strerror(err));
+    fs::path archive;
+    FetchResult fr;
+    if (a.http) {
+      archive = work / "download";
+      Fetcher& fetcher = o_.fetcher ? *o_.fetcher : Fetcher::default_fetcher();
+      TtyProgress progress(redact_credentials(a.url), !o_.quiet && ::isatty(2));
+      fr = fetcher.fetch(a.url, archive, o_.fetch, [&](uint64_t now, uint64_t total) {
+        if (interrupted()) return false;
+        progress.update(now, total);
+        lock.heartbeat();
+        return true;
+      });
+      progress.finish();
+    } else {
+      archive = a.local;
+      fr.sha256 = sha256_file(archive, &fr.bytes);
+      fr.effective_url = a.url;
     }
-    // Someone else installed it meanwhile (we lost a race or took over a
-    // stale lock): keep theirs if it is complete and the same archive.
-    auto sha = cache.complete_sha256(key);
-    if (sha && *sha == fr.sha256) return module_dir;
-    // Damaged or different: move it out of sight, then retry.
-    fs::path trash = cache.tmp_dir() / (key + ".trash." + random_hex(8));
-    if (::rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
+    if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
+    if (!a.expected.empty() && fr.sha256 != a.expected) {
+      throw_error(Code::kDataLoss, "sha256 mismatch: expected " + a.expected + ", got " + fr.sha256 + " (" +
+                                       std::to_string(fr.bytes) + " bytes from " + redact_credentials(a.url) + ")");
+    }
+
+    const fs::path staging = work / "entry";
+    if (::mkdir(staging.c_str(), 0755) != 0)
+      throw_error(Code::kIOError, "cannot create " + staging.string() + ": " + std::strerror(errno));
+    UnpackOptions uo;
+    uo.limits = o_.limits;
+    uo.display_name = "archive " + redact_credentials(a.url);
+    uo.validator = [this](const fs::path& dir) { validate(dir); };
+    UnpackResult ur = unpack_archive(archive, staging / "module", uo);
+    std::error_code ec;
+    if (a.http) fs::remove(archive, ec);
+
+    nlohmann::json desc = {
+        {"handle", a.handle},
+        {"url", redact_credentials(fr.effective_url.empty() ? a.url : fr.effective_url)},
+        {"fetched_at", utc_now()},
+        {"sha256", fr.sha256},
+        {"size", fr.bytes},
+        {"unpacked_bytes", ur.total_bytes},
+        {"entries", ur.entries},
+        {"tree_sha256", tree_sha256(staging / "module")},
+    };
+    if (!a.registry.empty()) {
+      desc["registry"] = a.registry;
+      desc["version"] = a.version;
+    }
+    write_new_file_synced(staging / "descriptor.json", desc.dump(2) + "\n");
+    write_new_file_synced(staging / "complete", fr.sha256 + "\n");  // last
+    fsync_dir(staging);
+
+    const fs::path entry = c.entry_dir(a.key);
+    for (int tries = 0;; ++tries) {
+      if (::renameat(AT_FDCWD, staging.c_str(), c.root_fd(), a.key.c_str()) == 0) break;
+      int err = errno;
+      if ((err != EEXIST && err != ENOTEMPTY && err != ENOTDIR) || tries >= 3)
+        throw_error(Code::kIOError, "cannot install " + entry.string() + ": " + std::strerror(err));
+      // Someone else installed it meanwhile (we lost a race or took over a
+      // stale lock): keep theirs if it is complete and the same archive.
+      auto sha = c.complete_sha256(a.key);
+      if (sha && *sha == fr.sha256) return done(*sha, false);
+      // Damaged, different, or not a real folder (a planted link): move it
+      // out of sight, then retry.
+      const fs::path trash = c.make_work_dir(a.key + ".trash");
+      if (::renameat(c.root_fd(), a.key.c_str(), AT_FDCWD, (trash / "old").c_str()) == 0) fs::remove_all(trash, ec);
+    }
+    fsync_dir(c.root());
+    return done(fr.sha256, false);
   }
-  fsync_dir(root);
-  return module_dir;
-}
+
+  const ResolverOptions& o_;
+  const bool offline_;
+  std::optional<Cache> cache_;
+  Resolution result_;
+};
 
 }  // namespace
 
@@ -423,47 +407,37 @@ bool is_http_url(const std::string& handle) {
   return starts_with_ci(handle, "http://") || starts_with_ci(handle, "https://");
 }
 
-void add_handle_hook(const std::string& name, HandleHook hook) {
-  std::lock_guard<std::mutex> lock(hooks_mutex());
-  for (auto& [n, h] : hooks()) {
-    if (n == name) {
-      h = std::move(hook);
-      return;
-    }
-  }
-  hooks().emplace_back(name, std::move(hook));
-}
-
-void remove_handle_hook(const std::string& name) {
-  std::lock_guard<std::mutex> lock(hooks_mutex());
-  auto& h = hooks();
-  for (auto it = h.begin(); it != h.end(); ++it) {
-    if (it->first == name) {
-      h.erase(it);
-      return;
-    }
-  }
-}
-
-fs::path resolve(const std::string& handle, const ResolveOptions& options) {
-  try {
-    return resolve_impl(handle, options);
-  } catch (const Error& e) {
-    throw e.with_context("module '" + strip_digest_fragment(handle) + "'");
-  } catch (const fs::filesystem_error& e) {
-    throw Error(Code::kIOError, "module '" + strip_digest_fragment(handle) + "': " + e.what());
-  }
-}
+Resolver::Resolver(ResolverOptions options) : options_(std::move(options)) {}
 
 namespace {
-// Wires the resolver into the module layer when libhub loads:
-// load_module_spec(handle) resolves URLs, archives and registry names through
-// resolve(), and every unpacked download must load as a module.
-const bool kModuleHooksInstalled = [] {
-  set_module_handle_resolver([](const std::string& handle) { return resolve(handle).string(); });
-  set_module_validator([](const std::filesystem::path& dir) { load_module_spec(dir.string()); });
-  return true;
-}();
+Resolution resolve_with_context(const ResolverOptions& o, const std::string& handle, const std::string& expected,
+                                bool validate_local) {
+  InterruptibleScope interruptible;  // SIGINT/SIGTERM: clean up, then the program exits
+  Resolve r(o, handle);
+  const std::string context = "module '" + printable(redact_credentials(strip_digest_fragment(handle)), 500) + "'";
+  try {
+    Resolution result = r.run(handle, expected, validate_local);
+    // A signal that came while nothing polled (unpacking, validating) stops
+    // the command here rather than after whatever it does next.
+    if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
+    return result;
+  } catch (const Error& e) {
+    throw Error(e.code(), redact_credentials(e.with_context(context).message()));
+  } catch (const fs::filesystem_error& e) {
+    throw Error(Code::kIOError, redact_credentials(context + ": " + e.what()));
+  }
+}
 }  // namespace
+
+Resolution Resolver::resolve(const std::string& handle, const std::string& expected_sha256) const {
+  return resolve_with_context(options_, handle, expected_sha256, /*validate_local=*/true);
+}
+
+ModuleSpec Resolver::load(const std::string& handle, Resolution* resolution) const {
+  // A local directory is validated by loading it, once.
+  Resolution r = resolve_with_context(options_, handle, "", /*validate_local=*/false);
+  if (resolution) *resolution = r;
+  return load_module_spec(r.dir.string());
+}
 
 }  // namespace hub::resolver

@@ -1,4 +1,4 @@
-// resolve(): a module handle -> the local directory holding the module.
+// Resolver: a module handle -> the local directory holding the module.
 //
 // Handles (each optionally followed by "#sha256=HEX", the archive's expected
 // SHA-256):
@@ -6,72 +6,131 @@
 //   /path/to/module.tar.gz, file://...    a local archive: unpacked into the cache
 //   http://... , https://...              a tar or tar.gz archive: downloaded,
 //                                         verified, unpacked into the cache
-//   anything else                         offered to the handle hooks (registry
-//                                         names); see add_handle_hook()
+//   publisher/name@version, @latest       a registry name, only when the Resolver
+//                                         was given a registry (RegistryMapper)
+//
+// Wiring is explicit: a Resolver holds its cache directory, offline flag,
+// fetcher and (optionally) the registry it may ask; nothing is installed at
+// load time, and load_module_spec() (hub/module) reads local directories only.
+// An application that wants registry names passes the registry client
+// (hub::registry::RegistryClient, library hub-registry) as options.registry.
 //
 // Archives are cached (see cache.h for the layout and guarantees). A cache hit
-// reads only local files — no network connection. With offline mode
-// ($HUB_OFFLINE=1 or ResolveOptions::offline) only the cache is consulted.
+// of a URL, an archive or a pinned registry version reads only local files,
+// no network connection. A moving registry reference (like "@latest") is
+// re-resolved by the registry on every online resolve (the archive itself is
+// downloaded only when that version is not cached); offline it is served from
+// what it last resolved to. Resolution::resolved says which version it was.
+// Offline mode: ResolverOptions::offline, default $HUB_OFFLINE = 1/true/yes/on.
 //
-// Errors are hub::Error whose message starts with "module '<handle>': " and
-// names the cause: kNotFound (no such path, HTTP 404, offline and not cached),
-// kUnavailable (network), kDeadlineExceeded (timeouts), kDataLoss (digest
-// mismatch, both digests given), kPermissionDenied/kCorruption (unsafe or
-// malformed archive, naming the entry), kResourceExhausted (size caps),
-// kInvalidArgument (malformed handle or digest). On any failure nothing is
-// added to the cache.
+// Errors are hub::Error whose message starts with "module '<handle>': " (the
+// handle with any credentials in it redacted) and names the cause:
+// kNotFound (no such path, HTTP 404, unknown registry version),
+// kUnavailable (network, offline and not cached, interrupted: a resolve is an
+// InterruptibleScope (hub/core/interrupt.h) and stops at SIGINT/SIGTERM when
+// the program installed the interrupt handlers),
+// kDeadlineExceeded (timeouts), kDataLoss (digest mismatch, both digests
+// given), kPermissionDenied/kCorruption (unsafe or malformed archive, naming
+// the entry; an insecure cache directory), kResourceExhausted (size caps),
+// kInvalidArgument (malformed handle or digest; a registry name without a
+// registry). On any failure nothing is added to the cache and the lock and
+// work folder are removed.
 //
-// Thread- and process-safe: any number of threads and processes may resolve
-// the same handle at once; one downloads, the others wait for it (or, if the
-// lock is stale, take over), and all return the same path.
+// Thread- and process-safe: a Resolver is immutable after construction; any
+// number of threads and processes may resolve the same handle at once; one
+// downloads, the others wait for it (or, if the lock is stale, take over),
+// and all return the same path.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "hub/module/module.h"
 #include "hub/resolver/fetcher.h"
 #include "hub/resolver/unpack.h"
 
 namespace hub::resolver {
 
-struct ResolveOptions {
-  // Expected SHA-256 of the archive (hex). Combined with a "#sha256=" in the
-  // handle; if both are given they must agree.
-  std::string sha256;
+// A concrete module version as a registry reports it.
+struct RegistryModule {
+  std::string name;     // "publisher/name"
+  std::string version;  // concrete, e.g. "1.2.0"
+  std::string url;      // the archive (http, https or file URL)
+  std::string sha256;   // the archive's digest as the registry recorded it
+};
+
+// What the resolver needs from a registry (implemented by
+// hub::registry::RegistryClient). Implementations must be thread-safe.
+class RegistryMapper {
+ public:
+  virtual ~RegistryMapper() = default;
+  // True when `handle` has the shape of a name this registry resolves
+  // (syntax only, no I/O). Handles it does not own are treated as paths.
+  virtual bool owns(const std::string& handle) const = 0;
+  // True when what `handle` names can change (e.g. "@latest").
+  virtual bool is_moving(const std::string& handle) const = 0;
+  // The registry's identity for cache keys and messages: its URL with any
+  // credentials removed.
+  virtual std::string id() const = 0;
+  // Asks the registry (network). Throws hub::Error.
+  virtual RegistryModule resolve(const std::string& handle) const = 0;
+};
+
+struct ResolverOptions {
+  // Cache root; empty = default_cache_dir() when a handle needs the cache.
+  std::filesystem::path cache_dir;
+  // Cache only. Default: $HUB_OFFLINE is "1", "true", "yes" or "on".
+  std::optional<bool> offline;
   // No progress display (progress is shown only when stderr is a TTY anyway).
   bool quiet = false;
-  // Cache only. Default: $HUB_OFFLINE is "1", "true" or "yes".
-  std::optional<bool> offline;
-  // Cache root; empty = default_cache_dir().
-  std::filesystem::path cache_dir;
   FetchOptions fetch = FetchOptions::from_env();
   UnpackLimits limits;
   // The fetcher for http(s); null = Fetcher::default_fetcher() (libcurl).
-  Fetcher* fetcher = nullptr;
+  std::shared_ptr<Fetcher> fetcher;
+  // The registry that resolves registry names; null = none (such names are
+  // then refused with InvalidArgument saying how to give one).
+  std::shared_ptr<const RegistryMapper> registry;
+  // Accepts an unpacked (or local) module directory; empty = it must load
+  // with load_module_spec().
+  ModuleValidator validator;
   // A lock not refreshed for this long (or whose owner died) is taken over.
   double lock_stale_s = 600;
   double lock_poll_s = 0.05;
 };
 
-std::filesystem::path resolve(const std::string& handle, const ResolveOptions& options = {});
-
-// ------------------------------------------------------------ extension point
-// A handle hook maps a handle that is neither a path nor a URL (e.g. a registry
-// name "google/mobilenet_v1/1") to the archive URL to fetch and its expected
-// SHA-256 (may be empty). It returns nullopt for handles it does not own and
-// throws hub::Error for handles it owns but cannot map. The result is cached
-// under the original handle. Hooks are tried in the order they were added.
-struct HandleSource {
-  std::string url;     // http(s)://, file:// or a local archive path
-  std::string sha256;  // expected archive digest, or empty
+// The outcome of resolving one handle.
+struct Resolution {
+  std::filesystem::path dir;  // the module directory
+  std::string handle;         // as given, credentials redacted, no #sha256 fragment
+  // What it resolved to: "publisher/name@1.2.0" for a registry name, else == handle.
+  std::string resolved;
+  std::string registry;  // the registry's id, for a registry name
+  std::string sha256;    // the archive's SHA-256 (empty for a local directory)
+  bool cached = false;   // no download was needed
+  bool offline = false;  // resolved in offline mode
 };
-using HandleHook = std::function<std::optional<HandleSource>(const std::string& handle)>;
 
-// Adds (or replaces) the hook called `name`. Thread-safe.
-void add_handle_hook(const std::string& name, HandleHook hook);
-void remove_handle_hook(const std::string& name);
+class Resolver {
+ public:
+  explicit Resolver(ResolverOptions options = {});
+
+  // Resolves `handle` (see the file comment). `expected_sha256` (hex, may be
+  // empty) is combined with any "#sha256=" fragment and the registry's digest;
+  // all that are given must agree.
+  Resolution resolve(const std::string& handle, const std::string& expected_sha256 = "") const;
+  // resolve() then load_module_spec() of the directory (a local directory is
+  // loaded once, not validated first); `resolution`, when given, receives
+  // what resolve() returned.
+  ModuleSpec load(const std::string& handle, Resolution* resolution = nullptr) const;
+
+  const ResolverOptions& options() const { return options_; }
+
+ private:
+  ResolverOptions options_;
+};
 
 // True when the handle names an http(s) URL (case-insensitive scheme).
 bool is_http_url(const std::string& handle);

@@ -1,27 +1,41 @@
 // Secure unpacking of module archives (plain tar or gzip-compressed tar).
 //
 // Archives come from the network, so every entry is treated as hostile:
-//   - the path must be relative, non-empty, with no `..` component and must not
-//     pass through a symlink created earlier by the same archive;
+//   - the path must be relative, non-empty, with no `..` component, at most 64
+//     components deep, and must not pass through a symlink created earlier by
+//     the same archive;
+//   - names (and link targets) must be valid UTF-8 without control characters
+//     or backslashes, and no two entries may differ only in case (they would
+//     merge on a case-insensitive file system);
 //   - only regular files, directories, symlinks and hard links are accepted;
 //     device nodes, FIFOs and sockets are refused;
 //   - a symlink target must be relative and stay inside the destination
 //     (checked on the entry's text, and again on the extracted tree with the
 //     kernel's own resolution, so chains of links cannot escape either);
-//   - a hard link must name a regular file extracted earlier by this archive;
+//   - a hard link must name a regular file extracted earlier by this archive
+//     and carry no data of its own (pax allows a body; other tools would
+//     write it into the linked file);
 //   - the total unpacked size and the number of entries are capped; an entry's
 //     declared size is checked against the cap *before* any byte of it is
 //     written, so a 10 GB sparse or declared-size bomb is refused without
 //     touching the disk.
+// A gzip archive is decompressed by zlib (not libarchive) and read to its end:
+// corrupt deflate data, a CRC-32 or ISIZE trailer that does not match the
+// data, a stream cut short, and any byte after the last member other than NUL
+// padding (which tar writers emit and gzip accepts) are Corruption, even when
+// the damage lies after the tar end marker. Concatenated members are one
+// stream (RFC 1952). The decompressed stream is capped at max_total_bytes +
+// 4 KiB per allowed entry + 16 MiB (headers, padding).
 // Files are created with O_EXCL|O_NOFOLLOW (never through a link, never over an
 // existing file), mode 0644 or 0755 (no setuid/setgid, no ownership changes).
 //
 // On failure nothing is left behind: the destination directory (which this
 // function creates) is removed entirely, and nothing is ever written outside it.
+// Between entries hub::interrupted() (hub/core/interrupt.h) is polled: an
+// interrupted unpack fails with kUnavailable and cleans up the same way.
 //
 // Thread safety: unpack_archive() and inspect_archive() may run concurrently on
-// different destinations. set_module_validator() is thread-safe but is meant to
-// be called once at start-up.
+// different destinations.
 #pragma once
 
 #include <cstdint>
@@ -43,18 +57,12 @@ using ModuleValidator = std::function<void(const std::filesystem::path& dir)>;
 
 // The default validator: `dir/module.pb` exists, is a regular file (not a
 // symlink) and is non-empty. Throws Code::kCorruption naming the directory.
+// (The resolver passes a stricter one that loads the module.)
 void check_module_pb_present(const std::filesystem::path& dir);
-
-// Replaces the process-wide validator used by unpack_archive() when
-// UnpackOptions::validator is empty (the module loader installs a stricter one
-// that parses module.pb). Passing an empty function restores the default.
-void set_module_validator(ModuleValidator validator);
-// Runs the current process-wide validator on `dir`.
-void validate_module_dir(const std::filesystem::path& dir);
 
 struct UnpackOptions {
   UnpackLimits limits;
-  // Called on the extracted module directory; empty = the process-wide one.
+  // Called on the extracted module directory; empty = check_module_pb_present.
   ModuleValidator validator;
   // Skip module validation entirely (for archives that are not modules).
   bool validate = true;
@@ -74,8 +82,11 @@ struct UnpackResult {
 
 // Extracts `archive` (a tar or tar.gz file) into `dest`, which must not exist
 // (its parent must). On success `dest` holds the module and the validator has
-// accepted it. Errors (hub::Error), each naming the archive and the entry:
-//   kCorruption        malformed/truncated archive, no module.pb, duplicate entry
+// accepted it. Errors (hub::Error), each naming the archive and the entry
+// (escaped for printing; never the temporary unpack folder, which is
+// removed from the validator's messages too):
+//   kCorruption        malformed/truncated archive, damaged gzip stream (data,
+//                      CRC-32, ISIZE, trailing bytes), no module.pb, duplicate entry
 //   kPermissionDenied  unsafe entry: absolute path, `..`, escaping link,
 //                      device/FIFO/socket, path through a symlink
 //   kResourceExhausted total size or entry count over the limits

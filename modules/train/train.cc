@@ -418,7 +418,7 @@ void export_module(const ExportConfig& c) {
     nets::Net net = nets::build_net(c.model_name, s, input_transform(s.sub("input"), images, info.preprocessing), o);
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", net.features}});
     b.add_signature("logits", {{"images", images}}, {{"default", net.logits}});
-    b.add_signature("classification", {{"images", images}}, {{"default", ops::softmax(s, net.logits, "probabilities")}});
+    b.add_signature("classification", {{"images", images}}, {{"default", ops::softmax(s, net.logits, -1, "probabilities")}});
     b.set_image_info(size, size, info.channels);
     ModuleMetadata meta;
     meta.name = c.model_name;

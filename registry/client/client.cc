@@ -17,6 +17,10 @@
 
 #include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/fd.h"
+#include "hub/core/json.h"
+#include "hub/core/text.h"
+#include "hub/resolver/curl.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -25,11 +29,6 @@ using nlohmann::json;
 namespace hub::registry {
 namespace {
 
-void init_curl() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 std::string join(const std::string& base, const std::string& path) {
   std::string b = base;
   while (!b.empty() && b.back() == '/') b.pop_back();
@@ -37,9 +36,11 @@ std::string join(const std::string& base, const std::string& path) {
 }
 
 std::string base_url(const std::string& url) {
-  std::string u = url.empty() ? default_registry_url() : url;
+  if (url.empty()) throw_error(Code::kInvalidArgument, "no registry given: pass --registry URL or set $HUB_REGISTRY");
+  const std::string& u = url;
   if (u.rfind("http://", 0) != 0 && u.rfind("https://", 0) != 0)
-    throw_error(Code::kInvalidArgument, "registry URL '" + u + "' must start with http:// or https://");
+    throw_error(Code::kInvalidArgument,
+                "registry URL '" + printable(redact_credentials(u)) + "' must start with http:// or https://");
   return u;
 }
 
@@ -57,89 +58,33 @@ Code code_for_status(long status) {
 
 [[noreturn]] void throw_http(const std::string& what, long status, const std::string& body) {
   std::string msg;
-  json doc = json::parse(body, nullptr, false);
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
-      doc["error"].contains("message") && doc["error"]["message"].is_string())
-    msg = doc["error"]["message"].get<std::string>();
-  else
-    msg = body.substr(0, 200);
-  throw_error(code_for_status(status), what + ": HTTP " + std::to_string(status) + (msg.empty() ? "" : ": " + msg));
-}
-
-struct Sink {
-  std::string* body;
-  uint64_t max;
-  bool overflow = false;
-};
-
-size_t write_string(char* p, size_t size, size_t n, void* user) {
-  Sink* s = static_cast<Sink*>(user);
-  size_t bytes = size * n;
-  if (s->body->size() + bytes > s->max) {
-    s->overflow = true;
-    return 0;
+  json doc;
+  try {
+    doc = parse_json(body, "error body");
+  } catch (const Error&) {
+    // Not JSON: quote the start of it below.
   }
-  s->body->append(p, bytes);
-  return bytes;
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
+      doc["error"].contains("message") && doc["error"]["message"].is_string())
+    msg = printable(doc["error"]["message"].get<std::string>(), 500);
+  else
+    msg = printable(body, 200);
+  throw_error(code_for_status(status),
+              redact_credentials(what + ": HTTP " + std::to_string(status) + (msg.empty() ? "" : ": " + msg)));
 }
 
-using CurlPtr = std::unique_ptr<CURL, void (*)(CURL*)>;
-
-CurlPtr make_curl(const std::string& url) {
-  init_curl();
-  CurlPtr c(curl_easy_init(), &curl_easy_cleanup);
-  if (!c) throw_error(Code::kInternal, "curl_easy_init failed");
-  curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT, 15L);
-  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);   // abort when stalled
-  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "hub/" HUB_VERSION);
-  // A private CA, as the resolver's fetcher takes it (docs/fetching.md).
-  if (const char* ca = std::getenv("SSL_CERT_FILE"); ca && *ca) curl_easy_setopt(c.get(), CURLOPT_CAINFO, ca);
-  return c;
-}
-
-void perform(CURL* c, const std::string& url) {
-  CURLcode rc = curl_easy_perform(c);
-  if (rc != CURLE_OK)
-    throw_error(Code::kUnavailable, "cannot reach registry at " + url + ": " + curl_easy_strerror(rc));
-}
-
-json get_json(const std::string& url, const std::string& what) {
-  std::string body;
-  long status = http_get(url, &body);
+json get_json(const std::string& url, const std::string& what,
+              const resolver::FetchOptions& fetch = resolver::FetchOptions::from_env()) {
+  resolver::HttpCall call;
+  call.url = url;
+  resolver::HttpReply reply = resolver::http_call(call, fetch);
+  const long status = reply.status;
+  const std::string& body = reply.body;
   if (status != 200) throw_http(what, status, body);
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object())
-    throw_error(Code::kCorruption, what + ": registry answered with malformed JSON from " + url);
+  json doc = parse_json(body, what + ": the registry's answer from " + url);
+  if (!doc.is_object())
+    throw_error(Code::kCorruption, what + ": the registry's answer from " + url + " is not a JSON object");
   return doc;
-}
-
-struct Progress {
-  bool enabled;
-  int last_percent = -1;
-};
-
-int progress_cb(void* user, curl_off_t, curl_off_t, curl_off_t ultotal, curl_off_t ulnow) {
-  Progress* p = static_cast<Progress*>(user);
-  if (!p->enabled || ultotal <= 0) return 0;
-  int percent = static_cast<int>(100 * ulnow / ultotal);
-  if (percent == p->last_percent) return 0;
-  p->last_percent = percent;
-  int bars = percent / 4;
-  std::fprintf(stderr, "\rupload [%-25s] %3d%% %lld/%lld bytes", std::string(bars, '#').c_str(), percent,
-               static_cast<long long>(ulnow), static_cast<long long>(ultotal));
-  if (percent == 100) std::fprintf(stderr, "\n");
-  return 0;
-}
-
-size_t read_file_cb(char* p, size_t size, size_t n, void* user) {
-  return std::fread(p, size, n, static_cast<FILE*>(user));
 }
 
 void add_dir(archive* a, const fs::path& root, const fs::path& dir) {
@@ -183,67 +128,53 @@ void add_dir(archive* a, const fs::path& root, const fs::path& dir) {
 
 }  // namespace
 
-std::string default_registry_url() {
-  const char* env = std::getenv("HUB_REGISTRY");
-  if (!env || !*env)
-    throw_error(Code::kInvalidArgument, "no registry given: pass --registry URL or set $HUB_REGISTRY");
-  return env;
-}
-
 long http_get(const std::string& url, std::string* body, uint64_t max_bytes) {
-  CurlPtr c = make_curl(url);
-  Sink sink{body, max_bytes};
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &write_string);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &sink);
-  CURLcode rc = curl_easy_perform(c.get());
-  if (sink.overflow)
-    throw_error(Code::kResourceExhausted, "response from " + url + " is larger than " + std::to_string(max_bytes) + " bytes");
-  if (rc != CURLE_OK)
-    throw_error(Code::kUnavailable, "cannot reach registry at " + url + ": " + curl_easy_strerror(rc));
-  long status = 0;
-  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
-  return status;
+  resolver::HttpCall call;
+  call.url = url;
+  call.max_response_bytes = max_bytes;
+  resolver::HttpReply reply = resolver::http_call(call, resolver::FetchOptions::from_env());
+  *body = std::move(reply.body);
+  return reply.status;
 }
 
 void download_to_file(const std::string& url, const fs::path& out, const std::string& expected_sha256) {
-  CurlPtr c = make_curl(url);
   fs::path tmp = out;
   tmp += ".part";
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (!f) throw_error(Code::kIOError, "cannot write " + tmp.string());
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* u) {
-    return std::fwrite(p, s, n, static_cast<FILE*>(u));
-  });
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, f.get());
-  curl_easy_setopt(c.get(), CURLOPT_FAILONERROR, 1L);
-  CURLcode rc = curl_easy_perform(c.get());
-  f.reset();
   std::error_code ec;
-  if (rc != CURLE_OK) {
+  resolver::FetchResult r;
+  try {
+    r = resolver::Fetcher::default_fetcher().fetch(url, tmp, resolver::FetchOptions::from_env(), nullptr);
+  } catch (...) {
     fs::remove(tmp, ec);
-    throw_error(Code::kUnavailable, "download of " + url + " failed: " + curl_easy_strerror(rc));
+    throw;
   }
-  std::string got = sha256_file(tmp);
-  if (got != expected_sha256) {
+  if (r.sha256 != expected_sha256) {
     fs::remove(tmp, ec);
-    throw_error(Code::kDataLoss, "download of " + url + ": SHA-256 " + got + " does not match expected " + expected_sha256);
+    throw_error(Code::kDataLoss, "download of " + redact_credentials(url) + ": SHA-256 " + r.sha256 +
+                                     " does not match expected " + expected_sha256);
   }
   fs::rename(tmp, out, ec);
   if (ec) throw_error(Code::kIOError, "cannot rename " + tmp.string() + ": " + ec.message());
 }
 
-ResolvedModule resolve_registry_handle(const std::string& registry_url, const std::string& handle) {
+ResolvedModule resolve_registry_handle(const std::string& registry_url, const std::string& handle,
+                                       const resolver::FetchOptions& fetch) {
   const std::string base = base_url(registry_url);
   Handle h = parse_handle(handle);
-  json doc = list_versions(base, h.module.str());
-  if (!doc.contains("versions") || !doc["versions"].is_array())
+  return pick_version(base, handle, list_versions(base, h.module.str(), fetch));
+}
+
+ResolvedModule pick_version(const std::string& registry_url, const std::string& handle, const json& doc) {
+  const std::string base = redact_credentials(registry_url);
+  Handle h = parse_handle(handle);
+  if (!doc.is_object() || !doc.contains("versions") || !doc["versions"].is_array())
     throw_error(Code::kCorruption, "registry " + base + " answered without a 'versions' list for " + h.module.str());
   const json* best = nullptr;
   std::optional<Version> best_v;
   bool best_release = false;
   for (const json& v : doc["versions"]) {
-    if (!v.is_object() || !v.contains("version") || !v["version"].is_string()) continue;
-    std::string text = v["version"].get<std::string>();
+    const std::string text = json_string(v, "version");
+    if (text.empty()) continue;
     Version ver;
     try {
       ver = parse_version(text);
@@ -258,8 +189,7 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
       continue;
     }
     bool release = ver.prerelease.empty();
-    if (!best || (release && !best_release) ||
-        (release == best_release && compare_versions(ver, *best_v) > 0)) {
+    if (!best || (release && !best_release) || (release == best_release && compare_versions(ver, *best_v) > 0)) {
       best = &v;
       best_v = ver;
       best_release = release;
@@ -268,19 +198,19 @@ ResolvedModule resolve_registry_handle(const std::string& registry_url, const st
   if (!best)
     throw_error(Code::kNotFound, "registry " + base + " has no version " + h.version + " of " + h.module.str());
   const json& v = *best;
-  if (!v.contains("sha256") || !v["sha256"].is_string() || !is_sha256_hex(v["sha256"].get<std::string>()) ||
-      v["sha256"].get<std::string>() != to_lower(v["sha256"].get<std::string>()))
+  const std::string sha = json_string(v, "sha256");
+  if (!is_sha256_hex(sha) || sha != to_lower(sha))
     throw_error(Code::kCorruption, "registry " + base + " gave no valid sha256 for " + handle);
   ResolvedModule r;
-  r.version = v["version"].get<std::string>();
+  r.version = parse_version(json_string(v, "version")).text;
   r.handle = h.module.str() + "@" + r.version;
-  r.sha256 = v["sha256"].get<std::string>();
-  r.size = v.value("size", uint64_t{0});
-  std::string dl = v.value("download_url", "/v1/blobs/sha256/" + r.sha256);
+  r.sha256 = sha;
+  r.size = json_uint(v, "size");
+  std::string dl = json_string(v, "download_url", "/v1/blobs/sha256/" + r.sha256);
   if (dl.rfind("http://", 0) == 0 || dl.rfind("https://", 0) == 0) {
     r.download_url = dl;
   } else {
-    r.download_url = join(base, dl.empty() || dl[0] != '/' ? "/" + dl : dl);
+    r.download_url = join(registry_url, dl.empty() || dl[0] != '/' ? "/" + dl : dl);
   }
   return r;
 }
@@ -325,9 +255,8 @@ json publish_module(const fs::path& source, const PublishOptions& opt) {
     std::string pattern = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/hub-publish-XXXXXX";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
-    int fd = ::mkstemp(buf.data());
-    if (fd < 0) throw_error(Code::kIOError, "cannot create temp archive " + pattern);
-    ::close(fd);
+    Fd fd(::mkstemp(buf.data()));
+    if (!fd) throw_error(Code::kIOError, "cannot create temp archive " + pattern + ": " + std::strerror(errno));
     archive_path = buf.data();
     cleanup.reset(new fs::path(archive_path));
     pack_module_dir(source, archive_path);
@@ -336,54 +265,40 @@ json publish_module(const fs::path& source, const PublishOptions& opt) {
   }
   uint64_t size = 0;
   std::string sha = sha256_file(archive_path, &size);
-  std::string url = join(base, "/v1/modules/" + m.publisher + "/" + m.name + "/" + version);
-  CurlPtr c = make_curl(url);
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(archive_path.c_str(), "rb"), &std::fclose);
-  if (!f) throw_error(Code::kIOError, "cannot read " + archive_path.string());
-  curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, ("Authorization: Bearer " + opt.token).c_str());
-  headers = curl_slist_append(headers, ("X-Hub-SHA256: " + sha).c_str());
-  headers = curl_slist_append(headers, "Content-Type: application/gzip");
+  resolver::HttpCall call;
+  call.method = "PUT";
+  call.url = join(base, "/v1/modules/" + m.publisher + "/" + m.name + "/" + version);
+  call.upload = archive_path;
+  call.progress = opt.progress;
+  call.max_response_bytes = 1 << 20;
+  call.headers = {"Authorization: Bearer " + opt.token, "X-Hub-SHA256: " + sha, "Content-Type: application/gzip"};
   if (!opt.description.empty())
-    headers = curl_slist_append(headers, ("X-Hub-Metadata: " + json{{"description", opt.description}}.dump()).c_str());
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> hold(headers, &curl_slist_free_all);
-  std::string body;
-  Sink sink{&body, 1 << 20};
-  Progress progress{opt.progress};
-  curl_easy_setopt(c.get(), CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_READFUNCTION, &read_file_cb);
-  curl_easy_setopt(c.get(), CURLOPT_READDATA, f.get());
-  curl_easy_setopt(c.get(), CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
-  curl_easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &write_string);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(c.get(), CURLOPT_NOPROGRESS, opt.progress ? 0L : 1L);
-  curl_easy_setopt(c.get(), CURLOPT_XFERINFOFUNCTION, &progress_cb);
-  curl_easy_setopt(c.get(), CURLOPT_XFERINFODATA, &progress);
-  perform(c.get(), url);
-  long status = 0;
-  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
+    call.headers.push_back("X-Hub-Metadata: " + json{{"description", opt.description}}.dump());
+  resolver::HttpReply reply = resolver::http_call(call, resolver::FetchOptions::from_env());
+  const long status = reply.status;
+  const std::string& body = reply.body;
   const std::string what = "publishing " + m.str() + "@" + version + " to " + base;
   if (status != 201) throw_http(what, status, body);
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw_error(Code::kCorruption, what + ": malformed JSON reply");
-  if (doc.value("sha256", "") != sha)
-    throw_error(Code::kDataLoss, what + ": registry recorded SHA-256 " + doc.value("sha256", "?") + ", sent " + sha);
+  json doc = parse_json(body, what + ": the registry's reply");
+  if (!doc.is_object()) throw_error(Code::kCorruption, what + ": the registry's reply is not a JSON object");
+  if (json_string(doc, "sha256") != sha)
+    throw_error(Code::kDataLoss, what + ": registry recorded SHA-256 " + printable(json_string(doc, "sha256", "?"), 80) +
+                                     ", sent " + sha);
   return doc;
 }
 
 json search_modules(const std::string& registry_url, const std::string& query) {
   const std::string base = base_url(registry_url);
-  init_curl();
-  char* esc = curl_easy_escape(nullptr, query.c_str(), static_cast<int>(query.size()));
+  resolver::CurlPtr curl = resolver::new_curl();
+  char* esc = curl_easy_escape(curl.get(), query.c_str(), static_cast<int>(query.size()));
   std::string q = esc ? esc : "";
   curl_free(esc);
   std::string body;
   std::string url = join(base, "/v1/search?q=" + q);
   long status = http_get(url, &body);
   if (status == 200) {
-    json doc = json::parse(body, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) throw_error(Code::kCorruption, "malformed JSON from " + url);
+    json doc = parse_json(body, "searching " + base + ": the registry's answer from " + url);
+    if (!doc.is_object()) throw_error(Code::kCorruption, "searching " + base + ": the answer from " + url + " is not a JSON object");
     return doc;
   }
   if (status != 404 && status != 405) throw_http("searching " + base, status, body);
@@ -392,19 +307,47 @@ json search_modules(const std::string& registry_url, const std::string& query) {
   std::string lq = query;
   for (char& ch : lq) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   json mods = json::array();
-  for (const json& m : index.value("modules", json::array())) {
-    std::string hay = m.value("module", "") + "\n" + m.value("description", "");
+  const json none = json::array();
+  const json& listed = index.contains("modules") && index["modules"].is_array() ? index["modules"] : none;
+  for (const json& m : listed) {
+    std::string hay = json_string(m, "module") + "\n" + json_string(m, "description");
     for (char& ch : hay) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (hay.find(lq) != std::string::npos) mods.push_back(m);
   }
   return json{{"query", query}, {"modules", mods}};
 }
 
-json list_versions(const std::string& registry_url, const std::string& module) {
+json list_versions(const std::string& registry_url, const std::string& module, const resolver::FetchOptions& fetch) {
   const std::string base = base_url(registry_url);
   ModuleName m = parse_module_name(module);
   return get_json(join(base, "/v1/modules/" + m.publisher + "/" + m.name + "/versions.json"),
-                  "listing versions of " + m.str() + " at " + base);
+                  "listing versions of " + m.str() + " at " + redact_credentials(base), fetch);
+}
+
+RegistryClient::RegistryClient(std::string url, resolver::FetchOptions fetch)
+    : url_(base_url(url)), fetch_(std::move(fetch)) {}
+
+bool RegistryClient::owns(const std::string& handle) const {
+  if (handle.find('@') == std::string::npos || handle.find("://") != std::string::npos) return false;
+  try {
+    parse_handle(handle);
+    return true;
+  } catch (const Error&) {
+    return false;  // not shaped like a registry name: a path
+  }
+}
+
+bool RegistryClient::is_moving(const std::string& handle) const { return parse_handle(handle).latest(); }
+
+std::string RegistryClient::id() const {
+  std::string id = redact_credentials(url_);
+  while (!id.empty() && id.back() == '/') id.pop_back();
+  return id;
+}
+
+resolver::RegistryModule RegistryClient::resolve(const std::string& handle) const {
+  ResolvedModule r = resolve_registry_handle(url_, handle, fetch_);
+  return {r.handle.substr(0, r.handle.find('@')), r.version, r.download_url, r.sha256};
 }
 
 }  // namespace hub::registry

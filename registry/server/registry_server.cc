@@ -12,6 +12,7 @@
 
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
+#include "hub/core/json.h"
 #include "hub/core/logging.h"
 #include "hub/module/module.h"
 #include "hub/core/digest.h"
@@ -312,9 +313,13 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
           if (n == 0) break;
           got += n;
         }
-        json doc = json::parse(text, nullptr, false);
-        if (doc.is_discarded() || !doc.is_object())
-          return error_response(400, "malformed_json", "request body is not a JSON object");
+        json doc;
+        try {
+          doc = parse_json(text, "request body");
+        } catch (const Error& e) {
+          return error_response(400, "malformed_json", e.message());
+        }
+        if (!doc.is_object()) return error_response(400, "malformed_json", "request body is not a JSON object");
         if (!doc.contains("query") || !doc["query"].is_string())
           return error_response(400, "malformed_json", "field 'query' must be a string");
         q = doc["query"].get<std::string>();
@@ -430,9 +435,13 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
     return refuse(400, "invalid_argument", "publishing needs X-Hub-SHA256: <64 lower-case hex digits>");
   ModuleInfo extra;
   if (const std::string* meta = req.header("x-hub-metadata")) {
-    json doc = json::parse(*meta, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object())
-      return refuse(400, "malformed_json", "X-Hub-Metadata is not a JSON object");
+    json doc;
+    try {
+      doc = parse_json(*meta, "X-Hub-Metadata");
+    } catch (const Error& e) {
+      return refuse(400, "malformed_json", e.message());
+    }
+    if (!doc.is_object()) return refuse(400, "malformed_json", "X-Hub-Metadata is not a JSON object");
     if (doc.contains("description")) {
       if (!doc["description"].is_string() || doc["description"].get<std::string>().size() > 4096)
         return refuse(400, "malformed_json", "X-Hub-Metadata 'description' must be a string of <= 4096 bytes");

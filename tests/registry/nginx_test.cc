@@ -105,7 +105,7 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
   const std::string token = token_run.out.substr(0, token_run.out.find('\n'));
   REQUIRE(token.rfind("hubt_", 0) == 0);
   Child server = Child::spawn({hub, "registry", "serve", "--root", (work / "root").string(), "--port", "0",
-                               "--trusted-proxy", "127.0.0.1", "--max-connections-per-client", "512"});
+                               "--trusted_proxy", "127.0.0.1", "--max_connections_per_client", "512"});
   std::string line;
   while (line.empty() || line.back() != '\n') line += server.read_exactly(1, 30);
   const std::string prefix_line = "listening on http://127.0.0.1:";

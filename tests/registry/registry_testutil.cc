@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -163,8 +164,14 @@ RawResponse read_response(int fd, int timeout_ms) {
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, left) <= 0) break;
+    // Never read past this response: a pipelined next response stays in the socket.
     char buf[65536];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    size_t room = 1;
+    if (head_end != std::string::npos && want != UINT64_MAX)
+      room = static_cast<size_t>(std::min<uint64_t>(sizeof buf, want - (in.size() - head_end - 4)));
+    else if (head_end != std::string::npos)
+      room = sizeof buf;  // no length: the body runs to the close
+    ssize_t n = ::recv(fd, buf, room, 0);
     if (n <= 0) break;
     in.append(buf, static_cast<size_t>(n));
   }

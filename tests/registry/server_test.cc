@@ -12,9 +12,7 @@
 
 #include "hub/core/error.h"
 #include "hub/module/module.h"
-#include "hub/resolver/resolver.h"
 #include "registry/client/client.h"
-#include "registry/client/handle_hook.h"
 #include "hub/core/digest.h"
 #include "registry_testutil.h"
 
@@ -116,11 +114,10 @@ TEST_CASE("publish, search, versions, download round trip") {
   CHECK(read_file(work.path() / "dl.tar.gz") == read_file(work.path() / "again.tar.gz"));
   CHECK(reg.temp_files() == 0);
 
-  // $HUB_REGISTRY default.
+  // The library never picks a registry by itself ($HUB_REGISTRY is the CLI's).
   ::setenv("HUB_REGISTRY", reg.url.c_str(), 1);
-  CHECK(resolve_registry_handle("", "acme/image-net@1.2.0").version == "1.2.0");
+  CHECK_THROWS_AS(resolve_registry_handle("", "acme/image-net@1.2.0"), hub::Error);
   ::unsetenv("HUB_REGISTRY");
-  CHECK_THROWS_AS(resolve_registry_handle("", "acme/image-net"), hub::Error);
 
   RawResponse health = raw_request(reg.server->port(), http_request("GET", "/healthz", {}));
   CHECK(health.status == 200);
@@ -411,21 +408,4 @@ TEST_CASE("downloads: ranges, If-Range, ETag, HEAD, 50 concurrent clients") {
   }
   for (auto& t : threads) t.join();
   CHECK(ok.load() == 50);
-}
-
-TEST_CASE("resolver::resolve() fetches registry handles through the hook") {
-  TestRegistry reg;
-  REQUIRE(reg.put("acme/half", "1.0.0", module_archive("hook-1")).status == 201);
-  REQUIRE(reg.put("acme/half", "1.1.0", module_archive("hook-2")).status == 201);
-  TempDir cache;
-  ::setenv("HUB_CACHE_DIR", cache.path().c_str(), 1);
-  install_registry_handle_hook(reg.url);
-  fs::path dir = hub::resolver::resolve("acme/half@1.0.0");
-  CHECK(fs::exists(dir / "module.pb"));
-  CHECK(hub::load_module_spec(dir.string()).metadata().description == "module hook-1");
-  fs::path latest = hub::resolver::resolve("acme/half@latest");
-  CHECK(hub::load_module_spec(latest.string()).metadata().description == "module hook-2");
-  CHECK_THROWS_AS(hub::resolver::resolve("acme/half@9.0.0"), hub::Error);
-  install_registry_handle_hook();  // back to $HUB_REGISTRY
-  ::unsetenv("HUB_CACHE_DIR");
 }

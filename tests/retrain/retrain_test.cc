@@ -26,6 +26,12 @@ using namespace hub::retrain_test;
 
 namespace {
 
+// The modules of these tests are local directories: no cache, no registry.
+const resolver::Resolver& local_modules() {
+  static const resolver::Resolver r;
+  return r;
+}
+
 // A temp dir with images/ (3 classes x per_class) and module/.
 struct Workspace {
   TempDir tmp;
@@ -91,7 +97,7 @@ Error expect_error(F&& f) {
 // every string of `parts`, and that the output folder (out/) holds nothing.
 void expect_retrain_error(const RetrainConfig& c, Code code, const std::vector<std::string>& parts,
                           const std::vector<std::string>& out_entries = {}) {
-  Error e = expect_error([&] { retrain::retrain(c); });
+  Error e = expect_error([&] { retrain::retrain(c, local_modules()); });
   CHECK_MESSAGE(e.code() == code, e.what());
   for (const std::string& p : parts) CHECK_MESSAGE(std::string(e.what()).find(p) != std::string::npos, e.what());
   CHECK(list_dir(fs::path(c.output_graph).parent_path()) == out_entries);
@@ -102,7 +108,7 @@ void expect_retrain_error(const RetrainConfig& c, Code code, const std::vector<s
 TEST_CASE("retrain: end to end on generated colour classes") {
   Workspace w;
   RetrainConfig c = w.config("model");
-  RetrainResult r = retrain::retrain(c);
+  RetrainResult r = retrain::retrain(c, local_modules());
   CHECK(r.images_skipped == 0);
   CHECK(r.bottlenecks_computed == 75);
   CHECK(r.bottlenecks_cached == 0);
@@ -162,13 +168,13 @@ TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the mo
   Workspace w;
   RetrainConfig c = w.config("first");
   c.how_many_training_steps = 20;
-  RetrainResult first = retrain::retrain(c);
+  RetrainResult first = retrain::retrain(c, local_modules());
   CHECK(first.bottlenecks_computed == 75);
   CHECK(first.bottlenecks_cached == 0);
 
   RetrainConfig c2 = w.config("second");
   c2.how_many_training_steps = 20;
-  RetrainResult again = retrain::retrain(c2);
+  RetrainResult again = retrain::retrain(c2, local_modules());
   CHECK(again.bottlenecks_computed == 0);
   CHECK(again.bottlenecks_cached == 75);
 
@@ -186,7 +192,7 @@ TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the mo
   write_text(truncated, truncated_bytes.substr(0, 13));
   RetrainConfig c3 = w.config("third");
   c3.how_many_training_steps = 20;
-  RetrainResult repaired = retrain::retrain(c3);
+  RetrainResult repaired = retrain::retrain(c3, local_modules());
   CHECK(repaired.bottlenecks_computed == 2);
   CHECK(repaired.bottlenecks_cached == 73);
   CHECK(read_text(damaged) == damaged_bytes);
@@ -197,7 +203,7 @@ TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the mo
   export_feature_module(w.module, 1);
   RetrainConfig c4 = w.config("fourth");
   c4.how_many_training_steps = 20;
-  RetrainResult other = retrain::retrain(c4);
+  RetrainResult other = retrain::retrain(c4, local_modules());
   CHECK(other.bottlenecks_computed == 75);
   CHECK(other.bottlenecks_cached == 0);
   // The vector now is the one of the new weights (4th column unchanged, first 3 scaled by 3/4).
@@ -214,7 +220,7 @@ TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the mo
   RetrainConfig c5 = w.config("fifth");
   c5.module = module2.string();
   c5.how_many_training_steps = 20;
-  RetrainResult moved = retrain::retrain(c5);
+  RetrainResult moved = retrain::retrain(c5, local_modules());
   CHECK(moved.bottlenecks_computed == 75);
   CHECK(fs::exists(w.tmp.path / "bottlenecks" / "green" / (image_name(4) + "_" + module_tag(module2.string()) + ".bottleneck")));
   CHECK(fs::exists(damaged));
@@ -277,7 +283,7 @@ TEST_CASE("retrain: bad input is an Error naming the problem, and nothing is wri
   SUBCASE("missing module") {
     RetrainConfig c = cfg();
     c.module = (w.tmp.path / "no_module").string();
-    Error e = expect_error([&] { retrain::retrain(c); });
+    Error e = expect_error([&] { retrain::retrain(c, local_modules()); });
     CHECK_MESSAGE(std::string(e.what()).find("no_module") != std::string::npos, e.what());
     CHECK(list_dir(w.tmp.path / "out").empty());
   }
@@ -316,7 +322,7 @@ TEST_CASE("retrain: corrupt, empty and non-image files are skipped and counted")
   write_text(w.images / "red" / "notes.jpg", "these are not pixels\n");
   write_text(w.images / "blue" / "fake.PNG", std::string("\x89PNG\r\n\x1a\n", 8) + "garbage garbage garbage");
   RetrainConfig c = w.config("model");
-  RetrainResult r = retrain::retrain(c);
+  RetrainResult r = retrain::retrain(c, local_modules());
   CHECK(r.images_skipped == 4);
   CHECK(r.bottlenecks_computed == 75);
   CHECK(r.final_test_accuracy >= 0.9);
@@ -324,7 +330,7 @@ TEST_CASE("retrain: corrupt, empty and non-image files are skipped and counted")
   // Skipped images are not cached: a rerun skips them again and computes nothing.
   RetrainConfig c2 = w.config("model2");
   c2.how_many_training_steps = 10;
-  RetrainResult r2 = retrain::retrain(c2);
+  RetrainResult r2 = retrain::retrain(c2, local_modules());
   CHECK(r2.images_skipped == 4);
   CHECK(r2.bottlenecks_computed == 0);
   CHECK(r2.bottlenecks_cached == 75);
@@ -439,7 +445,7 @@ TEST_CASE("retrain: a short run with --flip_left_right and --random_crop exports
   c.how_many_training_steps = 40;
   c.train_batch_size = 30;
   c.eval_step_interval = 20;
-  RetrainResult r = retrain::retrain(c);
+  RetrainResult r = retrain::retrain(c, local_modules());
   CHECK(r.bottlenecks_computed == 75);  // validation and test still use cached bottlenecks
   CHECK(r.final_test_accuracy >= 0.9);
   Module m(load_module_spec(c.output_graph));

@@ -11,9 +11,9 @@
 #include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
+#include "hub/core/json.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/graph_import.h"
-#include "hub/interop/tf/json.h"
 #include "hub/interop/tf/proto/meta_graph.pb.h"
 #include "hub/interop/tf/tensor_proto.h"
 

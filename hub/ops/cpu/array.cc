@@ -1,26 +1,31 @@
 // Reference kernels of the shape ops. Reshape-like ops alias their input;
-// Pad/Slice/Concat are box copies (memcpy of contiguous rows, parallel over
+// Pad/Slice/Concat/Split are box copies (memcpy of contiguous rows, parallel over
 // rows); Transpose merges dims that stay adjacent, then copies contiguous rows
 // or does tiled 2-D transposes, in parallel. All are
 // dtype-agnostic: they move elements of dtype_size bytes.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 
 #include "hub/core/parallel.h"
+#include "hub/ops/array.h"
+#include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
 namespace {
 
-// Copies the box of extents `ext` from src (dims sd) at offset so to dst (dims
-// dd) at offset dof; all row-major, elements of `elem` bytes.
-void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst,
-              std::vector<int64_t> dd, std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem) {
+// Calls row(dst_row, src_row, bytes) for each row of the box of extents
+// `ext` at offset `so` in src (dims sd) and `dof` in dst (dims dd); all
+// row-major, elements of `elem` bytes; rows in parallel (they are disjoint).
+template <class RowFn>
+void box_rows(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst, std::vector<int64_t> dd,
+              std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem, RowFn row_fn) {
   for (int64_t e : ext)
     if (e == 0) return;
   if (ext.empty()) {
-    std::memcpy(dst, src, elem);
+    row_fn(dst, src, elem);
     return;
   }
   // Merge the last two dims while the box spans the whole last dim in both.
@@ -61,24 +66,110 @@ void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so,
         s_off += idx * ss[i];
         d_off += idx * ds[i];
       }
-      std::memcpy(dst + d_off * elem, src + s_off * elem, row_bytes);
+      row_fn(dst + d_off * elem, src + s_off * elem, row_bytes);
     }
   });
+}
+
+// Copies the box (see box_rows).
+void copy_box(const char* src, std::vector<int64_t> sd, std::vector<int64_t> so, char* dst, std::vector<int64_t> dd,
+              std::vector<int64_t> dof, std::vector<int64_t> ext, size_t elem) {
+  box_rows(src, std::move(sd), std::move(so), dst, std::move(dd), std::move(dof), std::move(ext), elem,
+           [](char* d, const char* s, size_t n) { std::memcpy(d, s, n); });
 }
 
 size_t elem_size(const Tensor& t) { return dtype_size(t.dtype()); }
 
 void alias_kernel(KernelContext& c) { c.set_output(0, c.input(0).reshaped(c.output_spec(0).shape)); }
 
+// ---- Pad ------------------------------------------------------------------------
+//
+// Mirror and edge modes fill the border dim after dim: for dim d, each border
+// position copies the slab at the position it mirrors, the slab spanning the
+// full (already padded) extent of the dims before d and x's extent of those
+// after. PadGrad undoes this in reverse order, adding instead of copying.
+
+enum class Mode { kConstant, kReflect, kSymmetric, kEdge };
+Mode pad_mode(const std::string& m) {
+  return m == "REFLECT" ? Mode::kReflect : m == "SYMMETRIC" ? Mode::kSymmetric : m == "EDGE" ? Mode::kEdge
+                                                                                             : Mode::kConstant;
+}
+
+// The index inside x's dim of size n that border index i (< 0 or >= n) copies.
+int64_t mirror(Mode mode, int64_t i, int64_t n) {
+  switch (mode) {
+    case Mode::kReflect: return i < 0 ? -i : 2 * (n - 1) - i;
+    case Mode::kSymmetric: return i < 0 ? -i - 1 : 2 * n - 1 - i;
+    default: return i < 0 ? 0 : n - 1;
+  }
+}
+
+// Calls slab(d, border, source) for every border position of every dim, in
+// dim order, with the box (offset, extent) shared by both slabs.
+template <class SlabFn>
+void for_each_border(const Shape& x, const std::vector<int64_t>& p, Mode mode, bool reverse, SlabFn slab) {
+  const int r = x.rank();
+  for (int k = 0; k < r; ++k) {
+    int d = reverse ? r - 1 - k : k;
+    int64_t n = x[d], before = p[2 * d], after = p[2 * d + 1];
+    std::vector<int64_t> at(r), ext(r);
+    for (int j = 0; j < r; ++j) {
+      at[j] = j < d ? 0 : p[2 * j];
+      ext[j] = j < d ? x[j] + p[2 * j] + p[2 * j + 1] : x[j];
+    }
+    ext[d] = 1;
+    for (int64_t i = -before; i < n + after; ++i) {
+      if (i == 0) i = n;  // skip x's own positions
+      if (i >= n + after) break;
+      std::vector<int64_t> to = at, from = at;
+      to[d] = before + i;
+      from[d] = before + mirror(mode, i, n);
+      slab(to, from, ext);
+    }
+  }
+}
+
 void pad_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.output(0);
-  std::memset(y.raw_data(), 0, y.nbytes());
   const auto& p = c.attrs().get_ints("paddings");
+  Mode mode = pad_mode(c.attrs().get_string("mode"));
+  if (mode == Mode::kConstant) y.fill(c.attrs().get_float("constant_value"));
   std::vector<int64_t> at(x.rank()), zero(x.rank(), 0);
   for (int i = 0; i < x.rank(); ++i) at[i] = p[2 * i];
-  copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), zero, static_cast<char*>(y.raw_data()),
-           y.shape().dims(), at, x.shape().dims(), elem_size(x));
+  char* py = static_cast<char*>(y.raw_data());
+  const std::vector<int64_t>& yd = y.shape().dims();
+  copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), zero, py, yd, at, x.shape().dims(), elem_size(x));
+  if (mode == Mode::kConstant || x.num_elements() == 0) return;
+  for_each_border(x.shape(), p, mode, false,
+                  [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
+                    copy_box(py, yd, from, py, yd, to, ext, elem_size(x));
+                  });
+}
+
+// g (padded shape) folded: border gradients added onto their sources, in the
+// reverse order of Pad's filling, then the middle cut out.
+void pad_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  Tensor& dx = c.output(0);
+  const auto& p = c.attrs().get_ints("paddings");
+  Mode mode = pad_mode(c.attrs().get_string("mode"));
+  Tensor acc = c.temp(DType::kFloat32, g.shape());
+  std::memcpy(acc.raw_data(), g.raw_data(), g.nbytes());
+  char* pa = static_cast<char*>(acc.raw_data());
+  const std::vector<int64_t>& gd = g.shape().dims();
+  if (dx.num_elements() > 0)
+    for_each_border(dx.shape(), p, mode, true,
+                    [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
+                      box_rows(pa, gd, to, pa, gd, from, ext, sizeof(float), [](char* d, const char* s, size_t n) {
+                        size_t k = n / sizeof(float);
+                        Eigen::Map<Eigen::ArrayXf>(reinterpret_cast<float*>(d), k) +=
+                            Eigen::Map<const Eigen::ArrayXf>(reinterpret_cast<const float*>(s), k);
+                      });
+                    });
+  std::vector<int64_t> at(dx.rank()), zero(dx.rank(), 0);
+  for (int i = 0; i < dx.rank(); ++i) at[i] = p[2 * i];
+  copy_box(pa, gd, at, static_cast<char*>(dx.raw_data()), dx.shape().dims(), zero, dx.shape().dims(), sizeof(float));
 }
 
 void slice_kernel(KernelContext& c) {
@@ -227,14 +318,233 @@ void transpose_kernel(KernelContext& c) {
   }
 }
 
+void split_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  int64_t offset = 0;
+  for (int k = 0; k < c.num_outputs(); ++k) {
+    Tensor& y = c.output(k);
+    std::vector<int64_t> at(x.rank(), 0), zero(x.rank(), 0);
+    at[axis] = offset;
+    copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), at, static_cast<char*>(y.raw_data()),
+             y.shape().dims(), zero, y.shape().dims(), elem_size(x));
+    offset += y.dim(axis);
+  }
+}
+
+// ---- Gather ---------------------------------------------------------------------
+//
+// params viewed as [B, P, S, I] (batch dims, dims before the axis, the axis,
+// dims after it), indices as [B, N], the result as [B, P, N, I].
+
+struct GatherView {
+  int64_t batch = 1, outer = 1, axis = 1, inner = 1, n = 1;
+};
+
+GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs) {
+  int axis = static_cast<int>(attrs.get_int("axis"));
+  if (axis < 0) axis += params.rank();
+  int bd = static_cast<int>(attrs.get_int("batch_dims"));
+  if (bd < 0) bd += indices.rank();
+  GatherView v;
+  for (int d = 0; d < params.rank(); ++d)
+    (d < bd ? v.batch : d < axis ? v.outer : d == axis ? v.axis : v.inner) *= params[d];
+  for (int d = bd; d < indices.rank(); ++d) v.n *= indices[d];
+  return v;
+}
+
+// The indices as int64, each checked to lie in [-v.axis, v.axis); negative
+// ones count from the end.
+std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, const GatherView& v,
+                                     const Shape& params) {
+  std::vector<int64_t> out(idx.num_elements());
+  auto read = [&](const auto* p) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+  };
+  if (idx.dtype() == DType::kInt32) read(idx.data<int32_t>());
+  else read(idx.data<int64_t>());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < -v.axis || out[i] >= v.axis)
+      throw_error(Code::kInvalidArgument,
+                  "node '" + c.node().name + "' (" + c.node().op + "): index " + std::to_string(out[i]) +
+                      " at flat position " + std::to_string(i) + " of indices " + idx.spec_string() +
+                      " is outside [" + std::to_string(-v.axis) + ", " + std::to_string(v.axis) + ") for axis " +
+                      std::to_string(c.attrs().get_int("axis")) + " of params " + params.to_string());
+    if (out[i] < 0) out[i] += v.axis;
+  }
+  return out;
+}
+
+void gather_kernel(KernelContext& c) {
+  const Tensor& params = c.input(0);
+  const Tensor& idx = c.input(1);
+  Tensor& y = c.output(0);
+  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  if (y.num_elements() == 0) return;
+  const size_t row = static_cast<size_t>(v.inner) * elem_size(params);
+  const char* src = static_cast<const char*>(params.raw_data());
+  char* dst = static_cast<char*>(y.raw_data());
+  // One row of `inner` elements per (b, p, n).
+  int64_t rows = v.batch * v.outer * v.n;
+  parallel_for(rows, std::max<int64_t>(1, static_cast<int64_t>(65536 / std::max<size_t>(1, row))),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   int64_t n = r % v.n, bp = r / v.n, b = bp / v.outer;
+                   int64_t k = at[b * v.n + n];
+                   std::memcpy(dst + r * row, src + ((bp * v.axis) + k) * row, row);
+                 }
+               });
+}
+
+// Scatter-add of g [B, P, N, I] into [B, P, S, I]. Work items are (b, p, a
+// chunk of I), so no two threads add into the same element.
+void gather_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& idx = c.input(1);
+  const Tensor& params = c.input(2);
+  Tensor& out = c.output(0);
+  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  float* po = out.data<float>();
+  std::fill(po, po + out.num_elements(), 0.0f);
+  if (g.num_elements() == 0) return;
+  const float* pg = g.data<float>();
+  const int64_t chunk = std::min<int64_t>(v.inner, 4096), chunks = (v.inner + chunk - 1) / chunk;
+  using Vec = Eigen::Map<Eigen::ArrayXf>;
+  using CVec = Eigen::Map<const Eigen::ArrayXf>;
+  parallel_for(v.batch * v.outer * chunks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, chunk * v.n)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t w = begin; w < end; ++w) {
+                   int64_t bp = w / chunks, i0 = (w % chunks) * chunk, len = std::min(chunk, v.inner - i0);
+                   int64_t b = bp / v.outer;
+                   for (int64_t n = 0; n < v.n; ++n)
+                     Vec(po + (bp * v.axis + at[b * v.n + n]) * v.inner + i0, len) +=
+                         CVec(pg + (bp * v.n + n) * v.inner + i0, len);
+                 }
+               });
+}
+
+// ---- StridedSlice ---------------------------------------------------------------
+//
+// Walks the slice (x's dims, `spec` counts) row by row over the last dim and
+// copies between x (strided) and a dense buffer of the slice: x -> dense for
+// the forward op, dense -> x for the gradient.
+
+template <class T, bool kToX>
+void strided_walk(T* x, T* dense, const Shape& xs, const ops::StridedSliceSpec& spec) {
+  const int r = xs.rank();
+  if (r == 0) {
+    if constexpr (kToX) *x = *dense;
+    else *dense = *x;
+    return;
+  }
+  std::vector<int64_t> xstride(r, 1);
+  for (int d = r - 2; d >= 0; --d) xstride[d] = xstride[d + 1] * xs[d + 1];
+  int64_t rows = 1;
+  for (int d = 0; d < r - 1; ++d) rows *= spec.size[d];
+  const int64_t inner = spec.size[r - 1], step = spec.stride[r - 1];
+  if (rows == 0 || inner == 0) return;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t rem = row, off = spec.begin[r - 1];
+      for (int d = r - 2; d >= 0; --d) {
+        off += (spec.begin[d] + (rem % spec.size[d]) * spec.stride[d]) * xstride[d];
+        rem /= spec.size[d];
+      }
+      T* xr = x + off;
+      T* dr = dense + row * inner;
+      if (step == 1) {
+        if constexpr (kToX) std::memcpy(xr, dr, inner * sizeof(T));
+        else std::memcpy(dr, xr, inner * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < inner; ++i) {
+          if constexpr (kToX) xr[i * step] = dr[i];
+          else dr[i] = xr[i * step];
+        }
+      }
+    }
+  });
+}
+
+template <bool kToX> void strided_walk_bytes(void* x, void* dense, size_t elem, const Shape& xs,
+                                             const ops::StridedSliceSpec& spec) {
+  switch (elem) {
+    case 1: return strided_walk<uint8_t, kToX>(static_cast<uint8_t*>(x), static_cast<uint8_t*>(dense), xs, spec);
+    case 2: return strided_walk<uint16_t, kToX>(static_cast<uint16_t*>(x), static_cast<uint16_t*>(dense), xs, spec);
+    case 4: return strided_walk<uint32_t, kToX>(static_cast<uint32_t*>(x), static_cast<uint32_t*>(dense), xs, spec);
+    case 8: return strided_walk<uint64_t, kToX>(static_cast<uint64_t*>(x), static_cast<uint64_t*>(dense), xs, spec);
+    default: throw_error(Code::kUnimplemented, "StridedSlice of " + std::to_string(elem) + "-byte elements");
+  }
+}
+
+void strided_slice_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  ops::StridedSliceSpec spec = ops::strided_slice_spec(x.shape(), c.attrs());
+  strided_walk_bytes<false>(const_cast<void*>(x.raw_data()), y.raw_data(), elem_size(x), x.shape(), spec);
+}
+
+void strided_slice_grad_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& dy = c.input(1);
+  Tensor& dx = c.output(0);
+  std::memset(dx.raw_data(), 0, dx.nbytes());
+  ops::StridedSliceSpec spec = ops::strided_slice_spec(x.shape(), c.attrs());
+  strided_walk_bytes<true>(dx.raw_data(), const_cast<void*>(dy.raw_data()), sizeof(float), x.shape(), spec);
+}
+
+// ---- Tile -------------------------------------------------------------------------
+//
+// With y viewed as [m_0, n_0, m_1, n_1, ...] and x as [1, n_0, 1, n_1, ...],
+// Tile is a broadcast and TileGrad a sum over the m dims.
+
+std::pair<Shape, Shape> tile_views(const Shape& x, const std::vector<int64_t>& m) {
+  Shape tiled, single;
+  for (int i = 0; i < x.rank(); ++i) {
+    tiled.push_back(m[i]);
+    tiled.push_back(x[i]);
+    single.push_back(1);
+    single.push_back(x[i]);
+  }
+  return {tiled, single};
+}
+
+void tile_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  if (y.num_elements() == 0) return;
+  auto [tiled, single] = tile_views(x.shape(), c.attrs().get_ints("multiples"));
+  Tensor yv = y.reshaped(tiled);
+  broadcast_copy(x.reshaped(single), yv);
+}
+
+void tile_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& x = c.input(1);
+  Tensor& dx = c.output(0);
+  auto [tiled, single] = tile_views(x.shape(), c.attrs().get_ints("multiples"));
+  Tensor dv = dx.reshaped(single);
+  sum_to_shape<float>(g.reshaped(tiled), dv);
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(Tile, reference, tile_kernel);
+HUB_REGISTER_KERNEL(TileGrad, reference, tile_grad_kernel);
+HUB_REGISTER_KERNEL(Split, reference, split_kernel);
+HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);
+HUB_REGISTER_KERNEL(GatherGrad, reference, gather_grad_kernel);
+HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
+HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Squeeze, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ExpandDims, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Transpose, reference, transpose_kernel);
 HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
+HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -51,6 +52,28 @@ void broadcast_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
     }
   });
 }
+
+// out = x summed over the dims along which out's shape broadcasts to x's
+// (right-aligned; out's size-1 or absent dims). Rows accumulate in order, so
+// the result does not depend on the thread count.
+template <class T> void sum_to_shape(const Tensor& x, Tensor& out) {
+  using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  T* po = out.data<T>();
+  std::fill(po, po + out.num_elements(), T(0));
+  BroadcastPlan p = plan_broadcast(x.shape(), out.shape(), x.shape());
+  const T* px = x.data<T>();
+  for (int64_t r = 0; r < p.outer; ++r) {
+    int64_t xo, to;
+    p.offsets(r, &xo, &to);
+    Eigen::Map<const Arr> row(px + xo, p.inner);
+    if (p.b_inner) Eigen::Map<Arr>(po + to, p.inner) += row;
+    else po[to] += row.sum();
+  }
+}
+
+// out = x broadcast to out's shape (right-aligned; x's dims 1 or equal), any
+// dtype: elements are moved as integers of their size.
+void broadcast_copy(const Tensor& x, Tensor& out);
 
 // Dispatches T over float32, int32 and int64.
 template <class F> void dispatch_arith(DType d, F&& f) {

@@ -1,4 +1,5 @@
 #include <Eigen/Core>
+#include <cmath>
 #include <cstring>
 
 #include "hub/ops/node.h"
@@ -65,6 +66,21 @@ void BroadcastPlan::offsets(int64_t row, int64_t* a_off, int64_t* b_off) const {
   *b_off = bo;
 }
 
+void broadcast_copy(const Tensor& x, Tensor& out) {
+  auto as = [](const Tensor& t, DType d) { return Tensor(d, t.shape(), t.storage(), t.offset()); };
+  auto run = [&](auto tag, DType d) {
+    using T = decltype(tag);
+    Tensor o = as(out, d);
+    broadcast_apply<T, T>(as(x, d), as(x, d), o, [](const auto& a, const auto&) { return a; });
+  };
+  switch (dtype_size(x.dtype())) {
+    case 1: return run(uint8_t{}, DType::kUInt8);
+    case 4: return run(int32_t{}, DType::kInt32);
+    case 8: return run(int64_t{}, DType::kInt64);
+    default: throw_error(Code::kUnimplemented, "broadcast of " + x.spec_string());
+  }
+}
+
 namespace {
 
 template <class F> void binary_kernel(KernelContext& c, F f) {
@@ -80,6 +96,33 @@ void mul_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const aut
 void div_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a / b; }); }
 void maximum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); }); }
 void minimum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); }); }
+
+// std::pow element by element (its special cases are the documented ones).
+struct PowFn {
+  float operator()(float a, float b) const { return std::pow(a, b); }
+};
+
+void pow_kernel(KernelContext& c) {
+  broadcast_apply<float, float>(c.input(0), c.input(1), c.output(0),
+                                [](const auto& a, const auto& b) { return a.binaryExpr(b, PowFn{}); });
+}
+
+// (g * b * a^(b-1), g * a^b * ln a masked to 0 where a <= 0) at g's shape.
+void pow_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  // a and b broadcast to g's shape.
+  Tensor a = c.temp(DType::kFloat32, g.shape()), b = c.temp(DType::kFloat32, g.shape());
+  broadcast_apply<float, float>(c.input(1), c.input(2), a, [](const auto& x, const auto&) { return x; });
+  broadcast_apply<float, float>(c.input(1), c.input(2), b, [](const auto&, const auto& y) { return y; });
+  using Arr = Eigen::ArrayXf;
+  parallel_for(g.num_elements(), 16384, [&](int64_t lo, int64_t hi) {
+    int64_t n = hi - lo;
+    Eigen::Map<const Arr> gv(g.data<float>() + lo, n), av(a.data<float>() + lo, n), bv(b.data<float>() + lo, n);
+    Eigen::Map<Arr>(c.output(0).data<float>() + lo, n) = gv * bv * av.binaryExpr(bv - 1.0f, PowFn{});
+    Eigen::Map<Arr>(c.output(1).data<float>() + lo, n) =
+        (av > 0.0f).select(gv * av.binaryExpr(bv, PowFn{}) * av.log(), 0.0f);
+  });
+}
 
 // (g*[a OP b], g*[!(a OP b)]) at g's shape; a and b broadcast to g.
 template <bool kMax> void select_grad_kernel(KernelContext& c) {
@@ -122,23 +165,7 @@ void reduce_to_like_kernel(KernelContext& c) {
     c.set_output(0, x);
     return;
   }
-  dispatch_arith(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    Tensor& out = c.output(0);
-    std::memset(out.raw_data(), 0, out.nbytes());
-    // x is the broadcast of `target` to x's shape: plan x (full) against target.
-    BroadcastPlan p = plan_broadcast(x.shape(), target, x.shape());
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
-    for (int64_t r = 0; r < p.outer; ++r) {
-      int64_t xo, to;
-      p.offsets(r, &xo, &to);
-      Eigen::Map<const Arr> row(px + xo, p.inner);
-      if (p.b_inner) Eigen::Map<Arr>(po + to, p.inner) += row;
-      else po[to] += row.sum();
-    }
-  });
+  dispatch_arith(x.dtype(), [&](auto tag) { sum_to_shape<decltype(tag)>(x, c.output(0)); });
 }
 
 void identity_kernel(KernelContext& c) { c.set_output(0, c.input(0)); }
@@ -158,6 +185,8 @@ HUB_REGISTER_KERNEL(Mul, reference, mul_kernel);
 HUB_REGISTER_KERNEL(Div, reference, div_kernel);
 HUB_REGISTER_KERNEL(Maximum, reference, maximum_kernel);
 HUB_REGISTER_KERNEL(Minimum, reference, minimum_kernel);
+HUB_REGISTER_KERNEL(Pow, reference, pow_kernel);
+HUB_REGISTER_KERNEL(PowGrad, reference, pow_grad_kernel);
 HUB_REGISTER_KERNEL(MaximumGrad, reference, select_grad_kernel<true>);
 HUB_REGISTER_KERNEL(MinimumGrad, reference, select_grad_kernel<false>);
 HUB_REGISTER_KERNEL(AddN, reference, add_n_kernel);

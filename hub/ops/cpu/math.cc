@@ -88,18 +88,16 @@ void broadcast_like_kernel(KernelContext& c) {
     c.set_output(0, x);
     return;
   }
-  Tensor& out = c.output(0);
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      // Eigen has no packet ops for bool: broadcast the bytes as uint8.
-      Tensor xb(DType::kUInt8, x.shape(), x.storage(), x.offset());
-      Tensor ob(DType::kUInt8, out.shape(), out.storage(), out.offset());
-      broadcast_apply<uint8_t, uint8_t>(xb, xb, ob, [](const auto& a, const auto&) { return a; });
-    } else {
-      broadcast_apply<T, T>(x, x, out, [](const auto& a, const auto&) { return a; });
-    }
-  });
+  broadcast_copy(x, c.output(0));
+}
+
+void broadcast_to_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.shape() == c.output_spec(0).shape) {
+    c.set_output(0, x);
+    return;
+  }
+  broadcast_copy(x, c.output(0));
 }
 
 }  // namespace
@@ -121,5 +119,6 @@ HUB_REGISTER_KERNEL(GreaterEqual, reference, greater_equal_kernel);
 HUB_REGISTER_KERNEL(Less, reference, less_kernel);
 HUB_REGISTER_KERNEL(LessEqual, reference, less_equal_kernel);
 HUB_REGISTER_KERNEL(BroadcastLike, reference, broadcast_like_kernel);
+HUB_REGISTER_KERNEL(BroadcastTo, reference, broadcast_to_kernel);
 
 }  // namespace hub::cpu

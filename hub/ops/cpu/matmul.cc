@@ -1,5 +1,6 @@
-// Reference kernels: MatMul through Eigen's GEMM on row-major maps (Eigen's
-// product runs on the OpenMP pool), BiasAdd and BiasAddGrad as Eigen array
+// Reference kernels: MatMul and BatchMatMul through Eigen's GEMM on row-major
+// maps (one product per batch; batches in parallel, and a single product on
+// Eigen's own OpenMP threads), BiasAdd and BiasAddGrad as Eigen array
 // expressions over [rows, C] views, in parallel over rows.
 #include <Eigen/Core>
 
@@ -12,23 +13,59 @@ namespace {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowArr = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-void matmul_kernel(KernelContext& c) {
-  const Tensor& a = c.input(0);
-  const Tensor& b = c.input(1);
-  Tensor& out = c.output(0);
-  bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
-  Eigen::Map<const RowMat> A(a.data<float>(), a.dim(0), a.dim(1));
-  Eigen::Map<const RowMat> B(b.data<float>(), b.dim(0), b.dim(1));
-  Eigen::Map<RowMat> C(out.data<float>(), out.dim(0), out.dim(1));
+// out[..b] = op(a[..b]) op(b[..b]) for operands of rank >= 2 whose batch dims
+// broadcast to out's (ta/tb: transpose that operand's last two dims).
+void gemm(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
+  int r = out.rank();
   if (out.num_elements() == 0) return;
-  if ((ta ? a.dim(0) : a.dim(1)) == 0) {
-    C.setZero();
+  if (a.dim(ta ? -2 : -1) == 0) {
+    out.fill(0.0);
     return;
   }
-  if (!ta && !tb) C.noalias() = A * B;
-  else if (!ta && tb) C.noalias() = A * B.transpose();
-  else if (ta && !tb) C.noalias() = A.transpose() * B;
-  else C.noalias() = A.transpose() * B.transpose();
+  // Per output batch dim: the element stride of a and b (0 where broadcast).
+  int nb = r - 2;
+  std::vector<int64_t> sa(nb, 0), sb(nb, 0);
+  auto strides = [nb](const Tensor& t, std::vector<int64_t>& s) {
+    int64_t stride = t.dim(-2) * t.dim(-1);
+    for (int i = t.rank() - 3, o = nb - 1; i >= 0; --i, --o) {
+      if (t.dim(i) != 1) s[o] = stride;
+      stride *= t.dim(i);
+    }
+  };
+  strides(a, sa);
+  strides(b, sb);
+  int64_t batches = 1;
+  for (int i = 0; i < nb; ++i) batches *= out.dim(i);
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  int64_t m = out.dim(-2), n = out.dim(-1);
+  auto one = [&](int64_t batch) {
+    int64_t rem = batch, ao = 0, bo = 0;
+    for (int i = nb - 1; i >= 0; --i) {
+      int64_t idx = rem % out.dim(i);
+      rem /= out.dim(i);
+      ao += idx * sa[i];
+      bo += idx * sb[i];
+    }
+    Eigen::Map<const RowMat> A(pa + ao, a.dim(-2), a.dim(-1));
+    Eigen::Map<const RowMat> B(pb + bo, b.dim(-2), b.dim(-1));
+    Eigen::Map<RowMat> C(po + batch * m * n, m, n);
+    if (!ta && !tb) C.noalias() = A * B;
+    else if (!ta && tb) C.noalias() = A * B.transpose();
+    else if (ta && !tb) C.noalias() = A.transpose() * B;
+    else C.noalias() = A.transpose() * B.transpose();
+  };
+  parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) one(i);
+  });
+}
+
+void matmul_kernel(KernelContext& c) {
+  gemm(c.input(0), c.input(1), c.output(0), c.attrs().get_bool("transpose_a"), c.attrs().get_bool("transpose_b"));
+}
+void batch_matmul_kernel(KernelContext& c) {
+  gemm(c.input(0), c.input(1), c.output(0), c.attrs().get_bool("adj_x"), c.attrs().get_bool("adj_y"));
 }
 
 void bias_add_kernel(KernelContext& c) {
@@ -45,7 +82,6 @@ void bias_add_kernel(KernelContext& c) {
     Eigen::Map<RowArr>(po + b * ch, e - b, ch) = Eigen::Map<const RowArr>(pv + b * ch, e - b, ch).rowwise() + pb;
   });
 }
-
 void bias_add_grad_kernel(KernelContext& c) {
   const Tensor& g = c.input(0);
   Tensor& out = c.output(0);
@@ -75,6 +111,7 @@ void bias_add_grad_kernel(KernelContext& c) {
 }  // namespace
 
 HUB_REGISTER_KERNEL(MatMul, reference, matmul_kernel);
+HUB_REGISTER_KERNEL(BatchMatMul, reference, batch_matmul_kernel);
 HUB_REGISTER_KERNEL(BiasAdd, reference, bias_add_kernel);
 HUB_REGISTER_KERNEL(BiasAddGrad, reference, bias_add_grad_kernel);
 

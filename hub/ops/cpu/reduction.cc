@@ -10,10 +10,33 @@
 namespace hub::cpu {
 namespace {
 
-enum class Reduce { kSum, kMax };
+enum class Reduce { kSum, kMax, kMin, kProd };
 
 template <class T> T init_value(Reduce r) {
-  return r == Reduce::kSum ? T(0) : std::numeric_limits<T>::lowest();
+  switch (r) {
+    case Reduce::kSum: return T(0);
+    case Reduce::kMax: return std::numeric_limits<T>::lowest();
+    case Reduce::kMin: return std::numeric_limits<T>::max();
+    default: return T(1);
+  }
+}
+
+// One row's reduction, and accumulating a row into a running result.
+template <class V> auto reduce_row(const V& row, Reduce op) {
+  switch (op) {
+    case Reduce::kSum: return row.sum();
+    case Reduce::kMax: return row.maxCoeff();
+    case Reduce::kMin: return row.minCoeff();
+    default: return row.prod();
+  }
+}
+template <class O, class V> void accumulate(O& o, const V& row, Reduce op) {
+  switch (op) {
+    case Reduce::kSum: o += row; break;
+    case Reduce::kMax: o = o.max(row); break;
+    case Reduce::kMin: o = o.min(row); break;
+    default: o *= row; break;
+  }
 }
 
 // out[a, b] = reduce_r in[a, r, b] for in of shape [A, R, B] (row-major).
@@ -27,7 +50,7 @@ template <class T> void reduce3(const T* in, T* out, int64_t A, int64_t R, int64
     parallel_for(A, std::max<int64_t>(1, 16384 / R), [&](int64_t b, int64_t e) {
       for (int64_t a = b; a < e; ++a) {
         Eigen::Map<const Vec> row(in + a * R, R);
-        out[a] = op == Reduce::kSum ? row.sum() : row.maxCoeff();
+        out[a] = reduce_row(row, op);
       }
     });
     return;
@@ -44,8 +67,7 @@ template <class T> void reduce3(const T* in, T* out, int64_t A, int64_t R, int64
       o = Eigen::Map<const Vec>(base, len);
       for (int64_t r = 1; r < R; ++r) {
         Eigen::Map<const Vec> row(base + r * B, len);
-        if (op == Reduce::kSum) o += row;
-        else o = o.max(row);
+        accumulate(o, row, op);
       }
     }
   });
@@ -122,6 +144,59 @@ template <Reduce kOp, bool kMean> void reduce_kernel(KernelContext& c) {
       } else {
         if (n == 0) throw_error(Code::kInvalidArgument, "integer Mean over an empty axis of " + x.spec_string());
         o /= static_cast<T>(n);
+      }
+    }
+  });
+}
+
+// dx_i = g * (product of the other elements of i's group): per group the
+// products before and after each element, so zeros need no division.
+void prod_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& x = c.input(1);
+  Tensor& dx = c.output(0);
+  if (x.num_elements() == 0) return;
+  std::vector<int> axes = ops::normalize_axes(c.attrs().get_ints("axes"), x.rank(), "axes");
+  // Element strides of x; the offsets of a group's members from its first
+  // element; the kept dims (in order) and their strides.
+  std::vector<int64_t> stride(x.rank(), 1);
+  for (int d = x.rank() - 2; d >= 0; --d) stride[d] = stride[d + 1] * x.dim(d + 1);
+  std::vector<int64_t> members{0}, kept_dims, kept_strides;
+  size_t k = 0;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (k < axes.size() && axes[k] == d) {
+      ++k;
+      std::vector<int64_t> next;
+      for (int64_t i = 0; i < x.dim(d); ++i)
+        for (int64_t m : members) next.push_back(m + i * stride[d]);
+      members = std::move(next);
+    } else {
+      kept_dims.push_back(x.dim(d));
+      kept_strides.push_back(stride[d]);
+    }
+  }
+  std::sort(members.begin(), members.end());
+  const int64_t groups = g.num_elements(), n = static_cast<int64_t>(members.size());
+  const float* px = x.data<float>();
+  const float* pg = g.data<float>();
+  float* pd = dx.data<float>();
+  parallel_for(groups, std::max<int64_t>(1, 4096 / n), [&](int64_t begin, int64_t end) {
+    std::vector<float> before(n);
+    for (int64_t grp = begin; grp < end; ++grp) {
+      int64_t base = 0, rem = grp;
+      for (int i = static_cast<int>(kept_dims.size()) - 1; i >= 0; --i) {
+        base += (rem % kept_dims[i]) * kept_strides[i];
+        rem /= kept_dims[i];
+      }
+      float acc = 1.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        before[j] = acc;
+        acc *= px[base + members[j]];
+      }
+      acc = 1.0f;
+      for (int64_t j = n - 1; j >= 0; --j) {
+        pd[base + members[j]] = pg[grp] * before[j] * acc;
+        acc *= px[base + members[j]];
       }
     }
   });
@@ -223,6 +298,9 @@ void l2_loss_kernel(KernelContext& c) {
 HUB_REGISTER_KERNEL(Sum, reference, reduce_kernel<Reduce::kSum, false>);
 HUB_REGISTER_KERNEL(Mean, reference, reduce_kernel<Reduce::kSum, true>);
 HUB_REGISTER_KERNEL(Max, reference, reduce_kernel<Reduce::kMax, false>);
+HUB_REGISTER_KERNEL(Min, reference, reduce_kernel<Reduce::kMin, false>);
+HUB_REGISTER_KERNEL(Prod, reference, reduce_kernel<Reduce::kProd, false>);
+HUB_REGISTER_KERNEL(ProdGrad, reference, prod_grad_kernel);
 HUB_REGISTER_KERNEL(ArgMax, reference, arg_max_kernel);
 HUB_REGISTER_KERNEL(TopK, reference, top_k_kernel);
 HUB_REGISTER_KERNEL(TopKGrad, reference, top_k_grad_kernel);

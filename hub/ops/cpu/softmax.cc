@@ -27,24 +27,49 @@ inline void log_softmax_row(const Row& x, ORow out) {
   out -= lse;
 }
 
+// Softmax along `axis` of x viewed as [A, R, B] (R the axis): rows of R
+// contiguous values when B = 1; otherwise blocks [R, B-chunk] reduced down
+// their columns, vectorized along B.
 template <bool kLog> void softmax_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
-  int64_t cols = x.dim(x.rank() - 1);
-  if (cols == 0 || x.num_elements() == 0) {
-    c.output(0);
+  Tensor& y = c.output(0);
+  if (x.num_elements() == 0) return;
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  int64_t A = 1, R = x.dim(axis), B = 1;
+  for (int d = 0; d < axis; ++d) A *= x.dim(d);
+  for (int d = axis + 1; d < x.rank(); ++d) B *= x.dim(d);
+  const float* px = x.data<float>();
+  float* po = y.data<float>();
+  if (B == 1) {
+    for_rows(A, R, [&](int64_t r) {
+      Row in(px + r * R, R);
+      ORow out(po + r * R, R);
+      if constexpr (kLog) {
+        log_softmax_row(in, out);
+      } else {
+        out = (in - in.maxCoeff()).exp();
+        out /= out.sum();
+      }
+    });
     return;
   }
-  int64_t rows = x.num_elements() / cols;
-  const float* px = x.data<float>();
-  float* po = c.output(0).data<float>();
-  for_rows(rows, cols, [&](int64_t r) {
-    Row in(px + r * cols, cols);
-    ORow out(po + r * cols, cols);
+  using Block = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Stride = Eigen::OuterStride<>;
+  const int64_t chunk = std::min<int64_t>(B, 256), chunks = (B + chunk - 1) / chunk;
+  for_rows(A * chunks, R * chunk, [&](int64_t w) {
+    int64_t a = w / chunks, b0 = (w % chunks) * chunk, len = std::min(chunk, B - b0);
+    Eigen::Map<const Block, 0, Stride> in(px + a * R * B + b0, R, len, Stride(B));
+    Eigen::Map<Block, 0, Stride> out(po + a * R * B + b0, R, len, Stride(B));
+    Eigen::Array<float, 1, Eigen::Dynamic> m = in.colwise().maxCoeff();
+    out = in.rowwise() - m;
     if constexpr (kLog) {
-      log_softmax_row(in, out);
+      Eigen::Array<float, 1, Eigen::Dynamic> lse = out.exp().colwise().sum().log();
+      out.rowwise() -= lse;
     } else {
-      out = (in - in.maxCoeff()).exp();
-      out /= out.sum();
+      out = out.exp();
+      Eigen::Array<float, 1, Eigen::Dynamic> sum = out.colwise().sum();
+      out.rowwise() /= sum;
     }
   });
 }

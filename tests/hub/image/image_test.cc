@@ -3,6 +3,7 @@
 // byte by byte for the hostile cases.
 #include <doctest/doctest.h>
 #include <spng.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "hub/core/fileio.h"
 #include "hub/image/image.h"
+#include "subprocess.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -82,14 +84,46 @@ void png_chunk(Bytes& b, const char* type, const Bytes& data) {
   put_be32(b, crc32(td.data(), td.size()));
 }
 
-// A PNG whose IHDR (with a valid CRC) claims w x h RGB; no pixel data follows.
-Bytes png_bomb(uint32_t w, uint32_t h) {
+// A PNG whose IHDR (with a valid CRC) claims w x h (RGB, 8-bit unless told);
+// no pixel data follows.
+Bytes png_bomb(uint32_t w, uint32_t h, uint8_t depth = 8, uint8_t color = 2) {
   Bytes b = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   Bytes ihdr;
   put_be32(ihdr, w);
   put_be32(ihdr, h);
-  ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
+  ihdr.insert(ihdr.end(), {depth, color, 0, 0, 0});
   png_chunk(b, "IHDR", ihdr);
+  png_chunk(b, "IEND", {});
+  return b;
+}
+
+// An Adam7-interlaced PNG written by hand (spng's encoder does not
+// interlace): `bpp` bytes per pixel of stored samples in `px` (big-endian for
+// 16-bit), each pass's rows with filter 0, deflated by zlib.
+Bytes interlaced_png(const Bytes& px, uint32_t w, uint32_t h, uint8_t depth, uint8_t color, size_t bpp) {
+  static const int kPass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                  {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  Bytes raw;
+  for (const auto& p : kPass) {
+    for (uint32_t y = p[1]; y < h; y += p[3]) {
+      if (static_cast<uint32_t>(p[0]) >= w) break;
+      raw.push_back(0);
+      for (uint32_t x = p[0]; x < w; x += p[2])
+        raw.insert(raw.end(), px.begin() + (static_cast<size_t>(y) * w + x) * bpp,
+                   px.begin() + (static_cast<size_t>(y) * w + x + 1) * bpp);
+    }
+  }
+  uLongf n = compressBound(raw.size());
+  Bytes z(n);
+  REQUIRE(compress(z.data(), &n, raw.data(), raw.size()) == Z_OK);
+  z.resize(n);
+  Bytes b = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  Bytes ihdr;
+  put_be32(ihdr, w);
+  put_be32(ihdr, h);
+  ihdr.insert(ihdr.end(), {depth, color, 0, 0, 1});
+  png_chunk(b, "IHDR", ihdr);
+  png_chunk(b, "IDAT", z);
   png_chunk(b, "IEND", {});
   return b;
 }
@@ -123,6 +157,18 @@ Tensor u8(const Bytes& px, int h, int w, int c) {
 }
 
 }  // namespace
+
+// Prints the default decode limits (read from the environment once per process).
+HUB_TEST_CHILD_MODE(image_limits) {
+  try {
+    DecodeOptions o;
+    std::printf("%lld %lld", static_cast<long long>(o.max_pixels), static_cast<long long>(o.max_bytes));
+    return 0;
+  } catch (const hub::Error& e) {
+    std::printf("%s", e.message().c_str());
+    return 3;
+  }
+}
 
 TEST_CASE("format is sniffed from magic bytes") {
   const Bytes px = pattern(4, 5, 3);
@@ -210,6 +256,78 @@ TEST_CASE("16-bit and palette PNGs") {
     CHECK(rgb.data<uint8_t>()[i * 3 + 1] == e.green);
     CHECK(rgb.data<uint8_t>()[i * 3 + 2] == e.blue);
   }
+}
+
+TEST_CASE("16-bit RGBA PNGs decode straight to 8 bits; interlaced ones to the same pixels") {
+  const uint32_t w = 13, h = 11;
+  std::vector<uint16_t> wide(w * h * 4);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<uint16_t>((i * 2654435761u) >> 7);
+  Bytes png16 = spng_encode(wide.data(), wide.size() * 2, w, h, 16, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA);
+  Tensor rgb = decode_image_u8(png16, {.channels = 3}, "rgba16.png");
+  REQUIRE(rgb.shape() == Shape{11, 13, 3});
+  Tensor gray = decode_image_u8(png16, {.channels = 1}, "rgba16.png");
+  auto narrow = [](uint16_t v) { return static_cast<uint8_t>((v * 255u + 32767u) / 65535u); };
+  for (size_t p = 0; p < w * h; ++p) {
+    const uint8_t r = narrow(wide[p * 4]), g = narrow(wide[p * 4 + 1]), b = narrow(wide[p * 4 + 2]);
+    CHECK(rgb.data<uint8_t>()[p * 3] == r);
+    CHECK(rgb.data<uint8_t>()[p * 3 + 1] == g);
+    CHECK(rgb.data<uint8_t>()[p * 3 + 2] == b);
+    CHECK(gray.data<uint8_t>()[p] == static_cast<uint8_t>((299u * r + 587u * g + 114u * b + 500u) / 1000u));
+  }
+  // The same pixels, Adam7-interlaced (stored big-endian).
+  Bytes be(wide.size() * 2);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    be[i * 2] = static_cast<uint8_t>(wide[i] >> 8);
+    be[i * 2 + 1] = static_cast<uint8_t>(wide[i]);
+  }
+  Bytes inter = interlaced_png(be, w, h, 16, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8);
+  Tensor irgb = decode_image_u8(inter, {.channels = 3}, "interlaced.png");
+  CHECK(irgb.to_vector<uint8_t>() == rgb.to_vector<uint8_t>());
+  // 8-bit RGB interlaced equals the non-interlaced file of the same pixels.
+  const Bytes px = pattern(9, 7, 3);
+  Tensor plain = decode_image_u8(spng_encode(px.data(), px.size(), 7, 9, 8, SPNG_COLOR_TYPE_TRUECOLOR), {}, "p");
+  Tensor i8 = decode_image_u8(interlaced_png(px, 7, 9, 8, SPNG_COLOR_TYPE_TRUECOLOR, 3), {}, "i");
+  CHECK(i8.to_vector<uint8_t>() == plain.to_vector<uint8_t>());
+  CHECK(plain.to_vector<uint8_t>() == px);
+}
+
+TEST_CASE("decoded bytes are capped before allocating: a small 16-bit RGBA PNG of 11000 x 11000 is refused") {
+  // 121 Mi pixels is under the pixel cap, but 8 bytes each is 968 MB.
+  const Bytes big = png_bomb(11000, 11000, 16, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA);
+  CHECK(big.size() < 100);
+  CHECK(11000LL * 11000 < kDefaultMaxPixels);
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(big, {}, "big16.png"); },
+               "big16.png: png image of 11000x11000 pixels x 4 channels x 2 bytes decodes to 968000000 bytes, "
+               "over the limit of 536870912");
+  expect_error(Code::kResourceExhausted, [&] { decode_image(big, {}, "big16.png"); }, "$HUB_IMAGE_MAX_BYTES");
+  // The same size at 8 bits per RGB sample fits (and then fails on the missing data).
+  expect_error(Code::kCorruption, [&] { decode_image_u8(png_bomb(11000, 11000), {}, "big8.png"); }, "big8.png");
+  // An interlaced image also counts its full-size RGBA buffer.
+  Bytes inter = png_bomb(8000, 8000, 8, SPNG_COLOR_TYPE_GRAYSCALE);  // 64 MB stored
+  inter[28] = 1;  // interlace method (CRC below fixed by rebuilding)
+  Bytes fixed = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  png_chunk(fixed, "IHDR", Bytes(inter.begin() + 16, inter.begin() + 29));
+  png_chunk(fixed, "IEND", {});
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(fixed, {.max_bytes = 200'000'000}, "i.png"); },
+               "4 RGBA samples (interlaced)");
+  // A small explicit limit applies to ordinary images, JPEG included.
+  const Bytes jpg = stb_jpg(smooth(16, 16, 3), 16, 16, 3);
+  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(jpg, {.max_bytes = 767}, "s.jpg"); },
+               "16x16 pixels x 3 components x 1 bytes");
+  CHECK(decode_image_u8(jpg, {.max_bytes = 768}, "s.jpg").num_elements() == 768);
+}
+
+TEST_CASE("decode limits come from $HUB_IMAGE_MAX_PIXELS and $HUB_IMAGE_MAX_BYTES") {
+  auto child = [](const std::vector<std::pair<std::string, std::string>>& env) {
+    hub::testing::ChildOptions o;
+    o.env = env;
+    return hub::testing::Child::self("image_limits", {}, o).wait(30, "image_limits");
+  };
+  CHECK(child({}).output == std::to_string(kDefaultMaxPixels) + " " + std::to_string(kDefaultMaxBytes));
+  CHECK(child({{"HUB_IMAGE_MAX_PIXELS", "1000"}, {"HUB_IMAGE_MAX_BYTES", "2000"}}).output == "1000 2000");
+  hub::testing::ChildResult bad = child({{"HUB_IMAGE_MAX_BYTES", "lots"}});
+  CHECK(bad.code == 3);
+  CHECK(bad.output == "$HUB_IMAGE_MAX_BYTES='lots' is not a positive integer");
 }
 
 TEST_CASE("JPEG decodes within tolerance, gray and RGB") {

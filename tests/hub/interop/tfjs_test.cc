@@ -137,14 +137,16 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
   const json outputs = json::parse(read_file_bytes(dir / "outputs.json"));
   const Tensor input = read_float_bin(dir.path / "input.bin", {2, 10, 10, 3});
   for (const char* backend : {"reference", "onednn"}) {
-    INFO("backend " << backend);
+    INFO("backend " << std::string(backend));
     TensorMap got = run_signature(spec, "default", {{"images", input}}, backend);
     REQUIRE(got.size() == outputs.size());
     for (const auto& [name, o] : outputs.items()) {
       INFO("output " << name);
       Tensor want = read_float_bin(dir.path / o["file"].get<std::string>(),
                                    Shape(o["shape"].get<std::vector<int64_t>>()));
-      expect_close(got.at(name), want, 1e-6, 1e-5);
+      // The reference kernels are the semantic check; oneDNN's vectorised
+      // exp/log (LogSoftmax) are within 1e-5 absolute, as tests/hub/ops check.
+      expect_close(got.at(name), want, std::string(backend) == "reference" ? 1e-6 : 1e-5, 1e-5);
     }
   }
 }
@@ -245,10 +247,10 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
     write(dir.path / "deep/model.json", deep);
     expect_error(
         Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
-        "JSON nests deeper than 32 levels");
+        "JSON nested deeper than 32 levels");
     write(dir.path / "deep/model.json", "{\"format\": \"graph-model\", ");
     expect_error(
         Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
-        "malformed JSON at byte");
+        "not valid JSON at byte");
   }
 }

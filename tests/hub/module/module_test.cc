@@ -295,22 +295,24 @@ TEST_CASE("format upgrades are named functions chained on load") {
   CHECK(def.format_version() == kModuleFormatVersion);
 }
 
-TEST_CASE("load_module_spec: file:// handles and an installed handle resolver") {
+TEST_CASE("load_module_spec reads local directories only; handles need a Resolver (issue 15)") {
   TempDir tmp("hub_module_test");
   Module m(create_module_spec(half_plus_two));
   m.variable_map().at("a").assign(0.5f);
   m.export_to(tmp / "m");
-  CHECK(Module(load_module_spec("file://" + (tmp / "m")))({4}).to_vector<float>() == std::vector<float>{2});
-  CHECK_THROWS_AS(load_module_spec("https://example.invalid/m.tar.gz"), Error);
-  std::string seen;
-  set_module_handle_resolver([&](const std::string& handle) {
-    seen = handle;
-    return tmp / "m";
-  });
-  ModuleSpec spec = load_module_spec("registry:tests/half_plus_two/1");
-  set_module_handle_resolver(nullptr);
-  CHECK(seen == "registry:tests/half_plus_two/1");
-  CHECK(spec.source() == tmp / "m");
+  CHECK(Module(load_module_spec(tmp / "m"))({4}).to_vector<float>() == std::vector<float>{2});
+  // Nothing installed at load time turns these into downloads or registry lookups.
+  for (const std::string& handle : {"file://" + (tmp / "m"), std::string("https://example.invalid/m.tar.gz"),
+                                   std::string("acme/net@1.0.0")}) {
+    CAPTURE(handle);
+    try {
+      load_module_spec(handle);
+      FAIL("loaded");
+    } catch (const Error& e) {
+      CHECK(e.code() == Code::kNotFound);
+      CHECK(std::string(e.what()).find("Resolver::load") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("loaded weights are views of the mapped variables file; writes never reach it") {

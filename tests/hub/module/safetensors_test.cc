@@ -166,7 +166,23 @@ TEST_CASE("malformed files are clear errors naming the file and the tensor") {
   }
   SUBCASE("duplicate names") {
     expect_error(file_of("{" + ok_entry + "," + ok_entry + "}", data), Code::kCorruption,
-                 "duplicate tensor name 'x'");
+                 "duplicate key 'x'");
+  }
+  SUBCASE("nesting deep enough to overflow a recursive reader (issue 13)") {
+    // 100000 levels: 200 KB that gzip shrinks to about 1 KB; the error
+    // message once dumped the shape it complained about, recursing per level.
+    const std::string deep(100000, '[');
+    const std::string closing(100000, ']');
+    expect_error(file_of(R"({"x":{"dtype":"F32","shape":[)" + deep + closing + R"(],"data_offsets":[0,8]}})", data),
+                 Code::kCorruption, "header: JSON nested deeper than 32 levels");
+    expect_error(file_of("{\"x\":" + deep + closing + "}", ""), Code::kCorruption, "nested deeper than 32");
+    // Unterminated: refused at the limit, and the message does not quote the text.
+    try {
+      decode_safetensors(file_of("{\"x\":" + deep, ""), "w");
+      FAIL("decoded");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).size() < 300);
+    }
   }
   SUBCASE("non-UTF-8 name") {
     expect_error(file_of("{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data),

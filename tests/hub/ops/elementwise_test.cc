@@ -1,9 +1,22 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
+#include "hub/ops/elementwise.h"
+#include "hub/ops/state.h"
 #include "testutil.h"
 
 using namespace hub;
 using namespace hub::testing;
+
+namespace {
+GradCheckOptions fine_step() {
+  GradCheckOptions o;
+  o.step = 1e-3;
+  return o;
+}
+}  // namespace
 
 TEST_CASE("binary ops: hand-computed broadcasting") {
   Tensor a = make({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -76,4 +89,56 @@ TEST_CASE("Identity: y = x, gradient passes through") {
   Tensor x = make({2, 2}, {1, -2, 3.5f, 0});
   expect_close(run_op("Identity", {x})[0], x);
   check_gradients("Identity", {random_tensor({2, 3}, 5)});
+}
+
+TEST_CASE("Pow: hand-computed, std::pow's special cases, broadcasting") {
+  // 2^3, (-2)^3 (negative base, integral exponent), 4^0.5, 0^0 = 1, 9^-0.5,
+  // (-8)^(1/3) = NaN (no real root through pow), 0^-1 = inf.
+  Tensor a = make({7}, {2, -2, 4, 0, 9, -8, 0});
+  Tensor b = make({7}, {3, 3, 0.5f, 0, -0.5f, 1.0f / 3, -1});
+  expect_close(run_op("Pow", {a, b})[0],
+               make({7}, {8, -8, 2, 1, 1.0f / 3, std::nanf(""), std::numeric_limits<float>::infinity()}));
+  // Squares of negatives through a broadcast scalar exponent; a row of exponents.
+  Tensor x = make({2, 3}, {-3, -1, 0, 1, 2, 3});
+  expect_close(run_op("Pow", {x, Tensor::scalar<float>(2)})[0], make({2, 3}, {9, 1, 0, 1, 4, 9}));
+  expect_close(run_op("Pow", {make({2, 1}, {2, 3}), make({3}, {0, 1, 2})})[0], make({2, 3}, {1, 2, 4, 1, 3, 9}));
+  expect_close(run_op("Pow", {Tensor::scalar<float>(2), make({3}, {-1, 0, 10})})[0], make({3}, {0.5f, 1, 1024}));
+}
+
+TEST_CASE("PowGrad: d/da = g b a^(b-1); d/db = g a^b ln a for a > 0, 0 for a <= 0 (TF)") {
+  Tensor g = make({5}, {1, 1, 1, 1, 2});
+  Tensor a = make({5}, {2, -2, 0, 4, 0});
+  Tensor b = make({5}, {3, 2, 2, 0.5f, -1});
+  auto d = run_op("PowGrad", {g, a, b});
+  // da: 3*2^2, 2*(-2), 2*0, 0.5*4^-0.5, 2*(-1)*0^-2 = -inf.
+  expect_close(d[0], make({5}, {12, -4, 0, 0.25f, -std::numeric_limits<float>::infinity()}));
+  // db: 8 ln 2, 0 (a < 0), 0 (a = 0), 2 ln 4, 0 (a = 0 with a^b = inf: still 0).
+  expect_close(d[1], make({5}, {5.54517744f, 0, 0, 2.77258872f, 0}));
+  // a and b broadcast to g's shape.
+  auto e = run_op("PowGrad", {make({2, 2}, {1, 1, 1, 1}), make({2, 1}, {1, 2}), make({2}, {2, 3})});
+  expect_close(e[0], make({2, 2}, {2, 3, 4, 12}));
+  expect_close(e[1], make({2, 2}, {0, 0, 4 * 0.69314718f, 8 * 0.69314718f}));
+}
+
+TEST_CASE("Pow: gradients match finite differences, summed over broadcast dims") {
+  Tensor a = random_tensor({2, 3, 4}, 7, 0.5f, 2.0f);
+  Tensor b = random_tensor({3, 1}, 8, -1.5f, 2.5f);
+  check_gradients("Pow", {a, b}, {}, fine_step());
+  check_gradients("Pow", {b.clone(), a}, {}, fine_step());
+  // Negative bases with an integral exponent: d/da only (d/db is 0 by convention).
+  GradCheckOptions only_a;
+  only_a.step = 1e-3;
+  only_a.inputs = {0};
+  check_gradients("Pow", {random_tensor({3, 2}, 9, -2.0f, -0.5f), make({2}, {2, 3})}, {}, only_a);
+}
+
+TEST_CASE("Pow: bad input") {
+  Graph g;
+  Scope s(g);
+  auto i = ops::placeholder(s, DType::kInt32, {2}, "i");
+  auto f = ops::placeholder(s, DType::kFloat32, {2}, "f");
+  auto f3 = ops::placeholder(s, DType::kFloat32, {3}, "f3");
+  expect_error(Code::kInvalidArgument, [&] { ops::pow(s, i, i, "p"); }, "node 'p' (Pow)");
+  expect_error(Code::kInvalidArgument, [&] { ops::pow(s, f, f3, "q"); }, "[3]");
+  expect_error(Code::kInvalidArgument, [&] { s.op("PowGrad", {f3, f, f}, {}, "r"); }, "broadcast shape [2]");
 }

@@ -189,3 +189,23 @@ TEST_CASE("BroadcastLike: incompatible shapes are rejected") {
   Output y = ops::broadcast_like(s, ops::placeholder(s, DType::kFloat32, {3}, "d"), p);
   CHECK(g.spec(y).shape == Shape{kUnknownDim, 3});
 }
+
+TEST_CASE("BroadcastTo: NumPy broadcasting both ways (ONNX Expand, TF BroadcastTo), dtypes, gradient") {
+  auto to = [](std::vector<int64_t> shape) { return Attrs().set("shape", shape); };
+  expect_close(run_op("BroadcastTo", {make({3}, {1, 2, 3})}, to({2, 3}))[0], make({2, 3}, {1, 2, 3, 1, 2, 3}));
+  expect_close(run_op("BroadcastTo", {make({2, 1}, {1, 2})}, to({2, 1, 3}))[0],
+               make({2, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}));
+  // ONNX Expand: a 1 in `shape` keeps x's dim; a shorter `shape` aligns right.
+  expect_close(run_op("BroadcastTo", {make({2, 1}, {1, 2})}, to({1, 3}))[0], make({2, 3}, {1, 1, 1, 2, 2, 2}));
+  expect_close(run_op("BroadcastTo", {make({2, 1}, {1, 2})}, to({1}))[0], make({2, 1}, {1, 2}));
+  Tensor b = Tensor::from_vector<bool>({2, 1}, {true, false});
+  CHECK(run_op("BroadcastTo", {b}, to({2, 2}))[0].to_vector<bool>() == std::vector<bool>{true, true, false, false});
+  Tensor i = Tensor::from_vector<int64_t>({1}, {9});
+  CHECK(run_op("BroadcastTo", {i}, to({3}))[0].to_vector<int64_t>() == std::vector<int64_t>{9, 9, 9});
+  check_gradients("BroadcastTo", {random_tensor({3, 1}, 90)}, to({2, 3, 4}));
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {3}, "x");
+  expect_error(Code::kInvalidArgument, [&] { ops::broadcast_to(s, x, {2, 4}, "bt"); }, "node 'bt' (BroadcastTo)");
+  expect_error(Code::kInvalidArgument, [&] { ops::broadcast_to(s, x, {-1, 3}, "bt2"); }, "negative dim");
+}

@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
+#include "hub/ops/array.h"
 #include "hub/ops/matmul.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -25,6 +29,47 @@ Tensor naive_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       c[i * n + j] = static_cast<float>(s);
     }
   return make({m, n}, c);
+}
+
+Attrs adj(bool ax, bool ay) { return Attrs().set("adj_x", ax).set("adj_y", ay); }
+
+// Independent reference for BatchMatMul: per output batch index, the operands'
+// batch indices by NumPy broadcasting (right-aligned; size 1 repeats), then
+// naive_matmul on the two matrices.
+Tensor naive_batch_matmul(const Tensor& x, const Tensor& y, bool ax, bool ay) {
+  int r = std::max(x.rank(), y.rank());
+  auto batch_dim = [r](const Tensor& t, int i) {  // i-th of r-2 output batch dims
+    int j = i - (r - t.rank());
+    return j < 0 ? int64_t{1} : t.dim(j);
+  };
+  std::vector<int64_t> out_batch;
+  for (int i = 0; i < r - 2; ++i) out_batch.push_back(std::max(batch_dim(x, i), batch_dim(y, i)));
+  auto matrix = [&](const Tensor& t, const std::vector<int64_t>& idx) {
+    int64_t rows = t.dim(-2), cols = t.dim(-1), flat = 0;
+    for (int i = 0; i < r - 2; ++i) {
+      int64_t d = batch_dim(t, i);
+      if (i >= r - t.rank()) flat = flat * d + (d == 1 ? 0 : idx[i]);
+    }
+    std::vector<float> v = t.to_vector<float>();
+    return make({rows, cols}, std::vector<float>(v.begin() + flat * rows * cols, v.begin() + (flat + 1) * rows * cols));
+  };
+  std::vector<float> out;
+  int64_t m = 0, n = 0, batches = 1;
+  for (int64_t d : out_batch) batches *= d;
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> idx(out_batch.size());
+    for (int64_t i = static_cast<int64_t>(out_batch.size()) - 1, rem = b; i >= 0; --i) {
+      idx[i] = rem % out_batch[i];
+      rem /= out_batch[i];
+    }
+    Tensor c = naive_matmul(matrix(x, idx), matrix(y, idx), ax, ay);
+    m = c.dim(0), n = c.dim(1);
+    std::vector<float> cv = c.to_vector<float>();
+    out.insert(out.end(), cv.begin(), cv.end());
+  }
+  out_batch.push_back(m);
+  out_batch.push_back(n);
+  return make(Shape(out_batch), out);
 }
 }  // namespace
 
@@ -114,6 +159,111 @@ TEST_CASE("MatMul: the onednn kernel is the one that runs") {
   // Same shape again: the cached primitive, new data.
   Tensor bv2 = random_tensor({4, 5}, 3);
   expect_close(sess.run_one({{a, av}, {b, bv2}}, c), naive_matmul(av, bv2, false, false), 1e-5, 1e-5);
+}
+
+TEST_CASE("BatchMatMul: hand values, adjoints, broadcast batch dims") {
+  // Batch 0: [1 2 3; 4 5 6]; batch 1: [1 0 0; 0 1 0]. y = [7 8; 9 10; 11 12] shared.
+  Tensor x = make({2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0});
+  Tensor y = make({3, 2}, {7, 8, 9, 10, 11, 12});
+  Tensor want = make({2, 2, 2}, {58, 64, 139, 154, 7, 8, 9, 10});
+  // The same operands stored transposed.
+  Tensor xt = make({2, 3, 2}, {1, 4, 2, 5, 3, 6, 1, 0, 0, 1, 0, 0});
+  Tensor yt = make({2, 3}, {7, 9, 11, 8, 10, 12});
+  for (const char* b : {"reference", "onednn"}) {
+    INFO(b);
+    expect_close(run_op("BatchMatMul", {x, y}, {}, b)[0], want);
+    expect_close(run_op("BatchMatMul", {x, yt}, adj(false, true), b)[0], want);
+    expect_close(run_op("BatchMatMul", {xt, y}, adj(true, false), b)[0], want);
+    expect_close(run_op("BatchMatMul", {xt, yt}, adj(true, true), b)[0], want);
+    // y with a batch of 1 broadcasts the same way as y without batch dims.
+    expect_close(run_op("BatchMatMul", {x, make({1, 3, 2}, {7, 8, 9, 10, 11, 12})}, {}, b)[0], want);
+    // Rank 2 is MatMul.
+    expect_close(run_op("BatchMatMul", {make({2, 3}, {1, 2, 3, 4, 5, 6}), y}, {}, b)[0],
+                 make({2, 2}, {58, 64, 139, 154}));
+  }
+  // Empty batch and empty inner dimension.
+  CHECK(run_op("BatchMatMul", {Tensor::zeros(DType::kFloat32, {0, 2, 3}), y})[0].shape() == Shape{0, 2, 2});
+  expect_close(run_op("BatchMatMul", {Tensor::zeros(DType::kFloat32, {2, 2, 0}), Tensor::zeros(DType::kFloat32, {0, 3})})[0],
+               Tensor::zeros(DType::kFloat32, {2, 2, 3}));
+}
+
+TEST_CASE("BatchMatMul: both backends against a naive product on awkward shapes") {
+  struct Case {
+    Shape x, y;  // as stored without adjoints: [.., M, K], [.., K, N]
+  };
+  std::vector<Case> cases = {{{1, 1, 1}, {1, 1, 1}},       {{3, 1, 2, 5}, {4, 5, 3}},    {{2, 1, 7}, {7, 1}},
+                             {{5, 4}, {3, 1, 4, 6}},       {{1, 3, 4}, {2, 1, 4, 2}},    {{2, 3, 1, 17, 9}, {3, 1, 9, 4}},
+                             {{7, 1, 13}, {1, 13, 5}},     {{2, 33, 65}, {2, 65, 31}}};
+  uint64_t seed = 300;
+  for (const Case& k : cases)
+    for (bool ax : {false, true})
+      for (bool ay : {false, true}) {
+        auto stored = [](const Shape& s, bool t) {
+          Shape o = s;
+          if (t) o.set_dim(s.rank() - 1, s[s.rank() - 2]), o.set_dim(s.rank() - 2, s[s.rank() - 1]);
+          return o;
+        };
+        Tensor x = random_tensor(stored(k.x, ax), ++seed);
+        Tensor y = random_tensor(stored(k.y, ay), ++seed);
+        INFO("x " << x.shape().to_string() << " y " << y.shape().to_string() << " adj " << ax << ay);
+        expect_close(run_op("BatchMatMul", {x, y}, adj(ax, ay))[0], naive_batch_matmul(x, y, ax, ay), 1e-4, 1e-4);
+        compare_backends("BatchMatMul", {x, y}, adj(ax, ay), "onednn", 1e-4, 1e-4);
+      }
+}
+
+TEST_CASE("BatchMatMul: gradients sum over broadcast batch dims, every adjoint combination") {
+  for (bool ax : {false, true})
+    for (bool ay : {false, true}) {
+      INFO("adj_x " << ax << " adj_y " << ay);
+      // x batch [2, 1], y batch [3]: both broadcast; y also has fewer dims.
+      Tensor x = random_tensor(ax ? Shape{2, 1, 3, 2} : Shape{2, 1, 2, 3}, 61);
+      Tensor y = random_tensor(ay ? Shape{3, 4, 3} : Shape{3, 3, 4}, 62);
+      for (const char* b : {"reference", "onednn"}) {
+        INFO(b);
+        GradCheckOptions o;
+        o.backend = b;
+        check_gradients("BatchMatMul", {x, y}, adj(ax, ay), o);
+      }
+    }
+}
+
+TEST_CASE("BatchMatMul: ONNX MatMul with 1-D operands through ExpandDims and Squeeze") {
+  Graph g;
+  Scope s(g);
+  Output v = ops::placeholder(s, DType::kFloat32, {3}, "v");
+  Output m = ops::placeholder(s, DType::kFloat32, {2, 3, 2}, "m");
+  Output w = ops::placeholder(s, DType::kFloat32, {2}, "w");
+  // v [3] @ m [2,3,2] -> [2,2]: v as [1,3], squeeze dim -2.
+  Output vm = ops::squeeze(s, ops::batch_matmul(s, ops::expand_dims(s, v, 0), m), {-2});
+  // m [2,3,2] @ w [2] -> [2,3]: w as [2,1], squeeze dim -1.
+  Output mw = ops::squeeze(s, ops::batch_matmul(s, m, ops::expand_dims(s, w, -1)), {-1});
+  CHECK(g.spec(vm).shape == Shape{2, 2});
+  CHECK(g.spec(mw).shape == Shape{2, 3});
+  Session sess(g, nullptr);
+  auto out = sess.run({{v, make({3}, {1, 2, 3})}, {m, make({2, 3, 2}, {1, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2})},
+                       {w, make({2}, {10, 1})}},
+                      {vm, mw});
+  // [1 2 3] [1 0; 0 1; 1 1] = [4 5]; [1 2 3] 2*ones = [12 12].
+  expect_close(out[0], make({2, 2}, {4, 5, 12, 12}));
+  // [1 0; 0 1; 1 1] [10; 1] = [10 1 11]; 2*ones [10; 1] = 22s.
+  expect_close(out[1], make({2, 3}, {10, 1, 11, 22, 22, 22}));
+}
+
+TEST_CASE("BatchMatMul: bad shapes name the node and the shapes") {
+  Graph g;
+  Scope s(g);
+  auto ph = [&](Shape sh, const char* name) { return ops::placeholder(s, DType::kFloat32, sh, name); };
+  Output a = ph({2, 2, 3}, "a"), v = ph({3}, "v"), b = ph({3, 2, 4}, "b"), c = ph({2, 4, 2}, "c");
+  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, v, false, false, "bm1"); },
+               "node 'bm1' (BatchMatMul): x float32[2,2,3] and y float32[3] need rank >= 2");
+  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, c, false, false, "bm2"); },
+               "inner dimensions differ");
+  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, b, true, false, "bm3"); }, "do not broadcast");
+  Output i = ops::placeholder(s, DType::kInt32, {2, 2}, "i");
+  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, i, i, false, false, "bm4"); }, "'bm4'");
+  // Unknown batch and matrix dims pass through.
+  Output u = ph({kUnknownDim, 1, kUnknownDim, 3}, "u");
+  CHECK(g.spec(ops::batch_matmul(s, u, ph({5, 3, 2}, "y5"))).shape == Shape{kUnknownDim, 5, kUnknownDim, 2});
 }
 
 TEST_CASE("BiasAdd and BiasAddGrad: hand values and gradients") {

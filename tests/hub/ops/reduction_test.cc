@@ -14,6 +14,14 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
+GradCheckOptions fine_step() {
+  GradCheckOptions o;
+  o.step = 1e-3;
+  return o;
+}
+}  // namespace
+
+namespace {
 Attrs red(std::vector<int64_t> axes, bool keep = false) { return Attrs().set("axes", axes).set("keep_dims", keep); }
 
 // Independent reference: loops over every input element and accumulates into
@@ -195,4 +203,83 @@ TEST_CASE("TopK: gradient scatters to the chosen entries") {
 TEST_CASE("L2Loss") {
   expect_close(run_op("L2Loss", {make({3}, {1, 2, 3})})[0], Tensor::scalar<float>(7));
   expect_close(run_op("L2Loss", {make({2, 2}, {-1, 0.5f, 0, 2})})[0], Tensor::scalar<float>(2.625f));
+}
+
+namespace {
+// Independent reference for Min and Prod: per output position, the elements
+// of its group collected by index arithmetic, then min / product in double.
+Tensor naive_group_reduce(const Tensor& x, const std::vector<int>& axes, bool prod) {
+  std::vector<char> is_red(x.rank(), 0);
+  for (int a : axes) is_red[a] = 1;
+  std::vector<int64_t> out_dims;
+  for (int d = 0; d < x.rank(); ++d)
+    if (!is_red[d]) out_dims.push_back(x.dim(d));
+  Tensor out(DType::kFloat32, Shape(out_dims));
+  std::vector<double> acc(out.num_elements(), prod ? 1.0 : 1e300);
+  std::vector<int64_t> idx(x.rank(), 0);
+  const float* px = x.data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t o = 0;
+    for (int d = 0; d < x.rank(); ++d)
+      if (!is_red[d]) o = o * x.dim(d) + idx[d];
+    acc[o] = prod ? acc[o] * px[i] : std::min(acc[o], double(px[i]));
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < x.dim(d)) break;
+      idx[d] = 0;
+    }
+  }
+  for (int64_t o = 0; o < out.num_elements(); ++o) out.data<float>()[o] = static_cast<float>(acc[o]);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Min and Prod: hand-computed values, integers, empty reductions") {
+  Tensor x = make({2, 3}, {1, -2, 3, 4, 5, 0.5f});
+  expect_close(run_op("Min", {x}, red({1}))[0], make({2}, {-2, 0.5f}));
+  expect_close(run_op("Min", {x}, red({0}, true))[0], make({1, 3}, {1, -2, 0.5f}));
+  expect_close(run_op("Min", {x}, red({}))[0], Tensor::scalar<float>(-2));
+  expect_close(run_op("Prod", {x}, red({1}))[0], make({2}, {-6, 10}));
+  expect_close(run_op("Prod", {x}, red({0}))[0], make({3}, {4, -10, 1.5f}));
+  expect_close(run_op("Prod", {x}, red({}, true))[0], make({1, 1}, {-60}));
+  Tensor i = Tensor::from_vector<int64_t>({2, 2}, {3, -2, 5, 7});
+  CHECK(run_op("Min", {i}, red({1}))[0].to_vector<int64_t>() == std::vector<int64_t>{-2, 5});
+  CHECK(run_op("Prod", {i}, red({0}))[0].to_vector<int64_t>() == std::vector<int64_t>{15, -14});
+  Tensor empty = Tensor::zeros(DType::kFloat32, {0, 2});
+  float highest = std::numeric_limits<float>::max();
+  expect_close(run_op("Min", {empty}, red({0}))[0], make({2}, {highest, highest}));
+  expect_close(run_op("Prod", {empty}, red({0}))[0], make({2}, {1, 1}));
+}
+
+TEST_CASE("Min and Prod agree with a naive reference on awkward shapes") {
+  Tensor x = random_tensor({3, 5, 4, 7}, 23, 0.8f, 1.25f);  // products stay near 1
+  std::vector<std::vector<int>> cases = {{0}, {1}, {3}, {0, 2}, {1, 3}, {0, 1, 3}, {0, 1, 2, 3}};
+  for (const auto& axes : cases) {
+    std::vector<int64_t> a(axes.begin(), axes.end());
+    expect_close(run_op("Min", {x}, red(a))[0], naive_group_reduce(x, axes, false), 0, 0);
+    expect_close(run_op("Prod", {x}, red(a))[0], naive_group_reduce(x, axes, true), 1e-5, 1e-4);
+  }
+  Tensor wide = random_tensor({3, 9000}, 24);
+  expect_close(run_op("Min", {wide}, red({0}))[0], naive_group_reduce(wide, {0}, false), 0, 0);
+}
+
+TEST_CASE("Min and Prod: gradients; ProdGrad is exact with zeros") {
+  Tensor x = random_tensor({2, 3, 4}, 32, 0.5f, 1.5f);
+  for (std::string op : {"Min", "Prod"}) {
+    INFO(op);
+    check_gradients(op, {x}, red({}), fine_step());
+    check_gradients(op, {x}, red({1}), fine_step());
+    check_gradients(op, {x}, red({0, 2}, true), fine_step());
+  }
+  // Rows with one zero and with two: d/dx_i is the product of the others.
+  Tensor z = make({3, 3}, {2, 0, 3, 0, 0, 5, 1, 2, 4});
+  Tensor g = make({3}, {1, 1, 2});
+  expect_close(run_op("ProdGrad", {g, z}, red({1}))[0], make({3, 3}, {0, 6, 0, 0, 0, 0, 16, 8, 4}));
+  // Min's gradient splits among ties like Max's.
+  Graph gr;
+  Scope s(gr);
+  Output in = ops::placeholder(s, DType::kFloat32, {1, 3}, "x");
+  Output dx = gradients(s, ops::min(s, in, {1}), {in})[0];
+  Session sess(gr, nullptr);
+  expect_close(sess.run_one({{in, make({1, 3}, {2, 1, 1})}}, dx), make({1, 3}, {0, 0.5f, 0.5f}));
+  expect_error(Code::kInvalidArgument, [&] { s.op("ProdGrad", {in, in}, red({1}), "pg"); }, "is not x");
 }

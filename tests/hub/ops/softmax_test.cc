@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hub/graph/autodiff.h"
@@ -28,6 +29,113 @@ TEST_CASE("Softmax and LogSoftmax: gradients") {
   check_gradients("LogSoftmax", {random_tensor({3, 4}, 2, -2, 2)});
   check_gradients("Softmax", {random_tensor({2, 2, 3}, 3, -2, 2)});
   check_gradients("LogSoftmax", {random_tensor({5}, 4, -2, 2)});
+}
+
+namespace {
+
+const char* const kBackends[] = {"reference", "onednn"};
+
+Attrs axis_attr(int64_t axis) { return Attrs().set("axis", axis); }
+
+// Independent reference: (log) softmax along `axis` by index arithmetic, in double.
+Tensor naive_softmax(const Tensor& x, int axis, bool log) {
+  const Shape& sh = x.shape();
+  if (axis < 0) axis += sh.rank();
+  int64_t outer = 1, n = sh[axis], inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= sh[d];
+  for (int d = axis + 1; d < sh.rank(); ++d) inner *= sh[d];
+  std::vector<float> in = x.to_vector<float>(), out(in.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return (o * n + k) * inner + i; };
+      double m = in[at(0)];
+      for (int64_t k = 1; k < n; ++k) m = std::max(m, static_cast<double>(in[at(k)]));
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(in[at(k)] - m);
+      for (int64_t k = 0; k < n; ++k) {
+        double v = in[at(k)] - m;
+        out[at(k)] = static_cast<float>(log ? v - std::log(sum) : std::exp(v) / sum);
+      }
+    }
+  return make(sh, out);
+}
+
+}  // namespace
+
+TEST_CASE("Softmax and LogSoftmax on any axis: hand-computed, both backends") {
+  // [[0, 0], [ln 3, 0]]: along axis 0 the columns are (0, ln 3) -> (1/4, 3/4)
+  // and (0, 0) -> (1/2, 1/2); along axis 1 (= -1) the rows.
+  Tensor x = make({2, 2}, {0, 0, std::log(3.0f), 0});
+  for (const char* b : kBackends) {
+    INFO(b);
+    expect_close(run_op("Softmax", {x}, axis_attr(0), b)[0], make({2, 2}, {0.25f, 0.5f, 0.75f, 0.5f}));
+    expect_close(run_op("Softmax", {x}, axis_attr(-2), b)[0], make({2, 2}, {0.25f, 0.5f, 0.75f, 0.5f}));
+    expect_close(run_op("Softmax", {x}, axis_attr(1), b)[0], make({2, 2}, {0.5f, 0.5f, 0.75f, 0.25f}));
+    expect_close(run_op("LogSoftmax", {x}, axis_attr(0), b)[0],
+                 make({2, 2}, {-1.38629436f, -0.69314718f, -0.28768207f, -0.69314718f}));
+    // Stable for large logits along a strided axis.
+    expect_close(run_op("Softmax", {make({2, 1}, {1000, 1000 + std::log(3.0f)})}, axis_attr(0), b)[0],
+                 make({2, 1}, {0.25f, 0.75f}), 1e-4, 1e-4);
+  }
+}
+
+TEST_CASE("Softmax and LogSoftmax on axes 0, 1, 2, -1 of a rank-4 tensor") {
+  Tensor x = random_tensor({3, 4, 5, 6}, 11, -3, 3);
+  for (int64_t axis : {0, 1, 2, -1}) {
+    INFO("axis " << axis);
+    for (const char* b : kBackends) {
+      INFO(b);
+      expect_close(run_op("Softmax", {x}, axis_attr(axis), b)[0], naive_softmax(x, static_cast<int>(axis), false),
+                   1e-6, 1e-5);
+      expect_close(run_op("LogSoftmax", {x}, axis_attr(axis), b)[0], naive_softmax(x, static_cast<int>(axis), true),
+                   1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("Softmax and LogSoftmax: gradients on axes 0, 1, -1 of a rank-4 tensor") {
+  Tensor x = random_tensor({2, 3, 2, 3}, 12, -2, 2);
+  for (int64_t axis : {0, 1, -1}) {
+    for (const char* b : kBackends) {
+      INFO("axis " << axis << " on " << b);
+      GradCheckOptions o;
+      o.backend = b;
+      check_gradients("Softmax", {x}, axis_attr(axis), o);
+      check_gradients("LogSoftmax", {x}, axis_attr(axis), o);
+    }
+  }
+}
+
+TEST_CASE("Softmax and LogSoftmax: oneDNN matches reference on awkward shapes") {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+  };
+  std::vector<Case> cases = {{{1}, 0},          {{7}, -1},           {{3, 1}, 1},         {{1, 9}, 0},
+                             {{2, 3, 5, 7}, 0}, {{2, 3, 5, 7}, 1},   {{2, 3, 5, 7}, 2},   {{2, 3, 5, 7}, -1},
+                             {{5, 1, 300}, 0},  {{4, 17, 1, 33}, 2}, {{1, 1000}, -1},     {{6, 2, 1, 1, 5}, -4}};
+  uint64_t seed = 40;
+  for (const Case& k : cases) {
+    INFO("shape " << k.shape.to_string() << " axis " << k.axis);
+    Tensor x = random_tensor(k.shape, ++seed, -10, 10);
+    compare_backends("Softmax", {x}, axis_attr(k.axis), "onednn", 1e-6, 1e-5);
+    compare_backends("LogSoftmax", {x}, axis_attr(k.axis), "onednn", 1e-5, 1e-5);
+  }
+  // Empty tensors run on reference.
+  Tensor empty = Tensor::zeros(DType::kFloat32, {0, 3});
+  CHECK(backend_used("Softmax", {empty}, {}) == "reference");
+  CHECK(run_op("Softmax", {empty}, {}, "onednn")[0].shape() == Shape{0, 3});
+}
+
+TEST_CASE("Softmax: an axis outside [-rank, rank) names the node, the axis and the shape") {
+  for (int64_t axis : {2, -3}) {
+    Graph g;
+    Scope s(g);
+    Output x = ops::placeholder(s, DType::kFloat32, {2, 3}, "x");
+    expect_error(Code::kInvalidArgument, [&] { ops::softmax(s, x, axis, "sm"); },
+                 "node 'sm' (Softmax): axis " + std::to_string(axis) + " is outside [-2, 2) for logits float32[2,3]");
+    expect_error(Code::kInvalidArgument, [&] { ops::log_softmax(s, x, axis, "lsm"); }, "axis");
+  }
 }
 
 TEST_CASE("SoftmaxCrossEntropyWithLogits: hand-computed loss and backprop") {

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "fetch_testutil.h"
 #include "http_server.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
@@ -29,11 +30,11 @@ namespace {
 // "ERR <message>" and exits 1. Options are the sandbox's fast ones for the
 // cache dir, with the lock stale time and low-speed time passed along.
 HUB_TEST_CHILD_MODE(resolve) {
-  resolver::ResolveOptions o = fast_options(args.at(1));
+  resolver::ResolverOptions o = fast_options(args.at(1));
   o.lock_stale_s = std::stod(args.at(2));
   o.fetch.low_speed_time_s = std::stol(args.at(3));
   try {
-    std::printf("%s", resolver::resolve(args.at(0), o).c_str());
+    std::printf("%s", resolve_dir(args.at(0), o).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::printf("ERR %s", e.what());
@@ -41,7 +42,7 @@ HUB_TEST_CHILD_MODE(resolve) {
   }
 }
 
-Child spawn_resolve(const std::string& handle, const resolver::ResolveOptions& o) {
+Child spawn_resolve(const std::string& handle, const resolver::ResolverOptions& o) {
   return Child::self("resolve", {handle, o.cache_dir.string(), std::to_string(o.lock_stale_s),
                                  std::to_string(o.fetch.low_speed_time_s)});
 }
@@ -76,27 +77,27 @@ TEST_CASE("cache: local directory used in place; local archive and file:// unpac
   fs::path mod = sb.root / "mod";
   fs::create_directories(mod);
   write_file(mod / "module.pb", "pb");
-  CHECK(resolver::resolve(mod.string(), sb.options()) == mod);
+  CHECK(resolve_dir(mod.string(), sb.options()) == mod);
   CHECK(!fs::exists(sb.cache));
   fs::create_directories(sb.root / "empty");
-  CHECK_THROWS_WITH_AS(resolver::resolve((sb.root / "empty").string(), sb.options()),
+  CHECK_THROWS_WITH_AS(resolve_dir((sb.root / "empty").string(), sb.options()),
                        doctest::Contains("no module.pb"), Error);
 
   write_file(sb.root / "m.tar.gz", good_archive());
-  fs::path a = resolver::resolve((sb.root / "m.tar.gz").string(), sb.options());
-  fs::path b = resolver::resolve("file://" + (sb.root / "m.tar.gz").string(), sb.options());
+  fs::path a = resolve_dir((sb.root / "m.tar.gz").string(), sb.options());
+  fs::path b = resolve_dir("file://" + (sb.root / "m.tar.gz").string(), sb.options());
   CHECK(a != b);  // different handles, different folders
   CHECK(read_file(a / "module.pb") == read_file(b / "module.pb"));
   CHECK(a.parent_path().parent_path() == sb.cache);
 
   try {
-    resolver::resolve((sb.root / "nope").string(), sb.options());
+    resolve_dir((sb.root / "nope").string(), sb.options());
     FAIL("resolved a missing path");
   } catch (const Error& e) {
     CHECK(e.code() == Code::kNotFound);
     CHECK(std::string(e.what()).find("module '" + (sb.root / "nope").string() + "'") == 0);
   }
-  CHECK_THROWS_AS(resolver::resolve("ftp://example.com/m.tar.gz", sb.options()), Error);
+  CHECK_THROWS_AS(resolve_dir("ftp://example.com/m.tar.gz", sb.options()), Error);
 }
 
 TEST_CASE("cache: offline mode serves hits and names the handle on a miss") {
@@ -106,7 +107,7 @@ TEST_CASE("cache: offline mode serves hits and names the handle on a miss") {
   auto o = sb.options();
   o.offline = true;
   try {
-    resolver::resolve(server.url("/m.tar.gz"), o);
+    resolve_dir(server.url("/m.tar.gz"), o);
     FAIL("offline resolve of an uncached handle succeeded");
   } catch (const Error& e) {
     CHECK(e.code() == Code::kUnavailable);
@@ -115,11 +116,11 @@ TEST_CASE("cache: offline mode serves hits and names the handle on a miss") {
   }
   CHECK(server.connections() == 0);
   o.offline = false;
-  fs::path dir = resolver::resolve(server.url("/m.tar.gz"), o);
+  fs::path dir = resolve_dir(server.url("/m.tar.gz"), o);
   ::setenv("HUB_OFFLINE", "1", 1);
   o.offline.reset();  // from the environment
-  CHECK(resolver::resolve(server.url("/m.tar.gz"), o) == dir);
-  CHECK_THROWS_AS(resolver::resolve(server.url("/other.tar.gz"), o), Error);
+  CHECK(resolve_dir(server.url("/m.tar.gz"), o) == dir);
+  CHECK_THROWS_AS(resolve_dir(server.url("/other.tar.gz"), o), Error);
   ::unsetenv("HUB_OFFLINE");
   CHECK(server.connections() == 1);
 }
@@ -225,7 +226,7 @@ TEST_CASE("cache: a writer killed mid-download leaves nothing visible; next fetc
 
   o.lock_stale_s = 600;  // recovery must come from the dead pid, not the timeout
   auto t0 = std::chrono::steady_clock::now();
-  fs::path dir = resolver::resolve(handle, o);
+  fs::path dir = resolve_dir(handle, o);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   CHECK(fs::is_regular_file(dir / "module.pb"));
   CHECK(list_tree(sb.cache / ".tmp").empty());  // the dead writer's folder was cleaned
@@ -242,7 +243,7 @@ TEST_CASE("cache: a lock older than the stale timeout is taken over") {
   auto o = sb.options();
   o.lock_stale_s = 0.2;
   auto t0 = std::chrono::steady_clock::now();
-  CHECK_NOTHROW(resolver::resolve(handle, o));
+  CHECK_NOTHROW(resolve_dir(handle, o));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
 }
 
@@ -251,10 +252,10 @@ TEST_CASE("cache: a folder without the completion marker is treated as absent an
   HttpServer server;
   server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
   const std::string handle = server.url("/m.tar.gz");
-  fs::path dir = resolver::resolve(handle, sb.options());
+  fs::path dir = resolve_dir(handle, sb.options());
   fs::remove(dir.parent_path() / "complete");
   fs::remove(dir / "module.pb");  // damage that the marker's absence covers
-  fs::path again = resolver::resolve(handle, sb.options());
+  fs::path again = resolve_dir(handle, sb.options());
   CHECK(again == dir);
   CHECK(fs::is_regular_file(again / "module.pb"));
   CHECK(server.requests("/m.tar.gz") == 2);
@@ -267,8 +268,8 @@ TEST_CASE("cache: list, verify (detects damage), rm, clear") {
   e2.push_back({"extra.txt", TarEntry::kFile, "extra"});
   write_file(sb.root / "b.tar.gz", make_tar(e2));
   const std::string ha = (sb.root / "a.tar.gz").string(), hb = (sb.root / "b.tar.gz").string();
-  fs::path da = resolver::resolve(ha, sb.options());
-  resolver::resolve(hb, sb.options());
+  fs::path da = resolve_dir(ha, sb.options());
+  resolve_dir(hb, sb.options());
   resolver::Cache cache(sb.cache);
   auto list = cache.list();
   REQUIRE(list.size() == 2);
@@ -292,35 +293,6 @@ TEST_CASE("cache: list, verify (detects damage), rm, clear") {
   CHECK(cache.list().empty());
 }
 
-TEST_CASE("cache: handle hooks map registry names to URLs and digests") {
-  Sandbox sb;
-  HttpServer server;
-  server.route("/blobs/abc", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
-  const std::string digest = hub::sha256_hex(good_archive());
-  resolver::add_handle_hook("test-registry", [&](const std::string& h) -> std::optional<resolver::HandleSource> {
-    if (h == "google/mobilenet/1") return resolver::HandleSource{server.url("/blobs/abc"), digest};
-    if (h == "google/corrupt/1") return resolver::HandleSource{server.url("/blobs/abc"), std::string(64, '0')};
-    return std::nullopt;
-  });
-  fs::path dir = resolver::resolve("google/mobilenet/1", sb.options());
-  CHECK(dir == sb.cache / hub::sha1_hex("google/mobilenet/1") / "module");
-  CHECK(resolver::Cache(sb.cache).list().at(0).handle == "google/mobilenet/1");
-  try {
-    resolver::resolve("google/corrupt/1", sb.options());
-    FAIL("digest from hook not enforced");
-  } catch (const Error& e) {
-    CHECK(e.code() == Code::kDataLoss);
-  }
-  CHECK_THROWS_AS(resolver::resolve("google/unknown/1", sb.options()), Error);
-  resolver::remove_handle_hook("test-registry");
-  // A cached registry name needs neither the hook nor the network, also offline.
-  auto off = sb.options();
-  off.offline = true;
-  CHECK(resolver::resolve("google/mobilenet/1", off) == dir);
-  CHECK(server.requests("/blobs/abc") == 2);
-  CHECK_THROWS_AS(resolver::resolve("google/corrupt/1", sb.options()), Error);
-}
-
 TEST_CASE("cache: hostile archive over HTTP leaves nothing in the cache or outside") {
   Sandbox sb;
   HttpServer server;
@@ -329,12 +301,12 @@ TEST_CASE("cache: hostile archive over HTTP leaves nothing in the cache or outsi
   const std::string bad = make_tar(e);
   server.route("/bad.tar.gz", [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, bad); });
   try {
-    resolver::resolve(server.url("/bad.tar.gz"), sb.options());
+    resolve_dir(server.url("/bad.tar.gz"), sb.options());
     FAIL("accepted");
   } catch (const Error& err) {
     CHECK(err.code() == Code::kPermissionDenied);
     CHECK(std::string(err.what()).find("'../../../outside/pwned'") != std::string::npos);
   }
-  CHECK(list_tree(sb.cache) == std::vector<std::string>{".tmp"});
+  check_cache_empty(sb);
   CHECK(list_tree(sb.outside).empty());
 }

@@ -30,7 +30,7 @@ TEST_CASE("fetch: first resolve downloads, second is a cache hit with no connect
   HttpServer server;
   server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
   auto o = sb.options();
-  fs::path dir = resolver::resolve(server.url("/m.tar.gz"), o);
+  fs::path dir = resolve_dir(server.url("/m.tar.gz"), o);
   CHECK(dir == sb.cache / resolver::cache_key(server.url("/m.tar.gz")) / "module");
   CHECK(read_file(dir / "assets/labels.txt") == "cat\ndog\n");
   CHECK(server.connections() == 1);
@@ -38,7 +38,7 @@ TEST_CASE("fetch: first resolve downloads, second is a cache hit with no connect
   REQUIRE(log.size() == 1);
   CHECK(log[0].header("user-agent") == std::string("hub/") + HUB_VERSION);
 
-  fs::path again = resolver::resolve(server.url("/m.tar.gz"), o);
+  fs::path again = resolve_dir(server.url("/m.tar.gz"), o);
   CHECK(again == dir);
   CHECK(server.connections() == 1);
 
@@ -54,7 +54,7 @@ TEST_CASE("fetch: first resolve downloads, second is a cache hit with no connect
   CHECK(!fs::exists(sb.cache / (entries[0].key + ".lock")));
 }
 
-TEST_CASE("fetch: #sha256 and ResolveOptions::sha256 are enforced; mismatch leaves nothing") {
+TEST_CASE("fetch: #sha256 and the expected digest are enforced; mismatch leaves nothing") {
   Sandbox sb;
   HttpServer server;
   server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
@@ -68,16 +68,12 @@ TEST_CASE("fetch: #sha256 and ResolveOptions::sha256 are enforced; mismatch leav
   CHECK(contains(e, "module '" + server.url("/m.tar.gz") + "'"));
   check_cache_empty(sb);
 
-  o.sha256 = bad;
-  CHECK(resolve_error(server.url("/m.tar.gz"), o).code() == Code::kDataLoss);
+  CHECK(resolve_error(server.url("/m.tar.gz"), o, bad).code() == Code::kDataLoss);
   check_cache_empty(sb);
 
-  o.sha256 = good;
-  CHECK(resolve_error(server.url("/m.tar.gz") + "#sha256=" + bad, o).code() ==
-        Code::kInvalidArgument);
-  CHECK_NOTHROW(resolver::resolve(server.url("/m.tar.gz") + "#sha256=" + good, o));
-  o.sha256 = "xyz";
-  CHECK(resolve_error(server.url("/m.tar.gz"), o).code() == Code::kInvalidArgument);
+  CHECK(resolve_error(server.url("/m.tar.gz") + "#sha256=" + bad, o, good).code() == Code::kInvalidArgument);
+  CHECK_NOTHROW(resolve_dir(server.url("/m.tar.gz") + "#sha256=" + good, o, good));
+  CHECK(resolve_error(server.url("/m.tar.gz"), o, "xyz").code() == Code::kInvalidArgument);
 }
 
 TEST_CASE("fetch: truncated body (no Content-Length, early close) fails as a corrupt archive") {
@@ -125,7 +121,7 @@ TEST_CASE("fetch: 500 then 200 is retried; 429 honours Retry-After") {
       serve_body(r, c, good_archive());
     }
   });
-  CHECK_NOTHROW(resolver::resolve(server.url("/flaky.tar.gz"), sb.options()));
+  CHECK_NOTHROW(resolve_dir(server.url("/flaky.tar.gz"), sb.options()));
   CHECK(server.requests("/flaky.tar.gz") == 2);
 
   std::atomic<int> m{0};
@@ -137,7 +133,7 @@ TEST_CASE("fetch: 500 then 200 is retried; 429 honours Retry-After") {
     }
   });
   auto t0 = std::chrono::steady_clock::now();
-  CHECK_NOTHROW(resolver::resolve(server.url("/busy.tar.gz"), sb.options()));
+  CHECK_NOTHROW(resolve_dir(server.url("/busy.tar.gz"), sb.options()));
   CHECK(seconds_since(t0) >= 0.9);  // waited as told, not the 10 ms backoff
   CHECK(server.requests("/busy.tar.gz") == 2);
 }
@@ -182,7 +178,7 @@ TEST_CASE("fetch: redirect chain is followed; credentials are not sent to anothe
   });
   server.route("/final.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
   const std::string url = "http://user:secret@127.0.0.1:" + std::to_string(server.port()) + "/r1";
-  fs::path dir = resolver::resolve(url, sb.options());
+  fs::path dir = resolve_dir(url, sb.options());
   CHECK(fs::is_regular_file(dir / "module.pb"));
   REQUIRE(server.log("/r1").size() == 1);
   CHECK(!server.log("/r1")[0].header("authorization").empty());  // same host: sent
@@ -276,7 +272,7 @@ TEST_CASE("fetch: connection dropped midway is resumed with Range and If-Range")
   server.route("/resume.tar.gz", [&](const HttpRequest& r, HttpConn& c) {
     serve_body(r, c, archive, "\"v1\"", n++ == 0 ? cut : static_cast<size_t>(-1));
   });
-  fs::path dir = resolver::resolve(server.url("/resume.tar.gz"), sb.options());
+  fs::path dir = resolve_dir(server.url("/resume.tar.gz"), sb.options());
   CHECK(read_file(dir / "blob.txt") == blob);
   auto log = server.log("/resume.tar.gz");
   REQUIRE(log.size() == 2);
@@ -303,8 +299,7 @@ TEST_CASE("fetch: changed resource during resume (If-Range mismatch) restarts fr
     }
   });
   auto o = sb.options();
-  o.sha256 = hub::sha256_hex(v2);
-  fs::path dir = resolver::resolve(server.url("/changed.tar.gz"), o);
+  fs::path dir = resolve_dir(server.url("/changed.tar.gz"), o, hub::sha256_hex(v2));
   CHECK(read_file(dir / "new.txt") == "version 2");
   CHECK(server.requests("/changed.tar.gz") == 2);
 }
@@ -324,14 +319,15 @@ TEST_CASE("fetch: Fetcher interface can be replaced (no network at all)") {
       r.attempts = 1;
       return r;
     }
-  } fake;
+  };
+  auto fake = std::make_shared<FakeFetcher>();
   Sandbox sb;
   auto o = sb.options();
-  o.fetcher = &fake;
-  fs::path dir = resolver::resolve("https://example.invalid/m.tar.gz", o);
+  o.fetcher = fake;
+  fs::path dir = resolve_dir("https://example.invalid/m.tar.gz", o);
   CHECK(fs::is_regular_file(dir / "module.pb"));
-  resolver::resolve("https://example.invalid/m.tar.gz", o);
-  CHECK(fake.calls == 1);
+  resolve_dir("https://example.invalid/m.tar.gz", o);
+  CHECK(fake->calls == 1);
 }
 
 TEST_CASE("fetch: DNS failure and refused connection are named") {

@@ -14,9 +14,10 @@
 namespace hub::testing {
 
 // Resolves and returns the error; fails the test if it succeeds.
-inline Error resolve_error(const std::string& handle, const resolver::ResolveOptions& o) {
+inline Error resolve_error(const std::string& handle, const resolver::ResolverOptions& o,
+                           const std::string& sha256 = "") {
   try {
-    resolver::resolve(handle, o);
+    resolve_dir(handle, o, sha256);
   } catch (const Error& e) {
     return e;
   }
@@ -28,10 +29,11 @@ inline bool contains(const Error& e, const std::string& s) {
   return std::string(e.what()).find(s) != std::string::npos;
 }
 
-// After a failed fetch nothing may remain in the cache but the empty work dir.
+// After a failed fetch nothing may remain in the cache but its empty
+// folders for work and refs.
 inline void check_cache_empty(const Sandbox& sb) {
   std::vector<std::string> t = list_tree(sb.cache);
-  CHECK((t.empty() || t == std::vector<std::string>{".tmp"}));
+  CHECK((t.empty() || t == std::vector<std::string>{".tmp", "refs"}));
 }
 
 }  // namespace hub::testing

@@ -121,11 +121,11 @@ TEST_CASE("fetch over TLS: an untrusted certificate is refused; trusting it as t
   }
   SUBCASE("a CA bundle holding the certificate: the fetch succeeds and the module loads") {
     o.fetch.ca_bundle = cert.string();
-    fs::path dir = resolver::resolve(url, o);
+    fs::path dir = resolve_dir(url, o);
     Module m(load_module_spec(dir.string()));
     CHECK(m({4, -2}).to_vector<float>() == std::vector<float>{4, 1});
     // A second resolve is a cache hit: the same directory.
-    CHECK(resolver::resolve(url, o) == dir);
+    CHECK(resolve_dir(url, o) == dir);
   }
   SUBCASE("the bundle is also taken from $SSL_CERT_FILE; an unreadable one is named") {
     const char* before = std::getenv("SSL_CERT_FILE");

@@ -6,6 +6,7 @@
 #include <archive_entry.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -18,14 +19,6 @@ namespace fs = std::filesystem;
 namespace hub::testing {
 
 namespace {
-// These tests exercise fetching, caching and unpacking with small stand-in
-// modules (a non-empty module.pb); libhub's default validator, which loads the
-// module, is tested in module_validator_test below.
-const bool kStandInValidator = [] {
-  resolver::set_module_validator(resolver::check_module_pb_present);
-  return true;
-}();
-
 // Proxies from the environment must not capture loopback test traffic.
 struct NoProxy {
   NoProxy() {
@@ -35,6 +28,22 @@ struct NoProxy {
   }
 } no_proxy;
 }  // namespace
+
+std::string gzip_bytes(const std::string& data, int level) {
+  z_stream z{};
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("deflateInit2 failed");
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed");
+  out.resize(z.total_out);
+  return out;
+}
 
 const std::string& good_archive() {
   static const std::string bytes = make_tar(module_entries());
@@ -56,10 +65,14 @@ Sandbox::~Sandbox() {
   fs::remove_all(root, ec);
 }
 
-resolver::ResolveOptions Sandbox::options() const { return fast_options(cache); }
+resolver::ResolverOptions Sandbox::options() const { return fast_options(cache); }
 
-resolver::ResolveOptions fast_options(const std::filesystem::path& cache) {
-  resolver::ResolveOptions o;
+fs::path resolve_dir(const std::string& handle, const resolver::ResolverOptions& o, const std::string& sha256) {
+  return resolver::Resolver(o).resolve(handle, sha256).dir;
+}
+
+resolver::ResolverOptions fast_options(const std::filesystem::path& cache) {
+  resolver::ResolverOptions o;
   o.quiet = true;
   o.offline = false;
   o.cache_dir = cache;
@@ -71,6 +84,7 @@ resolver::ResolveOptions fast_options(const std::filesystem::path& cache) {
   o.fetch.backoff_initial_s = 0.01;
   o.fetch.backoff_max_s = 2;
   o.lock_poll_s = 0.01;
+  o.validator = resolver::check_module_pb_present;
   return o;
 }
 

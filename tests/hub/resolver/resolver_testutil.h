@@ -18,11 +18,16 @@ struct Sandbox {
   Sandbox();
   ~Sandbox();
   std::filesystem::path root, cache, outside;
-  resolver::ResolveOptions options() const;  // fast_options(cache)
+  resolver::ResolverOptions options() const;  // fast_options(cache)
 };
 
-// Quiet, online, fast timeouts and retries, the given cache root.
-resolver::ResolveOptions fast_options(const std::filesystem::path& cache);
+// Quiet, online, fast timeouts and retries, the given cache root, and a
+// stand-in validator (a non-empty module.pb) so archives need no real module;
+// the resolver's own validator, which loads the module, is tested on its own.
+resolver::ResolverOptions fast_options(const std::filesystem::path& cache);
+// Resolver(o).resolve(handle, sha256).dir
+std::filesystem::path resolve_dir(const std::string& handle, const resolver::ResolverOptions& o,
+                                  const std::string& sha256 = "");
 
 struct TarEntry {
   enum Type { kFile, kDir, kSymlink, kHardlink, kCharDevice, kFifo, kSocket };
@@ -35,6 +40,8 @@ struct TarEntry {
   int64_t declared_size = -1;  // header size when >= 0 (data written may differ)
 };
 
+// One gzip member (RFC 1952) holding `data`, made by zlib at `level` (0 = stored).
+std::string gzip_bytes(const std::string& data, int level = 6);
 // tar (pax) or tar.gz bytes. gzip_level applies when gzip.
 std::string make_tar(const std::vector<TarEntry>& entries, bool gzip = true, int gzip_level = 1);
 // A plain tar whose single regular entry declares `size` bytes but carries

@@ -240,26 +240,27 @@ TEST_CASE("unpack: duplicate entries refused") {
   expect_refused(make_tar(e), Code::kCorruption, "duplicate entry 'module.pb'");
 }
 
-TEST_CASE("unpack: the validator hook decides what a module is") {
+TEST_CASE("unpack: the validator decides what a module is") {
   Sandbox sb;
   write_file(sb.root / "m.tgz", make_tar(module_entries()));
   int calls = 0;
-  resolver::set_module_validator([&](const fs::path& dir) {
+  UnpackOptions opts;
+  opts.validator = [&](const fs::path& dir) {
     ++calls;
     if (read_file(dir / "module.pb").find("tes") == std::string::npos) {
       throw Error(Code::kCorruption, "bad module.pb");
     }
-  });
-  CHECK_NOTHROW(resolver::unpack_archive(sb.root / "m.tgz", sb.root / "a"));
-  resolver::set_module_validator([&](const fs::path&) {
+  };
+  CHECK_NOTHROW(resolver::unpack_archive(sb.root / "m.tgz", sb.root / "a", opts));
+  opts.validator = [&](const fs::path&) {
     ++calls;
     throw Error(Code::kCorruption, "rejected by validator");
-  });
-  CHECK_THROWS_WITH_AS(resolver::unpack_archive(sb.root / "m.tgz", sb.root / "b"),
+  };
+  CHECK_THROWS_WITH_AS(resolver::unpack_archive(sb.root / "m.tgz", sb.root / "b", opts),
                        doctest::Contains("rejected by validator"), Error);
   CHECK(!fs::exists(sb.root / "b"));
-  resolver::set_module_validator(nullptr);
   CHECK(calls == 2);
+  // Without one, a non-empty module.pb is enough.
   CHECK_NOTHROW(resolver::unpack_archive(sb.root / "m.tgz", sb.root / "c"));
 }
 
@@ -275,12 +276,20 @@ TEST_CASE("inspect: accepts a good archive without writing; refuses hostile ones
   CHECK_THROWS_AS(resolver::inspect_archive(sb.root / "bad.tgz"), Error);
 }
 
-TEST_CASE("libhub's own validator loads the module: a garbage module.pb is refused") {
-  // The suite uses a stand-in validator (presence only); put libhub's back.
-  resolver::set_module_validator([](const fs::path& dir) { load_module_spec(dir.string()); });
+TEST_CASE("the resolver's own validator loads the module: a garbage module.pb is refused") {
+  Sandbox sb;
   std::vector<TarEntry> entries = module_entries();
   for (TarEntry& e : entries)
     if (e.path == "module.pb") e.data = "this is not a ModuleDef";
-  expect_refused(make_tar(entries), Code::kCorruption, "module.pb");
-  resolver::set_module_validator(resolver::check_module_pb_present);
+  write_file(sb.root / "m.tar.gz", make_tar(entries));
+  resolver::ResolverOptions o = sb.options();
+  o.validator = nullptr;  // the default: load_module_spec
+  try {
+    resolver::Resolver(o).resolve((sb.root / "m.tar.gz").string());
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kCorruption);
+    CHECK(std::string(e.what()).find("module.pb") != std::string::npos);
+  }
+  CHECK(list_tree(sb.cache) == std::vector<std::string>{".tmp", "refs"});
 }

@@ -4,10 +4,8 @@
 // aborts, which the fuzzer reports as a crash). The input is the head without
 // its final blank line, as the server passes it.
 //
-// Standalone build and run (Debian: clang, libclang-rt-14-dev):
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
-//     tests/fuzz/http_head_fuzz.cc registry/server/http_parse.cc -o http_head_fuzz
-//   ./http_head_fuzz -max_total_time=30 tests/fuzz/corpus/http_head
+// Built and run by tests/fuzz/run.sh (tests/fuzz/run.sh http_head for this
+// one alone).
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>

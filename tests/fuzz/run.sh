@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of tests/fuzz with Debian's clang (address,
+# undefined and fuzzer sanitizers, in build-fuzz/) and
+# runs each on its seed corpus for FUZZ_SECONDS (default 25) seconds. Fails
+# on any crash, sanitizer report, leak, timeout or out-of-memory; the input
+# that did it is left in build-fuzz/findings/<harness>/ (with a note of how
+# to reproduce it).
+#
+#   tests/fuzz/run.sh                     # every harness, 25 s each
+#   FUZZ_SECONDS=3600 tests/fuzz/run.sh png unpack   # longer, some harnesses
+#   FUZZ_JOBS=2 ...                       # parallel fuzzing processes per harness
+#
+# New inputs that reach new code go to build-fuzz/corpus/<harness>/ (kept
+# between runs, never into the committed seeds); copy small interesting ones
+# into tests/fuzz/corpus/<harness>/ by hand. docs/security.md says more.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${FUZZ_SECONDS:-25}
+jobs=${FUZZ_JOBS:-1}
+dir=${FUZZ_BUILD_DIR:-build-fuzz}
+cxx=${FUZZ_CXX:-clang++-16}
+cc=${FUZZ_CC:-clang-16}
+
+if [ ! -f "$dir/build.ninja" ]; then
+  CC=$cc CXX=$cxx meson setup "$dir" -Dfuzz=true -Dtests=false \
+    -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dcpp_args="-O1 -g -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
+fi
+# The harnesses are the fuzz_* executables tests/fuzz/meson.build declares.
+all=$(meson introspect --targets "$dir" | python3 -c '
+import json, sys
+print(" ".join(sorted(t["name"][5:] for t in json.load(sys.stdin) if t["name"].startswith("fuzz_"))))')
+harnesses=${*:-$all}
+targets=""
+for h in $harnesses; do
+  case " $all " in *" $h "*) ;; *) echo "run.sh: no harness '$h' (have: $all)"; exit 2 ;; esac
+  targets="$targets tests/fuzz/fuzz_$h"
+done
+ninja -C "$dir" $targets
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+failed=""
+root=$(pwd)
+for h in $harnesses; do
+  corpus="$root/$dir/corpus/$h"
+  findings="$root/$dir/findings/$h"
+  mkdir -p "$corpus" "$findings"
+  echo "== fuzz $h for ${seconds} s"
+  # The first corpus folder receives new inputs; the committed seeds are only
+  # read. Run inside the findings folder: with -jobs, libFuzzer writes its
+  # fuzz-N.log files to the working directory.
+  if ! (cd "$findings" && "$root/$dir/tests/fuzz/fuzz_$h" "$corpus" "$root/tests/fuzz/corpus/$h" \
+      -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=262144 -print_final_stats=1 -artifact_prefix="$findings/" >"$findings/log.txt" 2>&1); then
+    tail -n 60 "$findings/log.txt"
+    for log in "$findings"/fuzz-*.log; do [ -f "$log" ] && tail -n 60 "$log"; done
+    echo "== fuzz $h FAILED: input in $findings/; reproduce with $dir/tests/fuzz/fuzz_$h $findings/<crash-file>"
+    failed="$failed $h"
+  else
+    grep -hE "^Done" "$findings/log.txt" "$findings"/fuzz-*.log 2>/dev/null | tail -n 1 || true
+  fi
+done
+if [ -n "$failed" ]; then
+  echo "== fuzzing failed:$failed"
+  exit 1
+fi
+echo "== fuzzing passed: $harnesses"
