@@ -13,6 +13,7 @@ namespace hub {
 void shape_to_proto(const Shape& shape, ShapeProto* out);
 void tensor_to_proto(const Tensor& t, TensorProto* out);
 void graph_to_proto(const Graph& graph, GraphDef* out);
+void tensor_info_to_proto(const TensorInfo& info, TensorInfoDef* out);
 
 // `where` names the source in errors. Malformed data throws Corruption; an
 // unknown op NotFound naming the op and the node; a node failing its op's
@@ -22,6 +23,7 @@ DType dtype_from_proto(int value, const std::string& where);
 Shape shape_from_proto(const ShapeProto& shape, const std::string& where);
 Tensor tensor_from_proto(const TensorProto& t, const std::string& where);
 Graph graph_from_proto(const GraphDef& def, const std::string& where);
+TensorInfo tensor_info_from_proto(const TensorInfoDef& p, const std::string& where);
 
 // The module.pb contents for a spec (format_version = kModuleFormatVersion).
 ModuleDef spec_to_proto(const ModuleSpec& spec);

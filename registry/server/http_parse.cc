@@ -1,6 +1,6 @@
 // The pure part of the HTTP server: request-head parsing and the request's
 // accessors. Depends on nothing but the C++ library, so the fuzz harness
-// (tests/fuzz/http_head_fuzz.cc) builds from this file alone.
+// (tests/fuzz/http_head.cc) builds from this file alone.
 #include <cctype>
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // parse_request_head(): the pure request-head parser the server (and the fuzz
-// harness tests/fuzz/http_head_fuzz.cc) runs on every head.
+// harness tests/fuzz/http_head.cc) runs on every head.
 #include <doctest/doctest.h>
 
 #include "registry/server/http.h"
