@@ -1,6 +1,7 @@
-// `hub convert MODULE --to savedmodel|onnx --output PATH`: a hub module as a
-// TensorFlow SavedModel (hub/interop/tf/saved_model_export.h) or an ONNX
-// model (hub/interop/onnx/exporter.h); docs/import.md.
+// `hub convert MODULE --to savedmodel|onnx --output PATH [--overwrite]
+// [--json]`: a hub module (any handle the resolver takes) as a TensorFlow
+// SavedModel (hub/interop/tf/saved_model_export.h) or an ONNX model
+// (hub/interop/onnx/exporter.h); docs/import.md.
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -12,47 +13,79 @@
 namespace hub::cli {
 namespace {
 
+struct ConvertArgs {
+  ModuleArgs module;
+  std::string to, output, tags, signature;
+  int opset = 0;
+  bool overwrite = false;
+  bool json = false;
+};
+
+// Runs `write`; an existing --output says how to replace it.
+template <class F>
+void with_output_hint(F write) {
+  try {
+    write();
+  } catch (const Error& e) {
+    if (e.code() != Code::kAlreadyExists) throw;
+    throw Error(e.code(), "--output " + e.message() + " (--overwrite replaces it)");
+  }
+}
+
 RunFn setup_convert(CLI::App& app) {
-  struct Opts {
-    std::string module, to, output, tags, signature;
-    int opset = 0;
-  };
-  auto o = std::make_shared<Opts>();
-  app.add_option("MODULE", o->module, "Module directory (or handle)")->required();
-  app.add_option("--to", o->to, "Target format")
+  auto o = std::make_shared<ConvertArgs>();
+  add_module_args(app, o->module, "The module to convert");
+  app.add_option("--to", o->to, "Target format: savedmodel or onnx")
       ->required()
       ->check(CLI::IsMember({"savedmodel", "onnx"}));
   app.add_option("--output", o->output,
-                 "The SavedModel folder or ONNX file to write (must not exist)")
+                 "The SavedModel folder or ONNX file to write (written under a temporary name and "
+                 "renamed into place)")
       ->required();
+  app.add_flag(
+      "--overwrite", o->overwrite,
+      "Replace --output if it exists (default: refuse an existing file or non-empty folder)");
   app.add_option("--tags", o->tags,
                  "savedmodel: the module's tag set to export, comma-separated (default {})");
   app.add_option("--signature", o->signature, "onnx: the signature to export (default 'default')");
   app.add_option("--opset", o->opset, "onnx: the opset to write, 13..17 (default 13)");
+  app.add_flag("--json", o->json,
+               "Print JSON: module, to, output, and tags or signature and opset");
+  // Flags of the other target are usage errors (exit 2).
+  app.parse_complete_callback([o] {
+    if (o->to == "savedmodel" && (!o->signature.empty() || o->opset))
+      throw CLI::ValidationError("--signature, --opset",
+                                 "apply to --to onnx only (a SavedModel holds every signature)");
+    if (o->to == "onnx" && !o->tags.empty())
+      throw CLI::ValidationError("--tags", "applies to --to savedmodel only");
+  });
   return [o] {
-    ModuleSpec spec = load_module_spec(o->module);
+    ModuleSpec spec = load_module(o->module, o->json);
+    nlohmann::json doc = {{"module", o->module.module}, {"to", o->to}, {"output", o->output}};
     if (o->to == "savedmodel") {
-      if (!o->signature.empty() || o->opset)
-        throw_error(
-            Code::kInvalidArgument,
-            "--signature and --opset apply to --to onnx only (a SavedModel holds every signature)");
       tf::SavedModelExportOptions so;
       std::stringstream ss(o->tags);
       for (std::string tag; std::getline(ss, tag, ',');)
         if (!tag.empty()) so.tags.insert(tag);
-      tf::export_saved_model(spec, o->output, so);
-      std::printf("wrote TensorFlow SavedModel %s (tag serve; signatures of tag set %s)\n",
-                  o->output.c_str(), tag_set_string(so.tags).c_str());
+      so.existing = o->overwrite ? ExistingTarget::kReplace : ExistingTarget::kReplaceEmptyDir;
+      with_output_hint([&] { tf::export_saved_model(spec, o->output, so); });
+      doc["tags"] = std::vector<std::string>(so.tags.begin(), so.tags.end());
+      if (!o->json)
+        std::printf("wrote TensorFlow SavedModel %s (tag serve; signatures of tag set %s)\n",
+                    o->output.c_str(), tag_set_string(so.tags).c_str());
     } else {
-      if (!o->tags.empty())
-        throw_error(Code::kInvalidArgument, "--tags applies to --to savedmodel only");
       onnx_interop::OnnxExportOptions eo;
       if (!o->signature.empty()) eo.signature = o->signature;
       if (o->opset) eo.opset = o->opset;
-      onnx_interop::export_onnx(spec, o->output, eo);
-      std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(),
-                  eo.signature.c_str(), eo.opset);
+      eo.overwrite = o->overwrite;
+      with_output_hint([&] { onnx_interop::export_onnx(spec, o->output, eo); });
+      doc["signature"] = eo.signature;
+      doc["opset"] = eo.opset;
+      if (!o->json)
+        std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(),
+                    eo.signature.c_str(), eo.opset);
     }
+    if (o->json) print_json(doc);
     return 0;
   };
 }

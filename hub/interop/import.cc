@@ -8,8 +8,13 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/checkpoint_state.h"
 #include "hub/interop/tf/saved_model.h"
 #include "hub/interop/tf/tfjs.h"
 
@@ -33,7 +38,9 @@ bool is_regular(const std::string& path) {
 // its wire type (onnx/onnx.proto: ir_version 1, producer_name 2,
 // producer_version 3, domain 4, model_version 5, doc_string 6, graph 7,
 // opset_import 8, metadata_props 14, training_info 20, functions 25), and
-// ir_version and graph are present. Reads the file once without holding it.
+// ir_version and graph are present; or the file ends inside a field after
+// an ir_version (a truncated model, which the importer then reports). Reads
+// the file once without holding it.
 bool looks_like_onnx(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{2} << 30))
@@ -52,10 +59,12 @@ bool looks_like_onnx(const std::string& path) {
     if (expected == kWireTypes.end() || expected->second != wire) return false;
     if (wire == 0) {
       uint64_t v;
-      if (!in.ReadVarint64(&v)) return false;
+      if (!in.ReadVarint64(&v)) return ir_version;
     } else {
       uint32_t length;
-      if (!in.ReadVarint32(&length) || !in.Skip(static_cast<int>(length))) return false;
+      if (!in.ReadVarint32(&length)) return ir_version;
+      if (in.CurrentPosition() + int64_t{length} > st.st_size) return ir_version;  // cut short
+      if (!in.Skip(static_cast<int>(length))) return false;
     }
     ir_version = ir_version || field == 1;
     graph = graph || field == 7;
@@ -65,6 +74,18 @@ bool looks_like_onnx(const std::string& path) {
 
 std::string tfjs_json(const std::string& path) {
   return is_dir(path) ? (fs::path(path) / "model.json").string() : path;
+}
+
+// A TensorFlow checkpoint: a training folder with a `checkpoint` file, a
+// bundle prefix, or a bundle's .index file.
+bool is_tf_checkpoint(const std::string& path) {
+  if (is_dir(path)) return is_regular((fs::path(path) / tf::kCheckpointStateFile).string());
+  const std::string suffix = ".index";
+  if (path.size() > suffix.size() &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+      tf::is_bundle_prefix(path.substr(0, path.size() - suffix.size())))
+    return true;
+  return tf::is_bundle_prefix(path);
 }
 
 }  // namespace
@@ -79,6 +100,8 @@ std::string_view format_name(Format format) {
       return "TF.js graph model";
     case Format::kOnnx:
       return "ONNX";
+    case Format::kTfCheckpoint:
+      return "TF checkpoint";
   }
   return "?";
 }
@@ -88,17 +111,20 @@ std::optional<Format> recognize_format(const std::string& path) {
     if (tf::is_tfhub_module_dir(path)) return Format::kTfHubModule;
     if (tf::is_saved_model_dir(path)) return Format::kSavedModel;
     if (tf::is_tfjs_graph_model(tfjs_json(path))) return Format::kTfjsGraphModel;
+    if (is_tf_checkpoint(path)) return Format::kTfCheckpoint;
     return std::nullopt;
   }
   if (tf::is_tfjs_graph_model(path)) return Format::kTfjsGraphModel;
   if (looks_like_onnx(path)) return Format::kOnnx;
+  if (is_tf_checkpoint(path)) return Format::kTfCheckpoint;
   return std::nullopt;
 }
 
 Format detect_format(const std::string& path) {
+  // A checkpoint prefix names no file itself.
+  if (std::optional<Format> f = recognize_format(path)) return *f;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw_error(Code::kNotFound, "'" + path + "' does not exist");
-  if (std::optional<Format> f = recognize_format(path)) return *f;
   std::string found = is_dir(path) ? "a folder" : "a file";
   if (is_dir(path) && is_regular((fs::path(path) / "module.pb").string()))
     found = "a hub module folder already";
@@ -111,6 +137,25 @@ Format detect_format(const std::string& path) {
           "module "
           "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model; found " +
           found);
+}
+
+std::string options_key(const ImportOptions& options) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!options.tag_sets.empty()) {
+    std::set<std::vector<std::string>> sets;
+    for (const TagSet& t : options.tag_sets)
+      sets.insert(std::vector<std::string>(t.begin(), t.end()));
+    j["tag_sets"] = sets;
+  }
+  const onnx_interop::OnnxImportOptions& o = options.onnx;
+  if (!o.image_size.empty()) j["image_size"] = o.image_size;
+  if (!o.mean.empty()) j["mean"] = o.mean;
+  if (!o.std.empty()) j["std"] = o.std;
+  if (!o.input_range.empty()) j["input_range"] = o.input_range;
+  if (o.image_signatures) j["image_signatures"] = true;
+  if (!o.feature_output.empty()) j["feature_output"] = o.feature_output;
+  if (!o.labels.empty()) j["labels_sha256"] = sha256_hex(o.labels);
+  return j.empty() ? "" : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
@@ -128,6 +173,13 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
     throw_error(
         Code::kInvalidArgument,
         "'" + path + "' is a " + fmt + ": tag sets apply to SavedModels and TF Hub modules only");
+  if (format == Format::kTfCheckpoint)
+    throw_error(Code::kInvalidArgument,
+                "'" + path +
+                    "' is a TensorFlow checkpoint: it holds variables but no graph, so it is not a "
+                    "module; load it into a built-in net with hub train, eval or export "
+                    "--model_name NET --checkpoint_path " +
+                    path + " (docs/training.md)");
   try {
     tf::SavedModelImportOptions so;
     so.tag_sets = options.tag_sets;
@@ -140,6 +192,8 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
         return tf::import_tfjs(tfjs_json(path));
       case Format::kOnnx:
         return onnx_interop::import_onnx(path, onnx);
+      case Format::kTfCheckpoint:
+        break;
     }
   } catch (const Error& e) {
     throw e.with_context("importing '" + path + "' (" + fmt + ")");
@@ -148,14 +202,11 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
 }
 
 ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir,
-                               const ImportOptions& options) {
-  struct stat st;
-  if (::lstat(output_dir.c_str(), &st) == 0)
-    throw_error(Code::kAlreadyExists,
-                "'" + output_dir + "' already exists; refusing to overwrite it");
+                               const ImportOptions& options, ExistingTarget existing) {
+  check_target(output_dir, existing);
   ModuleSpec spec = import_model(path, options);
   const TagSet tags = spec.has_tag_set({}) ? TagSet{} : spec.tag_sets().front();
-  Module(spec, tags).export_to(output_dir);
+  Module(spec, tags).export_to(output_dir, existing);
   return spec;
 }
 

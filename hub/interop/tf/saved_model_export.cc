@@ -374,7 +374,7 @@ void export_saved_model(const ModuleSpec& spec, const std::string& dir,
                 "module " + spec.source() + " has no tag set " + tag_set_string(options.tags));
   Exporter e(spec, options);
   const proto::SavedModel sm = e.run();
-  StagingDir staging(dir);
+  StagingDir staging(dir, options.existing);
   const fs::path tmp(staging.path());
   try {
     std::string bytes;

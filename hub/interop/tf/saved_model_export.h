@@ -26,9 +26,9 @@
 //
 // Errors (before anything is written): an unknown tag set, a hub op without
 // TensorFlow equivalent or an attribute value TensorFlow cannot express (one
-// error naming every such node and op), DIR existing (AlreadyExists).
-// Writing goes to a temporary sibling renamed into place, so DIR appears
-// complete or not at all.
+// error naming every such node and op), DIR existing when `existing` does
+// not allow replacing it (AlreadyExists). Writing goes to a temporary sibling
+// renamed into place (StagingDir), so DIR appears complete or not at all.
 #pragma once
 
 #include <string>
@@ -41,6 +41,7 @@ namespace hub::tf {
 struct SavedModelExportOptions {
   TagSet tags;                                            // the module's tag set to export
   std::vector<std::string> saved_model_tags = {"serve"};  // the MetaGraphDef's tags
+  ExistingTarget existing = ExistingTarget::kRefuse;      // what may be replaced at DIR
 };
 
 void export_saved_model(const ModuleSpec& spec, const std::string& dir,

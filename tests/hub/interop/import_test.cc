@@ -3,7 +3,9 @@
 // folder, ONNX files written by hub's ONNX exporter), the one
 // "unrecognized format" error for everything else (a hub module folder, junk,
 // a protobuf that is not ONNX), dispatch with options checked against the
-// format, and import_to_directory writing a loadable module or nothing.
+// format, TF checkpoints recognised and refused with what to do instead, the
+// options' canonical key, and import_to_directory writing a loadable module
+// or nothing.
 #include "hub/interop/import.h"
 
 #include <doctest/doctest.h>
@@ -11,7 +13,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hub/core/digest.h"
 #include "hub/interop/onnx/exporter.h"
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/checkpoint_state.h"
 #include "hub/interop/tf/proto/saved_model.pb.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
@@ -93,10 +98,15 @@ TEST_CASE("formats are recognised from the content; anything else is one clear e
     std::ifstream in(dir / "model.onnx", std::ios::binary);
     onnx_bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
+  // Cut short, an ONNX file is still ONNX, and the importer says what is wrong.
   write(dir.path / "truncated.onnx", onnx_bytes.substr(0, onnx_bytes.size() - 3));
+  CHECK(interop::detect_format(dir / "truncated.onnx") == interop::Format::kOnnx);
   expect_error(
-      Code::kInvalidArgument, [&] { interop::detect_format(dir / "truncated.onnx"); },
-      unrecognized);
+      Code::kCorruption, [&] { interop::import_model(dir / "truncated.onnx"); },
+      "truncated.onnx' is not a valid ONNX ModelProto (truncated or not ONNX)");
+  write(dir.path / "head.onnx", onnx_bytes.substr(0, 1));
+  expect_error(
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "head.onnx"); }, unrecognized);
   write(dir.path / "layers" / "model.json", R"({"format": "layers-model", "modelTopology": {}})");
   expect_error(
       Code::kInvalidArgument, [&] { interop::detect_format(dir / "layers"); },
@@ -107,6 +117,21 @@ TEST_CASE("formats are recognised from the content; anything else is one clear e
   expect_error(
       Code::kNotFound, [&] { interop::detect_format(dir / "missing"); }, "does not exist");
   CHECK_FALSE(interop::recognize_format(dir / "notes.txt").has_value());
+  // A TensorFlow checkpoint (prefix, .index file, training folder) is
+  // recognised, and importing it says how to use it instead.
+  fs::create_directories(dir.path / "train");
+  tf::write_bundle(dir / "train/model.ckpt-7", {{"w", make({2}, {1, 2})}});
+  tf::write_checkpoint_state(dir / "train", {"model.ckpt-7", {"model.ckpt-7"}});
+  for (const std::string& ckpt :
+       {dir / "train/model.ckpt-7", dir / "train/model.ckpt-7.index", dir / "train"}) {
+    CAPTURE(ckpt);
+    CHECK(interop::detect_format(ckpt) == interop::Format::kTfCheckpoint);
+    expect_error(
+        Code::kInvalidArgument, [&] { interop::import_model(ckpt); },
+        "is a TensorFlow checkpoint: it holds variables but no graph, so it is not a module; load "
+        "it into a built-in net with hub train, eval or export --model_name NET "
+        "--checkpoint_path");
+  }
   // The ONNX branch imports through the ONNX importer.
   ModuleSpec onnx = interop::import_model(dir / "model.bin");
   expect_close(Module(onnx)(make({1, 3}, {-1, 0, 2})), make({1, 3}, {0, 0, 2}));
@@ -121,6 +146,19 @@ TEST_CASE("import_model dispatches by format and checks the options against it")
   expect_close(Module(sm)("serving_default", {{"x", x}}).at("y"), make({1, 3}, {1, 1, 3}));
   ModuleSpec js = interop::import_model(dir / "tfjs");
   expect_close(Module(js)({{"x", x}}).at("y"), make({1, 3}, {0, 0, 2}));
+
+  // Options as the resolver keys conversions: none is "", the order of tag
+  // sets does not matter, labels count by their digest.
+  CHECK(interop::options_key({}).empty());
+  interop::ImportOptions a, b;
+  a.tag_sets = {{"train"}, {}};
+  b.tag_sets = {{}, {"train"}};
+  a.onnx.mean = b.onnx.mean = {0.5};
+  CHECK(interop::options_key(a) == interop::options_key(b));
+  CHECK(interop::options_key(a) == R"({"mean":[0.5],"tag_sets":[[],["train"]]})");
+  b.onnx.labels = "cat\n";
+  CHECK(interop::options_key(b) == R"({"labels_sha256":")" + sha256_hex("cat\n") +
+                                       R"(","mean":[0.5],"tag_sets":[[],["train"]]})");
 
   interop::ImportOptions image;
   image.onnx.image_size = {4, 4};

@@ -167,9 +167,13 @@ TEST_CASE("hub import and hub convert errors: exit codes, messages, nothing writ
 
   write_tfhub_feature_module(t.path / "tfhub");
   fs::create_directories(t.path / "exists");
+  retrain_test::write_text(t.path / "exists" / "mine.txt", "keep");
   r = hub_cli(
       {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
+  CHECK(r.out.find("is not an empty folder; refusing to replace it (--overwrite replaces it)") !=
+        std::string::npos);
+  CHECK(read_text(t.path / "exists" / "mine.txt") == "keep");
   r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
                "--image_size", "4,4"});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
@@ -187,9 +191,11 @@ TEST_CASE("hub import and hub convert errors: exit codes, messages, nothing writ
   r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
                (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
+  // A flag of the other target is a usage error.
   r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
                (t.path / "sm").string(), "--opset", "13"});
-  CHECK(r.rc == exit_code(Code::kInvalidArgument));
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("apply to --to onnx only") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "sm"));
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(t.path)) left.push_back(e.path().filename().string());
