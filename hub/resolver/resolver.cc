@@ -416,7 +416,12 @@ class Resolve {
       uo.display_name = display;
       std::optional<fs::path> foreign;
       uo.validator = [&](const fs::path& dir) {
-        if (!has_module_pb(dir) && (foreign = foreign_root(dir))) return;
+        if (!has_module_pb(dir)) {
+          if ((foreign = foreign_root(dir))) return;
+          throw_error(Code::kCorruption,
+                      "not a module: the archive has no module.pb, nor a model hub imports (a TF Hub module, "
+                      "SavedModel or TF.js graph model)");
+        }
         validate(dir);
       };
       const fs::path unpacked = work / "unpacked";

@@ -3,13 +3,17 @@
 // retrain tests' feature network (per-channel mean, then the "projection"
 // matrix) imports with its image size, and `hub retrain --module` on it does
 // exactly what it does on the same network as a native module: the same
-// bottlenecks, accuracy and classifier outputs. `hub convert` writes a
+// bottlenecks, accuracy and classifier outputs; so does `hub retrain
+// --tfhub_module URL` of the module's archive on a loopback server, which
+// the resolver converts on install. `hub convert` writes a
 // SavedModel that `hub import` reads back to the same outputs. Errors exit
 // with the error's code and leave nothing behind.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 
+#include "../resolver/http_server.h"
+#include "../resolver/resolver_testutil.h"
 #include "hub/interop/tf/proto/tfhub_module.pb.h"
 #include "hub/module/module.h"
 #include "retrain/retrain_testutil.h"
@@ -34,7 +38,7 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-Run hub_cli(const std::vector<std::string>& args) {
+Run hub_cli(const std::vector<std::string>& args, const fs::path& cache = "") {
   const char* exe = std::getenv("HUB_EXE");
   REQUIRE_MESSAGE(exe != nullptr, "HUB_EXE is not set (run through meson test)");
   std::string cmd = "exec \"$0\"";
@@ -42,7 +46,9 @@ Run hub_cli(const std::vector<std::string>& args) {
   cmd += " 2>&1";
   std::vector<std::string> argv = {"/bin/sh", "-c", cmd, exe};
   argv.insert(argv.end(), args.begin(), args.end());
-  testing::ChildResult r = Child::spawn(argv).wait(120, "hub " + (args.empty() ? "" : args[0]));
+  testing::ChildOptions o;
+  if (!cache.empty()) o.env = {{"HUB_CACHE_DIR", cache.string()}};
+  testing::ChildResult r = Child::spawn(argv, o).wait(120, "hub " + (args.empty() ? "" : args[0]));
   return {r.exited ? r.code : -1, r.output};
 }
 
@@ -71,13 +77,13 @@ void write_tfhub_feature_module(const fs::path& dir) {
   write_tfhub_module_def(dir.string());
 }
 
-std::vector<std::string> retrain_args(const fs::path& root, const fs::path& module,
+std::vector<std::string> retrain_args(const fs::path& root, const std::string& module,
                                       const std::string& name) {
   return {"retrain",
           "--image_dir",
           (root / "images").string(),
-          "--module",
-          module.string(),
+          "--tfhub_module",
+          module,
           "--bottleneck_dir",
           (root / (name + "_bottlenecks")).string(),
           "--summaries_dir",
@@ -102,7 +108,10 @@ std::vector<std::string> retrain_args(const fs::path& root, const fs::path& modu
 
 }  // namespace
 
-TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the native module") {
+TEST_CASE(
+    "hub import of a TF Hub module, or its archive served as tfhub.dev does, then hub retrain on "
+    "it "
+    "as on the native module") {
   TempDir t("tf_cli");
   write_class_images(t.path / "images", 15);
   write_tfhub_feature_module(t.path / "tfhub");
@@ -115,10 +124,22 @@ TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the nativ
   CHECK(get_expected_image_size(imported) == std::pair<int64_t, int64_t>{8, 8});
 
   retrain_test::export_feature_module(t.path / "native");
-  Run a = hub_cli(retrain_args(t.path, t.path / "imported", "a"));
+  Run a = hub_cli(retrain_args(t.path, t / "imported", "a"));
   REQUIRE_MESSAGE(a.rc == 0, a.out);
-  Run b = hub_cli(retrain_args(t.path, t.path / "native", "b"));
+  Run b = hub_cli(retrain_args(t.path, t / "native", "b"));
   REQUIRE_MESSAGE(b.rc == 0, b.out);
+  // The module as a TF Hub archive (files at the root) on loopback: the
+  // resolver converts it when it installs it into the cache.
+  const std::string archive = testing::make_tar(testing::dir_entries(t.path / "tfhub"));
+  testing::HttpServer server;
+  server.route("/feature_vector/1", [&](const testing::HttpRequest& q, testing::HttpConn& c) {
+    testing::serve_body(q, c, archive);
+  });
+  Run c = hub_cli(retrain_args(t.path, server.url("/feature_vector/1"), "c"), t.path / "cache");
+  REQUIRE_MESSAGE(c.rc == 0, c.out);
+  Run cached = hub_cli({"cache", "list", "--json"}, t.path / "cache");
+  REQUIRE_MESSAGE(cached.rc == 0, cached.out);
+  CHECK(cached.out.find("\"source_format\": \"tf_hub_module\"") != std::string::npos);
   auto final_line = [](const std::string& out) {
     const size_t at = out.find("Final test accuracy = ");
     return at == std::string::npos ? std::string("(none)")
@@ -126,12 +147,15 @@ TEST_CASE("hub import of a TF Hub module, then hub retrain on it as on the nativ
   };
   CHECK(final_line(a.out) != "(none)");
   CHECK(final_line(a.out) == final_line(b.out));
+  CHECK(final_line(c.out) == final_line(b.out));
   CHECK(read_text(t.path / "a_labels.txt") == read_text(t.path / "b_labels.txt"));
-  // The two classifiers agree on every image.
+  // The classifiers agree on every image.
   Module ca(load_module_spec((t.path / "a_classifier").string())),
-      cb(load_module_spec((t.path / "b_classifier").string()));
+      cb(load_module_spec((t.path / "b_classifier").string())),
+      cc(load_module_spec((t.path / "c_classifier").string()));
   Tensor images = testing::random_tensor({5, 8, 8, 3}, 9, 0, 1);
   testing::expect_close(ca(images), cb(images), 1e-6, 1e-5);
+  testing::expect_close(cc(images), cb(images), 1e-6, 1e-5);
 }
 
 TEST_CASE("hub convert --to savedmodel, then hub import, gives the same module outputs") {
