@@ -98,7 +98,7 @@ constant('b1', [8], values(8), {quant: 'float16'});
 node('conv1', '_FusedConv2D', ['images', 'w1', 'b1'],
      {T, strides: ints([1, 2, 2, 1]), padding: str('SAME'), data_format: str('NHWC'), dilations: ints([1, 1, 1, 1]),
       use_cudnn_on_gpu: {b: true}, explicit_paddings: {list: {}}, num_args: {i: '1'},
-      fused_ops: {list: {s: [b64('BiasAdd'), b64('Relu')]}}, epsilon: {f: 0}});
+      fused_ops: {list: {s: [b64('BiasAdd'), b64('LeakyRelu')]}}, epsilon: {f: 0}, leakyrelu_alpha: {f: 0.1}});
 constant('bn/gamma', [8], values(8, 0.5, 1.5));
 constant('bn/beta', [8], values(8));
 constant('bn/mean', [8], values(8, -0.2, 0.2));
@@ -111,7 +111,8 @@ node('dw', 'DepthwiseConv2dNative', ['relu6', 'w2'],
      {T, strides: ints([1, 1, 1, 1]), padding: str('SAME'), dilations: ints([1, 2, 2, 1]), data_format: str('NHWC')});
 constant('b2', [8], values(8));
 node('dw/bias', 'BiasAdd', ['dw', 'b2'], {T, data_format: str('NHWC')});
-node('elu', 'Elu', ['dw/bias'], {T});
+node('leaky', 'LeakyRelu', ['dw/bias'], {T, alpha: {f: 0.3}});
+node('elu', 'Elu', ['leaky'], {T});
 constant('w3', [2, 2, 8, 6], values(192), {quant: 'uint16'});
 node('conv3', 'Conv2D', ['elu', 'w3'],
      {T, strides: ints([1, 1, 1, 1]), padding: str('EXPLICIT'), explicit_paddings: ints([0, 0, 1, 0, 0, 1, 0, 0]),
@@ -164,7 +165,7 @@ node('z1', 'AddN', ['rsqrt', 'log', 'reciprocal', 'div'], {T, N: {i: '4'}});
 node('pad', 'Pad', ['z1', constant('pad/paddings', [4, 2], [0, 0, 1, 0, 0, 1, 0, 0], {dtype: 'int32', group: 1})],
      {T, Tpaddings: {type: 'DT_INT32'}});
 node('pad2', 'PadV2', ['avgpool', constant('pad2/paddings', [4, 2], [0, 0, 1, 1, 1, 1, 0, 0], {dtype: 'int32', group: 1}),
-                       scalar('pad2/value', 0)], {T, Tpaddings: {type: 'DT_INT32'}});
+                       scalar('pad2/value', 0.5)], {T, Tpaddings: {type: 'DT_INT32'}});
 node('concat', 'ConcatV2', ['pad', 'pad2', intScalar('concat/axis', 3)], {T, N: {i: '2'}, Tidx: {type: 'DT_INT32'}});
 node('split', 'Split', [intScalar('split/dim', 3), 'concat'], {T, num_split: {i: '2'}});
 node('splitv', 'SplitV', ['concat', vec('splitv/sizes', [4, -1]), vec('splitv/dim', [-1])],
@@ -189,8 +190,24 @@ resized.forEach(([op, size, align, half], k) => {
   node(`resize${k}/mean`, 'Mean', [`resize${k}`, vec(`resize${k}/axes`, [1, 2])],
        {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
 });
-node('resized', 'ConcatV2', [...resized.map((r, k) => `resize${k}/mean`), intScalar('resized/axis', 1)],
-     {T, N: {i: String(resized.length)}, Tidx: {type: 'DT_INT32'}});
+// Mirror padding both ways and a strided slice (negative and non-unit
+// strides) of [N, 3, 3, 6], pooled to [N, 6] each beside them.
+const pooled = resized.map((r, k) => `resize${k}/mean`);
+[['REFLECT', [0, 0, 1, 1, 2, 0, 0, 0]], ['SYMMETRIC', [0, 0, 0, 3, 1, 2, 0, 0]]].forEach(([mode, p]) => {
+  const name = `mirror_${mode.toLowerCase()}`;
+  node(name, 'MirrorPad', ['sum4', constant(`${name}/paddings`, [4, 2], p, {dtype: 'int32', group: 1})],
+       {T, Tpaddings: {type: 'DT_INT32'}, mode: str(mode)});
+  pooled.push(node(`${name}/mean`, 'Mean', [name, vec(`${name}/axes`, [1, 2])],
+                   {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}}));
+});
+node('strided2', 'StridedSlice', ['sum4', vec('strided2/begin', [0, -1, 0, 0]), vec('strided2/end', [0, 0, 3, 6]),
+                                  vec('strided2/strides', [1, -1, 2, 1])],
+     {T, Index: {type: 'DT_INT32'}, begin_mask: {i: '1'}, end_mask: {i: '1'}, ellipsis_mask: {i: '0'},
+      new_axis_mask: {i: '0'}, shrink_axis_mask: {i: '0'}});
+pooled.push(node('strided2/mean', 'Mean', ['strided2', vec('strided2/axes', [1, 2])],
+                 {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}}));
+node('resized', 'ConcatV2', [...pooled, intScalar('resized/axis', 1)],
+     {T, N: {i: String(pooled.length)}, Tidx: {type: 'DT_INT32'}});
 // Reductions and shape ops: [N, 3, 3, 6] -> [N, 6] several ways.
 constant('axes12', [2], [1, 2], {dtype: 'int32', quant: 'uint8', group: 1});
 node('mean', 'Mean', ['sum4', 'axes12'], {T, keep_dims: {b: true}, Tidx: {type: 'DT_INT32'}});
@@ -245,7 +262,7 @@ async function main() {
     signature: {
       inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
-                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 36])},
+                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [

@@ -231,7 +231,8 @@ void map_transpose(OpContext& c) {
   c.set_output(0, c.add("Transpose", {c.input(0)}, Attrs().set("perm", perm)));
 }
 
-// Pad / PadV2 with zeros (PadV2's constant_values must be 0).
+// Pad (zeros), PadV2 (a constant scalar value), MirrorPad (REFLECT or
+// SYMMETRIC).
 void map_pad(OpContext& c) {
   std::vector<int64_t> p = c.constant_ints(1, "paddings");
   const int rank = c.shape(0).rank();
@@ -240,15 +241,19 @@ void map_pad(OpContext& c) {
            " (needs [rank, 2])");
   for (int64_t v : p)
     if (v < 0) c.fail("paddings must not be negative");
+  Attrs a;
+  a.set("paddings", p);
   if (c.op() == "PadV2") {
     std::optional<Tensor> v = c.constant(2);
     if (!v || v->num_elements() != 1)
       c.unsupported("constant_values (input 2) must be a constant scalar");
-    const bool zero = v->dtype() == DType::kFloat32 ? v->item<float>() == 0.0f
-                                                    : c.constant_ints(2, "constant_values")[0] == 0;
-    if (!zero) c.unsupported("padding with a value other than 0 is not supported");
+    a.set("constant_value", v->dtype() == DType::kFloat32
+                                ? static_cast<double>(v->item<float>())
+                                : static_cast<double>(c.constant_ints(2, "constant_values")[0]));
+  } else if (c.op() == "MirrorPad") {
+    a.set("mode", c.attr_choice("mode", {"REFLECT", "SYMMETRIC"}));
   }
-  c.set_output(0, c.add("Pad", {c.input(0)}, Attrs().set("paddings", p)));
+  c.set_output(0, c.add("Pad", {c.input(0)}, a));
 }
 
 // ConcatV2 (axis last) and Concat (axis first).
@@ -351,8 +356,8 @@ void map_slice(OpContext& c) {
 
 // StridedSlice with constant begin/end/strides. On a 1-D constant or
 // partially known value (shape arithmetic) any stride is computed at import;
-// on other tensors the strides must be 1 and it becomes Slice (+ Reshape for
-// shrink and new axes).
+// on other tensors, strides of 1 become Slice (+ Reshape for shrink and new
+// axes), others hub's StridedSlice (TensorFlow's semantics, masks and all).
 void map_strided_slice(OpContext& c) {
   std::vector<int64_t> begin = c.constant_ints(1, "begin"), end = c.constant_ints(2, "end"),
                        strides = c.constant_ints(3, "strides");
@@ -437,12 +442,22 @@ void map_strided_slice(OpContext& c) {
     set_int_value(c, 0, std::move(picked), c.dtype(0), scalar);
     return;
   }
+  if (std::any_of(dense.begin(), dense.end(), [](const Dim& dd) { return dd.stride != 1; })) {
+    c.set_output(0, c.add("StridedSlice", {c.input(0)},
+                          Attrs()
+                              .set("begin", begin)
+                              .set("end", end)
+                              .set("strides", strides)
+                              .set("begin_mask", begin_mask)
+                              .set("end_mask", end_mask)
+                              .set("ellipsis_mask", ellipsis_mask)
+                              .set("new_axis_mask", new_axis_mask)
+                              .set("shrink_axis_mask", shrink_mask)));
+    return;
+  }
   std::vector<int64_t> sb(rank), ss(rank);
   for (int k = 0; k < rank; ++k) {
     const Dim& dd = dense[k];
-    if (dd.stride != 1)
-      c.unsupported("strides other than 1 are not supported (stride " + std::to_string(dd.stride) +
-                    ")");
     if (in[k] < 0) {
       // Unknown size: only a whole dimension, or from a non-negative begin to the end.
       if (dd.shrink || (!dd.full_end) || (!dd.full_begin && dd.begin < 0))
@@ -541,12 +556,46 @@ void export_transpose(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// CONSTANT as Pad (zeros) or PadV2 (another value), REFLECT and SYMMETRIC
+// as MirrorPad; EDGE has no TensorFlow op.
 void export_pad(ExportContext& c) {
-  const auto& p = c.node().attrs.get_ints("paddings");
+  const Attrs& a = c.node().attrs;
+  const auto& p = a.get_ints("paddings");
+  const std::string& mode = a.get_string("mode");
+  const double value = a.get_float("constant_value");
+  const DType dtype = c.input_spec(0).dtype;
+  if (mode == "EDGE") c.fail("EDGE padding has no TensorFlow equivalent");
   std::string pads = ints_const(c, "paddings", p, Shape{static_cast<int64_t>(p.size() / 2), 2});
-  auto& n = c.add("", "Pad", {c.input(0), pads});
-  set_type(n, "T", c.input_spec(0).dtype);
+  std::vector<std::string> inputs = {c.input(0), pads};
+  std::string op = "Pad";
+  if (mode != "CONSTANT") {
+    op = "MirrorPad";
+  } else if (value != 0) {
+    op = "PadV2";
+    if (dtype != DType::kFloat32) c.fail("PadV2 of a non-float32 tensor is not exported");
+    inputs.push_back(
+        c.constant("constant_values", Tensor::scalar<float>(static_cast<float>(value))));
+  }
+  auto& n = c.add("", op, inputs);
+  set_type(n, "T", dtype);
   set_type(n, "Tpaddings", DType::kInt32);
+  if (op == "MirrorPad") (*n.mutable_attr())["mode"].set_s(mode);
+  c.set_output(0, n.name());
+}
+
+void export_strided_slice(ExportContext& c) {
+  const Attrs& a = c.node().attrs;
+  std::vector<std::string> inputs = {c.input(0)};
+  for (const char* name : {"begin", "end", "strides"}) {
+    const auto& v = a.get_ints(name);
+    inputs.push_back(ints_const(c, name, v, Shape{static_cast<int64_t>(v.size())}));
+  }
+  auto& n = c.add("", "StridedSlice", inputs);
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Index", DType::kInt32);
+  for (const char* mask :
+       {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+    (*n.mutable_attr())[mask].set_i(a.get_int(mask));
   c.set_output(0, n.name());
 }
 
@@ -617,6 +666,7 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
   m["Transpose"] = {map_transpose, {{"T", T}, {"Tperm", attr_type(kDtInt32)}}, {"y"}};
   m["Pad"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}}};
   m["PadV2"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}}};
+  m["MirrorPad"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}, {"mode", T}}};
   m["ConcatV2"] = {map_concat, {{"N", T}, {"T", T}, {"Tidx", attr_type(kDtInt32)}}};
   m["Concat"] = {map_concat, {{"N", T}, {"T", T}}};
   m["Split"] = {map_split, {{"num_split", T}, {"T", T}}};
@@ -642,6 +692,7 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["ExpandDims"] = export_expand_dims;
   m["Transpose"] = export_transpose;
   m["Pad"] = export_pad;
+  m["StridedSlice"] = export_strided_slice;
   m["Slice"] = export_slice;
   m["Concat"] = export_concat;
   m["Cast"] = export_cast;

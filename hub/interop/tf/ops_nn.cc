@@ -29,10 +29,11 @@ std::string fused_activation(const OpContext& c, const std::vector<std::string>&
     c.fail_attr("fused_ops", "the first fused op must be BiasAdd with one argument");
   if (fused.size() == 1) return "";
   const std::string& act = fused[1];
-  if (fused.size() > 2 ||
-      (act != "Relu" && act != "Relu6" && act != "Elu" && act != "Sigmoid" && act != "Tanh"))
-    c.fail_attr("fused_ops",
-                "supported: BiasAdd, then at most one of Relu, Relu6, Elu, Sigmoid, Tanh");
+  if (fused.size() > 2 || (act != "Relu" && act != "Relu6" && act != "Elu" && act != "LeakyRelu" &&
+                           act != "Sigmoid" && act != "Tanh"))
+    c.fail_attr(
+        "fused_ops",
+        "supported: BiasAdd, then at most one of Relu, Relu6, Elu, LeakyRelu, Sigmoid, Tanh");
   return act;
 }
 
@@ -45,7 +46,9 @@ void bias_and_activation(OpContext& c, Output y, const std::string& act) {
     return;
   }
   y = c.scope().op("BiasAdd", {y, c.weight(2)}, {}, "BiasAdd");
-  c.set_output(0, c.add(act, {y}));
+  Attrs a;
+  if (act == "LeakyRelu") a.set("alpha", static_cast<double>(c.attr_float("leakyrelu_alpha")));
+  c.set_output(0, c.add(act, {y}, a));
 }
 
 // TensorFlow's padding attributes as hub's: SAME, VALID, or EXPLICIT with
@@ -136,7 +139,9 @@ void map_fused_batch_norm(OpContext& c) {
 
 void map_activation(OpContext& c) {
   require_float(c);
-  c.set_output(0, c.add(c.op(), {c.input(0)}));
+  Attrs a;
+  if (c.op() == "LeakyRelu") a.set("alpha", static_cast<double>(c.attr_float("alpha")));
+  c.set_output(0, c.add(c.op(), {c.input(0)}, a));
 }
 
 // MaxPool (SAME, VALID, EXPLICIT) and AvgPool (SAME, VALID).
@@ -239,9 +244,16 @@ void export_fused_batch_norm(ExportContext& c) {
   if (!c.node().attrs.get_bool("is_training")) c.set_output(2, n.name() + ":2");
 }
 
+// Elu's alpha is TensorFlow's fixed 1; LeakyRelu's is an attribute.
 void export_activation(ExportContext& c) {
-  auto& n = c.add("", c.node().op, {c.input(0)});
+  const std::string& op = c.node().op;
+  if (op == "Elu" && c.node().attrs.get_float("alpha") != 1.0)
+    c.fail("Elu with alpha " + attr_to_string(c.node().attrs.get_float("alpha")) +
+           " has no TensorFlow equivalent (TensorFlow's alpha is 1)");
+  auto& n = c.add("", op, {c.input(0)});
   set_type(n, "T", DType::kFloat32);
+  if (op == "LeakyRelu")
+    (*n.mutable_attr())["alpha"].set_f(static_cast<float>(c.node().attrs.get_float("alpha")));
   c.set_output(0, n.name());
 }
 
@@ -364,6 +376,7 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
     m[op] = {map_activation,
              {{"T", T}},
              {std::string(op) == "Sigmoid" || std::string(op) == "Tanh" ? "y" : "activations"}};
+  m["LeakyRelu"] = {map_activation, {{"T", T}, {"alpha", attr_f(0.2f)}}, {"activations"}};
   m["Softmax"] = {map_activation, {{"T", T}}, {"softmax"}};
   m["LogSoftmax"] = {map_activation, {{"T", T}}, {"logsoftmax"}};
   m["MaxPool"] = {map_pool,
@@ -393,7 +406,8 @@ void add_nn_exporters(std::map<std::string, OpExporter>& m) {
   m["DepthwiseConv2dNative"] = export_conv;
   m["BiasAdd"] = export_bias_add;
   m["FusedBatchNorm"] = export_fused_batch_norm;
-  for (const char* op : {"Relu", "Relu6", "Elu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
+  for (const char* op :
+       {"Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
     m[op] = export_activation;
   m["MaxPool"] = export_pool;
   m["AvgPool"] = export_pool;

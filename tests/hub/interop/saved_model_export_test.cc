@@ -86,6 +86,24 @@ void every_op(ModuleBuilder& b) {
            "pad");  // [?, 4, 4, 18]
   y = s.op("Slice", {y}, Attrs().set("begin", ints({0, 0, 1, 2})).set("size", ints({-1, 3, 3, 12})),
            "slice");
+  y = s.op("LeakyRelu", {y}, Attrs().set("alpha", 0.3), "leaky");
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 1, 1, 1, 1, 0, 0})).set("mode", "REFLECT"),
+           "mirror");  // [?, 5, 5, 12]
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})).set("constant_value", 0.5),
+           "pad_value");  // [?, 6, 6, 12]
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 0, 1, 1, 0, 0, 0})).set("mode", "SYMMETRIC"),
+           "symmetric");  // [?, 7, 7, 12]
+  y = s.op("StridedSlice", {y},
+           Attrs()
+               .set("begin", ints({0, -1, 0, 0}))
+               .set("end", ints({0, 0, 7, 12}))
+               .set("strides", ints({1, -2, 3, 1}))
+               .set("begin_mask", int64_t{1})
+               .set("end_mask", int64_t{1}),
+           "strided");  // rows 6, 4, 2 and columns 0, 3, 6: [?, 3, 3, 12]
   y = s.op("Transpose", {y}, Attrs().set("perm", ints({0, 2, 1, 3})), "transpose");
   Output a = s.op("Sigmoid", {y}, {}, "sigmoid"), t = s.op("Tanh", {y}, {}, "tanh");
   y = s.op("Add", {s.op("Mul", {a, t}, {}, "mul"), s.op("Relu", {y}, {}, "relu")}, {}, "add");
@@ -187,6 +205,10 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "ResizeNearestNeighbor",
                                         "ConcatV2",
                                         "Pad",
+                                        "PadV2",
+                                        "MirrorPad",
+                                        "LeakyRelu",
+                                        "StridedSlice",
                                         "Slice",
                                         "Transpose",
                                         "Sigmoid",
@@ -310,7 +332,12 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
                           .set("padding", "VALID")
                           .set("count_include_pad", true),
                       "pool");
-      b.add_signature("default", {{"x", x}}, {{"y", y}, {"z", z}});
+      Output e = s.op(
+          "Pad", {x},
+          Attrs().set("paddings", std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0}).set("mode", "EDGE"),
+          "edge");
+      Output elu = s.op("Elu", {x}, Attrs().set("alpha", 0.5), "elu");
+      b.add_signature("default", {{"x", x}}, {{"y", y}, {"z", z}, {"e", e}, {"elu", elu}});
     });
     expect_error(
         Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
@@ -319,6 +346,13 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
     expect_error(
         Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
         "hub node 'pool' (AvgPool): count_include_pad has no TensorFlow equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'edge' (Pad): EDGE padding has no TensorFlow equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'elu' (Elu): Elu with alpha 0.5 has no TensorFlow equivalent (TensorFlow's "
+        "alpha is 1)");
     no_partial();
   }
   SUBCASE("an existing folder, an unknown tag set") {
