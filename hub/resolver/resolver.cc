@@ -12,6 +12,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 #include "hub/core/digest.h"
 #include "hub/core/error.h"
@@ -173,10 +174,11 @@ bool has_module_pb(const fs::path& dir) {
 }
 
 // Imports the foreign model at `src` into the new folder `dest`; returns its
-// source format. Errors name `display` and the model's files relative to
-// `root` (the temporary folder it was unpacked to never shows).
+// source format. Errors start with `display`, and `renames` replace the
+// temporary paths in them (in order), so the work folder never shows.
 std::string convert_foreign(const fs::path& src, const fs::path& dest, const interop::ImportOptions& options,
-                            const std::string& display, const fs::path& root) {
+                            const std::string& display,
+                            const std::vector<std::pair<std::string, std::string>>& renames) {
   try {
     ModuleSpec spec = interop::import_to_directory(src.string(), dest.string(), options);
     auto f = spec.attached().find("source_format");
@@ -184,9 +186,9 @@ std::string convert_foreign(const fs::path& src, const fs::path& dest, const int
     return std::get<std::string>(f->second);
   } catch (const Error& e) {
     std::string message = e.message();
-    for (const std::string& prefix : {root.string() + "/", root.string()}) {
-      for (size_t p; (p = message.find(prefix)) != std::string::npos;)
-        message.replace(p, prefix.size(), prefix.back() == '/' ? "" : "the archive's root");
+    for (const auto& [from, to] : renames) {
+      for (size_t p = 0; (p = message.find(from, p)) != std::string::npos; p += to.size())
+        message.replace(p, from.size(), to);
     }
     throw Error(e.code(), display + ": " + message);
   }
@@ -406,10 +408,13 @@ class Resolve {
     UnpackResult ur;
     std::string source_format;
     if (!is_archive_file(archive) && interop::recognize_format(archive.string())) {
-      // A model file (ONNX): converted as it is.
-      source_format = convert_foreign(archive, staging / "module", o_.import, display, archive.parent_path());
+      // A model file (ONNX): converted as it is; a download is named by its URL.
+      std::vector<std::pair<std::string, std::string>> renames;
+      if (a.http) renames.emplace_back(archive.string(), redact_credentials(a.url));
+      source_format = convert_foreign(archive, staging / "module", o_.import, display, renames);
       ur.entries = 1;
       ur.total_bytes = fr.bytes;
+      validate(staging / "module");
     } else {
       UnpackOptions uo;
       uo.limits = o_.limits;
@@ -427,8 +432,12 @@ class Resolve {
       const fs::path unpacked = work / "unpacked";
       ur = unpack_archive(archive, unpacked, uo);
       if (foreign) {
-        source_format = convert_foreign(*foreign, staging / "module", o_.import, display, unpacked);
-        fs::remove_all(unpacked);
+        // Files inside the archive are named by their entry names.
+        source_format = convert_foreign(*foreign, staging / "module", o_.import, display,
+                                        {{unpacked.string() + "/", ""}, {unpacked.string(), "the archive's root"}});
+        std::error_code ignored;
+        fs::remove_all(unpacked, ignored);
+        validate(staging / "module");
       } else {
         fs::rename(unpacked, staging / "module");
       }
