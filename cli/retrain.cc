@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "modules/train/distributed.h"
 #include "retrain/retrain.h"
 
 namespace hub::cli {
@@ -37,6 +38,7 @@ RunFn setup_retrain(CLI::App& app) {
   return [c, module] {
     c->module = module->module;
     retrain::RetrainResult r = retrain::retrain(*c, make_resolver(*module));
+    if (!train::job().chief()) return 0;  // under mpirun rank 0 trains and reports
     std::printf("bottlenecks: %lld computed, %lld cached, %lld images skipped\n",
                 static_cast<long long>(r.bottlenecks_computed), static_cast<long long>(r.bottlenecks_cached),
                 static_cast<long long>(r.images_skipped));

@@ -1,6 +1,8 @@
 // `hub train`, `hub eval`, `hub export`: TF-Slim's train_image_classifier,
 // eval_image_classifier and export_inference_graph, with their flag names.
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "cli/command.h"
 #include "hub/core/error.h"
@@ -64,9 +66,27 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--stop_threshold", c->stop_threshold, "Stop once eval accuracy reaches this");
   app.add_option("--classes", *classes, "Train on these class ids only, e.g. 0-4 (relabelled 0..k-1)");
   app.add_option("--seed", c->seed, "Seed for initialization, shuffling and preprocessing")->capture_default_str();
-  return [c, classes] {
+  // Data parallelism: `mpirun -np N hub train ...` (docs/distributed.md).
+  auto bucket_mb = std::make_shared<double>(static_cast<double>(c->gradient_bucket_bytes) / (1 << 20));
+  app.add_option("--gradient_bucket_mb", *bucket_mb, "Under mpirun: gradients are averaged in buckets of this many MiB")
+      ->capture_default_str();
+  app.add_option("--num_clones", c->replica_flags.num_clones, "slim's clones per process: 1 (N clones: mpirun -np N)");
+  app.add_option("--worker_replicas", c->replica_flags.worker_replicas, "slim's replicas: the processes mpirun starts");
+  auto sync = std::make_shared<bool>(true);
+  CLI::Option* sync_flag = app.add_flag("--sync_replicas,!--nosync_replicas", *sync,
+                                        "Synchronous replicas (hub always is; asynchronous training is not supported)");
+  app.add_option("--replicas_to_aggregate", c->replica_flags.replicas_to_aggregate,
+                 "Gradients averaged per step: the processes mpirun starts");
+  app.add_option("--num_ps_tasks", c->replica_flags.num_ps_tasks, "Parameter servers: 0 (gradients are all-reduced)");
+  return [c, classes, bucket_mb, sync, sync_flag] {
     c->only_classes = parse_class_list(*classes, "--classes");
+    if (!(*bucket_mb > 0 && *bucket_mb <= 1 << 20))
+      throw_error(Code::kInvalidArgument,
+                  "--gradient_bucket_mb must be in (0, 1048576] MiB, got " + std::to_string(*bucket_mb));
+    c->gradient_bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(*bucket_mb * (1 << 20)));
+    if (sync_flag->count()) c->replica_flags.sync_replicas = *sync ? 1 : 0;
     train::TrainResult r = train::train(*c);
+    if (!train::job().chief()) return 0;
     std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps),
                 r.final_loss, r.checkpoint.c_str());
     return 0;
@@ -97,6 +117,7 @@ RunFn setup_eval(CLI::App& app) {
   return [c, classes, json] {
     c->only_classes = parse_class_list(*classes, "--classes");
     train::EvalResult r = train::evaluate(*c);
+    if (!train::job().chief()) return 0;
     if (*json) {
       print_json({{"examples", r.examples}, {"accuracy", r.accuracy}, {"recall_at_5", r.recall_at_5}});
       return 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -24,6 +25,7 @@
 #include "hub/ops/state.h"
 #include "hub/core/digest.h"
 #include "hub/core/text.h"
+#include "modules/train/distributed.h"
 #include "modules/train/summary.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
@@ -132,25 +134,63 @@ std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, co
   return rows;
 }
 
-void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const FeatureModule& f,
+// Rank 0's ids (positions in `all`) of the images its cache lacks, on every rank.
+std::vector<int64_t> missing_ids(train::Job& job, const std::vector<Item*>& all, const ImageLists& lists,
+                                 const FeatureModule& f, const BottleneckCache& cache, RetrainResult& r) {
+  std::vector<int64_t> ids;
+  std::string bytes;
+  if (job.chief()) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      Item& it = *all[i];
+      if (auto v = cache.load(lists.classes[it.cls].dir, it.file, static_cast<size_t>(f.dim))) {
+        it.bottleneck = std::move(*v);
+        ++r.bottlenecks_cached;
+      } else {
+        ids.push_back(static_cast<int64_t>(i));
+      }
+    }
+    bytes.assign(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+  }
+  job.broadcast(&bytes, "broadcast of the missing bottlenecks");
+  ids.resize(bytes.size() / sizeof(int64_t));
+  std::memcpy(ids.data(), bytes.data(), ids.size() * sizeof(int64_t));
+  return ids;
+}
+
+// The bottlenecks `ids` (of `all`) computed on other ranks, as gathered on
+// rank 0: per image its id, its dimension (0: unreadable, skipped) and values.
+std::string pack_bottlenecks(const std::vector<Item*>& all, const std::vector<int64_t>& ids) {
+  std::string out;
+  for (int64_t id : ids) {
+    const Item& it = *all[static_cast<size_t>(id)];
+    const int64_t dim = it.ok ? static_cast<int64_t>(it.bottleneck.size()) : 0;
+    out.append(reinterpret_cast<const char*>(&id), sizeof id);
+    out.append(reinterpret_cast<const char*>(&dim), sizeof dim);
+    out.append(reinterpret_cast<const char*>(it.bottleneck.data()), static_cast<size_t>(dim) * sizeof(float));
+  }
+  return out;
+}
+
+// Bottleneck creation, sharded over the job's ranks: rank 0 finds what its
+// cache lacks, rank r computes every N-th of those (from the r-th on) and
+// writes their cache files, and rank 0 gathers the vectors (writing the cache
+// files it does not see, when the ranks do not share --bottleneck_dir).
+void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, Module& m, const FeatureModule& f,
                          const BottleneckCache& cache, const RetrainConfig& c, RetrainResult& r) {
-  std::vector<Item*> missing;
-  int64_t total = 0;
+  std::vector<Item*> all;  // the same order on every rank
   for (auto& cat : sets.by_cat)
     for (auto& cls : cat)
-      for (Item& it : cls) {
-        ++total;
-        const ClassImages& ci = lists.classes[it.cls];
-        if (auto v = cache.load(ci.dir, it.file, static_cast<size_t>(f.dim))) {
-          it.bottleneck = std::move(*v);
-          ++r.bottlenecks_cached;
-        } else {
-          missing.push_back(&it);
-        }
-      }
-  if (missing.empty()) return;
-  std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld\n", missing.size(),
-               static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size));
+      for (Item& it : cls) all.push_back(&it);
+  const std::vector<int64_t> ids = missing_ids(job, all, lists, f, cache, r);
+  if (ids.empty()) return;
+  std::vector<int64_t> my_ids;
+  for (size_t k = static_cast<size_t>(job.rank()); k < ids.size(); k += static_cast<size_t>(job.size())) my_ids.push_back(ids[k]);
+  std::vector<Item*> missing;
+  for (int64_t id : my_ids) missing.push_back(all[static_cast<size_t>(id)]);
+  if (job.chief())
+    std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld%s\n", ids.size(),
+                 static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size),
+                 job.size() > 1 ? (" on " + std::to_string(job.size()) + " ranks").c_str() : "");
   auto start = std::chrono::steady_clock::now();
   int64_t done = 0, next_report = 0;
   for (size_t b = 0; b < missing.size(); b += static_cast<size_t>(c.bottleneck_batch_size)) {
@@ -189,11 +229,41 @@ void compute_bottlenecks(Sets& sets, const ImageLists& lists, Module& m, const F
       }
     }
     done += static_cast<int64_t>(e - b);
-    if (done >= next_report || e == missing.size()) {
+    if (job.chief() && (done >= next_report || e == missing.size())) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "  %lld/%zu bottlenecks (%.1f images/s)\n", static_cast<long long>(done), missing.size(),
-                   static_cast<double>(done) / std::max(secs, 1e-9));
+      std::fprintf(stderr, "  %lld/%zu bottlenecks%s (%.1f images/s)\n", static_cast<long long>(done), missing.size(),
+                   job.size() > 1 ? " of rank 0" : "", static_cast<double>(done) / std::max(secs, 1e-9));
       next_report = done + std::max<int64_t>(1, static_cast<int64_t>(missing.size()) / 10);
+    }
+  }
+  if (job.size() > 1) {
+    std::vector<std::string> parts;
+    job.gather(pack_bottlenecks(all, my_ids), &parts, "gather of the bottlenecks");
+    for (size_t rank = 1; rank < parts.size(); ++rank) {
+      const std::string& p = parts[rank];
+      for (size_t at = 0; at < p.size();) {
+        int64_t id = 0, dim = 0;
+        HUB_CHECK(at + 2 * sizeof(int64_t) <= p.size(), "short bottleneck record from rank " + std::to_string(rank));
+        std::memcpy(&id, p.data() + at, sizeof id);
+        std::memcpy(&dim, p.data() + at + sizeof id, sizeof dim);
+        at += 2 * sizeof(int64_t);
+        HUB_CHECK(id >= 0 && static_cast<size_t>(id) < all.size() && (dim == 0 || dim == f.dim) &&
+                      at + static_cast<size_t>(dim) * sizeof(float) <= p.size(),
+                  "bad bottleneck record from rank " + std::to_string(rank));
+        Item& it = *all[static_cast<size_t>(id)];
+        if (dim == 0) {
+          it.ok = false;
+          ++r.images_skipped;
+          continue;
+        }
+        it.bottleneck.resize(static_cast<size_t>(dim));
+        std::memcpy(it.bottleneck.data(), p.data() + at, static_cast<size_t>(dim) * sizeof(float));
+        at += static_cast<size_t>(dim) * sizeof(float);
+        ++r.bottlenecks_computed;
+        const ClassImages& ci = lists.classes[it.cls];
+        std::error_code ec;
+        if (!fs::exists(cache.path(ci.dir, it.file), ec)) cache.store(ci.dir, it.file, it.bottleneck);
+      }
     }
   }
   // Drop images that could not be read.
@@ -327,9 +397,7 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
   out.export_to(dir);
 }
 
-}  // namespace
-
-RetrainResult retrain(const RetrainConfig& c, const resolver::Resolver& resolver) {
+RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver::Resolver& resolver) {
   if (c.image_dir.empty()) throw_error(Code::kInvalidArgument, "--image_dir is required");
   if (c.module.empty()) throw_error(Code::kInvalidArgument, "--module (--tfhub_module) is required");
   if (c.how_many_training_steps < 1) throw_error(Code::kInvalidArgument, "--how_many_training_steps must be >= 1");
@@ -358,7 +426,8 @@ RetrainResult retrain(const RetrainConfig& c, const resolver::Resolver& resolver
       for (const std::string& file : lists.classes[k].of(cat)) sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
   BottleneckCache cache(c.bottleneck_dir, module_name, module_fingerprint(spec, module_name));
   // Validation and test always use cached bottlenecks (distortions only apply to training batches).
-  compute_bottlenecks(sets, lists, features, f, cache, c, result);
+  compute_bottlenecks(job, sets, lists, features, f, cache, c, result);
+  if (!job.chief()) return result;  // rank 0 trains the head
   // Every class needs training images (retrain.py stops on an empty category
   // list too); otherwise the head would be trained without that class at all.
   for (size_t k = 0; k < lists.classes.size(); ++k) {
@@ -457,6 +526,13 @@ RetrainResult retrain(const RetrainConfig& c, const resolver::Resolver& resolver
   if (!c.saved_model_dir.empty()) export_retrained(c.saved_model_dir, features, f, vars, lists, c);
   write_labels(c.output_labels, lists);
   return result;
+}
+
+}  // namespace
+
+RetrainResult retrain(const RetrainConfig& c, const resolver::Resolver& resolver) {
+  train::Job& job = train::job();
+  return train::run_on_job(job, [&] { return retrain_on(job, c, resolver); });
 }
 
 }  // namespace hub::retrain

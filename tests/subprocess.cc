@@ -269,4 +269,9 @@ ChildResult Child::wait(double timeout_s, const std::string& what) {
   return r;
 }
 
+int run_shell(const std::string& command, double timeout_s) {
+  ChildResult r = Child::spawn({"/bin/sh", "-c", command}, {.env = {}, .capture_stdout = false}).wait(timeout_s, command);
+  return r.exited ? r.code : -1;
+}
+
 }  // namespace hub::testing

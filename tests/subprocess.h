@@ -79,6 +79,11 @@ class Child {
   std::string buffered_;
 };
 
+// Runs a shell command line (/bin/sh -c, for its redirections) as a Child
+// with stdout inherited; returns its exit status, or -1 when a signal ended
+// it. Throws as Child::wait() after `timeout_s`.
+int run_shell(const std::string& command, double timeout_s = 60);
+
 // Child modes: `HUB_TEST_CHILD_MODE(name) { ... return code; }` defines a
 // function of `const std::vector<std::string>& args` that Child::self(name,
 // args) runs in a fresh process; its return value is the exit status.

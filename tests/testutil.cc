@@ -3,8 +3,10 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "hub/core/random.h"
 #include "hub/graph/autodiff.h"
@@ -198,17 +200,6 @@ std::string backend_used(const std::string& op, const std::vector<Tensor>& input
   Session session(graph, nullptr, {&find_backend(backend)});
   session.run(feeds, outs);
   return session.last_kernels().at("op");
-}
-
-TempDir::TempDir(const std::string& prefix) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-  path = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
 }
 
 void expect_error(Code code, const std::function<void()>& fn, const std::string& needle) {

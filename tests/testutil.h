@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
+#include "fixtures.h"
 
 namespace hub::testing {
 
@@ -33,18 +35,6 @@ bool any_skipped();
 
 // CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
 void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
-
-// A fresh directory `<temp dir>/<prefix>_XXXXXX` (mkdtemp), removed with
-// everything in it on destruction.
-struct TempDir {
-  explicit TempDir(const std::string& prefix);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  // path / name as a string.
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  std::filesystem::path path;
-};
 
 // Builds a graph (placeholders for inputs, one `op` node) and runs it on the
 // backend named `backend` (hub/backend/backend.h).

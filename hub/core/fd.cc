@@ -77,6 +77,21 @@ void pwrite_all(int fd, const void* data, size_t size, int64_t offset, const std
   }
 }
 
+size_t pread_full(int fd, void* data, size_t size, int64_t offset, const std::string& what) {
+  char* p = static_cast<char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, p + done, size - done, static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_error(Code::kIOError, "cannot read " + what + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 void fsync_fd(int fd, const std::string& what) {
   if (::fsync(fd) != 0) throw_error(Code::kIOError, "cannot sync " + what + ": " + std::strerror(errno));
 }

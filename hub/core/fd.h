@@ -64,6 +64,10 @@ Fd open_fd_at(int dir_fd, const std::string& name, int flags, mode_t mode, const
 void write_all(int fd, std::string_view data, const std::string& what);
 // pwrite(2) of all of `data` at `offset`. Throws IOError naming `what`.
 void pwrite_all(int fd, const void* data, size_t size, int64_t offset, const std::string& what);
+// pread(2) of up to `size` bytes at `offset` (retrying short reads and
+// EINTR); returns the bytes read, fewer than `size` only at the end of the
+// file. Thread-safe on one descriptor. Throws IOError naming `what`.
+size_t pread_full(int fd, void* data, size_t size, int64_t offset, const std::string& what);
 // fsync(2); throws IOError naming `what`.
 void fsync_fd(int fd, const std::string& what);
 // Makes a rename or create inside `dir` durable: fsync(2) of the directory.

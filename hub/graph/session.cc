@@ -10,6 +10,7 @@ struct Session::Plan {
     std::vector<int> input_slots;          // slot of each input tensor
     std::vector<int> output_slots;         // slot of each output (-1: unused)
     std::vector<int> release_after;        // slots whose last use is this step
+    std::vector<size_t> fetches_ready;     // fetches computed by this step
     std::vector<TensorSpec> in_specs;      // last seen input specs
     std::vector<TensorSpec> out_specs;     // inferred for in_specs
     Placement placement;
@@ -19,6 +20,7 @@ struct Session::Plan {
   std::map<Output, int> slot_of;           // tensor -> slot
   std::vector<int> feed_slots;             // per feed, its slot
   std::vector<int> fetch_slots;
+  std::vector<size_t> fetches_fed;         // fetches no step computes
   std::vector<Tensor> values;              // per slot
 };
 
@@ -105,6 +107,14 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
     plan->steps.push_back(std::move(step));
   }
   for (Output o : fetches) plan->fetch_slots.push_back(slot(o));
+  std::map<int, int> producer;  // slot -> step computing it
+  for (int s = 0; s < static_cast<int>(plan->steps.size()); ++s)
+    for (int out : plan->steps[s].output_slots) producer[out] = s;
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    auto p = producer.find(plan->fetch_slots[i]);
+    if (p == producer.end()) plan->fetches_fed.push_back(i);
+    else plan->steps[p->second].fetches_ready.push_back(i);
+  }
   // Last use of each slot: fetched slots are never released early.
   std::vector<int> last_use(plan->slot_of.size(), -1);
   for (int s = 0; s < static_cast<int>(plan->steps.size()); ++s)
@@ -119,7 +129,7 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
 }
 
 std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output>& fetches,
-                                 const std::vector<Output>& targets) {
+                                 const std::vector<Output>& targets, const FetchReady& ready) {
   Plan& plan = plan_for(feeds, fetches, targets);
   last_plan_ = &plan;
   uint64_t run_number = run_counter_++;
@@ -141,6 +151,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
   // Copies made this run, by (slot, device), so consumers share one copy.
   std::map<std::pair<int, Device>, Tensor> copies;
   try {
+    if (ready)
+      for (size_t f : plan.fetches_fed) ready(f, on_device(plan.values[plan.fetch_slots[f]], Device::kCPU));
     for (Plan::Step& step : plan.steps) {
       const Node& node = graph_.node(step.node);
       inputs.clear();
@@ -188,6 +200,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
         if (!out.defined()) out = ctx.output(static_cast<int>(i));  // kernel wrote nothing: allocated zero-size
         plan.values[step.output_slots[i]] = std::move(out);
       }
+      if (ready)
+        for (size_t f : step.fetches_ready) ready(f, on_device(plan.values[plan.fetch_slots[f]], Device::kCPU));
       for (int s : step.release_after) {
         plan.values[s] = Tensor();
         for (auto it = copies.begin(); it != copies.end();)

@@ -17,6 +17,7 @@
 // Not thread-safe: one run at a time per Session.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ struct SessionOptions {
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
+// Told by Session::run that fetch `index` (its position in the fetch list) is
+// computed, with its value on the host.
+using FetchReady = std::function<void(size_t index, const Tensor& value)>;
 
 class Session {
  public:
@@ -49,8 +53,15 @@ class Session {
   // Feeds replace the values of the given tensors (usually placeholders).
   // Throws InvalidArgument naming the placeholder when a fed tensor's dtype or
   // shape does not match, or a needed placeholder is not fed.
+  //
+  // `ready`, when given, is called once per fetch as soon as the node
+  // computing it has run, while the nodes after it still wait (a fed fetch:
+  // before the first node runs), in the order the nodes run: the order of
+  // their ids. Data parallelism uses it to start reducing a gradient while
+  // the backward pass goes on. The value stays valid after the call (it is
+  // also returned); an exception from `ready` ends the run and propagates.
   std::vector<Tensor> run(const FeedList& feeds, const std::vector<Output>& fetches,
-                          const std::vector<Output>& targets = {});
+                          const std::vector<Output>& targets = {}, const FetchReady& ready = {});
   Tensor run_one(const FeedList& feeds, Output fetch) { return run(feeds, {fetch})[0]; }
 
   const Backend& backend() const { return *backend_; }

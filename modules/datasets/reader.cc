@@ -24,6 +24,8 @@ DatasetReader::DatasetReader(ReaderOptions options) : options_(std::move(options
   if (o.num_threads < 1) bad("num_threads " + std::to_string(o.num_threads) + " must be >= 1");
   if (o.num_epochs < 0) bad("num_epochs must be >= 0");
   if (o.label_dtype != DType::kInt64 && o.label_dtype != DType::kInt32) bad("label_dtype must be int64 or int32");
+  if (o.num_shards < 1 || o.shard_index < 0 || o.shard_index >= o.num_shards)
+    bad("shard " + std::to_string(o.shard_index) + " of " + std::to_string(o.num_shards));
   window_ = std::max<int64_t>(2 * o.batch_size, 4 * o.num_threads);
   threads_.emplace_back([this] { produce(); });
   for (int i = 0; i < o.num_threads; ++i) threads_.emplace_back([this] { work(); });
@@ -52,11 +54,22 @@ void DatasetReader::produce() {
     std::mt19937_64 rng(mix_seed(options_.seed, 0x5eed5eed));
     std::vector<Pending> buffer;
     const int64_t cap = std::max<int64_t>(1, options_.shuffle_buffer);
-    // Hands one record to the workers, waiting while the window is full.
+    const int64_t global_batch = options_.num_shards * options_.batch_size;
+    const int64_t first = options_.shard_index * options_.batch_size;
+    // Gives the record at the next stream position to the workers when it is
+    // this shard's, waiting while the window is full.
     auto emit = [&](Pending p) {
       std::unique_lock<std::mutex> lock(mu_);
+      p.position = positions_;
+      const int64_t slot = positions_ % global_batch;
+      if (slot < first || slot >= first + options_.batch_size) {
+        ++positions_;
+        cv_.notify_all();
+        return !stop_;
+      }
       cv_.wait(lock, [&] { return stop_ || produced_ - consumed_ < window_; });
       if (stop_) return false;
+      ++positions_;
       p.seq = produced_++;
       pending_.push_back(std::move(p));
       cv_.notify_all();
@@ -74,15 +87,20 @@ void DatasetReader::produce() {
     std::string record;
     for (int64_t epoch = 0; options_.num_epochs == 0 || epoch < options_.num_epochs; ++epoch) {
       int64_t records_this_epoch = 0;
-      for (const auto& file : options_.files) {
-        TFRecordReader reader(file);
+      for (const auto& path : options_.files) {
+        auto file = std::make_shared<TFRecordReader>(path);
         while (true) {
-          const int64_t index = reader.index();
-          if (!reader.read(&record)) break;
-          std::string where = file + ": record " + std::to_string(index);
-          if (!options_.keep_labels.empty() && label_index(parse_image_example(record, where).label) < 0) continue;
+          Pending p{0, 0, file, file->offset(), file->index(), std::nullopt};
+          if (options_.keep_labels.empty()) {
+            if (!file->skip()) break;
+          } else {
+            if (!file->read(&record)) break;
+            const std::string where = path + ": record " + std::to_string(p.index);
+            if (label_index(parse_image_example(record, where).label) < 0) continue;
+            p.record = std::move(record);
+          }
           ++records_this_epoch;
-          buffer.push_back({0, std::move(record), std::move(where)});
+          buffer.push_back(std::move(p));
           if (static_cast<int64_t>(buffer.size()) >= cap && !emit(take_random())) return;
         }
         {
@@ -105,20 +123,23 @@ void DatasetReader::produce() {
 }
 
 DatasetReader::Item DatasetReader::process(const Pending& p) const {
-  const ImageExample ex = parse_image_example(p.record, p.where);
+  const std::string where = p.file->path() + ": record " + std::to_string(p.index);
+  std::string fetched;
+  const std::string& record = p.record ? *p.record : (fetched = p.file->read_at(p.offset, p.index));
+  const ImageExample ex = parse_image_example(record, where);
   image::DecodeOptions dopt;
   dopt.channels = options_.channels;
   Tensor img = image::decode_image(
-      {reinterpret_cast<const uint8_t*>(ex.encoded.data()), ex.encoded.size()}, dopt, p.where);
+      {reinterpret_cast<const uint8_t*>(ex.encoded.data()), ex.encoded.size()}, dopt, where);
   if (options_.preprocess) {
-    img = options_.preprocess(img, mix_seed(options_.seed, static_cast<uint64_t>(p.seq)));
+    img = options_.preprocess(img, mix_seed(options_.seed, static_cast<uint64_t>(p.position)));
   } else if (options_.height > 0 && (img.dim(0) != options_.height || img.dim(1) != options_.width)) {
     img = image::resize_bilinear(img, options_.height, options_.width);
   }
   if (img.dtype() != DType::kFloat32 || img.rank() != 3 || img.dim(2) != options_.channels ||
       (options_.height > 0 && (img.dim(0) != options_.height || img.dim(1) != options_.width)))
     throw_error(Code::kInvalidArgument,
-                p.where + ": preprocessed image is " + img.spec_string() + ", expected float32[" +
+                where + ": preprocessed image is " + img.spec_string() + ", expected float32[" +
                     (options_.height > 0 ? std::to_string(options_.height) + "," +
                                                std::to_string(options_.width)
                                          : std::string("H,W")) +
@@ -176,8 +197,17 @@ bool DatasetReader::next(Batch* batch) {
     }
   }
   if (items.empty()) return false;
-  if (options_.drop_remainder && static_cast<int64_t>(items.size()) < options_.batch_size)
-    return false;
+  if (options_.drop_remainder) {
+    if (static_cast<int64_t>(items.size()) < options_.batch_size) return false;
+    // The other shards' parts of this global batch: complete only if the
+    // stream reaches its end.
+    const int64_t end = (batches_ + 1) * options_.num_shards * options_.batch_size;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return error_ || stop_ || positions_ >= end || producer_done_; });
+    if (error_) std::rethrow_exception(error_);
+    if (positions_ < end) return false;
+  }
+  ++batches_;
   const Shape& s = items[0].image.shape();
   const int64_t n = static_cast<int64_t>(items.size()), per = items[0].image.num_elements();
   batch->images = Tensor(DType::kFloat32, Shape{n, s[0], s[1], s[2]});

@@ -1,5 +1,6 @@
 #include "modules/datasets/tfrecord.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,44 +83,60 @@ void TFRecordWriter::commit() {
 }
 
 TFRecordReader::TFRecordReader(std::string path, uint64_t max_record_bytes)
-    : path_(std::move(path)), max_record_bytes_(max_record_bytes) {
-  file_ = std::fopen(path_.c_str(), "rb");
-  if (!file_)
-    throw_error(errno == ENOENT ? Code::kNotFound : Code::kIOError,
-                path_ + ": cannot open TFRecord file: " + std::strerror(errno));
+    : path_(std::move(path)), fd_(open_fd(path_, O_RDONLY)), max_record_bytes_(max_record_bytes) {
   struct stat st{};
-  if (::fstat(fileno(file_), &st) == 0) file_size_ = static_cast<uint64_t>(st.st_size);
+  if (::fstat(fd_.get(), &st) != 0)
+    throw_error(Code::kIOError, path_ + ": cannot stat TFRecord file: " + std::strerror(errno));
+  file_size_ = static_cast<uint64_t>(st.st_size);
 }
 
-TFRecordReader::~TFRecordReader() {
-  if (file_) std::fclose(file_);
+void TFRecordReader::corrupt(uint64_t offset, int64_t index, const std::string& what) const {
+  throw_error(Code::kCorruption, path_ + ": record " + std::to_string(index) + " at byte " +
+                                     std::to_string(offset) + ": " + what);
 }
 
-void TFRecordReader::corrupt(const std::string& what) const {
-  throw_error(Code::kCorruption, path_ + ": record " + std::to_string(index_) + " at byte " +
-                                     std::to_string(offset_) + ": " + what);
+uint64_t TFRecordReader::length_at(uint64_t offset, int64_t index, bool* end) const {
+  unsigned char header[12];
+  const size_t got = pread_full(fd_.get(), header, 12, static_cast<int64_t>(offset), path_);
+  *end = got == 0;
+  if (*end) return 0;
+  if (got != 12) corrupt(offset, index, "truncated header (" + std::to_string(got) + " of 12 bytes)");
+  const uint64_t length = get_u64(header);
+  if (crc32c::mask(crc32c::value(header, 8)) != get_u32(header + 8)) corrupt(offset, index, "length CRC mismatch");
+  if (length > max_record_bytes_)
+    corrupt(offset, index, "record length " + std::to_string(length) + " exceeds the limit of " +
+                               std::to_string(max_record_bytes_));
+  if (length + 16 > file_size_ - offset)
+    corrupt(offset, index, "record length " + std::to_string(length) + " runs past the end of the file (" +
+                               std::to_string(file_size_) + " bytes)");
+  return length;
+}
+
+std::string TFRecordReader::read_at(uint64_t offset, int64_t index) const {
+  bool end = false;
+  const uint64_t length = length_at(offset, index, &end);
+  if (end) corrupt(offset, index, "no record here (end of file)");
+  std::string record(length + 4, '\0');
+  if (pread_full(fd_.get(), record.data(), length + 4, static_cast<int64_t>(offset + 12), path_) != length + 4)
+    corrupt(offset, index, "truncated record of " + std::to_string(length) + " bytes");
+  const uint32_t footer = get_u32(reinterpret_cast<const unsigned char*>(record.data() + length));
+  record.resize(length);
+  if (crc32c::mask(crc32c::value(record)) != footer) corrupt(offset, index, "data CRC mismatch");
+  return record;
 }
 
 bool TFRecordReader::read(std::string* record) {
-  unsigned char header[12];
-  const size_t got = std::fread(header, 1, 12, file_);
-  if (got == 0 && std::feof(file_)) return false;
-  if (got != 12) corrupt("truncated header (" + std::to_string(got) + " of 12 bytes)");
-  const uint64_t length = get_u64(header);
-  if (crc32c::mask(crc32c::value(header, 8)) != get_u32(header + 8))
-    corrupt("length CRC mismatch");
-  if (length > max_record_bytes_)
-    corrupt("record length " + std::to_string(length) + " exceeds the limit of " +
-            std::to_string(max_record_bytes_));
-  if (length + 16 > file_size_ - offset_)
-    corrupt("record length " + std::to_string(length) + " runs past the end of the file (" +
-            std::to_string(file_size_) + " bytes)");
-  record->resize(length);
-  unsigned char footer[4];
-  if (std::fread(record->data(), 1, length, file_) != length ||
-      std::fread(footer, 1, 4, file_) != 4)
-    corrupt("truncated record of " + std::to_string(length) + " bytes");
-  if (crc32c::mask(crc32c::value(*record)) != get_u32(footer)) corrupt("data CRC mismatch");
+  if (offset_ == file_size_) return false;
+  *record = read_at(offset_, index_);
+  ++index_;
+  offset_ += 16 + record->size();
+  return true;
+}
+
+bool TFRecordReader::skip() {
+  bool end = false;
+  const uint64_t length = length_at(offset_, index_, &end);
+  if (end) return false;
   ++index_;
   offset_ += 16 + length;
   return true;

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "hub/core/logging.h"
 #include "hub/graph/optimizer.h"
@@ -42,7 +44,9 @@ struct Split {
   int64_t num_classes = 0;
 };
 
-Split open_split(const std::string& dir, const std::string& name, const std::string& split,
+// Rank 0 counts the examples per label (reading every record) and tells the
+// other ranks.
+Split open_split(Job& job, const std::string& dir, const std::string& name, const std::string& split,
                  const std::vector<int64_t>& only_classes, int64_t labels_offset) {
   if (dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
   Split out;
@@ -50,17 +54,24 @@ Split open_split(const std::string& dir, const std::string& name, const std::str
   fs::path labels = fs::path(dir) / "labels.txt";
   if (fs::exists(labels)) out.labels = data::read_labels_file(labels.string());
   std::vector<int64_t> per_label;
-  for (const std::string& f : out.files) {
-    data::TFRecordReader reader(f);
-    std::string record;
-    for (int64_t i = 0; reader.read(&record); ++i) {
-      int64_t label = data::parse_image_example(record, f + " record " + std::to_string(i)).label;
-      if (label >= 0 && label < (int64_t{1} << 20)) {
-        if (label >= static_cast<int64_t>(per_label.size())) per_label.resize(label + 1);
-        ++per_label[label];
+  std::string counts;
+  if (job.chief()) {
+    for (const std::string& f : out.files) {
+      data::TFRecordReader reader(f);
+      std::string record;
+      for (int64_t i = 0; reader.read(&record); ++i) {
+        int64_t label = data::parse_image_example(record, f + " record " + std::to_string(i)).label;
+        if (label >= 0 && label < (int64_t{1} << 20)) {
+          if (label >= static_cast<int64_t>(per_label.size())) per_label.resize(label + 1);
+          ++per_label[label];
+        }
       }
     }
+    counts.assign(reinterpret_cast<const char*>(per_label.data()), per_label.size() * sizeof(int64_t));
   }
+  job.broadcast(&counts, "broadcast of the examples per label");
+  per_label.resize(counts.size() / sizeof(int64_t));
+  if (!counts.empty()) std::memcpy(per_label.data(), counts.data(), counts.size());
   if (only_classes.empty()) {
     for (int64_t n : per_label) out.num_samples += n;
   } else {
@@ -79,10 +90,14 @@ Split open_split(const std::string& dir, const std::string& name, const std::str
   return out;
 }
 
+// This rank's shard of the split (modules/datasets/reader.h).
 data::ReaderOptions reader_options(const Split& split, const nets::NetInfo& info, int64_t size,
                                    const std::string& preprocessing_name, bool training, int64_t batch,
-                                   int threads, uint64_t seed, const std::vector<int64_t>& only_classes) {
+                                   int threads, uint64_t seed, const std::vector<int64_t>& only_classes,
+                                   const Job& job) {
   data::ReaderOptions r;
+  r.num_shards = job.size();
+  r.shard_index = job.rank();
   r.files = split.files;
   r.batch_size = batch;
   r.height = r.width = size;
@@ -136,8 +151,9 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
   m.total_loss = ops::total_loss(ls, loss);
 }
 
-LearningRateSchedule schedule_of(const TrainConfig& c, int64_t num_samples) {
-  int64_t decay_steps = std::max<int64_t>(1, slim_decay_steps(num_samples, c.batch_size, c.num_epochs_per_decay));
+// batch: the global batch (all ranks' examples of one step).
+LearningRateSchedule schedule_of(const TrainConfig& c, int64_t num_samples, int64_t batch) {
+  int64_t decay_steps = std::max<int64_t>(1, slim_decay_steps(num_samples, batch, c.num_epochs_per_decay));
   if (c.learning_rate_decay_type == "fixed") return LearningRateSchedule::fixed(c.learning_rate);
   if (c.learning_rate_decay_type == "exponential")
     return LearningRateSchedule::exponential(c.learning_rate, decay_steps, c.learning_rate_decay_factor, true);
@@ -204,14 +220,16 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
   if (ema && !ema_state.empty()) ema->load_state(ema_state);
 }
 
-}  // namespace
+EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string, Tensor>* variables);
 
-TrainResult train(const TrainConfig& c) {
+TrainResult train_on(Job& job, const TrainConfig& c) {
   if (c.batch_size <= 0) throw_error(Code::kInvalidArgument, "--batch_size must be positive");
+  check_replica_flags(c.replica_flags, job);
+  const int64_t global_batch = c.batch_size * job.size();
   const CheckpointFormat format = parse_checkpoint_format(c.checkpoint_format);
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.train_image_size > 0 ? c.train_image_size : info.image_size;
-  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed);
   Scope s(m.graph);
@@ -223,31 +241,36 @@ TrainResult train(const TrainConfig& c) {
   }
   if (trainable.empty()) throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
   GradientOps grads = build_gradients(s, m.total_loss, trainable);
-  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples), c.optimizer_options);
+  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples, global_batch), c.optimizer_options);
   VariableStore vars;
   vars.initialize(m.graph);
   std::unique_ptr<ExponentialMovingAverage> ema;
   if (c.moving_average_decay > 0) ema = std::make_unique<ExponentialMovingAverage>(c.moving_average_decay);
-  if (auto latest = latest_checkpoint(c.train_dir)) {
+  // Rank 0 restores; broadcast_training_state gives its state to the others.
+  if (auto latest = job.chief() ? latest_checkpoint(c.train_dir) : std::nullopt) {
     restore_training_state(*latest, vars, *optimizer, ema.get());
     HUB_LOG(Info) << "resuming from " << *latest << " at step " << optimizer->global_step();
-  } else if (!c.checkpoint_path.empty()) {
+  } else if (job.chief() && !c.checkpoint_path.empty()) {
     restore_for_fine_tuning(c, m.graph, vars);
   }
   if (ema) ema->track(vars, trainable);
+  broadcast_training_state(job, vars, *optimizer, ema.get());
 
-  int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / c.batch_size);
+  int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / global_batch);
   int64_t max_steps = c.max_number_of_steps;
   if (c.train_epochs > 0) max_steps = static_cast<int64_t>(std::ceil(c.train_epochs * static_cast<double>(steps_per_epoch)));
   int64_t eval_every = c.epochs_between_evals > 0
                            ? std::max<int64_t>(1, static_cast<int64_t>(c.epochs_between_evals * static_cast<double>(steps_per_epoch)))
                            : 0;
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
-                                            c.num_preprocessing_threads, c.seed, c.only_classes));
+                                            c.num_preprocessing_threads, c.seed, c.only_classes, job));
   Session session(m.graph, &vars);
-  SummaryWriter summaries(c.train_dir);
+  DataParallelStep data_parallel(job, m.graph, grads, m.total_loss, c.gradient_bucket_bytes);
+  std::optional<SummaryWriter> summaries;
+  if (job.chief()) summaries.emplace(c.train_dir);
   TrainResult result;
   auto save = [&] {
+    if (!job.chief()) return;
     save_checkpoint(c.train_dir, optimizer->global_step(), checkpoint_tensors(vars, *optimizer, ema.get()), format);
     result.checkpoint = *latest_checkpoint(c.train_dir);
   };
@@ -256,12 +279,13 @@ TrainResult train(const TrainConfig& c) {
   data::Batch batch;
   HUB_LOG(Info) << "training " << c.model_name << " on " << c.dataset_name << "/" << c.dataset_split_name << " ("
                 << split.num_samples << " examples, " << split.num_classes << " classes), batch " << c.batch_size
-                << ", " << (max_steps > 0 ? std::to_string(max_steps) + " steps" : std::string("no step limit"));
+                << (job.size() > 1 ? " per rank on " + std::to_string(job.size()) + " ranks" : std::string()) << ", "
+                << (max_steps > 0 ? std::to_string(max_steps) + " steps" : std::string("no step limit"));
   while (max_steps <= 0 || optimizer->global_step() < max_steps) {
     if (!reader.next(&batch)) break;
     double lr = optimizer->learning_rate();
-    float loss = train_step(session, *optimizer, vars, grads, m.total_loss,
-                            {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
+    float loss = data_parallel.run(session, *optimizer, vars,
+                                   {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
     int64_t step = optimizer->global_step();
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
@@ -271,20 +295,20 @@ TrainResult train(const TrainConfig& c) {
     result.losses.push_back(loss);
     result.final_loss = loss;
     ++window_steps;
-    if (step % std::max(1, c.log_every_n_steps) == 0 || step == max_steps) {
+    if (job.chief() && (step % std::max(1, c.log_every_n_steps) == 0 || step == max_steps)) {
       double secs = seconds_since(window) / static_cast<double>(window_steps);
       std::printf("step %lld: loss = %.4f, learning_rate = %.6g (%.1f examples/sec; %.3f sec/batch)\n",
-                  static_cast<long long>(step), loss, lr, static_cast<double>(c.batch_size) / secs, secs);
+                  static_cast<long long>(step), loss, lr, static_cast<double>(global_batch) / secs, secs);
       std::fflush(stdout);
       window = Clock::now();
       window_steps = 0;
     }
-    if (seconds_since(last_summary) >= c.save_summaries_secs || step == 1 || step % 100 == 0) {
-      summaries.scalar("losses/total_loss", loss, step);
-      summaries.scalar("learning_rate", lr, step);
+    if (summaries && (seconds_since(last_summary) >= c.save_summaries_secs || step == 1 || step % 100 == 0)) {
+      summaries->scalar("losses/total_loss", loss, step);
+      summaries->scalar("learning_rate", lr, step);
       last_summary = Clock::now();
     }
-    if (seconds_since(last_save) >= c.save_interval_secs) {
+    if (job.chief() && seconds_since(last_save) >= c.save_interval_secs) {
       save();
       last_save = Clock::now();
     }
@@ -301,12 +325,14 @@ TrainResult train(const TrainConfig& c) {
       e.eval_image_size = size;
       e.num_preprocessing_threads = c.num_preprocessing_threads;
       e.only_classes = c.only_classes;
-      EvalResult r = evaluate(e);
+      EvalResult r = evaluate_on(job, e, &vars.items());
       result.last_eval_accuracy = r.accuracy;
-      summaries.scalar("eval/accuracy", r.accuracy, step);
-      std::printf("step %lld: eval accuracy = %.4f (%lld examples)\n", static_cast<long long>(step), r.accuracy,
-                  static_cast<long long>(r.examples));
-      std::fflush(stdout);
+      if (job.chief()) {  // every rank has the same accuracy, so all stop together
+        summaries->scalar("eval/accuracy", r.accuracy, step);
+        std::printf("step %lld: eval accuracy = %.4f (%lld examples)\n", static_cast<long long>(step), r.accuracy,
+                    static_cast<long long>(r.examples));
+        std::fflush(stdout);
+      }
       if (c.stop_threshold > 0 && r.accuracy >= c.stop_threshold) {
         HUB_LOG(Info) << "stop_threshold " << c.stop_threshold << " reached";
         break;
@@ -315,25 +341,52 @@ TrainResult train(const TrainConfig& c) {
   }
   save();
   result.steps = optimizer->global_step();
+  check_replicas_agree(job, checkpoint_tensors(vars, *optimizer, ema.get()), result.steps);
   return result;
 }
 
-EvalResult evaluate(const EvalConfig& c) {
+}  // namespace
+
+TrainResult train(const TrainConfig& c) {
+  Job& j = job();
+  return run_on_job(j, [&] { return train_on(j, c); });
+}
+
+namespace {
+
+// Evaluates `variables` when given (training's evaluation between epochs),
+// else those of c.checkpoint_path.
+EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string, Tensor>* variables) {
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
-  Split split = open_split(c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
+  Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
   build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
   Scope s(m.graph);
   Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
-  const std::string path = resolve_checkpoint(c.checkpoint_path);
-  RestoreOptions ro;
-  ro.moving_averages = c.moving_average_decay > 0;
-  ro.what = "--checkpoint_path";
+  std::string path;
+  std::map<std::string, Tensor> values;
+  if (variables) {
+    for (const auto& [name, spec] : variable_specs(m.graph)) {
+      auto it = variables->find(name);
+      HUB_CHECK(it != variables->end(), "the trained model lacks the evaluated variable " + name);
+      values[name] = it->second;
+    }
+  } else {
+    // Rank 0 reads the checkpoint and gives its variables to the others.
+    if (job.chief()) {
+      path = resolve_checkpoint(c.checkpoint_path);
+      RestoreOptions ro;
+      ro.moving_averages = c.moving_average_decay > 0;
+      ro.what = "--checkpoint_path";
+      values = read_variables(CheckpointReader(path), variable_specs(m.graph), ro);
+    }
+    broadcast_tensors(job, &values, "broadcast of the checkpoint's variables");
+  }
   VariableStore vars;
-  for (auto& [name, value] : read_variables(CheckpointReader(path), variable_specs(m.graph), ro)) vars.set(name, value);
+  for (auto& [name, value] : values) vars.set(name, value);
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, false, c.batch_size,
-                                            c.num_preprocessing_threads, 0, c.only_classes));
+                                            c.num_preprocessing_threads, 0, c.only_classes, job));
   Session session(m.graph, &vars);
   EvalResult r;
   int64_t correct = 0, in_top5 = 0, batches = 0;
@@ -352,16 +405,27 @@ EvalResult evaluate(const EvalConfig& c) {
     r.examples += n;
     ++batches;
   }
+  // The whole split's counts on every rank (exact: integers in doubles).
+  double counts[3] = {static_cast<double>(correct), static_cast<double>(in_top5), static_cast<double>(r.examples)};
+  job.sum(counts, 3, "sum of the evaluation counts");
+  r.examples = static_cast<int64_t>(counts[2]);
   if (r.examples == 0) throw_error(Code::kNotFound, "split " + c.dataset_split_name + " of " + c.dataset_dir + " has no examples");
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
-  r.recall_at_5 = static_cast<double>(in_top5) / static_cast<double>(r.examples);
-  if (!c.eval_dir.empty()) {
+  r.accuracy = counts[0] / counts[2];
+  r.recall_at_5 = counts[1] / counts[2];
+  if (job.chief() && !c.eval_dir.empty()) {
     SummaryWriter w(c.eval_dir);
     int64_t step = std::max<int64_t>(0, checkpoint_step(path));
     w.scalar("eval/Accuracy", r.accuracy, step);
     w.scalar("eval/Recall_5", r.recall_at_5, step);
   }
   return r;
+}
+
+}  // namespace
+
+EvalResult evaluate(const EvalConfig& c) {
+  Job& j = job();
+  return run_on_job(j, [&] { return evaluate_on(j, c, nullptr); });
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hub/graph/optimizer.h"
+#include "modules/train/distributed.h"
 
 namespace hub::train {
 
@@ -59,6 +60,11 @@ struct TrainConfig {
   uint64_t seed = 0;
   // Classes to keep (labels outside are skipped); empty = all.
   std::vector<int64_t> only_classes;
+  // Data parallelism (`mpirun -np N hub train`, docs/distributed.md):
+  // batch_size is per rank; gradients are averaged in buckets of this size;
+  // slim's deployment flags are checked against the job.
+  int64_t gradient_bucket_bytes = int64_t{4} << 20;
+  ReplicaFlags replica_flags;
 };
 
 struct TrainResult {
@@ -70,6 +76,9 @@ struct TrainResult {
   std::string checkpoint;
 };
 
+// On an MPI job (modules/train/distributed.h) every rank calls it; rank 0
+// writes the checkpoints, summaries and log lines, and its result has the
+// checkpoint path.
 TrainResult train(const TrainConfig& config);
 
 struct EvalConfig {
@@ -95,6 +104,8 @@ struct EvalResult {
   int64_t examples = 0;
 };
 
+// On an MPI job every rank evaluates its shard of the split and all get the
+// counts of the whole split; rank 0 writes eval_dir.
 EvalResult evaluate(const EvalConfig& config);
 
 struct ExportConfig {

@@ -2,15 +2,17 @@
 // conversion and the streaming reader. Inputs are built by the tests (gzip via
 // zlib, tar.gz via libarchive, images via our PNG encoder).
 #include <doctest/doctest.h>
-#include <archive.h>
-#include <archive_entry.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "hub/core/fileio.h"
 #include "hub/image/image.h"
@@ -26,6 +28,8 @@
 using namespace hub;
 using namespace hub::data;
 using hub::testing::expect_error;
+using hub::testing::make_tar;
+using hub::testing::TarEntry;
 using hub::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -77,23 +81,11 @@ std::string cifar_batch(int b, int records) {
   return s;
 }
 
+// `files` (name, bytes) as a .tar.gz at `path`.
 void write_tar_gz(const std::string& path, const std::vector<std::pair<std::string, std::string>>& files) {
-  archive* a = archive_write_new();
-  archive_write_add_filter_gzip(a);
-  archive_write_set_format_pax_restricted(a);
-  REQUIRE(archive_write_open_filename(a, path.c_str()) == ARCHIVE_OK);
-  for (const auto& [name, data] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
-    REQUIRE(archive_write_data(a, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()));
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
+  std::vector<TarEntry> entries;
+  for (const auto& [name, data] : files) entries.push_back({name, TarEntry::kFile, data});
+  write_file_atomic(path, make_tar(entries));
 }
 
 std::vector<std::string> read_records(const std::string& path) {
@@ -183,6 +175,53 @@ TEST_CASE("TFRecord corruption names file and record") {
   write_all(path, huge + "tiny");
   expect_error(Code::kCorruption, [&] { read_records(path); }, "exceeds");
   expect_error(Code::kNotFound, [&] { read_records(dir / "missing.tfrecord"); }, "missing.tfrecord");
+}
+
+TEST_CASE("TFRecord skip and read_at: offsets, threads, corruption") {
+  TempDir dir("random_access");
+  const std::string path = dir / "r.tfrecord";
+  std::vector<std::string> records;
+  for (int i = 0; i < 50; ++i) records.push_back(std::string(static_cast<size_t>(i * 37 % 300), static_cast<char>('a' + i % 26)));
+  {
+    TFRecordWriter w(path);
+    for (const auto& r : records) w.write(r);
+    w.commit();
+  }
+  // skip() walks the same offsets read() does, without the data.
+  TFRecordReader scan(path);
+  std::vector<uint64_t> offsets;
+  uint64_t expected = 0;
+  while (true) {
+    offsets.push_back(scan.offset());
+    if (!scan.skip()) break;
+    CHECK(offsets.back() == expected);
+    expected += 16 + records[offsets.size() - 1].size();
+  }
+  offsets.pop_back();  // the end of the file
+  REQUIRE(offsets.size() == records.size());
+  CHECK(scan.index() == 50);
+  CHECK(scan.offset() == fs::file_size(path));
+  // read_at from several threads at once, in any order.
+  std::vector<std::string> got(records.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = static_cast<size_t>(t); i < records.size(); i += 4)
+        got[records.size() - 1 - i] = scan.read_at(offsets[records.size() - 1 - i], static_cast<int64_t>(i));
+    });
+  for (auto& th : threads) th.join();
+  CHECK(got == records);
+  // A damaged record is found by read_at (data CRC), not by skip (header only).
+  std::string bytes = read_all(path);
+  bytes[offsets[7] + 12] ^= 1;
+  write_all(dir / "bad.tfrecord", bytes);
+  TFRecordReader bad(dir / "bad.tfrecord");
+  while (bad.skip()) {
+  }
+  CHECK(bad.index() == 50);
+  expect_error(Code::kCorruption, [&] { bad.read_at(offsets[7], 7); }, "bad.tfrecord: record 7 at byte " + std::to_string(offsets[7]) + ": data CRC mismatch");
+  expect_error(Code::kCorruption, [&] { bad.read_at(offsets[7] + 1, 7); }, "length CRC mismatch");
+  expect_error(Code::kCorruption, [&] { bad.read_at(fs::file_size(path), 50); }, "end of file");
 }
 
 TEST_CASE("tf.Example is wire-compatible with TensorFlow's schema") {
@@ -487,6 +526,110 @@ TEST_CASE("dataset reader batches, shuffles deterministically") {
   CHECK(seeds.size() == 10);
   o.preprocess = [](const Tensor& img, uint64_t) { return img; };  // wrong size
   expect_error(Code::kInvalidArgument, [&] { all_labels(o); }, "count.tfrecord: record");
+}
+
+namespace {
+// One reader's batches as (label, first pixel value * 255) pairs, and the
+// preprocessing seed each label got.
+struct Stream {
+  std::vector<std::vector<std::pair<int64_t, int>>> batches;
+  std::map<int64_t, uint64_t> seeds;
+};
+Stream read_stream(ReaderOptions o, int64_t max_batches = -1) {
+  Stream out;
+  std::mutex mu;
+  o.preprocess = [&](const Tensor& img, uint64_t seed) {
+    std::lock_guard<std::mutex> lock(mu);
+    out.seeds[std::lround(img.data<float>()[0] * 255) / 15] = seed;
+    return img;
+  };
+  DatasetReader reader(o);
+  Batch b;
+  while ((max_batches < 0 || static_cast<int64_t>(out.batches.size()) < max_batches) && reader.next(&b)) {
+    std::vector<std::pair<int64_t, int>> rows;
+    for (int64_t i = 0; i < b.labels.dim(0); ++i)
+      rows.push_back({b.labels.data<int64_t>()[i], static_cast<int>(std::lround(b.images.data<float>()[i * 12] * 255))});
+    out.batches.push_back(rows);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("dataset reader shards: disjoint, every record once, N shards of batch b = one reader of batch N*b") {
+  TempDir dir("shards");
+  // 17 records in two files: label i, a 2x2 image of value 15 * i.
+  std::vector<std::string> files = {dir / "a.tfrecord", dir / "b.tfrecord"};
+  for (int f = 0; f < 2; ++f) {
+    TFRecordWriter w(files[f]);
+    for (int i = f * 10; i < (f == 0 ? 10 : 17); ++i) w.write(png_example(i, static_cast<uint8_t>(15 * i)));
+    w.commit();
+  }
+  ReaderOptions o;
+  o.files = files;
+  o.shuffle_buffer = 5;
+  o.seed = 3;
+  o.num_threads = 2;
+  const int shards = 3, b = 2;
+  for (bool drop : {false, true}) {
+    CAPTURE(drop);
+    o.drop_remainder = drop;
+    ReaderOptions one = o;
+    one.batch_size = shards * b;
+    const Stream whole = read_stream(one);
+    // 17 = 2 full global batches of 6 and 5 more.
+    REQUIRE(whole.batches.size() == (drop ? 2u : 3u));
+    std::vector<Stream> parts;
+    for (int r = 0; r < shards; ++r) {
+      ReaderOptions s = o;
+      s.batch_size = b;
+      s.num_shards = shards;
+      s.shard_index = r;
+      parts.push_back(read_stream(s));
+    }
+    std::multiset<int64_t> seen;
+    for (size_t k = 0; k < whole.batches.size(); ++k) {
+      std::vector<std::pair<int64_t, int>> joined;
+      for (const Stream& p : parts) {
+        if (k >= p.batches.size()) continue;
+        joined.insert(joined.end(), p.batches[k].begin(), p.batches[k].end());
+        for (const auto& [label, value] : p.batches[k]) {
+          CHECK(value == 15 * label);  // image and label stay together
+          seen.insert(label);
+          CHECK(p.seeds.at(label) == whole.seeds.at(label));  // same augmentation whoever reads it
+        }
+      }
+      CHECK(joined == whole.batches[k]);
+    }
+    for (const Stream& p : parts) CHECK(p.batches.size() == (drop ? 2u : 3u));  // shard 2's last batch: 1 record
+    if (!drop) CHECK(parts[2].batches[2].size() == 1);
+    if (!drop) {
+      std::multiset<int64_t> all;
+      for (int64_t i = 0; i < 17; ++i) all.insert(i);
+      CHECK(seen == all);  // disjoint, and every record exactly once
+    }
+  }
+  // Repeated epochs: the shards still split the one stream, across epoch ends.
+  o.num_epochs = 0;
+  o.drop_remainder = true;
+  ReaderOptions one = o;
+  one.batch_size = 4;
+  const Stream whole = read_stream(one, 10);
+  std::vector<Stream> parts;
+  for (int r = 0; r < 2; ++r) {
+    ReaderOptions s = o;
+    s.batch_size = 2;
+    s.num_shards = 2;
+    s.shard_index = r;
+    parts.push_back(read_stream(s, 10));
+  }
+  for (size_t k = 0; k < 10; ++k) {
+    std::vector<std::pair<int64_t, int>> joined = parts[0].batches[k];
+    joined.insert(joined.end(), parts[1].batches[k].begin(), parts[1].batches[k].end());
+    CHECK(joined == whole.batches[k]);
+  }
+  o.shard_index = 3;
+  o.num_shards = 3;
+  expect_error(Code::kInvalidArgument, [&] { DatasetReader r(o); }, "shard 3 of 3");
 }
 
 TEST_CASE("dataset reader reports corrupt records and bad options") {

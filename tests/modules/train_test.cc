@@ -253,6 +253,10 @@ TEST_CASE("checkpoints: max_to_keep, index, resume, evaluate, wrong shapes") {
   for (const std::string& w : want) CHECK(index.find("all_model_checkpoint_paths: \"" + w + "\"") != std::string::npos);
   CHECK(latest_checkpoint(t / "train") == t / "train/model.ckpt-6.safetensors");
   CHECK(checkpoint_step(t / "train/model.ckpt-6.safetensors") == 6);
+  CHECK(checkpoint_step("run/model.ckpt-12") == 12);
+  CHECK(checkpoint_step("model.ckpt-x.safetensors") == -1);
+  CHECK(checkpoint_step("model.ckpt.safetensors") == -1);
+  CHECK(checkpoint_step("model.ckpt-1234567890123456789") == -1);  // 19 digits
   auto step6 = load_checkpoint(t / "train/model.ckpt-6.safetensors");
 
   // Resume with learning rate 0: the steps continue from 6 and the weights

@@ -52,7 +52,7 @@ int64_t count_rows(const fs::path& db_path) {
 
 TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file") {
   TempDir dir;
-  fs::path root = dir.path() / "root";
+  fs::path root = dir.path / "root";
   std::string token;
   {
     Store store(root);
@@ -75,10 +75,10 @@ TEST_CASE("kill -9 during an upload leaves no visible version, row or temp file"
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     c = static_cast<char>(x);
   }
-  make_module_dir(dir.path() / "bigmod", "big");
-  std::ofstream(dir.path() / "bigmod" / "assets" / "noise.bin", std::ios::binary) << noise;
-  pack_module_dir(dir.path() / "bigmod", dir.path() / "big.tar.gz");
-  std::string big = read_file(dir.path() / "big.tar.gz");
+  make_module_dir(dir.path / "bigmod", "big");
+  std::ofstream(dir.path / "bigmod" / "assets" / "noise.bin", std::ios::binary) << noise;
+  pack_module_dir(dir.path / "bigmod", dir.path / "big.tar.gz");
+  std::string big = read_file(dir.path / "big.tar.gz");
   REQUIRE(big.size() > (1u << 20));
   int fd = connect_loopback(port);
   std::string head = "PUT /v1/modules/acme/net/2.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +

@@ -66,15 +66,14 @@ TEST_CASE("deeply nested registry responses are refused as Corruption, without c
 TEST_CASE("an upload whose weights file nests JSON deeply is refused, and the server keeps serving") {
   TestRegistry reg;
   TempDir work;
-  make_module_dir(work.path() / "m", "deep");
+  make_module_dir(work.path / "m", "deep");
   // Replace the weights with a header whose shape nests 100000 arrays.
   const std::string header = R"({"a":{"dtype":"F32","shape":[)" + deep_array() + R"(],"data_offsets":[0,4]}})";
   std::string weights;
   for (int i = 0; i < 8; ++i) weights += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   weights += header + std::string(4, '\0');
-  write_tar_gz(work.path() / "deep.tar.gz", {{"module.pb", read_file(work.path() / "m" / "module.pb")},
-                                             {"variables.safetensors", weights}});
-  const std::string bytes = read_file(work.path() / "deep.tar.gz");
+  const std::string bytes = make_tar({{"module.pb", TarEntry::kFile, read_file(work.path / "m" / "module.pb")},
+                                      {"variables.safetensors", TarEntry::kFile, weights}});
   CHECK(bytes.size() < 4096);  // small on the wire
   RawResponse r = reg.put("acme/deep", "1.0.0", bytes);
   CHECK(r.status == 400);

@@ -91,7 +91,7 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
   HUB_SKIP_UNLESS(fs::exists(kNginx), std::string(kNginx) + " not installed (Debian package nginx-light)");
   HUB_SKIP_UNLESS(fs::exists("/usr/bin/openssl"), "/usr/bin/openssl not installed (Debian package openssl)");
   TempDir dir;
-  const fs::path work = dir.path();
+  const fs::path work = dir.path;
 
   // A self-signed certificate for 127.0.0.1.
   Ran cert = run(work, {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",

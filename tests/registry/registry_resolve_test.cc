@@ -46,13 +46,13 @@ TEST_CASE("registry names resolve only through a Resolver given a registry") {
   TempDir cache;
   // No registry wired in: the name is not a path and nothing asks a registry.
   try {
-    Resolver(options_for(cache.path(), "")).resolve("acme/half@1.0.0");
+    Resolver(options_for(cache.path, "")).resolve("acme/half@1.0.0");
     FAIL("resolved without a registry");
   } catch (const hub::Error& e) {
     CHECK(e.code() == hub::Code::kNotFound);
     CHECK(std::string(e.what()).find("--registry") != std::string::npos);
   }
-  Resolver resolver(options_for(cache.path(), reg.url));
+  Resolver resolver(options_for(cache.path, reg.url));
   Resolution r = resolver.resolve("acme/half@1.0.0");
   CHECK(description(r) == "module one");
   CHECK(r.resolved == "acme/half@1.0.0");
@@ -67,8 +67,8 @@ TEST_CASE("two registries never share a cache entry for the same name and versio
   REQUIRE(first.put("acme/net", "1.0.0", module_archive("from first")).status == 201);
   REQUIRE(second.put("acme/net", "1.0.0", module_archive("from second")).status == 201);
   TempDir cache;
-  Resolution a = Resolver(options_for(cache.path(), first.url)).resolve("acme/net@1.0.0");
-  Resolution b = Resolver(options_for(cache.path(), second.url)).resolve("acme/net@1.0.0");
+  Resolution a = Resolver(options_for(cache.path, first.url)).resolve("acme/net@1.0.0");
+  Resolution b = Resolver(options_for(cache.path, second.url)).resolve("acme/net@1.0.0");
   CHECK(description(a) == "module from first");
   CHECK(description(b) == "module from second");
   CHECK(a.dir != b.dir);
@@ -76,10 +76,10 @@ TEST_CASE("two registries never share a cache entry for the same name and versio
   // Each is a hit afterwards, for its own registry, with no lookup at all:
   // a stopped registry does not matter for a pinned version.
   first.server->stop();
-  Resolution again = Resolver(options_for(cache.path(), first.url)).resolve("acme/net@1.0.0");
+  Resolution again = Resolver(options_for(cache.path, first.url)).resolve("acme/net@1.0.0");
   CHECK(again.dir == a.dir);
   CHECK(again.cached);
-  hub::resolver::Cache c(cache.path());
+  hub::resolver::Cache c(cache.path);
   auto entries = c.list();
   REQUIRE(entries.size() == 2);
   CHECK(entries[0].handle == "acme/net@1.0.0");
@@ -92,7 +92,7 @@ TEST_CASE("@latest is asked again on every online resolve and served from the ca
   TestRegistry reg;
   REQUIRE(reg.put("acme/net", "1.0.0", module_archive("v1")).status == 201);
   TempDir cache;
-  Resolver online(options_for(cache.path(), reg.url));
+  Resolver online(options_for(cache.path, reg.url));
   Resolution r1 = online.resolve("acme/net@latest");
   CHECK(r1.resolved == "acme/net@1.0.0");
   CHECK(description(r1) == "module v1");
@@ -110,7 +110,7 @@ TEST_CASE("@latest is asked again on every online resolve and served from the ca
 
   // Offline (and with the registry gone): what @latest last resolved to.
   reg.server->stop();
-  ResolverOptions off = options_for(cache.path(), reg.url);
+  ResolverOptions off = options_for(cache.path, reg.url);
   off.offline = true;
   Resolution r4 = Resolver(off).resolve("acme/net@latest");
   CHECK(r4.dir == r2.dir);
@@ -119,7 +119,7 @@ TEST_CASE("@latest is asked again on every online resolve and served from the ca
   // Online with the registry gone: a moving reference needs the registry.
   CHECK_THROWS_AS(online.resolve("acme/net@latest"), hub::Error);
   // Another registry's @latest is not this one's, offline either.
-  ResolverOptions other = options_for(cache.path(), "http://127.0.0.1:9");
+  ResolverOptions other = options_for(cache.path, "http://127.0.0.1:9");
   other.offline = true;
   CHECK_THROWS_AS(Resolver(other).resolve("acme/net@latest"), hub::Error);
 }
@@ -129,13 +129,13 @@ TEST_CASE("the registry's digest is enforced and must agree with a #sha256 fragm
   const std::string archive = module_archive("digest");
   REQUIRE(reg.put("acme/net", "1.0.0", archive).status == 201);
   TempDir cache;
-  Resolver resolver(options_for(cache.path(), reg.url));
+  Resolver resolver(options_for(cache.path, reg.url));
   try {
     resolver.resolve("acme/net@1.0.0#sha256=" + std::string(64, 'a'));
     FAIL("accepted");
   } catch (const hub::Error& e) {
     CHECK(e.code() == hub::Code::kDataLoss);
   }
-  CHECK(hub::resolver::Cache(cache.path()).list().empty());
+  CHECK(hub::resolver::Cache(cache.path).list().empty());
   CHECK(resolver.resolve("acme/net@1.0.0#sha256=" + hub::sha256_hex(archive)).sha256 == hub::sha256_hex(archive));
 }

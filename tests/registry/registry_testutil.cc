@@ -24,26 +24,6 @@ namespace fs = std::filesystem;
 
 namespace hub::registry::testing {
 
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "hub-registry-test-XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-  path_ = tmpl;
-  fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void make_module_dir(const fs::path& dir, const std::string& seed) {
   // y = a*x + b, with a derived from the seed so different seeds give different bytes.
   auto build = [&](hub::ModuleBuilder& b) {
@@ -63,54 +43,11 @@ void make_module_dir(const fs::path& dir, const std::string& seed) {
   std::ofstream(dir / "assets" / "labels.txt") << "cat\ndog\n" << seed << "\n";
 }
 
-void write_tar_gz(const fs::path& path, const std::vector<TarEntry>& entries) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  archive_write_add_filter_gzip(a);
-  REQUIRE(archive_write_open_filename(a, path.c_str()) == ARCHIVE_OK);
-  for (const TarEntry& e : entries) {
-    archive_entry* ent = archive_entry_new();
-    archive_entry_set_pathname(ent, e.name.c_str());
-    archive_entry_set_perm(ent, 0644);
-    switch (e.type) {
-      case TarEntry::kDir: archive_entry_set_filetype(ent, AE_IFDIR); break;
-      case TarEntry::kSymlink:
-        archive_entry_set_filetype(ent, AE_IFLNK);
-        archive_entry_set_symlink(ent, e.link_target.c_str());
-        break;
-      case TarEntry::kHardlink:
-        archive_entry_set_filetype(ent, AE_IFREG);
-        archive_entry_set_hardlink(ent, e.link_target.c_str());
-        break;
-      case TarEntry::kFile:
-        archive_entry_set_filetype(ent, AE_IFREG);
-        archive_entry_set_size(ent, static_cast<la_int64_t>(e.zero_bytes ? e.zero_bytes : e.content.size()));
-        break;
-    }
-    REQUIRE(archive_write_header(a, ent) == ARCHIVE_OK);
-    if (e.type == TarEntry::kFile) {
-      if (e.zero_bytes) {
-        std::string zeros(1 << 20, '\0');
-        for (uint64_t left = e.zero_bytes; left > 0;) {
-          size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros.size()));
-          archive_write_data(a, zeros.data(), n);
-          left -= n;
-        }
-      } else {
-        archive_write_data(a, e.content.data(), e.content.size());
-      }
-    }
-    archive_entry_free(ent);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-}
-
 std::string module_archive(const std::string& seed) {
   TempDir d;
-  make_module_dir(d.path() / "m", seed);
-  pack_module_dir(d.path() / "m", d.path() / "m.tar.gz");
-  return read_file(d.path() / "m.tar.gz");
+  make_module_dir(d.path / "m", seed);
+  pack_module_dir(d.path / "m", d.path / "m.tar.gz");
+  return read_file(d.path / "m.tar.gz");
 }
 
 int connect_loopback(int port, const char* source) {

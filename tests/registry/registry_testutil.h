@@ -13,36 +13,19 @@
 #include <vector>
 
 #include "registry/server/registry_server.h"
+#include "testutil.h"
 
 namespace hub::registry::testing {
 
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using hub::testing::dir_entries;
+using hub::testing::make_tar;
+using hub::testing::read_file;
+using hub::testing::TarEntry;
+using hub::testing::TempDir;
 
 // A minimal module directory: module.pb (valid protobuf wire format, varying
 // with `seed`), variables.safetensors, assets/labels.txt.
 void make_module_dir(const std::filesystem::path& dir, const std::string& seed);
-
-struct TarEntry {
-  enum Type { kFile, kDir, kSymlink, kHardlink };
-  TarEntry(std::string n, std::string c = "", Type t = kFile, std::string link = "", uint64_t zeros = 0)
-      : name(std::move(n)), content(std::move(c)), type(t), link_target(std::move(link)), zero_bytes(zeros) {}
-  std::string name;
-  std::string content;
-  Type type = kFile;
-  std::string link_target;
-  uint64_t zero_bytes = 0;  // if > 0: a file of this many zero bytes (bombs)
-};
-// Writes a .tar.gz with exactly these entries (no path sanitizing).
-void write_tar_gz(const std::filesystem::path& path, const std::vector<TarEntry>& entries);
-std::string read_file(const std::filesystem::path& path);
 
 struct RawResponse {
   int status = 0;
@@ -74,7 +57,7 @@ struct TestRegistry {
   std::string token;  // for publisher "acme"
 
   explicit TestRegistry(RegistryServerOptions options = {});
-  std::filesystem::path root() const { return dir.path() / "root"; }
+  std::filesystem::path root() const { return dir.path / "root"; }
   // Publishes raw bytes as acme/<name>@<version> with the right digest; returns the status.
   RawResponse put(const std::string& module, const std::string& version, const std::string& bytes,
                   const std::string& token_override = "\x01", const std::string& sha_override = "");

@@ -33,33 +33,33 @@ std::string error_code(const RawResponse& r) { return body_json(r)["error"]["cod
 TEST_CASE("publish, search, versions, download round trip") {
   TestRegistry reg;
   TempDir work;
-  make_module_dir(work.path() / "net", "v1");
+  make_module_dir(work.path / "net", "v1");
   PublishOptions opt;
   opt.registry_url = reg.url;
   opt.module = "Acme/Image-Net";  // normalized to acme/image-net
   opt.version = "1.0.0";
   opt.token = reg.token;
   opt.description = "An image feature vector";
-  json pub = publish_module(work.path() / "net", opt);
+  json pub = publish_module(work.path / "net", opt);
   CHECK(pub["handle"] == "acme/image-net@1.0.0");
   // The recorded digest is the digest of what was packed (independently recomputed).
-  pack_module_dir(work.path() / "net", work.path() / "again.tar.gz");
-  std::string local_sha = hub::sha256_file(work.path() / "again.tar.gz");
+  pack_module_dir(work.path / "net", work.path / "again.tar.gz");
+  std::string local_sha = hub::sha256_file(work.path / "again.tar.gz");
   CHECK(pub["sha256"] == local_sha);
 
   // A second version published from an archive file.
-  make_module_dir(work.path() / "net2", "v2");
-  pack_module_dir(work.path() / "net2", work.path() / "net2.tar.gz");
+  make_module_dir(work.path / "net2", "v2");
+  pack_module_dir(work.path / "net2", work.path / "net2.tar.gz");
   opt.version = "1.10.0";
   opt.description = "";
-  publish_module(work.path() / "net2.tar.gz", opt);
+  publish_module(work.path / "net2.tar.gz", opt);
   opt.version = "1.2.0";
-  make_module_dir(work.path() / "net3", "v3");
-  publish_module(work.path() / "net3", opt);
+  make_module_dir(work.path / "net3", "v3");
+  publish_module(work.path / "net3", opt);
 
   // A 2 MiB prerelease: large enough that curl uses Expect: 100-continue, and
   // @latest must still prefer the highest release.
-  make_module_dir(work.path() / "big", "big");
+  make_module_dir(work.path / "big", "big");
   {
     std::string noise(2 << 20, '\0');
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -67,10 +67,10 @@ TEST_CASE("publish, search, versions, download round trip") {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       c = static_cast<char>(x);
     }
-    std::ofstream(work.path() / "big" / "assets" / "noise.bin", std::ios::binary) << noise;
+    std::ofstream(work.path / "big" / "assets" / "noise.bin", std::ios::binary) << noise;
   }
   opt.version = "3.0.0-rc.1";
-  json big = publish_module(work.path() / "big", opt);
+  json big = publish_module(work.path / "big", opt);
   CHECK(big["size"].get<uint64_t>() > (2u << 20));
   opt.version = "1.2.0";
 
@@ -98,20 +98,20 @@ TEST_CASE("publish, search, versions, download round trip") {
   CHECK(sig[0]["name"] == "default");
   CHECK(sig[0]["inputs"]["x"]["dtype"] == "float32");
   CHECK(sig[0]["outputs"].contains("y"));
-  CHECK(versions["versions"][2]["size"] == fs::file_size(work.path() / "again.tar.gz"));
+  CHECK(versions["versions"][2]["size"] == fs::file_size(work.path / "again.tar.gz"));
   CHECK(versions["versions"][2]["published_at"].get<std::string>().size() == 20);
 
   ResolvedModule latest = resolve_registry_handle(reg.url, "acme/image-net@latest");
   CHECK(latest.version == "1.10.0");
-  CHECK(latest.sha256 == hub::sha256_file(work.path() / "net2.tar.gz"));
+  CHECK(latest.sha256 == hub::sha256_file(work.path / "net2.tar.gz"));
   ResolvedModule exact = resolve_registry_handle(reg.url, "acme/image-net@1.0.0");
   CHECK(exact.sha256 == local_sha);
   CHECK_THROWS_AS(resolve_registry_handle(reg.url, "acme/image-net@9.9.9"), hub::Error);
   CHECK_THROWS_AS(resolve_registry_handle(reg.url, "acme/missing"), hub::Error);
 
-  download_to_file(exact.download_url, work.path() / "dl.tar.gz", exact.sha256);
-  CHECK(hub::sha256_file(work.path() / "dl.tar.gz") == local_sha);
-  CHECK(read_file(work.path() / "dl.tar.gz") == read_file(work.path() / "again.tar.gz"));
+  download_to_file(exact.download_url, work.path / "dl.tar.gz", exact.sha256);
+  CHECK(hub::sha256_file(work.path / "dl.tar.gz") == local_sha);
+  CHECK(read_file(work.path / "dl.tar.gz") == read_file(work.path / "again.tar.gz"));
   CHECK(reg.temp_files() == 0);
 
   // The library never picks a registry by itself ($HUB_REGISTRY is the CLI's).
@@ -144,10 +144,10 @@ TEST_CASE("publishing needs a token for the right publisher") {
   CHECK(read_file(reg.root() / "registry.db").find(reg.token) == std::string::npos);
   // The client maps refusals to PermissionDenied.
   TempDir work;
-  make_module_dir(work.path() / "m", "auth");
+  make_module_dir(work.path / "m", "auth");
   PublishOptions opt{reg.url, "acme/net", "1.0.0", other, "", false};
   try {
-    publish_module(work.path() / "m", opt);
+    publish_module(work.path / "m", opt);
     FAIL("published with a foreign token");
   } catch (const hub::Error& e) {
     CHECK(e.code() == hub::Code::kPermissionDenied);
@@ -217,13 +217,9 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
   opt.validator = default_module_validator(limits);
   TestRegistry reg(opt);
   TempDir work;
-  make_module_dir(work.path() / "real", "real");
-  const std::string pb = read_file(work.path() / "real" / "module.pb");
-  const std::string weights = read_file(work.path() / "real" / "variables.safetensors");
-  auto archive = [&](const std::vector<TarEntry>& entries) {
-    write_tar_gz(work.path() / "a.tar.gz", entries);
-    return read_file(work.path() / "a.tar.gz");
-  };
+  make_module_dir(work.path / "real", "real");
+  const std::string pb = read_file(work.path / "real" / "module.pb");
+  const std::string weights = read_file(work.path / "real" / "variables.safetensors");
   auto refused = [&](const std::string& bytes, int want_status, const std::string& version) {
     RawResponse r = reg.put("acme/evil", version, bytes);
     CHECK(r.status == want_status);
@@ -233,13 +229,13 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
 
   SUBCASE("path traversal") {
     // The same module is accepted without the hostile entry.
-    std::string clean = archive({{"module.pb", pb}, {"variables.safetensors", weights}});
-    refused(archive({{"module.pb", pb}, {"variables.safetensors", weights}, {"../../etc/evil", "x"}}), 400, "1.0.0");
-    refused(archive({{"module.pb", pb}, {"variables.safetensors", weights}, {"/abs/evil", "x"}}), 400, "1.0.1");
-    refused(archive({{"module.pb", pb}, {"variables.safetensors", weights},
-                     {"link", "", TarEntry::kSymlink, "../../etc/passwd"}}), 400, "1.0.2");
-    refused(archive({{"module.pb", pb}, {"variables.safetensors", weights},
-                     {"hard", "", TarEntry::kHardlink, "/etc/passwd"}}), 400, "1.0.3");
+    std::string clean = make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}});
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}, {"../../etc/evil", TarEntry::kFile, "x"}}), 400, "1.0.0");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}, {"/abs/evil", TarEntry::kFile, "x"}}), 400, "1.0.1");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
+                     {"link", TarEntry::kSymlink, "", "../../etc/passwd"}}), 400, "1.0.2");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
+                     {"hard", TarEntry::kHardlink, "", "/etc/passwd"}}), 400, "1.0.3");
     CHECK(fs::exists("/etc/passwd"));
     CHECK(reg.put("acme/clean", "1.0.0", clean).status == 201);
     CHECK(reg.server->store().versions("acme", "evil").empty());
@@ -247,17 +243,17 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     return;  // the checks below expect an empty registry
   }
   SUBCASE("decompression bomb") {
-    std::string bomb = archive({{"module.pb", pb}, {"variables.safetensors", weights},
-                                {"assets/zeros.bin", "", TarEntry::kFile, "", 64ull << 20}});
+    std::string bomb = make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
+                                {"assets/zeros.bin", TarEntry::kFile, std::string(64 << 20, '\0')}});
     CHECK(bomb.size() < opt.max_upload_bytes);  // small on the wire, 64 MiB unpacked
     RawResponse r = refused(bomb, 413, "1.0.0");
     CHECK(error_code(r) == "too_large");
   }
   SUBCASE("not a module") {
-    refused(archive({{"README", "hello"}}), 400, "1.0.0");
-    refused(archive({{"sub/module.pb", pb}}), 400, "1.0.1");
-    refused(archive({{"module.pb", "\xff\xff\xff\xff"}}), 400, "1.0.2");  // not protobuf
-    refused(archive({{"module.pb", pb}}), 400, "1.0.4");                   // weights missing
+    refused(make_tar({{"README", TarEntry::kFile, "hello"}}), 400, "1.0.0");
+    refused(make_tar({{"sub/module.pb", TarEntry::kFile, pb}}), 400, "1.0.1");
+    refused(make_tar({{"module.pb", TarEntry::kFile, "\xff\xff\xff\xff"}}), 400, "1.0.2");  // not protobuf
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}}), 400, "1.0.4");                   // weights missing
     refused(std::string(5000, 'z'), 400, "1.0.3");                        // not an archive
   }
   SUBCASE("wrong digest") {
@@ -398,7 +394,7 @@ TEST_CASE("downloads: ranges, If-Range, ETag, HEAD, 50 concurrent clients") {
   for (int i = 0; i < 50; ++i) {
     threads.emplace_back([&, i] {
       try {
-        fs::path out = work.path() / ("dl" + std::to_string(i));
+        fs::path out = work.path / ("dl" + std::to_string(i));
         download_to_file(mod.download_url, out, mod.sha256);
         if (read_file(out) == bytes) ok++;
       } catch (const std::exception& e) {

@@ -59,7 +59,7 @@ TEST_CASE("static export served by nginx") {
   REQUIRE(reg.put("acme/vision", "1.0.0", v1).status == 201);
   REQUIRE(reg.put("acme/vision", "1.1.0", v2).status == 201);
   TempDir site;
-  fs::path out = site.path() / "www";
+  fs::path out = site.path / "www";
   ExportStats stats = export_static(reg.server->store(), out);
   CHECK(stats.modules == 1);
   CHECK(stats.versions == 2);
@@ -71,7 +71,7 @@ TEST_CASE("static export served by nginx") {
   // nginx with everything under a temp prefix; master_process off keeps it one
   // unprivileged process (no user switch), daemon off keeps it our child.
   int port = free_port();
-  fs::path prefix = site.path() / "nginx";
+  fs::path prefix = site.path / "nginx";
   fs::create_directories(prefix / "logs");
   std::ofstream(prefix / "nginx.conf")
       << "master_process off;\ndaemon off;\nworker_processes 1;\npid " << (prefix / "nginx.pid").string()
@@ -100,11 +100,11 @@ TEST_CASE("static export served by nginx") {
     CHECK(latest.version == "1.1.0");
     CHECK(latest.sha256 == hub::sha256_hex(v2));
     CHECK(latest.download_url == url + "/v1/blobs/sha256/" + hub::sha256_hex(v2));
-    download_to_file(latest.download_url, site.path() / "got.tar.gz", latest.sha256);
-    CHECK(read_file(site.path() / "got.tar.gz") == v2);
+    download_to_file(latest.download_url, site.path / "got.tar.gz", latest.sha256);
+    CHECK(read_file(site.path / "got.tar.gz") == v2);
     ResolvedModule old = resolve_registry_handle(url, "acme/vision@1.0.0");
-    download_to_file(old.download_url, site.path() / "old.tar.gz", old.sha256);
-    CHECK(read_file(site.path() / "old.tar.gz") == v1);
+    download_to_file(old.download_url, site.path / "old.tar.gz", old.sha256);
+    CHECK(read_file(site.path / "old.tar.gz") == v1);
     // Search falls back to the index on a static registry.
     auto found = search_modules(url, "VISION");
     REQUIRE(found["modules"].size() == 1);

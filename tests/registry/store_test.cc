@@ -113,7 +113,7 @@ TEST_CASE("issue13: export-static writes 0644 files and 0755 folders whatever th
   std::string old_sha = reg.server->store().version("acme", "text", "0.1.0")->sha256;
   fs::permissions(reg.server->store().blob_path(old_sha), fs::perms::owner_read | fs::perms::owner_write);
   TempDir site;
-  fs::path out = site.path() / "www";
+  fs::path out = site.path / "www";
   ExportStats stats = export_static(reg.server->store(), out);
   ::umask(old_umask);
   CHECK(stats.blobs == 3);
@@ -188,7 +188,7 @@ TEST_CASE("issue13: module names that differ only in '-', '_', '.' or case are o
 
 TEST_CASE("spellings that already coexist in an older registry keep working") {
   TempDir dir;
-  fs::path root = dir.path() / "root";
+  fs::path root = dir.path / "root";
   {
     Store store(root);  // creates the schema
   }

@@ -79,7 +79,7 @@ int64_t user_version(const fs::path& db_path) {
 
 TEST_CASE("tokens are listed and revoked by id") {
   TempDir dir;
-  Store store(dir.path() / "root");
+  Store store(dir.path / "root");
   std::string a = store.create_token("Acme");
   std::string b = store.create_token("other", now_s() + 3600);
   auto tokens = store.list_tokens();
@@ -123,7 +123,7 @@ TEST_CASE("tokens are listed and revoked by id") {
 
 TEST_CASE("expired tokens are refused") {
   TempDir dir;
-  Store store(dir.path() / "root");
+  Store store(dir.path / "root");
   std::string old = store.create_token("acme", now_s() - 1);
   std::string fresh = store.create_token("acme", now_s() + 60);
   CHECK(store.authenticate(old).status == AuthStatus::kExpired);
@@ -133,7 +133,7 @@ TEST_CASE("expired tokens are refused") {
 
 TEST_CASE("a registry made before tokens could expire keeps working after the migration") {
   TempDir dir;
-  fs::path root = dir.path() / "root";
+  fs::path root = dir.path / "root";
   fs::create_directories(root);
   // The schema as the first release created it (user_version 0), with one
   // token and one version row.
@@ -255,7 +255,7 @@ TEST_CASE("revoked and expired tokens get 401 naming why; logs name token ids, n
   std::string log;
   {
     TempDir logs;
-    StderrCapture capture(logs.path() / "stderr.txt");
+    StderrCapture capture(logs.path / "stderr.txt");
     RawResponse r = reg.put("acme/net", "1.0.0", bytes, revoked);
     CHECK(r.status == 401);
     CHECK(r.body.find("revoked") != std::string::npos);

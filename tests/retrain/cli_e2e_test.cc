@@ -1,13 +1,13 @@
 // `hub retrain` and `hub classify` through the built binary (path in HUB_EXE,
 // set by tests/meson.build), on generated images and a tiny feature module.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "retrain_testutil.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
@@ -36,8 +36,8 @@ Run run_hub(const fs::path& dir, const std::string& args) {
   fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
   std::string cmd = q(hub_exe());
   cmd += " " + args + " > " + q(out) + " 2> " + q(err);
-  int rc = std::system(cmd.c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_text(out), read_text(err)};
+  const int rc = hub::testing::run_shell(cmd, 120);
+  return {rc, read_text(out), read_text(err)};
 }
 }  // namespace
 

@@ -26,23 +26,13 @@
 #include "hub/ops/matmul.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
+#include "testutil.h"
 
 namespace hub::retrain_test {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hub_retrain_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using hub::testing::TempDir;
 
 inline const std::vector<std::string>& class_names() {
   static const std::vector<std::string> names = {"blue", "green", "red"};

@@ -251,8 +251,15 @@ void map_resize(NodeContext& c) {
     const float* s = scales->data<float>();
     if (s[0] != 1.0f || s[1] != 1.0f) c.fail("resizing the batch or channel dimension is not supported");
     if (x[2] < 0 || x[3] < 0) c.fail("scales need a static input size, got " + x.to_string());
-    size = {static_cast<int64_t>(std::floor(static_cast<double>(x[2]) * s[2])),
-            static_cast<int64_t>(std::floor(static_cast<double>(x[3]) * s[3]))};
+    for (int i = 0; i < 2; ++i) {
+      // Checked in double before converting: a huge or non-finite scale must
+      // not reach an integer conversion.
+      const double out = std::floor(static_cast<double>(x[2 + i]) * s[2 + i]);
+      if (!(s[2 + i] > 0.0f) || !(out >= 1.0 && out <= static_cast<double>(int64_t{1} << 31)))
+        c.fail("scales must give output sizes from 1 to 2^31, got scale " + std::to_string(s[2 + i]) +
+               " for size " + std::to_string(x[2 + i]));
+      size.push_back(static_cast<int64_t>(out));
+    }
     scale_attr = {s[2], s[3]};  // the coordinate transform uses ONNX's scales, not OH/H
   } else {
     c.fail("needs scales or sizes");

@@ -131,6 +131,8 @@ void map_size(NodeContext& c) {
 void map_range(NodeContext& c) {
   std::optional<Tensor> start = c.constant(0), limit = c.constant(1), delta = c.constant(2);
   if (!start || !limit || !delta) c.fail("start, limit and delta must be constants");
+  if (start->num_elements() != 1 || limit->num_elements() != 1 || delta->num_elements() != 1)
+    c.fail("start, limit and delta must be scalars");
   auto as_double = [&](const Tensor& t) {
     double v = 0;
     dispatch_dtype(t.dtype(), [&](auto tag) { v = static_cast<double>(t.data<decltype(tag)>()[0]); });
@@ -138,7 +140,11 @@ void map_range(NodeContext& c) {
   };
   double s = as_double(*start), l = as_double(*limit), d = as_double(*delta);
   if (d == 0) c.fail("delta is 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  // Folded at import: the count is checked in double before converting it.
+  const double count = std::ceil((l - s) / d);
+  constexpr double kMaxRange = double{1 << 24};
+  if (!std::isfinite(count) || count > kMaxRange) c.fail("the range has more than 2^24 elements (or is not finite)");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   Tensor out(start->dtype(), Shape{n});
   dispatch_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
+#include "hub/core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -86,6 +88,46 @@ void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
       if (a.has_t()) load_external_data(path, a.mutable_t(), "node '" + n.name() + "' attribute " + a.name());
       if (a.has_g()) load_graph_external_data(path, a.mutable_g());
     }
+}
+
+// The graph's wiring, checked before ONNX's own checker and converter (which
+// trust it and crash on some broken graphs): every value is defined once (a
+// graph input, an initializer, or one node's output); nodes come in
+// topological order, each input defined by an earlier node or the graph; every
+// graph output is defined. Subgraphs (If, Loop, Scan) are refused: hub maps
+// no control flow.
+void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) {
+    if (v.name().empty()) throw_error(Code::kInvalidArgument, where + ": a graph input has no name");
+    if (!defined.insert(v.name()).second)
+      throw_error(Code::kInvalidArgument, where + ": graph input '" + printable(v.name()) + "' is declared twice");
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : g.initializer()) {
+    if (!initializers.insert(t.name()).second)
+      throw_error(Code::kInvalidArgument, where + ": initializer '" + printable(t.name()) + "' is declared twice");
+    defined.insert(t.name());  // may also be a graph input (IR version < 4)
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
+                           printable(n.op_type()) + ")";
+    for (const auto& a : n.attribute())
+      if (a.has_g() || a.graphs_size() > 0)
+        throw_error(Code::kUnimplemented, nw + " has a subgraph (attribute " + printable(a.name()) +
+                                              "); hub imports no control flow");
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        throw_error(Code::kInvalidArgument, nw + ": input '" + printable(in) +
+                                                "' is defined by no earlier node, graph input or initializer");
+    for (const auto& out : n.output())
+      if (!out.empty() && !defined.insert(out).second)
+        throw_error(Code::kInvalidArgument, nw + ": output '" + printable(out) + "' is already defined");
+  }
+  for (const auto& v : g.output())
+    if (!defined.count(v.name()))
+      throw_error(Code::kInvalidArgument, where + ": graph output '" + printable(v.name()) + "' is produced by no node");
 }
 
 template <class T, class Field>
@@ -217,6 +259,7 @@ OnnxModel load_onnx_model(const std::string& path) {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       throw_error(Code::kInvalidArgument, where + ": node '" + n.name() + "' (" + n.op_type() + ") is in domain '" +
                                               n.domain() + "'; hub imports the default ONNX domain only");
+  check_wiring(m.proto.graph(), where);
   load_graph_external_data(path, m.proto.mutable_graph());
   try {
     ::onnx::checker::check_model(m.proto);

@@ -30,6 +30,34 @@ TEST_CASE("session runs only the needed subgraph and frees intermediates") {
   expect_close(out[1], make({3, 2}, {2, 2, 2, 2, 2, 2}));
 }
 
+TEST_CASE("run reports each fetch as soon as it is computed, in node order") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
+  Output a = ops::mul(s, x, ops::scalar(s, 2.0f), "a");
+  Output b = ops::add(s, a, ops::scalar(s, 1.0f), "b");
+  Output c = ops::mul(s, b, b, "c");
+  Session session(g, nullptr);
+  std::vector<std::pair<size_t, Tensor>> seen;
+  auto out = session.run({{x, make({2}, {1, 2})}}, {c, x, a, c}, {},
+                         [&](size_t i, const Tensor& v) { seen.push_back({i, v}); });
+  // x is fed (reported first), then a, then c (both of its fetch slots).
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[0].first == 1);
+  CHECK(seen[1].first == 2);
+  CHECK(seen[2].first == 0);
+  CHECK(seen[3].first == 3);
+  for (const auto& [i, v] : seen) expect_close(v, out[i]);
+  expect_close(out[0], make({2}, {9, 25}));
+  // An exception from the callback ends the run; the session stays usable.
+  CHECK_THROWS_AS(session.run({{x, make({2}, {1, 2})}}, {c, a}, {},
+                              [&](size_t i, const Tensor&) {
+                                if (i == 1) throw_error(Code::kUnavailable, "peer gone");
+                              }),
+                  Error);
+  expect_close(session.run({{x, make({2}, {0, 1})}}, {c})[0], make({2}, {1, 9}));
+}
+
 TEST_CASE("feeding a wrong shape or dtype names the placeholder") {
   Graph g;
   Scope s(g);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -322,6 +323,72 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
     kv->set_value("link.bin");
     const std::string path = e.save(dir.path / "model", "sym.onnx");
     expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(path); }, "outside the model's folder");
+  }
+}
+
+TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's converter sees them") {
+  // A graph output no node produces made ONNX's version converter dereference
+  // null (found by tests/fuzz/onnx_model.cc); the checker lets it through.
+  TempDir dir("onnx_wiring");
+  auto model = [&](const std::string& file, auto edit) {
+    OnnxBuilder b(13);  // not the target opset: the converter runs
+    b.input("x", {2});
+    b.node("Relu", {"x"}, "y", "relu");
+    b.node("Neg", {"y"}, "z", "neg");
+    b.output("z", {2});
+    edit(b);
+    return b.save(dir.path, file);
+  };
+  CHECK_NOTHROW(onnx_interop::import_onnx(model("good.onnx", [](OnnxBuilder&) {})));
+  expect_error(Code::kInvalidArgument,
+               [&] { onnx_interop::import_onnx(model("out.onnx", [](OnnxBuilder& b) { b.g->mutable_output(0)->set_name("M\x9cz"); })); },
+               "graph output 'M\\x9cz' is produced by no node");
+  expect_error(Code::kInvalidArgument,
+               [&] { onnx_interop::import_onnx(model("in.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_input(0, "w"); })); },
+               "node 1 'neg' (Neg): input 'w' is defined by no earlier node");
+  expect_error(Code::kInvalidArgument, [&] {
+    onnx_interop::import_onnx(model("order.onnx", [](OnnxBuilder& b) { b.g->mutable_node()->SwapElements(0, 1); }));
+  }, "node 0 'neg' (Neg): input 'y' is defined by no earlier node");
+  expect_error(Code::kInvalidArgument,
+               [&] { onnx_interop::import_onnx(model("twice.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_output(0, "y"); })); },
+               "output 'y' is already defined");
+  expect_error(Code::kUnimplemented, [&] {
+    onnx_interop::import_onnx(model("if.onnx", [](OnnxBuilder& b) {
+      auto* a = b.g->mutable_node(1)->add_attribute();
+      a->set_name("then_branch");
+      a->set_type(::onnx::AttributeProto::GRAPH);
+      a->mutable_g()->set_name("branch");
+    }));
+  }, "hub imports no control flow");
+}
+
+TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
+  // Found by tests/fuzz/onnx_model.cc: a Resize scale of 1e38 reached a
+  // float-to-int64 conversion (undefined behaviour).
+  TempDir dir("onnx_overflow");
+  for (float scale : {1e38f, std::numeric_limits<float>::infinity(), -2.0f, 0.0f}) {
+    CAPTURE(scale);
+    OnnxBuilder b;
+    b.input("x", {1, 1, 4, 4});
+    b.init("scales", make({4}, {1, 1, scale, 2}));
+    b.node("Resize", {"x", "", "scales"}, "y", "resize");
+    b.output("y", {1, 1, -1, 8});
+    const std::string path = b.save(dir.path, "resize.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+                 "scales must give output sizes from 1 to 2^31");
+  }
+  for (float limit : {1e30f, std::numeric_limits<float>::infinity()}) {
+    CAPTURE(limit);
+    OnnxBuilder b;
+    b.input("x", {2});
+    b.init("start", make({}, {0}));
+    b.init("limit", make({}, {limit}));
+    b.init("delta", make({}, {1}));
+    b.node("Range", {"start", "limit", "delta"}, "r", "range");
+    b.node("Add", {"x", "r"}, "y", "add");
+    b.output("y", {2});
+    const std::string path = b.save(dir.path, "range.onnx");
+    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
   }
 }
 

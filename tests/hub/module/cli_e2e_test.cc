@@ -2,7 +2,6 @@
 // `hub run` runs it on [10, 3, 4] from a .npy file and writes y.npy = [7, 3.5, 4].
 // The executables' paths come from the environment (set by tests/meson.build).
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "hub/core/fileio.h"
 #include "hub/tensor/npy.h"
+#include "subprocess.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -22,10 +22,7 @@ std::string env_or_fail(const char* name) {
   REQUIRE_MESSAGE(v != nullptr, name << " is not set (run through meson test)");
   return v;
 }
-int run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+int run(const std::string& cmd) { return hub::testing::run_shell(cmd); }
 }  // namespace
 
 TEST_CASE("half_plus_two export, then hub run in another process") {

@@ -4,13 +4,9 @@
 // queue is full so that further SYNs are dropped.
 #include <doctest/doctest.h>
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spawn.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,6 +21,7 @@
 #include "hub/resolver/resolver.h"
 #include "fetch_testutil.h"
 #include "resolver_testutil.h"
+#include "subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
@@ -48,15 +45,8 @@ class TlsServer {
   TlsServer(const fs::path& dir, const fs::path& cert, const fs::path& key) {
     const fs::path log = dir / "s_server.log";
     const std::string cmd = "cd '" + dir.string() + "' && exec openssl s_server -accept 127.0.0.1:0 -cert '" +
-                            cert.string() + "' -key '" + key.string() + "' -WWW";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
-    int rc = ::posix_spawn(&pid_, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(rc == 0);
+                            cert.string() + "' -key '" + key.string() + "' -WWW > '" + log.string() + "' 2>&1";
+    server_ = hub::testing::Child::spawn({"/bin/sh", "-c", cmd}, {.env = {}, .capture_stdout = false});
     // It prints "ACCEPT 127.0.0.1:PORT" once listening.
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -64,36 +54,20 @@ class TlsServer {
       size_t at = text.find("ACCEPT 127.0.0.1:");
       if (at != std::string::npos && text.find('\n', at) != std::string::npos)
         port_ = std::atoi(text.c_str() + at + 17);
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        FAIL("openssl s_server exited: " << text);
-      }
     }
-    if (port_ == 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-      FAIL("openssl s_server did not start: " << read_file(log));
-    }
-  }
-  ~TlsServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    if (port_ == 0) FAIL("openssl s_server did not start: " << read_file(log));
   }
   std::string url(const std::string& path) const { return "https://127.0.0.1:" + std::to_string(port_) + path; }
 
  private:
-  pid_t pid_ = -1;
+  hub::testing::Child server_;  // killed with its process group on destruction
   int port_ = 0;
 };
 
 }  // namespace
 
 TEST_CASE("fetch over TLS: an untrusted certificate is refused; trusting it as the CA bundle works") {
-  REQUIRE_MESSAGE(std::system("openssl version > /dev/null 2>&1") == 0,
+  REQUIRE_MESSAGE(hub::testing::run_shell("openssl version > /dev/null 2>&1") == 0,
                   "the openssl CLI (Debian package 'openssl') is needed by this test");
   Sandbox sb;
   const fs::path www = sb.root / "www";
@@ -103,7 +77,7 @@ TEST_CASE("fetch over TLS: an untrusted certificate is refused; trusting it as t
   const std::string req = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
                           " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
                           key.string() + "' -out '" + cert.string() + "' > /dev/null 2>&1";
-  REQUIRE(std::system(req.c_str()) == 0);
+  REQUIRE(hub::testing::run_shell(req) == 0);
   write_file(www / "m.tar.gz", half_plus_two_archive(sb.root));
   TlsServer server(www, cert, key);
   const std::string url = server.url("/m.tar.gz");

@@ -50,19 +50,10 @@ const std::string& good_archive() {
   return bytes;
 }
 
-Sandbox::Sandbox() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/hub-resolver-test-XXXXXX";
-  if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
-  root = templ;
+Sandbox::Sandbox() : dir("hub-resolver-test"), root(dir.path) {
   cache = root / "cache";
   outside = root / "outside";
   fs::create_directories(outside);
-}
-
-Sandbox::~Sandbox() {
-  std::error_code ec;
-  fs::remove_all(root, ec);
 }
 
 resolver::ResolverOptions Sandbox::options() const { return fast_options(cache); }
@@ -89,78 +80,6 @@ resolver::ResolverOptions fast_options(const std::filesystem::path& cache) {
 }
 
 namespace {
-int append_cb(struct archive*, void* user, const void* buf, size_t n) {
-  static_cast<std::string*>(user)->append(static_cast<const char*>(buf), n);
-  return static_cast<int>(n);
-}
-la_ssize_t write_cb(struct archive* a, void* user, const void* buf, size_t n) {
-  return append_cb(a, user, buf, n);
-}
-}  // namespace
-
-std::string make_tar(const std::vector<TarEntry>& entries, bool gzip, int gzip_level) {
-  std::string out;
-  struct archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  if (gzip) {
-    archive_write_add_filter_gzip(a);
-    std::string opt = "gzip:compression-level=" + std::to_string(gzip_level);
-    archive_write_set_options(a, opt.c_str());
-  }
-  if (archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr) != ARCHIVE_OK) {
-    throw std::runtime_error(archive_error_string(a));
-  }
-  struct archive_entry* e = archive_entry_new();
-  for (const TarEntry& t : entries) {
-    archive_entry_clear(e);
-    archive_entry_set_pathname(e, t.path.c_str());
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_mtime(e, 1700000000, 0);
-    switch (t.type) {
-      case TarEntry::kFile:
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_size(e, t.declared_size >= 0 ? t.declared_size
-                                                       : static_cast<int64_t>(t.data.size()));
-        break;
-      case TarEntry::kDir:
-        archive_entry_set_filetype(e, AE_IFDIR);
-        archive_entry_set_perm(e, 0755);
-        break;
-      case TarEntry::kSymlink:
-        archive_entry_set_filetype(e, AE_IFLNK);
-        archive_entry_set_symlink(e, t.target.c_str());
-        break;
-      case TarEntry::kHardlink:
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_hardlink(e, t.target.c_str());
-        archive_entry_set_size(e, 0);
-        break;
-      case TarEntry::kCharDevice:
-        archive_entry_set_filetype(e, AE_IFCHR);
-        archive_entry_set_rdevmajor(e, 1);
-        archive_entry_set_rdevminor(e, 3);
-        break;
-      case TarEntry::kFifo:
-        archive_entry_set_filetype(e, AE_IFIFO);
-        break;
-      case TarEntry::kSocket:
-        archive_entry_set_filetype(e, AE_IFSOCK);
-        break;
-    }
-    if (archive_write_header(a, e) < ARCHIVE_WARN) {
-      throw std::runtime_error(std::string("archive_write_header: ") + archive_error_string(a));
-    }
-    if (t.type == TarEntry::kFile && !t.data.empty()) {
-      archive_write_data(a, t.data.data(), t.data.size());
-    }
-  }
-  archive_entry_free(e);
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
-}
-
-namespace {
 struct Capture {
   std::string out;
   bool stop = false;  // refuse further output (the writer's padding)
@@ -169,6 +88,10 @@ la_ssize_t capture_cb(struct archive*, void* user, const void* buf, size_t n) {
   auto* c = static_cast<Capture*>(user);
   if (c->stop) return -1;
   c->out.append(static_cast<const char*>(buf), n);
+  return static_cast<la_ssize_t>(n);
+}
+la_ssize_t append_cb(struct archive*, void* user, const void* buf, size_t n) {
+  static_cast<std::string*>(user)->append(static_cast<const char*>(buf), n);
   return static_cast<la_ssize_t>(n);
 }
 }  // namespace
@@ -199,7 +122,7 @@ std::string make_sparse_bomb(const std::string& path, int64_t size) {
   struct archive* a = archive_write_new();
   archive_write_set_format_pax(a);
   archive_write_add_filter_gzip(a);
-  archive_write_open2(a, &out, nullptr, write_cb, nullptr, nullptr);
+  archive_write_open2(a, &out, nullptr, append_cb, nullptr, nullptr);
   struct archive_entry* e = archive_entry_new();
   archive_entry_set_pathname(e, path.c_str());
   archive_entry_set_filetype(e, AE_IFREG);
@@ -241,26 +164,6 @@ void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + p.string());
-}
-
-std::vector<TarEntry> dir_entries(const fs::path& dir) {
-  std::vector<TarEntry> out;
-  for (const auto& it : fs::recursive_directory_iterator(dir)) {
-    std::string rel = it.path().lexically_relative(dir).string();
-    if (it.is_directory()) {
-      out.push_back({rel, TarEntry::kDir});
-    } else {
-      out.push_back({rel, TarEntry::kFile, read_file(it.path())});
-    }
-  }
-  return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::vector<std::string> list_tree(const fs::path& dir) {

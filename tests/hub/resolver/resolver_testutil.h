@@ -8,15 +8,15 @@
 #include <vector>
 
 #include "hub/resolver/resolver.h"
+#include "fixtures.h"
 
 namespace hub::testing {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on
-// destruction. Holds `cache/` (the cache root) and `outside/` (must stay empty:
-// hostile archives aim at it).
+// A TempDir holding `cache/` (the cache root) and `outside/` (must stay
+// empty: hostile archives aim at it).
 struct Sandbox {
   Sandbox();
-  ~Sandbox();
+  TempDir dir;
   std::filesystem::path root, cache, outside;
   resolver::ResolverOptions options() const;  // fast_options(cache)
 };
@@ -29,21 +29,8 @@ resolver::ResolverOptions fast_options(const std::filesystem::path& cache);
 std::filesystem::path resolve_dir(const std::string& handle, const resolver::ResolverOptions& o,
                                   const std::string& sha256 = "");
 
-struct TarEntry {
-  enum Type { kFile, kDir, kSymlink, kHardlink, kCharDevice, kFifo, kSocket };
-  TarEntry(std::string p, Type t = kFile, std::string d = "", std::string tgt = "")
-      : path(std::move(p)), type(t), data(std::move(d)), target(std::move(tgt)) {}
-  std::string path;
-  Type type = kFile;
-  std::string data;     // file content
-  std::string target;   // symlink / hard link target
-  int64_t declared_size = -1;  // header size when >= 0 (data written may differ)
-};
-
 // One gzip member (RFC 1952) holding `data`, made by zlib at `level` (0 = stored).
 std::string gzip_bytes(const std::string& data, int level = 6);
-// tar (pax) or tar.gz bytes. gzip_level applies when gzip.
-std::string make_tar(const std::vector<TarEntry>& entries, bool gzip = true, int gzip_level = 1);
 // A plain tar whose single regular entry declares `size` bytes but carries
 // none: only the headers (the reader must refuse on the header alone).
 std::string make_declared_size_bomb(const std::string& path, int64_t size);
@@ -52,9 +39,6 @@ std::string make_declared_size_bomb(const std::string& path, int64_t size);
 std::string make_sparse_bomb(const std::string& path, int64_t size);
 // A minimal module: module.pb (non-empty), variables file, assets/labels.txt.
 std::vector<TarEntry> module_entries(const std::string& prefix = "");
-// The files and folders under `dir` as entries (paths relative to it), for
-// make_tar.
-std::vector<TarEntry> dir_entries(const std::filesystem::path& dir);
 // make_tar(module_entries()), built once.
 const std::string& good_archive();
 
@@ -63,7 +47,6 @@ const std::string& good_archive();
 std::string noise(size_t n, uint32_t seed = 1);
 
 void write_file(const std::filesystem::path& p, const std::string& bytes);
-std::string read_file(const std::filesystem::path& p);
 // Every path under `dir`, relative, sorted ("" when dir does not exist).
 std::vector<std::string> list_tree(const std::filesystem::path& dir);
 

@@ -219,10 +219,10 @@ TEST_CASE("unpack: truncated and non-archive input refused as corruption") {
   expect_refused(good.substr(0, 1000), Code::kCorruption, "");
   // Cut exactly at an entry boundary (after the last entry's data): only the
   // missing end-of-archive marker tells.
-  // module.pb 512+512, variables 512+3072, assets/ 512, labels 512+512 = 6144;
-  // the rest of the 10240-byte record is the zero-block end marker.
-  REQUIRE(good.size() == 10240);
-  CHECK(good.substr(6144) == std::string(10240 - 6144, '\0'));
+  // module.pb 512+512, variables 512+3072, assets/ 512, labels 512+512 = 6144,
+  // then the end-of-archive marker: two zero blocks (make_tar pads no further).
+  REQUIRE(good.size() == 6144 + 1024);
+  CHECK(good.substr(6144) == std::string(1024, '\0'));
   CHECK(good[6144 - 512] != '\0');
   expect_refused(good.substr(0, 6144), Code::kCorruption, "without the end-of-archive marker");
   expect_refused("this is not a tar file at all, just some text that is long enough " +
