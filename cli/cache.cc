@@ -34,6 +34,8 @@ nlohmann::json entry_json(const resolver::CacheEntry& e) {
           {"size", e.size},
           {"unpacked_bytes", e.unpacked_bytes},
           {"fetched_at", e.fetched_at},
+          {"source_format", e.source_format},
+          {"import_options", e.import_options},
           {"complete", e.complete},
           {"dir", e.module_dir.string()}};
 }
@@ -43,7 +45,7 @@ RunFn setup_cache(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   app.require_subcommand(1);
   CLI::App* list = app.add_subcommand("list", "List cached modules: handle, size, date");
-  list->add_flag("--json", *json, "Print JSON: one object per entry (key, handle, registry, version, url, ...)");
+  list->add_flag("--json", *json, "Print JSON: one object per entry (key, handle, registry, version, url, source_format, ...)");
   CLI::App* rm = app.add_subcommand("rm", "Remove cached modules");
   rm->add_option("HANDLE", *handle,
                  "A handle as fetched, a registry module publisher/name@version, or a 40-hex cache key")
@@ -66,6 +68,8 @@ RunFn setup_cache(CLI::App& app) {
       for (const auto& e : cache.list()) {
         std::string name = e.handle.empty() ? e.key : e.handle;
         if (!e.registry.empty()) name += " (" + e.registry + ")";
+        if (!e.source_format.empty())
+          name += " [from " + e.source_format + (e.import_options.empty() ? "" : " " + e.import_options) + "]";
         std::printf("%-60s %10s  %s%s\n", printable(redact_credentials(name)).c_str(), human(e.unpacked_bytes).c_str(),
                     printable(e.fetched_at).c_str(), e.complete ? "" : "  (incomplete)");
       }

@@ -2,14 +2,6 @@
 // and application into another graph (hub/module/module.h).
 #include "hub/module/module.h"
 
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 
@@ -198,23 +190,10 @@ Tensor Module::call_single(const std::string& signature, const Tensor& input) {
 
 Tensor Module::operator()(const Tensor& input) { return call_single(kDefaultSignature, input); }
 
-void Module::export_to(const std::string& dir) const {
-  if (dir.empty()) throw_error(Code::kInvalidArgument, "export_to: empty path");
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) == 0)
-    throw_error(Code::kAlreadyExists, "export_to: '" + dir + "' already exists; refusing to overwrite it");
-  fs::path target = fs::path(dir).lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();
-  fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec) throw_error(Code::kIOError, "export_to: cannot create '" + parent.string() + "': " + ec.message());
-  static std::atomic<unsigned> counter{0};
-  fs::path tmp = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(counter++));
-  if (!fs::create_directory(tmp, ec) || ec)
-    throw_error(Code::kIOError, "export_to: cannot create '" + tmp.string() + "': " + ec.message());
+void Module::export_to(const std::string& dir, ExistingTarget existing) const {
   try {
+    StagingDir staging(dir, existing);
+    const fs::path tmp(staging.path());
     // Weights: this instance's current values; variables only in other tag
     // sets keep the spec's weights or their initial values.
     TensorMap weights;
@@ -240,20 +219,11 @@ void Module::export_to(const std::string& dir) const {
       fs::copy(spec_.assets_dir(), tmp / kAssetsDir, fs::copy_options::recursive);
     for (const auto& [name, contents] : spec_.asset_files())
       write_file_atomic((tmp / kAssetsDir / name).string(), contents);
-    // RENAME_NOREPLACE: never replace something that appeared meanwhile.
-    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) != 0) {
-      int err = errno;
-      if (err == EEXIST || err == ENOTEMPTY)
-        throw_error(Code::kAlreadyExists, "export_to: '" + dir + "' already exists; refusing to overwrite it");
-      throw_error(Code::kIOError, "export_to: cannot rename '" + tmp.string() + "' to '" + dir + "': " +
-                                      std::strerror(err));
-    }
+    staging.commit();
   } catch (const fs::filesystem_error& e) {
-    fs::remove_all(tmp, ec);
     throw_error(Code::kIOError, std::string("export_to '") + dir + "': " + e.what());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
+  } catch (const Error& e) {
+    throw e.with_context("export_to");
   }
 }
 

@@ -33,6 +33,7 @@
 #include <variant>
 #include <vector>
 
+#include "hub/core/fileio.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/variables.h"
 #include "hub/ops/attr.h"
@@ -300,9 +301,10 @@ class Module {
 
   // Writes the module (this tag set's graph and every other tag set of the
   // spec, with the current variable values) to a new directory `dir`.
-  // Refuses an existing path (AlreadyExists); writes into a temporary sibling
-  // and renames it into place, so `dir` appears complete or not at all.
-  void export_to(const std::string& dir) const;
+  // Refuses an existing path (AlreadyExists) unless `existing` allows
+  // replacing it; writes into a temporary sibling and renames it into place
+  // (StagingDir, hub/core/fileio.h), so `dir` appears complete or not at all.
+  void export_to(const std::string& dir, ExistingTarget existing = ExistingTarget::kRefuse) const;
 
   // Inserts this module's graph into another graph under a fresh name scope
   // (`name`, default "module", made unique), feeding the signature's inputs

@@ -173,6 +173,10 @@ std::string registry_cache_key(const std::string& registry_id, const std::string
   return sha1_hex("registry\n" + registry_id + "\n" + name_at_version + "\n" + sha256);
 }
 
+std::string import_cache_key(const std::string& key, const std::string& options_key) {
+  return options_key.empty() ? key : sha1_hex(key + "\nimport " + options_key);
+}
+
 // ---------------------------------------------------------------- CacheLock
 
 CacheLock CacheLock::acquire(const Cache& cache, const std::string& key, double stale_after_s, double poll_s,
@@ -322,6 +326,8 @@ std::optional<CacheEntry> Cache::read_entry(const std::string& key) const {
     e.tree_sha256 = str("tree_sha256");
     e.registry = str("registry");
     e.version = str("version");
+    e.source_format = str("source_format");
+    e.import_options = str("import_options");
     e.size = num("size");
     e.unpacked_bytes = num("unpacked_bytes");
     e.entries = num("entries");

@@ -5,9 +5,12 @@
 //
 //   <key>/                 key = SHA-1 hex of the entry's identity (see below)
 //     module/              the unpacked module; what Resolver::resolve returns
+//                          (converted, when the archive held a foreign model)
 //     descriptor.json      handle, url, fetched_at, sha256, size, unpacked_bytes,
 //                          entries, tree_sha256; for registry modules also
-//                          registry and version. URLs are stored redacted.
+//                          registry and version; for converted ones
+//                          source_format and import_options. URLs are stored
+//                          redacted.
 //     complete             SHA-256 hex of the archive; written last
 //   <key>.lock             "pid host unix_time token": held while one writer works
 //   refs/<ref>             what a registry name resolved to last (see resolver.h)
@@ -16,7 +19,9 @@
 // Identity (cache_key): a URL or archive path is its text without the
 // "#sha256=" fragment; a registry module is the registry's URL (without
 // credentials), the concrete version and the archive's digest, so two
-// registries, or two versions, never share an entry.
+// registries, or two versions, never share an entry. A foreign model
+// converted with non-default import options has the key of its identity and
+// those options (import_cache_key), apart from the default conversion.
 //
 // Guarantees:
 //   - An entry folder appears only by one rename(2) of a finished work folder,
@@ -63,6 +68,10 @@ std::string cache_key(const std::string& handle);
 // name@version and the archive's SHA-256.
 std::string registry_cache_key(const std::string& registry_id, const std::string& name_at_version,
                                const std::string& sha256);
+// `key` for a conversion with import options `options_key`
+// (hub::interop::options_key): `key` itself when that is empty, else the
+// SHA-1 hex of both.
+std::string import_cache_key(const std::string& key, const std::string& options_key);
 
 struct CacheEntry {
   std::string key;
@@ -71,6 +80,9 @@ struct CacheEntry {
   bool complete = false;             // the `complete` marker is present and valid
   // From descriptor.json (empty/zero if it is missing or unreadable).
   std::string handle, url, fetched_at, sha256, tree_sha256, registry, version;
+  // The foreign format the module was converted from (e.g. "tf_hub_module",
+  // "onnx"; empty for a hub module archive) and the import options' text.
+  std::string source_format, import_options;
   uint64_t size = 0;            // archive bytes
   uint64_t unpacked_bytes = 0;
   uint64_t entries = 0;

@@ -12,12 +12,14 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 #include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "hub/core/interrupt.h"
 #include "hub/core/text.h"
+#include "hub/interop/import.h"
 #include "hub/resolver/cache.h"
 
 namespace fs = std::filesystem;
@@ -150,6 +152,48 @@ std::string utc_now() {
   return buf;
 }
 
+// `dir` or its single top-level folder when it holds a model hub imports.
+std::optional<fs::path> foreign_root(const fs::path& dir) {
+  if (interop::recognize_format(dir.string())) return dir;
+  std::error_code ec;
+  fs::path only;
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    only = e.path();
+    if (++count > 1) return std::nullopt;
+  }
+  if (count == 1 && fs::is_directory(fs::symlink_status(only, ec)) &&
+      interop::recognize_format(only.string()))
+    return only;
+  return std::nullopt;
+}
+
+bool has_module_pb(const fs::path& dir) {
+  struct stat st;
+  return ::lstat((dir / "module.pb").c_str(), &st) == 0;
+}
+
+// Imports the foreign model at `src` into the new folder `dest`; returns its
+// source format. Errors start with `display`, and `renames` replace the
+// temporary paths in them (in order), so the work folder never shows.
+std::string convert_foreign(const fs::path& src, const fs::path& dest, const interop::ImportOptions& options,
+                            const std::string& display,
+                            const std::vector<std::pair<std::string, std::string>>& renames) {
+  try {
+    ModuleSpec spec = interop::import_to_directory(src.string(), dest.string(), options);
+    auto f = spec.attached().find("source_format");
+    HUB_CHECK(f != spec.attached().end(), "an importer attached no source_format");
+    return std::get<std::string>(f->second);
+  } catch (const Error& e) {
+    std::string message = e.message();
+    for (const auto& [from, to] : renames) {
+      for (size_t p = 0; (p = message.find(from, p)) != std::string::npos; p += to.size())
+        message.replace(p, from.size(), to);
+    }
+    throw Error(e.code(), display + ": " + message);
+  }
+}
+
 class RemoveOnExit {
  public:
   explicit RemoveOnExit(fs::path p) : path_(std::move(p)) {}
@@ -179,7 +223,7 @@ struct Archive {
 class Resolve {
  public:
   Resolve(const ResolverOptions& o, const std::string& handle)
-      : o_(o), offline_(o.offline.value_or(env_flag("HUB_OFFLINE"))) {
+      : o_(o), offline_(o.offline.value_or(env_flag("HUB_OFFLINE"))), import_key_(interop::options_key(o.import)) {
     result_.handle = redact_credentials(strip_digest_fragment(handle));
   }
 
@@ -195,7 +239,7 @@ class Resolve {
     result_.offline = offline_;
 
     if (is_http_url(base)) {
-      return install({cache_key(handle), true, base, {}, expected, redact_credentials(base), "", ""});
+      return install({key(cache_key(handle)), true, base, {}, expected, redact_credentials(base), "", ""});
     }
     fs::path local;
     if (starts_with_ci(base, "file://")) {
@@ -231,7 +275,7 @@ class Resolve {
     }
     if (!S_ISREG(st.st_mode))
       throw_error(Code::kInvalidArgument, local.string() + " is neither a module directory nor an archive file");
-    return install({cache_key(handle), false, local.string(), local, expected, result_.handle, "", ""});
+    return install({key(cache_key(handle)), false, local.string(), local, expected, result_.handle, "", ""});
   }
 
  private:
@@ -239,6 +283,8 @@ class Resolve {
     if (!cache_) cache_.emplace(o_.cache_dir.empty() ? default_cache_dir() : o_.cache_dir);
     return *cache_;
   }
+
+  std::string key(const std::string& base) const { return import_cache_key(base, import_key_); }
 
   void validate(const fs::path& dir) const {
     if (o_.validator) o_.validator(dir);
@@ -258,12 +304,13 @@ class Resolve {
     result_.registry = id;
     if (!reg.is_moving(name) || offline_) {
       if (auto ref = cache().read_ref(id, name)) {
-        const std::string key = registry_cache_key(id, name_at(name, ref->version), ref->sha256);
-        if (auto sha = cache().complete_sha256(key); sha && (expected.empty() || *sha == expected)) {
-          result_.dir = cache().entry_dir(key) / "module";
+        const std::string k = key(registry_cache_key(id, name_at(name, ref->version), ref->sha256));
+        if (auto sha = cache().complete_sha256(k); sha && (expected.empty() || *sha == expected)) {
+          result_.dir = cache().entry_dir(k) / "module";
           result_.resolved = name_at(name, ref->version);
           result_.sha256 = *sha;
           result_.cached = true;
+          result_.source_format = source_format_of(k);
           return result_;
         }
       }
@@ -275,8 +322,8 @@ class Resolve {
     const std::string digest = merge_digest(expected, to_lower(m.sha256), "recorded by the registry " + id, Code::kDataLoss);
     const std::string concrete = m.name + "@" + m.version;
     result_.resolved = concrete;
-    const std::string key = registry_cache_key(id, concrete, digest);
-    Resolution r = install({key, is_http_url(m.url), m.url,
+    const std::string k = key(registry_cache_key(id, concrete, digest));
+    Resolution r = install({k, is_http_url(m.url), m.url,
                             starts_with_ci(m.url, "file://") ? file_url_path(m.url) : fs::path(m.url), digest,
                             concrete, id, m.version});
     cache().write_ref({name, id, m.version, digest, ""});
@@ -288,8 +335,14 @@ class Resolve {
     return name.substr(0, name.find('@')) + "@" + version;
   }
 
-  // Downloads (or copies) an archive, verifies and unpacks it, and installs
-  // it under a.key; a complete entry with the expected digest is a hit.
+  std::string source_format_of(const std::string& k) {
+    auto e = cache().read_entry(k);
+    return e ? e->source_format : "";
+  }
+
+  // Downloads (or copies) an archive, verifies and unpacks it (converting a
+  // foreign model), and installs it under a.key; a complete entry with the
+  // expected digest is a hit.
   Resolution install(const Archive& a) {
     Cache& c = cache();
     const fs::path module_dir = c.entry_dir(a.key) / "module";
@@ -302,6 +355,7 @@ class Resolve {
       result_.dir = module_dir;
       result_.sha256 = sha;
       result_.cached = cached;
+      result_.source_format = source_format_of(a.key);
       return result_;
     };
     if (auto sha = hit()) return done(*sha, true);
@@ -329,7 +383,7 @@ class Resolve {
       archive = work / "download";
       Fetcher& fetcher = o_.fetcher ? *o_.fetcher : Fetcher::default_fetcher();
       TtyProgress progress(redact_credentials(a.url), !o_.quiet && ::isatty(2));
-      fr = fetcher.fetch(a.url, archive, o_.fetch, [&](uint64_t now, uint64_t total) {
+      fr = fetcher.fetch(download_url(a.url), archive, o_.fetch, [&](uint64_t now, uint64_t total) {
         if (interrupted()) return false;
         progress.update(now, total);
         lock.heartbeat();
@@ -350,11 +404,45 @@ class Resolve {
     const fs::path staging = work / "entry";
     if (::mkdir(staging.c_str(), 0755) != 0)
       throw_error(Code::kIOError, "cannot create " + staging.string() + ": " + std::strerror(errno));
-    UnpackOptions uo;
-    uo.limits = o_.limits;
-    uo.display_name = "archive " + redact_credentials(a.url);
-    uo.validator = [this](const fs::path& dir) { validate(dir); };
-    UnpackResult ur = unpack_archive(archive, staging / "module", uo);
+    const std::string display = "archive " + redact_credentials(a.url);
+    UnpackResult ur;
+    std::string source_format;
+    if (!is_archive_file(archive) && interop::recognize_format(archive.string())) {
+      // A model file (ONNX): converted as it is; a download is named by its URL.
+      std::vector<std::pair<std::string, std::string>> renames;
+      if (a.http) renames.emplace_back(archive.string(), redact_credentials(a.url));
+      source_format = convert_foreign(archive, staging / "module", o_.import, display, renames);
+      ur.entries = 1;
+      ur.total_bytes = fr.bytes;
+      validate(staging / "module");
+    } else {
+      UnpackOptions uo;
+      uo.limits = o_.limits;
+      uo.display_name = display;
+      std::optional<fs::path> foreign;
+      uo.validator = [&](const fs::path& dir) {
+        if (!has_module_pb(dir)) {
+          if ((foreign = foreign_root(dir))) return;
+          throw_error(Code::kCorruption,
+                      "not a module: the archive has no module.pb, nor a model hub imports (a TF Hub module, "
+                      "SavedModel or TF.js graph model)");
+        }
+        validate(dir);
+      };
+      const fs::path unpacked = work / "unpacked";
+      ur = unpack_archive(archive, unpacked, uo);
+      if (foreign) {
+        // Files inside the archive are named by their entry names.
+        source_format = convert_foreign(*foreign, staging / "module", o_.import, display,
+                                        {{unpacked.string() + "/", ""}, {unpacked.string(), "the archive's root"}});
+        std::error_code ignored;
+        fs::remove_all(unpacked, ignored);
+        validate(staging / "module");
+      } else {
+        fs::rename(unpacked, staging / "module");
+      }
+    }
+    if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
     std::error_code ec;
     if (a.http) fs::remove(archive, ec);
 
@@ -371,6 +459,10 @@ class Resolve {
     if (!a.registry.empty()) {
       desc["registry"] = a.registry;
       desc["version"] = a.version;
+    }
+    if (!source_format.empty()) {
+      desc["source_format"] = source_format;
+      if (!import_key_.empty()) desc["import_options"] = import_key_;
     }
     write_new_file_synced(staging / "descriptor.json", desc.dump(2) + "\n");
     write_new_file_synced(staging / "complete", fr.sha256 + "\n");  // last
@@ -397,6 +489,7 @@ class Resolve {
 
   const ResolverOptions& o_;
   const bool offline_;
+  const std::string import_key_;  // interop::options_key(o_.import)
   std::optional<Cache> cache_;
   Resolution result_;
 };
@@ -405,6 +498,27 @@ class Resolve {
 
 bool is_http_url(const std::string& handle) {
   return starts_with_ci(handle, "http://") || starts_with_ci(handle, "https://");
+}
+
+std::string download_url(const std::string& url) {
+  if (!is_http_url(url) || url.find_first_of("?#") != std::string::npos) return url;
+  const size_t host = url.find("://") + 3;
+  const size_t end = url.find('/', host);
+  const std::string authority = to_lower(url.substr(host, end == std::string::npos ? std::string::npos : end - host));
+  return authority == "tfhub.dev" ? url + "?tf-hub-format=compressed" : url;
+}
+
+bool is_archive_file(const fs::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Fd guard(fd);
+  char head[263] = {};
+  const ssize_t n = ::pread(fd, head, sizeof head, 0);
+  if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b)
+    return true;
+  return n == static_cast<ssize_t>(sizeof head) && std::memcmp(head + 257, "ustar", 5) == 0;
 }
 
 Resolver::Resolver(ResolverOptions options) : options_(std::move(options)) {}

@@ -15,6 +15,15 @@
 // An application that wants registry names passes the registry client
 // (hub::registry::RegistryClient, library hub-registry) as options.registry.
 //
+// Foreign models are converted on install (hub/interop/import.h): an archive
+// whose root (or single top-level folder) holds a TF Hub module
+// (tfhub_module.pb, as tfhub.dev serves with ?tf-hub-format=compressed), a
+// SavedModel or a TF.js graph model, and a file that is an ONNX model, are
+// imported with ResolverOptions::import and the module is cached; the
+// descriptor records the source format. An http(s) handle on tfhub.dev
+// without a query is fetched with "?tf-hub-format=compressed" (as TF Hub's
+// own resolver does); its cache key is the handle as given.
+//
 // Archives are cached (see cache.h for the layout and guarantees). A cache hit
 // of a URL, an archive or a pinned registry version reads only local files,
 // no network connection. A moving registry reference (like "@latest") is
@@ -48,6 +57,7 @@
 #include <optional>
 #include <string>
 
+#include "hub/interop/import.h"
 #include "hub/module/module.h"
 #include "hub/resolver/fetcher.h"
 #include "hub/resolver/unpack.h"
@@ -96,6 +106,9 @@ struct ResolverOptions {
   // Accepts an unpacked (or local) module directory; empty = it must load
   // with load_module_spec().
   ModuleValidator validator;
+  // How a foreign model is converted on install. Non-default options are
+  // part of the cache key, so each conversion is cached apart.
+  interop::ImportOptions import;
   // A lock not refreshed for this long (or whose owner died) is taken over.
   double lock_stale_s = 600;
   double lock_poll_s = 0.05;
@@ -111,6 +124,10 @@ struct Resolution {
   std::string sha256;    // the archive's SHA-256 (empty for a local directory)
   bool cached = false;   // no download was needed
   bool offline = false;  // resolved in offline mode
+  // The foreign format the module was converted from on install (the
+  // module's attached source_format, e.g. "tf_hub_module"); empty for a
+  // hub module.
+  std::string source_format;
 };
 
 class Resolver {
@@ -134,5 +151,13 @@ class Resolver {
 
 // True when the handle names an http(s) URL (case-insensitive scheme).
 bool is_http_url(const std::string& handle);
+
+// The URL an http(s) handle is downloaded from: the handle, with
+// "?tf-hub-format=compressed" appended for a tfhub.dev URL without a query.
+std::string download_url(const std::string& url);
+
+// True when `path` is a regular file that starts like a gzip stream or a tar
+// archive (ustar magic at offset 257): what unpack_archive() takes.
+bool is_archive_file(const std::filesystem::path& path);
 
 }  // namespace hub::resolver

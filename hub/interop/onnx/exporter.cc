@@ -768,8 +768,9 @@ const std::map<std::string, ExportFn>& exporters() {
 
 void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options) {
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(path, ec)))
-    throw_error(Code::kAlreadyExists, "--output '" + path + "' already exists; refusing to overwrite it");
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (fs::exists(st) && (!options.overwrite || fs::is_directory(st)))
+    throw_error(Code::kAlreadyExists, "'" + path + "' already exists; refusing to overwrite it");
   ::onnx::ModelProto model = Exporter(spec, options).run();
   std::string bytes;
   if (!model.SerializeToString(&bytes)) throw_error(Code::kInternal, "serializing the ONNX model for '" + path + "' failed");

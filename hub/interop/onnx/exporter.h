@@ -23,9 +23,11 @@ namespace hub::onnx_interop {
 struct OnnxExportOptions {
   std::string signature = kDefaultSignature;
   int opset = 13;  // 13..17
+  bool overwrite = false;  // replace a file at the path (else AlreadyExists)
 };
 
-// Writes `spec` as an ONNX model to `path` (which must not exist).
+// Writes `spec` as an ONNX model to `path` (which must not exist unless
+// options.overwrite).
 void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace hub::onnx_interop

@@ -1,0 +1,113 @@
+// TensorFlow GraphDef -> hub graph: the driver every TensorFlow importer
+// (SavedModel, TF Hub module, TF.js graph model) shares. Internal to
+// hub/interop/tf; not installed.
+//
+// 1. flatten_graph() inlines function calls (PartitionedCall,
+//    StatefulPartitionedCall, and nodes whose op is a library function, as
+//    TensorFlow 2 exports keep their signatures and savers in functions):
+//    each body node becomes "<call>/<node>", function arguments become the
+//    caller's inputs, and the call's outputs name the returned tensors.
+//    Every input is then canonical: "node:k", or "^node" for a control input.
+//    A call that cannot be inlined (a missing function, list arguments, too
+//    deep) fails only if the outputs need it.
+// 2. import_graph() imports the part of the graph the fetches need (control
+//    inputs are dropped, so NoOps, savers and initializers are never
+//    reached), in topological order, each node through its OpImporter
+//    (hub/interop/tf/ops.h). Fed tensors become hub Placeholders named after
+//    their node. Variables (VariableV2, VarHandleOp + ReadVariableOp) become
+//    hub Variables named after their TensorFlow node, with values from
+//    `variable_value`; in a frozen graph (weights_as_variables), float Consts
+//    used as weights become variables too.
+//
+// Errors (hub::Error naming `file`, and the node and op where there is one):
+// a node name used twice, an input naming no node, a cycle among the needed
+// nodes (listing it), an op without importer, an attribute the importer does
+// not know or a value it does not support, a dtype hub lacks, a needed
+// placeholder that is not fed, a variable without a value.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hub/core/error.h"
+#include "hub/graph/graph.h"
+#include "hub/interop/tf/proto/graph.pb.h"
+#include "hub/module/module.h"
+#include "hub/tensor/tensor.h"
+
+namespace hub::tf {
+
+// Limits on what flattening produces (hostile files nest calls deeply or
+// expand them exponentially).
+inline constexpr int kMaxCallDepth = 32;
+inline constexpr int64_t kMaxFlatNodes = 4'000'000;
+
+struct FlatGraph {
+  std::vector<proto::NodeDef> nodes;   // inputs canonical: "node:k" or "^node"
+  std::map<std::string, int> by_name;  // node name -> index
+  std::string file;                    // for messages
+  // Outputs of inlined calls ("call:k") -> the tensors they return.
+  std::map<std::string, std::string> aliases;
+  // Calls that could not be inlined (kept as nodes) -> why; importing one
+  // is that error.
+  std::map<std::string, Error> broken;
+  // The node, or nullptr.
+  const proto::NodeDef* find(const std::string& name) const;
+  // A canonical tensor name with call outputs replaced by what they return.
+  std::string resolve(const std::string& tensor) const;
+};
+
+// "x" -> "x:0"; "x:1" stays; "^x" stays.
+std::string canonical_tensor(const std::string& name);
+// "x:1" -> {"x", 1}. Throws InvalidArgument naming `what` when malformed.
+std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what);
+
+FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file);
+
+// A tensor fed at run time: a signature input.
+struct Feed {
+  std::string tensor;          // "node:k"
+  std::optional<DType> dtype;  // from the signature (else the node's attribute)
+  std::optional<Shape> shape;  // from the signature (else the node's attribute)
+};
+
+struct GraphImportOptions {
+  std::vector<Feed> feeds;
+  std::vector<std::string> fetches;  // "node:k"
+  // The value of the variable node `name` (VariableV2 or VarHandleOp); throws
+  // (naming the variable and where it looked) when there is none. Unset: the
+  // model has no variables, and a variable node is an error.
+  std::function<Tensor(const std::string& name)> variable_value;
+  // When set: the trainable variables (others are not); else every variable
+  // is trainable except those feeding batch-norm statistics.
+  std::optional<std::set<std::string>> trainable;
+  // Values of Const nodes stored outside the graph (TF.js weights).
+  const std::map<std::string, Tensor>* const_values = nullptr;
+  // A frozen graph (weights are Consts): float Consts feeding weight inputs
+  // (filters, matrices, biases, batch-norm parameters) become module
+  // variables named after their Const node, so they live in
+  // variables.safetensors and can be fine-tuned.
+  bool weights_as_variables = true;
+};
+
+struct ImportedGraph {
+  Graph graph;
+  std::vector<Output> feeds;              // as options.feeds
+  std::vector<Output> fetches;            // as options.fetches
+  std::map<std::string, Tensor> weights;  // variable name -> value
+};
+
+ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& options);
+
+// What every imported module records about its source: source_format,
+// source_sha256 (of the file read), source_producer (when known) and
+// imported_at (UTC, ISO 8601).
+std::map<std::string, AttachedValue> provenance(const std::string& format,
+                                                const std::string& sha256,
+                                                const std::string& producer);
+
+}  // namespace hub::tf

@@ -1,0 +1,701 @@
+// TensorFlow <-> hub: sources (Placeholder, Const, variables), identities,
+// shapes and their arithmetic (Shape, Pack, ConcatV2, Slice, StridedSlice on
+// partially known shapes), and the ops that move data without computing:
+// Reshape, ExpandDims, Squeeze, Transpose, Pad, ConcatV2, Split, Slice,
+// StridedSlice, Cast.
+#include <algorithm>
+#include <numeric>
+
+#include "hub/core/error.h"
+#include "hub/interop/tf/ops.h"
+#include "hub/interop/tf/tensor_proto.h"
+
+namespace hub::tf {
+
+namespace {
+
+constexpr int kDtInt32 = 3;
+
+// ---- Helpers ---------------------------------------------------------------------
+
+int64_t normalize_axis(const OpContext& c, int64_t axis, int rank, const std::string& what) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    c.fail(what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return a;
+}
+
+// The elements of a constant or partially known 1-D/0-D int input.
+std::optional<std::vector<DimValue>> dim_values(const OpContext& c, int i) {
+  const TfValue& v = c.value(i);
+  if (v.dims) return v.dims;
+  if (v.constant &&
+      (v.constant->dtype() == DType::kInt32 || v.constant->dtype() == DType::kInt64) &&
+      v.constant->rank() <= 1) {
+    std::vector<DimValue> out;
+    for (int64_t x : c.constant_ints(i, "value")) out.push_back({x, {}, -1});
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool all_known(const std::vector<DimValue>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](const DimValue& d) { return d.known(); });
+}
+
+Tensor int_tensor(const std::vector<DimValue>& dims, DType dtype, bool scalar) {
+  Shape shape = scalar ? Shape{} : Shape{static_cast<int64_t>(dims.size())};
+  Tensor t(dtype, shape);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dtype == DType::kInt64)
+      t.data<int64_t>()[k] = dims[k].value;
+    else
+      t.data<int32_t>()[k] = static_cast<int32_t>(dims[k].value);
+  }
+  return t;
+}
+
+// Sets output i to a constant when every element is known, else to the
+// partially known value.
+void set_int_value(OpContext& c, int i, std::vector<DimValue> dims, DType dtype, bool scalar) {
+  if (all_known(dims))
+    c.set_constant(i, int_tensor(dims, dtype, scalar));
+  else
+    c.set_dims(i, std::move(dims), dtype, scalar);
+}
+
+// ---- Sources and identities -------------------------------------------------------
+
+void map_placeholder(OpContext& c) {
+  c.fail("the placeholder is needed by the outputs but is not an input of the signature");
+}
+
+void map_placeholder_with_default(OpContext& c) { c.forward(0, 0); }
+
+void map_const(OpContext& c) {
+  const auto& v = c.attr("value");
+  if (v.value_case() != proto::AttrValue::kTensor) c.fail("attribute 'value' must be a tensor");
+  Tensor t = tensor_from_proto(v.tensor(), c.where() + ": attribute value");
+  if (t.dtype() != c.attr_dtype("dtype"))
+    c.fail("attribute dtype says " + std::string(dtype_name(c.attr_dtype("dtype"))) +
+           ", the value is " + t.spec_string());
+  c.set_constant(0, t);
+}
+
+void map_identity(OpContext& c) { c.forward(0, 0); }
+
+void map_stop_gradient(OpContext& c) {
+  if (c.constant(0) || c.value(0).dims)
+    c.forward(0, 0);
+  else
+    c.set_output(0, c.add("StopGradient", {c.input(0)}));
+}
+
+void map_variable(OpContext& c) { c.set_output(0, c.variable(c.name())); }
+
+void map_var_handle(OpContext& c) { c.set_variable(0, c.name()); }
+
+void map_read_variable(OpContext& c) {
+  const TfValue& h = c.value(0);
+  if (h.variable.empty())
+    c.fail("input 0 ('" + c.node().input(0) + "') is not a variable handle (VarHandleOp)");
+  c.set_output(0, c.variable(h.variable));
+}
+
+// ---- Shapes --------------------------------------------------------------------------
+
+void map_shape(OpContext& c) {
+  const DType out = c.attr_dtype("out_type");
+  if (out != DType::kInt32 && out != DType::kInt64)
+    c.fail_attr("out_type", "must be int32 or int64");
+  const TfValue& v = c.value(0);
+  Shape s = c.shape(0);
+  std::vector<DimValue> dims;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (s[d] >= 0)
+      dims.push_back({s[d], {}, -1});
+    else
+      dims.push_back({0, v.out, d});
+  }
+  set_int_value(c, 0, std::move(dims), out, false);
+}
+
+// Pack of scalars along axis 0 computes a shape; other packs are ExpandDims
+// of each input and a Concat.
+void map_pack(OpContext& c) {
+  const int64_t n = c.attr_int("N");
+  if (n != c.num_inputs())
+    c.fail("attribute N = " + std::to_string(n) + " but the node has " +
+           std::to_string(c.num_inputs()) + " inputs");
+  const int rank = c.shape(0).rank() + 1;
+  const int64_t axis = normalize_axis(c, c.attr_int("axis"), rank, "axis");
+  if (rank == 1) {
+    std::vector<DimValue> dims;
+    bool ok = true;
+    for (int i = 0; i < c.num_inputs() && ok; ++i) {
+      auto d = dim_values(c, i);
+      ok = d && d->size() == 1;
+      if (ok) dims.push_back((*d)[0]);
+    }
+    if (ok && !all_known(dims)) {
+      c.set_dims(0, std::move(dims), c.dtype(0));
+      return;
+    }
+  }
+  std::vector<Output> parts;
+  Scope s = c.scope();
+  for (int i = 0; i < c.num_inputs(); ++i)
+    parts.push_back(
+        s.op("ExpandDims", {c.input(i)}, Attrs().set("axis", axis), "expand" + std::to_string(i)));
+  c.set_output(0, c.add("Concat", parts, Attrs().set("axis", axis)));
+}
+
+// Reshape's target from a constant or partially known shape input. One
+// unknown element becomes -1. An element equal to an unknown dimension of the
+// input itself (the batch size, from Shape(x)) stays that dimension: with a
+// -1 elsewhere, the -1 is computed from x's known dimensions.
+std::vector<int64_t> reshape_target(const OpContext& c) {
+  auto dims = dim_values(c, 1);
+  if (!dims)
+    c.unsupported(
+        "the shape (input 1) must be known at import, or computed from Shape of the input");
+  const Shape in = c.shape(0);
+  int unknown = 0, minus = 0;
+  for (const DimValue& d : *dims) {
+    unknown += !d.known();
+    minus += d.known() && d.value == -1;
+  }
+  std::vector<int64_t> out;
+  for (const DimValue& d : *dims) out.push_back(d.known() ? d.value : -1);
+  if (unknown == 0 || unknown + minus == 1) return out;
+  // Symbolic elements must be the input's own unknown dims at the same place.
+  const Output x = c.value(0).out;
+  int64_t known_in = 1;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (in[d] >= 0) {
+      known_in *= in[d];
+      continue;
+    }
+    bool matched = false;
+    for (size_t k = 0; k < dims->size(); ++k) {
+      const DimValue& dv = (*dims)[k];
+      matched = matched || (!dv.known() && dv.of == x && dv.dim == d && static_cast<int>(k) == d);
+    }
+    if (!matched)
+      c.unsupported("the shape " + in.to_string() + " is reshaped to a shape computed at run time");
+  }
+  for (size_t k = 0; k < dims->size(); ++k) {
+    const DimValue& dv = (*dims)[k];
+    if (!dv.known() && !(dv.of == x && dv.dim == static_cast<int>(k)))
+      c.unsupported("the target shape has an element computed at run time");
+  }
+  if (minus == 0) {
+    if (unknown == 1) return out;
+    c.unsupported("the target shape has several elements computed at run time");
+  }
+  // The -1 = known input elements / known target elements.
+  int64_t known_out = 1;
+  for (const DimValue& d : *dims)
+    if (d.known() && d.value != -1) known_out *= d.value;
+  if (known_out == 0 || known_in % known_out != 0)
+    c.fail("the target shape does not divide the input " + in.to_string());
+  for (size_t k = 0; k < dims->size(); ++k) {
+    if ((*dims)[k].known() && (*dims)[k].value == -1) out[k] = known_in / known_out;
+  }
+  if (unknown != 1) c.unsupported("the target shape has several elements computed at run time");
+  return out;
+}
+
+void map_reshape(OpContext& c) {
+  c.set_output(0, c.add("Reshape", {c.input(0)}, Attrs().set("shape", reshape_target(c))));
+}
+
+void map_expand_dims(OpContext& c) {
+  std::vector<int64_t> dim = c.constant_ints(1, "dim");
+  if (dim.size() != 1) c.fail("dim (input 1) must hold one value");
+  const int64_t axis = normalize_axis(c, dim[0], c.shape(0).rank() + 1, "dim");
+  c.set_output(0, c.add("ExpandDims", {c.input(0)}, Attrs().set("axis", axis)));
+}
+
+void map_squeeze(OpContext& c) {
+  std::vector<int64_t> axes;
+  const int rank = c.shape(0).rank();
+  for (int64_t a : c.attr_ints("squeeze_dims"))
+    axes.push_back(normalize_axis(c, a, rank, "squeeze_dims"));
+  std::sort(axes.begin(), axes.end());
+  c.set_output(0, c.add("Squeeze", {c.input(0)}, Attrs().set("axes", axes)));
+}
+
+void map_transpose(OpContext& c) {
+  std::vector<int64_t> perm = c.constant_ints(1, "perm");
+  c.set_output(0, c.add("Transpose", {c.input(0)}, Attrs().set("perm", perm)));
+}
+
+// Pad (zeros), PadV2 (a constant scalar value), MirrorPad (REFLECT or
+// SYMMETRIC).
+void map_pad(OpContext& c) {
+  std::vector<int64_t> p = c.constant_ints(1, "paddings");
+  const int rank = c.shape(0).rank();
+  if (static_cast<int>(p.size()) != 2 * rank)
+    c.fail("paddings has " + std::to_string(p.size()) + " values for rank " + std::to_string(rank) +
+           " (needs [rank, 2])");
+  for (int64_t v : p)
+    if (v < 0) c.fail("paddings must not be negative");
+  Attrs a;
+  a.set("paddings", p);
+  if (c.op() == "PadV2") {
+    std::optional<Tensor> v = c.constant(2);
+    if (!v || v->num_elements() != 1)
+      c.unsupported("constant_values (input 2) must be a constant scalar");
+    a.set("constant_value", v->dtype() == DType::kFloat32
+                                ? static_cast<double>(v->item<float>())
+                                : static_cast<double>(c.constant_ints(2, "constant_values")[0]));
+  } else if (c.op() == "MirrorPad") {
+    a.set("mode", c.attr_choice("mode", {"REFLECT", "SYMMETRIC"}));
+  }
+  c.set_output(0, c.add("Pad", {c.input(0)}, a));
+}
+
+// ConcatV2 (axis last) and Concat (axis first).
+void map_concat(OpContext& c) {
+  const bool v2 = c.op() == "ConcatV2";
+  const int n = static_cast<int>(c.attr_int("N"));
+  if (n + 1 != c.num_inputs())
+    c.fail("attribute N = " + std::to_string(n) + " but the node has " +
+           std::to_string(c.num_inputs()) + " inputs");
+  const int axis_input = v2 ? n : 0, first = v2 ? 0 : 1;
+  std::vector<int64_t> axis = c.constant_ints(axis_input, "axis");
+  if (axis.size() != 1) c.fail("axis must hold one value");
+  const int rank = c.shape(first).rank();
+  const int64_t a = normalize_axis(c, axis[0], rank, "axis");
+  if (rank == 1) {
+    std::vector<DimValue> dims;
+    bool ok = true;
+    for (int i = first; i < first + n && ok; ++i) {
+      auto d = dim_values(c, i);
+      ok = d.has_value();
+      if (ok) dims.insert(dims.end(), d->begin(), d->end());
+    }
+    if (ok && !all_known(dims)) {
+      c.set_dims(0, std::move(dims), c.dtype(first));
+      return;
+    }
+  }
+  std::vector<Output> parts;
+  for (int i = first; i < first + n; ++i) parts.push_back(c.input(i));
+  c.set_output(0, parts.size() == 1 ? parts[0] : c.add("Concat", parts, Attrs().set("axis", a)));
+}
+
+// Split (split_dim, value) into num_split equal parts, SplitV (value,
+// size_splits, split_dim) into the given sizes (one may be -1): Slices.
+void map_split(OpContext& c) {
+  const bool v = c.op() == "SplitV";
+  const int value = v ? 0 : 1;
+  std::vector<int64_t> dim = c.constant_ints(v ? 2 : 0, "split_dim");
+  if (dim.size() != 1) c.fail("split_dim must hold one value");
+  const Shape s = c.shape(value);
+  const int64_t axis = normalize_axis(c, dim[0], s.rank(), "split_dim");
+  if (s[axis] < 0)
+    c.unsupported("the split dimension " + std::to_string(axis) + " of " + s.to_string() +
+                  " is unknown");
+  const int64_t n = c.attr_int("num_split");
+  std::vector<int64_t> sizes;
+  if (v) {
+    sizes = c.constant_ints(1, "size_splits");
+    if (static_cast<int64_t>(sizes.size()) != n)
+      c.fail("size_splits has " + std::to_string(sizes.size()) + " sizes for num_split " +
+             std::to_string(n));
+    int64_t known = 0;
+    int unknown = -1;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (sizes[k] == -1 && unknown < 0)
+        unknown = static_cast<int>(k);
+      else if (sizes[k] < 0)
+        c.fail("size_splits has a negative size");
+      else
+        known += sizes[k];
+    }
+    if (unknown >= 0) sizes[unknown] = s[axis] - known;
+    if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != s[axis] ||
+        (unknown >= 0 && sizes[unknown] < 0))
+      c.fail("size_splits do not add up to " + std::to_string(s[axis]));
+  } else {
+    if (n <= 0 || s[axis] % n != 0)
+      c.fail("dimension " + std::to_string(s[axis]) + " does not split into " + std::to_string(n));
+    sizes.assign(static_cast<size_t>(n), s[axis] / n);
+  }
+  Output x = c.input(value);
+  int64_t offset = 0;
+  Scope sc = c.scope();
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<int64_t> begin(s.rank(), 0), size(s.rank(), -1);
+    begin[axis] = offset;
+    size[axis] = sizes[k];
+    offset += sizes[k];
+    Output part = n == 1 ? c.add("Identity", {x})
+                         : sc.op("Slice", {x}, Attrs().set("begin", begin).set("size", size),
+                                 "part" + std::to_string(k));
+    c.set_output(static_cast<int>(k), part);
+  }
+}
+
+void map_slice(OpContext& c) {
+  std::vector<int64_t> begin = c.constant_ints(1, "begin"), size = c.constant_ints(2, "size");
+  if (auto d = c.value(0).dims) {
+    if (begin.size() != 1 || size.size() != 1)
+      c.fail("begin and size must hold one value for a 1-D input");
+    const int64_t n = static_cast<int64_t>(d->size());
+    const int64_t end = size[0] == -1 ? n : begin[0] + size[0];
+    if (begin[0] < 0 || end > n || end < begin[0]) c.fail("the slice is out of range");
+    set_int_value(c, 0, std::vector<DimValue>(d->begin() + begin[0], d->begin() + end), c.dtype(0),
+                  false);
+    return;
+  }
+  c.set_output(0, c.add("Slice", {c.input(0)}, Attrs().set("begin", begin).set("size", size)));
+}
+
+// StridedSlice with constant begin/end/strides. On a 1-D constant or
+// partially known value (shape arithmetic) any stride is computed at import;
+// on other tensors, strides of 1 become Slice (+ Reshape for shrink and new
+// axes), others hub's StridedSlice (TensorFlow's semantics, masks and all).
+void map_strided_slice(OpContext& c) {
+  std::vector<int64_t> begin = c.constant_ints(1, "begin"), end = c.constant_ints(2, "end"),
+                       strides = c.constant_ints(3, "strides");
+  const size_t n = begin.size();
+  if (end.size() != n || strides.size() != n) c.fail("begin, end and strides differ in length");
+  const int64_t begin_mask = c.attr_int("begin_mask"), end_mask = c.attr_int("end_mask"),
+                ellipsis_mask = c.attr_int("ellipsis_mask"),
+                new_axis_mask = c.attr_int("new_axis_mask"),
+                shrink_mask = c.attr_int("shrink_axis_mask");
+  const Shape in = c.shape(0);
+  const int rank = in.rank();
+  // Dense spec: per input dim (begin, end or -1 for "to the end", stride,
+  // shrink), and the output dims (input dim index, or -1 for a new axis).
+  struct Dim {
+    int64_t begin = 0, end = 0, stride = 1;
+    bool full_begin = true, full_end = true, shrink = false;
+  };
+  std::vector<Dim> dense(rank);
+  std::vector<int> out_dims;  // input dim, -1 new axis
+  int covered = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (!((ellipsis_mask >> k) & 1) && !((new_axis_mask >> k) & 1)) ++covered;
+  int d = 0;
+  bool ellipsis_seen = false;
+  for (size_t k = 0; k < n; ++k) {
+    if ((ellipsis_mask >> k) & 1) {
+      if (ellipsis_seen) c.fail("more than one ellipsis");
+      ellipsis_seen = true;
+      for (int e = 0; e < rank - covered; ++e) out_dims.push_back(d++);
+      continue;
+    }
+    if ((new_axis_mask >> k) & 1) {
+      out_dims.push_back(-1);
+      continue;
+    }
+    if (d >= rank) c.fail("the slice has more dimensions than the input's " + std::to_string(rank));
+    Dim& dd = dense[d];
+    dd.stride = strides[k];
+    if (dd.stride == 0) c.fail("a stride is 0");
+    dd.shrink = (shrink_mask >> k) & 1;
+    dd.full_begin = (begin_mask >> k) & 1;
+    dd.full_end = (end_mask >> k) & 1;
+    dd.begin = begin[k];
+    dd.end = end[k];
+    if (dd.shrink) {
+      dd.full_begin = dd.full_end = false;
+      dd.stride = 1;
+    } else {
+      out_dims.push_back(d);
+    }
+    ++d;
+  }
+  while (d < rank) out_dims.push_back(d++);
+  // Resolve each dim to [b, e) with stride, given its size (when known).
+  auto resolve = [&](const Dim& dd, int64_t size, int64_t& b, int64_t& e) {
+    if (dd.shrink) {
+      b = dd.begin < 0 ? dd.begin + size : dd.begin;
+      if (b < 0 || b >= size)
+        c.fail("index " + std::to_string(dd.begin) + " is out of range for size " +
+               std::to_string(size));
+      e = b + 1;
+      return;
+    }
+    auto clamp = [&](int64_t x, bool is_begin) {
+      if (x < 0) x += size;
+      if (dd.stride > 0) return std::clamp<int64_t>(x, 0, size);
+      (void)is_begin;
+      return std::clamp<int64_t>(x, -1, size - 1);
+    };
+    b = dd.full_begin ? (dd.stride > 0 ? 0 : size - 1) : clamp(dd.begin, true);
+    e = dd.full_end ? (dd.stride > 0 ? size : -1) : clamp(dd.end, false);
+  };
+  if (auto values = dim_values(c, 0); rank == 1 && values) {
+    std::vector<DimValue> picked;
+    int64_t b = 0, e = 0;
+    resolve(dense[0], static_cast<int64_t>(values->size()), b, e);
+    for (int64_t i = b; dense[0].stride > 0 ? i < e : i > e; i += dense[0].stride)
+      picked.push_back((*values)[i]);
+    const bool scalar = dense[0].shrink && out_dims.empty();
+    if (!out_dims.empty() && std::count(out_dims.begin(), out_dims.end(), -1) > 0)
+      c.unsupported("new axes on a shape value are not supported");
+    set_int_value(c, 0, std::move(picked), c.dtype(0), scalar);
+    return;
+  }
+  if (std::any_of(dense.begin(), dense.end(), [](const Dim& dd) { return dd.stride != 1; })) {
+    c.set_output(0, c.add("StridedSlice", {c.input(0)},
+                          Attrs()
+                              .set("begin", begin)
+                              .set("end", end)
+                              .set("strides", strides)
+                              .set("begin_mask", begin_mask)
+                              .set("end_mask", end_mask)
+                              .set("ellipsis_mask", ellipsis_mask)
+                              .set("new_axis_mask", new_axis_mask)
+                              .set("shrink_axis_mask", shrink_mask)));
+    return;
+  }
+  std::vector<int64_t> sb(rank), ss(rank);
+  for (int k = 0; k < rank; ++k) {
+    const Dim& dd = dense[k];
+    if (in[k] < 0) {
+      // Unknown size: only a whole dimension, or from a non-negative begin to the end.
+      if (dd.shrink || (!dd.full_end) || (!dd.full_begin && dd.begin < 0))
+        c.unsupported("slicing dimension " + std::to_string(k) +
+                      " of unknown size needs its whole range");
+      sb[k] = dd.full_begin ? 0 : dd.begin;
+      ss[k] = -1;
+      continue;
+    }
+    int64_t b = 0, e = 0;
+    resolve(dd, in[k], b, e);
+    sb[k] = b;
+    ss[k] = std::max<int64_t>(e - b, 0);
+  }
+  Output y = c.add("Slice", {c.input(0)}, Attrs().set("begin", sb).set("size", ss));
+  const bool reshape =
+      std::any_of(dense.begin(), dense.end(), [](const Dim& dd) { return dd.shrink; }) ||
+      std::count(out_dims.begin(), out_dims.end(), -1) > 0;
+  if (reshape) {
+    std::vector<int64_t> shape;
+    int unknown = 0;
+    for (int od : out_dims) {
+      const int64_t v = od < 0 ? 1 : (ss[od] >= 0 ? ss[od] : -1);
+      unknown += v < 0;
+      shape.push_back(v);
+    }
+    if (unknown > 1) c.unsupported("the result would have several dimensions of unknown size");
+    y = c.scope().op("Reshape", {y}, Attrs().set("shape", shape), "reshape");
+  }
+  c.set_output(0, y);
+}
+
+void map_cast(OpContext& c) {
+  const DType to = c.attr_dtype("DstT");
+  if (auto d = c.value(0).dims; d && (to == DType::kInt32 || to == DType::kInt64)) {
+    c.set_dims(0, *d, to, c.value(0).dims_scalar);
+    return;
+  }
+  c.set_output(0, c.add("Cast", {c.input(0)}, Attrs().set("dtype", to)));
+}
+
+// ---- Exporters --------------------------------------------------------------------------
+
+std::string ints_const(ExportContext& c, const std::string& name,
+                       const std::vector<int64_t>& values, Shape shape) {
+  std::vector<int32_t> v(values.begin(), values.end());
+  return c.constant(name, Tensor::from_vector<int32_t>(std::move(shape), v));
+}
+
+void export_identity(ExportContext& c) {
+  auto& n = c.add("", c.node().op == "StopGradient" ? "StopGradient" : "Identity", {c.input(0)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  c.set_output(0, n.name());
+}
+
+void export_reshape(ExportContext& c) {
+  const auto& shape = c.node().attrs.get_ints("shape");
+  std::string s = ints_const(c, "shape", shape, Shape{static_cast<int64_t>(shape.size())});
+  auto& n = c.add("", "Reshape", {c.input(0), s});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tshape", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+void export_reshape_like(ExportContext& c) {
+  auto& shape = c.add("shape", "Shape", {c.input(1)});
+  set_type(shape, "T", c.input_spec(1).dtype);
+  set_type(shape, "out_type", DType::kInt32);
+  auto& n = c.add("", "Reshape", {c.input(0), shape.name()});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tshape", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+void export_squeeze(ExportContext& c) {
+  auto& n = c.add("", "Squeeze", {c.input(0)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_ints(n, "squeeze_dims", c.node().attrs.get_ints("axes"));
+  c.set_output(0, n.name());
+}
+
+void export_expand_dims(ExportContext& c) {
+  std::string dim = ints_const(c, "dim", {c.node().attrs.get_int("axis")}, Shape{});
+  auto& n = c.add("", "ExpandDims", {c.input(0), dim});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tdim", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+void export_transpose(ExportContext& c) {
+  const auto& perm = c.node().attrs.get_ints("perm");
+  std::string p = ints_const(c, "perm", perm, Shape{static_cast<int64_t>(perm.size())});
+  auto& n = c.add("", "Transpose", {c.input(0), p});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tperm", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+// CONSTANT as Pad (zeros) or PadV2 (another value), REFLECT and SYMMETRIC
+// as MirrorPad; EDGE has no TensorFlow op.
+void export_pad(ExportContext& c) {
+  const Attrs& a = c.node().attrs;
+  const auto& p = a.get_ints("paddings");
+  const std::string& mode = a.get_string("mode");
+  const double value = a.get_float("constant_value");
+  const DType dtype = c.input_spec(0).dtype;
+  if (mode == "EDGE") c.fail("EDGE padding has no TensorFlow equivalent");
+  std::string pads = ints_const(c, "paddings", p, Shape{static_cast<int64_t>(p.size() / 2), 2});
+  std::vector<std::string> inputs = {c.input(0), pads};
+  std::string op = "Pad";
+  if (mode != "CONSTANT") {
+    op = "MirrorPad";
+  } else if (value != 0) {
+    op = "PadV2";
+    if (dtype != DType::kFloat32) c.fail("PadV2 of a non-float32 tensor is not exported");
+    inputs.push_back(
+        c.constant("constant_values", Tensor::scalar<float>(static_cast<float>(value))));
+  }
+  auto& n = c.add("", op, inputs);
+  set_type(n, "T", dtype);
+  set_type(n, "Tpaddings", DType::kInt32);
+  if (op == "MirrorPad") (*n.mutable_attr())["mode"].set_s(mode);
+  c.set_output(0, n.name());
+}
+
+void export_strided_slice(ExportContext& c) {
+  const Attrs& a = c.node().attrs;
+  std::vector<std::string> inputs = {c.input(0)};
+  for (const char* name : {"begin", "end", "strides"}) {
+    const auto& v = a.get_ints(name);
+    inputs.push_back(ints_const(c, name, v, Shape{static_cast<int64_t>(v.size())}));
+  }
+  auto& n = c.add("", "StridedSlice", inputs);
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Index", DType::kInt32);
+  for (const char* mask :
+       {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+    (*n.mutable_attr())[mask].set_i(a.get_int(mask));
+  c.set_output(0, n.name());
+}
+
+void export_slice(ExportContext& c) {
+  const auto& b = c.node().attrs.get_ints("begin");
+  const auto& s = c.node().attrs.get_ints("size");
+  std::string begin = ints_const(c, "begin", b, Shape{static_cast<int64_t>(b.size())});
+  std::string size = ints_const(c, "size", s, Shape{static_cast<int64_t>(s.size())});
+  auto& n = c.add("", "Slice", {c.input(0), begin, size});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Index", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+void export_concat(ExportContext& c) {
+  const int n_in = static_cast<int>(c.node().inputs.size());
+  std::vector<std::string> inputs;
+  for (int i = 0; i < n_in; ++i) inputs.push_back(c.input(i));
+  int64_t axis = c.node().attrs.get_int("axis");
+  if (axis < 0) axis += c.input_spec(0).shape.rank();
+  inputs.push_back(ints_const(c, "axis", {axis}, Shape{}));
+  auto& n = c.add("", "ConcatV2", inputs);
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tidx", DType::kInt32);
+  (*n.mutable_attr())["N"].set_i(n_in);
+  c.set_output(0, n.name());
+}
+
+void export_cast(ExportContext& c) {
+  auto& n = c.add("", "Cast", {c.input(0)});
+  set_type(n, "SrcT", c.input_spec(0).dtype);
+  set_type(n, "DstT", c.node().attrs.get_dtype("dtype"));
+  (*n.mutable_attr())["Truncate"].set_b(false);
+  c.set_output(0, n.name());
+}
+
+}  // namespace
+
+void add_array_importers(std::map<std::string, OpImporter>& m) {
+  const auto T = attr_required();
+  m["Placeholder"] = {map_placeholder, {{"dtype", T}, {"shape", attr_required()}}};
+  m["PlaceholderWithDefault"] = {
+      map_placeholder_with_default, {{"dtype", T}, {"shape", T}}, {"output"}, false};
+  m["Const"] = {map_const, {{"dtype", T}, {"value", T}}};
+  m["Identity"] = {map_identity, {{"T", T}}, {"output"}, false};
+  m["Snapshot"] = {map_identity, {{"T", T}}, {"output"}, false};
+  m["StopGradient"] = {map_stop_gradient, {{"T", T}}, {"output"}, false};
+  m["VariableV2"] = {
+      map_variable,
+      {{"shape", T}, {"dtype", T}, {"container", attr_s("")}, {"shared_name", attr_s("")}},
+      {"ref"},
+      false};
+  m["VarHandleOp"] = {map_var_handle,
+                      {{"container", attr_s("")},
+                       {"shared_name", attr_s("")},
+                       {"debug_name", attr_s("")},
+                       {"dtype", T},
+                       {"shape", T},
+                       {"allowed_devices", attr_list()}},
+                      {"resource"},
+                      false};
+  m["ReadVariableOp"] = {map_read_variable, {{"dtype", T}}, {"value"}, false};
+  m["Shape"] = {map_shape, {{"T", T}, {"out_type", attr_type(kDtInt32)}}};
+  m["Pack"] = {map_pack, {{"N", T}, {"T", T}, {"axis", attr_i(0)}}};
+  m["Reshape"] = {map_reshape, {{"T", T}, {"Tshape", attr_type(kDtInt32)}}};
+  m["ExpandDims"] = {map_expand_dims, {{"T", T}, {"Tdim", attr_type(kDtInt32)}}};
+  m["Squeeze"] = {map_squeeze, {{"T", T}, {"squeeze_dims", attr_list()}}};
+  m["Transpose"] = {map_transpose, {{"T", T}, {"Tperm", attr_type(kDtInt32)}}, {"y"}};
+  m["Pad"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}}};
+  m["PadV2"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}}};
+  m["MirrorPad"] = {map_pad, {{"T", T}, {"Tpaddings", attr_type(kDtInt32)}, {"mode", T}}};
+  m["ConcatV2"] = {map_concat, {{"N", T}, {"T", T}, {"Tidx", attr_type(kDtInt32)}}};
+  m["Concat"] = {map_concat, {{"N", T}, {"T", T}}};
+  m["Split"] = {map_split, {{"num_split", T}, {"T", T}}};
+  m["SplitV"] = {map_split, {{"num_split", T}, {"T", T}, {"Tlen", attr_type(kDtInt32)}}};
+  m["Slice"] = {map_slice, {{"T", T}, {"Index", T}}};
+  m["StridedSlice"] = {map_strided_slice,
+                       {{"T", T},
+                        {"Index", T},
+                        {"begin_mask", attr_i(0)},
+                        {"end_mask", attr_i(0)},
+                        {"ellipsis_mask", attr_i(0)},
+                        {"new_axis_mask", attr_i(0)},
+                        {"shrink_axis_mask", attr_i(0)}}};
+  m["Cast"] = {map_cast, {{"SrcT", T}, {"DstT", T}, {"Truncate", attr_b(false)}}, {"y"}};
+}
+
+void add_array_exporters(std::map<std::string, OpExporter>& m) {
+  m["Identity"] = export_identity;
+  m["StopGradient"] = export_identity;
+  m["Reshape"] = export_reshape;
+  m["ReshapeLike"] = export_reshape_like;
+  m["Squeeze"] = export_squeeze;
+  m["ExpandDims"] = export_expand_dims;
+  m["Transpose"] = export_transpose;
+  m["Pad"] = export_pad;
+  m["StridedSlice"] = export_strided_slice;
+  m["Slice"] = export_slice;
+  m["Concat"] = export_concat;
+  m["Cast"] = export_cast;
+}
+
+}  // namespace hub::tf

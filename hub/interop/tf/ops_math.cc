@@ -1,0 +1,165 @@
+// TensorFlow <-> hub: element-wise arithmetic (broadcasting as NumPy, as
+// both TensorFlow and hub do), reductions over constant axes, matrix
+// products.
+#include <algorithm>
+
+#include "hub/core/error.h"
+#include "hub/interop/tf/ops.h"
+
+namespace hub::tf {
+
+namespace {
+
+constexpr int kDtInt32 = 3;
+
+// TensorFlow op -> hub op for the element-wise ops that map one to one.
+const std::map<std::string, std::string>& elementwise() {
+  static const std::map<std::string, std::string> m = {
+      {"Add", "Add"},         {"AddV2", "Add"},
+      {"Sub", "Sub"},         {"Mul", "Mul"},
+      {"RealDiv", "Div"},     {"Div", "Div"},
+      {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
+      {"Rsqrt", "Rsqrt"},     {"Square", "Square"},
+      {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
+      {"Exp", "Exp"},         {"Log", "Log"},
+      {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
+  };
+  return m;
+}
+
+void map_elementwise(OpContext& c) {
+  const std::string& hub_op = elementwise().at(c.op());
+  // TensorFlow's Div of integers rounds toward zero and hub's Div is for
+  // floats: only the float form is the same.
+  if (c.op() == "Div" && c.dtype(0) != DType::kFloat32)
+    c.unsupported("integer division is not supported");
+  std::vector<Output> in;
+  for (int i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
+  c.set_output(0, c.add(hub_op, in));
+}
+
+void map_add_n(OpContext& c) {
+  std::vector<Output> in;
+  for (int i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
+  c.set_output(0, in.size() == 1 ? in[0] : c.add("AddN", in));
+}
+
+// Mean / Sum / Max over constant reduction indices. TensorFlow reduces
+// nothing for an empty list, hub's empty `axes` means all: an empty list is
+// the input itself.
+void map_reduction(OpContext& c) {
+  std::vector<int64_t> axes = c.constant_ints(1, "reduction_indices");
+  const int rank = c.shape(0).rank();
+  for (int64_t& a : axes) {
+    const int64_t orig = a;
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank)
+      c.fail("reduction index " + std::to_string(orig) + " is out of range for rank " +
+             std::to_string(rank));
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.empty()) {
+    c.forward(0, 0);
+    return;
+  }
+  c.set_output(0, c.add(c.op(), {c.input(0)},
+                        Attrs().set("axes", axes).set("keep_dims", c.attr_bool("keep_dims"))));
+}
+
+void map_matmul(OpContext& c) {
+  if (c.dtype(0) != DType::kFloat32)
+    c.unsupported("MatMul of " + std::string(dtype_name(c.dtype(0))) + " is not supported");
+  Attrs a;
+  a.set("transpose_a", c.attr_bool("transpose_a")).set("transpose_b", c.attr_bool("transpose_b"));
+  c.set_output(0, c.add("MatMul", {c.input(0), c.weight(1)}, a));
+}
+
+// ---- Exporters ---------------------------------------------------------------------
+
+// hub op -> TensorFlow op, with attribute T.
+const std::map<std::string, std::string>& elementwise_export() {
+  static const std::map<std::string, std::string> m = {
+      {"Add", "Add"},         {"Sub", "Sub"},
+      {"Mul", "Mul"},         {"Div", "RealDiv"},
+      {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
+      {"Rsqrt", "Rsqrt"},     {"Square", "Square"},
+      {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
+      {"Exp", "Exp"},         {"Log", "Log"},
+      {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
+  };
+  return m;
+}
+
+void export_elementwise(ExportContext& c) {
+  if (c.node().op == "Div" && c.input_spec(0).dtype != DType::kFloat32)
+    c.fail("only float division maps to TensorFlow");
+  std::vector<std::string> in;
+  for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
+  auto& n = c.add("", elementwise_export().at(c.node().op), in);
+  set_type(n, "T", c.input_spec(0).dtype);
+  c.set_output(0, n.name());
+}
+
+void export_add_n(ExportContext& c) {
+  std::vector<std::string> in;
+  for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
+  auto& n = c.add("", "AddN", in);
+  set_type(n, "T", c.input_spec(0).dtype);
+  (*n.mutable_attr())["N"].set_i(static_cast<int64_t>(in.size()));
+  c.set_output(0, n.name());
+}
+
+void export_reduction(ExportContext& c) {
+  std::vector<int64_t> axes = c.node().attrs.get_ints("axes");
+  if (axes.empty())  // hub: all axes
+    for (int d = 0; d < c.input_spec(0).shape.rank(); ++d) axes.push_back(d);
+  std::vector<int32_t> v(axes.begin(), axes.end());
+  std::string idx = c.constant("reduction_indices",
+                               Tensor::from_vector<int32_t>({static_cast<int64_t>(v.size())}, v));
+  auto& n = c.add("", c.node().op, {c.input(0), idx});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tidx", DType::kInt32);
+  (*n.mutable_attr())["keep_dims"].set_b(c.node().attrs.get_bool("keep_dims"));
+  c.set_output(0, n.name());
+}
+
+void export_matmul(ExportContext& c) {
+  auto& n = c.add("", "MatMul", {c.input(0), c.input(1)});
+  set_type(n, "T", DType::kFloat32);
+  (*n.mutable_attr())["transpose_a"].set_b(c.node().attrs.get_bool("transpose_a"));
+  (*n.mutable_attr())["transpose_b"].set_b(c.node().attrs.get_bool("transpose_b"));
+  c.set_output(0, n.name());
+}
+
+}  // namespace
+
+void add_math_importers(std::map<std::string, OpImporter>& m) {
+  const auto T = attr_required();
+  // Unary ops name their output y, binary ones z.
+  for (const auto& [tf_op, hub_op] : elementwise()) {
+    const bool unary = tf_op == "Rsqrt" || tf_op == "Square" || tf_op == "Sqrt" || tf_op == "Neg" ||
+                       tf_op == "Exp" || tf_op == "Log" || tf_op == "Abs" || tf_op == "Reciprocal";
+    m[tf_op] = {map_elementwise, {{"T", T}}, {unary ? "y" : "z"}};
+  }
+  m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
+  for (const char* op : {"Mean", "Sum", "Max"})
+    m[op] = {map_reduction,
+             {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
+  m["MatMul"] = {map_matmul,
+                 {{"T", T},
+                  {"transpose_a", attr_b(false)},
+                  {"transpose_b", attr_b(false)},
+                  {"grad_a", attr_b(false)},
+                  {"grad_b", attr_b(false)}},
+                 {"product"}};
+}
+
+void add_math_exporters(std::map<std::string, OpExporter>& m) {
+  for (const auto& [hub_op, tf_op] : elementwise_export()) m[hub_op] = export_elementwise;
+  m["AddN"] = export_add_n;
+  for (const char* op : {"Mean", "Sum", "Max"}) m[op] = export_reduction;
+  m["MatMul"] = export_matmul;
+}
+
+}  // namespace hub::tf

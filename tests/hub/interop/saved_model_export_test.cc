@@ -1,0 +1,371 @@
+// hub/interop/tf/saved_model_export: a module using every hub op that maps
+// to TensorFlow is written as a TF1 SavedModel; the files hold what
+// TensorFlow reads (tags, SignatureDefs, VariableV2 + read, the saver's
+// RestoreV2 keys, the variables collections, the bundle's values) and read
+// back to a module with the same outputs. Bad exports (ops without a
+// TensorFlow equivalent, an existing folder, an unknown tag set) fail before
+// anything is written.
+#include "hub/interop/tf/saved_model_export.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "hub/core/fileio.h"
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/proto/saved_model.pb.h"
+#include "hub/interop/tf/proto/variable.pb.h"
+#include "hub/interop/tf/saved_model.h"
+#include "hub/ops/state.h"
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+// images [?, 8, 8, 3] -> (probs [?, 4], features [?, 10]) through every
+// exported op.
+void every_op(ModuleBuilder& b) {
+  Scope s = b.scope();
+  ops::VariableOptions random;
+  random.initializer = "random_uniform";
+  random.init_params = {-0.5, 0.5};
+  auto var = [&](const std::string& name, Shape shape, bool trainable = true) {
+    ops::VariableOptions o = random;
+    o.trainable = trainable;
+    return ops::variable(s, name, shape, o);
+  };
+  auto ints = [](std::vector<int64_t> v) { return v; };
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 8, 8, 3}, "images");
+  Output y = s.op("Conv2D", {x, var("conv/weights", {3, 3, 3, 6})},
+                  Attrs()
+                      .set("strides", ints({2, 2}))
+                      .set("padding", "EXPLICIT")
+                      .set("explicit_paddings", ints({1, 0, 0, 1})),
+                  "conv");
+  y = s.op("BiasAdd", {y, var("conv/biases", {6})}, {}, "conv/bias");
+  y = s.op_n("FusedBatchNorm",
+             {y, var("bn/gamma", {6}), var("bn/beta", {6}), var("bn/mean", {6}, false),
+              ops::constant(s, Tensor::floats({1, 2, 0.5f, 1, 1.5f, 1}), "bn/variance")},
+             Attrs().set("epsilon", 0.001).set("is_training", false), "bn")[0];
+  y = s.op("Relu6", {y}, {}, "relu6");
+  y = s.op("DepthwiseConv2dNative", {y, var("dw/weights", {3, 3, 6, 1})},
+           Attrs().set("padding", "SAME"), "dw");
+  y = s.op("Elu", {y}, {}, "elu");
+  Output mp = s.op("MaxPool", {y},
+                   Attrs()
+                       .set("ksize", ints({3, 3}))
+                       .set("strides", ints({1, 1}))
+                       .set("padding", "EXPLICIT")
+                       .set("explicit_paddings", ints({0, 1, 1, 0})),
+                   "maxpool");
+  Output ap =
+      s.op("AvgPool", {y},
+           Attrs().set("ksize", ints({2, 2})).set("strides", ints({2, 2})).set("padding", "VALID"),
+           "avgpool");
+  y = s.op("LRN", {mp}, Attrs().set("depth_radius", int64_t{2}).set("alpha", 0.1).set("beta", 0.75),
+           "lrn");
+  Output up = s.op("Resize", {ap},
+                   Attrs()
+                       .set("size", ints({3, 3}))
+                       .set("mode", "linear")
+                       .set("coordinate_transformation_mode", "half_pixel"),
+                   "resize_linear");
+  Output nn = s.op("Resize", {ap},
+                   Attrs()
+                       .set("size", ints({3, 3}))
+                       .set("mode", "nearest")
+                       .set("coordinate_transformation_mode", "align_corners")
+                       .set("nearest_mode", "round_prefer_ceil"),
+                   "resize_nearest");
+  y = s.op("Concat", {y, up, nn}, Attrs().set("axis", int64_t{-1}), "concat");  // [?, 3, 3, 18]
+  y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})),
+           "pad");  // [?, 4, 4, 18]
+  y = s.op("Slice", {y}, Attrs().set("begin", ints({0, 0, 1, 2})).set("size", ints({-1, 3, 3, 12})),
+           "slice");
+  y = s.op("LeakyRelu", {y}, Attrs().set("alpha", 0.3), "leaky");
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 1, 1, 1, 1, 0, 0})).set("mode", "REFLECT"),
+           "mirror");  // [?, 5, 5, 12]
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})).set("constant_value", 0.5),
+           "pad_value");  // [?, 6, 6, 12]
+  y = s.op("Pad", {y},
+           Attrs().set("paddings", ints({0, 0, 0, 1, 1, 0, 0, 0})).set("mode", "SYMMETRIC"),
+           "symmetric");  // [?, 7, 7, 12]
+  y = s.op("StridedSlice", {y},
+           Attrs()
+               .set("begin", ints({0, -1, 0, 0}))
+               .set("end", ints({0, 0, 7, 12}))
+               .set("strides", ints({1, -2, 3, 1}))
+               .set("begin_mask", int64_t{1})
+               .set("end_mask", int64_t{1}),
+           "strided");  // rows 6, 4, 2 and columns 0, 3, 6: [?, 3, 3, 12]
+  y = s.op("Transpose", {y}, Attrs().set("perm", ints({0, 2, 1, 3})), "transpose");
+  Output a = s.op("Sigmoid", {y}, {}, "sigmoid"), t = s.op("Tanh", {y}, {}, "tanh");
+  y = s.op("Add", {s.op("Mul", {a, t}, {}, "mul"), s.op("Relu", {y}, {}, "relu")}, {}, "add");
+  y = s.op("Sub", {y, ops::scalar(s, 0.25f, "quarter")}, {}, "sub");
+  y = s.op("Minimum",
+           {s.op("Maximum", {y, ops::scalar(s, 0.1f, "lo")}, {}, "max"), ops::scalar(s, 2.f, "hi")},
+           {}, "min");
+  Output sq = s.op("Square", {y}, {}, "square");
+  Output one = s.op("Add", {sq, ops::scalar(s, 1.f, "one")}, {}, "add1");
+  y = s.op("AddN",
+           {s.op("Rsqrt", {one}, {}, "rsqrt"), s.op("Div", {y, one}, {}, "div"),
+            s.op("Reciprocal", {one}, {}, "recip"),
+            s.op("Log",
+                 {s.op("Exp",
+                       {s.op("Sqrt", {s.op("Abs", {s.op("Neg", {y}, {}, "neg")}, {}, "abs")}, {},
+                             "sqrt")},
+                       {}, "exp")},
+                 {}, "log")},
+           {}, "addn");
+  Output mean = s.op("Mean", {y}, Attrs().set("axes", ints({1, 2})).set("keep_dims", true),
+                     "mean");  // [?, 1, 1, 12]
+  Output flat = s.op("Squeeze", {mean}, Attrs().set("axes", ints({1, 2})), "squeeze");  // [?, 12]
+  Output mx = s.op("Max", {s.op("ExpandDims", {flat}, Attrs().set("axis", int64_t{1}), "expand")},
+                   Attrs().set("axes", ints({1})), "max_over");             // [?, 12]
+  Output sum = s.op("Sum", {y}, Attrs().set("axes", ints({1, 2})), "sum");  // [?, 12]
+  Output r = s.op("Reshape", {y}, Attrs().set("shape", ints({-1, 108})), "reshape");
+  Output like = s.op("ReshapeLike", {s.op("Identity", {r}, {}, "identity"), r}, {}, "reshape_like");
+  Output logits = s.op("MatMul", {like, var("fc/weights", {108, 4})}, {}, "fc");
+  logits = s.op(
+      "Add",
+      {logits, s.op("MatMul", {s.op("Tanh", {sum}, {}, "tanh_sum"), var("fc2/weights", {4, 12})},
+                    Attrs().set("transpose_b", true), "fc2")},
+      {}, "logits");
+  logits = s.op("StopGradient", {logits}, {}, "stop");
+  Output probs = s.op("Softmax", {logits}, {}, "probs");
+  Output logp = s.op("Cast", {s.op("LogSoftmax", {logits}, {}, "logp")},
+                     Attrs().set("dtype", DType::kFloat32), "cast");
+  Output features = s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum")},
+                         Attrs().set("axis", int64_t{1}), "features");
+  b.add_signature("default", {{"images", x}}, {{"default", probs}, {"log_probs", logp}});
+  b.add_signature("image_feature_vector", {{"images", x}}, {{"default", features}});
+  b.add_asset("labels.txt", "a\nb\nc\nd\n");
+}
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and back") {
+  ModuleSpec spec = create_module_spec(every_op);
+  TempDir dir("tf_export");
+  const std::string out = dir / "saved";
+  tf::export_saved_model(spec, out);
+  CHECK(listing(dir.path) ==
+        std::vector<std::string>{"saved", "saved/assets", "saved/assets/labels.txt",
+                                 "saved/saved_model.pb", "saved/variables",
+                                 "saved/variables/variables.data-00000-of-00001",
+                                 "saved/variables/variables.index"});
+  tf::proto::SavedModel sm;
+  REQUIRE(sm.ParseFromString(read_file_bytes(out + "/saved_model.pb")));
+  CHECK(sm.saved_model_schema_version() == 1);
+  REQUIRE(sm.meta_graphs_size() == 1);
+  const auto& mg = sm.meta_graphs(0);
+  CHECK(std::vector<std::string>(mg.meta_info_def().tags().begin(),
+                                 mg.meta_info_def().tags().end()) ==
+        std::vector<std::string>{"serve"});
+  CHECK(mg.signature_def().count("serving_default"));
+  CHECK(mg.signature_def().count("image_feature_vector"));
+  const auto& sd = mg.signature_def().at("serving_default");
+  CHECK(sd.method_name() == "tensorflow/serving/predict");
+  CHECK(sd.inputs().at("images").name() == "images:0");
+  CHECK(sd.outputs().at("default").name() == "probs:0");
+  CHECK(sd.inputs().at("images").tensor_shape().dim(0).size() == -1);
+  // Only TensorFlow ops, each variable a VariableV2 read through name/read.
+  std::map<std::string, const tf::proto::NodeDef*> nodes;
+  for (const auto& n : mg.graph_def().node()) nodes[n.name()] = &n;
+  const std::set<std::string> tf_ops = {"Placeholder",
+                                        "Const",
+                                        "VariableV2",
+                                        "Identity",
+                                        "Fill",
+                                        "Assign",
+                                        "Conv2D",
+                                        "BiasAdd",
+                                        "FusedBatchNorm",
+                                        "Relu6",
+                                        "DepthwiseConv2dNative",
+                                        "Elu",
+                                        "MaxPool",
+                                        "AvgPool",
+                                        "LRN",
+                                        "ResizeBilinear",
+                                        "ResizeNearestNeighbor",
+                                        "ConcatV2",
+                                        "Pad",
+                                        "PadV2",
+                                        "MirrorPad",
+                                        "LeakyRelu",
+                                        "StridedSlice",
+                                        "Slice",
+                                        "Transpose",
+                                        "Sigmoid",
+                                        "Tanh",
+                                        "Mul",
+                                        "Add",
+                                        "Relu",
+                                        "Sub",
+                                        "Maximum",
+                                        "Minimum",
+                                        "Square",
+                                        "Rsqrt",
+                                        "RealDiv",
+                                        "Reciprocal",
+                                        "Log",
+                                        "Exp",
+                                        "Sqrt",
+                                        "Abs",
+                                        "Neg",
+                                        "AddN",
+                                        "Mean",
+                                        "Squeeze",
+                                        "ExpandDims",
+                                        "Max",
+                                        "Sum",
+                                        "Reshape",
+                                        "Shape",
+                                        "MatMul",
+                                        "StopGradient",
+                                        "Softmax",
+                                        "LogSoftmax",
+                                        "Cast",
+                                        "PlaceholderWithDefault",
+                                        "SaveV2",
+                                        "RestoreV2",
+                                        "NoOp"};
+  for (const auto& [name, n] : nodes) {
+    INFO(name);
+    CHECK(tf_ops.count(n->op()));
+  }
+  CHECK(nodes.at("conv/weights")->op() == "VariableV2");
+  CHECK(nodes.at("conv/weights/read")->input(0) == "conv/weights");
+  CHECK(nodes.at("conv")->input(1) == "conv/weights/read");
+  CHECK(nodes.at("conv")->attr().at("padding").s() == "EXPLICIT");
+  CHECK(nodes.at("conv")->attr().at("explicit_paddings").list().i_size() == 8);
+  CHECK(nodes.at("resize_nearest")->attr().at("align_corners").b());
+  // The saver restores each variable from the key of its name.
+  CHECK(mg.saver_def().restore_op_name() == "save/restore_all");
+  CHECK(mg.saver_def().filename_tensor_name() == "save/Const:0");
+  const auto& keys =
+      nodes.at("save/RestoreV2/tensor_names")->attr().at("value").tensor().string_val();
+  std::vector<std::string> var_names;
+  for (const VariableInfo& v : spec.variables()) var_names.push_back(v.name);
+  CHECK(std::vector<std::string>(keys.begin(), keys.end()).size() == var_names.size());
+  tf::BundleReader bundle(out + "/variables/variables");
+  CHECK(bundle.names() == var_names);
+  // The variables collections: all eight variables, seven trainable.
+  CHECK(mg.collection_def().at("variables").bytes_list().value_size() == 8);
+  CHECK(mg.collection_def().at("trainable_variables").bytes_list().value_size() == 7);
+  tf::proto::VariableDef vd;
+  REQUIRE(vd.ParseFromString(mg.collection_def().at("variables").bytes_list().value(0)));
+  CHECK(nodes.count(vd.initializer_name()));
+  CHECK(vd.snapshot_name() ==
+        vd.variable_name().substr(0, vd.variable_name().size() - 2) + "/read:0");
+
+  // Read back: the same outputs and variables.
+  ModuleSpec back = tf::import_saved_model(out);
+  CHECK(back.signature_names() ==
+        std::vector<std::string>{"default", "image_feature_vector", "serving_default"});
+  // (A fresh spec's variables start from their initializers, which the
+  // export wrote.)
+  Module want(spec), got(back);
+  const Tensor images = random_tensor({3, 8, 8, 3}, 5, 0, 1);
+  for (const char* sig : {"default", "image_feature_vector"}) {
+    INFO(sig);
+    TensorMap w = want(sig, {{"images", images}}), g = got(sig, {{"images", images}});
+    REQUIRE(g.size() == w.size());
+    for (const auto& [key, v] : w) expect_close(g.at(key), v, 0, 0);
+  }
+  for (const VariableInfo& v : back.variables()) {
+    INFO(v.name);
+    CHECK(v.trainable == (v.name != "bn/mean"));
+    expect_close(back.weights().at(v.name), bundle.read(v.name), 0, 0);
+  }
+  CHECK(read_file_bytes(back.assets_dir() + "/labels.txt") == "a\nb\nc\nd\n");
+}
+
+TEST_CASE("exports that cannot be written fail before anything is written") {
+  TempDir dir("tf_export_bad");
+  auto no_partial = [&] { CHECK(listing(dir.path).empty()); };
+  SUBCASE("ops without a TensorFlow equivalent, all named") {
+    ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
+      Scope s = b.scope();
+      Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5}, "x");
+      Output top = s.op_n("TopK", {x}, Attrs().set("k", int64_t{2}), "top")[0];
+      Output sign = s.op("Sign", {x}, {}, "sign");
+      b.add_signature("default", {{"x", x}}, {{"top", top}, {"sign", sign}});
+    });
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'top' (TopK): op TopK has no TensorFlow equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'sign' (Sign): op Sign has no TensorFlow equivalent");
+    no_partial();
+  }
+  SUBCASE("attribute values TensorFlow cannot express") {
+    ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
+      Scope s = b.scope();
+      Output x = ops::placeholder(s, DType::kFloat32, {1, 4, 4, 1}, "x");
+      Output y = s.op("Resize", {x},
+                      Attrs()
+                          .set("size", std::vector<int64_t>{6, 6})
+                          .set("mode", "linear")
+                          .set("coordinate_transformation_mode", "pytorch_half_pixel"),
+                      "resize");
+      Output z = s.op("AvgPool", {x},
+                      Attrs()
+                          .set("ksize", std::vector<int64_t>{2, 2})
+                          .set("strides", std::vector<int64_t>{2, 2})
+                          .set("padding", "VALID")
+                          .set("count_include_pad", true),
+                      "pool");
+      Output e = s.op(
+          "Pad", {x},
+          Attrs().set("paddings", std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0}).set("mode", "EDGE"),
+          "edge");
+      Output elu = s.op("Elu", {x}, Attrs().set("alpha", 0.5), "elu");
+      b.add_signature("default", {{"x", x}}, {{"y", y}, {"z", z}, {"e", e}, {"elu", elu}});
+    });
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'resize' (Resize): mode linear with pytorch_half_pixel has no TensorFlow "
+        "equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'pool' (AvgPool): count_include_pad has no TensorFlow equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'edge' (Pad): EDGE padding has no TensorFlow equivalent");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
+        "hub node 'elu' (Elu): Elu with alpha 0.5 has no TensorFlow equivalent (TensorFlow's "
+        "alpha is 1)");
+    no_partial();
+  }
+  SUBCASE("an existing folder, an unknown tag set") {
+    ModuleSpec spec = create_module_spec(every_op);
+    fs::create_directories(dir.path / "there");
+    expect_error(
+        Code::kAlreadyExists, [&] { tf::export_saved_model(spec, dir / "there"); },
+        "already exists");
+    CHECK(listing(dir.path) == std::vector<std::string>{"there"});
+    tf::SavedModelExportOptions o;
+    o.tags = {"train"};
+    expect_error(
+        Code::kNotFound, [&] { tf::export_saved_model(spec, dir / "new", o); },
+        "has no tag set {train}");
+  }
+}

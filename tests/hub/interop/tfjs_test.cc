@@ -1,0 +1,256 @@
+// hub/interop/tf/tfjs: TensorFlow.js graph models. TensorFlow.js itself is
+// the reference: tests/js/tfjs_graph_model.js writes a graph model using
+// every TensorFlow op hub maps (weights sharded and partly quantized to
+// uint8, uint16 and float16) and runs it with TF.js's GraphModel; hub
+// imports the model.json and must give the same outputs on both CPU backends
+// (1e-5 relative). Dequantization against values worked out by hand
+// (uint8/uint16 affine, float16 including subnormals and the largest
+// normal, int32 rounding halves up), and bad files: a shard path leaving the
+// folder, absolute or missing, too few or too many bytes, nesting too deep,
+// malformed JSON, a layers model, an unknown quantization or weight dtype, a
+// Const without a weight: each a clear error.
+#include "hub/interop/tf/tfjs.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hub/core/fileio.h"
+#include "onnx_testutil.h"
+#include "subprocess.h"
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+using namespace hub;
+using namespace hub::testing;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kJs = fs::path(HUB_SOURCE_DIR) / "tests" / "js";
+
+std::string tfjs_missing() {
+  if (!fs::exists(kJs / "node_modules" / "@tensorflow" / "tfjs"))
+    return "TensorFlow.js is not installed (npm ci --ignore-scripts in tests/js)";
+  if (!fs::exists("/usr/bin/node") && !fs::exists("/usr/local/bin/node"))
+    return "node is not installed";
+  return "";
+}
+
+void write(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+template <class T>
+std::string raw(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+json shape_json(const std::vector<int64_t>& dims) {
+  json d = json::array();
+  for (int64_t x : dims) d.push_back({{"size", std::to_string(x)}});
+  return {{"dim", d}};
+}
+
+json node(const std::string& name, const std::string& op, std::vector<std::string> inputs,
+          json attr = json::object()) {
+  return {{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
+}
+
+json const_node(const std::string& name, const std::string& dtype,
+                const std::vector<int64_t>& dims) {
+  return node(name, "Const", {},
+              {{"dtype", {{"type", dtype}}},
+               {"value", {{"tensor", {{"dtype", dtype}, {"tensorShape", shape_json(dims)}}}}}});
+}
+
+// model.json: y_k = x + c_k for the float weights, and Identity of the int
+// weight; weights as given (one group, one shard "w.bin").
+json quantized_model(const json& weights) {
+  const json T = {{"type", "DT_FLOAT"}};
+  json nodes = json::array();
+  nodes.push_back(
+      node("x", "Placeholder", {}, {{"dtype", T}, {"shape", {{"shape", shape_json({3})}}}}));
+  for (const char* w : {"u8", "u16", "f16"}) {
+    nodes.push_back(const_node(w, "DT_FLOAT", {3}));
+    nodes.push_back(node(std::string("y_") + w, "AddV2", {"x", w}, {{"T", T}}));
+  }
+  nodes.push_back(const_node("i32", "DT_INT32", {4}));
+  nodes.push_back(node("y_i32", "Identity", {"i32"}, {{"T", {{"type", "DT_INT32"}}}}));
+  return {{"format", "graph-model"},
+          {"modelTopology", {{"node", nodes}}},
+          {"weightsManifest", json::array({{{"paths", {"w.bin"}}, {"weights", weights}}})}};
+}
+
+json quantized_weights() {
+  return json::array({
+      {{"name", "u8"},
+       {"shape", {3}},
+       {"dtype", "float32"},
+       {"quantization", {{"dtype", "uint8"}, {"min", -1.0}, {"scale", 0.5}}}},
+      {{"name", "u16"},
+       {"shape", {3}},
+       {"dtype", "float32"},
+       {"quantization", {{"dtype", "uint16"}, {"min", 0.25}, {"scale", 0.001}}}},
+      {{"name", "f16"},
+       {"shape", {3}},
+       {"dtype", "float32"},
+       {"quantization", {{"dtype", "float16"}}}},
+      {{"name", "i32"},
+       {"shape", {4}},
+       {"dtype", "int32"},
+       {"quantization", {{"dtype", "uint8"}, {"min", -2.0}, {"scale", 0.5}}}},
+  });
+}
+
+std::string quantized_bytes() {
+  return raw<uint8_t>({0, 1, 255}) + raw<uint16_t>({0, 1000, 65535}) +
+         raw<uint16_t>({0x3c00, 0x8001, 0x7bff}) + raw<uint8_t>({1, 3, 4, 5});
+}
+
+std::string write_model(const fs::path& dir, const json& model, const std::string& bin) {
+  fs::create_directories(dir);
+  write(dir / "model.json", model.dump());
+  write(dir / "w.bin", bin);
+  return (dir / "model.json").string();
+}
+
+}  // namespace
+
+TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op") {
+  HUB_SKIP_UNLESS(tfjs_missing().empty(), tfjs_missing());
+  TempDir dir("tfjs");
+  Child c = Child::spawn({"node", (kJs / "tfjs_graph_model.js").string(), dir.path.string()});
+  ChildResult r = c.wait(120, "TensorFlow.js (tests/js/tfjs_graph_model.js)");
+  REQUIRE_MESSAGE((r.exited && r.code == 0), "tfjs_graph_model.js failed: " << r.output);
+  const std::string model = dir / "model/model.json";
+  REQUIRE(tf::is_tfjs_graph_model(model));
+  ModuleSpec spec = tf::import_tfjs(model);
+  // Weights of weight inputs became variables, dequantized.
+  CHECK(spec.weights().count("w1"));
+  CHECK(spec.weights().count("w3"));
+  const json outputs = json::parse(read_file_bytes(dir / "outputs.json"));
+  const Tensor input = read_float_bin(dir.path / "input.bin", {2, 10, 10, 3});
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO("backend " << std::string(backend));
+    TensorMap got = run_signature(spec, "default", {{"images", input}}, backend);
+    REQUIRE(got.size() == outputs.size());
+    for (const auto& [name, o] : outputs.items()) {
+      INFO("output " << name);
+      Tensor want = read_float_bin(dir.path / o["file"].get<std::string>(),
+                                   Shape(o["shape"].get<std::vector<int64_t>>()));
+      // The reference kernels are the semantic check; oneDNN's vectorised
+      // exp/log (LogSoftmax) are within 1e-5 absolute, as tests/hub/ops check.
+      expect_close(got.at(name), want, std::string(backend) == "reference" ? 1e-6 : 1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("TF.js weights dequantize as TensorFlow.js does, worked by hand") {
+  TempDir dir("tfjs_quant");
+  ModuleSpec spec = tf::import_tfjs(
+      write_model(dir.path, quantized_model(quantized_weights()), quantized_bytes()));
+  Module m(spec);
+  TensorMap out = m({{"x", Tensor::zeros(DType::kFloat32, {3})}});
+  // q * scale + min.
+  expect_close(out.at("y_u8"), Tensor::floats({-1.0f, -0.5f, 126.5f}), 0, 0);
+  expect_close(out.at("y_u16"),
+               Tensor::floats({0.25f, static_cast<float>(1000 * 0.001 + 0.25),
+                               static_cast<float>(65535 * 0.001 + 0.25)}),
+               0, 0);
+  // 0x3c00 = 1; 0x8001 = -2^-24 (the smallest subnormal); 0x7bff = 65504.
+  expect_close(out.at("y_f16"), Tensor::floats({1.0f, -5.9604644775390625e-08f, 65504.0f}), 0, 0);
+  // round(q * 0.5 - 2), halves up: -1.5 -> -1, -0.5 -> 0, 0 -> 0, 0.5 -> 1.
+  CHECK(out.at("y_i32").to_vector<int32_t>() == std::vector<int32_t>{-1, 0, 0, 1});
+  CHECK(spec.signature().outputs.size() == 4);  // the sinks, under their node names
+  CHECK(std::get<std::string>(spec.attached().at("source_format")) == "tfjs_graph_model");
+}
+
+TEST_CASE("bad TF.js models: each a clear error naming model.json") {
+  TempDir dir("tfjs_bad");
+  const json good = quantized_model(quantized_weights());
+  const std::string bin = quantized_bytes();
+  int k = 0;
+  auto model = [&](const json& m, const std::string& b) {
+    return write_model(dir.path / std::to_string(k++), m, b);
+  };
+  auto with_paths = [&](const json& paths) {
+    json m = good;
+    m["weightsManifest"][0]["paths"] = paths;
+    return m;
+  };
+
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_tfjs(model(with_paths({"../w.bin"}), bin)); },
+      "shard path '../w.bin' must be relative and stay in the model's folder");
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_tfjs(model(with_paths({"/etc/passwd"}), bin)); },
+      "shard path '/etc/passwd' must be relative");
+  {
+    const std::string m = model(with_paths({"link.bin"}), bin);
+    fs::create_symlink("/etc/hostname", fs::path(m).parent_path() / "link.bin");
+    expect_error(
+        Code::kInvalidArgument, [&] { tf::import_tfjs(m); },
+        "shard 'link.bin' leaves the model's folder");
+  }
+  expect_error(
+      Code::kNotFound,
+      [&] {
+        tf::import_tfjs(model(with_paths({"w.bin", "w2.bin"}), bin));
+      },
+      "shard 'w2.bin' is not a regular file");
+  expect_error(
+      Code::kCorruption, [&] { tf::import_tfjs(model(good, bin.substr(0, bin.size() - 1))); },
+      "weight 'i32': the group's shards hold 18 bytes, this weight needs bytes 15 to 19");
+  expect_error(
+      Code::kCorruption, [&] { tf::import_tfjs(model(good, bin + "x")); },
+      "weight group 0: its shards hold 20 bytes, its weights need 19");
+  {
+    json m = good;
+    m["weightsManifest"][0]["weights"][2]["quantization"]["dtype"] = "int4";
+    expect_error(
+        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); },
+        "quantization dtype 'int4' is not supported");
+    m = good;
+    m["weightsManifest"][0]["weights"][0]["dtype"] = "string";
+    expect_error(
+        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); },
+        "weight 'u8': dtype 'string' is not supported");
+    m = good;
+    m["weightsManifest"][0]["weights"].erase(3);
+    expect_error(
+        Code::kCorruption, [&] { tf::import_tfjs(model(m, bin.substr(0, 15))); },
+        "Const node 'i32' has no weight in weightsManifest");
+    m = good;
+    m["format"] = "layers-model";
+    expect_error(
+        Code::kCorruption, [&] { tf::import_tfjs(model(m, bin)); },
+        "format is 'layers-model', not 'graph-model'");
+    CHECK_FALSE(tf::is_tfjs_graph_model(dir / std::to_string(k - 1) + "/model.json"));
+    m = good;
+    m["modelTopology"]["node"][2]["op"] = "Softsign";
+    expect_error(
+        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); },
+        "node 'y_u8' (Softsign): op Softsign is not supported");
+  }
+  {
+    // 100 nested arrays inside an otherwise valid model.
+    std::string deep = good.dump();
+    deep.insert(deep.size() - 1,
+                ",\"userDefinedMetadata\":" + std::string(100, '[') + std::string(100, ']'));
+    fs::create_directories(dir.path / "deep");
+    write(dir.path / "deep/model.json", deep);
+    expect_error(
+        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
+        "JSON nested deeper than 32 levels");
+    write(dir.path / "deep/model.json", "{\"format\": \"graph-model\", ");
+    expect_error(
+        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
+        "not valid JSON at byte");
+  }
+}

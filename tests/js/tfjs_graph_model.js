@@ -1,0 +1,306 @@
+// Writes a TensorFlow.js graph model that uses every TensorFlow op hub maps
+// (model.json with the GraphDef as JSON, weights in sharded .bin files, some
+// quantized to uint8, uint16 and float16), runs it with TensorFlow.js's own
+// GraphModel on a fixed input, and writes what TF.js computed — the
+// independent reference hub's importer is checked against.
+//
+//   node tfjs_graph_model.js OUT_DIR
+//
+// Writes OUT_DIR/model/{model.json, group1-shard1of2.bin,
+// group1-shard2of2.bin, group2-shard1of1.bin}, OUT_DIR/input.bin (float32,
+// [2, 10, 10, 3]) and, per output, OUT_DIR/<name>.bin (float32) with
+// OUT_DIR/outputs.json: {name: shape}. The CPU backend, so results do not
+// depend on the machine's GPU.
+const fs = require('fs');
+const path = require('path');
+const tf = require('@tensorflow/tfjs');
+
+// Deterministic values in [lo, hi).
+let seed = 12345;
+function random() {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+}
+function values(n, lo = -1, hi = 1) {
+  return Float32Array.from({length: n}, () => lo + (hi - lo) * random());
+}
+
+// float32 -> IEEE half bits (round to nearest even; normal and subnormal).
+function toHalf(v) {
+  const f = new Float32Array([v]);
+  const u = new Uint32Array(f.buffer)[0];
+  const sign = (u >>> 16) & 0x8000;
+  const exp = ((u >>> 23) & 0xff) - 127 + 15;
+  let mant = u & 0x7fffff;
+  if (exp >= 31) return sign | 0x7c00;
+  if (exp <= 0) {
+    if (exp < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - exp;
+    let h = mant >>> shift;
+    const rest = mant & ((1 << shift) - 1), halfway = 1 << (shift - 1);
+    if (rest > halfway || (rest === halfway && (h & 1))) h += 1;
+    return sign | h;
+  }
+  let h = (exp << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) h += 1;
+  return sign | h;
+}
+
+const b64 = (s) => Buffer.from(s).toString('base64');
+const T = {type: 'DT_FLOAT'};
+const ints = (v) => ({list: {i: v.map(String)}});
+const str = (s) => ({s: b64(s)});
+const shapeOf = (dims) => ({dim: dims.map((d) => ({size: String(d)}))});
+
+const nodes = [];
+const weights = [[], []];  // per group: {spec, bytes}
+function node(name, op, input, attr = {}) {
+  nodes.push({name, op, input, attr});
+  return name;
+}
+// A Const whose value is a weight of group `group`, stored as `quant`
+// (undefined, 'uint8', 'uint16' or 'float16').
+function constant(name, shape, data, {dtype = 'float32', quant, group = 0} = {}) {
+  const tfDtype = dtype === 'int32' ? 'DT_INT32' : 'DT_FLOAT';
+  node(name, 'Const', [], {dtype: {type: tfDtype}, value: {tensor: {dtype: tfDtype, tensorShape: shapeOf(shape)}}});
+  const spec = {name, shape, dtype};
+  let bytes;
+  if (!quant) {
+    bytes = Buffer.from((dtype === 'int32' ? Int32Array.from(data) : Float32Array.from(data)).buffer);
+  } else if (quant === 'float16') {
+    bytes = Buffer.from(Uint16Array.from(Array.from(data, toHalf)).buffer);
+    spec.quantization = {dtype: 'float16'};
+  } else {
+    const levels = quant === 'uint8' ? 255 : 65535;
+    let min = Math.min(...data), max = Math.max(...data);
+    if (dtype === 'int32') {
+      min = 1;  // a scale and offset the int32 values are exactly on
+      max = min + levels * 0.5;
+    }
+    const scale = (max - min) / levels;
+    const q = Array.from(data, (v) => Math.round((v - min) / scale));
+    bytes = Buffer.from((quant === 'uint8' ? Uint8Array.from(q) : Uint16Array.from(q)).buffer);
+    spec.quantization = {dtype: quant, min, scale};
+  }
+  weights[group].push({spec, bytes});
+  return name;
+}
+const scalar = (name, v) => constant(name, [], [v], {group: 1});
+const intScalar = (name, v) => constant(name, [], [v], {dtype: 'int32', group: 1});
+const vec = (name, v, dtype = 'int32') => constant(name, [v.length], v, {dtype, group: 1});
+
+// ---- The network: input [N, 10, 10, 3] -> probs [N, 5], features [N, 12] ----
+node('images', 'Placeholder', [], {dtype: T, shape: {shape: shapeOf([-1, 10, 10, 3])}});
+constant('w1', [3, 3, 3, 8], values(216), {quant: 'uint8'});
+constant('b1', [8], values(8), {quant: 'float16'});
+node('conv1', '_FusedConv2D', ['images', 'w1', 'b1'],
+     {T, strides: ints([1, 2, 2, 1]), padding: str('SAME'), data_format: str('NHWC'), dilations: ints([1, 1, 1, 1]),
+      use_cudnn_on_gpu: {b: true}, explicit_paddings: {list: {}}, num_args: {i: '1'},
+      fused_ops: {list: {s: [b64('BiasAdd'), b64('LeakyRelu')]}}, epsilon: {f: 0}, leakyrelu_alpha: {f: 0.1}});
+constant('bn/gamma', [8], values(8, 0.5, 1.5));
+constant('bn/beta', [8], values(8));
+constant('bn/mean', [8], values(8, -0.2, 0.2));
+constant('bn/variance', [8], values(8, 0.5, 2));
+node('bn', 'FusedBatchNormV3', ['conv1', 'bn/gamma', 'bn/beta', 'bn/mean', 'bn/variance'],
+     {T, U: T, epsilon: {f: 0.001}, is_training: {b: false}, data_format: str('NHWC')});
+node('relu6', 'Relu6', ['bn'], {T});
+constant('w2', [3, 3, 8, 1], values(72));
+node('dw', 'DepthwiseConv2dNative', ['relu6', 'w2'],
+     {T, strides: ints([1, 1, 1, 1]), padding: str('SAME'), dilations: ints([1, 2, 2, 1]), data_format: str('NHWC')});
+constant('b2', [8], values(8));
+node('dw/bias', 'BiasAdd', ['dw', 'b2'], {T, data_format: str('NHWC')});
+node('leaky', 'LeakyRelu', ['dw/bias'], {T, alpha: {f: 0.3}});
+node('elu', 'Elu', ['leaky'], {T});
+constant('w3', [2, 2, 8, 6], values(192), {quant: 'uint16'});
+node('conv3', 'Conv2D', ['elu', 'w3'],
+     {T, strides: ints([1, 1, 1, 1]), padding: str('EXPLICIT'), explicit_paddings: ints([0, 0, 1, 0, 0, 1, 0, 0]),
+      data_format: str('NHWC'), dilations: ints([1, 1, 1, 1])});
+// Batch norm in its two older forms.
+for (const v of ['bn1', 'bn2']) {
+  constant(`${v}/gamma`, [6], values(6, 0.5, 1.5));
+  constant(`${v}/beta`, [6], values(6));
+  constant(`${v}/mean`, [6], values(6, -0.2, 0.2));
+  constant(`${v}/variance`, [6], values(6, 0.5, 2));
+}
+node('bn1', 'FusedBatchNorm', ['conv3', 'bn1/gamma', 'bn1/beta', 'bn1/mean', 'bn1/variance'],
+     {T, epsilon: {f: 0.01}, is_training: {b: false}, data_format: str('NHWC')});
+node('bn2', 'FusedBatchNormV2', ['bn1', 'bn2/gamma', 'bn2/beta', 'bn2/mean', 'bn2/variance'],
+     {T, U: T, epsilon: {f: 0.001}, is_training: {b: false}, data_format: str('NHWC')});
+constant('w4', [3, 3, 6, 1], values(54));
+constant('b4', [6], values(6));
+node('dw4', 'FusedDepthwiseConv2dNative', ['bn2', 'w4', 'b4'],
+     {T, strides: ints([1, 1, 1, 1]), padding: str('SAME'), dilations: ints([1, 1, 1, 1]), data_format: str('NHWC'),
+      num_args: {i: '1'}, fused_ops: {list: {s: [b64('BiasAdd'), b64('Relu6')]}}});
+node('maxpool', 'MaxPool', ['dw4'], {T, ksize: ints([1, 3, 3, 1]), strides: ints([1, 2, 2, 1]), padding: str('SAME'),
+                                     data_format: str('NHWC')});
+node('avgpool', 'AvgPool', ['conv3'], {T, ksize: ints([1, 2, 2, 1]), strides: ints([1, 2, 2, 1]), padding: str('VALID'),
+                                       data_format: str('NHWC')});
+node('lrn', 'LRN', ['maxpool'], {T, depth_radius: {i: '2'}, bias: {f: 1}, alpha: {f: 0.1}, beta: {f: 0.75}});
+// Element-wise arithmetic on [N, 3, 3, 6].
+node('sigmoid', 'Sigmoid', ['lrn'], {T});
+node('tanh', 'Tanh', ['lrn'], {T});
+node('mul', 'Mul', ['sigmoid', 'tanh'], {T});
+node('addv2', 'AddV2', ['mul', 'lrn'], {T});
+node('sub', 'Sub', ['addv2', scalar('quarter', 0.25)], {T});
+node('maximum', 'Maximum', ['sub', scalar('lo', 0.1)], {T});
+node('minimum', 'Minimum', ['maximum', scalar('hi', 2)], {T});
+node('square', 'Square', ['minimum'], {T});
+node('add1', 'Add', ['square', scalar('one', 1)], {T});
+node('rsqrt', 'Rsqrt', ['add1'], {T});
+node('realdiv', 'RealDiv', ['minimum', 'add1'], {T});
+node('neg', 'Neg', ['realdiv'], {T});
+node('abs', 'Abs', ['neg'], {T});
+node('sqrt', 'Sqrt', ['abs'], {T});
+node('exp', 'Exp', ['sqrt'], {T});
+node('log', 'Log', ['exp'], {T});
+node('reciprocal', 'Reciprocal', ['add1'], {T});
+// A placeholder not fed takes its default; Snapshot and Div (of floats).
+node('pwd', 'PlaceholderWithDefault', [scalar('pwd/default', 1.5)], {dtype: T, shape: {shape: {}}});
+node('snapshot', 'Snapshot', ['pwd'], {T});
+node('div', 'Div', ['minimum', 'snapshot'], {T});
+node('z1', 'AddN', ['rsqrt', 'log', 'reciprocal', 'div'], {T, N: {i: '4'}});
+// Layout: pads, concatenation, splits, slices, transpose.
+node('pad', 'Pad', ['z1', constant('pad/paddings', [4, 2], [0, 0, 1, 0, 0, 1, 0, 0], {dtype: 'int32', group: 1})],
+     {T, Tpaddings: {type: 'DT_INT32'}});
+node('pad2', 'PadV2', ['avgpool', constant('pad2/paddings', [4, 2], [0, 0, 1, 1, 1, 1, 0, 0], {dtype: 'int32', group: 1}),
+                       scalar('pad2/value', 0.5)], {T, Tpaddings: {type: 'DT_INT32'}});
+node('concat', 'ConcatV2', ['pad', 'pad2', intScalar('concat/axis', 3)], {T, N: {i: '2'}, Tidx: {type: 'DT_INT32'}});
+node('split', 'Split', [intScalar('split/dim', 3), 'concat'], {T, num_split: {i: '2'}});
+node('splitv', 'SplitV', ['concat', vec('splitv/sizes', [4, -1]), vec('splitv/dim', [-1])],
+     {T, num_split: {i: '2'}, Tlen: {type: 'DT_INT32'}});
+node('slice', 'Slice', ['split', vec('slice/begin', [0, 1, 0, 0]), vec('slice/size', [-1, 3, 3, 6])],
+     {T, Index: {type: 'DT_INT32'}});
+node('strided', 'StridedSlice', ['split:1', vec('strided/begin', [0, 0, 1, 0]), vec('strided/end', [0, 3, 4, 6]),
+                                 vec('strided/strides', [1, 1, 1, 1])],
+     {T, Index: {type: 'DT_INT32'}, begin_mask: {i: '1'}, end_mask: {i: '1'}, ellipsis_mask: {i: '0'},
+      new_axis_mask: {i: '0'}, shrink_axis_mask: {i: '0'}});
+node('transpose', 'Transpose', ['strided', vec('transpose/perm', [0, 2, 1, 3])], {T, Tperm: {type: 'DT_INT32'}});
+node('splitv/first', 'Slice', ['splitv', vec('splitv/begin', [0, 1, 1, 0]), vec('splitv/size', [-1, 3, 3, 4])],
+     {T, Index: {type: 'DT_INT32'}});
+node('sum4', 'AddN', ['slice', 'transpose'], {T, N: {i: '2'}});
+// Resizing with each of TensorFlow's coordinate modes, pooled to [N, 6] each.
+const resized = [['ResizeBilinear', [5, 4], false, true], ['ResizeBilinear', [6, 7], false, false],
+                 ['ResizeBilinear', [5, 5], true, false], ['ResizeNearestNeighbor', [7, 5], false, true],
+                 ['ResizeNearestNeighbor', [4, 5], true, false], ['ResizeNearestNeighbor', [8, 7], false, false]];
+resized.forEach(([op, size, align, half], k) => {
+  node(`resize${k}`, op, ['lrn', vec(`resize${k}/size`, size)],
+       {T, align_corners: {b: align}, half_pixel_centers: {b: half}});
+  node(`resize${k}/mean`, 'Mean', [`resize${k}`, vec(`resize${k}/axes`, [1, 2])],
+       {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
+});
+// Mirror padding both ways and a strided slice (negative and non-unit
+// strides) of [N, 3, 3, 6], pooled to [N, 6] each beside them.
+const pooled = resized.map((r, k) => `resize${k}/mean`);
+[['REFLECT', [0, 0, 1, 1, 2, 0, 0, 0]], ['SYMMETRIC', [0, 0, 0, 3, 1, 2, 0, 0]]].forEach(([mode, p]) => {
+  const name = `mirror_${mode.toLowerCase()}`;
+  node(name, 'MirrorPad', ['sum4', constant(`${name}/paddings`, [4, 2], p, {dtype: 'int32', group: 1})],
+       {T, Tpaddings: {type: 'DT_INT32'}, mode: str(mode)});
+  pooled.push(node(`${name}/mean`, 'Mean', [name, vec(`${name}/axes`, [1, 2])],
+                   {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}}));
+});
+node('strided2', 'StridedSlice', ['sum4', vec('strided2/begin', [0, -1, 0, 0]), vec('strided2/end', [0, 0, 3, 6]),
+                                  vec('strided2/strides', [1, -1, 2, 1])],
+     {T, Index: {type: 'DT_INT32'}, begin_mask: {i: '1'}, end_mask: {i: '1'}, ellipsis_mask: {i: '0'},
+      new_axis_mask: {i: '0'}, shrink_axis_mask: {i: '0'}});
+pooled.push(node('strided2/mean', 'Mean', ['strided2', vec('strided2/axes', [1, 2])],
+                 {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}}));
+node('resized', 'ConcatV2', [...pooled, intScalar('resized/axis', 1)],
+     {T, N: {i: String(pooled.length)}, Tidx: {type: 'DT_INT32'}});
+// Reductions and shape ops: [N, 3, 3, 6] -> [N, 6] several ways.
+constant('axes12', [2], [1, 2], {dtype: 'int32', quant: 'uint8', group: 1});
+node('mean', 'Mean', ['sum4', 'axes12'], {T, keep_dims: {b: true}, Tidx: {type: 'DT_INT32'}});
+node('squeeze', 'Squeeze', ['mean'], {T, squeeze_dims: ints([1, 2])});
+node('expand', 'ExpandDims', ['squeeze', intScalar('expand/dim', 1)], {T, Tdim: {type: 'DT_INT32'}});
+node('max', 'Max', ['expand', vec('max/axis', [1])], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
+node('sum', 'Sum', ['sum4', 'axes12'], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
+node('splitv/mean', 'Mean', ['splitv/first', vec('splitv/axes', [1, 2])], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
+node('features/concat', 'Concat', [intScalar('features/axis', 1), 'max', 'sum'], {T, N: {i: '2'}});
+node('features', 'Relu', ['features/concat'], {T});
+// Flatten as Keras writes it: Reshape(x, Pack(StridedSlice(Shape(x), 0), -1)).
+node('flat/shape', 'Shape', ['lrn'], {T, out_type: {type: 'DT_INT32'}});
+node('flat/batch', 'StridedSlice', ['flat/shape', vec('flat/begin', [0]), vec('flat/end', [1]), vec('flat/strides', [1])],
+     {T: {type: 'DT_INT32'}, Index: {type: 'DT_INT32'}, begin_mask: {i: '0'}, end_mask: {i: '0'},
+      ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'}, shrink_axis_mask: {i: '1'}});
+intScalar('flat/minus_one', -1);
+node('flat/target', 'Pack', ['flat/batch', 'flat/minus_one'], {T: {type: 'DT_INT32'}, N: {i: '2'}, axis: {i: '0'}});
+node('flat', 'Reshape', ['lrn', 'flat/target'], {T, Tshape: {type: 'DT_INT32'}});
+constant('w5', [54, 5], values(270, -0.1, 0.1), {group: 1});
+node('fc', 'MatMul', ['flat', 'w5'], {T, transpose_a: {b: false}, transpose_b: {b: false}});
+constant('b5', [5], values(5), {group: 1});
+node('fc/bias', 'BiasAdd', ['fc', 'b5'], {T});
+constant('w6', [5, 12], values(60, -0.15, 0.15), {group: 1});
+constant('b6', [5], values(5), {group: 1});
+node('fm', '_FusedMatMul', ['features', 'w6', 'b6'],
+     {T, transpose_a: {b: false}, transpose_b: {b: true}, num_args: {i: '1'},
+      fused_ops: {list: {s: [b64('BiasAdd'), b64('Relu')]}}, epsilon: {f: 0}});
+node('splitv/fc', 'MatMul', ['splitv/mean', constant('w7', [4, 5], values(20), {group: 1})], {T});
+node('logits/sum', 'AddN', ['fc/bias', 'fm', 'splitv/fc'], {T, N: {i: '3'}});
+node('logits', 'Identity', ['logits/sum'], {T});
+node('logits/stop', 'StopGradient', ['logits'], {T});
+node('probs', 'Softmax', ['logits/stop'], {T});
+node('log_probs', 'LogSoftmax', ['logits/stop'], {T});
+node('log_probs/cast', 'Cast', ['log_probs'], {SrcT: T, DstT: T, Truncate: {b: false}});
+
+// ---- Files -------------------------------------------------------------------
+async function main() {
+  const out = process.argv[2];
+  const dir = path.join(out, 'model');
+  fs.mkdirSync(dir, {recursive: true});
+  // Group 1 in two shards split mid-weight; group 2 in one.
+  const g0 = Buffer.concat(weights[0].map((w) => w.bytes)), g1 = Buffer.concat(weights[1].map((w) => w.bytes));
+  const cut = Math.floor(g0.length / 2) + 1;
+  fs.writeFileSync(path.join(dir, 'group1-shard1of2.bin'), g0.subarray(0, cut));
+  fs.writeFileSync(path.join(dir, 'group1-shard2of2.bin'), g0.subarray(cut));
+  fs.writeFileSync(path.join(dir, 'group2-shard1of1.bin'), g1);
+  const tensorInfo = (name, dims) => ({name, dtype: 'DT_FLOAT', tensorShape: shapeOf(dims)});
+  const modelJson = {
+    format: 'graph-model',
+    generatedBy: 'hub tests/js/tfjs_graph_model.js',
+    convertedBy: 'hub tests/js/tfjs_graph_model.js',
+    signature: {
+      inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
+      outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
+                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54])},
+    },
+    modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
+    weightsManifest: [
+      {paths: ['group1-shard1of2.bin', 'group1-shard2of2.bin'], weights: weights[0].map((w) => w.spec)},
+      {paths: ['group2-shard1of1.bin'], weights: weights[1].map((w) => w.spec)},
+    ],
+  };
+  fs.writeFileSync(path.join(dir, 'model.json'), JSON.stringify(modelJson, null, 1));
+
+  // TF.js reads the files back through its own model.json parsing.
+  await tf.setBackend('cpu');
+  const json = JSON.parse(fs.readFileSync(path.join(dir, 'model.json'), 'utf8'));
+  const handler = {
+    load: async () => tf.io.getModelArtifactsForJSON(json, async (manifest) => {
+      const specs = [], buffers = [];
+      for (const group of manifest) {
+        specs.push(...group.weights);
+        for (const p of group.paths) buffers.push(fs.readFileSync(path.join(dir, p)));
+      }
+      const all = Buffer.concat(buffers);
+      return [specs, all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength)];
+    }),
+  };
+  const model = await tf.loadGraphModel(handler);
+  const input = tf.tensor(values(2 * 10 * 10 * 3, 0, 1), [2, 10, 10, 3]);
+  fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
+  const names = ['probs', 'features', 'log_probs/cast', 'resized'];
+  const results = model.execute({images: input}, names);
+  const shapes = {};
+  names.forEach((name, i) => {
+    const file = name.replace(/\//g, '_') + '.bin';
+    fs.writeFileSync(path.join(out, file), Buffer.from(Float32Array.from(results[i].dataSync()).buffer));
+    shapes[name] = {file, shape: results[i].shape};
+  });
+  fs.writeFileSync(path.join(out, 'outputs.json'), JSON.stringify(shapes));
+}
+
+main().catch((e) => {
+  console.error(`tfjs_graph_model: ${e.stack || e.message || e}`);
+  process.exit(1);
+});
