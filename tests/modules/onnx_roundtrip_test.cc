@@ -3,13 +3,10 @@
 // gives the module's own outputs (1e-5 relative) — and ONNX Runtime, running
 // the converted file, gives them too (1e-4 relative).
 //
-// By default one net per builder runs, at a small image size: the variants
-// that repeat its layers at other depths, sizes or unit counts (the MobileNet
-// multipliers and sizes, ResNet-101/152/200, the ImageNet NASNets and
-// PNASNets, whose cells nasnet_cifar has, at 15 s each here) and the
-// nets with over 40 M parameters (AlexNet, the VGGs, OverFeat, Inception v4,
-// Inception-ResNet v2: 0.17-0.58 GB of weights written and read twice, 20-40 s
-// each here) run when HUB_TEST_LARGE_NETS=1 is set. Their layers but
+// By default the nets of default_test_nets() run (tests/modules/default_nets.h:
+// one per builder, small images); the others (15-40 s each here: the large
+// ones write and read 0.17-0.58 GB of weights twice) run when
+// HUB_TEST_LARGE_NETS=1 is set. Their layers but
 // Inception-ResNet v2's scaled residual sums (3x3 SAME and 7x7 VALID
 // convolutions, max pooling, ReLU, squeeze, residual adds, 1x7/7x1
 // factorized convolutions, separable convolutions) are covered by the
@@ -26,6 +23,7 @@
 #include "modules/nets/nets.h"
 #include "modules/train/train.h"
 #include "hub/interop/onnx_testutil.h"
+#include "default_nets.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -34,19 +32,9 @@ using namespace hub::testing;
 
 namespace {
 
-// The nets of the default run, one per builder, and the small image each
-// takes there (its own default size where that is already small).
-const std::map<std::string, int64_t>& default_run() {
-  static const std::map<std::string, int64_t> nets = {
-      {"lenet", 28},         {"cifarnet", 32},        {"mnist", 28},          {"cifar10", 24},
-      {"inception_v1", 224}, {"inception_v2", 64},    {"inception_v3", 75},   {"resnet_v1_50", 64},
-      {"resnet_v2_50", 64},  {"mobilenet_v1_025", 64}, {"mobilenet_v2_035", 64}, {"nasnet_cifar", 32}};
-  return nets;
-}
-
 int64_t test_size(const std::string& name) {
-  auto it = default_run().find(name);
-  return it == default_run().end() ? 0 : it->second;
+  auto it = default_test_nets().find(name);
+  return it == default_test_nets().end() ? 0 : it->second;
 }
 
 void round_trip(const std::string& name, const TempDir& dir, bool with_ort) {
@@ -81,10 +69,10 @@ TEST_CASE("built-in nets survive hub -> ONNX -> hub, and ONNX Runtime agrees") {
   TempDir dir("onnx_roundtrip");
   const bool ort = onnx_references_available();
   if (!ort) MESSAGE("ONNX Runtime comparison skipped: " << onnx_references_missing());
-  const bool large = std::getenv("HUB_TEST_LARGE_NETS") != nullptr;
+  const bool large = test_all_nets();
   int skipped = 0;
   for (const std::string& name : nets::net_names()) {
-    if (!large && !default_run().count(name)) {
+    if (!large && !default_test_nets().count(name)) {
       ++skipped;
       continue;
     }

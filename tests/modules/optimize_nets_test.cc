@@ -1,5 +1,5 @@
-// The inference optimiser (hub/graph/optimize/optimize.h) on every built-in
-// network: the optimised graph gives the unoptimised graph's logits within
+// The inference optimiser (hub/graph/optimize/optimize.h) on the built-in
+// networks: the optimised graph gives the unoptimised graph's logits within
 // 1e-4 relative on the reference backend, on oneDNN with the layout oneDNN
 // prefers here, and on oneDNN with the other layout (channel-blocked nChw8c
 // where oneDNN prefers NHWC, else NHWC), so both paths run on any CPU. Batch-norm statistics and
@@ -7,8 +7,8 @@
 // it for inference instances (HUB_GRAPH_OPT=0 turns it off), and an ONNX
 // import goes through the same passes.
 //
-// AlexNet and the VGGs (over 50 M parameters, layers covered by the other
-// nets) run when HUB_TEST_LARGE_NETS=1 is set.
+// By default one net per builder runs (tests/modules/default_nets.h); every
+// net, AlexNet and the VGGs included, with HUB_TEST_LARGE_NETS=1.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 #include "modules/nets/nets.h"
+#include "default_nets.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -31,8 +32,10 @@ using namespace hub::testing;
 
 namespace {
 
-// The smallest image each net takes (keeps the suite fast).
+// A small image each net takes (keeps the suite fast).
 int64_t test_size(const nets::NetInfo& info) {
+  auto it = default_test_nets().find(info.name);
+  if (it != default_test_nets().end()) return it->second;
   if (info.name.rfind("mobilenet", 0) == 0 || info.name.rfind("resnet", 0) == 0) return 64;
   return info.image_size;
 }
@@ -135,13 +138,11 @@ void check_net(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("optimised graphs of every built-in net equal the unoptimised ones on both backends") {
-  const bool large = std::getenv("HUB_TEST_LARGE_NETS") != nullptr;
+TEST_CASE("optimised graphs of the built-in nets equal the unoptimised ones on both backends") {
+  // tests/modules/default_nets.h: one net per builder unless HUB_TEST_LARGE_NETS=1.
+  const bool all = test_all_nets();
   for (const std::string& name : nets::net_names()) {
-    if (!large && (name == "alexnet_v2" || name.rfind("vgg", 0) == 0)) {
-      MESSAGE(name << ": set HUB_TEST_LARGE_NETS=1 to include it");
-      continue;
-    }
+    if (!all && !default_test_nets().count(name)) continue;
     // mobilenet_v1_<multiplier>_<size> is mobilenet_v1_<multiplier> at 64x64.
     if (name.rfind("mobilenet_v1_", 0) == 0 && name.size() > 16) continue;
     check_net(name);
