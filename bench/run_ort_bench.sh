@@ -1,8 +1,9 @@
 #!/bin/sh
 # hub vs ONNX Runtime (npm onnxruntime-node, CPU) on the same weights:
-# MobileNet v1 1.0/224 as bench/net_module.h makes it, run by hub as a module
-# (the optimised inference graph) and by ONNX Runtime as its ONNX export, at
-# batch 1 and 32, two threads each. hub, hub with HUB_GRAPH_OPT=0 and ONNX
+# MobileNet v1 1.0/224 and ResNet v1 50 as bench/net_module.h makes them,
+# run by hub as a module (the optimised inference graph) and by ONNX Runtime
+# as its ONNX export, at batch 1 and 32, two threads each. hub, hub with
+# HUB_GRAPH_OPT=0 and ONNX
 # Runtime alternate, ROUNDS times per batch, each timing SECONDS after a
 # warm-up call; each line gives the medians (images per second) and ends
 # `ratio=hub/ort`.
@@ -24,16 +25,21 @@ if [ ! -d "$here/../tests/js/node_modules/onnxruntime-node" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$bench" export "$work" >/dev/null
 export OMP_NUM_THREADS=2
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-for batch in 1 32; do
+for spec in "mobilenet_v1 224 1 32" "resnet_v1_50 224 1 32"; do
+set -- $spec
+net=$1 size=$2
+shift 2
+rm -rf "$work/module" "$work/model.onnx"
+"$bench" export "$work" "$net" >/dev/null
+for batch in "$@"; do
   : > "$work/hub" ; : > "$work/noopt" ; : > "$work/ort"
   r=0
   while [ "$r" -lt "$rounds" ]; do
     "$bench" time "$work" "$batch" "$seconds" | awk '$1 == "hub" { print $2 }' >> "$work/hub"
     HUB_GRAPH_OPT=0 "$bench" time "$work" "$batch" "$seconds" | awk '$1 == "hub" { print $2 }' >> "$work/noopt"
-    NODE_PATH="$here/../tests/js/node_modules" node "$here/ort_bench.js" "$work/model.onnx" images "$batch" 224 224 "$seconds" |
+    NODE_PATH="$here/../tests/js/node_modules" node "$here/ort_bench.js" "$work/model.onnx" images "$batch" "$size" "$size" "$seconds" |
       awk '$1 == "ort" { print $2 }' >> "$work/ort"
     r=$((r + 1))
   done
@@ -42,6 +48,7 @@ for batch in 1 32; do
   hub=$(median < "$work/hub")
   noopt=$(median < "$work/noopt")
   ort=$(median < "$work/ort")
-  awk -v b="$batch" -v h="$hub" -v n="$noopt" -v o="$ort" \
-    'BEGIN { printf "mobilenet_v1 batch=%d hub=%.1f img/s hub_noopt=%.1f img/s ort=%.1f img/s ratio=%.2f\n", b, h, n, o, h / o }'
+  awk -v net="$net" -v b="$batch" -v h="$hub" -v n="$noopt" -v o="$ort" \
+    'BEGIN { printf "%s batch=%d hub=%.1f img/s hub_noopt=%.1f img/s ort=%.1f img/s ratio=%.2f\n", net, b, h, n, o, h / o }'
+done
 done

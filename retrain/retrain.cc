@@ -153,7 +153,7 @@ std::vector<int64_t> missing_ids(train::Job& job, const std::vector<Item*>& all,
   }
   job.broadcast(&bytes, "broadcast of the missing bottlenecks");
   ids.resize(bytes.size() / sizeof(int64_t));
-  std::memcpy(ids.data(), bytes.data(), ids.size() * sizeof(int64_t));
+  if (!ids.empty()) std::memcpy(ids.data(), bytes.data(), ids.size() * sizeof(int64_t));
   return ids;
 }
 
@@ -166,7 +166,7 @@ std::string pack_bottlenecks(const std::vector<Item*>& all, const std::vector<in
     const int64_t dim = it.ok ? static_cast<int64_t>(it.bottleneck.size()) : 0;
     out.append(reinterpret_cast<const char*>(&id), sizeof id);
     out.append(reinterpret_cast<const char*>(&dim), sizeof dim);
-    out.append(reinterpret_cast<const char*>(it.bottleneck.data()), static_cast<size_t>(dim) * sizeof(float));
+    if (dim > 0) out.append(reinterpret_cast<const char*>(it.bottleneck.data()), static_cast<size_t>(dim) * sizeof(float));
   }
   return out;
 }

@@ -230,6 +230,10 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     *vi->mutable_type() = type_of({info.dtype, info.shape});
     set(o, name);
   }
+  // The outputs' names are the signature's keys: taken before any node's
+  // value name can claim them.
+  std::map<std::string, std::string> output_names;
+  for (const auto& [key, info] : sig.outputs) output_names[key] = fresh(key);
   for (int id = 0; id < g_.num_nodes(); ++id) {
     if (!needed[id] || inputs.count(id)) continue;
     const Node& n = g_.node(id);
@@ -237,7 +241,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   }
   for (const auto& [key, info] : sig.outputs) {
     Output o = g_.tensor(info.tensor_name);
-    std::string name = fresh(key);
+    const std::string& name = output_names.at(key);
     add("Identity", {nhwc(o)}, name, name);
     auto* vi = out_->add_output();
     vi->set_name(name);
@@ -345,11 +349,13 @@ void export_clip(Exporter& e, const Node& n) {
   Output x = in(n, 0);
   const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
   std::string y = e.fresh(n.name);
-  std::vector<std::string> ins{nchw ? e.nchw(x) : e.nhwc(x)};
-  ins.push_back(n.attrs.has("min") ? e.initializer(Tensor::scalar<float>(static_cast<float>(n.attrs.get_float("min"))), n.name + "/min")
-                                   : "");
-  if (n.attrs.has("max"))
-    ins.push_back(e.initializer(Tensor::scalar<float>(static_cast<float>(n.attrs.get_float("max"))), n.name + "/max"));
+  // An infinite bound is written as an absent input (ONNX Clip's default).
+  auto bound = [&](const char* name) -> std::string {
+    if (!n.attrs.has(name) || !std::isfinite(n.attrs.get_float(name))) return "";
+    return e.initializer(Tensor::scalar<float>(static_cast<float>(n.attrs.get_float(name))), n.name + "/" + name);
+  };
+  std::vector<std::string> ins{nchw ? e.nchw(x) : e.nhwc(x), bound("min"), bound("max")};
+  while (ins.back().empty()) ins.pop_back();
   e.add("Clip", ins, y, n.name);
   e.set(out0(n), y, nchw);
 }

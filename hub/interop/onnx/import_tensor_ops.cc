@@ -525,7 +525,9 @@ void map_slice(NodeContext& c) {
     int64_t st = starts[k], en = ends[k];
     if (st < 0) st += dim;
     if (en < 0) en += dim;
-    if (steps[k] > 0) {
+    if (dim == 0) {
+      st = en = 0;  // empty either way (and clamping to [0, dim - 1] has no range)
+    } else if (steps[k] > 0) {
       st = std::clamp<int64_t>(st, 0, dim);
       en = std::clamp<int64_t>(en, 0, dim);
     } else {

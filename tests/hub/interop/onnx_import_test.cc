@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
 #include "hub/interop/onnx/convert.h"
+#include "hub/interop/onnx/exporter.h"
 #include "hub/interop/onnx/importer.h"
 #include "hub/interop/onnx/model.h"
 #include "onnx_testutil.h"
@@ -390,6 +392,60 @@ TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are
     const std::string path = b.save(dir.path, "range.onnx");
     expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
   }
+}
+
+TEST_CASE("ONNX import: Slice with a negative step over an empty axis gives an empty tensor") {
+  TempDir dir("onnx_empty_slice");
+  OnnxBuilder b;
+  b.input("x", {2, 0});
+  b.init("starts", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.init("ends", Tensor::from_vector<int64_t>({1}, {std::numeric_limits<int64_t>::min()}));
+  b.init("axes", Tensor::from_vector<int64_t>({1}, {1}));
+  b.init("steps", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, "y");
+  b.output("y", {2, 0});
+  ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  Tensor y = run_signature(spec, "default", {{"x", Tensor::zeros(DType::kFloat32, {2, 0})}}, "reference").at("y");
+  CHECK(y.shape() == Shape{2, 0});
+}
+
+TEST_CASE("ONNX export: an infinite Clip bound is written as an absent input; outputs keep their names") {
+  TempDir dir("onnx_clip_inf");
+  OnnxBuilder b;
+  b.input("x", {1, 4});
+  b.init("lo", Tensor::scalar<float>(-std::numeric_limits<float>::infinity()));
+  b.init("hi", Tensor::scalar<float>(0.5f));
+  b.node("Clip", {"x", "lo", "hi"}, "y");
+  b.output("y", {1, 4});
+  ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  const std::string out = (dir.path / "out.onnx").string();
+  onnx_interop::export_onnx(spec, out);
+  ::onnx::ModelProto m;
+  std::ifstream in(out, std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  int clips = 0;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "Clip") continue;
+    ++clips;
+    REQUIRE(n.input_size() == 3);
+    CHECK(n.input(1).empty());
+    CHECK(!n.input(2).empty());
+  }
+  CHECK(clips == 1);
+  // The imported graph has a node named like the output ("y"); the output keeps the name.
+  REQUIRE(m.graph().output_size() == 1);
+  CHECK(m.graph().output(0).name() == "y");
+  for (const auto& t : m.graph().initializer()) {
+    const Tensor v = onnx_interop::tensor_from_onnx(t, out);
+    if (v.dtype() != DType::kFloat32) continue;
+    for (int64_t i = 0; i < v.num_elements(); ++i) CHECK(std::isfinite(v.data<float>()[i]));
+  }
+  Tensor x = make({1, 4}, {-3, 0.25f, 0.75f, 9});
+  Tensor y = run_signature(onnx_interop::import_onnx(out), "default", {{"x", x}}, "reference").at("y");
+  CHECK(y.data<float>()[0] == -3);
+  CHECK(y.data<float>()[1] == 0.25f);
+  CHECK(y.data<float>()[2] == 0.5f);
+  CHECK(y.data<float>()[3] == 0.5f);
 }
 
 TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
