@@ -81,7 +81,8 @@ double step_seconds(const std::string& name, int64_t batch, int steps, int64_t b
   const nets::NetInfo& info = nets::find_net(name);
   Tensor images(DType::kFloat32, {batch, t.size, t.size, info.channels});
   float* p = images.data<float>();
-  for (int64_t i = 0; i < images.num_elements(); ++i) p[i] = static_cast<float>((i * 7919 + job.rank() * 104729) % 1000) / 1000.0f;
+  for (int64_t i = 0; i < images.num_elements(); ++i)
+    p[i] = static_cast<float>((i * 7919 + job.rank() * 104729) % 1000) / 1000.0f;
   Tensor labels(DType::kInt64, {batch});
   for (int64_t i = 0; i < batch; ++i) labels.data<int64_t>()[i] = (i * 31 + job.rank()) % t.classes;
   std::vector<double> times;
@@ -137,16 +138,16 @@ int run(int argc, char** argv, train::Job& job) {
       }
       const double t = median(times), bytes = 4.0 * static_cast<double>(n);
       if (job.chief())
-        std::printf("all-reduce of %.1f MiB on %d ranks: %.3f ms, bus bandwidth %.2f GB/s\n", bytes / (1 << 20), job.size(),
-                    t * 1e3, 2.0 * (job.size() - 1) / job.size() * bytes / t / 1e9);
+        std::printf("all-reduce of %.1f MiB on %d ranks: %.3f ms, bus bandwidth %.2f GB/s\n", bytes / (1 << 20),
+                    job.size(), t * 1e3, 2.0 * (job.size() - 1) / job.size() * bytes / t / 1e9);
       return 0;
     }
     if (mode == "nets" && (argc == 2 || argc == 5)) {
       const int64_t small = argc == 5 ? std::atoll(argv[2]) : 100, large = argc == 5 ? std::atoll(argv[3]) : 16;
       const int steps = argc == 5 ? std::atoi(argv[4]) : 2;
-      const std::vector<std::string> names = {"lenet",        "cifarnet",     "mnist",         "cifar10",
-                                              "alexnet_v2",   "vgg_a",        "vgg_16",        "vgg_19",
-                                              "inception_v1", "inception_v3", "resnet_v1_50",  "resnet_v1_101",
+      const std::vector<std::string> names = {"lenet",         "cifarnet",     "mnist",        "cifar10",
+                                              "alexnet_v2",    "vgg_a",        "vgg_16",       "vgg_19",
+                                              "inception_v1",  "inception_v3", "resnet_v1_50", "resnet_v1_101",
                                               "resnet_v1_152", "resnet_v2_50", "mobilenet_v1", "mobilenet_v1_025"};
       struct Row {
         std::string name;
@@ -156,8 +157,9 @@ int run(int argc, char** argv, train::Job& job) {
       };
       std::vector<Row> rows;
       const double links[] = {10e9, 25e9, 100e9};
-      std::printf("| net | floats all-reduced per step | MB per step | buckets of 4 MiB |"
-                  " all-reduce s at 64 nodes, 10 / 25 / 100 Gb/s |\n|---|---:|---:|---:|---:|\n");
+      std::printf(
+          "| net | floats all-reduced per step | MB per step | buckets of 4 MiB |"
+          " all-reduce s at 64 nodes, 10 / 25 / 100 Gb/s |\n|---|---:|---:|---:|---:|\n");
       for (const std::string& name : names) {
         TrainGraph t(name);
         Row r{name, 0, nets::find_net(name).image_size <= 32 ? small : large, 0, 0};
@@ -188,7 +190,8 @@ int run(int argc, char** argv, train::Job& job) {
         for (const Row& r : rows) {
           std::printf("| %s |", r.name.c_str());
           for (int n : nodes)
-            std::printf(" %.2f |", r.seconds / (r.seconds + ring_seconds(n, 4.0 * static_cast<double>(r.floats), link, r.buckets)));
+            std::printf(" %.2f |", r.seconds / (r.seconds +
+                                                ring_seconds(n, 4.0 * static_cast<double>(r.floats), link, r.buckets)));
           std::printf("\n");
         }
       }

@@ -12,13 +12,12 @@
 // One line per case and backend: median time per call, GFLOP/s (2 flops per
 // multiply-add), the GEMM rate measured in alternation with that case (so
 // both see the same load on a shared machine) and `ratio=` their quotient.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,8 +92,8 @@ void report(const std::string& name, std::string backend, const std::function<vo
     }
   }
   double rate = flops / s * 1e-9, gemm_rate = Gemm::flops() / sg * 1e-9;
-  std::printf("%-46s %-17s %9.3f ms %8.1f GFLOP/s  gemm %6.1f GFLOP/s  ratio=%.2f\n", name.c_str(),
-              backend.c_str(), s * 1e3, rate, gemm_rate, rate / gemm_rate);
+  std::printf("%-46s %-17s %9.3f ms %8.1f GFLOP/s  gemm %6.1f GFLOP/s  ratio=%.2f\n", name.c_str(), backend.c_str(),
+              s * 1e3, rate, gemm_rate, rate / gemm_rate);
   std::fflush(stdout);
 }
 
@@ -130,10 +129,16 @@ void bench_conv(const ConvCase& k) {
     Session session(g, nullptr, {&find_backend(backend)});
     const double flops = conv_flops(g, y, k);
     const std::string b(backend);
-    report(k.name + " fwd", b, [&] { session.run({{x, xt}, {w, wt}}, {y}); }, flops, &session,
-           g.node(y).name);
-    report(k.name + " bwd data", b, [&] { session.run(feeds, {dx}); }, flops, &session, g.node(dx).name);
-    report(k.name + " bwd weights", b, [&] { session.run(feeds, {dw}); }, flops, &session, g.node(dw).name);
+    report(
+        k.name + " fwd", b,
+        [&] {
+          session.run({{x, xt}, {w, wt}}, {y});
+        },
+        flops, &session, g.node(y).name);
+    report(
+        k.name + " bwd data", b, [&] { session.run(feeds, {dx}); }, flops, &session, g.node(dx).name);
+    report(
+        k.name + " bwd weights", b, [&] { session.run(feeds, {dw}); }, flops, &session, g.node(dw).name);
   }
 }
 
@@ -152,8 +157,12 @@ void bench_block() {
     Session session(g, nullptr, {&find_backend(backend)});
     const double px = 8.0 * 112 * 112;
     const double flops = 2 * px * 64 * 9 + 2 * px * 64 * 128;
-    report("mobilenet block dw3x3+pw1x1 112x112x64 b8 fwd", std::string(backend),
-           [&] { session.run({{x, xt}, {dw, dwt}, {pw, pwt}}, {y}); }, flops);
+    report(
+        "mobilenet block dw3x3+pw1x1 112x112x64 b8 fwd", std::string(backend),
+        [&] {
+          session.run({{x, xt}, {dw, dwt}, {pw, pwt}}, {y});
+        },
+        flops);
   }
 }
 
@@ -165,7 +174,8 @@ int main(int argc, char** argv) {
   std::printf("engine_bench: %d threads, median of %d\n", hub::num_threads(), g_repeats);
   Gemm gemm;
   g_gemm = &gemm;
-  report("dnnl_sgemm 1024^3 (machine reference)", "onednn", [&] { gemm(); }, Gemm::flops());
+  report(
+      "dnnl_sgemm 1024^3 (machine reference)", "onednn", [&] { gemm(); }, Gemm::flops());
   using hub::ops::ConvOptions;
   std::vector<ConvCase> cases{
       {"conv 5x5 28x28x1->32 SAME b100", false, {100, 28, 28, 1}, {5, 5, 1, 32}, ConvOptions{}},

@@ -12,7 +12,6 @@
 //
 // Usage: fetch_bench [--mb N (0: skip part 1)] [--reps R] [--hits H]
 #include <sys/wait.h>
-
 #include <time.h>
 
 #include <algorithm>
@@ -90,8 +89,8 @@ int main(int argc, char** argv) {
     auto t0 = clk::now();
     archive = make_tar(entries, true, 6);
     entries.clear();
-    std::printf("archive: %.1f MB gzip (%.1f MB unpacked), built in %.1f s\n",
-                archive.size() / 1e6, (mb << 20) / 1e6, secs(t0, clk::now()));
+    std::printf("archive: %.1f MB gzip (%.1f MB unpacked), built in %.1f s\n", archive.size() / 1e6, (mb << 20) / 1e6,
+                secs(t0, clk::now()));
 
     server.route("/m.tar.gz", [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, archive); });
     const std::string url = server.url("/m.tar.gz");
@@ -118,9 +117,10 @@ int main(int argc, char** argv) {
     }
     double h = median(hub_t), b = median(base_t);
     // ratio = hub's throughput / the baseline's (target >= 0.8).
-    std::printf("download+unpack  hub resolve: %.3f s (%.0f MB/s of archive)   "
-                "curl|tar xz: %.3f s (%.0f MB/s)   ratio=%.2f (throughput, hub/baseline; target >= 0.8)\n",
-                h, archive.size() / 1e6 / h, b, archive.size() / 1e6 / b, b / h);
+    std::printf(
+        "download+unpack  hub resolve: %.3f s (%.0f MB/s of archive)   "
+        "curl|tar xz: %.3f s (%.0f MB/s)   ratio=%.2f (throughput, hub/baseline; target >= 0.8)\n",
+        h, archive.size() / 1e6 / h, b, archive.size() / 1e6 / b, b / h);
 
     // Cache hits.
     const int hits = 2000;
@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
       resolve_dir(url, opts);
       lat.push_back(secs(a, clk::now()) * 1e6);
     }
-    std::printf("cache hit        median %.1f us, p99 %.1f us over %d calls (%d new connections)\n",
-                median(lat), p99(lat), hits, server.connections() - conns);
+    std::printf("cache hit        median %.1f us, p99 %.1f us over %d calls (%d new connections)\n", median(lat),
+                p99(lat), hits, server.connections() - conns);
   }
 
   // A MobileNet v1 1.0/224 module as `hub export` writes it (random weights:
@@ -155,8 +155,7 @@ int main(int argc, char** argv) {
 
   auto a = clk::now();
   ModuleSpec first = load_module_spec(resolve_dir(mn_url, opts).string());
-  std::printf("first fetch + load_module_spec: %.3f s (%zu weights)\n", secs(a, clk::now()),
-              first.weights().size());
+  std::printf("first fetch + load_module_spec: %.3f s (%zu weights)\n", secs(a, clk::now()), first.weights().size());
   int mn_conns = server.connections();
   std::vector<double> total, res, load, cpu;
   for (int i = 0; i < module_hits; ++i) {
@@ -177,11 +176,12 @@ int main(int argc, char** argv) {
     total.push_back(secs(t0, t2) * 1e3);
   }
   const double med = median(total);
-  std::printf("cache hit + load_module_spec (mobilenet_v1)  median %.2f ms, p99 %.2f ms over %d calls "
-              "(resolve median %.3f ms, load median %.2f ms; CPU time median %.2f ms, p99 %.2f ms; "
-              "%d new connections)   target < 5 ms: %s\n",
-              med, p99(total), module_hits, median(res), median(load), median(cpu), p99(cpu),
-              server.connections() - mn_conns, med < 5 ? "met" : "MISSED");
+  std::printf(
+      "cache hit + load_module_spec (mobilenet_v1)  median %.2f ms, p99 %.2f ms over %d calls "
+      "(resolve median %.3f ms, load median %.2f ms; CPU time median %.2f ms, p99 %.2f ms; "
+      "%d new connections)   target < 5 ms: %s\n",
+      med, p99(total), module_hits, median(res), median(load), median(cpu), p99(cpu), server.connections() - mn_conns,
+      med < 5 ? "met" : "MISSED");
   double load_avg[3] = {0, 0, 0};
   if (getloadavg(load_avg, 3) == 3)
     std::printf("load average during the run: %.2f %.2f %.2f\n", load_avg[0], load_avg[1], load_avg[2]);

@@ -28,8 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 // A module built with $HUB_GRAPH_OPT as given.
 hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
-  if (optimise) ::unsetenv("HUB_GRAPH_OPT");
-  else ::setenv("HUB_GRAPH_OPT", "0", 1);
+  if (optimise)
+    ::unsetenv("HUB_GRAPH_OPT");
+  else
+    ::setenv("HUB_GRAPH_OPT", "0", 1);
   hub::Module m(spec);
   ::unsetenv("HUB_GRAPH_OPT");
   return m;
@@ -64,10 +66,11 @@ int main(int argc, char** argv) {
                                                                 {g.tensor(si.inputs.at("images").tensor_name),
                                                                  g.tensor(si.outputs.at("default").tensor_name)})
                                         .stats();
-      std::printf("%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
-                  "block %lld, %d relayouts\n",
-                  name.c_str(), st.nodes_before, st.nodes_after, st.fused, st.batch_norms_folded, st.post_ops,
-                  st.constants_folded, static_cast<long long>(st.block), st.relayouts);
+      std::printf(
+          "%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
+          "block %lld, %d relayouts\n",
+          name.c_str(), st.nodes_before, st.nodes_after, st.fused, st.batch_norms_folded, st.post_ops,
+          st.constants_folded, static_cast<long long>(st.block), st.relayouts);
     }
     for (int64_t batch : batches) {
       const hub::Tensor x = bench::uniform({batch, info.image_size, info.image_size, info.channels}, 7, 0, 1);
@@ -86,14 +89,16 @@ int main(int argc, char** argv) {
           hub::Module& m = variant == 0 ? opt : noopt;
           auto start = Clock::now();
           for (int c = 0; c < calls; ++c) m(x);
-          (variant == 0 ? t_opt : t_noopt).push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+          (variant == 0 ? t_opt : t_noopt)
+              .push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
         }
       }
       const double s_opt = median(t_opt), s_noopt = median(t_noopt);
       const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
-      std::printf("%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
-                  name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt,
-                  gflop / s_noopt, max_abs > 0 ? max_diff / max_abs : max_diff, s_noopt / s_opt);
+      std::printf(
+          "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
+          name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt, gflop / s_noopt,
+          max_abs > 0 ? max_diff / max_abs : max_diff, s_noopt / s_opt);
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {

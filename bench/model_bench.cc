@@ -158,8 +158,8 @@ struct MobileNet : torch::nn::Module {
     body->push_back(torch::nn::Hardtanh(torch::nn::HardtanhOptions().min_val(0).max_val(6)));
   }
   MobileNet() {
-    const int64_t cfg[][2] = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1}, {512, 1},
-                              {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
+    const int64_t cfg[][2] = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1},  {512, 2}, {512, 1},
+                              {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
     conv_bn(3, 32, 2, 1, 3);
     int64_t in = 32;
     for (auto& c : cfg) {
@@ -198,11 +198,13 @@ int main(int argc, char** argv) {
     std::vector<double> a, b;
     for (int r = 0; r < repeats; ++r) {
       a.push_back(throughput([&] { hub_mnist.step(); }, 100, seconds));
-      b.push_back(throughput([&] {
-        adam.zero_grad();
-        torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-        adam.step();
-      }, 100, seconds));
+      b.push_back(throughput(
+          [&] {
+            adam.zero_grad();
+            torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+            adam.step();
+          },
+          100, seconds));
     }
     report("mnist train (batch 100)", a, b);
   }
@@ -214,11 +216,13 @@ int main(int argc, char** argv) {
     std::vector<double> a, b;
     for (int r = 0; r < repeats; ++r) {
       a.push_back(throughput([&] { hub_cifar.step(); }, 128, seconds));
-      b.push_back(throughput([&] {
-        sgd.zero_grad();
-        torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-        sgd.step();
-      }, 128, seconds));
+      b.push_back(throughput(
+          [&] {
+            sgd.zero_grad();
+            torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+            sgd.step();
+          },
+          128, seconds));
     }
     report("cifar10 train (batch 128)", a, b);
   }

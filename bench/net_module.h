@@ -39,8 +39,10 @@ inline hub::ModuleSpec net_module(const std::string& name, int64_t* macs) {
     uint64_t seed = 1;
     for (const std::string& v : vars.names()) {
       const hub::Shape shape = vars.at(v).shape();
-      if (ends_with(v, "moving_variance")) b.initial_values().set(v, uniform(shape, seed++, 0.5f, 2.0f));
-      else if (ends_with(v, "moving_mean") || ends_with(v, "beta")) b.initial_values().set(v, uniform(shape, seed++, -0.2f, 0.2f));
+      if (ends_with(v, "moving_variance"))
+        b.initial_values().set(v, uniform(shape, seed++, 0.5f, 2.0f));
+      else if (ends_with(v, "moving_mean") || ends_with(v, "beta"))
+        b.initial_values().set(v, uniform(shape, seed++, -0.2f, 0.2f));
     }
   });
 }

@@ -23,8 +23,8 @@
 #include <random>
 #include <string>
 
-#include "hub/core/parallel.h"
 #include "hub/core/fileio.h"
+#include "hub/core/parallel.h"
 #include "hub/image/image.h"
 #include "modules/train/train.h"
 #include "retrain/retrain.h"
@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
     double cc = timed_retrain(c, root, "c", 1 + steps, &rc);
     std::printf("\nretrain_bench: %d threads, mobilenet_v1 1.0/224 (1024-dim features), %d classes\n",
                 hub::num_threads(), classes);
-    std::printf("A (1 step, %lld bottlenecks computed):   %8.2f s\n", static_cast<long long>(ra.bottlenecks_computed), a);
+    std::printf("A (1 step, %lld bottlenecks computed):   %8.2f s\n", static_cast<long long>(ra.bottlenecks_computed),
+                a);
     std::printf("B (1 step, %lld bottlenecks cached):     %8.2f s\n", static_cast<long long>(rb.bottlenecks_cached), b);
     std::printf("C (%lld steps, cached):                 %8.2f s\n", static_cast<long long>(1 + steps), cc);
     std::printf("bottleneck creation (decode+resize+forward): %.1f images/s\n",

@@ -1,4 +1,6 @@
 // `hub cache list|rm HANDLE|clear|verify|dir`: inspect and manage the module cache.
+#include "hub/resolver/cache.h"
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -6,7 +8,6 @@
 #include "cli/command.h"
 #include "hub/core/error.h"
 #include "hub/core/text.h"
-#include "hub/resolver/cache.h"
 
 namespace hub::cli {
 namespace {
@@ -45,7 +46,8 @@ RunFn setup_cache(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   app.require_subcommand(1);
   CLI::App* list = app.add_subcommand("list", "List cached modules: handle, size, date");
-  list->add_flag("--json", *json, "Print JSON: one object per entry (key, handle, registry, version, url, source_format, ...)");
+  list->add_flag("--json", *json,
+                 "Print JSON: one object per entry (key, handle, registry, version, url, source_format, ...)");
   CLI::App* rm = app.add_subcommand("rm", "Remove cached modules");
   rm->add_option("HANDLE", *handle,
                  "A handle as fetched, a registry module publisher/name@version, or a 40-hex cache key")

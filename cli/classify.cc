@@ -39,7 +39,8 @@ RunFn setup_classify(CLI::App& app) {
   app.add_option("IMAGES", f->images, "Image files (JPEG or PNG)")->required();
   app.add_option("--top_k", f->top_k, "How many labels to print per image")->capture_default_str();
   app.add_option("--labels", f->labels, "Labels file (default: the module's assets/labels.txt)");
-  app.add_option("--signature", f->signature, "Signature giving probabilities (default: classification if present, else default)");
+  app.add_option("--signature", f->signature,
+                 "Signature giving probabilities (default: classification if present, else default)");
   app.add_flag("--json", f->json, "Print JSON");
   return [f] {
     if (f->top_k < 1) throw_error(Code::kInvalidArgument, "--top_k must be >= 1");
@@ -47,13 +48,16 @@ RunFn setup_classify(CLI::App& app) {
     std::string sig = f->signature;
     if (sig.empty()) {
       auto names = spec.signature_names();
-      sig = std::find(names.begin(), names.end(), "classification") != names.end() ? "classification" : kDefaultSignature;
+      sig =
+          std::find(names.begin(), names.end(), "classification") != names.end() ? "classification" : kDefaultSignature;
     }
     auto [h, w] = get_expected_image_size(spec);
     int64_t channels = get_num_image_channels(spec);
     std::vector<std::string> labels;
-    if (!f->labels.empty()) labels = read_lines(f->labels);
-    else if (!spec.assets_dir().empty() && std::filesystem::exists(std::filesystem::path(spec.assets_dir()) / "labels.txt"))
+    if (!f->labels.empty())
+      labels = read_lines(f->labels);
+    else if (!spec.assets_dir().empty() &&
+             std::filesystem::exists(std::filesystem::path(spec.assets_dir()) / "labels.txt"))
       labels = read_lines((std::filesystem::path(spec.assets_dir()) / "labels.txt").string());
     Module m(spec);
     Tensor batch(DType::kFloat32, {static_cast<int64_t>(f->images.size()), h, w, channels});
@@ -68,8 +72,8 @@ RunFn setup_classify(CLI::App& app) {
     }
     Tensor probs = m.call_single(sig, batch);
     if (probs.rank() != 2 || probs.dim(0) != batch.dim(0))
-      throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module.module + " gives " + probs.spec_string() +
-                                              ", expected [batch, classes]");
+      throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module.module + " gives " +
+                                              probs.spec_string() + ", expected [batch, classes]");
     int64_t k = probs.dim(1);
     if (!labels.empty() && static_cast<int64_t>(labels.size()) != k)
       throw_error(Code::kInvalidArgument, "the module has " + std::to_string(k) + " classes but the labels file has " +
@@ -86,8 +90,10 @@ RunFn setup_classify(CLI::App& app) {
       if (!f->json) std::printf("%s\n", f->images[i].c_str());
       for (int64_t j = 0; j < top; ++j) {
         std::string label = labels.empty() ? std::to_string(order[j]) : labels[order[j]];
-        if (f->json) preds.push_back({{"label", label}, {"index", order[j]}, {"probability", row[order[j]]}});
-        else std::printf("  %-30s %.5f\n", label.c_str(), row[order[j]]);
+        if (f->json)
+          preds.push_back({{"label", label}, {"index", order[j]}, {"probability", row[order[j]]}});
+        else
+          std::printf("  %-30s %.5f\n", label.c_str(), row[order[j]]);
       }
       if (f->json) out.push_back({{"image", f->images[i]}, {"predictions", preds}});
     }

@@ -69,9 +69,7 @@ void note_resolution(const resolver::Resolution& r);
 void print_json(const nlohmann::json& doc);
 
 struct CommandRegistrar {
-  CommandRegistrar(const char* name, const char* help, SetupFn setup) {
-    commands().push_back({name, help, setup});
-  }
+  CommandRegistrar(const char* name, const char* help, SetupFn setup) { commands().push_back({name, help, setup}); }
 };
 
 }  // namespace hub::cli

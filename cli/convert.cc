@@ -42,22 +42,18 @@ RunFn setup_convert(CLI::App& app) {
                  "The SavedModel folder or ONNX file to write (written under a temporary name and "
                  "renamed into place)")
       ->required();
-  app.add_flag(
-      "--overwrite", o->overwrite,
-      "Replace --output if it exists (default: refuse an existing file or non-empty folder)");
-  app.add_option("--tags", o->tags,
-                 "savedmodel: the module's tag set to export, comma-separated (default {})");
+  app.add_flag("--overwrite", o->overwrite,
+               "Replace --output if it exists (default: refuse an existing file or non-empty folder)");
+  app.add_option("--tags", o->tags, "savedmodel: the module's tag set to export, comma-separated (default {})");
   app.add_option("--signature", o->signature, "onnx: the signature to export (default 'default')");
   app.add_option("--opset", o->opset, "onnx: the opset to write, 13..17 (default 13)");
-  app.add_flag("--json", o->json,
-               "Print JSON: module, to, output, and tags or signature and opset");
+  app.add_flag("--json", o->json, "Print JSON: module, to, output, and tags or signature and opset");
   // Flags of the other target are usage errors (exit 2).
   app.parse_complete_callback([o] {
     if (o->to == "savedmodel" && (!o->signature.empty() || o->opset))
       throw CLI::ValidationError("--signature, --opset",
                                  "apply to --to onnx only (a SavedModel holds every signature)");
-    if (o->to == "onnx" && !o->tags.empty())
-      throw CLI::ValidationError("--tags", "applies to --to savedmodel only");
+    if (o->to == "onnx" && !o->tags.empty()) throw CLI::ValidationError("--tags", "applies to --to savedmodel only");
   });
   return [o] {
     ModuleSpec spec = load_module(o->module, o->json);
@@ -71,8 +67,8 @@ RunFn setup_convert(CLI::App& app) {
       with_output_hint([&] { tf::export_saved_model(spec, o->output, so); });
       doc["tags"] = std::vector<std::string>(so.tags.begin(), so.tags.end());
       if (!o->json)
-        std::printf("wrote TensorFlow SavedModel %s (tag serve; signatures of tag set %s)\n",
-                    o->output.c_str(), tag_set_string(so.tags).c_str());
+        std::printf("wrote TensorFlow SavedModel %s (tag serve; signatures of tag set %s)\n", o->output.c_str(),
+                    tag_set_string(so.tags).c_str());
     } else {
       onnx_interop::OnnxExportOptions eo;
       if (!o->signature.empty()) eo.signature = o->signature;
@@ -82,8 +78,8 @@ RunFn setup_convert(CLI::App& app) {
       doc["signature"] = eo.signature;
       doc["opset"] = eo.opset;
       if (!o->json)
-        std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(),
-                    eo.signature.c_str(), eo.opset);
+        std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(), eo.signature.c_str(),
+                    eo.opset);
     }
     if (o->json) print_json(doc);
     return 0;
@@ -92,7 +88,6 @@ RunFn setup_convert(CLI::App& app) {
 
 }  // namespace
 
-HUB_REGISTER_COMMAND(convert, "Write a module as a TensorFlow SavedModel or an ONNX model",
-                     setup_convert);
+HUB_REGISTER_COMMAND(convert, "Write a module as a TensorFlow SavedModel or an ONNX model", setup_convert);
 
 }  // namespace hub::cli

@@ -34,8 +34,8 @@ int64_t param_count(const VariableInfo& v) { return v.shape.num_elements(); }
 void print_text(const ModuleSpec& spec) {
   std::printf("module: %s\n", spec.source().c_str());
   const ModuleMetadata& m = spec.metadata();
-  std::printf("metadata:\n  name: %s\n  description: %s\n  version: %s\n  license: %s\n  author: %s\n",
-              m.name.c_str(), m.description.c_str(), m.version.c_str(), m.license.c_str(), m.author.c_str());
+  std::printf("metadata:\n  name: %s\n  description: %s\n  version: %s\n  license: %s\n  author: %s\n", m.name.c_str(),
+              m.description.c_str(), m.version.c_str(), m.license.c_str(), m.author.c_str());
   for (const TagSet& tags : spec.tag_sets()) {
     std::printf("tag set %s:\n", tag_set_string(tags).c_str());
     for (const std::string& name : spec.signature_names(tags)) {
@@ -75,8 +75,11 @@ nlohmann::json spec_json(const ModuleSpec& spec) {
   nlohmann::json j;
   j["module"] = spec.source();
   const ModuleMetadata& m = spec.metadata();
-  j["metadata"] = {{"name", m.name}, {"description", m.description}, {"version", m.version},
-                   {"license", m.license}, {"author", m.author}};
+  j["metadata"] = {{"name", m.name},
+                   {"description", m.description},
+                   {"version", m.version},
+                   {"license", m.license},
+                   {"author", m.author}};
   j["tag_sets"] = nlohmann::json::array();
   for (const TagSet& tags : spec.tag_sets()) {
     nlohmann::json t;
@@ -99,8 +102,11 @@ nlohmann::json spec_json(const ModuleSpec& spec) {
   int64_t total = 0;
   for (const VariableInfo& v : spec.variables()) {
     total += param_count(v);
-    j["variables"].push_back({{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape.dims()},
-                              {"parameters", param_count(v)}, {"trainable", v.trainable}});
+    j["variables"].push_back({{"name", v.name},
+                              {"dtype", dtype_name(v.dtype)},
+                              {"shape", v.shape.dims()},
+                              {"parameters", param_count(v)},
+                              {"trainable", v.trainable}});
   }
   j["total_parameters"] = total;
   j["attached"] = nlohmann::json::object();
@@ -127,8 +133,10 @@ RunFn setup_info(CLI::App& app) {
         std::printf("# tag set %s\n%s", tag_set_string(tags).c_str(), graph_to_text(spec.graph(tags)).c_str());
       return 0;
     }
-    if (o->json || o->format == "json") print_json(spec_json(spec));
-    else print_text(spec);
+    if (o->json || o->format == "json")
+      print_json(spec_json(spec));
+    else
+      print_text(spec);
     return 0;
   };
 }

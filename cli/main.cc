@@ -50,8 +50,9 @@ std::vector<int64_t> parse_class_list(const std::string& text, const std::string
 
 void add_module_args(CLI::App& app, ModuleArgs& args, const std::string& help, const std::string& aliases) {
   app.add_option("MODULE,--module" + (aliases.empty() ? "" : "," + aliases), args.module,
-                 help + ": a module directory, an archive (path, file://, http(s)://, optionally with "
-                        "#sha256=HEX) or a registry name publisher/name@version")
+                 help +
+                     ": a module directory, an archive (path, file://, http(s)://, optionally with "
+                     "#sha256=HEX) or a registry name publisher/name@version")
       ->required();
   add_registry_flag(app, args.registry);
   app.add_flag("--offline", args.offline, "Use only the module cache, never the network (as HUB_OFFLINE=1)");

@@ -1,10 +1,11 @@
 // `hub nets`: the built-in networks with their input size, parameters and
 // multiply-adds (built on the fly from the graph builders).
+#include "modules/nets/nets.h"
+
 #include <cstdio>
 
 #include "cli/command.h"
 #include "hub/ops/state.h"
-#include "modules/nets/nets.h"
 
 namespace hub::cli {
 namespace {

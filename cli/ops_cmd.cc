@@ -52,8 +52,7 @@ void print_markdown(const std::vector<const Backend*>& backends) {
       if (reg.kernel(name, b->name())) kernels += (kernels.empty() ? "" : ", ") + b->name();
     std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", name.c_str(), arity(def.min_inputs, def.max_inputs).c_str(),
                 def.num_outputs < 0 ? "1+" : std::to_string(def.num_outputs).c_str(), attributes(def).c_str(),
-                kernels.c_str(),
-                def.grad ? "yes" : cell("no: " + def.no_gradient).c_str(), cell(def.doc).c_str());
+                kernels.c_str(), def.grad ? "yes" : cell("no: " + def.no_gradient).c_str(), cell(def.doc).c_str());
   }
 }
 
@@ -61,7 +60,8 @@ RunFn setup_ops(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown, "Print docs/ops.md (the full op table in Markdown)");
-  app.add_flag("--json", *json, "Print JSON: one object per op (name, inputs, outputs, backends, gradient, description)");
+  app.add_flag("--json", *json,
+               "Print JSON: one object per op (name, inputs, outputs, backends, gradient, description)");
   return [markdown, json] {
     const OpRegistry& reg = OpRegistry::global();
     const std::vector<const Backend*> backends = registered_backends();

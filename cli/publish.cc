@@ -44,7 +44,8 @@ RunFn setup_publish(CLI::App& app) {
     }
     const std::string handle = printable(json_string(doc, "handle"));
     std::fprintf(stderr, "published %s (%llu bytes, sha256 %s)\n", handle.c_str(),
-                 static_cast<unsigned long long>(json_uint(doc, "size")), printable(json_string(doc, "sha256")).c_str());
+                 static_cast<unsigned long long>(json_uint(doc, "size")),
+                 printable(json_string(doc, "sha256")).c_str());
     std::printf("%s\n", handle.c_str());
     return 0;
   };

@@ -32,8 +32,8 @@ struct RegistryFlags {
 // "30d", "12h", "45m", "90s" -> seconds. Throws InvalidArgument naming `flag`.
 int64_t parse_duration_s(const std::string& text, const std::string& flag) {
   auto bad = [&] {
-    throw_error(Code::kInvalidArgument,
-                flag + ": '" + text.substr(0, 40) + "' is not a duration: a number and a unit (s, m, h or d), like 30d or 12h");
+    throw_error(Code::kInvalidArgument, flag + ": '" + text.substr(0, 40) +
+                                            "' is not a duration: a number and a unit (s, m, h or d), like 30d or 12h");
   };
   if (text.size() < 2 || text.size() > 10) bad();
   int64_t n = 0;
@@ -43,11 +43,20 @@ int64_t parse_duration_s(const std::string& text, const std::string& flag) {
   }
   int64_t unit = 0;
   switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    default: bad();
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    default:
+      bad();
   }
   if (n <= 0) bad();
   return n * unit;
@@ -59,7 +68,7 @@ int list_tokens(registry::Store& store) {
   int64_t now = static_cast<int64_t>(::time(nullptr));
   std::printf("%-16s  %-20s  %-20s  %-20s  %s\n", "ID", "PUBLISHER", "CREATED", "EXPIRES", "STATUS");
   for (const registry::TokenRecord& t : store.list_tokens()) {
-    std::string status = t.revoked_at ? "revoked " + registry::rfc3339(t.revoked_at)
+    std::string status = t.revoked_at                            ? "revoked " + registry::rfc3339(t.revoked_at)
                          : (t.expires_at && t.expires_at <= now) ? "expired"
                                                                  : "active";
     std::printf("%-16s  %-20s  %-20s  %-20s  %s\n", t.id.c_str(), t.publisher.c_str(), when(t.created_at).c_str(),
@@ -101,25 +110,37 @@ RunFn setup_registry(CLI::App& app) {
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a registry over HTTP");
   serve_cmd->add_option("--root", flags->root, "Registry directory (database and blobs)")->required();
   serve_cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
-  serve_cmd->add_option("--port", flags->port, "Port (0 = pick a free one)")->capture_default_str()->check(CLI::Range(0, 65535));
-  serve_cmd->add_option("--max_upload_mb", flags->max_upload_mb, "Largest accepted archive, MiB")->capture_default_str();
+  serve_cmd->add_option("--port", flags->port, "Port (0 = pick a free one)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--max_upload_mb", flags->max_upload_mb, "Largest accepted archive, MiB")
+      ->capture_default_str();
   registry::HttpLimits& http = flags->http;
   serve_cmd->add_option("--workers", http.worker_threads, "Worker threads (handlers running at once)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   serve_cmd->add_option("--max_connections", http.max_connections, "Connections open at once, all clients")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
-  serve_cmd->add_option("--max_connections_per_client", http.max_connections_per_client,
-                        "Connections open at once from one client (IPv4 address or IPv6 /64)")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  serve_cmd
+      ->add_option("--max_connections_per_client", http.max_connections_per_client,
+                   "Connections open at once from one client (IPv4 address or IPv6 /64)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   serve_cmd->add_option("--header_timeout_ms", http.header_timeout_ms, "Time allowed for a request head, ms")
-      ->capture_default_str()->check(CLI::Range(100, 600000));
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
   serve_cmd->add_option("--keepalive_timeout_ms", http.keepalive_timeout_ms, "Idle keep-alive connection lifetime, ms")
-      ->capture_default_str()->check(CLI::Range(100, 600000));
-  serve_cmd->add_option("--min_rate", http.min_rate_bytes_per_s,
-                        "Minimum transfer rate of request heads, request bodies and responses, bytes/s")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 30));
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
+  serve_cmd
+      ->add_option("--min_rate", http.min_rate_bytes_per_s,
+                   "Minimum transfer rate of request heads, request bodies and responses, bytes/s")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 30));
   serve_cmd->add_option("--rate_window_ms", http.rate_window_ms, "Window the minimum rate is averaged over, ms")
-      ->capture_default_str()->check(CLI::Range(100, 600000));
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
   serve_cmd->add_option("--trusted_proxy", flags->trusted_proxies,
                         "Address of a reverse proxy whose X-Real-IP names the client (repeatable)");
   CLI::App* token_cmd = app.add_subcommand("token", "Manage publish tokens");

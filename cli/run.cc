@@ -22,9 +22,12 @@ std::string values_text(const Tensor& t, int64_t limit = 64) {
     const T* p = t.data<T>();
     for (int64_t i = 0; i < t.num_elements() && i < limit; ++i) {
       if (i) os << ", ";
-      if constexpr (std::is_same_v<T, float>) os << p[i];
-      else if constexpr (std::is_same_v<T, bool>) os << (p[i] ? "true" : "false");
-      else os << static_cast<long long>(p[i]);
+      if constexpr (std::is_same_v<T, float>)
+        os << p[i];
+      else if constexpr (std::is_same_v<T, bool>)
+        os << (p[i] ? "true" : "false");
+      else
+        os << static_cast<long long>(p[i]);
     }
   });
   if (t.num_elements() > limit) os << ", ... (" << t.num_elements() << " values)";
@@ -67,8 +70,8 @@ RunFn setup_run(CLI::App& app) {
       auto eq = arg.find('=');
       if (eq == std::string::npos) {
         if (si.inputs.size() != 1)
-          throw_error(Code::kInvalidArgument, "--input '" + arg + "': signature '" + o->signature +
-                                                  "' has several inputs; use name=FILE");
+          throw_error(Code::kInvalidArgument,
+                      "--input '" + arg + "': signature '" + o->signature + "' has several inputs; use name=FILE");
         name = si.inputs.begin()->first;
         file = arg;
       } else {

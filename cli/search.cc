@@ -22,8 +22,8 @@ using Json = nlohmann::json;
 // --json. Prints the registry's JSON with --json, else row() of each element
 // of the document's `list` array.
 RunFn registry_query(CLI::App& app, const char* arg_name, const char* arg_help,
-                     std::function<Json(const std::string& registry, const std::string& arg)> query,
-                     const char* list, std::function<void(const Json&)> row) {
+                     std::function<Json(const std::string& registry, const std::string& arg)> query, const char* list,
+                     std::function<void(const Json&)> row) {
   auto f = std::make_shared<SearchFlags>();
   app.add_option(arg_name, f->arg, arg_help)->required();
   add_registry_flag(app, f->registry);
@@ -50,11 +50,15 @@ RunFn setup_search(CLI::App& app) {
 }
 
 RunFn setup_versions(CLI::App& app) {
-  return registry_query(app, "MODULE,--module", "A registry module: publisher/name", [](const std::string& url, const std::string& m) { return registry::list_versions(url, m); }, "versions", [](const Json& v) {
-    std::printf("%-12s %10llu  %s  %s  %s\n", printable(json_string(v, "version")).c_str(),
-                static_cast<unsigned long long>(json_uint(v, "size")), printable(json_string(v, "sha256")).c_str(),
-                printable(json_string(v, "published_at")).c_str(), printable(json_string(v, "description")).c_str());
-  });
+  return registry_query(
+      app, "MODULE,--module", "A registry module: publisher/name",
+      [](const std::string& url, const std::string& m) { return registry::list_versions(url, m); }, "versions",
+      [](const Json& v) {
+        std::printf("%-12s %10llu  %s  %s  %s\n", printable(json_string(v, "version")).c_str(),
+                    static_cast<unsigned long long>(json_uint(v, "size")), printable(json_string(v, "sha256")).c_str(),
+                    printable(json_string(v, "published_at")).c_str(),
+                    printable(json_string(v, "description")).c_str());
+      });
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // `hub train`, `hub eval`, `hub export`: TF-Slim's train_image_classifier,
 // eval_image_classifier and export_inference_graph, with their flag names.
+#include "modules/train/train.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "cli/command.h"
 #include "hub/core/error.h"
-#include "modules/train/train.h"
 
 namespace hub::cli {
 namespace {
@@ -17,36 +18,61 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--train_dir", c->train_dir, "Where checkpoints and event logs are written")->capture_default_str();
   app.add_option("--model_name", c->model_name, "Network to train (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
-  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to train on (train, test, validation)")->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to train on (train, test, validation)")
+      ->capture_default_str();
   app.add_option("--dataset_dir", c->dataset_dir, "Folder written by `hub data convert`")->required();
-  app.add_option("--labels_offset", c->labels_offset, "Subtracted from every label (1 for checkpoints with a background class)")->capture_default_str();
+  app.add_option("--labels_offset", c->labels_offset,
+                 "Subtracted from every label (1 for checkpoints with a background class)")
+      ->capture_default_str();
   app.add_option("--preprocessing_name", c->preprocessing_name, "Default: the network's");
   app.add_option("--train_image_size", c->train_image_size, "Default: the network's");
   app.add_option("--batch_size", c->batch_size, "Images per training step")->capture_default_str();
   app.add_option("--max_number_of_steps", c->max_number_of_steps, "Stop after this many steps")->capture_default_str();
-  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads, "Threads decoding and preprocessing images")->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads,
+                 "Threads decoding and preprocessing images")
+      ->capture_default_str();
   app.add_option("--log_every_n_steps", c->log_every_n_steps, "Log the loss every N steps")->capture_default_str();
-  app.add_option("--save_interval_secs", c->save_interval_secs, "Write a checkpoint every N seconds")->capture_default_str();
-  app.add_option("--save_summaries_secs", c->save_summaries_secs, "Write summaries every N seconds")->capture_default_str();
-  app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")->capture_default_str();
+  app.add_option("--save_interval_secs", c->save_interval_secs, "Write a checkpoint every N seconds")
+      ->capture_default_str();
+  app.add_option("--save_summaries_secs", c->save_summaries_secs, "Write summaries every N seconds")
+      ->capture_default_str();
+  app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")
+      ->capture_default_str();
   app.add_option("--weight_decay", c->weight_decay, "L2 regularization of the weights")->capture_default_str();
   app.add_option("--adadelta_rho", c->optimizer_options.adadelta_rho, "Adadelta decay rate")->capture_default_str();
-  app.add_option("--adagrad_initial_accumulator_value", c->optimizer_options.adagrad_initial_accumulator_value, "Adagrad: starting value of the accumulators")->capture_default_str();
-  app.add_option("--adam_beta1", c->optimizer_options.adam_beta1, "Adam: decay of the first-moment estimates")->capture_default_str();
-  app.add_option("--adam_beta2", c->optimizer_options.adam_beta2, "Adam: decay of the second-moment estimates")->capture_default_str();
+  app.add_option("--adagrad_initial_accumulator_value", c->optimizer_options.adagrad_initial_accumulator_value,
+                 "Adagrad: starting value of the accumulators")
+      ->capture_default_str();
+  app.add_option("--adam_beta1", c->optimizer_options.adam_beta1, "Adam: decay of the first-moment estimates")
+      ->capture_default_str();
+  app.add_option("--adam_beta2", c->optimizer_options.adam_beta2, "Adam: decay of the second-moment estimates")
+      ->capture_default_str();
   app.add_option("--opt_epsilon", c->optimizer_options.opt_epsilon, "Epsilon of the optimizer")->capture_default_str();
-  app.add_option("--ftrl_learning_rate_power", c->optimizer_options.ftrl_learning_rate_power, "FTRL: learning rate power")->capture_default_str();
-  app.add_option("--ftrl_initial_accumulator_value", c->optimizer_options.ftrl_initial_accumulator_value, "FTRL: starting value of the accumulators")->capture_default_str();
+  app.add_option("--ftrl_learning_rate_power", c->optimizer_options.ftrl_learning_rate_power,
+                 "FTRL: learning rate power")
+      ->capture_default_str();
+  app.add_option("--ftrl_initial_accumulator_value", c->optimizer_options.ftrl_initial_accumulator_value,
+                 "FTRL: starting value of the accumulators")
+      ->capture_default_str();
   app.add_option("--ftrl_l1", c->optimizer_options.ftrl_l1, "FTRL: L1 regularization strength")->capture_default_str();
   app.add_option("--ftrl_l2", c->optimizer_options.ftrl_l2, "FTRL: L2 regularization strength")->capture_default_str();
-  app.add_option("--momentum", c->optimizer_options.momentum, "Momentum of the momentum optimizer")->capture_default_str();
-  app.add_option("--rmsprop_momentum", c->optimizer_options.rmsprop_momentum, "RMSProp: momentum")->capture_default_str();
-  app.add_option("--rmsprop_decay", c->optimizer_options.rmsprop_decay, "RMSProp: decay of the squared-gradient average")->capture_default_str();
-  app.add_option("--learning_rate_decay_type", c->learning_rate_decay_type, "fixed, exponential or polynomial")->capture_default_str();
+  app.add_option("--momentum", c->optimizer_options.momentum, "Momentum of the momentum optimizer")
+      ->capture_default_str();
+  app.add_option("--rmsprop_momentum", c->optimizer_options.rmsprop_momentum, "RMSProp: momentum")
+      ->capture_default_str();
+  app.add_option("--rmsprop_decay", c->optimizer_options.rmsprop_decay,
+                 "RMSProp: decay of the squared-gradient average")
+      ->capture_default_str();
+  app.add_option("--learning_rate_decay_type", c->learning_rate_decay_type, "fixed, exponential or polynomial")
+      ->capture_default_str();
   app.add_option("--learning_rate", c->learning_rate, "Initial learning rate")->capture_default_str();
-  app.add_option("--end_learning_rate", c->end_learning_rate, "Polynomial decay: the final learning rate")->capture_default_str();
-  app.add_option("--learning_rate_decay_factor", c->learning_rate_decay_factor, "Exponential decay: factor per decay period")->capture_default_str();
-  app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay, "Epochs between learning-rate decays")->capture_default_str();
+  app.add_option("--end_learning_rate", c->end_learning_rate, "Polynomial decay: the final learning rate")
+      ->capture_default_str();
+  app.add_option("--learning_rate_decay_factor", c->learning_rate_decay_factor,
+                 "Exponential decay: factor per decay period")
+      ->capture_default_str();
+  app.add_option("--num_epochs_per_decay", c->num_epochs_per_decay, "Epochs between learning-rate decays")
+      ->capture_default_str();
   app.add_option("--label_smoothing", c->label_smoothing, "Label smoothing amount (0: none)")->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
   app.add_option("--checkpoint_format", c->checkpoint_format,
@@ -57,7 +83,8 @@ RunFn setup_train(CLI::App& app) {
                  "or a folder with a 'checkpoint' file");
   app.add_option("--checkpoint_exclude_scopes", c->checkpoint_exclude_scopes,
                  "Comma-separated variable name prefixes not restored (e.g. MobilenetV1/Logits)");
-  app.add_option("--trainable_scopes", c->trainable_scopes, "Comma-separated variable name prefixes to train (default: all)");
+  app.add_option("--trainable_scopes", c->trainable_scopes,
+                 "Comma-separated variable name prefixes to train (default: all)");
   app.add_flag("--ignore_missing_vars", c->ignore_missing_vars,
                "Variables the checkpoint lacks keep their initial values instead of failing");
   app.add_option("--train_epochs", c->train_epochs, "Train this many epochs (overrides --max_number_of_steps)");
@@ -87,8 +114,8 @@ RunFn setup_train(CLI::App& app) {
     if (sync_flag->count()) c->replica_flags.sync_replicas = *sync ? 1 : 0;
     train::TrainResult r = train::train(*c);
     if (!train::job().chief()) return 0;
-    std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps),
-                r.final_loss, r.checkpoint.c_str());
+    std::printf("trained %lld steps, final loss %.4f, checkpoint %s\n", static_cast<long long>(r.steps), r.final_loss,
+                r.checkpoint.c_str());
     return 0;
   };
 }
@@ -103,15 +130,20 @@ RunFn setup_eval(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--model_name", c->model_name, "Network to evaluate (see `hub nets`)")->capture_default_str();
   app.add_option("--dataset_name", c->dataset_name, "mnist, fashion_mnist, cifar10, flowers")->capture_default_str();
-  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")->capture_default_str();
+  app.add_option("--dataset_split_name", c->dataset_split_name, "Split to evaluate (train, test, validation)")
+      ->capture_default_str();
   app.add_option("--dataset_dir", c->dataset_dir, "Folder written by `hub data convert`")->required();
   app.add_option("--eval_dir", c->eval_dir, "Write TensorBoard logs here");
-  app.add_option("--labels_offset", c->labels_offset, "Subtracted from every label (as when training)")->capture_default_str();
+  app.add_option("--labels_offset", c->labels_offset, "Subtracted from every label (as when training)")
+      ->capture_default_str();
   app.add_option("--preprocessing_name", c->preprocessing_name, "Default: the network's");
   app.add_option("--eval_image_size", c->eval_image_size, "Default: the network's");
   app.add_option("--batch_size", c->batch_size, "Images per evaluation batch")->capture_default_str();
-  app.add_option("--max_num_batches", c->max_num_batches, "Evaluate at most this many batches (0: the whole split)")->capture_default_str();
-  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads, "Threads decoding and preprocessing images")->capture_default_str();
+  app.add_option("--max_num_batches", c->max_num_batches, "Evaluate at most this many batches (0: the whole split)")
+      ->capture_default_str();
+  app.add_option("--num_preprocessing_threads", c->num_preprocessing_threads,
+                 "Threads decoding and preprocessing images")
+      ->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "> 0: evaluate the moving averages");
   app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
   app.add_flag("--json", *json, "Print JSON: examples, accuracy, recall_at_5");

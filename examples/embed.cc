@@ -6,13 +6,13 @@
 //
 // Builds y = a*x + b, runs it, and (given a directory) exports the module
 // and runs the copy reloaded through a Resolver. Exits 0 when both give [7, 3.5, 4] for [10, 3, 4].
-#include <cstdio>
-#include <vector>
-
 #include <hub/module/module.h>
 #include <hub/ops/elementwise.h>
 #include <hub/ops/state.h>
 #include <hub/resolver/resolver.h>
+
+#include <cstdio>
+#include <vector>
 
 int main(int argc, char** argv) {
   try {

@@ -59,9 +59,8 @@ std::string normalize_name(std::string_view name, std::string_view what) {
                                             std::to_string(kMaxNameLength) + " characters");
   for (char c : out)
     if (!is_name_char(c))
-      throw_error(Code::kInvalidArgument,
-                  std::string(what) + " name " + quoted(name) +
-                      " may contain only lower-case letters, digits, '-', '_' and '.'");
+      throw_error(Code::kInvalidArgument, std::string(what) + " name " + quoted(name) +
+                                              " may contain only lower-case letters, digits, '-', '_' and '.'");
   if (out[0] == '.' || out[0] == '-' || out[0] == '_')
     throw_error(Code::kInvalidArgument,
                 std::string(what) + " name " + quoted(name) + " must start with a letter or digit");
@@ -156,8 +155,7 @@ int compare_versions(const Version& a, const Version& b) {
 ModuleName parse_module_name(std::string_view text) {
   size_t slash = text.find('/');
   if (slash == std::string_view::npos)
-    throw_error(Code::kInvalidArgument,
-                "module name " + quoted(text) + " must have the form publisher/name");
+    throw_error(Code::kInvalidArgument, "module name " + quoted(text) + " must have the form publisher/name");
   ModuleName m;
   m.publisher = normalize_name(text.substr(0, slash), "publisher");
   m.name = normalize_name(text.substr(slash + 1), "module");

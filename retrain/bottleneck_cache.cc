@@ -5,9 +5,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "hub/core/error.h"
-#include "hub/core/digest.h"
 #include "hub/core/crc32c.h"
+#include "hub/core/digest.h"
+#include "hub/core/error.h"
 
 namespace fs = std::filesystem;
 

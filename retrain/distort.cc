@@ -12,8 +12,8 @@ namespace hub::retrain {
 void validate(const DistortionOptions& o) {
   auto check = [](double v, const char* flag, double max) {
     if (v < 0 || v >= max)
-      throw_error(Code::kInvalidArgument, std::string(flag) + " must be in [0, " + std::to_string(static_cast<int>(max)) +
-                                              "), got " + std::to_string(v));
+      throw_error(Code::kInvalidArgument, std::string(flag) + " must be in [0, " +
+                                              std::to_string(static_cast<int>(max)) + "), got " + std::to_string(v));
   };
   check(o.random_crop, "--random_crop", 1000);
   check(o.random_scale, "--random_scale", 1000);

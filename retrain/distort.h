@@ -25,7 +25,6 @@ struct DistortionOptions {
 void validate(const DistortionOptions& options);
 
 // image: float32 [H0, W0, C] in [0, 1]; returns float32 [height, width, C].
-Tensor distort(const Tensor& image, int64_t height, int64_t width, const DistortionOptions& options,
-               uint64_t seed);
+Tensor distort(const Tensor& image, int64_t height, int64_t width, const DistortionOptions& options, uint64_t seed);
 
 }  // namespace hub::retrain

@@ -4,9 +4,9 @@
 #include <cctype>
 #include <set>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/logging.h"
-#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -14,9 +14,12 @@ namespace hub::retrain {
 
 const char* category_name(Category c) {
   switch (c) {
-    case Category::kTraining: return "training";
-    case Category::kValidation: return "validation";
-    case Category::kTesting: return "testing";
+    case Category::kTraining:
+      return "training";
+    case Category::kValidation:
+      return "validation";
+    case Category::kTesting:
+      return "testing";
   }
   return "?";
 }
@@ -72,8 +75,7 @@ ImageLists create_image_lists(const fs::path& image_dir, double testing_pct, dou
                                             ") and --validation_percentage (" + std::to_string(validation_pct) +
                                             ") must be >= 0 and sum to less than 100");
   std::error_code ec;
-  if (!fs::exists(image_dir, ec))
-    throw_error(Code::kNotFound, "--image_dir " + image_dir.string() + " does not exist");
+  if (!fs::exists(image_dir, ec)) throw_error(Code::kNotFound, "--image_dir " + image_dir.string() + " does not exist");
   if (!fs::is_directory(image_dir, ec))
     throw_error(Code::kInvalidArgument, "--image_dir " + image_dir.string() + " is not a directory");
   ImageLists lists;
@@ -98,8 +100,8 @@ ImageLists create_image_lists(const fs::path& image_dir, double testing_pct, dou
       continue;
     }
     if (files.size() < 20)
-      warn("folder " + (image_dir / dir).string() + " has fewer than 20 images (" +
-           std::to_string(files.size()) + "), which may cause issues");
+      warn("folder " + (image_dir / dir).string() + " has fewer than 20 images (" + std::to_string(files.size()) +
+           "), which may cause issues");
     else if (static_cast<int64_t>(files.size()) > kMaxImagesPerClass)
       warn("folder " + (image_dir / dir).string() + " has more than " + std::to_string(kMaxImagesPerClass) +
            " images; some images will never be selected");
@@ -107,13 +109,19 @@ ImageLists create_image_lists(const fs::path& image_dir, double testing_pct, dou
     c.dir = dir;
     c.label = label_name(dir);
     if (!labels.insert(c.label).second)
-      throw_error(Code::kInvalidArgument, "folders in --image_dir " + image_dir.string() +
-                                              " give the same label '" + c.label + "' (" + dir + ")");
+      throw_error(Code::kInvalidArgument, "folders in --image_dir " + image_dir.string() + " give the same label '" +
+                                              c.label + "' (" + dir + ")");
     for (const std::string& f : files) {
       switch (assign_category(dir + "/" + f, validation_pct, testing_pct)) {
-        case Category::kTraining: c.training.push_back(f); break;
-        case Category::kValidation: c.validation.push_back(f); break;
-        case Category::kTesting: c.testing.push_back(f); break;
+        case Category::kTraining:
+          c.training.push_back(f);
+          break;
+        case Category::kValidation:
+          c.validation.push_back(f);
+          break;
+        case Category::kTesting:
+          c.testing.push_back(f);
+          break;
       }
     }
     lists.classes.push_back(std::move(c));

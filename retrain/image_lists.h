@@ -29,8 +29,8 @@ double percentage_hash(const std::string& name);
 std::string label_name(const std::string& dir_name);
 
 struct ClassImages {
-  std::string label;   // normalized
-  std::string dir;     // folder name under image_dir
+  std::string label;                                       // normalized
+  std::string dir;                                         // folder name under image_dir
   std::vector<std::string> training, validation, testing;  // file names within dir
   const std::vector<std::string>& of(Category c) const;
 };
@@ -47,7 +47,6 @@ struct ImageLists {
 // produce warnings (also logged). Throws NotFound/InvalidArgument naming
 // --image_dir when it is missing, not a directory, or has fewer than two
 // classes with images; two folders that normalize to one label are an error.
-ImageLists create_image_lists(const std::filesystem::path& image_dir, double testing_pct,
-                              double validation_pct);
+ImageLists create_image_lists(const std::filesystem::path& image_dir, double testing_pct, double validation_pct);
 
 }  // namespace hub::retrain

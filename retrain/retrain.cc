@@ -11,9 +11,11 @@
 #include <fstream>
 #include <random>
 
+#include "hub/core/digest.h"
 #include "hub/core/logging.h"
 #include "hub/core/parallel.h"
 #include "hub/core/random.h"
+#include "hub/core/text.h"
 #include "hub/graph/optimizer.h"
 #include "hub/graph/session.h"
 #include "hub/image/image.h"
@@ -23,8 +25,6 @@
 #include "hub/ops/matmul.h"
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
-#include "hub/core/digest.h"
-#include "hub/core/text.h"
 #include "modules/train/distributed.h"
 #include "modules/train/summary.h"
 #include "retrain/bottleneck_cache.h"
@@ -56,8 +56,9 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
   else
     throw_error(Code::kInvalidArgument, what + "it has neither an 'image_feature_vector' nor a 'default' signature");
   const SignatureInfo& sig = spec.signature(f.signature);
-  if (sig.inputs.size() != 1) throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has " +
-                                                                       std::to_string(sig.inputs.size()) + " inputs, expected 1");
+  if (sig.inputs.size() != 1)
+    throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has " +
+                                            std::to_string(sig.inputs.size()) + " inputs, expected 1");
   const auto& [in_name, in] = *sig.inputs.begin();
   if (in.dtype != DType::kFloat32 || in.shape.rank() != 4)
     throw_error(Code::kInvalidArgument, what + "input '" + in_name + "' is " + std::string(dtype_name(in.dtype)) +
@@ -68,8 +69,9 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
   if (out == sig.outputs.end())
     throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has no 'default' output");
   if (out->second.dtype != DType::kFloat32 || out->second.shape.rank() != 2 || out->second.shape[1] <= 0)
-    throw_error(Code::kInvalidArgument, what + "output '" + out->first + "' is " + std::string(dtype_name(out->second.dtype)) +
-                                            out->second.shape.to_string() + ", expected float32 [batch, D]");
+    throw_error(Code::kInvalidArgument, what + "output '" + out->first + "' is " +
+                                            std::string(dtype_name(out->second.dtype)) + out->second.shape.to_string() +
+                                            ", expected float32 [batch, D]");
   f.output = out->first;
   f.dim = out->second.shape[1];
   try {
@@ -83,8 +85,9 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
     f.channels = in.shape[3];
   }
   if (f.height <= 0 || f.width <= 0 || (f.channels != 1 && f.channels != 3))
-    throw_error(Code::kInvalidArgument, what + "its image size " + std::to_string(f.height) + "x" + std::to_string(f.width) +
-                                            "x" + std::to_string(f.channels) + " is not usable");
+    throw_error(Code::kInvalidArgument, what + "its image size " + std::to_string(f.height) + "x" +
+                                            std::to_string(f.width) + "x" + std::to_string(f.channels) +
+                                            " is not usable");
   return f;
 }
 
@@ -166,7 +169,8 @@ std::string pack_bottlenecks(const std::vector<Item*>& all, const std::vector<in
     const int64_t dim = it.ok ? static_cast<int64_t>(it.bottleneck.size()) : 0;
     out.append(reinterpret_cast<const char*>(&id), sizeof id);
     out.append(reinterpret_cast<const char*>(&dim), sizeof dim);
-    if (dim > 0) out.append(reinterpret_cast<const char*>(it.bottleneck.data()), static_cast<size_t>(dim) * sizeof(float));
+    if (dim > 0)
+      out.append(reinterpret_cast<const char*>(it.bottleneck.data()), static_cast<size_t>(dim) * sizeof(float));
   }
   return out;
 }
@@ -184,7 +188,8 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
   const std::vector<int64_t> ids = missing_ids(job, all, lists, f, cache, r);
   if (ids.empty()) return;
   std::vector<int64_t> my_ids;
-  for (size_t k = static_cast<size_t>(job.rank()); k < ids.size(); k += static_cast<size_t>(job.size())) my_ids.push_back(ids[k]);
+  for (size_t k = static_cast<size_t>(job.rank()); k < ids.size(); k += static_cast<size_t>(job.size()))
+    my_ids.push_back(ids[k]);
   std::vector<Item*> missing;
   for (int64_t id : my_ids) missing.push_back(all[static_cast<size_t>(id)]);
   if (job.chief())
@@ -201,7 +206,8 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
       for (int64_t i = lo; i < hi; ++i) {
         Item& it = *missing[b + i];
         try {
-          images[i] = image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
+          images[i] =
+              image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
         } catch (const Error& err) {
           errors[i] = err.what();
         }
@@ -268,7 +274,8 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
   }
   // Drop images that could not be read.
   for (auto& cat : sets.by_cat)
-    for (auto& cls : cat) cls.erase(std::remove_if(cls.begin(), cls.end(), [](const Item& it) { return !it.ok; }), cls.end());
+    for (auto& cls : cat)
+      cls.erase(std::remove_if(cls.begin(), cls.end(), [](const Item& it) { return !it.ok; }), cls.end());
 }
 
 struct Head {
@@ -383,8 +390,8 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     b.set_image_info(f.height, f.width, f.channels);
     ModuleMetadata meta;
     meta.name = "retrained";
-    meta.description = "Classifier retrained by hub retrain from " + redact_credentials(c.module) + " on " + c.image_dir + " (" +
-                       std::to_string(classes) + " classes)";
+    meta.description = "Classifier retrained by hub retrain from " + redact_credentials(c.module) + " on " +
+                       c.image_dir + " (" + std::to_string(classes) + " classes)";
     meta.version = HUB_VERSION;
     b.set_metadata(meta);
     std::string labels;
@@ -423,7 +430,8 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   for (auto& cat : sets.by_cat) cat.resize(lists.classes.size());
   for (int k = 0; k < static_cast<int>(lists.classes.size()); ++k)
     for (Category cat : {Category::kTraining, Category::kValidation, Category::kTesting})
-      for (const std::string& file : lists.classes[k].of(cat)) sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
+      for (const std::string& file : lists.classes[k].of(cat))
+        sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
   BottleneckCache cache(c.bottleneck_dir, module_name, module_fingerprint(spec, module_name));
   // Validation and test always use cached bottlenecks (distortions only apply to training batches).
   compute_bottlenecks(job, sets, lists, features, f, cache, c, result);
@@ -473,14 +481,16 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
       auto rows = run_module(features, f, images);
       std::vector<Item> fresh;
       fresh.reserve(picked.size());
-      for (size_t i = 0; i < picked.size(); ++i) fresh.push_back({picked[i]->cls, picked[i]->file, std::move(rows[i]), true});
+      for (size_t i = 0; i < picked.size(); ++i)
+        fresh.push_back({picked[i]->cls, picked[i]->file, std::move(rows[i]), true});
       std::vector<const Item*> ptrs;
       for (const Item& it : fresh) ptrs.push_back(&it);
       batch = make_batch(ptrs, f.dim);
     } else {
       batch = make_batch(picked, f.dim);
     }
-    float loss = train_step(session, *sgd, vars, head.grads, head.loss, {{head.input, batch.x}, {head.labels, batch.y}});
+    float loss =
+        train_step(session, *sgd, vars, head.grads, head.loss, {{head.input, batch.x}, {head.labels, batch.y}});
     bool last = step + 1 == c.how_many_training_steps;
     if ((step % c.eval_step_interval) == 0 || last) {
       Tensor probs = session.run_one({{head.input, batch.x}}, head.probabilities);
@@ -500,7 +510,8 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
       std::fflush(stdout);
     }
     if (c.intermediate_store_frequency > 0 && step > 0 && step % c.intermediate_store_frequency == 0 && !last) {
-      std::string dir = (fs::path(c.intermediate_output_graphs_dir) / ("intermediate_" + std::to_string(step))).string();
+      std::string dir =
+          (fs::path(c.intermediate_output_graphs_dir) / ("intermediate_" + std::to_string(step))).string();
       fs::create_directories(c.intermediate_output_graphs_dir, ec);
       if (!fs::exists(dir, ec)) export_retrained(dir, features, f, vars, lists, c);
     }
@@ -511,7 +522,8 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   } else {
     Batch tb = make_batch(tpick, f.dim);
     std::vector<int64_t> predictions;
-    result.final_test_accuracy = accuracy(session.run_one({{head.input, tb.x}}, head.probabilities), tb.y, &predictions);
+    result.final_test_accuracy =
+        accuracy(session.run_one({{head.input, tb.x}}, head.probabilities), tb.y, &predictions);
     result.test_examples = static_cast<int64_t>(tpick.size());
     std::printf("Final test accuracy = %.1f%% (N=%zu)\n", result.final_test_accuracy * 100, tpick.size());
     if (c.print_misclassified_test_images) {

@@ -25,8 +25,8 @@ namespace hub::retrain {
 
 struct RetrainConfig {
   std::string image_dir;
-  std::string module;  // handle: path, file://, http(s)://, registry name
-  std::string output_graph = "/tmp/output_graph";   // the output module folder
+  std::string module;                              // handle: path, file://, http(s)://, registry name
+  std::string output_graph = "/tmp/output_graph";  // the output module folder
   std::string output_labels = "/tmp/output_labels.txt";
   std::string intermediate_output_graphs_dir = "/tmp/intermediate_graph/";
   int64_t intermediate_store_frequency = 0;

@@ -11,22 +11,20 @@ const std::vector<FormatUpgrade>& format_upgrades() {
   return kUpgrades;
 }
 
-void upgrade_module_def(ModuleDef& def, const std::string& where,
-                        const std::vector<FormatUpgrade>& upgrades, unsigned current) {
+void upgrade_module_def(ModuleDef& def, const std::string& where, const std::vector<FormatUpgrade>& upgrades,
+                        unsigned current) {
   unsigned v = def.format_version();
-  if (v == 0)
-    throw_error(Code::kCorruption, "module " + where + " has no format_version (0 or unset)");
+  if (v == 0) throw_error(Code::kCorruption, "module " + where + " has no format_version (0 or unset)");
   if (v > current)
-    throw_error(Code::kFailedPrecondition,
-                "module " + where + " has format_version " + std::to_string(v) +
-                    "; this hub reads up to " + std::to_string(current) + "; upgrade hub");
+    throw_error(Code::kFailedPrecondition, "module " + where + " has format_version " + std::to_string(v) +
+                                               "; this hub reads up to " + std::to_string(current) + "; upgrade hub");
   while (v < current) {
     const FormatUpgrade* step = nullptr;
     for (const FormatUpgrade& u : upgrades)
       if (u.from_version == v) step = &u;
     if (!step)
-      throw_error(Code::kInternal, "module " + where + ": no upgrade from format_version " +
-                                       std::to_string(v) + " to " + std::to_string(v + 1));
+      throw_error(Code::kInternal, "module " + where + ": no upgrade from format_version " + std::to_string(v) +
+                                       " to " + std::to_string(v + 1));
     try {
       step->apply(def);
     } catch (const Error& e) {

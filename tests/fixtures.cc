@@ -15,8 +15,8 @@ TempDir::TempDir(const std::string& prefix) {
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
   path = tmpl;
   namespace fs = std::filesystem;
-  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
 }
 
 TempDir::~TempDir() {
@@ -60,8 +60,7 @@ std::string make_tar(const std::vector<TarEntry>& entries, bool gzip, int gzip_l
     switch (t.type) {
       case TarEntry::kFile:
         archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_size(e, t.declared_size >= 0 ? t.declared_size
-                                                       : static_cast<int64_t>(t.data.size()));
+        archive_entry_set_size(e, t.declared_size >= 0 ? t.declared_size : static_cast<int64_t>(t.data.size()));
         break;
       case TarEntry::kDir:
         archive_entry_set_filetype(e, AE_IFDIR);

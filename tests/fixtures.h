@@ -33,8 +33,8 @@ struct TarEntry {
       : path(std::move(p)), type(t), data(std::move(d)), target(std::move(tgt)) {}
   std::string path;
   Type type = kFile;
-  std::string data;     // file content
-  std::string target;   // symlink / hard link target
+  std::string data;            // file content
+  std::string target;          // symlink / hard link target
   int64_t declared_size = -1;  // header size when >= 0 (data written may differ)
 };
 // tar (pax) or tar.gz bytes. gzip_level applies when gzip.

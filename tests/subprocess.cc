@@ -46,9 +46,7 @@ std::string self_exe() {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Dies with the parent, and not at all if the parent is already gone (the
 // signal is only armed for a parent alive at the prctl call).
@@ -233,9 +231,7 @@ ChildResult Child::wait(double timeout_s, const std::string& what) {
   ChildResult r;
   if (pid_ <= 0) return r;
   auto t0 = Clock::now();
-  auto remaining_ms = [&] {
-    return static_cast<int>(std::max(0.0, (timeout_s - seconds_since(t0)) * 1000));
-  };
+  auto remaining_ms = [&] { return static_cast<int>(std::max(0.0, (timeout_s - seconds_since(t0)) * 1000)); };
   r.output = std::move(buffered_);
   buffered_.clear();
   while (out_fd_ >= 0 && remaining_ms() > 0) {
@@ -250,8 +246,8 @@ ChildResult Child::wait(double timeout_s, const std::string& what) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   if (done != pid_) {
     std::ostringstream m;
-    m << what << " (pid " << pid_ << ") did not end within " << timeout_s << " s; killed it. Output: '"
-      << r.output << "'";
+    m << what << " (pid " << pid_ << ") did not end within " << timeout_s << " s; killed it. Output: '" << r.output
+      << "'";
     reap_killed();
     fail(m.str());
   }
@@ -270,7 +266,8 @@ ChildResult Child::wait(double timeout_s, const std::string& what) {
 }
 
 int run_shell(const std::string& command, double timeout_s) {
-  ChildResult r = Child::spawn({"/bin/sh", "-c", command}, {.env = {}, .capture_stdout = false}).wait(timeout_s, command);
+  ChildResult r =
+      Child::spawn({"/bin/sh", "-c", command}, {.env = {}, .capture_stdout = false}).wait(timeout_s, command);
   return r.exited ? r.code : -1;
 }
 

@@ -38,10 +38,10 @@ struct ChildOptions {
   bool capture_stdout = true;
 };
 struct ChildResult {
-  bool exited = false;   // normal exit (code valid)
-  int code = -1;         // exit status when exited
-  int signal = 0;        // terminating signal when killed
-  std::string output;    // captured stdout
+  bool exited = false;  // normal exit (code valid)
+  int code = -1;        // exit status when exited
+  int signal = 0;       // terminating signal when killed
+  std::string output;   // captured stdout
 };
 
 // One child process (move-only); see the file comment.
@@ -98,8 +98,7 @@ bool run_child_mode(int argc, char** argv, int* status);
 
 }  // namespace hub::testing
 
-#define HUB_TEST_CHILD_MODE(name)                                                           \
-  static int hub_child_mode_##name(const std::vector<std::string>& args);                   \
-  static ::hub::testing::ChildModeRegistrar hub_child_mode_registrar_##name(#name,          \
-                                                                          hub_child_mode_##name); \
+#define HUB_TEST_CHILD_MODE(name)                                                                          \
+  static int hub_child_mode_##name(const std::vector<std::string>& args);                                  \
+  static ::hub::testing::ChildModeRegistrar hub_child_mode_registrar_##name(#name, hub_child_mode_##name); \
   static int hub_child_mode_##name([[maybe_unused]] const std::vector<std::string>& args)

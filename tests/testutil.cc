@@ -8,9 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hub/backend/backend.h"
 #include "hub/core/random.h"
 #include "hub/graph/autodiff.h"
-#include "hub/backend/backend.h"
 #include "hub/graph/session.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
@@ -60,9 +60,7 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
   return t;
 }
 
-Tensor make(const Shape& shape, const std::vector<float>& values) {
-  return Tensor::from_vector<float>(shape, values);
-}
+Tensor make(const Shape& shape, const std::vector<float>& values) { return Tensor::from_vector<float>(shape, values); }
 
 void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
   REQUIRE(got.defined());
@@ -80,8 +78,8 @@ void expect_close(const Tensor& got, const Tensor& want, double atol, double rto
     });
     bool ok = a == b || std::fabs(a - b) <= atol + rtol * std::fabs(b) || (std::isnan(a) && std::isnan(b));
     if (!ok) {
-      FAIL_CHECK("element " << i << " of " << got.spec_string() << ": got " << a << ", want " << b
-                            << " (atol " << atol << ", rtol " << rtol << ")");
+      FAIL_CHECK("element " << i << " of " << got.spec_string() << ": got " << a << ", want " << b << " (atol " << atol
+                            << ", rtol " << rtol << ")");
       return;
     }
   }
@@ -164,9 +162,8 @@ void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, c
       double numeric = (up - down) / (2 * o.step);
       double a = pa[e];
       if (std::fabs(a - numeric) > o.atol + o.rtol * std::fabs(numeric)) {
-        FAIL_CHECK("op " << op << ": d/d input " << i << " element " << e << " of "
-                         << x.spec_string() << ": autodiff " << a << ", finite difference "
-                         << numeric);
+        FAIL_CHECK("op " << op << ": d/d input " << i << " element " << e << " of " << x.spec_string() << ": autodiff "
+                         << a << ", finite difference " << numeric);
         return;
       }
     }

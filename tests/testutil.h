@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
 #include "hub/core/error.h"
 #include "hub/graph/graph.h"
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
-#include "fixtures.h"
 
 namespace hub::testing {
 
@@ -23,12 +23,12 @@ namespace hub::testing {
 // missing: tests/main.cc then exits with 77, which meson reports as SKIP. Such
 // cases get their own meson test (tests/meson.build, optional_cases) so a
 // skip never hides the suite's other results.
-#define HUB_SKIP_UNLESS(available, why)       \
-  do {                                        \
-    if (!(available)) {                       \
-      ::hub::testing::note_skip(why);         \
-      return;                                 \
-    }                                         \
+#define HUB_SKIP_UNLESS(available, why) \
+  do {                                  \
+    if (!(available)) {                 \
+      ::hub::testing::note_skip(why);   \
+      return;                           \
+    }                                   \
   } while (0)
 void note_skip(const std::string& why);
 bool any_skipped();
@@ -38,8 +38,8 @@ void expect_error(Code code, const std::function<void()>& fn, const std::string&
 
 // Builds a graph (placeholders for inputs, one `op` node) and runs it on the
 // backend named `backend` (hub/backend/backend.h).
-std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs,
-                           const Attrs& attrs = {}, const std::string& backend = "reference");
+std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
+                           const std::string& backend = "reference");
 
 // Uniform in [lo, hi), deterministic for the seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
@@ -52,11 +52,11 @@ Tensor make(const Shape& shape, const std::vector<float>& values);
 void expect_close(const Tensor& got, const Tensor& want, double atol = 1e-5, double rtol = 1e-5);
 
 struct GradCheckOptions {
-  double step = 1e-2;          // finite-difference step
-  double atol = 1e-2;          // absolute tolerance
-  double rtol = 1e-2;          // relative tolerance
-  std::vector<int> inputs;     // which inputs to check (default: every float input)
-  int output = 0;              // which output to differentiate
+  double step = 1e-2;       // finite-difference step
+  double atol = 1e-2;       // absolute tolerance
+  double rtol = 1e-2;       // relative tolerance
+  std::vector<int> inputs;  // which inputs to check (default: every float input)
+  int output = 0;           // which output to differentiate
   std::string backend = "reference";
   // Restart the session's run counter before every evaluation, so random
   // ops (Dropout) draw the same values each time (their gradient treats the
@@ -66,8 +66,8 @@ struct GradCheckOptions {
 
 // For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
 // autodiff with central finite differences. Records `op` as checked.
-void check_gradients(const std::string& op, const std::vector<Tensor>& inputs,
-                     const Attrs& attrs = {}, const GradCheckOptions& options = {});
+void check_gradients(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
+                     const GradCheckOptions& options = {});
 
 // After a whole suite ran (tests/main.cc, when $HUB_REQUIRE_GRADIENT_CHECKS
 // is set): the registered ops that have a gradient but no check_gradients
@@ -82,8 +82,7 @@ std::string backend_used(const std::string& op, const std::vector<Tensor>& input
 
 // Runs the op on `backend` and on reference and compares every output. Fails
 // when `backend` did not itself run the op (its kernel fell back).
-void compare_backends(const std::string& op, const std::vector<Tensor>& inputs,
-                      const Attrs& attrs, const std::string& backend, double atol = 1e-4,
-                      double rtol = 1e-4);
+void compare_backends(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                      const std::string& backend, double atol = 1e-4, double rtol = 1e-4);
 
 }  // namespace hub::testing

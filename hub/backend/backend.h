@@ -91,8 +91,8 @@ Placement place(const Node& node, const std::vector<TensorSpec>& inputs, const B
 
 }  // namespace hub
 
-#define HUB_REGISTER_BACKEND(type, ...)                                                   \
-  static const bool HUB_CONCAT(hub_backend_registrar_, __COUNTER__) = [] {                \
-    ::hub::register_backend(std::make_unique<type>(__VA_ARGS__));                          \
-    return true;                                                                           \
+#define HUB_REGISTER_BACKEND(type, ...)                                    \
+  static const bool HUB_CONCAT(hub_backend_registrar_, __COUNTER__) = [] { \
+    ::hub::register_backend(std::make_unique<type>(__VA_ARGS__));          \
+    return true;                                                           \
   }()

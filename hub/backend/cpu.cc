@@ -10,8 +10,7 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(std::string name, std::string fallback)
-      : Backend(std::move(name), Device::kCPU, std::move(fallback)) {}
+  CpuBackend(std::string name, std::string fallback) : Backend(std::move(name), Device::kCPU, std::move(fallback)) {}
   std::unique_ptr<Allocator> make_allocator() const override { return std::make_unique<PoolAllocator>(); }
   void copy(const Tensor& src, Tensor& dst) const override {
     HUB_CHECK(src.nbytes() == dst.nbytes() && src.device() == Device::kCPU && dst.device() == Device::kCPU);

@@ -52,9 +52,7 @@ Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::reset() { HUB_CHECK(EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) == 1); }
 
-void Sha256::update(const void* data, size_t size) {
-  HUB_CHECK(EVP_DigestUpdate(impl_->ctx, data, size) == 1);
-}
+void Sha256::update(const void* data, size_t size) { HUB_CHECK(EVP_DigestUpdate(impl_->ctx, data, size) == 1); }
 
 std::string Sha256::hex_digest() {
   unsigned char out[EVP_MAX_MD_SIZE];

@@ -19,7 +19,7 @@ enum class Code : int {
   kAlreadyExists,
   kCorruption,
   kIOError,
-  kUnavailable,        // network / transient
+  kUnavailable,  // network / transient
   kUnimplemented,
   kFailedPrecondition,
   kPermissionDenied,
@@ -51,15 +51,13 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_error(Code code, std::string message);
 
 namespace internal {
-[[noreturn]] void check_failed(const char* expr, const char* file, int line,
-                               const std::string& extra);
+[[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& extra);
 }  // namespace internal
 
 }  // namespace hub
 
 // Internal invariant: a failure here is a bug in hub, not bad user input.
-#define HUB_CHECK(cond, ...)                                                  \
-  do {                                                                        \
-    if (!(cond)) ::hub::internal::check_failed(#cond, __FILE__, __LINE__,     \
-                                               ::std::string{__VA_ARGS__});   \
+#define HUB_CHECK(cond, ...)                                                                           \
+  do {                                                                                                 \
+    if (!(cond)) ::hub::internal::check_failed(#cond, __FILE__, __LINE__, ::std::string{__VA_ARGS__}); \
   } while (0)

@@ -13,11 +13,15 @@ namespace {
 
 Code open_error_code(int err) {
   switch (err) {
-    case ENOENT: return Code::kNotFound;
-    case EEXIST: return Code::kAlreadyExists;
+    case ENOENT:
+      return Code::kNotFound;
+    case EEXIST:
+      return Code::kAlreadyExists;
     case EACCES:
-    case EPERM: return Code::kPermissionDenied;
-    default: return Code::kIOError;
+    case EPERM:
+      return Code::kPermissionDenied;
+    default:
+      return Code::kIOError;
   }
 }
 

@@ -16,8 +16,7 @@ namespace hub {
 
 Fd open_for_reading(const std::string& path, struct stat* st) {
   Fd fd = open_fd(path, O_RDONLY);
-  if (::fstat(fd.get(), st) != 0)
-    throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(errno));
+  if (::fstat(fd.get(), st) != 0) throw_error(Code::kIOError, "cannot stat '" + path + "': " + std::strerror(errno));
   if (S_ISDIR(st->st_mode)) throw_error(Code::kInvalidArgument, "'" + path + "' is a directory");
   return fd;
 }
@@ -27,8 +26,7 @@ std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
   Fd fd = open_for_reading(path, &st);
   if (st.st_size > max_bytes) {
     throw_error(Code::kResourceExhausted, "'" + path + "': file of " + std::to_string(st.st_size) +
-                                              " bytes exceeds the limit of " +
-                                              std::to_string(max_bytes));
+                                              " bytes exceeds the limit of " + std::to_string(max_bytes));
   }
   std::string out;
   out.reserve(static_cast<size_t>(st.st_size));
@@ -41,8 +39,8 @@ std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
     }
     if (n == 0) break;
     if (static_cast<int64_t>(out.size()) + n > max_bytes)  // grew while we read
-      throw_error(Code::kResourceExhausted, "'" + path + "': file exceeds the limit of " +
-                                                std::to_string(max_bytes) + " bytes");
+      throw_error(Code::kResourceExhausted,
+                  "'" + path + "': file exceeds the limit of " + std::to_string(max_bytes) + " bytes");
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
@@ -84,11 +82,10 @@ std::filesystem::path normal_target(const std::string& target) {
 }
 
 [[noreturn]] void refuse(const std::string& target, ExistingTarget existing) {
-  throw_error(Code::kAlreadyExists,
-              "'" + target +
-                  (existing == ExistingTarget::kReplaceEmptyDir
-                       ? "' already exists and is not an empty folder; refusing to replace it"
-                       : "' already exists; refusing to overwrite it"));
+  throw_error(Code::kAlreadyExists, "'" + target +
+                                        (existing == ExistingTarget::kReplaceEmptyDir
+                                             ? "' already exists and is not an empty folder; refusing to replace it"
+                                             : "' already exists; refusing to overwrite it"));
 }
 
 }  // namespace
@@ -145,18 +142,16 @@ void StagingDir::commit() {
   }
   if (rc != 0) {
     const int err = errno;
-    if (err == EEXIST || err == ENOTEMPTY || err == ENOTDIR || err == EISDIR)
-      refuse(target_, existing_);
-    throw_error(Code::kIOError,
-                "cannot rename '" + tmp_ + "' to '" + target_ + "': " + std::strerror(err));
+    if (err == EEXIST || err == ENOTEMPTY || err == ENOTDIR || err == EISDIR) refuse(target_, existing_);
+    throw_error(Code::kIOError, "cannot rename '" + tmp_ + "' to '" + target_ + "': " + std::strerror(err));
   }
   committed_ = true;
   // After an exchange the temporary name holds what was at the target.
   std::error_code ec;
   std::filesystem::remove_all(tmp_, ec);
   if (ec)
-    throw_error(Code::kIOError, "'" + target_ + "' was replaced, but removing the old copy '" +
-                                    tmp_ + "' failed: " + ec.message());
+    throw_error(Code::kIOError,
+                "'" + target_ + "' was replaced, but removing the old copy '" + tmp_ + "' failed: " + ec.message());
 }
 
 }  // namespace hub

@@ -39,8 +39,10 @@ class Checker : public nlohmann::json_sax<json> {
     // only nlohmann's description of what was expected.
     std::string why = e.what();
     if (size_t p = why.find("; last read"); p != std::string::npos) why.resize(p);
-    if (size_t p = why.find(": syntax error"); p != std::string::npos) why = why.substr(p + 2);
-    else if (size_t q = why.find("] "); q != std::string::npos) why = why.substr(q + 2);
+    if (size_t p = why.find(": syntax error"); p != std::string::npos)
+      why = why.substr(p + 2);
+    else if (size_t q = why.find("] "); q != std::string::npos)
+      why = why.substr(q + 2);
     problem_ = "not valid JSON at byte " + std::to_string(position) + " (" + printable(why, 200) + ")";
     return false;
   }

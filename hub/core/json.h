@@ -33,8 +33,7 @@ struct JsonParseOptions {
 // Parses exactly one JSON value (surrounding whitespace allowed). Throws
 // kCorruption naming `what` for malformed text, nesting deeper than
 // options.max_depth, and duplicate keys.
-nlohmann::json parse_json(std::string_view text, const std::string& what,
-                          const JsonParseOptions& options = {});
+nlohmann::json parse_json(std::string_view text, const std::string& what, const JsonParseOptions& options = {});
 
 // Typed reads of untrusted values that never throw: `obj[key]` when `obj` is
 // an object holding `key` with that type, else `fallback`.

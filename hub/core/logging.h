@@ -28,7 +28,7 @@ class LogMessage {
 
 }  // namespace hub
 
-#define HUB_LOG(level)                                                   \
-  if (::hub::LogLevel::k##level < ::hub::log_level()) {                  \
-  } else                                                                 \
+#define HUB_LOG(level)                                  \
+  if (::hub::LogLevel::k##level < ::hub::log_level()) { \
+  } else                                                \
     ::hub::internal::LogMessage(::hub::LogLevel::k##level).stream()

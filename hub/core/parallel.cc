@@ -25,8 +25,7 @@ struct PoolInit {
 void set_num_threads(int n) { omp_set_num_threads(std::max(1, n)); }
 int num_threads() { return omp_get_max_threads(); }
 
-void parallel_for(int64_t n, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int threads = std::min<int64_t>(num_threads(), n / grain);

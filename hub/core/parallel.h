@@ -17,7 +17,6 @@ int num_threads();
 // Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel when
 // n >= 2 * grain. fn must be safe to call concurrently on disjoint ranges.
 // Exceptions thrown by fn are rethrown (the first one) on the calling thread.
-void parallel_for(int64_t n, int64_t grain,
-                  const std::function<void(int64_t begin, int64_t end)>& fn);
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
 }  // namespace hub

@@ -15,8 +15,8 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
 
 std::array<uint32_t, 4> Philox::block(uint64_t hi, uint64_t lo) const {
   constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
-  std::array<uint32_t, 4> c = {static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
-                               static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32)};
+  std::array<uint32_t, 4> c = {static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
+                               static_cast<uint32_t>(hi >> 32)};
   uint32_t k0 = key_[0], k1 = key_[1];
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = static_cast<uint64_t>(kM0) * c[0];

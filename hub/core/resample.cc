@@ -51,8 +51,8 @@ int64_t nearest_index(double src, NearestMode mode) {
 
 }  // namespace
 
-ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode mode,
-                       CoordinateMode coordinates, NearestMode nearest) {
+ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode mode, CoordinateMode coordinates,
+                           NearestMode nearest) {
   ResampleAxis a;
   a.nearest = mode == ResampleMode::kNearest;
   a.lo.resize(out);
@@ -74,8 +74,7 @@ ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode m
 }
 
 template <class T>
-void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c,
-                 const ResamplePlan& plan, float* y) {
+void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan, float* y) {
   const ResampleAxis& ys = plan.rows;
   const ResampleAxis& xs = plan.cols;
   const int64_t oh = static_cast<int64_t>(ys.lo.size()), ow = static_cast<int64_t>(xs.lo.size());
@@ -83,43 +82,39 @@ void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c,
   // Horizontal weights expanded per channel, so that a row's lerp is one array expression.
   Arr fx(row);
   for (int64_t j = 0; j < ow; ++j) fx.segment(j * c, c).setConstant(xs.frac[j]);
-  parallel_for(n * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row)),
-               [&](int64_t begin, int64_t end) {
-                 Arr tl(row), tr(row), bl(row), br(row);
-                 for (int64_t r = begin; r < end; ++r) {
-                   const int64_t b = r / oh, i = r % oh;
-                   const T* top = x + (b * h + ys.lo[i]) * w * c;
-                   const T* bottom = x + (b * h + ys.hi[i]) * w * c;
-                   float* out = y + r * row;
-                   if (ys.nearest) {  // copy the chosen pixel of each output position
-                     for (int64_t j = 0; j < ow; ++j)
-                       std::copy_n(top + xs.lo[j] * c, c, out + j * c);
-                     continue;
-                   }
-                   // Gather the four neighbours of every output element of this row.
-                   for (int64_t j = 0; j < ow; ++j) {
-                     const int64_t o = j * c, l = xs.lo[j] * c, hi = xs.hi[j] * c;
-                     for (int64_t k = 0; k < c; ++k) {
-                       tl[o + k] = static_cast<float>(top[l + k]);
-                       tr[o + k] = static_cast<float>(top[hi + k]);
-                       bl[o + k] = static_cast<float>(bottom[l + k]);
-                       br[o + k] = static_cast<float>(bottom[hi + k]);
-                     }
-                   }
-                   const Arr t = tl + (tr - tl) * fx;
-                   const Arr bt = bl + (br - bl) * fx;
-                   MapArr(out, row) = t + (bt - t) * ys.frac[i];
-                 }
-               });
+  parallel_for(n * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, row)), [&](int64_t begin, int64_t end) {
+    Arr tl(row), tr(row), bl(row), br(row);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / oh, i = r % oh;
+      const T* top = x + (b * h + ys.lo[i]) * w * c;
+      const T* bottom = x + (b * h + ys.hi[i]) * w * c;
+      float* out = y + r * row;
+      if (ys.nearest) {  // copy the chosen pixel of each output position
+        for (int64_t j = 0; j < ow; ++j) std::copy_n(top + xs.lo[j] * c, c, out + j * c);
+        continue;
+      }
+      // Gather the four neighbours of every output element of this row.
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t o = j * c, l = xs.lo[j] * c, hi = xs.hi[j] * c;
+        for (int64_t k = 0; k < c; ++k) {
+          tl[o + k] = static_cast<float>(top[l + k]);
+          tr[o + k] = static_cast<float>(top[hi + k]);
+          bl[o + k] = static_cast<float>(bottom[l + k]);
+          br[o + k] = static_cast<float>(bottom[hi + k]);
+        }
+      }
+      const Arr t = tl + (tr - tl) * fx;
+      const Arr bt = bl + (br - bl) * fx;
+      MapArr(out, row) = t + (bt - t) * ys.frac[i];
+    }
+  });
 }
 
-template void resample_nhwc<float>(const float*, int64_t, int64_t, int64_t, int64_t,
-                                 const ResamplePlan&, float*);
-template void resample_nhwc<uint8_t>(const uint8_t*, int64_t, int64_t, int64_t, int64_t,
-                                   const ResamplePlan&, float*);
+template void resample_nhwc<float>(const float*, int64_t, int64_t, int64_t, int64_t, const ResamplePlan&, float*);
+template void resample_nhwc<uint8_t>(const uint8_t*, int64_t, int64_t, int64_t, int64_t, const ResamplePlan&, float*);
 
-void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_t c,
-                      const ResamplePlan& plan, float* dx) {
+void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan,
+                        float* dx) {
   const ResampleAxis& ys = plan.rows;
   const ResampleAxis& xs = plan.cols;
   const int64_t oh = static_cast<int64_t>(ys.lo.size()), ow = static_cast<int64_t>(xs.lo.size());

@@ -36,8 +36,8 @@ struct ResampleAxis {
 };
 
 // Preconditions: in >= 1, out >= 1, scale > 0 (finite).
-ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode mode,
-                           CoordinateMode coordinates, NearestMode nearest);
+ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode mode, CoordinateMode coordinates,
+                           NearestMode nearest);
 
 // Both axes of an image resampling (same mode on both).
 struct ResamplePlan {
@@ -49,13 +49,12 @@ struct ResamplePlan {
 // (top = tl + (tr - tl) * fx, bottom likewise, y = top + (bottom - top) * fy).
 // Parallel over output rows (hub::parallel_for). T is float or uint8_t.
 template <class T>
-void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan,
-                   float* y);
+void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan, float* y);
 
 // dx [n, h, w, c] = the adjoint of resample_nhwc applied to dy (every element
 // of dx is written: each dy element is added to the pixels it was read from,
 // times their weights). Parallel over images.
-void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_t c,
-                        const ResamplePlan& plan, float* dx);
+void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan,
+                        float* dx);
 
 }  // namespace hub

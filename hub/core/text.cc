@@ -1,7 +1,7 @@
 #include "hub/core/text.h"
 
-#include <cstdint>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 
 namespace hub {
@@ -34,8 +34,7 @@ size_t invalid_utf8_at(std::string_view s) {
       if ((d & 0xc0) != 0x80) return i;
       cp = (cp << 6) | (d & 0x3f);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
       return i;
     i += len;
   }

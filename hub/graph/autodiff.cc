@@ -8,8 +8,7 @@
 
 namespace hub {
 
-std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs,
-                              Output grad_y) {
+std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs, Output grad_y) {
   GraphBuilder& g = scope.graph();
   int n = y.node + 1;
   // Nodes reachable forward from any x, and backward from y.
@@ -33,8 +32,8 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
   if (!grad_y.valid()) {
     const TensorSpec& spec = g.spec(y);
     if (spec.dtype != DType::kFloat32 || !spec.shape.is_fully_defined())
-      throw_error(Code::kInvalidArgument, "gradients: y '" + g.tensor_name(y) + "' is " +
-                                              spec.to_string() + "; need a float32 tensor of known shape");
+      throw_error(Code::kInvalidArgument, "gradients: y '" + g.tensor_name(y) + "' is " + spec.to_string() +
+                                              "; need a float32 tensor of known shape");
     Tensor ones(DType::kFloat32, spec.shape);
     ones.fill(1.0);
     grad_y = ops::constant(gs, ones, "grad_ys");
@@ -66,15 +65,15 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
     if (!needs_input_grad) continue;
     const OpDef& def = OpRegistry::global().find(node.op);
     if (!def.grad)
-      throw_error(Code::kInvalidArgument, "gradients: op " + node.op + " (node '" + node.name +
-                                              "') has no gradient, but lies between y and x");
+      throw_error(Code::kInvalidArgument,
+                  "gradients: op " + node.op + " (node '" + node.name + "') has no gradient, but lies between y and x");
     // Copy: the grad function may add nodes and so reallocate the node list.
     Node node_copy = node;
     std::vector<Output> inputs = node_copy.inputs;
     GradContext ctx{gs.sub(node_copy.name), node_copy, inputs, outs, grads};
     std::vector<Output> in_grads = def.grad(ctx);
-    HUB_CHECK(in_grads.size() == inputs.size(), "gradient of " + node_copy.op + " returned " +
-                                                    std::to_string(in_grads.size()) + " grads");
+    HUB_CHECK(in_grads.size() == inputs.size(),
+              "gradient of " + node_copy.op + " returned " + std::to_string(in_grads.size()) + " grads");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!in_grads[i].valid() || !from_x[inputs[i].node]) continue;
       if (!is_floating(g.spec(inputs[i]).dtype)) continue;

@@ -16,7 +16,6 @@ namespace hub {
 // fully defined shape) and d y / d y = ones. Returns, for each x, its gradient
 // (same shape as x), or an invalid Output when y does not depend on x.
 // Gradient nodes are named under scope.sub("gradients").
-std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs,
-                              Output grad_y = {});
+std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs, Output grad_y = {});
 
 }  // namespace hub

@@ -4,21 +4,18 @@
 
 namespace hub {
 
-Output Graph::add_node(const std::string& op, const std::string& name, std::vector<Output> inputs,
-                       const Attrs& attrs) {
+Output Graph::add_node(const std::string& op, const std::string& name, std::vector<Output> inputs, const Attrs& attrs) {
   auto where = [&] { return "node '" + name + "' (" + op + ")"; };  // for errors only
   if (name.empty()) throw_error(Code::kInvalidArgument, "node of op " + op + " has an empty name");
-  if (by_name_.count(name))
-    throw_error(Code::kAlreadyExists, "duplicate node name '" + name + "'");
+  if (by_name_.count(name)) throw_error(Code::kAlreadyExists, "duplicate node name '" + name + "'");
   const OpDef& def = OpRegistry::global().find(op);
   int n = static_cast<int>(inputs.size());
   if (n < def.min_inputs || (def.max_inputs >= 0 && n > def.max_inputs))
     throw_error(Code::kInvalidArgument,
                 where() + ": got " + std::to_string(n) + " inputs, expected " +
                     (def.min_inputs == def.max_inputs ? std::to_string(def.min_inputs)
-                     : def.max_inputs < 0 ? "at least " + std::to_string(def.min_inputs)
-                                          : std::to_string(def.min_inputs) + ".." +
-                                                std::to_string(def.max_inputs)));
+                     : def.max_inputs < 0             ? "at least " + std::to_string(def.min_inputs)
+                                          : std::to_string(def.min_inputs) + ".." + std::to_string(def.max_inputs)));
   std::vector<TensorSpec> in_specs;
   for (int i = 0; i < n; ++i) {
     const Output& in = inputs[i];

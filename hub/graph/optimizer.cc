@@ -1,7 +1,6 @@
 #include "hub/graph/optimizer.h"
 
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -187,9 +186,7 @@ namespace {
 class GradientDescent final : public Optimizer {
  public:
   explicit GradientDescent(const LearningRateSchedule& s) : Optimizer("GradientDescent", s, {}) {}
-  void update(float* w, const float* g, float* const*, int64_t n) const override {
-    Map(w, n) -= lr_ * CMap(g, n);
-  }
+  void update(float* w, const float* g, float* const*, int64_t n) const override { Map(w, n) -= lr_ * CMap(g, n); }
 };
 
 class Momentum final : public Optimizer {
@@ -200,8 +197,10 @@ class Momentum final : public Optimizer {
     Map wv(w, n), a(slots[0], n);
     CMap gv(g, n);
     a = a * momentum_ + gv;
-    if (nesterov_) wv -= gv * lr_ + a * (momentum_ * lr_);
-    else wv -= lr_ * a;
+    if (nesterov_)
+      wv -= gv * lr_ + a * (momentum_ * lr_);
+    else
+      wv -= lr_ * a;
   }
 
  private:
@@ -213,7 +212,9 @@ class RMSProp final : public Optimizer {
  public:
   RMSProp(const LearningRateSchedule& s, float decay, float momentum, float epsilon)
       : Optimizer("RMSProp", s, {{"RMSProp", 1.0f}, {"RMSProp_1", 0.0f}}),
-        decay_(decay), momentum_(momentum), epsilon_(epsilon) {}
+        decay_(decay),
+        momentum_(momentum),
+        epsilon_(epsilon) {}
   void update(float* w, const float* g, float* const* slots, int64_t n) const override {
     Map wv(w, n), ms(slots[0], n), mom(slots[1], n);
     CMap gv(g, n);
@@ -230,7 +231,11 @@ class Adam final : public Optimizer {
  public:
   Adam(const LearningRateSchedule& s, float beta1, float beta2, float epsilon)
       : Optimizer("Adam", s, {{"Adam", 0.0f}, {"Adam_1", 0.0f}}),
-        beta1_(beta1), beta2_(beta2), epsilon_(epsilon), beta1_power_(beta1), beta2_power_(beta2) {}
+        beta1_(beta1),
+        beta2_(beta2),
+        epsilon_(epsilon),
+        beta1_power_(beta1),
+        beta2_power_(beta2) {}
   void begin_step(float lr) override {
     lr_ = lr;
     lr_t_ = lr * std::sqrt(1.0f - beta2_power_) / (1.0f - beta1_power_);
@@ -252,8 +257,8 @@ class Adam final : public Optimizer {
   bool load_extra(const std::string& key, const Tensor& value) override {
     if (key != "beta1_power" && key != "beta2_power") return false;
     if (value.dtype() != DType::kFloat32 || value.num_elements() != 1)
-      throw_error(Code::kInvalidArgument, "Adam optimizer state '" + key + "': expected a float32 scalar, got " +
-                                              value.spec_string());
+      throw_error(Code::kInvalidArgument,
+                  "Adam optimizer state '" + key + "': expected a float32 scalar, got " + value.spec_string());
     (key == "beta1_power" ? beta1_power_ : beta2_power_) = value.item<float>();
     return true;
   }
@@ -297,7 +302,9 @@ class Ftrl final : public Optimizer {
  public:
   Ftrl(const LearningRateSchedule& s, float lr_power, float initial_accumulator_value, float l1, float l2)
       : Optimizer("Ftrl", s, {{"Ftrl", initial_accumulator_value}, {"Ftrl_1", 0.0f}}),
-        lr_power_(lr_power), l1_(l1), l2_(l2) {}
+        lr_power_(lr_power),
+        l1_(l1),
+        l2_(l2) {}
   void update(float* w, const float* g, float* const* slots, int64_t n) const override {
     Map wv(w, n), acc(slots[0], n), lin(slots[1], n);
     CMap gv(g, n);
@@ -338,13 +345,16 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const Learnin
     return std::make_unique<RMSProp>(schedule, f(o.rmsprop_decay), f(o.rmsprop_momentum), f(o.opt_epsilon));
   }
   if (name == "adam") {
-    require(o.adam_beta1 >= 0 && o.adam_beta1 < 1, name, "adam_beta1 must be in [0, 1), got " + std::to_string(o.adam_beta1));
-    require(o.adam_beta2 >= 0 && o.adam_beta2 < 1, name, "adam_beta2 must be in [0, 1), got " + std::to_string(o.adam_beta2));
+    require(o.adam_beta1 >= 0 && o.adam_beta1 < 1, name,
+            "adam_beta1 must be in [0, 1), got " + std::to_string(o.adam_beta1));
+    require(o.adam_beta2 >= 0 && o.adam_beta2 < 1, name,
+            "adam_beta2 must be in [0, 1), got " + std::to_string(o.adam_beta2));
     return std::make_unique<Adam>(schedule, f(o.adam_beta1), f(o.adam_beta2), f(o.opt_epsilon));
   }
   if (name == "adagrad") {
-    require(o.adagrad_initial_accumulator_value > 0, name,
-            "adagrad_initial_accumulator_value must be > 0, got " + std::to_string(o.adagrad_initial_accumulator_value));
+    require(
+        o.adagrad_initial_accumulator_value > 0, name,
+        "adagrad_initial_accumulator_value must be > 0, got " + std::to_string(o.adagrad_initial_accumulator_value));
     return std::make_unique<Adagrad>(schedule, f(o.adagrad_initial_accumulator_value));
   }
   if (name == "adadelta") {
@@ -393,8 +403,8 @@ GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::
       out.gradients.push_back(grads[i]);
     }
   if (out.variables.empty())
-    throw_error(Code::kInvalidArgument, "build_gradients: loss '" + g.tensor_name(loss) +
-                                            "' depends on none of the variables");
+    throw_error(Code::kInvalidArgument,
+                "build_gradients: loss '" + g.tensor_name(loss) + "' depends on none of the variables");
   for (const std::string& name : g.collection(kUpdateOps)) out.update_ops.push_back(g.tensor(name));
   return out;
 }
@@ -414,7 +424,8 @@ float train_step(Session& session, Optimizer& optimizer, VariableStore& variable
 
 ExponentialMovingAverage::ExponentialMovingAverage(double decay) : decay_(decay) {
   if (!(decay >= 0.0 && decay <= 1.0))
-    throw_error(Code::kInvalidArgument, "ExponentialMovingAverage: decay must be in [0, 1], got " + std::to_string(decay));
+    throw_error(Code::kInvalidArgument,
+                "ExponentialMovingAverage: decay must be in [0, 1], got " + std::to_string(decay));
 }
 
 void ExponentialMovingAverage::track(const VariableStore& variables, const std::vector<std::string>& names) {
@@ -509,8 +520,8 @@ Output l2_regularizer(const Scope& s, Output weight, float weight_decay, const s
   if (weight_decay == 0.0f) return {};
   const TensorSpec& spec = g.spec(weight);
   if (spec.dtype != DType::kFloat32 || !spec.shape.is_fully_defined())
-    throw_error(Code::kInvalidArgument, "l2_regularizer on '" + g.tensor_name(weight) + "': needs float32 of known shape, got " +
-                                            spec.to_string());
+    throw_error(Code::kInvalidArgument, "l2_regularizer on '" + g.tensor_name(weight) +
+                                            "': needs float32 of known shape, got " + spec.to_string());
   std::string full = s.name(name);
   Scope r = Scope(g).sub(full);
   // weight_decay * sum(w^2) / 2 = weight_decay * L2Loss(w).
@@ -531,8 +542,8 @@ Output regularization_loss(const Scope& s, const std::string& name) {
 Output total_loss(const Scope& s, Output loss, const std::string& name) {
   const GraphBuilder& g = s.graph();
   if (g.spec(loss).shape.rank() != 0)
-    throw_error(Code::kInvalidArgument, "total_loss: loss '" + g.tensor_name(loss) + "' is " +
-                                            g.spec(loss).to_string() + "; need a scalar");
+    throw_error(Code::kInvalidArgument,
+                "total_loss: loss '" + g.tensor_name(loss) + "' is " + g.spec(loss).to_string() + "; need a scalar");
   std::vector<Output> losses{loss};
   for (const std::string& n : g.collection(kRegularizationLosses)) losses.push_back(g.tensor(n));
   if (losses.size() == 1) return loss;

@@ -46,14 +46,14 @@ namespace hub {
 
 // ---- learning-rate schedules (slim's _configure_learning_rate) ---------------
 struct LearningRateSchedule {
-  std::string type = "fixed";        // fixed | exponential | polynomial
+  std::string type = "fixed";  // fixed | exponential | polynomial
   double learning_rate = 0.01;
-  int64_t decay_steps = 1;           // > 0 for exponential and polynomial
-  double decay_rate = 0.94;          // exponential
-  bool staircase = true;             // exponential: floor(step / decay_steps)
-  double end_learning_rate = 0.0001; // polynomial
-  double power = 1.0;                // polynomial
-  bool cycle = false;                // polynomial
+  int64_t decay_steps = 1;            // > 0 for exponential and polynomial
+  double decay_rate = 0.94;           // exponential
+  bool staircase = true;              // exponential: floor(step / decay_steps)
+  double end_learning_rate = 0.0001;  // polynomial
+  double power = 1.0;                 // polynomial
+  bool cycle = false;                 // polynomial
 
   static LearningRateSchedule fixed(double learning_rate);
   // lr * decay_rate^(step / decay_steps) (integer division when staircase).
@@ -75,11 +75,11 @@ int64_t slim_decay_steps(int64_t num_samples_per_epoch, int64_t batch_size, doub
 // ---- optimizers --------------------------------------------------------------
 // Hyperparameters, named and defaulted like slim's flags.
 struct OptimizerOptions {
-  double momentum = 0.9;                    // momentum
-  bool use_nesterov = false;                // momentum
-  double rmsprop_decay = 0.9;               // rmsprop
-  double rmsprop_momentum = 0.9;            // rmsprop
-  double opt_epsilon = 1.0;                 // rmsprop, adam, adadelta
+  double momentum = 0.9;          // momentum
+  bool use_nesterov = false;      // momentum
+  double rmsprop_decay = 0.9;     // rmsprop
+  double rmsprop_momentum = 0.9;  // rmsprop
+  double opt_epsilon = 1.0;       // rmsprop, adam, adadelta
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adagrad_initial_accumulator_value = 0.1;
@@ -136,7 +136,11 @@ class Optimizer {
   virtual void end_step() {}
   // Non-slot state beyond the global step.
   virtual std::map<std::string, Tensor> extra_state() const { return {}; }
-  virtual bool load_extra(const std::string& key, const Tensor& value) { (void)key; (void)value; return false; }
+  virtual bool load_extra(const std::string& key, const Tensor& value) {
+    (void)key;
+    (void)value;
+    return false;
+  }
 
   float lr_ = 0.0f;
 

@@ -41,28 +41,28 @@ constexpr int64_t kArenaAlign = static_cast<int64_t>(kTensorAlignment);
 struct Session::Plan {
   struct Step {
     int node;
-    std::vector<int> input_slots;          // slot of each input tensor
-    std::vector<int> output_slots;         // slot of each output (-1: unused)
-    std::vector<int> release_after;        // slots whose last use is this step
-    std::vector<size_t> fetches_ready;     // fetches computed by this step
-    std::vector<TensorSpec> in_specs;      // last seen input specs
-    std::vector<TensorSpec> out_specs;     // inferred for in_specs
+    std::vector<int> input_slots;       // slot of each input tensor
+    std::vector<int> output_slots;      // slot of each output (-1: unused)
+    std::vector<int> release_after;     // slots whose last use is this step
+    std::vector<size_t> fetches_ready;  // fetches computed by this step
+    std::vector<TensorSpec> in_specs;   // last seen input specs
+    std::vector<TensorSpec> out_specs;  // inferred for in_specs
     Placement placement;
     bool inferred = false;
-    std::shared_ptr<void> kernel_state;    // KernelContext::state(), cleared with in_specs
-    std::vector<int64_t> arena_offset;     // per output: offset in the arena, -1 if not planned
+    std::shared_ptr<void> kernel_state;  // KernelContext::state(), cleared with in_specs
+    std::vector<int64_t> arena_offset;   // per output: offset in the arena, -1 if not planned
   };
   std::vector<Step> steps;
-  std::map<Output, int> slot_of;           // tensor -> slot
-  std::vector<int> feed_slots;             // per feed, its slot
+  std::map<Output, int> slot_of;  // tensor -> slot
+  std::vector<int> feed_slots;    // per feed, its slot
   std::vector<int> fetch_slots;
-  std::vector<int> last_use;               // per slot: step index, -1 never used, -2 fetched
-  std::vector<size_t> fetches_fed;         // fetches no step computes
-  std::vector<Tensor> values;              // per slot
+  std::vector<int> last_use;        // per slot: step index, -1 never used, -2 fetched
+  std::vector<size_t> fetches_fed;  // fetches no step computes
+  std::vector<Tensor> values;       // per slot
 
   // Memory plan (SessionOptions::plan_memory).
-  std::vector<TensorSpec> planned_feeds;   // feed specs the layout was made for
-  std::shared_ptr<Storage> arena;          // null: no layout yet
+  std::vector<TensorSpec> planned_feeds;  // feed specs the layout was made for
+  std::shared_ptr<Storage> arena;         // null: no layout yet
   int64_t arena_bytes = 0;
 };
 
@@ -77,7 +77,9 @@ struct Session::Buffer {
 };
 
 Session::Session(const Graph& graph, VariableStore* variables, SessionOptions options)
-    : graph_(graph), variables_(variables), backend_(options.backend ? options.backend : &default_backend()),
+    : graph_(graph),
+      variables_(variables),
+      backend_(options.backend ? options.backend : &default_backend()),
       plan_memory_(options.plan_memory) {
   allocators_[Device::kCPU] = std::make_unique<PoolAllocator>();
 }
@@ -106,9 +108,7 @@ int64_t Session::last_arena_bytes() const { return last_plan_ && last_plan_->are
 Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
                                  const std::vector<Output>& targets) {
   std::string key;
-  auto add_key = [&](char tag, Output o) {
-    key += tag + std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
-  };
+  auto add_key = [&](char tag, Output o) { key += tag + std::to_string(o.node) + ":" + std::to_string(o.index) + ","; };
   for (auto& [o, t] : feeds) add_key('f', o);
   for (Output o : fetches) add_key('o', o);
   for (Output o : targets) add_key('t', o);
@@ -164,15 +164,14 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
     if (!needed[id] || fed_node[id]) continue;
     const Node& node = graph_.node(id);
     if (node.op == "Placeholder")
-      throw_error(Code::kInvalidArgument, "placeholder '" + node.name + "' (" +
-                                              node.outputs[0].to_string() + ") must be fed");
+      throw_error(Code::kInvalidArgument,
+                  "placeholder '" + node.name + "' (" + node.outputs[0].to_string() + ") must be fed");
     Plan::Step step;
     step.node = id;
     for (const Output& in : node.inputs) {
       if (fed_node[in.node] && !plan->slot_of.count(in))
-        throw_error(Code::kInvalidArgument, "node '" + node.name + "' needs output " +
-                                                std::to_string(in.index) + " of '" +
-                                                graph_.node(in).name + "', which is fed only in part");
+        throw_error(Code::kInvalidArgument, "node '" + node.name + "' needs output " + std::to_string(in.index) +
+                                                " of '" + graph_.node(in).name + "', which is fed only in part");
       step.input_slots.push_back(slot(in));
     }
     for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) step.output_slots.push_back(slot({id, i}));
@@ -184,8 +183,10 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
     for (int out : plan->steps[s].output_slots) producer[out] = s;
   for (size_t i = 0; i < fetches.size(); ++i) {
     auto p = producer.find(plan->fetch_slots[i]);
-    if (p == producer.end()) plan->fetches_fed.push_back(i);
-    else plan->steps[p->second].fetches_ready.push_back(i);
+    if (p == producer.end())
+      plan->fetches_fed.push_back(i);
+    else
+      plan->steps[p->second].fetches_ready.push_back(i);
   }
   // Last use of each slot: fetched slots are never released early.
   std::vector<int>& last_use = plan->last_use;
@@ -281,9 +282,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
     if (!t.defined())
       throw_error(Code::kInvalidArgument, "feed for " + what + " '" + graph_.tensor_name(o) + "' is undefined");
     if (t.dtype() != spec.dtype || !t.shape().compatible_with(spec.shape))
-      throw_error(Code::kInvalidArgument, "feed for " + what + " '" + graph_.tensor_name(o) +
-                                              "': expected " + spec.to_string() + ", got " +
-                                              t.spec_string());
+      throw_error(Code::kInvalidArgument, "feed for " + what + " '" + graph_.tensor_name(o) + "': expected " +
+                                              spec.to_string() + ", got " + t.spec_string());
     plan.values[plan.feed_slots[i]] = t;
     feed_specs.push_back({t.dtype(), t.shape()});
   }
@@ -297,8 +297,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
     for (Plan::Step& step : plan.steps) step.arena_offset.clear();
   }
   std::vector<Buffer> buffers;
-  std::vector<int> buffer_of_output;                 // flattened per step and output
-  std::unordered_map<const Storage*, int> live;      // storage of a live planned tensor -> buffer
+  std::vector<int> buffer_of_output;             // flattened per step and output
+  std::unordered_map<const Storage*, int> live;  // storage of a live planned tensor -> buffer
   std::vector<int> slot_buffer(recording ? plan.values.size() : 0, -1);
   std::vector<char> slot_whole(recording ? plan.values.size() : 0, 0);  // the tensor is its whole buffer
   RecordingAllocator recorder(allocator_for(Device::kCPU));
@@ -320,8 +320,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
         const Tensor& t = plan.values[step.input_slots[i]];
         HUB_CHECK(t.defined(), "input " + std::to_string(i) + " of " + node.name + " not computed");
         inputs.push_back(&t);
-        if (same && (step.in_specs[i].dtype != t.dtype() || step.in_specs[i].shape != t.shape()))
-          same = false;
+        if (same && (step.in_specs[i].dtype != t.dtype() || step.in_specs[i].shape != t.shape())) same = false;
       }
       if (!same) {
         // Every op's output shapes follow from its input shapes and attributes
@@ -333,8 +332,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
         step.out_specs = OpRegistry::global().find(node.op).shape_fn(ictx);
         for (const TensorSpec& s : step.out_specs)
           if (!s.shape.is_fully_defined())
-            throw_error(Code::kInternal, "node '" + node.name + "': output shape " + s.to_string() +
-                                             " unknown at run time");
+            throw_error(Code::kInternal,
+                        "node '" + node.name + "': output shape " + s.to_string() + " unknown at run time");
         step.placement = place(node, step.in_specs, *backend_);
         step.inferred = true;
         step.kernel_state.reset();

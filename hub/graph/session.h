@@ -24,10 +24,9 @@
 // lifetime running from the step that makes it to the last use of any tensor
 // in it, so buffers with disjoint lifetimes share bytes (greedy by size); an
 // output whose op allows it (OpDef::in_place) takes over the buffer of an
-// input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no allocation at
-// all beyond what kernels take for scratch (from the pool) and the fetched
-// outputs. Only host (CPU) plans are laid out; a plan with another device
-// runs as without the option.
+// input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no
+// allocation at all beyond what kernels take for scratch (from the pool) and the fetched outputs. Only host (CPU) plans
+// are laid out; a plan with another device runs as without the option.
 //
 // Kernels may keep per-node state between runs (KernelContext::state()); the
 // session clears a node's state when its input shapes change.
@@ -103,8 +102,7 @@ class Session {
 
  private:
   struct Plan;
-  Plan& plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
-                 const std::vector<Output>& targets);
+  Plan& plan_for(const FeedList& feeds, const std::vector<Output>& fetches, const std::vector<Output>& targets);
 
   struct Buffer;
   // The memory plan's layout from a recording run (session.cc).

@@ -1,7 +1,6 @@
 // Decoding and encoding through libjpeg-turbo and libspng (see image.h).
 #include "hub/image/image.h"
 
-
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
@@ -9,8 +8,8 @@
 #include <cstring>
 
 // jpeglib.h needs FILE and size_t declared first.
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <spng.h>
 
 #include "hub/core/fileio.h"
@@ -25,8 +24,7 @@ namespace {
 
 void check_channels(int channels, std::string_view name) {
   if (channels != 1 && channels != 3)
-    fail(Code::kInvalidArgument, name,
-         "requested " + std::to_string(channels) + " channels (1 or 3 supported)");
+    fail(Code::kInvalidArgument, name, "requested " + std::to_string(channels) + " channels (1 or 3 supported)");
 }
 
 int64_t env_limit(const char* var, int64_t fallback) {
@@ -49,24 +47,22 @@ void check_bytes(int64_t height, int64_t width, int64_t samples_per_pixel, int64
   if (bytes > options.max_bytes)
     fail(Code::kResourceExhausted, name,
          std::string(format_name(format)) + " image of " + std::to_string(width) + "x" + std::to_string(height) +
-             " pixels x " + std::to_string(samples_per_pixel) + " " + what + " x " +
-             std::to_string(bytes_per_sample) + " bytes decodes to " + std::to_string(static_cast<int64_t>(bytes)) +
-             " bytes, over the limit of " + std::to_string(options.max_bytes) +
-             " (DecodeOptions::max_bytes, $HUB_IMAGE_MAX_BYTES)");
+             " pixels x " + std::to_string(samples_per_pixel) + " " + what + " x " + std::to_string(bytes_per_sample) +
+             " bytes decodes to " + std::to_string(static_cast<int64_t>(bytes)) + " bytes, over the limit of " +
+             std::to_string(options.max_bytes) + " (DecodeOptions::max_bytes, $HUB_IMAGE_MAX_BYTES)");
 }
 
-void check_pixels(int64_t height, int64_t width, const DecodeOptions& options,
-                  std::string_view name, Format format) {
+void check_pixels(int64_t height, int64_t width, const DecodeOptions& options, std::string_view name, Format format) {
   if (height <= 0 || width <= 0)
     fail(Code::kCorruption, name,
-         std::string(format_name(format)) + " header has empty size " + std::to_string(width) +
-             "x" + std::to_string(height));
+         std::string(format_name(format)) + " header has empty size " + std::to_string(width) + "x" +
+             std::to_string(height));
   // Both are < 2^32, so the product fits in int64.
   if (height * width > options.max_pixels)
     fail(Code::kResourceExhausted, name,
-         std::string(format_name(format)) + " image of " + std::to_string(width) + "x" +
-             std::to_string(height) + " pixels exceeds the limit of " +
-             std::to_string(options.max_pixels) + " pixels (DecodeOptions::max_pixels, $HUB_IMAGE_MAX_PIXELS)");
+         std::string(format_name(format)) + " image of " + std::to_string(width) + "x" + std::to_string(height) +
+             " pixels exceeds the limit of " + std::to_string(options.max_pixels) +
+             " pixels (DecodeOptions::max_pixels, $HUB_IMAGE_MAX_PIXELS)");
 }
 
 // ---------------------------------------------------------------- JPEG
@@ -115,8 +111,7 @@ void throw_jpeg_error(const JpegDecoder& d, std::string_view name) {
     fail(Code::kResourceExhausted, name,
          "JPEG needs more working memory than the limit of " + std::to_string(d.max_memory) +
              " bytes (DecodeOptions::max_bytes, $HUB_IMAGE_MAX_BYTES): " + d.err.message);
-  fail(Code::kCorruption, name,
-       std::string(d.err.warning ? "corrupt JPEG data: " : "invalid JPEG: ") + d.err.message);
+  fail(Code::kCorruption, name, std::string(d.err.warning ? "corrupt JPEG data: " : "invalid JPEG: ") + d.err.message);
 }
 
 // Header only; returns false on a libjpeg error (message in d.err).
@@ -140,8 +135,7 @@ bool jpeg_read_header_safe(JpegDecoder& d, std::span<const uint8_t> data) {
 // least min_height x min_width, then decodes rows into `out` (allocated by
 // `alloc(h, w)` once the output size is known). Returns false on error.
 template <class Alloc>
-bool jpeg_decode_safe(JpegDecoder& d, const DecodeOptions& options, Alloc&& alloc,
-                      uint8_t** out) {
+bool jpeg_decode_safe(JpegDecoder& d, const DecodeOptions& options, Alloc&& alloc, uint8_t** out) {
   if (setjmp(d.err.jump)) return false;
   d.cinfo.out_color_space = options.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   d.cinfo.scale_num = 1;
@@ -175,8 +169,7 @@ ImageInfo probe_jpeg(std::span<const uint8_t> data, std::string_view name) {
   return {Format::kJpeg, d.cinfo.image_height, d.cinfo.image_width, d.cinfo.num_components};
 }
 
-Tensor decode_jpeg(std::span<const uint8_t> data, const DecodeOptions& options,
-                   std::string_view name) {
+Tensor decode_jpeg(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name) {
   JpegDecoder d;
   d.max_memory = options.max_bytes;
   if (!jpeg_read_header_safe(d, data)) throw_jpeg_error(d, name);
@@ -209,8 +202,7 @@ struct SpngCtx {
 
 void png_check(int rc, std::string_view name, const char* what) {
   if (rc == 0) return;
-  fail(Code::kCorruption, name,
-       std::string("invalid PNG (") + what + "): " + spng_strerror(rc));
+  fail(Code::kCorruption, name, std::string("invalid PNG (") + what + "): " + spng_strerror(rc));
 }
 
 spng_ihdr png_header(SpngCtx& c, std::span<const uint8_t> data, std::string_view name) {
@@ -224,10 +216,14 @@ spng_ihdr png_header(SpngCtx& c, std::span<const uint8_t> data, std::string_view
 
 int png_stored_channels(const spng_ihdr& ihdr) {
   switch (ihdr.color_type) {
-    case SPNG_COLOR_TYPE_GRAYSCALE: return 1;
-    case SPNG_COLOR_TYPE_GRAYSCALE_ALPHA: return 2;
-    case SPNG_COLOR_TYPE_TRUECOLOR_ALPHA: return 4;
-    default: return 3;  // truecolor, indexed
+    case SPNG_COLOR_TYPE_GRAYSCALE:
+      return 1;
+    case SPNG_COLOR_TYPE_GRAYSCALE_ALPHA:
+      return 2;
+    case SPNG_COLOR_TYPE_TRUECOLOR_ALPHA:
+      return 4;
+    default:
+      return 3;  // truecolor, indexed
   }
 }
 
@@ -250,8 +246,7 @@ void store_row(const uint8_t* rgba8, const uint16_t* rgba16, int64_t width, bool
   }
 }
 
-Tensor decode_png(std::span<const uint8_t> data, const DecodeOptions& options,
-                  std::string_view name) {
+Tensor decode_png(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name) {
   SpngCtx c(0);
   const spng_ihdr ihdr = png_header(c, data, name);
   check_pixels(ihdr.height, ihdr.width, options, name, Format::kPng);
@@ -313,10 +308,8 @@ ImageInfo probe_png(std::span<const uint8_t> data, std::string_view name) {
 void check_supported(Format f, std::span<const uint8_t> data, std::string_view name) {
   if (data.empty()) fail(Code::kInvalidArgument, name, "empty file is not an image");
   if (f == Format::kJpeg || f == Format::kPng) return;
-  if (f == Format::kUnknown)
-    fail(Code::kInvalidArgument, name, "not a JPEG or PNG image (unrecognized magic bytes)");
-  fail(Code::kInvalidArgument, name,
-       std::string(format_name(f)) + " images are not supported (only JPEG and PNG)");
+  if (f == Format::kUnknown) fail(Code::kInvalidArgument, name, "not a JPEG or PNG image (unrecognized magic bytes)");
+  fail(Code::kInvalidArgument, name, std::string(format_name(f)) + " images are not supported (only JPEG and PNG)");
 }
 
 }  // namespace
@@ -333,12 +326,18 @@ int64_t default_max_bytes() {
 
 std::string_view format_name(Format format) {
   switch (format) {
-    case Format::kJpeg: return "jpeg";
-    case Format::kPng: return "png";
-    case Format::kGif: return "gif";
-    case Format::kBmp: return "bmp";
-    case Format::kWebp: return "webp";
-    case Format::kUnknown: break;
+    case Format::kJpeg:
+      return "jpeg";
+    case Format::kPng:
+      return "png";
+    case Format::kGif:
+      return "gif";
+    case Format::kBmp:
+      return "bmp";
+    case Format::kWebp:
+      return "webp";
+    case Format::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -361,16 +360,14 @@ ImageInfo probe_image(std::span<const uint8_t> data, std::string_view name) {
   return f == Format::kJpeg ? probe_jpeg(data, name) : probe_png(data, name);
 }
 
-Tensor decode_image_u8(std::span<const uint8_t> data, const DecodeOptions& options,
-                       std::string_view name) {
+Tensor decode_image_u8(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name) {
   check_channels(options.channels, name);
   const Format f = sniff_format(data);
   check_supported(f, data, name);
   return f == Format::kJpeg ? decode_jpeg(data, options, name) : decode_png(data, options, name);
 }
 
-Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options,
-                    std::string_view name) {
+Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name) {
   return to_float(decode_image_u8(data, options, name));
 }
 
@@ -414,15 +411,12 @@ Tensor to_uint8(const Tensor& f32) {
 
 namespace {
 void check_encodable(const Tensor& image, bool allow_rgba, const char* who) {
-  if (image.dtype() != DType::kUInt8 || image.rank() != 3 || image.dim(0) <= 0 ||
-      image.dim(1) <= 0 ||
+  if (image.dtype() != DType::kUInt8 || image.rank() != 3 || image.dim(0) <= 0 || image.dim(1) <= 0 ||
       !(image.dim(2) == 1 || image.dim(2) == 3 || (allow_rgba && image.dim(2) == 4)))
-    throw_error(Code::kInvalidArgument,
-                std::string(who) + ": needs uint8 [H, W, 1|3" + (allow_rgba ? "|4" : "") +
-                    "], got " + image.spec_string());
+    throw_error(Code::kInvalidArgument, std::string(who) + ": needs uint8 [H, W, 1|3" + (allow_rgba ? "|4" : "") +
+                                            "], got " + image.spec_string());
   if (image.dim(0) > 65500 || image.dim(1) > 65500)
-    throw_error(Code::kInvalidArgument,
-                std::string(who) + ": image too large: " + image.spec_string());
+    throw_error(Code::kInvalidArgument, std::string(who) + ": image too large: " + image.spec_string());
 }
 }  // namespace
 
@@ -442,8 +436,7 @@ std::vector<uint8_t> encode_png(const Tensor& image) {
     if (rc) throw_error(Code::kInternal, std::string("encode_png: ") + spng_strerror(rc));
   };
   check(spng_set_ihdr(c.ctx, &ihdr));
-  check(spng_encode_image(c.ctx, image.data<uint8_t>(), image.nbytes(), SPNG_FMT_PNG,
-                          SPNG_ENCODE_FINALIZE));
+  check(spng_encode_image(c.ctx, image.data<uint8_t>(), image.nbytes(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE));
   size_t len = 0;
   int err = 0;
   void* buf = spng_get_png_buffer(c.ctx, &len, &err);
@@ -495,11 +488,10 @@ bool jpeg_encode_safe(JpegEncoder& e, const uint8_t* pixels, int h, int w, int c
 std::vector<uint8_t> encode_jpeg(const Tensor& image, int quality) {
   check_encodable(image, false, "encode_jpeg");
   if (quality < 1 || quality > 100)
-    throw_error(Code::kInvalidArgument,
-                "encode_jpeg: quality " + std::to_string(quality) + " not in [1, 100]");
+    throw_error(Code::kInvalidArgument, "encode_jpeg: quality " + std::to_string(quality) + " not in [1, 100]");
   JpegEncoder e;
-  if (!jpeg_encode_safe(e, image.data<uint8_t>(), static_cast<int>(image.dim(0)),
-                        static_cast<int>(image.dim(1)), static_cast<int>(image.dim(2)), quality))
+  if (!jpeg_encode_safe(e, image.data<uint8_t>(), static_cast<int>(image.dim(0)), static_cast<int>(image.dim(1)),
+                        static_cast<int>(image.dim(2)), quality))
     throw_error(Code::kInternal, std::string("encode_jpeg: ") + e.err.message);
   return std::vector<uint8_t>(e.buf, e.buf + e.len);
 }

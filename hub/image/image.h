@@ -66,9 +66,9 @@ int64_t default_max_pixels();
 int64_t default_max_bytes();
 
 struct DecodeOptions {
-  int channels = 3;                              // 1 or 3
-  int64_t max_pixels = default_max_pixels();     // width * height limit
-  int64_t max_bytes = default_max_bytes();       // decoded-size limit (see above)
+  int channels = 3;                           // 1 or 3
+  int64_t max_pixels = default_max_pixels();  // width * height limit
+  int64_t max_bytes = default_max_bytes();    // decoded-size limit (see above)
   // When both are > 0, a JPEG may be decoded with libjpeg-turbo's DCT scaling
   // (1/2, 1/4 or 1/8) as long as the scaled image stays at least this large.
   // The result is then smaller than the stored image. PNG ignores these.
@@ -88,11 +88,9 @@ struct ImageInfo {
 ImageInfo probe_image(std::span<const uint8_t> data, std::string_view name);
 
 // uint8 [H, W, channels].
-Tensor decode_image_u8(std::span<const uint8_t> data, const DecodeOptions& options,
-                       std::string_view name);
+Tensor decode_image_u8(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name);
 // float32 [H, W, channels] in [0, 1] (value / 255).
-Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options,
-                    std::string_view name);
+Tensor decode_image(std::span<const uint8_t> data, const DecodeOptions& options, std::string_view name);
 
 // decode_image(hub::read_file_bytes(path)) (hub/core/fileio.h), errors naming the path.
 Tensor read_image(const std::string& path, const DecodeOptions& options = {});

@@ -43,8 +43,7 @@ bool is_regular(const std::string& path) {
 // the file once without holding it.
 bool looks_like_onnx(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{2} << 30))
-    return false;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (int64_t{2} << 30)) return false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   google::protobuf::io::FileInputStream raw(fd);
@@ -81,8 +80,7 @@ std::string tfjs_json(const std::string& path) {
 bool is_tf_checkpoint(const std::string& path) {
   if (is_dir(path)) return is_regular((fs::path(path) / tf::kCheckpointStateFile).string());
   const std::string suffix = ".index";
-  if (path.size() > suffix.size() &&
-      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
       tf::is_bundle_prefix(path.substr(0, path.size() - suffix.size())))
     return true;
   return tf::is_bundle_prefix(path);
@@ -126,25 +124,22 @@ Format detect_format(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw_error(Code::kNotFound, "'" + path + "' does not exist");
   std::string found = is_dir(path) ? "a folder" : "a file";
-  if (is_dir(path) && is_regular((fs::path(path) / "module.pb").string()))
-    found = "a hub module folder already";
+  if (is_dir(path) && is_regular((fs::path(path) / "module.pb").string())) found = "a hub module folder already";
   if (is_dir(path) && is_regular((fs::path(path) / "model.json").string()))
     found = "a folder whose model.json is not a TF.js graph model";
-  throw_error(
-      Code::kInvalidArgument,
-      "'" + path +
-          "': unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
-          "module "
-          "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model; found " +
-          found);
+  throw_error(Code::kInvalidArgument,
+              "'" + path +
+                  "': unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
+                  "module "
+                  "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model; found " +
+                  found);
 }
 
 std::string options_key(const ImportOptions& options) {
   nlohmann::json j = nlohmann::json::object();
   if (!options.tag_sets.empty()) {
     std::set<std::vector<std::string>> sets;
-    for (const TagSet& t : options.tag_sets)
-      sets.insert(std::vector<std::string>(t.begin(), t.end()));
+    for (const TagSet& t : options.tag_sets) sets.insert(std::vector<std::string>(t.begin(), t.end()));
     j["tag_sets"] = sets;
   }
   const onnx_interop::OnnxImportOptions& o = options.onnx;
@@ -162,17 +157,15 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
   const Format format = detect_format(path);
   const onnx_interop::OnnxImportOptions& onnx = options.onnx;
   const bool onnx_options = !onnx.image_size.empty() || !onnx.mean.empty() || !onnx.std.empty() ||
-                            !onnx.input_range.empty() || onnx.image_signatures ||
-                            !onnx.feature_output.empty() || !onnx.labels.empty();
+                            !onnx.input_range.empty() || onnx.image_signatures || !onnx.feature_output.empty() ||
+                            !onnx.labels.empty();
   const std::string fmt(format_name(format));
   if (onnx_options && format != Format::kOnnx)
-    throw_error(
-        Code::kInvalidArgument,
-        "'" + path + "' is a " + fmt + ": the image and label options apply to ONNX models only");
+    throw_error(Code::kInvalidArgument,
+                "'" + path + "' is a " + fmt + ": the image and label options apply to ONNX models only");
   if (!options.tag_sets.empty() && format != Format::kSavedModel && format != Format::kTfHubModule)
-    throw_error(
-        Code::kInvalidArgument,
-        "'" + path + "' is a " + fmt + ": tag sets apply to SavedModels and TF Hub modules only");
+    throw_error(Code::kInvalidArgument,
+                "'" + path + "' is a " + fmt + ": tag sets apply to SavedModels and TF Hub modules only");
   if (format == Format::kTfCheckpoint)
     throw_error(Code::kInvalidArgument,
                 "'" + path +
@@ -201,8 +194,8 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
   HUB_CHECK(false, "unhandled format");
 }
 
-ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir,
-                               const ImportOptions& options, ExistingTarget existing) {
+ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir, const ImportOptions& options,
+                               ExistingTarget existing) {
   check_target(output_dir, existing);
   ModuleSpec spec = import_model(path, options);
   const TagSet tags = spec.has_tag_set({}) ? TagSet{} : spec.tag_sets().front();

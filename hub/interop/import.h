@@ -69,7 +69,6 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options = 
 // sibling and renamed into place, so it appears complete or not at all; the
 // target is checked before importing). Returns the imported spec.
 ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir,
-                               const ImportOptions& options = {},
-                               ExistingTarget existing = ExistingTarget::kRefuse);
+                               const ImportOptions& options = {}, ExistingTarget existing = ExistingTarget::kRefuse);
 
 }  // namespace hub::interop

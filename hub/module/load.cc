@@ -21,7 +21,6 @@ using module_internal::kAssetsDir;
 using module_internal::kModuleFile;
 using module_internal::kVariablesFile;
 
-
 namespace {
 // One tag set of module.pb: its graph (every node re-added) and signatures.
 ModuleSpec::TagSetParts tag_set_from_proto(const TagSetDef& td, const std::string& pb_path) {
@@ -101,7 +100,8 @@ ModuleSpec load_module_spec(const std::string& dir) {
                              "' that module.pb does not declare");
       if (it->second.dtype != n.attrs.get_dtype("dtype") || it->second.shape != n.attrs.get_shape("shape"))
         corrupt(pb_path, "variable '" + n.name + "' is declared " + std::string(dtype_name(it->second.dtype)) +
-                             it->second.shape.to_string() + " but its graph node is " + p.graph.node(id).outputs[0].to_string());
+                             it->second.shape.to_string() + " but its graph node is " +
+                             p.graph.node(id).outputs[0].to_string());
     }
   }
   for (const auto& [name, v] : declared)
@@ -126,8 +126,7 @@ ModuleSpec load_module_spec(const std::string& dir) {
                                                 v.shape.to_string());
     }
     for (auto& [name, t] : st.tensors) {
-      if (!declared.count(name))
-        corrupt(st_path, "tensor '" + name + "' is not a variable declared in module.pb");
+      if (!declared.count(name)) corrupt(st_path, "tensor '" + name + "' is not a variable declared in module.pb");
       weights.emplace(name, std::move(t));
     }
   }
@@ -135,10 +134,17 @@ ModuleSpec load_module_spec(const std::string& dir) {
   std::map<std::string, AttachedValue> attached;
   for (const auto& [k, a] : def.attached()) {
     switch (a.value_case()) {
-      case AttachedValueDef::kIntValue: attached[k] = a.int_value(); break;
-      case AttachedValueDef::kFloatValue: attached[k] = a.float_value(); break;
-      case AttachedValueDef::kStringValue: attached[k] = a.string_value(); break;
-      default: corrupt(pb_path, "attached value '" + k + "' has no value");
+      case AttachedValueDef::kIntValue:
+        attached[k] = a.int_value();
+        break;
+      case AttachedValueDef::kFloatValue:
+        attached[k] = a.float_value();
+        break;
+      case AttachedValueDef::kStringValue:
+        attached[k] = a.string_value();
+        break;
+      default:
+        corrupt(pb_path, "attached value '" + k + "' has no value");
     }
   }
   ModuleMetadata md{def.metadata().name(), def.metadata().description(), def.metadata().version(),

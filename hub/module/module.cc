@@ -42,12 +42,9 @@ Graph rebuild_graph(const Graph& src, const std::function<void(const Node&, Attr
 
 // ---- variables ---------------------------------------------------------------------
 
-
 const Tensor& VariableRef::value() const { return store_->at(name_); }
 
-void VariableRef::assign(const Tensor& value) {
-  store_->assign(name_, value);
-}
+void VariableRef::assign(const Tensor& value) { store_->assign(name_, value); }
 
 void VariableRef::assign(float value) {
   const Tensor& cur = store_->at(name_);
@@ -65,7 +62,6 @@ VariableRef VariableMap::at(const std::string& name) const {
 }
 
 // ---- Module -----------------------------------------------------------------------
-
 
 struct Module::State {
   Graph graph;
@@ -150,9 +146,9 @@ TensorMap Module::operator()(const std::string& signature, const TensorMap& inpu
     const Tensor& t = it->second;
     if (!t.defined() || t.dtype() != info.dtype || t.rank() != info.shape.rank() ||
         !t.shape().compatible_with(info.shape))
-      throw_error(Code::kInvalidArgument, where + ": input '" + k + "' expects " +
-                                              std::string(dtype_name(info.dtype)) + info.shape.to_string() +
-                                              ", got " + (t.defined() ? t.spec_string() : "an undefined tensor"));
+      throw_error(Code::kInvalidArgument, where + ": input '" + k + "' expects " + std::string(dtype_name(info.dtype)) +
+                                              info.shape.to_string() + ", got " +
+                                              (t.defined() ? t.spec_string() : "an undefined tensor"));
     feeds.emplace_back(state_->graph.tensor(info.tensor_name), t);
   }
   std::vector<Output> fetches;
@@ -215,8 +211,7 @@ void Module::export_to(const std::string& dir, ExistingTarget existing) const {
     write_file_atomic((tmp / kModuleFile).string(), serialize_deterministic(spec_to_proto(spec_)));
     write_safetensors((tmp / kVariablesFile).string(), weights, {{"format", "hub"}});
     fs::create_directory(tmp / kAssetsDir);
-    if (!spec_.assets_dir().empty())
-      fs::copy(spec_.assets_dir(), tmp / kAssetsDir, fs::copy_options::recursive);
+    if (!spec_.assets_dir().empty()) fs::copy(spec_.assets_dir(), tmp / kAssetsDir, fs::copy_options::recursive);
     for (const auto& [name, contents] : spec_.asset_files())
       write_file_atomic((tmp / kAssetsDir / name).string(), contents);
     staging.commit();
@@ -297,4 +292,3 @@ OutputMap Module::apply(const Scope& scope, const OutputMap& inputs, const std::
 }
 
 }  // namespace hub
-

@@ -35,8 +35,8 @@
 
 #include "hub/core/fileio.h"
 #include "hub/graph/graph.h"
-#include "hub/ops/variables.h"
 #include "hub/ops/attr.h"
+#include "hub/ops/variables.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub {
@@ -58,7 +58,7 @@ inline constexpr const char* kImageChannelsKey = "image_channels";
 struct TensorInfo {
   std::string tensor_name;  // in the tag set's graph: "node" or "node:i"
   DType dtype = DType::kFloat32;
-  Shape shape;              // may have unknown dims (kUnknownDim)
+  Shape shape;  // may have unknown dims (kUnknownDim)
 };
 
 struct SignatureInfo {
@@ -106,8 +106,7 @@ class ModuleBuilder {
   // AlreadyExists for a repeated name, InvalidArgument for a bad tensor.
   void add_signature(const std::string& name, const OutputMap& inputs, const OutputMap& outputs);
   // Single-tensor form: one input named `input_name`, one output `output_name`.
-  void add_signature(const std::string& name, Output input, Output output,
-                     const std::string& input_name = "default",
+  void add_signature(const std::string& name, Output input, Output output, const std::string& input_name = "default",
                      const std::string& output_name = "default");
 
   // Module-wide information (the last call wins when several tag sets set it).
@@ -132,7 +131,6 @@ class ModuleBuilder {
   std::optional<ModuleMetadata> metadata_;
   VariableStore initial_values_;
 };
-
 
 class ModuleSpec {
  public:

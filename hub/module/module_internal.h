@@ -45,7 +45,8 @@ inline std::string join(const std::vector<std::string>& items) {
   return out.empty() ? "none" : out;
 }
 
-template <class M> std::vector<std::string> keys(const M& m) {
+template <class M>
+std::vector<std::string> keys(const M& m) {
   std::vector<std::string> out;
   for (const auto& [k, v] : m) out.push_back(k);
   return out;

@@ -16,7 +16,6 @@ namespace hub {
 
 using module_internal::corrupt;
 
-
 void shape_to_proto(const Shape& shape, ShapeProto* out) {
   out->Clear();
   for (int64_t d : shape.dims()) out->add_dims(d);
@@ -74,10 +73,14 @@ void attr_to_proto(const AttrValue& value, AttrValueDef* out) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>) out->set_i(v);
-        else if constexpr (std::is_same_v<T, double>) out->set_f(v);
-        else if constexpr (std::is_same_v<T, bool>) out->set_b(v);
-        else if constexpr (std::is_same_v<T, std::string>) out->set_s(v);
+        if constexpr (std::is_same_v<T, int64_t>)
+          out->set_i(v);
+        else if constexpr (std::is_same_v<T, double>)
+          out->set_f(v);
+        else if constexpr (std::is_same_v<T, bool>)
+          out->set_b(v);
+        else if constexpr (std::is_same_v<T, std::string>)
+          out->set_s(v);
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           auto* l = out->mutable_ints();
           for (auto x : v) l->add_values(x);
@@ -87,27 +90,40 @@ void attr_to_proto(const AttrValue& value, AttrValueDef* out) {
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           auto* l = out->mutable_strings();
           for (const auto& x : v) l->add_values(x);
-        } else if constexpr (std::is_same_v<T, DType>) out->set_dtype(static_cast<DataType>(v));
-        else if constexpr (std::is_same_v<T, Shape>) shape_to_proto(v, out->mutable_shape());
-        else if constexpr (std::is_same_v<T, Tensor>) tensor_to_proto(v, out->mutable_tensor());
+        } else if constexpr (std::is_same_v<T, DType>)
+          out->set_dtype(static_cast<DataType>(v));
+        else if constexpr (std::is_same_v<T, Shape>)
+          shape_to_proto(v, out->mutable_shape());
+        else if constexpr (std::is_same_v<T, Tensor>)
+          tensor_to_proto(v, out->mutable_tensor());
       },
       value);
 }
 
 AttrValue attr_from_proto(const AttrValueDef& p, const std::string& where) {
   switch (p.value_case()) {
-    case AttrValueDef::kI: return p.i();
-    case AttrValueDef::kF: return p.f();
-    case AttrValueDef::kB: return p.b();
-    case AttrValueDef::kS: return p.s();
-    case AttrValueDef::kInts: return std::vector<int64_t>(p.ints().values().begin(), p.ints().values().end());
-    case AttrValueDef::kFloats: return std::vector<double>(p.floats().values().begin(), p.floats().values().end());
+    case AttrValueDef::kI:
+      return p.i();
+    case AttrValueDef::kF:
+      return p.f();
+    case AttrValueDef::kB:
+      return p.b();
+    case AttrValueDef::kS:
+      return p.s();
+    case AttrValueDef::kInts:
+      return std::vector<int64_t>(p.ints().values().begin(), p.ints().values().end());
+    case AttrValueDef::kFloats:
+      return std::vector<double>(p.floats().values().begin(), p.floats().values().end());
     case AttrValueDef::kStrings:
       return std::vector<std::string>(p.strings().values().begin(), p.strings().values().end());
-    case AttrValueDef::kDtype: return dtype_from_proto(p.dtype(), where);
-    case AttrValueDef::kShape: return shape_from_proto(p.shape(), where);
-    case AttrValueDef::kTensor: return tensor_from_proto(p.tensor(), where);
-    case AttrValueDef::VALUE_NOT_SET: break;
+    case AttrValueDef::kDtype:
+      return dtype_from_proto(p.dtype(), where);
+    case AttrValueDef::kShape:
+      return shape_from_proto(p.shape(), where);
+    case AttrValueDef::kTensor:
+      return tensor_from_proto(p.tensor(), where);
+    case AttrValueDef::VALUE_NOT_SET:
+      break;
   }
   corrupt(where, "attribute has no value");
 }
@@ -218,9 +234,12 @@ ModuleDef spec_to_proto(const ModuleSpec& spec) {
   }
   for (const auto& [key, value] : spec.attached()) {
     AttachedValueDef& a = (*def.mutable_attached())[key];
-    if (auto* i = std::get_if<int64_t>(&value)) a.set_int_value(*i);
-    else if (auto* f = std::get_if<double>(&value)) a.set_float_value(*f);
-    else a.set_string_value(std::get<std::string>(value));
+    if (auto* i = std::get_if<int64_t>(&value))
+      a.set_int_value(*i);
+    else if (auto* f = std::get_if<double>(&value))
+      a.set_float_value(*f);
+    else
+      a.set_string_value(std::get<std::string>(value));
   }
   const ModuleMetadata& m = spec.metadata();
   MetadataDef* md = def.mutable_metadata();

@@ -48,12 +48,11 @@ DType parse_st_dtype(const std::string& name, const std::string& source, const s
   if (name == "I64") return DType::kInt64;
   if (name == "U8") return DType::kUInt8;
   if (name == "BOOL") return DType::kBool;
-  static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I8", "I16", "U16", "U32",
-                                               "U64", "F8_E4M3", "F8_E5M2"};
+  static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I8",      "I16",
+                                               "U16", "U32", "U64",  "F8_E4M3", "F8_E5M2"};
   if (kKnown.count(name))
-    throw_error(Code::kInvalidArgument, "safetensors file '" + source + "': tensor '" + tensor +
-                                          "' has dtype " + name +
-                                          ", which hub does not support (F32, I32, I64, U8, BOOL)");
+    throw_error(Code::kInvalidArgument, "safetensors file '" + source + "': tensor '" + tensor + "' has dtype " + name +
+                                            ", which hub does not support (F32, I32, I64, U8, BOOL)");
   corrupt(source, "tensor '" + tensor + "' has unknown dtype '" + escaped(name) + "'");
 }
 
@@ -67,11 +66,16 @@ uint64_t read_u64_le(const char* p) {
 
 std::string_view safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "F32";
-    case DType::kInt32: return "I32";
-    case DType::kInt64: return "I64";
-    case DType::kUInt8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kFloat32:
+      return "F32";
+    case DType::kInt32:
+      return "I32";
+    case DType::kInt64:
+      return "I64";
+    case DType::kUInt8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   HUB_CHECK(false, "bad dtype");
   return "";
@@ -94,8 +98,7 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
   for (const auto& [name_ptr, t_ptr] : order) {
     const std::string& name = *name_ptr;
     const Tensor& t = *t_ptr;
-    if (name == "__metadata__")
-      throw_error(Code::kInvalidArgument, "safetensors: '__metadata__' cannot name a tensor");
+    if (name == "__metadata__") throw_error(Code::kInvalidArgument, "safetensors: '__metadata__' cannot name a tensor");
     if (invalid_utf8_at(name) != std::string_view::npos)
       throw_error(Code::kInvalidArgument, "safetensors: tensor name '" + escaped(name) + "' is not UTF-8");
     if (!t.defined() || t.device() != Device::kCPU)
@@ -143,10 +146,9 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     corrupt(source, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
   uint64_t n = read_u64_le(bytes.data());
   if (n > bytes.size() - 8)
-    corrupt(source, "header length " + std::to_string(n) + " is larger than the file (" +
-                        std::to_string(bytes.size()) + " bytes)");
-  if (n > kMaxHeaderBytes)
-    corrupt(source, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
+    corrupt(source, "header length " + std::to_string(n) + " is larger than the file (" + std::to_string(bytes.size()) +
+                        " bytes)");
+  if (n > kMaxHeaderBytes) corrupt(source, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
   std::string_view text = bytes.substr(8, n);
   std::string_view buffer = bytes.substr(8 + n);
   if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
@@ -190,12 +192,9 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
       if (k != "dtype" && k != "shape" && k != "data_offsets")
         corrupt(source, where() + " has unknown field '" + escaped(k) + "'");
     }
-    if (!entry.contains("dtype") || !entry["dtype"].is_string())
-      corrupt(source, where() + " has no string 'dtype'");
-    if (!entry.contains("shape") || !entry["shape"].is_array())
-      corrupt(source, where() + " has no 'shape' array");
-    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
-        entry["data_offsets"].size() != 2)
+    if (!entry.contains("dtype") || !entry["dtype"].is_string()) corrupt(source, where() + " has no string 'dtype'");
+    if (!entry.contains("shape") || !entry["shape"].is_array()) corrupt(source, where() + " has no 'shape' array");
+    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
       corrupt(source, where() + " has no 'data_offsets' [begin, end]");
     DType dtype = parse_st_dtype(entry["dtype"].get<std::string>(), source, escaped(name));
     std::vector<int64_t> dims;
@@ -204,8 +203,8 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
     bool overflow = false;
     for (const json& d : entry["shape"]) {
       if (!d.is_number_unsigned())
-        corrupt(source, where() + " has a shape entry that is not a non-negative integer (a " +
-                            d.type_name() + " at index " + std::to_string(raw_dims.size()) + ")");
+        corrupt(source, where() + " has a shape entry that is not a non-negative integer (a " + d.type_name() +
+                            " at index " + std::to_string(raw_dims.size()) + ")");
       uint64_t v = d.get<uint64_t>();
       raw_dims.push_back(v);
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
@@ -214,26 +213,24 @@ ParsedFile parse_safetensors(std::string_view bytes, const std::string& source) 
       dims.push_back(static_cast<int64_t>(v));
     }
     if (overflow || bytes_needed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      corrupt(source, where() + ": shape " + dims_text(raw_dims) + " x " + std::string(dtype_name(dtype)) +
-                          " size overflows");
+      corrupt(source,
+              where() + ": shape " + dims_text(raw_dims) + " x " + std::string(dtype_name(dtype)) + " size overflows");
     const json& offs = entry["data_offsets"];
     if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      corrupt(source, where() + " has data_offsets that are not non-negative integers (" + offs[0].type_name() +
-                          ", " + offs[1].type_name() + ")");
+      corrupt(source, where() + " has data_offsets that are not non-negative integers (" + offs[0].type_name() + ", " +
+                          offs[1].type_name() + ")");
     uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     if (begin > end || end > buffer.size())
-      corrupt(source, where() + " has data_offsets [" + std::to_string(begin) + ", " +
-                          std::to_string(end) + "] out of range of the " + std::to_string(buffer.size()) +
-                          "-byte buffer");
+      corrupt(source, where() + " has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                          "] out of range of the " + std::to_string(buffer.size()) + "-byte buffer");
     if (end - begin != bytes_needed)
       corrupt(source, where() + " has " + std::to_string(end - begin) + " bytes but shape " + dims_text(raw_dims) +
                           " x " + std::string(dtype_name(dtype)) + " needs " + std::to_string(bytes_needed));
     spans.push_back({begin, end, name});
     out.tensors.push_back({name, {dtype, Shape(std::move(dims))}, 8 + n + begin});
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   uint64_t pos = 0;
   for (const Span& s : spans) {
     if (s.begin < pos)

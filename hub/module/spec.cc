@@ -17,7 +17,6 @@ std::string tag_set_string(const TagSet& tags) {
 
 // ---- ModuleBuilder ----------------------------------------------------------------
 
-
 ModuleBuilder::ModuleBuilder() = default;
 Graph& ModuleBuilder::graph() { return graph_; }
 
@@ -26,16 +25,16 @@ void check_signature_tensor(const Graph& g, Output o, const std::string& where, 
   if (!o.valid() || o.node >= g.num_nodes() || o.index >= static_cast<int>(g.node(o).outputs.size()))
     throw_error(Code::kInvalidArgument, where + ": not a tensor of this graph");
   if (input && g.node(o).op != "Placeholder")
-    throw_error(Code::kInvalidArgument, where + ": '" + g.node(o).name + "' is a " + g.node(o).op +
-                                            ", signature inputs must be Placeholders");
+    throw_error(Code::kInvalidArgument,
+                where + ": '" + g.node(o).name + "' is a " + g.node(o).op + ", signature inputs must be Placeholders");
 }
 }  // namespace
 
 void ModuleBuilder::add_signature(const std::string& name, const OutputMap& inputs, const OutputMap& outputs) {
   if (name.empty()) throw_error(Code::kInvalidArgument, "add_signature: empty signature name");
   if (signatures_.count(name))
-    throw_error(Code::kAlreadyExists, "add_signature: signature '" + name + "' already exists in tag set " +
-                                          tag_set_string(tags_));
+    throw_error(Code::kAlreadyExists,
+                "add_signature: signature '" + name + "' already exists in tag set " + tag_set_string(tags_));
   if (outputs.empty()) throw_error(Code::kInvalidArgument, "add_signature '" + name + "': no outputs");
   SignatureInfo si;
   for (const auto& [k, o] : inputs) {
@@ -51,8 +50,8 @@ void ModuleBuilder::add_signature(const std::string& name, const OutputMap& inpu
   signatures_[name] = std::move(si);
 }
 
-void ModuleBuilder::add_signature(const std::string& name, Output input, Output output,
-                                  const std::string& input_name, const std::string& output_name) {
+void ModuleBuilder::add_signature(const std::string& name, Output input, Output output, const std::string& input_name,
+                                  const std::string& output_name) {
   add_signature(name, OutputMap{{input_name, input}}, OutputMap{{output_name, output}});
 }
 
@@ -60,8 +59,8 @@ void ModuleBuilder::attach(const std::string& key, AttachedValue value) { attach
 
 void ModuleBuilder::set_image_info(int64_t height, int64_t width, int64_t channels) {
   if (height <= 0 || width <= 0 || channels <= 0)
-    throw_error(Code::kInvalidArgument, "set_image_info: sizes must be positive, got " + std::to_string(height) +
-                                            "x" + std::to_string(width) + "x" + std::to_string(channels));
+    throw_error(Code::kInvalidArgument, "set_image_info: sizes must be positive, got " + std::to_string(height) + "x" +
+                                            std::to_string(width) + "x" + std::to_string(channels));
   attach(kImageHeightKey, height);
   attach(kImageWidthKey, width);
   attach(kImageChannelsKey, channels);
@@ -78,7 +77,6 @@ void ModuleBuilder::add_asset(const std::string& filename, std::string contents)
 
 // ---- ModuleSpec -------------------------------------------------------------------
 
-
 const ModuleSpec::Impl& ModuleSpec::impl() const {
   if (!impl_) throw_error(Code::kFailedPrecondition, "empty ModuleSpec (not created or loaded)");
   return *impl_;
@@ -89,8 +87,8 @@ const ModuleTagSet& ModuleSpec::tag_set(const TagSet& tags) const {
     if (t.tags == tags) return t;
   std::vector<std::string> have;
   for (const ModuleTagSet& t : impl().tag_sets) have.push_back(tag_set_string(t.tags));
-  throw_error(Code::kNotFound, "module " + impl().source + " has no tag set " + tag_set_string(tags) +
-                                   " (has " + join(have) + ")");
+  throw_error(Code::kNotFound,
+              "module " + impl().source + " has no tag set " + tag_set_string(tags) + " (has " + join(have) + ")");
 }
 
 std::vector<TagSet> ModuleSpec::tag_sets() const {
@@ -137,7 +135,8 @@ const std::string& ModuleSpec::source() const { return impl().source; }
 
 ModuleSpec ModuleSpec::from_parts(std::vector<TagSetParts> tag_sets, TensorMap weights,
                                   std::map<std::string, AttachedValue> attached, ModuleMetadata metadata,
-                                  std::string source, std::string assets_dir, std::map<std::string, std::string> asset_files) {
+                                  std::string source, std::string assets_dir,
+                                  std::map<std::string, std::string> asset_files) {
   const std::string where = "module " + source;
   if (tag_sets.empty()) throw_error(Code::kInvalidArgument, where + ": no tag sets");
   auto impl = std::make_shared<Impl>();
@@ -175,10 +174,10 @@ ModuleSpec ModuleSpec::from_parts(std::vector<TagSetParts> tag_sets, TensorMap w
       if (it == vars.end()) {
         vars.emplace(n.name, v);
       } else if (it->second.dtype != v.dtype || it->second.shape != v.shape) {
-        throw_error(Code::kInvalidArgument,
-                    tw + ": variable '" + n.name + "' is " + std::string(dtype_name(v.dtype)) + v.shape.to_string() +
-                        " here but " + std::string(dtype_name(it->second.dtype)) + it->second.shape.to_string() +
-                        " in another tag set");
+        throw_error(Code::kInvalidArgument, tw + ": variable '" + n.name + "' is " + std::string(dtype_name(v.dtype)) +
+                                                v.shape.to_string() + " here but " +
+                                                std::string(dtype_name(it->second.dtype)) +
+                                                it->second.shape.to_string() + " in another tag set");
       } else {
         it->second.trainable = it->second.trainable || v.trainable;
       }

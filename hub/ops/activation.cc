@@ -130,7 +130,10 @@ HUB_REGISTER_OP(Tanh)
     .grad([](const GradContext& c) { return std::vector<Output>{ops::tanh_grad(c.scope, c.outputs[0], c.grads[0])}; })
     .doc("y = tanh(x).");
 
-HUB_REGISTER_OP(ReluGrad).inputs(2).shape_fn(grad_shape_fn).doc("(gradients, features) -> gradients * [features > 0].")
+HUB_REGISTER_OP(ReluGrad)
+    .inputs(2)
+    .shape_fn(grad_shape_fn)
+    .doc("(gradients, features) -> gradients * [features > 0].")
     .no_gradient(kGradOp);
 HUB_REGISTER_OP(Relu6Grad)
     .inputs(2)
@@ -159,7 +162,9 @@ HUB_REGISTER_OP(HardSigmoidGrad)
 HUB_REGISTER_OP(HardSwishGrad)
     .inputs(2)
     .shape_fn(grad_shape_fn)
-    .doc("(gradients, features) -> 0 if features <= -3, gradients if features >= 3, else gradients * (2 * features + 3) / 6.")
+    .doc(
+        "(gradients, features) -> 0 if features <= -3, gradients if features >= 3, else gradients * (2 * features + 3) "
+        "/ 6.")
     .no_gradient(kGradOp);
 HUB_REGISTER_OP(ClipByValueGrad)
     .inputs(2)
@@ -176,13 +181,12 @@ HUB_REGISTER_OP(PReluGrad)
       check_slope(c, 1, 2);
       return {dx[0], c.input(2)};
     })
-    .doc("(gradients, features, slope) -> (gradients * (features > 0 ? 1 : slope), "
-         "sum of gradients * min(features, 0) over the dims slope is broadcast along).")
+    .doc(
+        "(gradients, features, slope) -> (gradients * (features > 0 ? 1 : slope), "
+        "sum of gradients * min(features, 0) over the dims slope is broadcast along).")
     .no_gradient(kGradOp);
-HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).")
-    .no_gradient(kGradOp);
-HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).")
-    .no_gradient(kGradOp);
+HUB_REGISTER_OP(SigmoidGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * y * (1 - y).").no_gradient(kGradOp);
+HUB_REGISTER_OP(TanhGrad).inputs(2).shape_fn(grad_shape_fn).doc("(y, dy) -> dy * (1 - y^2).").no_gradient(kGradOp);
 
 namespace ops {
 

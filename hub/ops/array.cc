@@ -1,9 +1,10 @@
 #include "hub/ops/array.h"
-#include "hub/ops/elementwise.h"
-#include "hub/ops/registry.h"
 
 #include <algorithm>
 #include <limits>
+
+#include "hub/ops/elementwise.h"
+#include "hub/ops/registry.h"
 
 namespace hub {
 namespace {
@@ -58,7 +59,8 @@ void check_perm(const InferContext& c, const std::vector<int64_t>& perm) {
            c.input(0).to_string());
   std::vector<char> seen(r, 0);
   for (int64_t p : perm) {
-    if (p < 0 || p >= r || seen[p]) c.fail("perm " + attr_to_string(perm) + " is not a permutation of 0.." + std::to_string(r - 1));
+    if (p < 0 || p >= r || seen[p])
+      c.fail("perm " + attr_to_string(perm) + " is not a permutation of 0.." + std::to_string(r - 1));
     seen[p] = 1;
   }
 }
@@ -89,8 +91,8 @@ std::vector<int64_t> split_sizes(const InferContext& c, int64_t dim) {
            " and sizes = " + attr_to_string(sizes));
   if (num > 0) {
     if (dim >= 0 && dim % num != 0)
-      c.fail("dim " + std::to_string(dim) + " of " + c.input(0).to_string() + " does not divide into num_split = " +
-             std::to_string(num) + " equal parts");
+      c.fail("dim " + std::to_string(dim) + " of " + c.input(0).to_string() +
+             " does not divide into num_split = " + std::to_string(num) + " equal parts");
     return std::vector<int64_t>(num, dim < 0 ? kUnknownDim : dim / num);
   }
   int rest = -1;
@@ -134,7 +136,10 @@ Shape padded_shape(const InferContext& c, const Shape& in, bool forward) {
     if (mode != "CONSTANT" && n >= 0 && before + after > 0 && (n == 0 || std::max(before, after) > limit))
       c.fail(mode + " padding of dim " + std::to_string(i) + " (size " + std::to_string(n) + ") by " +
              std::to_string(before) + " before and " + std::to_string(after) + " after exceeds what it allows (" +
-             (mode == "REFLECT" ? "size - 1" : mode == "SYMMETRIC" ? "size" : "a non-empty dim") + ")");
+             (mode == "REFLECT"     ? "size - 1"
+              : mode == "SYMMETRIC" ? "size"
+                                    : "a non-empty dim") +
+             ")");
     out.push_back(!forward || n < 0 ? n : n + before + after);
   }
   return out;
@@ -153,8 +158,8 @@ ops::StridedSliceSpec ops::strided_slice_spec(const Shape& in, const Attrs& a) {
   const int64_t shrink_mask = a.get_int("shrink_axis_mask");
   const size_t n = begin.size();
   if (end.size() != n || strides.size() != n)
-    fail("begin " + attr_to_string(begin) + ", end " + attr_to_string(end) + " and strides " +
-         attr_to_string(strides) + " differ in length");
+    fail("begin " + attr_to_string(begin) + ", end " + attr_to_string(end) + " and strides " + attr_to_string(strides) +
+         " differ in length");
   // The sparse spec: entries 0..n-1, plus an implicit ellipsis at the end when there is none.
   size_t ellipsis = n;
   for (size_t i = 0; i < n; ++i)
@@ -204,7 +209,8 @@ ops::StridedSliceSpec ops::strided_slice_spec(const Shape& in, const Attrs& a) {
     const int64_t s = ds[d], dim = in[d];
     if (s == 0) fail("stride 0 for dim " + std::to_string(d) + " (strides " + attr_to_string(strides) + ")");
     if (dshrink[d] && s < 0)
-      fail("dim " + std::to_string(d) + " shrinks to one index, which needs a positive stride, got " + std::to_string(s));
+      fail("dim " + std::to_string(d) + " shrinks to one index, which needs a positive stride, got " +
+           std::to_string(s));
     if (dim < 0) {
       spec.size[d] = dshrink[d] ? 1 : kUnknownDim;
       continue;
@@ -253,7 +259,9 @@ HUB_REGISTER_OP(ReshapeLike)
         c.fail("cannot reshape " + c.input(0).to_string() + " like " + c.input(1).to_string());
       return {{c.dtype(0), like}};
     })
-    .grad([](const GradContext& c) { return std::vector<Output>{reshape_back(c), Output{}}; })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{reshape_back(c), Output{}};
+    })
     .doc("x viewed with the (run-time) shape of `like`; no copy.");
 
 HUB_REGISTER_OP(Squeeze)
@@ -265,8 +273,7 @@ HUB_REGISTER_OP(Squeeze)
       std::vector<char> drop(in.rank(), 0);
       if (axes.empty()) {
         for (int i = 0; i < in.rank(); ++i) {
-          if (in[i] < 0)
-            c.fail("squeeze without axes needs known dims, got " + c.input(0).to_string() + "; pass axes");
+          if (in[i] < 0) c.fail("squeeze without axes needs known dims, got " + c.input(0).to_string() + "; pass axes");
           drop[i] = in[i] == 1;
         }
       } else {
@@ -293,8 +300,8 @@ HUB_REGISTER_OP(ExpandDims)
       int64_t axis = c.attrs().get_int("axis");
       int r = in.rank();
       if (axis < -r - 1 || axis > r)
-        c.fail("axis " + std::to_string(axis) + " out of range [" + std::to_string(-r - 1) + ", " +
-               std::to_string(r) + "] for " + c.input(0).to_string());
+        c.fail("axis " + std::to_string(axis) + " out of range [" + std::to_string(-r - 1) + ", " + std::to_string(r) +
+               "] for " + c.input(0).to_string());
       if (axis < 0) axis += r + 1;
       std::vector<int64_t> dims = in.dims();
       dims.insert(dims.begin() + axis, 1);
@@ -314,8 +321,7 @@ HUB_REGISTER_OP(Transpose)
       return {{c.dtype(0), out}};
     })
     .grad([](const GradContext& c) {
-      return std::vector<Output>{
-          ops::transpose(c.scope, c.grads[0], inverse_perm(c.node.attrs.get_ints("perm")))};
+      return std::vector<Output>{ops::transpose(c.scope, c.grads[0], inverse_perm(c.node.attrs.get_ints("perm")))};
     })
     .doc("Permutes dims: y.shape[i] = x.shape[perm[i]].");
 
@@ -331,8 +337,7 @@ HUB_REGISTER_OP(Pad)
       const std::string& mode = c.node.attrs.get_string("mode");
       const auto& p = c.node.attrs.get_ints("paddings");
       if (mode != "CONSTANT")
-        return std::vector<Output>{
-            c.scope.op("PadGrad", {c.grads[0]}, Attrs().set("paddings", p).set("mode", mode))};
+        return std::vector<Output>{c.scope.op("PadGrad", {c.grads[0]}, Attrs().set("paddings", p).set("mode", mode))};
       const Shape& in = c.scope.graph().spec(c.inputs[0]).shape;
       std::vector<int64_t> begin, size;
       for (int i = 0; i < in.rank(); ++i) {
@@ -380,8 +385,8 @@ HUB_REGISTER_OP(Slice)
       for (int i = 0; i < spec.shape.rank(); ++i) {
         int64_t d = spec.shape[i];
         if (d < 0 && !(begin[i] == 0 && size[i] == -1))
-          throw_error(Code::kInvalidArgument, "gradient of Slice '" + c.node.name + "': dim " +
-                                                  std::to_string(i) + " of input " + spec.to_string() +
+          throw_error(Code::kInvalidArgument, "gradient of Slice '" + c.node.name + "': dim " + std::to_string(i) +
+                                                  " of input " + spec.to_string() +
                                                   " is unknown and only partly sliced");
         p.push_back(begin[i]);
         p.push_back(d < 0 ? 0 : d - begin[i] - (size[i] < 0 ? d - begin[i] : size[i]));
@@ -429,9 +434,9 @@ HUB_REGISTER_OP(Concat)
         int64_t d = spec.shape[static_cast<int>(axis)];
         bool last = k + 1 == c.inputs.size();
         if (d < 0 && !last)
-          throw_error(Code::kInvalidArgument, "gradient of Concat '" + c.node.name + "': input " +
-                                                  std::to_string(k) + " " + spec.to_string() +
-                                                  " has an unknown size along axis " + std::to_string(axis));
+          throw_error(Code::kInvalidArgument, "gradient of Concat '" + c.node.name + "': input " + std::to_string(k) +
+                                                  " " + spec.to_string() + " has an unknown size along axis " +
+                                                  std::to_string(axis));
         std::vector<int64_t> begin(rank, 0), size(rank, -1);
         begin[axis] = offset;
         size[axis] = d;  // -1 (rest) for an unknown last part
@@ -500,8 +505,9 @@ HUB_REGISTER_OP(Gather)
       return std::vector<Output>{c.scope.op("GatherGrad", {c.grads[0], c.inputs[1], c.inputs[0]}, c.node.attrs),
                                  Output{}};
     })
-    .doc("params[.., indices, ..] along axis (TF GatherV2); negative indices count from the end; one outside "
-         "[-dim, dim) is a run-time error.");
+    .doc(
+        "params[.., indices, ..] along axis (TF GatherV2); negative indices count from the end; one outside "
+        "[-dim, dim) is a run-time error.");
 
 HUB_REGISTER_OP(GatherGrad)
     .inputs(3)
@@ -651,7 +657,8 @@ std::vector<Output> split(const Scope& s, Output x, int64_t axis, int64_t num_sp
                           const std::string& name) {
   return s.op_n("Split", {x}, Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes), name);
 }
-Output gather(const Scope& s, Output params, Output indices, int64_t axis, int64_t batch_dims, const std::string& name) {
+Output gather(const Scope& s, Output params, Output indices, int64_t axis, int64_t batch_dims,
+              const std::string& name) {
   return s.op("Gather", {params, indices}, Attrs().set("axis", axis).set("batch_dims", batch_dims), name);
 }
 Output strided_slice(const Scope& s, Output x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,

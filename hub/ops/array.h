@@ -113,14 +113,11 @@
 
 namespace hub::ops {
 
-Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape,
-               const std::string& name = "Reshape");
+Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name = "Reshape");
 Output reshape_like(const Scope& s, Output x, Output like, const std::string& name = "ReshapeLike");
-Output squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes = {},
-               const std::string& name = "Squeeze");
+Output squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, const std::string& name = "Squeeze");
 Output expand_dims(const Scope& s, Output x, int64_t axis, const std::string& name = "ExpandDims");
-Output transpose(const Scope& s, Output x, const std::vector<int64_t>& perm,
-                 const std::string& name = "Transpose");
+Output transpose(const Scope& s, Output x, const std::vector<int64_t>& perm, const std::string& name = "Transpose");
 // Zeros around x.
 Output pad(const Scope& s, Output x, const std::vector<int64_t>& paddings, const std::string& name = "Pad");
 enum class PadMode { kConstant, kReflect, kSymmetric, kEdge };

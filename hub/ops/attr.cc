@@ -6,16 +6,26 @@ namespace hub {
 
 std::string_view attr_type_name(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kInts: return "list(int)";
-    case AttrType::kFloats: return "list(float)";
-    case AttrType::kStrings: return "list(string)";
-    case AttrType::kDType: return "dtype";
-    case AttrType::kShape: return "shape";
-    case AttrType::kTensor: return "tensor";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInts:
+      return "list(int)";
+    case AttrType::kFloats:
+      return "list(float)";
+    case AttrType::kStrings:
+      return "list(string)";
+    case AttrType::kDType:
+      return "dtype";
+    case AttrType::kShape:
+      return "shape";
+    case AttrType::kTensor:
+      return "tensor";
   }
   return "?";
 }
@@ -27,12 +37,18 @@ std::string attr_to_string(const AttrValue& value) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) os << v;
-        else if constexpr (std::is_same_v<T, bool>) os << (v ? "true" : "false");
-        else if constexpr (std::is_same_v<T, std::string>) os << '"' << v << '"';
-        else if constexpr (std::is_same_v<T, DType>) os << dtype_name(v);
-        else if constexpr (std::is_same_v<T, Shape>) os << v.to_string();
-        else if constexpr (std::is_same_v<T, Tensor>) os << "tensor " << v.spec_string();
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+          os << v;
+        else if constexpr (std::is_same_v<T, bool>)
+          os << (v ? "true" : "false");
+        else if constexpr (std::is_same_v<T, std::string>)
+          os << '"' << v << '"';
+        else if constexpr (std::is_same_v<T, DType>)
+          os << dtype_name(v);
+        else if constexpr (std::is_same_v<T, Shape>)
+          os << v.to_string();
+        else if constexpr (std::is_same_v<T, Tensor>)
+          os << "tensor " << v.spec_string();
         else {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
@@ -54,13 +70,12 @@ const AttrValue& Attrs::get(const std::string& name) const {
   return it->second;
 }
 
-template <class T> const T& Attrs::as(const std::string& name) const {
+template <class T>
+const T& Attrs::as(const std::string& name) const {
   const AttrValue& v = get(name);
   if (const T* p = std::get_if<T>(&v)) return *p;
-  throw_error(Code::kInvalidArgument, "attribute '" + name + "' has type " +
-                                          std::string(attr_type_name(attr_type(v))) +
-                                          ", expected " +
-                                          std::string(attr_type_name(attr_type(AttrValue(T{})))));
+  throw_error(Code::kInvalidArgument, "attribute '" + name + "' has type " + std::string(attr_type_name(attr_type(v))) +
+                                          ", expected " + std::string(attr_type_name(attr_type(AttrValue(T{})))));
 }
 
 template const int64_t& Attrs::as<int64_t>(const std::string&) const;

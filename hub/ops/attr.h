@@ -15,8 +15,8 @@ namespace hub {
 enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kStrings, kDType, kShape, kTensor };
 std::string_view attr_type_name(AttrType type);
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, DType, Shape, Tensor>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
+                               std::vector<std::string>, DType, Shape, Tensor>;
 AttrType attr_type(const AttrValue& value);
 std::string attr_to_string(const AttrValue& value);
 
@@ -46,7 +46,9 @@ class Attrs {
   const std::string& get_string(const std::string& name) const { return as<std::string>(name); }
   const std::vector<int64_t>& get_ints(const std::string& name) const { return as<std::vector<int64_t>>(name); }
   const std::vector<double>& get_floats(const std::string& name) const { return as<std::vector<double>>(name); }
-  const std::vector<std::string>& get_strings(const std::string& name) const { return as<std::vector<std::string>>(name); }
+  const std::vector<std::string>& get_strings(const std::string& name) const {
+    return as<std::vector<std::string>>(name);
+  }
   DType get_dtype(const std::string& name) const { return as<DType>(name); }
   const Shape& get_shape(const std::string& name) const { return as<Shape>(name); }
   const Tensor& get_tensor(const std::string& name) const { return as<Tensor>(name); }
@@ -55,7 +57,8 @@ class Attrs {
   bool empty() const { return values_.empty(); }
 
  private:
-  template <class T> const T& as(const std::string& name) const;
+  template <class T>
+  const T& as(const std::string& name) const;
   std::map<std::string, AttrValue> values_;
 };
 

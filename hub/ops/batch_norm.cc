@@ -2,16 +2,15 @@
 // hub/ops/batch_norm.h).
 #include "hub/ops/batch_norm.h"
 
-#include "hub/ops/state.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/state.h"
 
 namespace hub {
 namespace {
 
 // Checks x (rank 2 or 4, float32) and the per-channel inputs (rank 1,
 // float32, C elements), given by index and name. Returns C (maybe unknown).
-int64_t check_channels(const InferContext& c, int x,
-                       std::initializer_list<std::pair<int, const char*>> per_channel) {
+int64_t check_channels(const InferContext& c, int x, std::initializer_list<std::pair<int, const char*>> per_channel) {
   c.expect_dtype(x, DType::kFloat32);
   int rank = c.shape(x).rank();
   if (rank != 2 && rank != 4) c.fail("x must be [N,H,W,C] or [N,C], got " + c.input(x).to_string());
@@ -21,16 +20,15 @@ int64_t check_channels(const InferContext& c, int x,
     c.expect_rank(i, 1);
     int64_t d = c.shape(i)[0];
     if (channels != kUnknownDim && d != kUnknownDim && d != channels)
-      c.fail(std::string(name) + " " + c.input(i).to_string() + " does not match the " +
-             std::to_string(channels) + " channels of x " + c.input(x).to_string());
+      c.fail(std::string(name) + " " + c.input(i).to_string() + " does not match the " + std::to_string(channels) +
+             " channels of x " + c.input(x).to_string());
     if (channels == kUnknownDim) channels = d;
   }
   return channels;
 }
 
 std::vector<TensorSpec> fused_batch_norm_shape_fn(const InferContext& c) {
-  int64_t channels =
-      check_channels(c, 0, {{1, "scale"}, {2, "offset"}, {3, "mean"}, {4, "variance"}});
+  int64_t channels = check_channels(c, 0, {{1, "scale"}, {2, "offset"}, {3, "mean"}, {4, "variance"}});
   TensorSpec stat{DType::kFloat32, Shape{channels}};
   return {c.input(0), stat, stat, stat};
 }
@@ -50,8 +48,7 @@ std::vector<Output> fused_batch_norm_grad(const GradContext& c) {
   Output variance = training ? c.outputs[2] : c.inputs[4];
   Attrs a;
   a.set("epsilon", c.node.attrs.get("epsilon")).set("is_training", training);
-  std::vector<Output> g = c.scope.op_n("FusedBatchNormGrad", {c.grads[0], c.inputs[0], c.inputs[1], mean, variance},
-                                       a);
+  std::vector<Output> g = c.scope.op_n("FusedBatchNormGrad", {c.grads[0], c.inputs[0], c.inputs[1], mean, variance}, a);
   return {g[0], g[1], g[2], Output{}, Output{}};
 }
 
@@ -112,8 +109,7 @@ Output batch_norm(const Scope& outer, Output x, const BatchNormOptions& o) {
     ones.fill(1.0);
     gamma = constant(s, ones, "gamma_default");
   }
-  std::vector<Output> bn =
-      fused_batch_norm(s, x, gamma, beta, moving_mean, moving_variance, o.epsilon, o.is_training);
+  std::vector<Output> bn = fused_batch_norm(s, x, gamma, beta, moving_mean, moving_variance, o.epsilon, o.is_training);
   if (o.is_training) {
     assign_moving_average(s, moving_mean, bn[1], o.decay, "AssignMovingAvg");
     assign_moving_average(s, moving_variance, bn[3], o.decay, "AssignMovingAvg_1");

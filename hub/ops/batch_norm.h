@@ -45,11 +45,11 @@ std::vector<Output> fused_batch_norm(const Scope& s, Output x, Output scale, Out
                                      const std::string& name = "FusedBatchNorm");
 
 struct BatchNormOptions {
-  float decay = 0.999f;    // moving average decay
+  float decay = 0.999f;  // moving average decay
   float epsilon = 0.001f;
-  bool center = true;      // add the trainable offset `beta`
-  bool scale = false;      // multiply by the trainable `gamma`
-  bool is_training = true; // batch statistics + moving-average updates
+  bool center = true;       // add the trainable offset `beta`
+  bool scale = false;       // multiply by the trainable `gamma`
+  bool is_training = true;  // batch statistics + moving-average updates
 };
 
 // TF-Slim's batch_norm. Under s.sub("BatchNorm") it creates the variables

@@ -51,8 +51,8 @@
 #include <string>
 #include <vector>
 
-#include "hub/ops/scope.h"
 #include "hub/ops/padding.h"
+#include "hub/ops/scope.h"
 
 namespace hub::ops {
 
@@ -64,32 +64,28 @@ struct ConvOptions {
   Attrs to_attrs() const;
 };
 
-Output conv2d(const Scope& s, Output x, Output w, const ConvOptions& o = {},
-              const std::string& name = "Conv2D");
-Output conv2d_backprop_input(const Scope& s, Output x_like, Output w, Output dy,
-                             const ConvOptions& o = {}, const std::string& name = "Conv2DBackpropInput");
-Output conv2d_backprop_filter(const Scope& s, Output x, Output w_like, Output dy,
-                              const ConvOptions& o = {},
+Output conv2d(const Scope& s, Output x, Output w, const ConvOptions& o = {}, const std::string& name = "Conv2D");
+Output conv2d_backprop_input(const Scope& s, Output x_like, Output w, Output dy, const ConvOptions& o = {},
+                             const std::string& name = "Conv2DBackpropInput");
+Output conv2d_backprop_filter(const Scope& s, Output x, Output w_like, Output dy, const ConvOptions& o = {},
                               const std::string& name = "Conv2DBackpropFilter");
 Output depthwise_conv2d(const Scope& s, Output x, Output w, const ConvOptions& o = {},
                         const std::string& name = "DepthwiseConv2dNative");
-Output depthwise_conv2d_backprop_input(const Scope& s, Output x_like, Output w, Output dy,
-                                       const ConvOptions& o = {},
+Output depthwise_conv2d_backprop_input(const Scope& s, Output x_like, Output w, Output dy, const ConvOptions& o = {},
                                        const std::string& name = "DepthwiseConv2dNativeBackpropInput");
-Output depthwise_conv2d_backprop_filter(const Scope& s, Output x, Output w_like, Output dy,
-                                        const ConvOptions& o = {},
+Output depthwise_conv2d_backprop_filter(const Scope& s, Output x, Output w_like, Output dy, const ConvOptions& o = {},
                                         const std::string& name = "DepthwiseConv2dNativeBackpropFilter");
 
 // Resolved geometry of one convolution (all dims known), shared by kernels.
 struct ConvGeometry {
-  int64_t n, h, w, c;        // input
-  int64_t kh, kw;            // window
-  int64_t m;                 // depthwise channel multiplier (1 for Conv2D)
-  int64_t oc;                // output channels: O (Conv2D) or C*M (depthwise)
-  int64_t groups;            // G: Conv2D C / w[2]; depthwise C
-  int64_t cg, og;            // channels per group: input C/G, output O/G
-  int64_t oh, ow;            // output spatial size
-  int64_t sh, sw, dh, dw;    // strides, dilations
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw;          // window
+  int64_t m;               // depthwise channel multiplier (1 for Conv2D)
+  int64_t oc;              // output channels: O (Conv2D) or C*M (depthwise)
+  int64_t groups;          // G: Conv2D C / w[2]; depthwise C
+  int64_t cg, og;          // channels per group: input C/G, output O/G
+  int64_t oh, ow;          // output spatial size
+  int64_t sh, sw, dh, dw;  // strides, dilations
   int64_t pad_top, pad_bottom, pad_left, pad_right;
 };
 
@@ -97,7 +93,6 @@ struct ConvGeometry {
 // (depthwise: w is [KH,KW,C,M]). Dims may be unknown (-1): those outputs are
 // -1 (and so are groups, cg and og when C or w's dims are). Returns an empty
 // string on success, else what is wrong (naming shapes).
-std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bool depthwise,
-                          ConvGeometry* out);
+std::string conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs, bool depthwise, ConvGeometry* out);
 
 }  // namespace hub::ops

@@ -55,14 +55,12 @@ Attrs conv_attrs(const TransposeAttrs& t) {
   return ConvOptions{{t.sh, t.sw},
                      "EXPLICIT",
                      {t.dh, t.dw},
-                     {p.top, std::max<int64_t>(0, p.bottom - t.oph), p.left,
-                      std::max<int64_t>(0, p.right - t.opw)}}
+                     {p.top, std::max<int64_t>(0, p.bottom - t.oph), p.left, std::max<int64_t>(0, p.right - t.opw)}}
       .to_attrs();
 }
 
 // (in-1)*s - before - after + d*(k-1) + 1 + op, or unknown.
-int64_t transposed_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t before, int64_t after,
-                        int64_t op) {
+int64_t transposed_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t before, int64_t after, int64_t op) {
   if (in < 0 || k < 0) return kUnknownDim;
   return (in - 1) * s - before - after + d * (k - 1) + 1 + op;
 }
@@ -85,8 +83,7 @@ Attrs conv_transpose_conv_attrs(const Attrs& attrs) {
   return conv_attrs(t);
 }
 
-std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs,
-                                    ConvGeometry* out) {
+std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs, ConvGeometry* out) {
   const std::string shapes = "input " + x.to_string() + ", filter " + w.to_string();
   if (x.rank() != 4) return "input must have rank 4 [N,H,W,C], got " + shapes;
   if (w.rank() != 4) return "filter must have rank 4 [KH,KW,O/G,C], got " + shapes;
@@ -96,18 +93,18 @@ std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs&
   std::string error = parse(attrs, &t);
   if (!error.empty()) return error + " (" + shapes + ")";
   if (x[3] >= 0 && w[3] >= 0 && x[3] != w[3])
-    return "input channels " + std::to_string(x[3]) + " != filter's last dim " +
-           std::to_string(w[3]) + " (" + shapes + ")";
+    return "input channels " + std::to_string(x[3]) + " != filter's last dim " + std::to_string(w[3]) + " (" + shapes +
+           ")";
   const int64_t c = x[3] >= 0 ? x[3] : w[3];
   if (c >= 0 && c % t.groups != 0)
-    return "input channels " + std::to_string(c) + " are not a multiple of groups " +
-           std::to_string(t.groups) + " (" + shapes + ")";
+    return "input channels " + std::to_string(c) + " are not a multiple of groups " + std::to_string(t.groups) + " (" +
+           shapes + ")";
   const int64_t oh = transposed_size(x[1], w[0], t.sh, t.dh, t.pads.top, t.pads.bottom, t.oph);
   const int64_t ow = transposed_size(x[2], w[1], t.sw, t.dw, t.pads.left, t.pads.right, t.opw);
   if ((oh != kUnknownDim && oh < 1) || (ow != kUnknownDim && ow < 1))
     return "output size " + std::to_string(oh) + "x" + std::to_string(ow) +
-           " is empty: the paddings crop more than the full result (" + shapes +
-           ", explicit_paddings " + attr_to_string(attrs.get_ints("explicit_paddings")) + ")";
+           " is empty: the paddings crop more than the full result (" + shapes + ", explicit_paddings " +
+           attr_to_string(attrs.get_ints("explicit_paddings")) + ")";
   const int64_t o = w[2] >= 0 ? w[2] * t.groups : kUnknownDim;
   ConvGeometry g;
   error = conv_geometry(Shape{x[0], oh, ow, o}, w, conv_attrs(t), false, &g);
@@ -141,8 +138,7 @@ std::vector<Output> grad(const GradContext& c) {
   const Output& w = c.inputs[1];
   const Output& g = c.grads[0];
   const Attrs conv = ops::conv_transpose_conv_attrs(c.node.attrs);
-  return {c.scope.op("Conv2D", {g, w}, conv, "dx"),
-          c.scope.op("Conv2DBackpropFilter", {g, w, x}, conv, "dw")};
+  return {c.scope.op("Conv2D", {g, w}, conv, "dx"), c.scope.op("Conv2DBackpropFilter", {g, w, x}, conv, "dw")};
 }
 
 }  // namespace
@@ -163,8 +159,7 @@ HUB_REGISTER_OP(Conv2DTranspose)
 
 namespace ops {
 
-Output conv2d_transpose(const Scope& s, Output x, Output w, const ConvTransposeOptions& o,
-                        const std::string& name) {
+Output conv2d_transpose(const Scope& s, Output x, Output w, const ConvTransposeOptions& o, const std::string& name) {
   return s.op("Conv2DTranspose", {x, w}, o.to_attrs(), name);
 }
 

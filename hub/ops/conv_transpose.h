@@ -77,7 +77,6 @@ Attrs conv_transpose_conv_attrs(const Attrs& attrs);
 // The geometry of that convolution for x and w (its input is [N,OH,OW,O], its
 // output [N,H,W,C]). Unknown dims give unknown sizes. Returns "" on success,
 // else what is wrong (naming the shapes and the attribute).
-std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs,
-                                    ConvGeometry* out);
+std::string conv_transpose_geometry(const Shape& x, const Shape& w, const Attrs& attrs, ConvGeometry* out);
 
 }  // namespace hub::ops

@@ -1,8 +1,8 @@
 #include "hub/ops/dropout.h"
 
 #include "hub/ops/elementwise.h"
-#include "hub/ops/state.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/state.h"
 
 namespace hub {
 
@@ -35,8 +35,8 @@ DropoutResult dropout_with_mask(const Scope& s, Output x, float rate, int64_t se
 
 Output dropout(const Scope& s, Output x, float rate, bool is_training, int64_t seed, const std::string& name) {
   if (!(rate >= 0.0f && rate < 1.0f))
-    throw_error(Code::kInvalidArgument, "dropout '" + s.name(name) + "': rate " + std::to_string(rate) +
-                                            " must lie in [0, 1)");
+    throw_error(Code::kInvalidArgument,
+                "dropout '" + s.name(name) + "': rate " + std::to_string(rate) + " must lie in [0, 1)");
   if (!is_training) return x;
   return dropout_with_mask(s, x, rate, seed, name).y;
 }

@@ -22,9 +22,7 @@ Output reduce(const GradContext& c, Output g, int input) {
   return ops::reduce_to_like(c.scope, g, c.inputs[input], "ReduceToLike" + std::to_string(input));
 }
 
-std::vector<Output> add_grad(const GradContext& c) {
-  return {reduce(c, c.grads[0], 0), reduce(c, c.grads[0], 1)};
-}
+std::vector<Output> add_grad(const GradContext& c) { return {reduce(c, c.grads[0], 0), reduce(c, c.grads[0], 1)}; }
 std::vector<Output> sub_grad(const GradContext& c) {
   return {reduce(c, c.grads[0], 0), reduce(c, ops::neg(c.scope, c.grads[0]), 1)};
 }
@@ -68,11 +66,20 @@ HUB_REGISTER_OP(Add).inputs(2).shape_fn(broadcast_shape_fn).grad(add_grad).doc("
 HUB_REGISTER_OP(Sub).inputs(2).shape_fn(broadcast_shape_fn).grad(sub_grad).doc("a - b, broadcasting.");
 HUB_REGISTER_OP(Mul).inputs(2).shape_fn(broadcast_shape_fn).grad(mul_grad).doc("a * b, broadcasting.");
 HUB_REGISTER_OP(Div).inputs(2).shape_fn(broadcast_shape_fn).grad(div_grad).doc("a / b, broadcasting.");
-HUB_REGISTER_OP(Maximum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad("MaximumGrad"))
+HUB_REGISTER_OP(Maximum)
+    .inputs(2)
+    .shape_fn(broadcast_shape_fn)
+    .grad(select_grad("MaximumGrad"))
     .doc("max(a, b), broadcasting; ties send the gradient to a.");
-HUB_REGISTER_OP(Minimum).inputs(2).shape_fn(broadcast_shape_fn).grad(select_grad("MinimumGrad"))
+HUB_REGISTER_OP(Minimum)
+    .inputs(2)
+    .shape_fn(broadcast_shape_fn)
+    .grad(select_grad("MinimumGrad"))
     .doc("min(a, b), broadcasting; ties send the gradient to a.");
-HUB_REGISTER_OP(Pow).inputs(2).shape_fn(pow_shape_fn).grad(pow_grad)
+HUB_REGISTER_OP(Pow)
+    .inputs(2)
+    .shape_fn(pow_shape_fn)
+    .grad(pow_grad)
     .doc("a^b (float32), broadcasting; std::pow semantics.");
 HUB_REGISTER_OP(PowGrad)
     .inputs(3)
@@ -92,10 +99,16 @@ HUB_REGISTER_OP(PowGrad)
     })
     .doc("(g, a, b) -> (g * b * a^(b-1), g * a^b * ln a where a > 0 else 0) at g's shape.")
     .no_gradient("a gradient op; second-order gradients are not supported");
-HUB_REGISTER_OP(MaximumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
+HUB_REGISTER_OP(MaximumGrad)
+    .inputs(3)
+    .outputs(2)
+    .shape_fn(select_grad_shape_fn)
     .doc("(g*[a>=b], g*[a<b]) at g's shape.")
     .no_gradient("a gradient op; second-order gradients are not supported");
-HUB_REGISTER_OP(MinimumGrad).inputs(3).outputs(2).shape_fn(select_grad_shape_fn)
+HUB_REGISTER_OP(MinimumGrad)
+    .inputs(3)
+    .outputs(2)
+    .shape_fn(select_grad_shape_fn)
     .doc("(g*[a<=b], g*[a>b]) at g's shape.")
     .no_gradient("a gradient op; second-order gradients are not supported");
 
@@ -118,7 +131,9 @@ HUB_REGISTER_OP(AddN)
 
 HUB_REGISTER_OP(ReduceToLike)
     .inputs(2)
-    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> { return {{c.dtype(0), c.shape(1)}}; })
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      return {{c.dtype(0), c.shape(1)}};
+    })
     .doc("Sums input 0 over the dimensions along which input 1 was broadcast.")
     .no_gradient("a gradient op; second-order gradients are not supported");
 
@@ -127,11 +142,20 @@ HUB_REGISTER_OP(Identity)
     .shape_fn(same_as_input0)
     .grad([](const GradContext& c) { return std::vector<Output>{c.grads[0]}; })
     .doc("y = x.");
-HUB_REGISTER_OP(StopGradient).inputs(1).shape_fn(same_as_input0).doc("y = x; no gradient flows back.")
+HUB_REGISTER_OP(StopGradient)
+    .inputs(1)
+    .shape_fn(same_as_input0)
+    .doc("y = x; no gradient flows back.")
     .no_gradient("stops gradients by definition");
-HUB_REGISTER_OP(ZerosLike).inputs(1).shape_fn(same_as_input0).doc("Zeros of x's dtype and shape.")
+HUB_REGISTER_OP(ZerosLike)
+    .inputs(1)
+    .shape_fn(same_as_input0)
+    .doc("Zeros of x's dtype and shape.")
     .no_gradient("does not depend on the values of x");
-HUB_REGISTER_OP(OnesLike).inputs(1).shape_fn(same_as_input0).doc("Ones of x's dtype and shape.")
+HUB_REGISTER_OP(OnesLike)
+    .inputs(1)
+    .shape_fn(same_as_input0)
+    .doc("Ones of x's dtype and shape.")
     .no_gradient("does not depend on the values of x");
 
 namespace ops {
@@ -140,8 +164,12 @@ Output add(const Scope& s, Output a, Output b, const std::string& name) { return
 Output sub(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Sub", {a, b}, {}, name); }
 Output mul(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Mul", {a, b}, {}, name); }
 Output div(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Div", {a, b}, {}, name); }
-Output maximum(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Maximum", {a, b}, {}, name); }
-Output minimum(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Minimum", {a, b}, {}, name); }
+Output maximum(const Scope& s, Output a, Output b, const std::string& name) {
+  return s.op("Maximum", {a, b}, {}, name);
+}
+Output minimum(const Scope& s, Output a, Output b, const std::string& name) {
+  return s.op("Minimum", {a, b}, {}, name);
+}
 Output pow(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Pow", {a, b}, {}, name); }
 Output add_n(const Scope& s, const std::vector<Output>& xs, const std::string& name) {
   return xs.size() == 1 ? xs[0] : s.op("AddN", xs, {}, name);

@@ -9,8 +9,7 @@ namespace hub {
 namespace ops {
 
 namespace {
-constexpr const char* kPostOps[] = {"Add",     "Relu", "LeakyRelu", "Relu6",    "Clip",
-                                    "Elu",     "Sigmoid", "Tanh",   "HardSwish"};
+constexpr const char* kPostOps[] = {"Add", "Relu", "LeakyRelu", "Relu6", "Clip", "Elu", "Sigmoid", "Tanh", "HardSwish"};
 }  // namespace
 
 bool is_post_op(const std::string& op) {

@@ -1,5 +1,6 @@
 // LRN and LRNGrad (formulas in hub/ops/lrn.h).
 #include "hub/ops/lrn.h"
+
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -55,17 +56,16 @@ const OpRegistrar lrn_registration =
         })
         .doc("x / (bias + alpha * sum of x^2 over channels d-r..d+r)^beta (TF's LRN).");
 
-const OpRegistrar lrn_grad_registration =
-    lrn_op("LRNGrad", 3, lrn_grad_shape_fn).doc("Gradient of LRN: (grads, input, output) -> d input.")
-        .no_gradient("a gradient op; second-order gradients are not supported");
+const OpRegistrar lrn_grad_registration = lrn_op("LRNGrad", 3, lrn_grad_shape_fn)
+                                              .doc("Gradient of LRN: (grads, input, output) -> d input.")
+                                              .no_gradient("a gradient op; second-order gradients are not supported");
 
 }  // namespace
 
 namespace ops {
 Output lrn(const Scope& s, Output x, const LrnOptions& o, const std::string& name) {
   return s.op("LRN", {x},
-              Attrs().set("depth_radius", o.depth_radius).set("bias", o.bias).set("alpha", o.alpha)
-                  .set("beta", o.beta),
+              Attrs().set("depth_radius", o.depth_radius).set("bias", o.bias).set("alpha", o.alpha).set("beta", o.beta),
               name);
 }
 }  // namespace ops

@@ -4,8 +4,8 @@
 
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
-#include "hub/ops/state.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/state.h"
 
 namespace hub {
 namespace {
@@ -91,17 +91,35 @@ HUB_REGISTER_OP(Cast)
     })
     .doc("y = x converted to dtype (static_cast semantics).");
 
-HUB_REGISTER_OP(Equal).inputs(2).shape_fn(compare_shape_fn).doc("a == b as bool, broadcasting.")
+HUB_REGISTER_OP(Equal)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a == b as bool, broadcasting.")
     .no_gradient("bool output");
-HUB_REGISTER_OP(NotEqual).inputs(2).shape_fn(compare_shape_fn).doc("a != b as bool, broadcasting.")
+HUB_REGISTER_OP(NotEqual)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a != b as bool, broadcasting.")
     .no_gradient("bool output");
-HUB_REGISTER_OP(Greater).inputs(2).shape_fn(compare_shape_fn).doc("a > b as bool, broadcasting.")
+HUB_REGISTER_OP(Greater)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a > b as bool, broadcasting.")
     .no_gradient("bool output");
-HUB_REGISTER_OP(GreaterEqual).inputs(2).shape_fn(compare_shape_fn).doc("a >= b as bool, broadcasting.")
+HUB_REGISTER_OP(GreaterEqual)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a >= b as bool, broadcasting.")
     .no_gradient("bool output");
-HUB_REGISTER_OP(Less).inputs(2).shape_fn(compare_shape_fn).doc("a < b as bool, broadcasting.")
+HUB_REGISTER_OP(Less)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a < b as bool, broadcasting.")
     .no_gradient("bool output");
-HUB_REGISTER_OP(LessEqual).inputs(2).shape_fn(compare_shape_fn).doc("a <= b as bool, broadcasting.")
+HUB_REGISTER_OP(LessEqual)
+    .inputs(2)
+    .shape_fn(compare_shape_fn)
+    .doc("a <= b as bool, broadcasting.")
     .no_gradient("bool output");
 
 HUB_REGISTER_OP(BroadcastLike)
@@ -129,7 +147,8 @@ HUB_REGISTER_OP(BroadcastLike)
       } catch (const Error& e) {
         c.fail(e.message());
       }
-      if (out.rank() != like.rank()) c.fail("x " + c.input(0).to_string() + " has more dims than like " + c.input(1).to_string());
+      if (out.rank() != like.rank())
+        c.fail("x " + c.input(0).to_string() + " has more dims than like " + c.input(1).to_string());
       for (int d = 0; d < out.rank(); ++d)
         if (like[d] >= 0 && out[d] != like[d])
           c.fail("x " + c.input(0).to_string() + " does not broadcast to like " + c.input(1).to_string());
@@ -157,7 +176,9 @@ HUB_REGISTER_OP(BroadcastTo)
         c.fail(e.message());
       }
     })
-    .grad([](const GradContext& c) { return std::vector<Output>{ops::reduce_to_like(c.scope, c.grads[0], c.inputs[0])}; })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{ops::reduce_to_like(c.scope, c.grads[0], c.inputs[0])};
+    })
     .doc("x broadcast to broadcast(x.shape, shape) (NumPy rules; ONNX Expand, TF BroadcastTo).");
 
 namespace ops {
@@ -171,8 +192,8 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int rank, cons
   for (int64_t a : axes) {
     if (a < -rank || a >= rank)
       throw_error(Code::kInvalidArgument, what + ": axis " + std::to_string(a) + " is outside [" +
-                                              std::to_string(-rank) + ", " + std::to_string(rank) +
-                                              ") for rank " + std::to_string(rank));
+                                              std::to_string(-rank) + ", " + std::to_string(rank) + ") for rank " +
+                                              std::to_string(rank));
     out.push_back(static_cast<int>(a < 0 ? a + rank : a));
   }
   std::sort(out.begin(), out.end());

@@ -64,7 +64,8 @@ Output less_equal(const Scope& s, Output a, Output b, const std::string& name = 
 Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<int64_t>& reduced_axes = {},
                       const std::string& name = "BroadcastLike");
 
-Output broadcast_to(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name = "BroadcastTo");
+Output broadcast_to(const Scope& s, Output x, const std::vector<int64_t>& shape,
+                    const std::string& name = "BroadcastTo");
 
 // Normalizes reduction axes against `rank`: negative axes count from the end;
 // empty means all axes. Returns them sorted and unique. Throws InvalidArgument

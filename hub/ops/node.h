@@ -25,8 +25,8 @@ struct Node {
   std::string name;
   std::string op;
   std::vector<Output> inputs;
-  Attrs attrs;                       // complete: defaults filled in
-  std::vector<TensorSpec> outputs;   // inferred dtypes and (partial) shapes
+  Attrs attrs;                      // complete: defaults filled in
+  std::vector<TensorSpec> outputs;  // inferred dtypes and (partial) shapes
 };
 
 }  // namespace hub

@@ -60,8 +60,8 @@ struct WindowDim {
 // Preconditions: k >= 1, s >= 1, d >= 1; in >= 0 or kUnknownDim; for
 // EXPLICIT, before >= 0 and after >= 0 (ignored otherwise); ceil_mode only
 // with EXPLICIT.
-inline WindowDim window_dim(int64_t in, int64_t k, int64_t s, int64_t d, Padding padding,
-                            int64_t before = 0, int64_t after = 0, bool ceil_mode = false) {
+inline WindowDim window_dim(int64_t in, int64_t k, int64_t s, int64_t d, Padding padding, int64_t before = 0,
+                            int64_t after = 0, bool ceil_mode = false) {
   WindowDim w;
   const int64_t span = (k - 1) * d + 1;  // effective window
   if (padding == Padding::kExplicit) {
@@ -130,8 +130,8 @@ inline std::string padding_attrs(const Attrs& attrs, Padding* mode, Pads2D* pads
   *pads = Pads2D{};
   if (*padding != Padding::kExplicit) {
     if (!raw.empty())
-      return "explicit_paddings must be empty unless padding is \"EXPLICIT\", got " +
-             attr_to_string(raw) + " with padding \"" + text + "\"";
+      return "explicit_paddings must be empty unless padding is \"EXPLICIT\", got " + attr_to_string(raw) +
+             " with padding \"" + text + "\"";
     return "";
   }
   std::optional<Pads2D> parsed = parse_explicit_paddings(raw);

@@ -71,8 +71,7 @@ struct PoolTaps {
 };
 // The taps of output position o for input size `in`, window k, stride s,
 // dilation d and the given pads (a WindowDim's, hub/ops/padding.h).
-PoolTaps pool_taps(int64_t o, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pad_before,
-                   int64_t pad_after);
+PoolTaps pool_taps(int64_t o, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pad_before, int64_t pad_after);
 
 // Pooling window geometry of one node, resolved against a concrete input
 // shape [N,H,W,C]. Kernels use it; pool_geometry() validates and throws
@@ -80,9 +79,9 @@ PoolTaps pool_taps(int64_t o, int64_t in, int64_t k, int64_t s, int64_t d, int64
 struct PoolGeometry {
   int64_t n = 0, h = 0, w = 0, c = 0;  // input
   int64_t kh = 1, kw = 1, sh = 1, sw = 1;
-  int64_t dh = 1, dw = 1;              // dilations (MaxPool; 1 otherwise)
-  int64_t oh = 0, ow = 0;              // output
-  int64_t pad_top = 0, pad_left = 0;   // before
+  int64_t dh = 1, dw = 1;                 // dilations (MaxPool; 1 otherwise)
+  int64_t oh = 0, ow = 0;                 // output
+  int64_t pad_top = 0, pad_left = 0;      // before
   int64_t pad_bottom = 0, pad_right = 0;  // after (not counting a ceil_mode overhang)
   bool count_include_pad = false;         // AvgPool
   PoolTaps row_taps(int64_t i) const;     // output row i

@@ -2,8 +2,8 @@
 
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
-#include "hub/ops/state.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/state.h"
 
 namespace hub {
 namespace {
@@ -56,8 +56,10 @@ std::vector<Output> mean_grad(const GradContext& c) {
   int64_t n = 1;
   bool known = true;
   for (int a : axes) {
-    if (x[a] < 0) known = false;
-    else n *= x[a];
+    if (x[a] < 0)
+      known = false;
+    else
+      n *= x[a];
   }
   Output g = c.grads[0];
   if (known) {
@@ -147,7 +149,8 @@ HUB_REGISTER_OP(ArgMax)
       if (x.rank() == 0 || axis < -x.rank() || axis >= x.rank())
         c.fail("axis " + std::to_string(axis) + " is outside the dims of " + c.input(0).to_string());
       if (axis < 0) axis += x.rank();
-      if (x[static_cast<int>(axis)] == 0) c.fail("axis " + std::to_string(axis) + " of " + c.input(0).to_string() + " is empty");
+      if (x[static_cast<int>(axis)] == 0)
+        c.fail("axis " + std::to_string(axis) + " of " + c.input(0).to_string() + " is empty");
       std::vector<int64_t> dims;
       for (int d = 0; d < x.rank(); ++d)
         if (d != axis) dims.push_back(x[d]);
@@ -183,7 +186,8 @@ HUB_REGISTER_OP(TopKGrad)
     .inputs(3)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       c.expect_dtype(1, DType::kInt32);
-      if (c.dtype(0) != c.dtype(2)) c.fail("gradient " + c.input(0).to_string() + " and x " + c.input(2).to_string() + " differ in dtype");
+      if (c.dtype(0) != c.dtype(2))
+        c.fail("gradient " + c.input(0).to_string() + " and x " + c.input(2).to_string() + " differ in dtype");
       if (c.shape(0).rank() != c.shape(2).rank() || !c.shape(0).compatible_with(c.shape(1)))
         c.fail("gradient " + c.input(0).to_string() + ", indices " + c.input(1).to_string() + " and x " +
                c.input(2).to_string() + " do not match");

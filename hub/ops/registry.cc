@@ -10,21 +10,18 @@ void InferContext::fail(const std::string& message) const {
 
 void InferContext::expect_rank(int i, int rank) const {
   if (shape(i).rank() != rank)
-    fail("input " + std::to_string(i) + " must have rank " + std::to_string(rank) + ", got " +
-         input(i).to_string());
+    fail("input " + std::to_string(i) + " must have rank " + std::to_string(rank) + ", got " + input(i).to_string());
 }
 
 void InferContext::expect_dtype(int i, DType dtype) const {
   if (this->dtype(i) != dtype)
-    fail("input " + std::to_string(i) + " must be " + std::string(dtype_name(dtype)) + ", got " +
-         input(i).to_string());
+    fail("input " + std::to_string(i) + " must be " + std::string(dtype_name(dtype)) + ", got " + input(i).to_string());
 }
 
 void InferContext::expect_same_dtypes() const {
   for (int i = 1; i < num_inputs(); ++i)
     if (dtype(i) != dtype(0))
-      fail("input " + std::to_string(i) + " is " + input(i).to_string() + " but input 0 is " +
-           input(0).to_string());
+      fail("input " + std::to_string(i) + " is " + input(i).to_string() + " but input 0 is " + input(0).to_string());
 }
 
 const Attrs& KernelContext::attrs() const { return node_.attrs; }
@@ -37,9 +34,9 @@ Tensor& KernelContext::output(int i) {
 
 void KernelContext::set_output(int i, Tensor t) {
   const TensorSpec& spec = output_specs_.at(i);
-  HUB_CHECK(t.dtype() == spec.dtype && t.shape() == spec.shape,
-            "node " + node_.name + " output " + std::to_string(i) + ": " + t.spec_string() +
-                " vs inferred " + spec.to_string());
+  HUB_CHECK(t.dtype() == spec.dtype && t.shape() == spec.shape, "node " + node_.name + " output " + std::to_string(i) +
+                                                                    ": " + t.spec_string() + " vs inferred " +
+                                                                    spec.to_string());
   outputs_[i] = std::move(t);
 }
 
@@ -102,10 +99,9 @@ Attrs complete_attrs(const OpDef& def, const std::string& node_name, const Attrs
       if (s.name == name) spec = &s;
     if (!spec) throw_error(Code::kInvalidArgument, where() + ": unknown attribute '" + name + "'");
     if (attr_type(value) != spec->type)
-      throw_error(Code::kInvalidArgument,
-                  where() + ": attribute '" + name + "' must be " +
-                      std::string(attr_type_name(spec->type)) + ", got " +
-                      std::string(attr_type_name(attr_type(value))));
+      throw_error(Code::kInvalidArgument, where() + ": attribute '" + name + "' must be " +
+                                              std::string(attr_type_name(spec->type)) + ", got " +
+                                              std::string(attr_type_name(attr_type(value))));
   }
   Attrs out = attrs;
   for (const AttrSpec& s : def.attrs) {

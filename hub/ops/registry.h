@@ -38,8 +38,8 @@ class VariableStore;
 // ---- shape inference --------------------------------------------------------
 class InferContext {
  public:
-  InferContext(const std::string& node_name, const std::string& op,
-               const std::vector<TensorSpec>& inputs, const Attrs& attrs)
+  InferContext(const std::string& node_name, const std::string& op, const std::vector<TensorSpec>& inputs,
+               const Attrs& attrs)
       : node_name_(node_name), op_(op), inputs_(inputs), attrs_(attrs) {}
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const TensorSpec& input(int i) const { return inputs_[i]; }
@@ -67,11 +67,15 @@ using ShapeFn = std::function<std::vector<TensorSpec>(const InferContext&)>;
 // the backend that runs the node (inputs are already on that device).
 class KernelContext {
  public:
-  KernelContext(const Node& node, std::vector<const Tensor*> inputs,
-                const std::vector<TensorSpec>& output_specs, Allocator& alloc,
-                VariableStore* variables, uint64_t seed)
-      : node_(node), inputs_(std::move(inputs)), output_specs_(output_specs),
-        outputs_(output_specs.size()), alloc_(alloc), variables_(variables), seed_(seed) {}
+  KernelContext(const Node& node, std::vector<const Tensor*> inputs, const std::vector<TensorSpec>& output_specs,
+                Allocator& alloc, VariableStore* variables, uint64_t seed)
+      : node_(node),
+        inputs_(std::move(inputs)),
+        output_specs_(output_specs),
+        outputs_(output_specs.size()),
+        alloc_(alloc),
+        variables_(variables),
+        seed_(seed) {}
   KernelContext(const KernelContext&) = delete;
   KernelContext& operator=(const KernelContext&) = delete;
   const Node& node() const { return node_; }
@@ -117,8 +121,8 @@ using SupportsFn = bool (*)(const Node&, const std::vector<TensorSpec>& inputs);
 
 // ---- gradients -----------------------------------------------------------------
 struct GradContext {
-  const Scope& scope;                // where gradient nodes go
-  const Node& node;                  // the forward node
+  const Scope& scope;                  // where gradient nodes go
+  const Node& node;                    // the forward node
   const std::vector<Output>& inputs;   // its inputs
   const std::vector<Output>& outputs;  // its outputs
   const std::vector<Output>& grads;    // d loss / d output_i (invalid if none flows)
@@ -136,7 +140,7 @@ struct AttrSpec {
 struct OpDef {
   std::string name;
   int min_inputs = 0;
-  int max_inputs = 0;  // -1: variadic
+  int max_inputs = 0;   // -1: variadic
   int num_outputs = 1;  // -1: as many as the shape function returns (set by attributes, e.g. Split)
   std::vector<AttrSpec> attrs;
   ShapeFn shape_fn;
@@ -148,18 +152,31 @@ struct OpDef {
   // must then be correct with both aliasing (reading the input before it
   // writes over it).
   std::vector<std::pair<int, int>> in_place;
-  std::string doc;          // one line for docs/ops.md and `hub ops`
+  std::string doc;  // one line for docs/ops.md and `hub ops`
 };
 
 class OpDefBuilder {
  public:
   explicit OpDefBuilder(std::string name) { def_.name = std::move(name); }
-  OpDefBuilder& inputs(int n) { def_.min_inputs = def_.max_inputs = n; return *this; }
-  OpDefBuilder& inputs(int min, int max) { def_.min_inputs = min; def_.max_inputs = max; return *this; }
-  OpDefBuilder& outputs(int n) { def_.num_outputs = n; return *this; }
+  OpDefBuilder& inputs(int n) {
+    def_.min_inputs = def_.max_inputs = n;
+    return *this;
+  }
+  OpDefBuilder& inputs(int min, int max) {
+    def_.min_inputs = min;
+    def_.max_inputs = max;
+    return *this;
+  }
+  OpDefBuilder& outputs(int n) {
+    def_.num_outputs = n;
+    return *this;
+  }
   // The number of outputs follows from the node's attributes (the shape
   // function returns one spec per output, at least one).
-  OpDefBuilder& variadic_outputs() { def_.num_outputs = -1; return *this; }
+  OpDefBuilder& variadic_outputs() {
+    def_.num_outputs = -1;
+    return *this;
+  }
   OpDefBuilder& attr(std::string name, AttrType type) {
     def_.attrs.push_back({std::move(name), type, std::nullopt});
     return *this;
@@ -168,13 +185,31 @@ class OpDefBuilder {
     def_.attrs.push_back({std::move(name), type, std::move(default_value)});
     return *this;
   }
-  OpDefBuilder& shape_fn(ShapeFn fn) { def_.shape_fn = std::move(fn); return *this; }
-  OpDefBuilder& grad(GradFn fn) { def_.grad = std::move(fn); return *this; }
+  OpDefBuilder& shape_fn(ShapeFn fn) {
+    def_.shape_fn = std::move(fn);
+    return *this;
+  }
+  OpDefBuilder& grad(GradFn fn) {
+    def_.grad = std::move(fn);
+    return *this;
+  }
   // Declares the op not differentiable, saying why (shown by `hub ops`).
-  OpDefBuilder& no_gradient(std::string reason) { def_.no_gradient = std::move(reason); return *this; }
-  OpDefBuilder& stateful() { def_.stateful = true; return *this; }
-  OpDefBuilder& in_place(int input, int output) { def_.in_place.emplace_back(input, output); return *this; }
-  OpDefBuilder& doc(std::string text) { def_.doc = std::move(text); return *this; }
+  OpDefBuilder& no_gradient(std::string reason) {
+    def_.no_gradient = std::move(reason);
+    return *this;
+  }
+  OpDefBuilder& stateful() {
+    def_.stateful = true;
+    return *this;
+  }
+  OpDefBuilder& in_place(int input, int output) {
+    def_.in_place.emplace_back(input, output);
+    return *this;
+  }
+  OpDefBuilder& doc(std::string text) {
+    def_.doc = std::move(text);
+    return *this;
+  }
   const OpDef& def() const { return def_; }
 
  private:

@@ -19,19 +19,16 @@ struct Named {
   const char* name;
   E value;
 };
-constexpr Named<ResampleMode> kModes[] = {{"nearest", ResampleMode::kNearest},
-                                        {"linear", ResampleMode::kLinear}};
-constexpr Named<CoordinateMode> kCoordinateModes[] = {
-    {"half_pixel", CoordinateMode::kHalfPixel},
-    {"pytorch_half_pixel", CoordinateMode::kPytorchHalfPixel},
-    {"align_corners", CoordinateMode::kAlignCorners},
-    {"asymmetric", CoordinateMode::kAsymmetric},
-    {"tf_half_pixel_for_nn", CoordinateMode::kTfHalfPixelForNn}};
-constexpr Named<NearestMode> kNearestModes[] = {
-    {"round_prefer_floor", NearestMode::kRoundPreferFloor},
-    {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
-    {"floor", NearestMode::kFloor},
-    {"ceil", NearestMode::kCeil}};
+constexpr Named<ResampleMode> kModes[] = {{"nearest", ResampleMode::kNearest}, {"linear", ResampleMode::kLinear}};
+constexpr Named<CoordinateMode> kCoordinateModes[] = {{"half_pixel", CoordinateMode::kHalfPixel},
+                                                      {"pytorch_half_pixel", CoordinateMode::kPytorchHalfPixel},
+                                                      {"align_corners", CoordinateMode::kAlignCorners},
+                                                      {"asymmetric", CoordinateMode::kAsymmetric},
+                                                      {"tf_half_pixel_for_nn", CoordinateMode::kTfHalfPixelForNn}};
+constexpr Named<NearestMode> kNearestModes[] = {{"round_prefer_floor", NearestMode::kRoundPreferFloor},
+                                                {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
+                                                {"floor", NearestMode::kFloor},
+                                                {"ceil", NearestMode::kCeil}};
 
 template <class E, size_t N>
 std::optional<E> lookup(const Named<E> (&table)[N], const std::string& text) {
@@ -66,21 +63,18 @@ std::string parse(const Attrs& attrs, Parsed* p) {
     const std::string& text = attrs.get_string(name);
     auto value = lookup(table, text);
     if (!value)
-      return std::string("attribute ") + name + " must be one of " + choices(table) + ", got \"" +
-             text + "\"";
+      return std::string("attribute ") + name + " must be one of " + choices(table) + ", got \"" + text + "\"";
     *out = *value;
     return "";
   };
   std::string error = string_attr("mode", kModes, &p->mode);
-  if (error.empty())
-    error = string_attr("coordinate_transformation_mode", kCoordinateModes, &p->coordinates);
+  if (error.empty()) error = string_attr("coordinate_transformation_mode", kCoordinateModes, &p->coordinates);
   if (error.empty()) error = string_attr("nearest_mode", kNearestModes, &p->nearest);
   if (!error.empty()) return error;
   p->scales = attrs.get_floats("scales");
   if (!p->scales.empty() && (p->scales.size() != 2 || !(p->scales[0] > 0) || !(p->scales[1] > 0) ||
                              !std::isfinite(p->scales[0]) || !std::isfinite(p->scales[1])))
-    return "attribute scales must be empty or [sh, sw] with positive finite entries, got " +
-           attr_to_string(p->scales);
+    return "attribute scales must be empty or [sh, sw] with positive finite entries, got " + attr_to_string(p->scales);
   return "";
 }
 
@@ -90,10 +84,8 @@ ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
   Parsed p;
   std::string error = parse(attrs, &p);
   HUB_CHECK(error.empty(), error);
-  const double sh =
-      p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
-  const double sw =
-      p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
+  const double sh = p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
+  const double sw = p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
   return {resample_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest),
           resample_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest)};
 }
@@ -142,8 +134,8 @@ std::vector<TensorSpec> resize_grad_shape_fn(const InferContext& c) {
   if (x[1] == 0 || x[2] == 0) c.fail("cannot resize an empty image " + c.input(0).to_string());
   const Shape out{x[0], p.oh, p.ow, x[3]};
   if (!c.shape(1).compatible_with(out))
-    c.fail("grad " + c.input(1).to_string() + " does not match the resized shape " +
-           out.to_string() + " of " + c.input(0).to_string());
+    c.fail("grad " + c.input(1).to_string() + " does not match the resized shape " + out.to_string() + " of " +
+           c.input(0).to_string());
   return {c.input(0)};
 }
 
@@ -162,8 +154,7 @@ OpDefBuilder resize_op(const char* name, int inputs, ShapeFn shape_fn) {
 const OpRegistrar resize_registration =
     resize_op("Resize", 1, resize_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{
-              c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
+          return std::vector<Output>{c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
         })
         .doc(
             "Resize NHWC images to size [OH,OW]: nearest or (bi)linear with ONNX's coordinate "

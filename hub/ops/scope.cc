@@ -53,17 +53,15 @@ std::string Scope::name(const std::string& base) const {
   return graph_->unique_name(prefix_.empty() ? base : prefix_ + "/" + base);
 }
 
-Output Scope::op(const std::string& op, std::vector<Output> inputs, const Attrs& attrs,
-                 const std::string& name) const {
+Output Scope::op(const std::string& op, std::vector<Output> inputs, const Attrs& attrs, const std::string& name) const {
   return graph_->add_node(op, this->name(name.empty() ? op : name), std::move(inputs), attrs);
 }
 
-std::vector<Output> Scope::op_n(const std::string& op, std::vector<Output> inputs,
-                                const Attrs& attrs, const std::string& name) const {
+std::vector<Output> Scope::op_n(const std::string& op, std::vector<Output> inputs, const Attrs& attrs,
+                                const std::string& name) const {
   Output first = this->op(op, std::move(inputs), attrs, name);
   std::vector<Output> outs;
-  for (int i = 0; i < static_cast<int>(graph_->node(first).outputs.size()); ++i)
-    outs.push_back(Output{first.node, i});
+  for (int i = 0; i < static_cast<int>(graph_->node(first).outputs.size()); ++i) outs.push_back(Output{first.node, i});
   return outs;
 }
 

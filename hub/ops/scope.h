@@ -23,7 +23,7 @@
 namespace hub {
 
 // Well-known collection keys.
-inline constexpr const char* kUpdateOps = "update_ops";              // run with each train step
+inline constexpr const char* kUpdateOps = "update_ops";  // run with each train step
 inline constexpr const char* kRegularizationLosses = "regularization_losses";
 
 class GraphBuilder {
@@ -69,8 +69,8 @@ class Scope {
   Output op(const std::string& op, std::vector<Output> inputs, const Attrs& attrs = {},
             const std::string& name = "") const;
   // Multi-output variant: all outputs of the new node.
-  std::vector<Output> op_n(const std::string& op, std::vector<Output> inputs,
-                           const Attrs& attrs = {}, const std::string& name = "") const;
+  std::vector<Output> op_n(const std::string& op, std::vector<Output> inputs, const Attrs& attrs = {},
+                           const std::string& name = "") const;
 
  private:
   GraphBuilder* graph_;

@@ -3,8 +3,8 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/reduction.h"
-#include "hub/ops/state.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/state.h"
 
 namespace hub {
 namespace {
@@ -140,7 +140,8 @@ CrossEntropy sparse_softmax_cross_entropy_with_logits(const Scope& s, Output log
   auto outs = s.op_n("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, name);
   return {outs[0], outs[1]};
 }
-Output one_hot(const Scope& s, Output indices, int64_t depth, float on_value, float off_value, const std::string& name) {
+Output one_hot(const Scope& s, Output indices, int64_t depth, float on_value, float off_value,
+               const std::string& name) {
   return s.op("OneHot", {indices}, Attrs().set("depth", depth).set("on_value", on_value).set("off_value", off_value),
               name);
 }
@@ -149,14 +150,15 @@ namespace {
 int64_t known_classes(const Scope& s, Output logits, const char* what) {
   const TensorSpec& spec = s.graph().spec(logits);
   if (spec.shape.rank() != 2 || spec.shape[1] < 0)
-    throw_error(Code::kInvalidArgument, std::string(what) + ": label smoothing needs logits [N, C] with C known, got '" +
+    throw_error(Code::kInvalidArgument, std::string(what) +
+                                            ": label smoothing needs logits [N, C] with C known, got '" +
                                             s.graph().tensor_name(logits) + "' " + spec.to_string());
   return spec.shape[1];
 }
 void check_smoothing(float ls, const char* what) {
   if (!(ls >= 0.0f && ls <= 1.0f))
-    throw_error(Code::kInvalidArgument, std::string(what) + ": label_smoothing " + std::to_string(ls) +
-                                            " must lie in [0, 1]");
+    throw_error(Code::kInvalidArgument,
+                std::string(what) + ": label_smoothing " + std::to_string(ls) + " must lie in [0, 1]");
 }
 }  // namespace
 

@@ -46,8 +46,8 @@ struct CrossEntropy {
 };
 CrossEntropy softmax_cross_entropy_with_logits(const Scope& s, Output logits, Output labels,
                                                const std::string& name = "SoftmaxCrossEntropyWithLogits");
-CrossEntropy sparse_softmax_cross_entropy_with_logits(
-    const Scope& s, Output logits, Output labels, const std::string& name = "SparseSoftmaxCrossEntropyWithLogits");
+CrossEntropy sparse_softmax_cross_entropy_with_logits(const Scope& s, Output logits, Output labels,
+                                                      const std::string& name = "SparseSoftmaxCrossEntropyWithLogits");
 Output one_hot(const Scope& s, Output indices, int64_t depth, float on_value = 1.0f, float off_value = 0.0f,
                const std::string& name = "OneHot");
 

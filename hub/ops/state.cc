@@ -1,6 +1,7 @@
 // Placeholder, Const, Variable: graph inputs with no gradient of their own
 // (autodiff stops at them). AssignMovingAverage: v <- v*decay + x*(1-decay).
 #include "hub/ops/state.h"
+
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -75,19 +76,22 @@ Output scalar(const Scope& s, float value, const std::string& name) {
 
 Output variable(const Scope& s, const std::string& name, const Shape& shape, const VariableOptions& o) {
   Attrs a;
-  a.set("dtype", o.dtype).set("shape", shape).set("trainable", o.trainable)
-      .set("initializer", o.initializer).set("init_params", o.init_params)
-      .set("init_mode", o.init_mode).set("init_distribution", o.init_distribution)
+  a.set("dtype", o.dtype)
+      .set("shape", shape)
+      .set("trainable", o.trainable)
+      .set("initializer", o.initializer)
+      .set("init_params", o.init_params)
+      .set("init_mode", o.init_mode)
+      .set("init_distribution", o.init_distribution)
       .set("seed", o.seed);
   std::string full = s.prefix().empty() ? name : s.prefix() + "/" + name;
   return s.graph().add_node("Variable", full, {}, a);
 }
 
-Output assign_moving_average(const Scope& s, Output variable, Output value, float decay,
-                             const std::string& name) {
+Output assign_moving_average(const Scope& s, Output variable, Output value, float decay, const std::string& name) {
   if (s.graph().node(variable).op != "Variable")
-    throw_error(Code::kInvalidArgument, "assign_moving_average: '" + s.graph().node(variable).name +
-                                            "' is not a Variable");
+    throw_error(Code::kInvalidArgument,
+                "assign_moving_average: '" + s.graph().node(variable).name + "' is not a Variable");
   Output out = s.op("AssignMovingAverage", {variable, value}, Attrs().set("decay", decay), name);
   s.graph().add_to_collection(kUpdateOps, s.graph().node(out).name);
   return out;

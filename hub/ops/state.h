@@ -15,7 +15,7 @@ Output constant(const Scope& s, const Tensor& value, const std::string& name = "
 Output scalar(const Scope& s, float value, const std::string& name = "Const");
 
 struct VariableOptions {
-  std::string initializer = "zeros";   // see hub/graph/variables.h initial_value()
+  std::string initializer = "zeros";  // see hub/graph/variables.h initial_value()
   std::vector<double> init_params;
   std::string init_mode = "fan_in";
   std::string init_distribution = "truncated_normal";
@@ -24,8 +24,7 @@ struct VariableOptions {
   DType dtype = DType::kFloat32;
 };
 // A variable named s.prefix()/name, whose value lives in the VariableStore.
-Output variable(const Scope& s, const std::string& name, const Shape& shape,
-                const VariableOptions& options = {});
+Output variable(const Scope& s, const std::string& name, const Shape& shape, const VariableOptions& options = {});
 
 // Side effect: variable = variable * decay + value * (1 - decay). Output: the
 // variable's new value. Run it as a target (it is listed in kUpdateOps).

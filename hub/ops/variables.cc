@@ -13,17 +13,15 @@ Tensor& VariableStore::at(const std::string& name) {
   return it->second;
 }
 
-const Tensor& VariableStore::at(const std::string& name) const {
-  return const_cast<VariableStore*>(this)->at(name);
-}
+const Tensor& VariableStore::at(const std::string& name) const { return const_cast<VariableStore*>(this)->at(name); }
 
 void VariableStore::set(const std::string& name, Tensor value) { vars_[name] = std::move(value); }
 
 void VariableStore::assign(const std::string& name, const Tensor& value) {
   Tensor& var = at(name);
   if (var.dtype() != value.dtype() || var.shape() != value.shape())
-    throw_error(Code::kInvalidArgument, "cannot assign " + value.spec_string() + " to variable '" +
-                                            name + "' of " + var.spec_string());
+    throw_error(Code::kInvalidArgument,
+                "cannot assign " + value.spec_string() + " to variable '" + name + "' of " + var.spec_string());
   std::memcpy(var.raw_data(), value.raw_data(), value.nbytes());
 }
 
@@ -62,8 +60,8 @@ Tensor initial_value(const Node& n, uint64_t graph_seed) {
   const Shape& shape = a.get_shape("shape");
   const std::string& init = a.get_string("initializer");
   const std::vector<double>& p = a.get_floats("init_params");
-  uint64_t seed = mix_seed(graph_seed, a.get_int("seed") != 0 ? static_cast<uint64_t>(a.get_int("seed"))
-                                                               : std::hash<std::string>{}(n.name));
+  uint64_t seed = mix_seed(
+      graph_seed, a.get_int("seed") != 0 ? static_cast<uint64_t>(a.get_int("seed")) : std::hash<std::string>{}(n.name));
   auto param = [&](size_t i, double def) { return i < p.size() ? p[i] : def; };
   Tensor t(dtype, shape);
   auto bad = [&](const std::string& why) {
@@ -91,7 +89,10 @@ Tensor initial_value(const Node& n, uint64_t graph_seed) {
     double scale = init == "glorot_normal" ? 1.0 : param(0, 1.0);
     std::string mode = init == "glorot_normal" ? "fan_avg" : a.get_string("init_mode");
     std::string dist = init == "glorot_normal" ? "truncated_normal" : a.get_string("init_distribution");
-    double fan = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : mode == "fan_avg" ? (fan_in + fan_out) / 2 : -1;
+    double fan = mode == "fan_in"    ? fan_in
+                 : mode == "fan_out" ? fan_out
+                 : mode == "fan_avg" ? (fan_in + fan_out) / 2
+                                     : -1;
     if (fan < 0) bad("init_mode must be fan_in, fan_out or fan_avg, got '" + mode + "'");
     scale /= std::max(1.0, fan);
     if (dist == "truncated_normal") {

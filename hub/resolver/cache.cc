@@ -29,9 +29,7 @@ namespace {
 constexpr const char* kTmp = ".tmp";
 constexpr const char* kRefs = "refs";
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -225,7 +223,8 @@ CacheLock CacheLock::acquire(const Cache& cache, const std::string& key, double 
       if (::renameat(root, name.c_str(), root, aside.c_str()) == 0) {
         if (read_small_at(root, aside).value_or("") != text) {
           // Someone else took it over first; put their lock back if possible.
-          if (::linkat(root, aside.c_str(), root, name.c_str(), 0) != 0) { /* theirs is gone: fine */ }
+          if (::linkat(root, aside.c_str(), root, name.c_str(), 0) != 0) { /* theirs is gone: fine */
+          }
         }
         ::unlinkat(root, aside.c_str(), 0);
       }
@@ -236,7 +235,9 @@ CacheLock CacheLock::acquire(const Cache& cache, const std::string& key, double 
 }
 
 CacheLock::CacheLock(CacheLock&& other) noexcept
-    : root_fd_(other.root_fd_), name_(std::move(other.name_)), token_(std::move(other.token_)),
+    : root_fd_(other.root_fd_),
+      name_(std::move(other.name_)),
+      token_(std::move(other.token_)),
       last_beat_(other.last_beat_) {
   other.root_fd_ = -1;
 }
@@ -474,8 +475,8 @@ void Cache::clean_stale_work(const std::string& key) const {
     std::string name = it.path().filename().string();
     bool old = false;
     std::error_code ec2;
-    auto t = fs::symlink_status(it.path(), ec2).type() == fs::file_type::symlink ? now
-                                                                                  : fs::last_write_time(it.path(), ec2);
+    auto t =
+        fs::symlink_status(it.path(), ec2).type() == fs::file_type::symlink ? now : fs::last_write_time(it.path(), ec2);
     if (!ec2 && now - t > std::chrono::hours(24)) old = true;
     if (name.rfind(key + ".", 0) != 0 && !old) continue;
     // <key>.<host>.<pid>.<random>

@@ -83,7 +83,7 @@ struct CacheEntry {
   // The foreign format the module was converted from (e.g. "tf_hub_module",
   // "onnx"; empty for a hub module archive) and the import options' text.
   std::string source_format, import_options;
-  uint64_t size = 0;            // archive bytes
+  uint64_t size = 0;  // archive bytes
   uint64_t unpacked_bytes = 0;
   uint64_t entries = 0;
 };

@@ -33,8 +33,8 @@ double env_double(const char* name, double fallback) {
   char* end = nullptr;
   double d = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(d >= 0)) {
-    throw_error(Code::kInvalidArgument, std::string("$") + name + "='" + printable(v, 80) +
-                                            "' is not a non-negative number");
+    throw_error(Code::kInvalidArgument,
+                std::string("$") + name + "='" + printable(v, 80) + "' is not a non-negative number");
   }
   return d;
 }
@@ -183,10 +183,10 @@ CurlFailure curl_failure(CURL* c, CURLcode rc, const std::string& what, const Fe
   const std::string detail = errbuf && errbuf[0] ? std::string(" (") + errbuf + ")" : "";
   switch (rc) {
     case CURLE_FILESIZE_EXCEEDED:
-      return {Code::kResourceExhausted,
-              what + ": Content-Length exceeds the download size limit of " + std::to_string(options.max_bytes) +
-                  " bytes",
-              false};
+      return {
+          Code::kResourceExhausted,
+          what + ": Content-Length exceeds the download size limit of " + std::to_string(options.max_bytes) + " bytes",
+          false};
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
       return {Code::kUnavailable, what + ": DNS lookup failed" + detail, true};
@@ -292,8 +292,7 @@ HttpReply http_call(const HttpCall& call, const FetchOptions& options) {
       if (call.method != "PUT") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, call.method.c_str());
       curl_easy_setopt(c, CURLOPT_READFUNCTION, &read_fd);
       curl_easy_setopt(c, CURLOPT_READDATA, &body_fd);
-      curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
-                       static_cast<curl_off_t>(std::filesystem::file_size(call.upload)));
+      curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(std::filesystem::file_size(call.upload)));
     } else if (call.method != "GET") {
       curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, call.method.c_str());
     }
@@ -303,8 +302,8 @@ HttpReply http_call(const HttpCall& call, const FetchOptions& options) {
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &progress);
     CURLcode rc = curl_easy_perform(c);
     if (sink.overflow)
-      throw_error(Code::kResourceExhausted, what + ": the response is larger than " +
-                                                std::to_string(call.max_response_bytes) + " bytes");
+      throw_error(Code::kResourceExhausted,
+                  what + ": the response is larger than " + std::to_string(call.max_response_bytes) + " bytes");
     std::optional<CurlFailure> fail;
     if (rc != CURLE_OK) {
       fail = curl_failure(c, rc, what, options, reply.body.size(), -1, errbuf);

@@ -23,8 +23,7 @@ namespace hub::resolver {
 namespace {
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
-    s.pop_back();
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   return s.substr(i);
@@ -33,8 +32,8 @@ std::string trim(std::string s) {
 // State of one HTTP attempt, shared with libcurl's callbacks.
 struct Attempt {
   int fd = -1;
-  uint64_t start = 0;     // file offset requested with Range (0 = whole body)
-  uint64_t written = 0;   // bytes of the file that are valid (prefix)
+  uint64_t start = 0;      // file offset requested with Range (0 = whole body)
+  uint64_t written = 0;    // bytes of the file that are valid (prefix)
   Sha256* hash = nullptr;  // covers bytes [0, written)
   uint64_t max_bytes = 0;
   const ProgressFn* progress = nullptr;
@@ -46,10 +45,10 @@ struct Attempt {
   std::string etag, last_modified, retry_after, content_range;
 
   bool body_started = false;
-  bool discard = false;         // error response: body not stored
+  bool discard = false;  // error response: body not stored
   bool size_exceeded = false;
-  bool bad_range = false;       // 206 for a range we did not ask for
-  bool restarted = false;       // 200 to a Range request: file truncated
+  bool bad_range = false;   // 206 for a range we did not ask for
+  bool restarted = false;   // 200 to a Range request: file truncated
   std::string write_error;  // why writing the file failed
   bool aborted = false;
 };
@@ -108,8 +107,7 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     if (at->status == 206) {
       // "bytes START-END/TOTAL": must continue exactly where our file ends.
       unsigned long long first = 0;
-      if (std::sscanf(at->content_range.c_str(), "bytes %llu-", &first) != 1 ||
-          first != at->start) {
+      if (std::sscanf(at->content_range.c_str(), "bytes %llu-", &first) != 1 || first != at->start) {
         at->bad_range = true;
         return 0;
       }
@@ -159,12 +157,12 @@ struct SlistDeleter {
 
 class CurlFetcher final : public Fetcher {
  public:
-  FetchResult fetch(const std::string& url, const std::filesystem::path& dest,
-                    const FetchOptions& options, const ProgressFn& progress) override;
+  FetchResult fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
+                    const ProgressFn& progress) override;
 };
 
-FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::path& dest,
-                               const FetchOptions& options, const ProgressFn& progress) {
+FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
+                               const ProgressFn& progress) {
   Fd fd = open_fd(dest, O_RDWR | O_CREAT | O_TRUNC, 0644);
 
   CurlPtr curl = new_curl();
@@ -256,24 +254,22 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
         fail = http_status_failure(status, where, at.retry_after);
       }
     } else if (rc == CURLE_WRITE_ERROR && at.size_exceeded) {
-      fail = CurlFailure{Code::kResourceExhausted,
-                         where + ": body exceeds the download size limit of " + std::to_string(options.max_bytes) +
-                             " bytes",
-                         false};
+      fail = CurlFailure{
+          Code::kResourceExhausted,
+          where + ": body exceeds the download size limit of " + std::to_string(options.max_bytes) + " bytes", false};
     } else if (rc == CURLE_WRITE_ERROR && at.bad_range) {
       validator.clear();
-      fail = CurlFailure{Code::kUnavailable,
-                         where + ": server answered the range request with Content-Range '" +
-                             printable(at.content_range, 100) + "'",
-                         true};
+      fail = CurlFailure{
+          Code::kUnavailable,
+          where + ": server answered the range request with Content-Range '" + printable(at.content_range, 100) + "'",
+          true};
     } else if (rc == CURLE_WRITE_ERROR) {
       fail = CurlFailure{Code::kIOError, "writing " + dest.string() + ": " + at.write_error, false};
     } else if (rc == CURLE_UNSUPPORTED_PROTOCOL && effective != url) {
-      fail = CurlFailure{Code::kPermissionDenied, where + ": redirect to a scheme other than http/https refused",
-                         false};
+      fail =
+          CurlFailure{Code::kPermissionDenied, where + ": redirect to a scheme other than http/https refused", false};
     } else {
-      const int64_t total =
-          at.content_length >= 0 ? static_cast<int64_t>(at.start) + at.content_length : int64_t{-1};
+      const int64_t total = at.content_length >= 0 ? static_cast<int64_t>(at.start) + at.content_length : int64_t{-1};
       fail = curl_failure(c, rc, where, options, at.written, total, errbuf);
     }
     if (!fail->transient || attempt > options.max_retries) {

@@ -44,16 +44,16 @@
 namespace hub::resolver {
 
 struct FetchOptions {
-  double connect_timeout_s = 30;     // $HUB_FETCH_CONNECT_TIMEOUT
+  double connect_timeout_s = 30;  // $HUB_FETCH_CONNECT_TIMEOUT
   // Abort when fewer than low_speed_limit bytes/s arrive for low_speed_time_s.
-  double low_speed_time_s = 30;      // $HUB_FETCH_LOW_SPEED_TIME
-  uint64_t low_speed_limit = 1024;   // bytes per second
+  double low_speed_time_s = 30;     // $HUB_FETCH_LOW_SPEED_TIME
+  uint64_t low_speed_limit = 1024;  // bytes per second
   int max_redirects = 10;
-  int max_retries = 4;               // $HUB_FETCH_RETRIES (attempts = 1 + retries)
-  double backoff_initial_s = 0.5;    // doubled after each retry ...
-  double backoff_max_s = 30;         // ... up to this; also caps Retry-After
+  int max_retries = 4;                     // $HUB_FETCH_RETRIES (attempts = 1 + retries)
+  double backoff_initial_s = 0.5;          // doubled after each retry ...
+  double backoff_max_s = 30;               // ... up to this; also caps Retry-After
   uint64_t max_bytes = uint64_t{4} << 30;  // $HUB_FETCH_MAX_BYTES (4 GiB)
-  std::string user_agent;            // empty = "hub/<HUB_VERSION>"
+  std::string user_agent;                  // empty = "hub/<HUB_VERSION>"
   // PEM file of the CAs to trust for https, instead of the system bundle
   // (/etc/ssl/certs/ca-certificates.crt); empty = the system bundle.
   // $SSL_CERT_FILE, the variable OpenSSL-based tools use for the same purpose
@@ -67,7 +67,7 @@ struct FetchOptions {
 
 struct FetchResult {
   uint64_t bytes = 0;
-  std::string sha256;        // lower-case hex of the whole body
+  std::string sha256;         // lower-case hex of the whole body
   std::string effective_url;  // after redirects
   int attempts = 0;           // HTTP requests made for the body (1 = no retry)
   bool resumed = false;       // a Range request continued a partial body
@@ -80,8 +80,8 @@ using ProgressFn = std::function<bool(uint64_t now, uint64_t total)>;
 class Fetcher {
  public:
   virtual ~Fetcher() = default;
-  virtual FetchResult fetch(const std::string& url, const std::filesystem::path& dest,
-                            const FetchOptions& options, const ProgressFn& progress) = 0;
+  virtual FetchResult fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
+                            const ProgressFn& progress) = 0;
 
   // The process-wide libcurl fetcher.
   static Fetcher& default_fetcher();

@@ -162,8 +162,7 @@ std::optional<fs::path> foreign_root(const fs::path& dir) {
     only = e.path();
     if (++count > 1) return std::nullopt;
   }
-  if (count == 1 && fs::is_directory(fs::symlink_status(only, ec)) &&
-      interop::recognize_format(only.string()))
+  if (count == 1 && fs::is_directory(fs::symlink_status(only, ec)) && interop::recognize_format(only.string()))
     return only;
   return std::nullopt;
 }
@@ -212,11 +211,11 @@ class RemoveOnExit {
 struct Archive {
   std::string key;
   bool http = false;
-  std::string url;        // http(s) URL, or the local archive's path as text
-  fs::path local;         // local archive
-  std::string expected;   // expected SHA-256, or empty
+  std::string url;       // http(s) URL, or the local archive's path as text
+  fs::path local;        // local archive
+  std::string expected;  // expected SHA-256, or empty
   // Descriptor fields beyond the common ones.
-  std::string handle;     // recorded handle (redacted)
+  std::string handle;  // recorded handle (redacted)
   std::string registry, version;
 };
 
@@ -265,8 +264,8 @@ class Resolve {
     }
     if (S_ISDIR(st.st_mode)) {
       if (!expected.empty()) {
-        throw_error(Code::kInvalidArgument, "a sha256 was given but " + local.string() +
-                                                " is a directory (digests apply to archives)");
+        throw_error(Code::kInvalidArgument,
+                    "a sha256 was given but " + local.string() + " is a directory (digests apply to archives)");
       }
       result_.dir = fs::absolute(local).lexically_normal();
       if (validate_local) validate(result_.dir);
@@ -287,8 +286,10 @@ class Resolve {
   std::string key(const std::string& base) const { return import_cache_key(base, import_key_); }
 
   void validate(const fs::path& dir) const {
-    if (o_.validator) o_.validator(dir);
-    else load_module_spec(dir.string());
+    if (o_.validator)
+      o_.validator(dir);
+    else
+      load_module_spec(dir.string());
   }
 
   [[noreturn]] void offline_miss(const std::string& what) {
@@ -319,13 +320,14 @@ class Resolve {
     RegistryModule m = reg.resolve(name);
     if (m.version.empty() || !is_sha256_hex(m.sha256))
       throw_error(Code::kCorruption, "registry " + id + " gave no version or no valid sha256 for " + name);
-    const std::string digest = merge_digest(expected, to_lower(m.sha256), "recorded by the registry " + id, Code::kDataLoss);
+    const std::string digest =
+        merge_digest(expected, to_lower(m.sha256), "recorded by the registry " + id, Code::kDataLoss);
     const std::string concrete = m.name + "@" + m.version;
     result_.resolved = concrete;
     const std::string k = key(registry_cache_key(id, concrete, digest));
     Resolution r = install({k, is_http_url(m.url), m.url,
-                            starts_with_ci(m.url, "file://") ? file_url_path(m.url) : fs::path(m.url), digest,
-                            concrete, id, m.version});
+                            starts_with_ci(m.url, "file://") ? file_url_path(m.url) : fs::path(m.url), digest, concrete,
+                            id, m.version});
     cache().write_ref({name, id, m.version, digest, ""});
     return r;
   }
@@ -368,8 +370,7 @@ class Resolve {
     }
 
     c.create();
-    CacheLock lock =
-        CacheLock::acquire(c, a.key, o_.lock_stale_s, o_.lock_poll_s, [&] { return hit().has_value(); });
+    CacheLock lock = CacheLock::acquire(c, a.key, o_.lock_stale_s, o_.lock_poll_s, [&] { return hit().has_value(); });
     if (!lock.held()) return done(*hit(), true);
     if (auto sha = hit()) return done(*sha, true);
     c.clean_stale_work(a.key);
@@ -447,14 +448,10 @@ class Resolve {
     if (a.http) fs::remove(archive, ec);
 
     nlohmann::json desc = {
-        {"handle", a.handle},
-        {"url", redact_credentials(fr.effective_url.empty() ? a.url : fr.effective_url)},
-        {"fetched_at", utc_now()},
-        {"sha256", fr.sha256},
-        {"size", fr.bytes},
-        {"unpacked_bytes", ur.total_bytes},
-        {"entries", ur.entries},
-        {"tree_sha256", tree_sha256(staging / "module")},
+        {"handle", a.handle},      {"url", redact_credentials(fr.effective_url.empty() ? a.url : fr.effective_url)},
+        {"fetched_at", utc_now()}, {"sha256", fr.sha256},
+        {"size", fr.bytes},        {"unpacked_bytes", ur.total_bytes},
+        {"entries", ur.entries},   {"tree_sha256", tree_sha256(staging / "module")},
     };
     if (!a.registry.empty()) {
       desc["registry"] = a.registry;
@@ -516,8 +513,7 @@ bool is_archive_file(const fs::path& path) {
   Fd guard(fd);
   char head[263] = {};
   const ssize_t n = ::pread(fd, head, sizeof head, 0);
-  if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b)
-    return true;
+  if (n >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return true;
   return n == static_cast<ssize_t>(sizeof head) && std::memcmp(head + 257, "ustar", 5) == 0;
 }
 

@@ -2,27 +2,27 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <zlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
-#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "hub/core/interrupt.h"
 #include "hub/core/text.h"
-#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -289,11 +289,16 @@ std::string join(const std::vector<std::string>& parts, size_t n) {
 
 const char* type_name(mode_t type) {
   switch (type) {
-    case AE_IFCHR: return "character device";
-    case AE_IFBLK: return "block device";
-    case AE_IFIFO: return "FIFO";
-    case AE_IFSOCK: return "socket";
-    default: return "unknown file type";
+    case AE_IFCHR:
+      return "character device";
+    case AE_IFBLK:
+      return "block device";
+    case AE_IFIFO:
+      return "FIFO";
+    case AE_IFSOCK:
+      return "socket";
+    default:
+      return "unknown file type";
   }
 }
 
@@ -310,16 +315,14 @@ struct CheckedEntry {
 // Applies every per-entry rule and the caps; keeps the state the rules need.
 class EntryChecker {
  public:
-  EntryChecker(std::string name, const UnpackLimits& limits)
-      : name_(std::move(name)), limits_(limits) {}
+  EntryChecker(std::string name, const UnpackLimits& limits) : name_(std::move(name)), limits_(limits) {}
 
   CheckedEntry check(struct archive_entry* e) {
     const char* raw_c = archive_entry_pathname(e);
     const std::string raw = raw_c ? raw_c : "";
     const std::string shown = printable(raw, 300);  // names go into messages escaped
     if (++entries_ > limits_.max_entries) {
-      fail(Code::kResourceExhausted,
-           "more than " + std::to_string(limits_.max_entries) + " entries (archive bomb?)");
+      fail(Code::kResourceExhausted, "more than " + std::to_string(limits_.max_entries) + " entries (archive bomb?)");
     }
     CheckedEntry out;
     out.path = normalize(raw, "entry");
@@ -333,8 +336,7 @@ class EntryChecker {
     for (size_t i = 1; i < parts.size(); ++i) {
       std::string prefix = join(parts, i);
       if (symlinks_.count(prefix)) {
-        fail(Code::kPermissionDenied,
-             "unsafe entry '" + shown + "': path passes through symlink '" + prefix + "'");
+        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': path passes through symlink '" + prefix + "'");
       }
       if (files_.count(prefix)) {
         fail(Code::kCorruption, "entry '" + shown + "' is below regular file '" + prefix + "'");
@@ -352,7 +354,8 @@ class EntryChecker {
       if (archive_entry_size(e) > 0) {
         fail(Code::kPermissionDenied, "hard link '" + shown + "' carries " + std::to_string(archive_entry_size(e)) +
                                           " bytes of data; a hard link entry must not (other tools would write "
-                                          "them into '" + printable(hl, 300) + "')");
+                                          "them into '" +
+                                          printable(hl, 300) + "')");
       }
       out.target = target;
     } else if (type == AE_IFREG) {
@@ -373,8 +376,7 @@ class EntryChecker {
       check_symlink_target(shown, parts, target);
       out.target = target;
     } else {
-      fail(Code::kPermissionDenied,
-           std::string("unsafe entry '") + shown + "': " + type_name(type) + " not allowed");
+      fail(Code::kPermissionDenied, std::string("unsafe entry '") + shown + "': " + type_name(type) + " not allowed");
     }
     if (out.kind != Kind::kDir) {
       if (!names_.insert(out.path).second || dirs_.count(out.path)) {
@@ -404,16 +406,14 @@ class EntryChecker {
   // Data actually produced beyond what headers declared (a lying header).
   void add_bytes(uint64_t n, const std::string& raw) {
     if (n > limits_.max_total_bytes || total_ > limits_.max_total_bytes - n) {
-      fail(Code::kResourceExhausted,
-           "entry '" + raw + "' (" + human_bytes(n) + ") takes the unpacked size over the limit of " +
-               human_bytes(limits_.max_total_bytes) + " (archive bomb?)");
+      fail(Code::kResourceExhausted, "entry '" + raw + "' (" + human_bytes(n) +
+                                         ") takes the unpacked size over the limit of " +
+                                         human_bytes(limits_.max_total_bytes) + " (archive bomb?)");
     }
     total_ += n;
   }
 
-  [[noreturn]] void fail(Code code, const std::string& what) const {
-    throw_error(code, name_ + ": " + what);
-  }
+  [[noreturn]] void fail(Code code, const std::string& what) const { throw_error(code, name_ + ": " + what); }
 
   uint64_t entries() const { return entries_; }
   uint64_t total() const { return total_; }
@@ -437,8 +437,7 @@ class EntryChecker {
     }
     if (parts.size() > kMaxPathComponents) {
       fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': " + std::to_string(parts.size()) +
-                                        " path components (the limit is " + std::to_string(kMaxPathComponents) +
-                                        ")");
+                                        " path components (the limit is " + std::to_string(kMaxPathComponents) + ")");
     }
     return join(parts, parts.size());
   }
@@ -450,8 +449,7 @@ class EntryChecker {
     for (unsigned char c : raw) {
       if (c < 0x20 || c == 0x7f)
         fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': control character in the " + what + " name");
-      if (c == '\\')
-        fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': backslash in the " + what + " name");
+      if (c == '\\') fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': backslash in the " + what + " name");
     }
     if (invalid_utf8_at(raw) != std::string::npos)
       fail(Code::kPermissionDenied, "unsafe entry '" + shown + "': the " + what + " name is not valid UTF-8");
@@ -503,8 +501,7 @@ class RemoveOnFailure {
 };
 
 std::string random_suffix() {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          static_cast<uint64_t>(::getpid()) << 20);
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()) << 20);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
   return buf;
@@ -538,8 +535,7 @@ void hoist_single_top_dir(const fs::path& dest) {
 }
 
 // The kernel's view: every symlink must resolve to something inside `root`.
-void check_symlinks_resolve_inside(const fs::path& root, const EntryChecker& checker,
-                                   const std::string& name) {
+void check_symlinks_resolve_inside(const fs::path& root, const EntryChecker& checker, const std::string& name) {
   if (checker.symlinks().empty()) return;
   char buf[PATH_MAX];
   if (!::realpath(root.c_str(), buf)) {
@@ -550,16 +546,14 @@ void check_symlinks_resolve_inside(const fs::path& root, const EntryChecker& che
     if (!it.is_symlink()) continue;
     std::string rel = it.path().lexically_relative(root).string();
     if (!::realpath(it.path().c_str(), buf)) {
-      throw_error(Code::kPermissionDenied,
-                  name + ": unsafe entry '" + rel + "': symlink to '" +
-                      fs::read_symlink(it.path()).string() +
-                      "' does not resolve inside the module (" + errno_text(errno) + ")");
+      throw_error(Code::kPermissionDenied, name + ": unsafe entry '" + rel + "': symlink to '" +
+                                               fs::read_symlink(it.path()).string() +
+                                               "' does not resolve inside the module (" + errno_text(errno) + ")");
     }
     std::string real = buf;
     if (real != real_root && real.compare(0, real_root.size() + 1, real_root + "/") != 0) {
       throw_error(Code::kPermissionDenied, name + ": unsafe entry '" + rel + "': symlink to '" +
-                                               fs::read_symlink(it.path()).string() +
-                                               "' points outside the module");
+                                               fs::read_symlink(it.path()).string() + "' points outside the module");
     }
   }
 }
@@ -572,8 +566,7 @@ void make_dir(const fs::path& p, const std::string& name, const std::string& rel
               name + ": cannot create directory '" + rel + "': " + errno_text(err));
 }
 
-void make_parents(const fs::path& dest, const std::string& rel, std::set<std::string>& made,
-                  const std::string& name) {
+void make_parents(const fs::path& dest, const std::string& rel, std::set<std::string>& made, const std::string& name) {
   std::vector<std::string> parts = split_path(rel);
   for (size_t i = 1; i < parts.size(); ++i) {
     std::string prefix = join(parts, i);
@@ -586,8 +579,7 @@ void make_parents(const fs::path& dest, const std::string& rel, std::set<std::st
 void extract_file(struct archive* a, TarStream& stream, const fs::path& dest, const CheckedEntry& ce,
                   EntryChecker& checker, const std::string& name) {
   fs::path full = dest / ce.path;
-  int raw = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   ce.executable ? 0755 : 0644);
+  int raw = ::open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, ce.executable ? 0755 : 0644);
   if (raw < 0) {
     int err = errno;
     throw_error(err == EEXIST ? Code::kCorruption : Code::kIOError,
@@ -629,9 +621,8 @@ void extract_file(struct archive* a, TarStream& stream, const fs::path& dest, co
 void check_end_marker(struct archive* a, la_int64_t before, const EntryChecker& checker) {
   const la_int64_t after = archive_filter_bytes(a, 0);
   if (after - before < 1024) {
-    checker.fail(Code::kCorruption,
-                 "truncated archive: data ends after " + std::to_string(checker.entries()) +
-                     " entries without the end-of-archive marker");
+    checker.fail(Code::kCorruption, "truncated archive: data ends after " + std::to_string(checker.entries()) +
+                                        " entries without the end-of-archive marker");
   }
 }
 
@@ -681,13 +672,11 @@ void check_module_pb_present(const fs::path& dir) {
   }
 }
 
-UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
-                            const UnpackOptions& options) {
+UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest, const UnpackOptions& options) {
   const std::string name = options.display_name.empty() ? archive.string() : options.display_name;
   if (::mkdir(dest.c_str(), 0755) != 0) {
     throw_error(errno == EEXIST ? Code::kAlreadyExists : Code::kIOError,
-                name + ": cannot create unpack directory " + dest.string() + ": " +
-                    errno_text(errno));
+                name + ": cannot create unpack directory " + dest.string() + ": " + errno_text(errno));
   }
   RemoveOnFailure guard(dest);
   TarStream stream(archive, name, max_stream_bytes(options.limits));
@@ -712,14 +701,12 @@ UnpackResult unpack_archive(const fs::path& archive, const fs::path& dest,
         break;
       case Kind::kSymlink:
         if (::symlink(ce.target.c_str(), full.c_str()) != 0) {
-          throw_error(Code::kIOError,
-                      name + ": cannot create symlink '" + ce.path + "': " + errno_text(errno));
+          throw_error(Code::kIOError, name + ": cannot create symlink '" + ce.path + "': " + errno_text(errno));
         }
         break;
       case Kind::kHardlink:
         if (::link((dest / ce.target).c_str(), full.c_str()) != 0) {
-          throw_error(Code::kIOError,
-                      name + ": cannot create hard link '" + ce.path + "': " + errno_text(errno));
+          throw_error(Code::kIOError, name + ": cannot create hard link '" + ce.path + "': " + errno_text(errno));
         }
         break;
       case Kind::kSkip:

@@ -92,8 +92,7 @@ struct UnpackResult {
 //   kResourceExhausted total size or entry count over the limits
 //   kIOError           the local file system failed (disk full, ...)
 // On any error `dest` does not exist afterwards.
-UnpackResult unpack_archive(const std::filesystem::path& archive,
-                            const std::filesystem::path& dest,
+UnpackResult unpack_archive(const std::filesystem::path& archive, const std::filesystem::path& dest,
                             const UnpackOptions& options = {});
 
 // Reads every header of `archive` and applies the same entry checks and caps
@@ -102,7 +101,6 @@ UnpackResult unpack_archive(const std::filesystem::path& archive,
 // on a tree, but fails with kCorruption when no `module.pb` regular file is
 // present at the root or under a single top-level directory (when
 // options.validate). Useful for checking an upload before storing it.
-UnpackResult inspect_archive(const std::filesystem::path& archive,
-                             const UnpackOptions& options = {});
+UnpackResult inspect_archive(const std::filesystem::path& archive, const UnpackOptions& options = {});
 
 }  // namespace hub::resolver

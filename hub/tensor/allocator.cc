@@ -34,8 +34,7 @@ std::shared_ptr<Storage> PoolAllocator::allocate(size_t bytes) {
   }
   if (!p) {
     p = std::aligned_alloc(kTensorAlignment, rounded);
-    if (!p)
-      throw_error(Code::kResourceExhausted, "out of memory allocating " + std::to_string(bytes) + " bytes");
+    if (!p) throw_error(Code::kResourceExhausted, "out of memory allocating " + std::to_string(bytes) + " bytes");
     std::lock_guard<std::mutex> lock(state_->mu);
     ++state_->system_allocations;
     state_->bytes_held += static_cast<int64_t>(rounded);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "hub/core/fileio.h"
@@ -17,11 +17,16 @@ constexpr size_t kMagicLen = 6;
 
 std::string_view descr_of(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "<f4";
-    case DType::kInt32: return "<i4";
-    case DType::kInt64: return "<i8";
-    case DType::kUInt8: return "|u1";
-    case DType::kBool: return "|b1";
+    case DType::kFloat32:
+      return "<f4";
+    case DType::kInt32:
+      return "<i4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kUInt8:
+      return "|u1";
+    case DType::kBool:
+      return "|b1";
   }
   return "?";
 }
@@ -47,8 +52,8 @@ class HeaderParser {
     return false;
   }
   void expect(char c) {
-    if (!consume(c)) corrupt(source_, std::string("header: expected '") + c + "' at " + std::to_string(i_) +
-                                          " in " + std::string(s_));
+    if (!consume(c))
+      corrupt(source_, std::string("header: expected '") + c + "' at " + std::to_string(i_) + " in " + std::string(s_));
   }
   std::string string_literal() {
     skip_ws();
@@ -88,7 +93,8 @@ std::string encode_npy(const Tensor& t) {
   if (!t.defined() || t.device() != Device::kCPU)
     throw_error(Code::kInvalidArgument, "encode_npy: tensor is undefined or not on the CPU");
   std::string dict = "{'descr': '" + std::string(descr_of(t.dtype())) + "', 'fortran_order': False, 'shape': (";
-  for (int i = 0; i < t.rank(); ++i) dict += std::to_string(t.shape()[i]) + (t.rank() == 1 ? "," : i + 1 < t.rank() ? ", " : "");
+  for (int i = 0; i < t.rank(); ++i)
+    dict += std::to_string(t.shape()[i]) + (t.rank() == 1 ? "," : i + 1 < t.rank() ? ", " : "");
   dict += "), }";
   // Version 1.0 when the header length fits in u16.
   int major = 1;
@@ -118,18 +124,21 @@ Tensor decode_npy(std::string_view bytes, const std::string& source) {
     corrupt(source, "not a .npy file (no \\x93NUMPY magic)");
   int major = static_cast<unsigned char>(bytes[6]);
   size_t len_bytes;
-  if (major == 1) len_bytes = 2;
-  else if (major == 2 || major == 3) len_bytes = 4;
-  else corrupt(source, "unsupported format version " + std::to_string(major) + "." +
-                           std::to_string(static_cast<unsigned char>(bytes[7])));
+  if (major == 1)
+    len_bytes = 2;
+  else if (major == 2 || major == 3)
+    len_bytes = 4;
+  else
+    corrupt(source, "unsupported format version " + std::to_string(major) + "." +
+                        std::to_string(static_cast<unsigned char>(bytes[7])));
   if (bytes.size() < kMagicLen + 2 + len_bytes) corrupt(source, "truncated header");
   size_t hlen = 0;
   for (size_t i = 0; i < len_bytes; ++i)
     hlen |= static_cast<size_t>(static_cast<unsigned char>(bytes[kMagicLen + 2 + i])) << (8 * i);
   size_t data_start = kMagicLen + 2 + len_bytes + hlen;
   if (data_start > bytes.size())
-    corrupt(source, "header length " + std::to_string(hlen) + " exceeds the file (" +
-                        std::to_string(bytes.size()) + " bytes)");
+    corrupt(source,
+            "header length " + std::to_string(hlen) + " exceeds the file (" + std::to_string(bytes.size()) + " bytes)");
   HeaderParser p(bytes.substr(kMagicLen + 2 + len_bytes, hlen), source);
   std::string descr;
   std::optional<bool> fortran;
@@ -170,14 +179,19 @@ Tensor decode_npy(std::string_view bytes, const std::string& source) {
                                             "': fortran_order arrays are not supported; save a C-order "
                                             "array (numpy.ascontiguousarray)");
   DType dtype;
-  if (descr == "<f4") dtype = DType::kFloat32;
-  else if (descr == "<i4") dtype = DType::kInt32;
-  else if (descr == "<i8") dtype = DType::kInt64;
-  else if (descr == "|u1" || descr == "<u1") dtype = DType::kUInt8;
-  else if (descr == "|b1") dtype = DType::kBool;
+  if (descr == "<f4")
+    dtype = DType::kFloat32;
+  else if (descr == "<i4")
+    dtype = DType::kInt32;
+  else if (descr == "<i8")
+    dtype = DType::kInt64;
+  else if (descr == "|u1" || descr == "<u1")
+    dtype = DType::kUInt8;
+  else if (descr == "|b1")
+    dtype = DType::kBool;
   else
-    throw_error(Code::kInvalidArgument, "npy file '" + source + "': dtype '" + descr +
-                                            "' is not supported (use <f4, <i4, <i8, |u1 or |b1)");
+    throw_error(Code::kInvalidArgument,
+                "npy file '" + source + "': dtype '" + descr + "' is not supported (use <f4, <i4, <i8, |u1 or |b1)");
   Shape shape(*dims);
   uint64_t count = 1;
   for (int64_t d : *dims) {
@@ -187,8 +201,8 @@ Tensor decode_npy(std::string_view bytes, const std::string& source) {
   }
   uint64_t need = count * dtype_size(dtype);
   if (bytes.size() - data_start != need)
-    corrupt(source, "data is " + std::to_string(bytes.size() - data_start) + " bytes, shape " +
-                        shape.to_string() + " of " + std::string(descr) + " needs " + std::to_string(need));
+    corrupt(source, "data is " + std::to_string(bytes.size() - data_start) + " bytes, shape " + shape.to_string() +
+                        " of " + std::string(descr) + " needs " + std::to_string(need));
   Tensor t(dtype, shape);
   if (need) std::memcpy(t.raw_data(), bytes.data() + data_start, need);
   if (dtype == DType::kBool) {

@@ -8,22 +8,32 @@ namespace hub {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return 4;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kUInt8: return 1;
-    case DType::kBool: return 1;
+    case DType::kFloat32:
+      return 4;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kUInt8:
+      return 1;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "float32";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kUInt8: return "uint8";
-    case DType::kBool: return "bool";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kBool:
+      return "bool";
   }
   return "invalid";
 }
@@ -42,8 +52,7 @@ int64_t Shape::dim(int i) const {
   int r = rank();
   int j = i < 0 ? i + r : i;
   if (j < 0 || j >= r)
-    throw_error(Code::kInvalidArgument,
-                "dimension " + std::to_string(i) + " out of range for shape " + to_string());
+    throw_error(Code::kInvalidArgument, "dimension " + std::to_string(i) + " out of range for shape " + to_string());
   return dims_[j];
 }
 
@@ -56,8 +65,7 @@ bool Shape::is_fully_defined() const {
 int64_t Shape::num_elements() const {
   int64_t n = 1;
   for (int64_t d : dims_) {
-    if (d < 0)
-      throw_error(Code::kInvalidArgument, "shape " + to_string() + " is not fully defined");
+    if (d < 0) throw_error(Code::kInvalidArgument, "shape " + to_string() + " is not fully defined");
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
       throw_error(Code::kInvalidArgument, "shape " + to_string() + " has too many elements");
     n *= d;
@@ -87,13 +95,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (int i = 0; i < r; ++i) {
     int ia = a.rank() - r + i, ib = b.rank() - r + i;
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-    if (da == 1) out[i] = db;
-    else if (db == 1) out[i] = da;
-    else if (da < 0 || db < 0) out[i] = da < 0 ? db : da;  // unknown vs n: assume n
-    else if (da == db) out[i] = da;
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (da < 0 || db < 0)
+      out[i] = da < 0 ? db : da;  // unknown vs n: assume n
+    else if (da == db)
+      out[i] = da;
     else
-      throw_error(Code::kInvalidArgument, "shapes " + a.to_string() + " and " + b.to_string() +
-                                              " are not broadcast-compatible");
+      throw_error(Code::kInvalidArgument,
+                  "shapes " + a.to_string() + " and " + b.to_string() + " are not broadcast-compatible");
   }
   return Shape(out);
 }
@@ -103,8 +115,7 @@ std::shared_ptr<Storage> allocate_cpu_storage(size_t bytes) {
   size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (rounded == 0) rounded = kTensorAlignment;
   s->data = std::aligned_alloc(kTensorAlignment, rounded);
-  if (!s->data)
-    throw_error(Code::kResourceExhausted, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (!s->data) throw_error(Code::kResourceExhausted, "out of memory allocating " + std::to_string(bytes) + " bytes");
   s->bytes = bytes;
   s->release = [](Storage& st) { std::free(st.data); };
   return s;
@@ -176,22 +187,19 @@ void Tensor::fill(double value) {
   });
 }
 
-std::string Tensor::spec_string() const {
-  return std::string(dtype_name(dtype_)) + shape_.to_string();
-}
+std::string Tensor::spec_string() const { return std::string(dtype_name(dtype_)) + shape_.to_string(); }
 
 void Tensor::check_type(DType requested) const {
   if (!defined()) throw_error(Code::kFailedPrecondition, "access to an undefined tensor");
   if (requested != dtype_)
-    throw_error(Code::kInvalidArgument, "tensor is " + spec_string() + ", accessed as " +
-                                            std::string(dtype_name(requested)));
+    throw_error(Code::kInvalidArgument,
+                "tensor is " + spec_string() + ", accessed as " + std::string(dtype_name(requested)));
 }
 
 bool identical(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 }  // namespace hub

@@ -7,8 +7,8 @@
 // synchronized: concurrent writes to shared storage are the caller's problem.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,8 +57,12 @@ class Tensor {
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t offset = 0);
 
   static Tensor zeros(DType dtype, Shape shape);
-  template <class T> static Tensor from_vector(Shape shape, const std::vector<T>& values);
-  template <class T> static Tensor scalar(T value) { return from_vector<T>(Shape{}, {value}); }
+  template <class T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  template <class T>
+  static Tensor scalar(T value) {
+    return from_vector<T>(Shape{}, {value});
+  }
   // Convenience for tests and examples: float32 vector of the given values.
   static Tensor floats(std::initializer_list<float> values);
 
@@ -77,16 +81,20 @@ class Tensor {
     return static_cast<char*>(storage_->data) + offset_;
   }
   const void* raw_data() const { return static_cast<const char*>(storage_->data) + offset_; }
-  template <class T> T* data() {
+  template <class T>
+  T* data() {
     check_type(dtype_of<T>);
     return static_cast<T*>(raw_data());
   }
-  template <class T> const T* data() const {
+  template <class T>
+  const T* data() const {
     check_type(dtype_of<T>);
     return static_cast<const T*>(raw_data());
   }
-  template <class T> T item() const;
-  template <class T> std::vector<T> to_vector() const;
+  template <class T>
+  T item() const;
+  template <class T>
+  std::vector<T> to_vector() const;
 
   // View with a new shape of the same element count (one dim may be -1).
   Tensor reshaped(Shape shape) const;
@@ -113,23 +121,26 @@ class Tensor {
 // Bitwise equality of dtype, shape and contents.
 bool identical(const Tensor& a, const Tensor& b);
 
-template <class T> Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+template <class T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
   Tensor t(dtype_of<T>, std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.num_elements())
-    throw_error(Code::kInvalidArgument, "Tensor::from_vector: " + std::to_string(values.size()) +
-                                            " values for shape " + t.shape().to_string());
+    throw_error(Code::kInvalidArgument,
+                "Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " + t.shape().to_string());
   T* out = t.data<T>();
   for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
   return t;
 }
 
-template <class T> T Tensor::item() const {
+template <class T>
+T Tensor::item() const {
   if (num_elements_ != 1)
     throw_error(Code::kInvalidArgument, "Tensor::item on " + spec_string() + " (needs 1 element)");
   return data<T>()[0];
 }
 
-template <class T> std::vector<T> Tensor::to_vector() const {
+template <class T>
+std::vector<T> Tensor::to_vector() const {
   const T* p = data<T>();
   return std::vector<T>(p, p + num_elements_);
 }

@@ -26,16 +26,13 @@ std::vector<std::string> mnist_labels() {
   return {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"};
 }
 std::vector<std::string> fashion_mnist_labels() {
-  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 }
 std::vector<std::string> cifar10_labels() {
-  return {"airplane", "automobile", "bird", "cat", "deer",
-          "dog",      "frog",       "horse", "ship", "truck"};
+  return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
 }
 
-std::string shard_file_name(const std::string& name, const std::string& split, int shard,
-                            int num_shards) {
+std::string shard_file_name(const std::string& name, const std::string& split, int shard, int num_shards) {
   char buf[64];
   if (name == "imagenet") {
     std::snprintf(buf, sizeof buf, "-%05d-of-%05d", shard, num_shards);
@@ -58,8 +55,8 @@ bool is_shard_suffix(std::string_view s) {
 
 }  // namespace
 
-std::vector<std::string> find_split_files(const std::string& dataset_dir,
-                                          const std::string& name, const std::string& split) {
+std::vector<std::string> find_split_files(const std::string& dataset_dir, const std::string& name,
+                                          const std::string& split) {
   std::vector<std::string> out;
   const std::string single = name + "_" + split + ".tfrecord";
   const std::string prefix = name + "_" + split + "_";
@@ -69,8 +66,8 @@ std::vector<std::string> find_split_files(const std::string& dataset_dir,
     for (const auto& e : fs::directory_iterator(dataset_dir)) {
       const std::string f = e.path().filename().string();
       if (!e.is_regular_file()) continue;
-      const bool sharded = f.starts_with(prefix) && f.ends_with(".tfrecord") &&
-                           f.find("-of-", prefix.size()) != std::string::npos;
+      const bool sharded =
+          f.starts_with(prefix) && f.ends_with(".tfrecord") && f.find("-of-", prefix.size()) != std::string::npos;
       const bool imagenet_style =
           f.starts_with(imagenet_prefix) && is_shard_suffix(std::string_view(f).substr(imagenet_prefix.size()));
       if (f == single || sharded || imagenet_style) out.push_back(e.path().string());
@@ -101,8 +98,7 @@ std::vector<std::string> read_labels_file(const std::string& path) {
     const std::string id = line.substr(0, colon);
     if (colon == std::string::npos || id != std::to_string(labels.size()))
       throw_error(Code::kCorruption, path + ":" + std::to_string(line_no) + ": expected '" +
-                                         std::to_string(labels.size()) + ":<name>', got '" +
-                                         line + "'");
+                                         std::to_string(labels.size()) + ":<name>', got '" + line + "'");
     labels.push_back(line.substr(colon + 1));
   }
   return labels;
@@ -116,9 +112,8 @@ using Writers = std::vector<std::unique_ptr<TFRecordWriter>>;
 // (contiguous ranges, as slim). Examples are built in parallel in chunks.
 // The writers are appended to *pending uncommitted: convert_dataset commits
 // them all once every split succeeded, so a failure leaves no file behind.
-void write_shards(Writers* pending, const std::string& dir, const std::string& name,
-                                      const std::string& split, int num_shards, int64_t count,
-                                      const std::function<std::string(int64_t)>& make) {
+void write_shards(Writers* pending, const std::string& dir, const std::string& name, const std::string& split,
+                  int num_shards, int64_t count, const std::function<std::string(int64_t)>& make) {
   const int64_t per_shard = (count + num_shards - 1) / num_shards;
   constexpr int64_t kChunk = 1024;
   std::vector<std::string> chunk(kChunk);
@@ -135,8 +130,8 @@ void write_shards(Writers* pending, const std::string& dir, const std::string& n
       for (int64_t i = 0; i < n; ++i) writer.write(chunk[i]);
     }
   }
-  HUB_LOG(Info) << "wrote " << count << " " << split << " records of " << name << " to "
-                << num_shards << " file(s) in " << dir;
+  HUB_LOG(Info) << "wrote " << count << " " << split << " records of " << name << " to " << num_shards << " file(s) in "
+                << dir;
 }
 
 // PNG-encoded examples of images[i] (uint8 [N,H,W,C]).
@@ -145,8 +140,7 @@ std::function<std::string(int64_t)> png_examples(const LabeledImages& data) {
     const Tensor& all = data.images;
     const int64_t h = all.dim(1), w = all.dim(2), c = all.dim(3);
     Tensor one(DType::kUInt8, Shape{h, w, c});
-    std::memcpy(one.data<uint8_t>(), all.data<uint8_t>() + i * h * w * c,
-                static_cast<size_t>(h * w * c));
+    std::memcpy(one.data<uint8_t>(), all.data<uint8_t>() + i * h * w * c, static_cast<size_t>(h * w * c));
     const std::vector<uint8_t> png = image::encode_png(one);
     ImageExample ex;
     ex.encoded.assign(png.begin(), png.end());
@@ -158,19 +152,16 @@ std::function<std::string(int64_t)> png_examples(const LabeledImages& data) {
   };
 }
 
-int64_t limited(int64_t n, int64_t max_per_split) {
-  return max_per_split > 0 ? std::min(n, max_per_split) : n;
-}
+int64_t limited(int64_t n, int64_t max_per_split) { return max_per_split > 0 ? std::min(n, max_per_split) : n; }
 
-void convert_arrays(const ConvertOptions& o, const std::string& split, const LabeledImages& data,
-                    int shards, ConvertResult& result, Writers* pending) {
+void convert_arrays(const ConvertOptions& o, const std::string& split, const LabeledImages& data, int shards,
+                    ConvertResult& result, Writers* pending) {
   const int64_t n = limited(data.images.dim(0), o.max_per_split);
   write_shards(pending, o.dataset_dir, o.dataset_name, split, shards, n, png_examples(data));
   result.counts[split] = n;
 }
 
-void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
-                     Writers* pending) {
+void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result, Writers* pending) {
   ImageFolder folder = list_image_folder(o.source);
   auto& items = folder.items;
   // Fisher-Yates with a fixed engine, so the split is the same on every platform.
@@ -180,9 +171,8 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
   int64_t num_val = o.num_validation;
   if (num_val < 0) num_val = 350 * 2 <= total ? 350 : total / 10;
   if (num_val > total)
-    throw_error(Code::kInvalidArgument, "--num_validation " + std::to_string(num_val) +
-                                            " exceeds the " + std::to_string(total) + " images in " +
-                                            o.source);
+    throw_error(Code::kInvalidArgument, "--num_validation " + std::to_string(num_val) + " exceeds the " +
+                                            std::to_string(total) + " images in " + o.source);
   auto make = [&](int64_t offset) {
     return [&items, offset](int64_t i) {
       const auto& item = items[offset + i];
@@ -201,8 +191,8 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
   };
   const int64_t n_val = limited(num_val, o.max_per_split);
   const int64_t n_train = limited(total - num_val, o.max_per_split);
-  for (auto [split, offset, n] : {std::tuple{std::string("train"), num_val, n_train},
-                                  std::tuple{std::string("validation"), int64_t{0}, n_val}}) {
+  for (auto [split, offset, n] :
+       {std::tuple{std::string("train"), num_val, n_train}, std::tuple{std::string("validation"), int64_t{0}, n_val}}) {
     write_shards(pending, o.dataset_dir, o.dataset_name, split, shards, n, make(offset));
     result.counts[split] = n;
   }
@@ -215,8 +205,8 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
   ConvertOptions o = options;
   const std::string& name = o.dataset_name;
   if (name != "mnist" && name != "fashion_mnist" && name != "cifar10" && name != "flowers")
-    throw_error(Code::kInvalidArgument, "unknown --dataset_name '" + name +
-                                            "' (supported: mnist, fashion_mnist, cifar10, flowers)");
+    throw_error(Code::kInvalidArgument,
+                "unknown --dataset_name '" + name + "' (supported: mnist, fashion_mnist, cifar10, flowers)");
   if (o.dataset_dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
   if (o.source.empty()) {
     if (name == "fashion_mnist")
@@ -225,14 +215,12 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
       throw_error(Code::kInvalidArgument, "--source is required for " + name);
   }
   if (o.source.find("://") != std::string::npos)
-    throw_error(Code::kUnimplemented,
-                "--source '" + o.source + "': URLs are not supported yet; give a local path");
+    throw_error(Code::kUnimplemented, "--source '" + o.source + "': URLs are not supported yet; give a local path");
   if (o.num_shards < 0) throw_error(Code::kInvalidArgument, "--num_shards must be >= 1");
   const int shards = o.num_shards > 0 ? o.num_shards : (name == "flowers" ? 5 : 1);
   std::error_code ec;
   fs::create_directories(o.dataset_dir, ec);
-  if (!fs::is_directory(o.dataset_dir))
-    throw_error(Code::kIOError, o.dataset_dir + ": cannot create output folder");
+  if (!fs::is_directory(o.dataset_dir)) throw_error(Code::kIOError, o.dataset_dir + ": cannot create output folder");
 
   ConvertResult result;
   Writers pending;
@@ -241,8 +229,7 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
     for (auto [split, prefix] : {std::pair{"train", "train"}, std::pair{"test", "t10k"}}) {
       const LabeledImages data =
           read_mnist((src / (std::string(prefix) + "-images-idx3-ubyte.gz")).string(),
-                     (src / (std::string(prefix) + "-labels-idx1-ubyte.gz")).string(),
-                     o.max_per_split);
+                     (src / (std::string(prefix) + "-labels-idx1-ubyte.gz")).string(), o.max_per_split);
       convert_arrays(o, split, data, shards, result, &pending);
     }
     result.labels = name == "mnist" ? mnist_labels() : fashion_mnist_labels();

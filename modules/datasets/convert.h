@@ -30,19 +30,19 @@ namespace hub::data {
 inline constexpr const char* kFashionMnistDefaultSource = "/usr/share/datasets/fashion-mnist";
 
 struct ConvertOptions {
-  std::string dataset_name;  // mnist | fashion_mnist | cifar10 | flowers
-  std::string dataset_dir;   // output folder (created if missing)
-  std::string source;        // input; empty = the data set's default (if any)
-  int num_shards = 0;        // 0 = default: 5 for flowers, 1 otherwise
-  int64_t max_per_split = 0;  // > 0: convert only the first N records of each split
+  std::string dataset_name;     // mnist | fashion_mnist | cifar10 | flowers
+  std::string dataset_dir;      // output folder (created if missing)
+  std::string source;           // input; empty = the data set's default (if any)
+  int num_shards = 0;           // 0 = default: 5 for flowers, 1 otherwise
+  int64_t max_per_split = 0;    // > 0: convert only the first N records of each split
   int64_t num_validation = -1;  // flowers: -1 = 350 as slim (10% if that is over half)
   uint64_t seed = 0;            // flowers shuffle
 };
 
 struct ConvertResult {
-  std::vector<std::string> files;          // every TFRecord written, in order
-  std::map<std::string, int64_t> counts;   // records per split
-  std::vector<std::string> labels;         // class names by id
+  std::vector<std::string> files;         // every TFRecord written, in order
+  std::map<std::string, int64_t> counts;  // records per split
+  std::vector<std::string> labels;        // class names by id
 };
 
 // Throws kInvalidArgument for an unknown data set or missing source flag,
@@ -53,14 +53,13 @@ ConvertResult convert_dataset(const ConvertOptions& options);
 // "<name>_<split>_<%05d shard>-of-<%05d num_shards>.tfrecord" (mnist, cifar10,
 // flowers); for "imagenet" always "<split>-<%05d>-of-<%05d>" as
 // build_imagenet_data.py writes (train-00000-of-01024).
-std::string shard_file_name(const std::string& name, const std::string& split, int shard,
-                            int num_shards);
+std::string shard_file_name(const std::string& name, const std::string& split, int shard, int num_shards);
 
 // TFRecord shards of a split in dataset_dir, sorted: the names of
 // shard_file_name for `name`, and ImageNet-style "<split>-NNNNN-of-NNNNN"
 // (slim's imagenet reader) for any name. kNotFound naming the patterns if none.
-std::vector<std::string> find_split_files(const std::string& dataset_dir,
-                                          const std::string& name, const std::string& split);
+std::vector<std::string> find_split_files(const std::string& dataset_dir, const std::string& name,
+                                          const std::string& split);
 
 // labels.txt as slim's dataset_utils: one "<id>:<name>" line per class.
 void write_labels_file(const std::string& path, const std::vector<std::string>& labels);

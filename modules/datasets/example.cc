@@ -19,16 +19,14 @@ void set_int64(proto::Features& f, const std::string& key, int64_t value) {
   throw_error(Code::kCorruption, std::string(where) + ": tf.Example " + what);
 }
 
-const proto::Feature& feature(const proto::Example& ex, const std::string& key,
-                              std::string_view where) {
+const proto::Feature& feature(const proto::Example& ex, const std::string& key, std::string_view where) {
   const auto& map = ex.features().feature();
   auto it = map.find(key);
   if (it == map.end()) bad(where, "has no feature '" + key + "'");
   return it->second;
 }
 
-const std::string& bytes_of(const proto::Example& ex, const std::string& key,
-                            std::string_view where) {
+const std::string& bytes_of(const proto::Example& ex, const std::string& key, std::string_view where) {
   const proto::Feature& f = feature(ex, key, where);
   if (!f.has_bytes_list() || f.bytes_list().value_size() != 1)
     bad(where, "feature '" + key + "' is not a single bytes value");

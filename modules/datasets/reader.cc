@@ -129,8 +129,8 @@ DatasetReader::Item DatasetReader::process(const Pending& p) const {
   const ImageExample ex = parse_image_example(record, where);
   image::DecodeOptions dopt;
   dopt.channels = options_.channels;
-  Tensor img = image::decode_image(
-      {reinterpret_cast<const uint8_t*>(ex.encoded.data()), ex.encoded.size()}, dopt, where);
+  Tensor img =
+      image::decode_image({reinterpret_cast<const uint8_t*>(ex.encoded.data()), ex.encoded.size()}, dopt, where);
   if (options_.preprocess) {
     img = options_.preprocess(img, mix_seed(options_.seed, static_cast<uint64_t>(p.position)));
   } else if (options_.height > 0 && (img.dim(0) != options_.height || img.dim(1) != options_.width)) {
@@ -140,8 +140,7 @@ DatasetReader::Item DatasetReader::process(const Pending& p) const {
       (options_.height > 0 && (img.dim(0) != options_.height || img.dim(1) != options_.width)))
     throw_error(Code::kInvalidArgument,
                 where + ": preprocessed image is " + img.spec_string() + ", expected float32[" +
-                    (options_.height > 0 ? std::to_string(options_.height) + "," +
-                                               std::to_string(options_.width)
+                    (options_.height > 0 ? std::to_string(options_.height) + "," + std::to_string(options_.width)
                                          : std::string("H,W")) +
                     "," + std::to_string(options_.channels) + "]");
   return {img, options_.keep_labels.empty() ? ex.label : label_index(ex.label)};
@@ -182,10 +181,8 @@ bool DatasetReader::next(Batch* batch) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     while (static_cast<int64_t>(items.size()) < options_.batch_size) {
-      cv_.wait(lock, [&] {
-        return error_ || stop_ || done_.count(consumed_) ||
-               (producer_done_ && consumed_ == produced_);
-      });
+      cv_.wait(lock,
+               [&] { return error_ || stop_ || done_.count(consumed_) || (producer_done_ && consumed_ == produced_); });
       if (error_) std::rethrow_exception(error_);
       if (stop_) return false;
       auto it = done_.find(consumed_);
@@ -215,10 +212,9 @@ bool DatasetReader::next(Batch* batch) {
   float* out = batch->images.data<float>();
   for (int64_t i = 0; i < n; ++i) {
     if (items[i].image.shape() != s)
-      throw_error(Code::kInvalidArgument,
-                  "DatasetReader: images of different sizes in one batch (" + s.to_string() +
-                      " and " + items[i].image.shape().to_string() +
-                      "); set height and width to resize them");
+      throw_error(Code::kInvalidArgument, "DatasetReader: images of different sizes in one batch (" + s.to_string() +
+                                              " and " + items[i].image.shape().to_string() +
+                                              "); set height and width to resize them");
     std::memcpy(out + i * per, items[i].image.data<float>(), static_cast<size_t>(per) * 4);
     if (options_.label_dtype == DType::kInt64)
       batch->labels.data<int64_t>()[i] = items[i].label;

@@ -17,8 +17,8 @@
 // N * batch_size, and a record gets the same preprocessing seed whichever
 // shard reads it. The reading thread steps over every record by its header
 // (with keep_labels it reads each one, for its label); a shard's own records
-// are read by the preprocessing workers, and only those are decoded. With drop_remainder every shard stops before the first global
-// batch that is incomplete, so all shards return the same number of batches.
+// are read by the preprocessing workers, and only those are decoded. With drop_remainder every shard stops before the
+// first global batch that is incomplete, so all shards return the same number of batches.
 //
 // Errors (corrupt records, undecodable images, wrong preprocessed shapes) are
 // raised by next() as hub::Error naming the file and record index; the reader
@@ -51,16 +51,16 @@ using PreprocessFn = std::function<Tensor(const Tensor& image, uint64_t seed)>;
 struct ReaderOptions {
   std::vector<std::string> files;  // TFRecord shards, read in this order
   int64_t batch_size = 32;
-  int64_t height = 0;  // output size; 0 = keep the decoded size (all images
-  int64_t width = 0;   //   must then have the same size)
-  int channels = 3;    // 1 or 3
-  int num_threads = 1;          // preprocessing workers
-  int64_t shuffle_buffer = 0;   // <= 1: no shuffling
+  int64_t height = 0;          // output size; 0 = keep the decoded size (all images
+  int64_t width = 0;           //   must then have the same size)
+  int channels = 3;            // 1 or 3
+  int num_threads = 1;         // preprocessing workers
+  int64_t shuffle_buffer = 0;  // <= 1: no shuffling
   uint64_t seed = 0;
-  int64_t num_epochs = 1;       // 0 = repeat forever
-  bool drop_remainder = false;  // drop a last batch smaller than batch_size
-  int num_shards = 1;           // sharding (see above): this reader is shard
-  int shard_index = 0;          //   shard_index of num_shards
+  int64_t num_epochs = 1;             // 0 = repeat forever
+  bool drop_remainder = false;        // drop a last batch smaller than batch_size
+  int num_shards = 1;                 // sharding (see above): this reader is shard
+  int shard_index = 0;                //   shard_index of num_shards
   DType label_dtype = DType::kInt64;  // or kInt32
   // Non-empty: only records whose label is in this list are read, and their
   // label becomes its index in the list (train on a subset of classes).
@@ -96,7 +96,7 @@ class DatasetReader {
     int64_t position;  // position in the stream of all shards (seed)
     std::shared_ptr<const TFRecordReader> file;
     uint64_t offset = 0;
-    int64_t index = 0;             // record index in the file
+    int64_t index = 0;                  // record index in the file
     std::optional<std::string> record;  // already read (to filter labels), else read at offset
   };
   void produce();
@@ -109,13 +109,13 @@ class DatasetReader {
   ReaderOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> pending_;       // read, not yet processed
-  std::map<int64_t, Item> done_;      // processed, not yet consumed
-  int64_t produced_ = 0;              // records emitted by the producer
-  int64_t positions_ = 0;             // stream positions passed (all shards)
-  int64_t batches_ = 0;               // batches returned by next()
-  int64_t consumed_ = 0;              // records taken by next()
-  int64_t window_ = 0;                // max produced_ - consumed_
+  std::deque<Pending> pending_;   // read, not yet processed
+  std::map<int64_t, Item> done_;  // processed, not yet consumed
+  int64_t produced_ = 0;          // records emitted by the producer
+  int64_t positions_ = 0;         // stream positions passed (all shards)
+  int64_t batches_ = 0;           // batches returned by next()
+  int64_t consumed_ = 0;          // records taken by next()
+  int64_t window_ = 0;            // max produced_ - consumed_
   bool producer_done_ = false;
   bool stop_ = false;
   std::exception_ptr error_;

@@ -23,8 +23,7 @@ struct GzFile {
   explicit GzFile(const std::string& p) : f(gzopen(p.c_str(), "rb")), path(p) {
     if (!f) {
       const int e = errno;
-      throw_error(e == ENOENT ? Code::kNotFound : Code::kIOError,
-                  path + ": cannot open: " + std::strerror(e));
+      throw_error(e == ENOENT ? Code::kNotFound : Code::kIOError, path + ": cannot open: " + std::strerror(e));
     }
     gzbuffer(f, 1 << 17);
   }
@@ -50,8 +49,7 @@ struct GzFile {
     // zlib reports a truncated stream as an error after the short read.
     int errnum = 0;
     const char* msg = gzerror(f, &errnum);
-    if (errnum != Z_OK && errnum != Z_STREAM_END)
-      throw_error(Code::kCorruption, path + ": bad gzip data: " + msg);
+    if (errnum != Z_OK && errnum != Z_STREAM_END) throw_error(Code::kCorruption, path + ": bad gzip data: " + msg);
     return got;
   }
 };
@@ -66,8 +64,8 @@ std::string read_gzip_file(const std::string& path, uint64_t max_bytes) {
     const size_t n = gz.read(buf, sizeof buf);
     if (n == 0) break;
     if (out.size() + n > max_bytes)
-      throw_error(Code::kResourceExhausted, path + ": decompressed size exceeds the limit of " +
-                                                std::to_string(max_bytes) + " bytes");
+      throw_error(Code::kResourceExhausted,
+                  path + ": decompressed size exceeds the limit of " + std::to_string(max_bytes) + " bytes");
     out.append(buf, n);
   }
   return out;
@@ -77,14 +75,12 @@ Tensor read_idx_gz(const std::string& path, int64_t max_count) {
   GzFile gz(path);
   unsigned char magic[4];
   if (gz.read(magic, 4) != 4) throw_error(Code::kCorruption, path + ": IDX file too short");
-  if (magic[0] != 0 || magic[1] != 0)
-    throw_error(Code::kInvalidArgument, path + ": not an IDX file (bad magic bytes)");
-  if (magic[2] != 0x08)
-  {
+  if (magic[0] != 0 || magic[1] != 0) throw_error(Code::kInvalidArgument, path + ": not an IDX file (bad magic bytes)");
+  if (magic[2] != 0x08) {
     char type[8];
     std::snprintf(type, sizeof type, "0x%02x", magic[2]);
-    throw_error(Code::kInvalidArgument, path + ": IDX element type " + type +
-                                            " is not supported (only 0x08, unsigned byte)");
+    throw_error(Code::kInvalidArgument,
+                path + ": IDX element type " + type + " is not supported (only 0x08, unsigned byte)");
   }
   const int rank = magic[3];
   if (rank < 1 || rank > 4)
@@ -98,47 +94,41 @@ Tensor read_idx_gz(const std::string& path, int64_t max_count) {
     if (i == 0 && max_count > 0 && dims[0] > max_count) dims[0] = max_count;
     total *= dims[i];
     if (total > (int64_t{1} << 32))
-      throw_error(Code::kResourceExhausted,
-                  path + ": IDX dims claim more than 2^32 bytes (dim " + std::to_string(i) +
-                      " = " + std::to_string(dims[i]) + ")");
+      throw_error(Code::kResourceExhausted, path + ": IDX dims claim more than 2^32 bytes (dim " + std::to_string(i) +
+                                                " = " + std::to_string(dims[i]) + ")");
   }
   Tensor out(DType::kUInt8, Shape(dims));
   const size_t got = gz.read(out.data<uint8_t>(), static_cast<size_t>(total));
   if (got != static_cast<size_t>(total))
-    throw_error(Code::kCorruption, path + ": IDX data truncated: header says " +
-                                       std::to_string(total) + " bytes, file has " +
-                                       std::to_string(got));
+    throw_error(Code::kCorruption, path + ": IDX data truncated: header says " + std::to_string(total) +
+                                       " bytes, file has " + std::to_string(got));
   if (max_count <= 0) {
     unsigned char extra;
     if (gz.read(&extra, 1) != 0)
-      throw_error(Code::kCorruption, path + ": trailing bytes after the " +
-                                         std::to_string(total) + " bytes the IDX header declares");
+      throw_error(Code::kCorruption,
+                  path + ": trailing bytes after the " + std::to_string(total) + " bytes the IDX header declares");
   }
   return out;
 }
 
-LabeledImages read_mnist(const std::string& images_gz, const std::string& labels_gz,
-                         int64_t max_count) {
+LabeledImages read_mnist(const std::string& images_gz, const std::string& labels_gz, int64_t max_count) {
   Tensor images = read_idx_gz(images_gz, max_count);
   Tensor labels = read_idx_gz(labels_gz, max_count);
   if (images.rank() != 3)
-    throw_error(Code::kCorruption, images_gz + ": MNIST images must be rank 3, got " +
-                                       images.shape().to_string());
+    throw_error(Code::kCorruption, images_gz + ": MNIST images must be rank 3, got " + images.shape().to_string());
   if (labels.rank() != 1)
-    throw_error(Code::kCorruption, labels_gz + ": MNIST labels must be rank 1, got " +
-                                       labels.shape().to_string());
+    throw_error(Code::kCorruption, labels_gz + ": MNIST labels must be rank 1, got " + labels.shape().to_string());
   if (images.dim(0) != labels.dim(0))
-    throw_error(Code::kCorruption, images_gz + " has " + std::to_string(images.dim(0)) +
-                                       " images but " + labels_gz + " has " +
-                                       std::to_string(labels.dim(0)) + " labels");
+    throw_error(Code::kCorruption, images_gz + " has " + std::to_string(images.dim(0)) + " images but " + labels_gz +
+                                       " has " + std::to_string(labels.dim(0)) + " labels");
   LabeledImages out;
   out.images = images.reshaped(Shape{images.dim(0), images.dim(1), images.dim(2), 1});
   const uint8_t* l = labels.data<uint8_t>();
   out.labels.assign(l, l + labels.dim(0));
   for (int64_t i = 0; i < labels.dim(0); ++i)
     if (l[i] > 9)
-      throw_error(Code::kCorruption, labels_gz + ": label " + std::to_string(l[i]) +
-                                         " at index " + std::to_string(i) + " not in 0..9");
+      throw_error(Code::kCorruption,
+                  labels_gz + ": label " + std::to_string(l[i]) + " at index " + std::to_string(i) + " not in 0..9");
   return out;
 }
 
@@ -167,20 +157,17 @@ LabeledImages read_cifar10(const std::string& tar_gz, const std::string& split) 
     const int64_t size = archive_entry_size(entry);
     if (!archive_entry_size_is_set(entry) || size <= 0 || size % kRecord != 0 || size > kMaxEntry)
       throw_error(Code::kCorruption, tar_gz + ": " + name + " has " + std::to_string(size) +
-                                         " bytes, not a positive multiple of " +
-                                         std::to_string(kRecord) + "-byte records");
+                                         " bytes, not a positive multiple of " + std::to_string(kRecord) +
+                                         "-byte records");
     std::string data(static_cast<size_t>(size), '\0');
     const la_ssize_t n = archive_read_data(a.get(), data.data(), data.size());
     if (n != size)
-      throw_error(Code::kCorruption, tar_gz + ": " + name + " truncated: read " +
-                                         std::to_string(n) + " of " + std::to_string(size) +
-                                         " bytes" +
-                                         (n < 0 ? std::string(": ") + archive_error_string(a.get())
-                                                : std::string()));
+      throw_error(Code::kCorruption, tar_gz + ": " + name + " truncated: read " + std::to_string(n) + " of " +
+                                         std::to_string(size) + " bytes" +
+                                         (n < 0 ? std::string(": ") + archive_error_string(a.get()) : std::string()));
     found[name] = std::move(data);
   }
-  if (rc != ARCHIVE_EOF)
-    throw_error(Code::kCorruption, tar_gz + ": bad archive: " + archive_error_string(a.get()));
+  if (rc != ARCHIVE_EOF) throw_error(Code::kCorruption, tar_gz + ": bad archive: " + archive_error_string(a.get()));
   int64_t count = 0;
   for (const auto& w : wanted) {
     auto it = found.find(w);
@@ -199,8 +186,8 @@ LabeledImages read_cifar10(const std::string& tar_gz, const std::string& split) 
     for (int64_t r = 0; r < n; ++r, ++i) {
       const uint8_t* rec = p + r * kRecord;
       if (rec[0] > 9)
-        throw_error(Code::kCorruption, tar_gz + ": " + w + " record " + std::to_string(r) +
-                                           " has label " + std::to_string(rec[0]));
+        throw_error(Code::kCorruption,
+                    tar_gz + ": " + w + " record " + std::to_string(r) + " has label " + std::to_string(rec[0]));
       out.labels.push_back(rec[0]);
       uint8_t* o = img + i * 3072;
       for (int px = 0; px < 1024; ++px)
@@ -232,8 +219,7 @@ ImageFolder list_image_folder(const std::string& dir) {
     out.classes.push_back(cd.filename().string());
     for (auto& f : files) out.items.push_back({std::move(f), label});
   }
-  if (out.classes.empty())
-    throw_error(Code::kInvalidArgument, dir + ": no class folders with files found");
+  if (out.classes.empty()) throw_error(Code::kInvalidArgument, dir + ": no class folders with files found");
   return out;
 }
 

@@ -35,8 +35,7 @@ struct LabeledImages {
 };
 
 // IDX images [N,28,28] (+ labels [N]) -> images [N,28,28,1]; counts must match.
-LabeledImages read_mnist(const std::string& images_gz, const std::string& labels_gz,
-                         int64_t max_count = 0);
+LabeledImages read_mnist(const std::string& images_gz, const std::string& labels_gz, int64_t max_count = 0);
 
 // Reads the "train" (data_batch_1..5.bin, in order) or "test" (test_batch.bin)
 // split of the CIFAR-10 binary archive -> images [N,32,32,3], labels in 0..9.

@@ -8,8 +8,8 @@ namespace hub::datasets {
 
 SyntheticSet make_bars(int64_t n, int64_t size, uint64_t seed) {
   if (n <= 0 || size < 8)
-    throw_error(Code::kInvalidArgument, "make_bars: need n > 0 and size >= 8, got n=" +
-                                            std::to_string(n) + " size=" + std::to_string(size));
+    throw_error(Code::kInvalidArgument,
+                "make_bars: need n > 0 and size >= 8, got n=" + std::to_string(n) + " size=" + std::to_string(size));
   SyntheticSet set;
   set.images = Tensor(DType::kFloat32, {n, size, size, 1});
   set.labels = Tensor(DType::kInt32, {n});
@@ -28,10 +28,22 @@ SyntheticSet make_bars(int64_t n, int64_t size, uint64_t seed) {
     for (int64_t k = 0; k < len; ++k) {
       int64_t y = y0, x = x0;
       switch (cls) {
-        case 0: y = y0 + len / 2; x = x0 + k; break;
-        case 1: y = y0 + k; x = x0 + len / 2; break;
-        case 2: y = y0 + k; x = x0 + k; break;
-        default: y = y0 + k; x = x0 + len - 1 - k; break;
+        case 0:
+          y = y0 + len / 2;
+          x = x0 + k;
+          break;
+        case 1:
+          y = y0 + k;
+          x = x0 + len / 2;
+          break;
+        case 2:
+          y = y0 + k;
+          x = x0 + k;
+          break;
+        default:
+          y = y0 + k;
+          x = x0 + len - 1 - k;
+          break;
       }
       im[y * size + x] = std::max(im[y * size + x], bright);
     }

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hub/core/error.h"
 #include "hub/core/crc32c.h"
+#include "hub/core/error.h"
 
 namespace hub::data {
 namespace {
@@ -46,8 +46,7 @@ TFRecordWriter::TFRecordWriter(std::string path) : path_(std::move(path)) {
   static std::atomic<uint64_t> counter{0};
   tmp_ = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   file_ = std::fopen(tmp_.c_str(), "wb");
-  if (!file_)
-    throw_error(Code::kIOError, path_ + ": cannot create TFRecord file: " + std::strerror(errno));
+  if (!file_) throw_error(Code::kIOError, path_ + ": cannot create TFRecord file: " + std::strerror(errno));
 }
 
 TFRecordWriter::~TFRecordWriter() {
@@ -63,8 +62,7 @@ void TFRecordWriter::write(std::string_view record) {
   put_u64(header, record.size());
   put_u32(header + 8, crc32c::mask(crc32c::value(header, 8)));
   put_u32(footer, crc32c::mask(crc32c::value(record)));
-  if (std::fwrite(header, 1, 12, file_) != 12 ||
-      std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
+  if (std::fwrite(header, 1, 12, file_) != 12 || std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
       std::fwrite(footer, 1, 4, file_) != 4)
     throw_error(Code::kIOError, path_ + ": write failed: " + std::strerror(errno));
   ++count_;
@@ -84,15 +82,15 @@ void TFRecordWriter::commit() {
 
 TFRecordReader::TFRecordReader(std::string path, uint64_t max_record_bytes)
     : path_(std::move(path)), fd_(open_fd(path_, O_RDONLY)), max_record_bytes_(max_record_bytes) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd_.get(), &st) != 0)
     throw_error(Code::kIOError, path_ + ": cannot stat TFRecord file: " + std::strerror(errno));
   file_size_ = static_cast<uint64_t>(st.st_size);
 }
 
 void TFRecordReader::corrupt(uint64_t offset, int64_t index, const std::string& what) const {
-  throw_error(Code::kCorruption, path_ + ": record " + std::to_string(index) + " at byte " +
-                                     std::to_string(offset) + ": " + what);
+  throw_error(Code::kCorruption,
+              path_ + ": record " + std::to_string(index) + " at byte " + std::to_string(offset) + ": " + what);
 }
 
 uint64_t TFRecordReader::length_at(uint64_t offset, int64_t index, bool* end) const {
@@ -104,11 +102,12 @@ uint64_t TFRecordReader::length_at(uint64_t offset, int64_t index, bool* end) co
   const uint64_t length = get_u64(header);
   if (crc32c::mask(crc32c::value(header, 8)) != get_u32(header + 8)) corrupt(offset, index, "length CRC mismatch");
   if (length > max_record_bytes_)
-    corrupt(offset, index, "record length " + std::to_string(length) + " exceeds the limit of " +
-                               std::to_string(max_record_bytes_));
+    corrupt(offset, index,
+            "record length " + std::to_string(length) + " exceeds the limit of " + std::to_string(max_record_bytes_));
   if (length + 16 > file_size_ - offset)
-    corrupt(offset, index, "record length " + std::to_string(length) + " runs past the end of the file (" +
-                               std::to_string(file_size_) + " bytes)");
+    corrupt(offset, index,
+            "record length " + std::to_string(length) + " runs past the end of the file (" +
+                std::to_string(file_size_) + " bytes)");
   return length;
 }
 

@@ -26,9 +26,8 @@ slim::LayerOptions inception_options(const NetOptions& o, double init_stddev) {
 // A conv in a mixed block: k x k (or kh x kw), stride 1 SAME unless given.
 struct Conv {
   const slim::LayerOptions& lo;
-  Output operator()(const Scope& s, Output x, int64_t depth, std::vector<int64_t> k,
-                    const std::string& name, std::vector<int64_t> stride = {1, 1},
-                    const std::string& padding = "SAME") const {
+  Output operator()(const Scope& s, Output x, int64_t depth, std::vector<int64_t> k, const std::string& name,
+                    std::vector<int64_t> stride = {1, 1}, const std::string& padding = "SAME") const {
     slim::LayerOptions l = lo;
     l.padding = padding;
     return slim::conv2d(s, x, depth, k, name, l, stride);
@@ -36,9 +35,8 @@ struct Conv {
 };
 
 // Inception v1 mixed block: 1x1 | 1x1->3x3 | 1x1->3x3 | pool->1x1.
-Output mixed_v1(const Scope& s, Output x, const std::string& name, const Conv& conv, int64_t b0,
-                int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b, int64_t b3,
-                const std::string& b2b_name = "Conv2d_0b_3x3") {
+Output mixed_v1(const Scope& s, Output x, const std::string& name, const Conv& conv, int64_t b0, int64_t b1a,
+                int64_t b1b, int64_t b2a, int64_t b2b, int64_t b3, const std::string& b2b_name = "Conv2d_0b_3x3") {
   Scope m = s.sub(name);
   Output y0 = conv(m.sub("Branch_0"), x, b0, {1, 1}, "Conv2d_0a_1x1");
   Output y1 = conv(m.sub("Branch_1"), x, b1a, {1, 1}, "Conv2d_0a_1x1");
@@ -89,8 +87,8 @@ Net inception_v1(const Scope& root, Output images, const NetOptions& o, const Ne
 Net inception_v2(const Scope& root, Output images, const NetOptions& o, const NetInfo&) {
   Scope s = root.sub("InceptionV2");
   slim::LayerOptions lo = inception_options(o, -1);
-  auto conv = [&](const Scope& sc, Output x, int64_t depth, int64_t k, const std::string& name,
-                  double stddev = -1, int64_t stride = 1) {
+  auto conv = [&](const Scope& sc, Output x, int64_t depth, int64_t k, const std::string& name, double stddev = -1,
+                  int64_t stride = 1) {
     slim::LayerOptions l = lo;
     if (stddev > 0) {
       l.weights_init.initializer = "truncated_normal";
@@ -110,8 +108,8 @@ Net inception_v2(const Scope& root, Output images, const NetOptions& o, const Ne
   x = conv(s, x, 192, 3, "Conv2d_2c_3x3");
   x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "SAME", "MaxPool_3a_3x3");
   // b0 | b1a -> b1b | b2a -> b2b -> b2b | pool -> b3.
-  auto mixed = [&](const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b,
-                   int64_t b3, bool max_pool = false) {
+  auto mixed = [&](const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b, int64_t b3,
+                   bool max_pool = false) {
     Scope m = s.sub(name);
     Output y0 = conv(m.sub("Branch_0"), x, b0, 1, "Conv2d_0a_1x1");
     Scope b1 = m.sub("Branch_1");
@@ -149,8 +147,8 @@ Net inception_v2(const Scope& root, Output images, const NetOptions& o, const Ne
   mixed("Mixed_5b", 352, 192, 320, 160, 224, 128);
   mixed("Mixed_5c", 352, 192, 320, 192, 224, 128, true);
   const std::vector<int64_t> k = reduced_kernel(s, x, 7);
-  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
-                     "Conv2d_1c_1x1", o, lo, 0.8);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]), "Conv2d_1c_1x1",
+                     o, lo, 0.8);
   return net;
 }
 
@@ -159,8 +157,8 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
   slim::LayerOptions lo = inception_options(o, 0.1);
   Conv conv{lo};
   Net net;
-  auto pool_branch = [&](const Scope& b, Output x, bool avg, const std::string& name,
-                         std::vector<int64_t> stride, const std::string& padding) {
+  auto pool_branch = [&](const Scope& b, Output x, bool avg, const std::string& name, std::vector<int64_t> stride,
+                         const std::string& padding) {
     return avg ? slim::avg_pool2d(b, x, {3, 3}, stride, padding, name)
                : slim::max_pool2d(b, x, {3, 3}, stride, padding, name);
   };
@@ -253,13 +251,14 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     Output y0 = conv(m.sub("Branch_0"), x, 320, {1, 1}, "Conv2d_0a_1x1");
     Scope b1 = m.sub("Branch_1");
     Output y1 = conv(b1, x, 384, {1, 1}, "Conv2d_0a_1x1");
-    y1 = ops::concat(b1, {conv(b1, y1, 384, {1, 3}, "Conv2d_0b_1x3"),
-                          conv(b1, y1, 384, {3, 1}, i == 0 ? "Conv2d_0b_3x1" : "Conv2d_0c_3x1")}, 3);
+    y1 = ops::concat(b1,
+                     {conv(b1, y1, 384, {1, 3}, "Conv2d_0b_1x3"),
+                      conv(b1, y1, 384, {3, 1}, i == 0 ? "Conv2d_0b_3x1" : "Conv2d_0c_3x1")},
+                     3);
     Scope b2 = m.sub("Branch_2");
     Output y2 = conv(b2, x, 448, {1, 1}, "Conv2d_0a_1x1");
     y2 = conv(b2, y2, 384, {3, 3}, "Conv2d_0b_3x3");
-    y2 = ops::concat(b2, {conv(b2, y2, 384, {1, 3}, "Conv2d_0c_1x3"),
-                          conv(b2, y2, 384, {3, 1}, "Conv2d_0d_3x1")}, 3);
+    y2 = ops::concat(b2, {conv(b2, y2, 384, {1, 3}, "Conv2d_0c_1x3"), conv(b2, y2, 384, {3, 1}, "Conv2d_0d_3x1")}, 3);
     Scope b3 = m.sub("Branch_3");
     Output y3 = pool_branch(b3, x, true, "AvgPool_0a_3x3", {1, 1}, "SAME");
     y3 = conv(b3, y3, 192, {1, 1}, "Conv2d_0b_1x1");
@@ -267,8 +266,8 @@ Net inception_v3(const Scope& root, Output images, const NetOptions& o, const Ne
     net.end_points[names[i]] = x;
   }
   const std::vector<int64_t> k = reduced_kernel(s, x, 8);
-  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]),
-                     "Conv2d_1c_1x1", o, lo, 0.8);
+  pooled_logits_head(net, s, x, k, "AvgPool_1a_" + std::to_string(k[0]) + "x" + std::to_string(k[1]), "Conv2d_1c_1x1",
+                     o, lo, 0.8);
   return net;
 }
 

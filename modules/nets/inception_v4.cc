@@ -32,9 +32,8 @@ struct Conv {
 // The auxiliary head on a 17x17 map: 5x5/3 VALID average pool `pool_name`, 1x1
 // conv 128, a VALID conv of 768 covering the pooled map, flatten, fully
 // connected `logits_name` (linear(fc)). End point "AuxLogits".
-void aux_head(Net& net, const Scope& s, Output x, const NetOptions& o, const Conv& conv,
-              const slim::LayerOptions& fc, const std::string& pool_name, const std::string& conv_name,
-              const std::string& logits_name) {
+void aux_head(Net& net, const Scope& s, Output x, const NetOptions& o, const Conv& conv, const slim::LayerOptions& fc,
+              const std::string& pool_name, const std::string& conv_name, const std::string& logits_name) {
   if (!o.create_aux_logits || o.num_classes <= 0) return;
   Scope a = s.sub("AuxLogits");
   x = slim::avg_pool2d(a, x, {5, 5}, {3, 3}, "VALID", pool_name);
@@ -111,7 +110,8 @@ Net inception_v4(const Scope& root, Output images, const NetOptions& o, const Ne
     Output y2 = conv(b2, conv(b2, x, 64, {1, 1}, "Conv2d_0a_1x1"), 96, {3, 3}, "Conv2d_0b_3x3");
     y2 = conv(b2, y2, 96, {3, 3}, "Conv2d_0c_3x3");
     Scope b3 = m.sub("Branch_3");
-    Output y3 = conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 96, {1, 1}, "Conv2d_0b_1x1");
+    Output y3 =
+        conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 96, {1, 1}, "Conv2d_0b_1x1");
     x = end(name, ops::concat(m, {y0, y1, y2, y3}, 3));
   }
   {  // Reduction-A -> 17x17x1024
@@ -138,7 +138,8 @@ Net inception_v4(const Scope& root, Output images, const NetOptions& o, const Ne
     y2 = conv(b2, y2, 224, {7, 1}, "Conv2d_0d_7x1");
     y2 = conv(b2, y2, 256, {1, 7}, "Conv2d_0e_1x7");
     Scope b3 = m.sub("Branch_3");
-    Output y3 = conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 128, {1, 1}, "Conv2d_0b_1x1");
+    Output y3 =
+        conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 128, {1, 1}, "Conv2d_0b_1x1");
     x = end(name, ops::concat(m, {y0, y1, y2, y3}, 3));
   }
   aux_head(net, s, x, o, conv, fc, "AvgPool_1a_5x5", "Conv2d_2a", "Aux_logits");
@@ -167,7 +168,8 @@ Net inception_v4(const Scope& root, Output images, const NetOptions& o, const Ne
     y2 = conv(b2, y2, 512, {1, 3}, "Conv2d_0c_1x3");
     y2 = ops::concat(b2, {conv(b2, y2, 256, {1, 3}, "Conv2d_0d_1x3"), conv(b2, y2, 256, {3, 1}, "Conv2d_0e_3x1")}, 3);
     Scope b3 = m.sub("Branch_3");
-    Output y3 = conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 256, {1, 1}, "Conv2d_0b_1x1");
+    Output y3 =
+        conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 256, {1, 1}, "Conv2d_0b_1x1");
     x = end(name, ops::concat(m, {y0, y1, y2, y3}, 3));
   }
   fc_head(net, s, x, o, fc, "AvgPool_1a", "Dropout_1b");
@@ -222,7 +224,8 @@ Net inception_resnet_v2(const Scope& root, Output images, const NetOptions& o, c
     Output y2 = conv(b2, conv(b2, x, 64, {1, 1}, "Conv2d_0a_1x1"), 96, {3, 3}, "Conv2d_0b_3x3");
     y2 = conv(b2, y2, 96, {3, 3}, "Conv2d_0c_3x3");
     Scope b3 = m.sub("Branch_3");
-    Output y3 = conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 64, {1, 1}, "Conv2d_0b_1x1");
+    Output y3 =
+        conv(b3, slim::avg_pool2d(b3, x, {3, 3}, {1, 1}, "SAME", "AvgPool_0a_3x3"), 64, {1, 1}, "Conv2d_0b_1x1");
     x = end("Mixed_5b", ops::concat(m, {y0, y1, y2, y3}, 3));
   }
   Scope repeat = s.sub("Repeat");

@@ -20,8 +20,10 @@ Net mobilenet_v1(const Scope& root, Output images, const NetOptions& o, const Ne
   lo.weights_init.init_params = {0.0, 0.09};
   slim::LayerOptions dw = lo;
   dw.weight_decay = 0;  // slim does not regularize depthwise weights
-  struct Layer { int64_t stride, depth; };
-  const Layer layers[] = {{2, 32}, {1, 64}, {2, 128}, {1, 128}, {2, 256}, {1, 256}, {2, 512},
+  struct Layer {
+    int64_t stride, depth;
+  };
+  const Layer layers[] = {{2, 32},  {1, 64},  {2, 128}, {1, 128}, {2, 256}, {1, 256},  {2, 512},
                           {1, 512}, {1, 512}, {1, 512}, {1, 512}, {1, 512}, {2, 1024}, {1, 1024}};
   Net net;
   Output x = slim::conv2d(s, images, depth(layers[0].depth), {3, 3}, "Conv2d_0", lo, {2, 2});

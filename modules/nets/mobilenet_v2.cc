@@ -44,8 +44,10 @@ Net mobilenet_v2(const Scope& root, Output images, const NetOptions& o, const Ne
   Net net;
   Output x = slim::conv2d(s, images, make_divisible(32 * m), {3, 3}, "Conv", lo, {2, 2});
   net.end_points["layer_1"] = x;
-  struct Block { int64_t stride, depth; };
-  const Block blocks[] = {{1, 16}, {2, 24}, {1, 24}, {2, 32}, {1, 32}, {1, 32}, {2, 64}, {1, 64}, {1, 64},
+  struct Block {
+    int64_t stride, depth;
+  };
+  const Block blocks[] = {{1, 16}, {2, 24}, {1, 24}, {2, 32}, {1, 32},  {1, 32},  {2, 64},  {1, 64}, {1, 64},
                           {1, 64}, {1, 96}, {1, 96}, {1, 96}, {2, 160}, {1, 160}, {1, 160}, {1, 320}};
   for (size_t i = 0; i < std::size(blocks); ++i) {
     Scope b = s.sub(i == 0 ? std::string("expanded_conv") : "expanded_conv_" + std::to_string(i));

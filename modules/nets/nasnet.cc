@@ -35,13 +35,12 @@ struct CellDef {
   std::vector<int> used_hiddenstates;
 };
 
-const CellDef kNasNetNormal{{"separable_5x5_2", "separable_3x3_2", "separable_5x5_2", "separable_3x3_2",
-                             "avg_pool_3x3", "none", "avg_pool_3x3", "avg_pool_3x3", "separable_3x3_2", "none"},
+const CellDef kNasNetNormal{{"separable_5x5_2", "separable_3x3_2", "separable_5x5_2", "separable_3x3_2", "avg_pool_3x3",
+                             "none", "avg_pool_3x3", "avg_pool_3x3", "separable_3x3_2", "none"},
                             {0, 1, 1, 1, 0, 1, 1, 1, 0, 0},
                             {1, 0, 0, 0, 0, 0, 0}};
-const CellDef kNasNetReduction{{"separable_5x5_2", "separable_7x7_2", "max_pool_3x3", "separable_7x7_2",
-                                "avg_pool_3x3", "separable_5x5_2", "none", "avg_pool_3x3", "separable_3x3_2",
-                                "max_pool_3x3"},
+const CellDef kNasNetReduction{{"separable_5x5_2", "separable_7x7_2", "max_pool_3x3", "separable_7x7_2", "avg_pool_3x3",
+                                "separable_5x5_2", "none", "avg_pool_3x3", "separable_3x3_2", "max_pool_3x3"},
                                {0, 1, 0, 1, 0, 1, 3, 2, 2, 0},
                                {1, 1, 1, 0, 0, 0, 0}};
 const CellDef kPnasNet{{"separable_5x5_2", "max_pool_3x3", "separable_7x7_2", "max_pool_3x3", "separable_5x5_2",
@@ -51,8 +50,8 @@ const CellDef kPnasNet{{"separable_5x5_2", "max_pool_3x3", "separable_7x7_2", "m
 
 // The hparams of nasnet.py's / pnasnet.py's configurations and arg scopes.
 struct Config {
-  bool pnas;              // PNASNet: one cell type, strided at the reductions
-  bool cifar_stem;        // one 3x3 conv instead of conv0 + two reduction cells
+  bool pnas;        // PNASNet: one cell type, strided at the reductions
+  bool cifar_stem;  // one 3x3 conv instead of conv0 + two reduction cells
   double stem_multiplier;
   int num_cells;
   int64_t num_conv_filters;
@@ -102,8 +101,8 @@ class Builder {
   }
 
   // One cell call (NasNetABaseCell.__call__) under scope `name`.
-  Output cell(const Scope& root, const CellDef& def, Output net, Output prev, const std::string& name,
-              int64_t filters, int64_t stride) const {
+  Output cell(const Scope& root, const CellDef& def, Output net, Output prev, const std::string& name, int64_t filters,
+              int64_t stride) const {
     Scope s = root.sub(name);
     // _reduce_prev_layer: prev brought to net's resolution and F filters.
     if (!prev.valid()) {
@@ -206,8 +205,9 @@ Net nasnet(const Scope& s, Output images, const NetOptions& o, const NetInfo& in
   std::vector<Output> outputs;  // cell_outputs; an invalid Output stands for None
   Output x;
   if (c.cifar_stem) {
-    x = b.bn(s, b.conv(s, images, static_cast<int64_t>(static_cast<double>(c.num_conv_filters) * c.stem_multiplier),
-                       3, "l1_stem_3x3"),
+    x = b.bn(s,
+             b.conv(s, images, static_cast<int64_t>(static_cast<double>(c.num_conv_filters) * c.stem_multiplier), 3,
+                    "l1_stem_3x3"),
              "l1_stem_bn");
     outputs = {Output(), x};
   } else {

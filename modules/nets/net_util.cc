@@ -42,8 +42,8 @@ void fc_logits(Net& net, const Scope& s, Output x, int64_t num_classes, const st
   net.end_points["Logits"] = net.logits;
 }
 
-Output conv_logits(const Scope& s, Output x, const NetOptions& o, const slim::LayerOptions& lo,
-                   const std::string& name, const std::string& squeeze_name) {
+Output conv_logits(const Scope& s, Output x, const NetOptions& o, const slim::LayerOptions& lo, const std::string& name,
+                   const std::string& squeeze_name) {
   x = slim::conv2d(s, x, o.num_classes, {1, 1}, name, linear(lo));
   return o.spatial_squeeze ? ops::squeeze(s, x, {1, 2}, squeeze_name) : x;
 }
@@ -60,8 +60,8 @@ void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const s
   }
 }
 
-void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
-                  int64_t fc6_kernel, int64_t fc6_depth, double keep) {
+void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc, int64_t fc6_kernel,
+                  int64_t fc6_depth, double keep) {
   fc.padding = "VALID";
   x = slim::conv2d(s, x, fc6_depth, {fc6_kernel, fc6_kernel}, "fc6", fc);
   x = slim::dropout(s, x, keep, o.is_training, "dropout6");
@@ -81,9 +81,9 @@ std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k) {
   return {shape[1] > 0 ? std::min(shape[1], k) : k, shape[2] > 0 ? std::min(shape[2], k) : k};
 }
 
-void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool,
-                        const std::string& pool_name, const std::string& conv_name, const NetOptions& o,
-                        const slim::LayerOptions& lo, double default_keep) {
+void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool, const std::string& pool_name,
+                        const std::string& conv_name, const NetOptions& o, const slim::LayerOptions& lo,
+                        double default_keep) {
   Scope ls = s.sub("Logits");
   x = slim::avg_pool2d(ls, x, std::move(pool), {1, 1}, "VALID", pool_name);
   net.end_points[pool_name] = x;

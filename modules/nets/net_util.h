@@ -29,8 +29,8 @@ void fc_logits(Net& net, const Scope& s, Output x, int64_t num_classes, const st
                const slim::LayerOptions& lo);
 // 1x1-conv logits `name` on x [batch, 1, 1, D] (linear(lo)), squeezed to
 // [batch, classes] as `squeeze_name` when o.spatial_squeeze.
-Output conv_logits(const Scope& s, Output x, const NetOptions& o, const slim::LayerOptions& lo,
-                   const std::string& name, const std::string& squeeze_name = "SpatialSqueeze");
+Output conv_logits(const Scope& s, Output x, const NetOptions& o, const slim::LayerOptions& lo, const std::string& name,
+                   const std::string& squeeze_name = "SpatialSqueeze");
 
 // LeNet / official MNIST tail: flatten -> fc `fc` (units, end point `fc`,
 // net.features) -> with classes: dropout `dropout` (keep o's or
@@ -47,8 +47,8 @@ void dense_head(Net& net, const Scope& s, Output x, const NetOptions& o, const s
 // fc6 (fc6_kernel VALID, fc6_depth), dropout6, fc7 (1x1, 4096; end point
 // "fc7", net.features = fc7 squeezed) -> with classes: dropout7, conv_logits
 // "fc8" squeezed as "fc8/squeezed", end point "fc8". fc: the fc layers' options.
-void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc,
-                  int64_t fc6_kernel, int64_t fc6_depth, double keep);
+void conv_fc_head(Net& net, const Scope& s, Output x, const NetOptions& o, slim::LayerOptions fc, int64_t fc6_kernel,
+                  int64_t fc6_depth, double keep);
 
 // slim's _reduced_kernel_size_for_small_input: a k x k pooling window cut
 // down to x's height and width [min(H, k), min(W, k)] where they are known.
@@ -57,9 +57,9 @@ std::vector<int64_t> reduced_kernel(const Scope& s, Output x, int64_t k);
 // Inception / MobileNet tail under scope "Logits": VALID average pool `pool`
 // (end point pool_name, net.features squeezed) -> with classes: dropout
 // "Dropout_1b" (keep o's or default_keep) -> conv_logits `conv_name`, end point "Logits".
-void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool,
-                        const std::string& pool_name, const std::string& conv_name, const NetOptions& o,
-                        const slim::LayerOptions& lo, double default_keep);
+void pooled_logits_head(Net& net, const Scope& s, Output x, std::vector<int64_t> pool, const std::string& pool_name,
+                        const std::string& conv_name, const NetOptions& o, const slim::LayerOptions& lo,
+                        double default_keep);
 
 // The CIFAR-10 tutorial's and slim CifarNet's settings: LRN(4, 1.0, 0.001/9,
 // 0.75); conv weights N(0, 5e-2) truncated; fc weights N(0, 0.04) truncated,

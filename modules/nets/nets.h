@@ -30,17 +30,17 @@ struct NetOptions {
 };
 
 struct Net {
-  Output logits;                          // [batch, num_classes] (invalid if num_classes == 0)
-  Output features;                        // the pooled layer before the logits, [batch, D]
+  Output logits;    // [batch, num_classes] (invalid if num_classes == 0)
+  Output features;  // the pooled layer before the logits, [batch, D]
   std::map<std::string, Output> end_points;
 };
 
 struct NetInfo {
   std::string name;
-  int64_t image_size;        // default height = width
+  int64_t image_size;  // default height = width
   int64_t channels;
-  int64_t default_classes;   // of the published checkpoints
-  std::string preprocessing; // name for modules/preprocessing
+  int64_t default_classes;    // of the published checkpoints
+  std::string preprocessing;  // name for modules/preprocessing
   Net (*build)(const Scope& s, Output images, const NetOptions& o, const NetInfo& info);
   double depth_multiplier = 1.0;
 };

@@ -41,23 +41,23 @@ std::deque<NetInfo> make_table() {
   const std::pair<const char*, double> multipliers[] = {{"100", 1.0}, {"075", 0.75}, {"050", 0.5}, {"025", 0.25}};
   for (auto [tag, m] : multipliers) {
     for (int64_t size : {224, 192, 160, 128})
-      t.push_back({"mobilenet_v1_" + std::string(tag) + "_" + std::to_string(size), size, 3, 1001,
-                   "inception", mobilenet_v1, m});
+      t.push_back({"mobilenet_v1_" + std::string(tag) + "_" + std::to_string(size), size, 3, 1001, "inception",
+                   mobilenet_v1, m});
     // slim's short names: mobilenet_v1 (1.0), mobilenet_v1_075, ... at 224.
-    t.push_back({m == 1.0 ? std::string("mobilenet_v1") : "mobilenet_v1_" + std::string(tag), 224, 3, 1001,
-                 "inception", mobilenet_v1, m});
+    t.push_back({m == 1.0 ? std::string("mobilenet_v1") : "mobilenet_v1_" + std::string(tag), 224, 3, 1001, "inception",
+                 mobilenet_v1, m});
   }
   // MobileNet v2: slim's published multipliers x sizes (1.4 and 1.3 at 224
   // only), plus the short names at 224 (mobilenet_v2, mobilenet_v2_140, ...).
-  const std::pair<const char*, double> v2[] = {{"140", 1.4}, {"130", 1.3}, {"100", 1.0},
+  const std::pair<const char*, double> v2[] = {{"140", 1.4},  {"130", 1.3}, {"100", 1.0},
                                                {"075", 0.75}, {"050", 0.5}, {"035", 0.35}};
   for (auto [tag, m] : v2) {
     for (int64_t size : {224, 192, 160, 128, 96})
       if (size == 224 || m <= 1.0)
         t.push_back({"mobilenet_v2_" + std::string(tag) + "_" + std::to_string(size), size, 3, 1001, "inception",
                      mobilenet_v2, m});
-    t.push_back({m == 1.0 ? std::string("mobilenet_v2") : "mobilenet_v2_" + std::string(tag), 224, 3, 1001,
-                 "inception", mobilenet_v2, m});
+    t.push_back({m == 1.0 ? std::string("mobilenet_v2") : "mobilenet_v2_" + std::string(tag), 224, 3, 1001, "inception",
+                 mobilenet_v2, m});
   }
   return t;
 }
@@ -86,8 +86,7 @@ std::vector<std::string> net_names() {
 Net build_net(const std::string& name, const Scope& s, Output images, const NetOptions& o) {
   const NetInfo& info = find_net(name);
   const TensorSpec& spec = s.graph().spec(images);
-  if (spec.dtype != DType::kFloat32 || spec.shape.rank() != 4 ||
-      (spec.shape[3] >= 0 && spec.shape[3] != info.channels))
+  if (spec.dtype != DType::kFloat32 || spec.shape.rank() != 4 || (spec.shape[3] >= 0 && spec.shape[3] != info.channels))
     throw_error(Code::kInvalidArgument, "network '" + name + "' needs float32 images [batch, H, W, " +
                                             std::to_string(info.channels) + "], got " + spec.to_string());
   return info.build(s, images, o, info);

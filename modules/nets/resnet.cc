@@ -16,8 +16,8 @@ namespace hub::nets {
 namespace {
 
 // slim's conv2d_same: SAME conv for stride 1, else explicit symmetric-ish pad + VALID.
-Output conv2d_same(const Scope& s, Output x, int64_t depth, int64_t k, int64_t stride,
-                   const std::string& name, slim::LayerOptions lo) {
+Output conv2d_same(const Scope& s, Output x, int64_t depth, int64_t k, int64_t stride, const std::string& name,
+                   slim::LayerOptions lo) {
   if (stride == 1) {
     lo.padding = "SAME";
     return slim::conv2d(s, x, depth, {k, k}, name, lo);
@@ -87,15 +87,18 @@ Net resnet(const Scope& root, Output images, const NetOptions& o, const NetInfo&
   }
   Output x = conv2d_same(s, images, 64, 7, 2, "conv1", root_conv);
   x = slim::max_pool2d(s, x, {3, 3}, {2, 2}, "SAME", "pool1");
-  struct Block { int64_t depth; int units; int64_t stride; };
+  struct Block {
+    int64_t depth;
+    int units;
+    int64_t stride;
+  };
   const Block blocks[] = {{64, 3, 2}, {128, block2, 2}, {256, block3, 2}, {512, 3, 1}};
   for (int b = 0; b < 4; ++b) {
     std::string bname = "block" + std::to_string(b + 1);
     Scope bs = s.sub(bname);
     for (int u = 0; u < blocks[b].units; ++u) {
       int64_t stride = u == blocks[b].units - 1 ? blocks[b].stride : 1;
-      x = bottleneck(bs.sub("unit_" + std::to_string(u + 1)), x, blocks[b].depth * 4, blocks[b].depth,
-                     stride, v2, lo);
+      x = bottleneck(bs.sub("unit_" + std::to_string(u + 1)), x, blocks[b].depth * 4, blocks[b].depth, stride, v2, lo);
     }
     net.end_points[bname] = x;
   }

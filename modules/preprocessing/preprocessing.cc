@@ -46,8 +46,7 @@ void adjust_saturation(Tensor& image, float factor) {
   if (image.dim(2) != 3) return;
   int64_t n = image.dim(0) * image.dim(1);
   Eigen::Map<Eigen::Array<float, 3, Eigen::Dynamic>> px(image.data<float>(), 3, n);
-  Eigen::Array<float, 1, Eigen::Dynamic> gray =
-      0.2989f * px.row(0) + 0.587f * px.row(1) + 0.114f * px.row(2);
+  Eigen::Array<float, 1, Eigen::Dynamic> gray = 0.2989f * px.row(0) + 0.587f * px.row(1) + 0.114f * px.row(2);
   for (int c = 0; c < 3; ++c) px.row(c) = gray + (px.row(c) - gray) * factor;
 }
 
@@ -117,8 +116,10 @@ Tensor vgg(const Tensor& image, int64_t h, int64_t w, bool training, uint64_t se
   if (!training) {
     x = aspect_preserving_resize(image, 256);
     int64_t top = (x.dim(0) - h) / 2, left = (x.dim(1) - w) / 2;
-    if (top < 0 || left < 0) x = image::resize_bilinear(x, h, w);
-    else x = image::crop(x, top, left, h, w);
+    if (top < 0 || left < 0)
+      x = image::resize_bilinear(x, h, w);
+    else
+      x = image::crop(x, top, left, h, w);
   } else {
     Philox rng(seed);
     int64_t side = 256 + static_cast<int64_t>(rng.uniform(0) * 257.0f);

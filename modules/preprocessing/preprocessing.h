@@ -30,8 +30,7 @@
 
 namespace hub::preprocessing {
 
-using Fn = std::function<Tensor(const Tensor& image, int64_t height, int64_t width, bool is_training,
-                                uint64_t seed)>;
+using Fn = std::function<Tensor(const Tensor& image, int64_t height, int64_t width, bool is_training, uint64_t seed)>;
 
 // Throws NotFound listing the known names.
 Fn get(const std::string& name);

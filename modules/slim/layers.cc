@@ -50,7 +50,8 @@ Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& o) {
     v.trainable = trainable;
     return ops::variable(s, name, c, v);
   };
-  Output beta = o.center ? var("beta", "zeros", true) : ops::constant(s, Tensor::zeros(DType::kFloat32, c), "beta_default");
+  Output beta =
+      o.center ? var("beta", "zeros", true) : ops::constant(s, Tensor::zeros(DType::kFloat32, c), "beta_default");
   Output gamma;
   if (o.scale) {
     gamma = var("gamma", "ones", true);
@@ -86,14 +87,14 @@ Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o
 int64_t channels_of(const Scope& s, Output x, const std::string& layer) {
   const Shape& shape = s.graph().spec(x).shape;
   if (shape.rank() < 1 || shape.dim(-1) < 0)
-    throw_error(Code::kInvalidArgument, "layer '" + layer + "': input " + shape.to_string() +
-                                            " needs a known last (channel) dimension");
+    throw_error(Code::kInvalidArgument,
+                "layer '" + layer + "': input " + shape.to_string() + " needs a known last (channel) dimension");
   return shape.dim(-1);
 }
 }  // namespace
 
-Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
-              const std::string& name, const LayerOptions& o, std::vector<int64_t> stride, int64_t rate) {
+Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel, const std::string& name,
+              const LayerOptions& o, std::vector<int64_t> stride, int64_t rate) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
   Output w = weights_variable(ls, {kernel[0], kernel[1], c, num_outputs}, o);
@@ -131,8 +132,7 @@ Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vect
   return finish(ls, ops::conv2d(ls, y, pw, point), num_outputs, o);
 }
 
-Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,
-                       const LayerOptions& o) {
+Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name, const LayerOptions& o) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
   Output w = weights_variable(ls, {c, num_outputs}, o);
@@ -163,6 +163,5 @@ Output flatten(const Scope& s, Output x, const std::string& name) {
 Output dropout(const Scope& s, Output x, double keep_prob, bool is_training, const std::string& name) {
   return ops::dropout(s.sub(name), x, 1.0 - keep_prob, is_training);
 }
-
 
 }  // namespace hub::slim

@@ -44,10 +44,8 @@ struct LayerOptions {
 
 // Variables of a layer: weights with the options' initializer and weight
 // decay (added to kRegularizationLosses).
-Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& o,
-                        const std::string& name = "weights");
-Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o,
-                       const std::string& name = "biases");
+Output weights_variable(const Scope& s, const Shape& shape, const LayerOptions& o, const std::string& name = "weights");
+Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o, const std::string& name = "biases");
 
 // slim.batch_norm with scope s: under s itself, beta [C] (zeros, trainable;
 // only if center), gamma [C] (ones, trainable; only if scale), moving_mean
@@ -64,14 +62,12 @@ Output biases_variable(const Scope& s, int64_t size, const LayerOptions& o,
 Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& options);
 
 // conv -> (batch norm | bias unless !use_biases) -> activation, under scope `name`.
-Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
-              const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
-              int64_t rate = 1);
+Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel, const std::string& name,
+              const LayerOptions& o, std::vector<int64_t> stride = {1, 1}, int64_t rate = 1);
 // Depthwise 3x3-style convolution (slim.separable_conv2d with num_outputs=None):
 // weights "depthwise_weights" [kh,kw,C,multiplier].
 Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, const std::string& name,
-                        const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
-                        int64_t depth_multiplier = 1);
+                        const LayerOptions& o, std::vector<int64_t> stride = {1, 1}, int64_t depth_multiplier = 1);
 // slim.separable_conv2d with num_outputs: depthwise "depthwise_weights"
 // [kh,kw,C,multiplier] (stride, o's padding), then pointwise
 // "pointwise_weights" [1,1,C*multiplier,num_outputs], then (batch norm |
@@ -79,8 +75,7 @@ Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, c
 Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t> kernel,
                         const std::string& name, const LayerOptions& o, std::vector<int64_t> stride = {1, 1},
                         int64_t depth_multiplier = 1);
-Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name,
-                       const LayerOptions& o);
+Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name, const LayerOptions& o);
 Output max_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
                   const std::string& padding, const std::string& name);
 Output avg_pool2d(const Scope& s, Output x, std::vector<int64_t> kernel, std::vector<int64_t> stride,

@@ -30,8 +30,10 @@ bool exists_as_checkpoint(const std::string& path) {
 
 void remove_checkpoint(const std::string& path) {
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) fs::remove(path, ec);
-  else tf::remove_bundle(path);
+  if (fs::is_regular_file(path, ec))
+    fs::remove(path, ec);
+  else
+    tf::remove_bundle(path);
 }
 
 // The path a `checkpoint` file in dir names: relative to dir, or absolute;
@@ -145,10 +147,10 @@ std::string resolve_checkpoint(const std::string& path_or_dir) {
   if (fs::is_directory(path_or_dir, ec)) {
     if (auto latest = latest_checkpoint(path_or_dir)) return *latest;
     auto state = tf::read_checkpoint_state(path_or_dir);
-    throw_error(Code::kNotFound, "no checkpoint in " + path_or_dir +
-                                     (state ? " (its 'checkpoint' file names " + state->model_checkpoint_path +
-                                                  ", which does not exist)"
-                                            : " (no 'checkpoint' file)"));
+    throw_error(Code::kNotFound,
+                "no checkpoint in " + path_or_dir +
+                    (state ? " (its 'checkpoint' file names " + state->model_checkpoint_path + ", which does not exist)"
+                           : " (no 'checkpoint' file)"));
   }
   if (auto prefix = bundle_prefix_of(path_or_dir); prefix && tf::is_bundle_prefix(*prefix))
     throw_error(Code::kInvalidArgument, "checkpoint " + path_or_dir + " is one file of the TensorFlow checkpoint " +
@@ -174,7 +176,9 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path), impl_
   if (fs::is_regular_file(path, ec) && ends_with_table_magic(path))
     throw_error(Code::kUnimplemented, "checkpoint " + path +
                                           " is a TensorFlow V1 checkpoint (a single table file); hub reads V2 "
-                                          "checkpoints (" + path + ".index + .data-* files). TensorFlow converts "
+                                          "checkpoints (" +
+                                          path +
+                                          ".index + .data-* files). TensorFlow converts "
                                           "one by restoring it and saving it again with tf.train.Saver");
   impl_->safetensors = map_safetensors(path);
 }
@@ -256,8 +260,8 @@ std::map<std::string, Tensor> read_variables(const CheckpointReader& checkpoint,
     }
     TensorSpec got = checkpoint.spec(key);
     if (got.dtype != want.dtype || got.shape != want.shape)
-      throw_error(Code::kInvalidArgument, source + " has " + got.to_string() + " for '" + key + "', the graph expects " +
-                                              want.to_string() + " for '" + name +
+      throw_error(Code::kInvalidArgument, source + " has " + got.to_string() + " for '" + key +
+                                              "', the graph expects " + want.to_string() + " for '" + name +
                                               "' (exclude it with --checkpoint_exclude_scopes to train it anew)");
     out[name] = checkpoint.read(key);
   }

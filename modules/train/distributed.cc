@@ -101,8 +101,9 @@ std::unique_ptr<Job> make_job() {
 #else
   if (launch.size > 1 || launch.rank > 0)
     throw_error(Code::kFailedPrecondition,
-                "this process was started as rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.size) +
-                    " (" + launch.variable + " is set) but hub was built without MPI, so the ranks would train "
+                "this process was started as rank " + std::to_string(launch.rank) + " of " +
+                    std::to_string(launch.size) + " (" + launch.variable +
+                    " is set) but hub was built without MPI, so the ranks would train "
                     "separately and overwrite each other's checkpoints; build hub with libopenmpi-dev installed "
                     "(meson setup -Dmpi=enabled) or run it without mpirun");
 #endif
@@ -141,11 +142,13 @@ void check_replica_flags(const ReplicaFlags& f, const Job& job) {
     bad("--sync_replicas=false (asynchronous updates through parameter servers) is not supported: hub trains "
         "synchronously, averaging the gradients of the processes of `mpirun -np N hub train ...` every step");
   if (f.replicas_to_aggregate >= 0 && f.replicas_to_aggregate != job.size())
-    bad("--replicas_to_aggregate " + std::to_string(f.replicas_to_aggregate) + ": every step averages the gradients of all " +
-        n + " process(es) of the job (no backup workers); start `mpirun -np " +
+    bad("--replicas_to_aggregate " + std::to_string(f.replicas_to_aggregate) +
+        ": every step averages the gradients of all " + n +
+        " process(es) of the job (no backup workers); start `mpirun -np " +
         std::to_string(std::max(1, f.replicas_to_aggregate)) + " hub train ...` to aggregate that many");
   if (f.num_ps_tasks > 0)
-    bad("--num_ps_tasks " + std::to_string(f.num_ps_tasks) + ": hub has no parameter servers; gradients are "
+    bad("--num_ps_tasks " + std::to_string(f.num_ps_tasks) +
+        ": hub has no parameter servers; gradients are "
         "all-reduced among the processes of `mpirun -np N hub train ...`");
 }
 
@@ -172,9 +175,12 @@ void broadcast_training_state(Job& job, VariableStore& variables, Optimizer& opt
   if (job.chief()) return;
   std::map<std::string, Tensor> optimizer_state, averages;
   for (auto& [key, value] : all) {
-    if (key.rfind(kVariables, 0) == 0) variables.assign(key.substr(kVariables.size()), value);
-    else if (key.rfind(kOptimizer, 0) == 0) optimizer_state[key.substr(kOptimizer.size())] = value;
-    else if (key.rfind(kAverages, 0) == 0) averages[key.substr(kAverages.size())] = value;
+    if (key.rfind(kVariables, 0) == 0)
+      variables.assign(key.substr(kVariables.size()), value);
+    else if (key.rfind(kOptimizer, 0) == 0)
+      optimizer_state[key.substr(kOptimizer.size())] = value;
+    else if (key.rfind(kAverages, 0) == 0)
+      averages[key.substr(kAverages.size())] = value;
   }
   optimizer.load_state(optimizer_state);
   if (moving_averages) moving_averages->load_state(averages);
@@ -194,8 +200,9 @@ void check_replicas_agree(Job& job, const std::map<std::string, Tensor>& state, 
   if (want != crc) {
     char text[64];
     std::snprintf(text, sizeof text, "CRC-32C %08x, rank 0's %08x", crc, want);
-    throw_error(Code::kInternal, "the variables of rank " + std::to_string(job.rank()) + " differ from rank 0's after step " +
-                                     std::to_string(step) + " (" + text + "): the replicas diverged");
+    throw_error(Code::kInternal, "the variables of rank " + std::to_string(job.rank()) +
+                                     " differ from rank 0's after step " + std::to_string(step) + " (" + text +
+                                     "): the replicas diverged");
   }
 }
 
@@ -205,7 +212,8 @@ DataParallelStep::DataParallelStep(Job& job, const Graph& graph, const GradientO
                                    int64_t bucket_bytes)
     : job_(job) {
   if (bucket_bytes <= 0)
-    throw_error(Code::kInvalidArgument, "the gradient bucket size must be positive, got " + std::to_string(bucket_bytes) + " bytes");
+    throw_error(Code::kInvalidArgument,
+                "the gradient bucket size must be positive, got " + std::to_string(bucket_bytes) + " bytes");
   fetches_.push_back(loss);
   for (Output update : gradients.update_ops) {
     fetches_.push_back(update);
@@ -240,7 +248,8 @@ DataParallelStep::DataParallelStep(Job& job, const Graph& graph, const GradientO
   for (Entry& e : entries_) {
     ++buckets_[e.bucket].count;
     buckets_[e.bucket].floats = fill[e.bucket];
-    e.averaged = Tensor(DType::kFloat32, e.shape, buckets_[e.bucket].storage, static_cast<size_t>(e.offset) * sizeof(float));
+    e.averaged =
+        Tensor(DType::kFloat32, e.shape, buckets_[e.bucket].storage, static_cast<size_t>(e.offset) * sizeof(float));
   }
 }
 

@@ -166,28 +166,28 @@ class DataParallelStep {
  private:
   struct Entry {
     int bucket;
-    int64_t offset;    // in the bucket, in floats
-    int64_t size;      // floats
+    int64_t offset;  // in the bucket, in floats
+    int64_t size;    // floats
     Shape shape;
-    Tensor averaged;   // view of the bucket (several ranks only)
+    Tensor averaged;  // view of the bucket (several ranks only)
   };
   struct Bucket {
     std::shared_ptr<Storage> storage;
     int64_t floats = 0;
-    int count = 0;     // entries
-    int pending = 0;   // entries not yet produced in this step
+    int count = 0;    // entries
+    int pending = 0;  // entries not yet produced in this step
     std::future<void> reduced;
   };
   // Starts the reductions of the complete buckets, in bucket order.
   void start_ready_buckets();
 
   Job& job_;
-  std::vector<Output> fetches_;            // loss, moving statistics, gradients
-  std::vector<std::string> moving_;        // variable of each moving statistic
-  std::vector<std::string> variables_;     // variable of each gradient
-  std::vector<Entry> entries_;             // by fetch index
+  std::vector<Output> fetches_;         // loss, moving statistics, gradients
+  std::vector<std::string> moving_;     // variable of each moving statistic
+  std::vector<std::string> variables_;  // variable of each gradient
+  std::vector<Entry> entries_;          // by fetch index
   std::vector<Bucket> buckets_;
-  int next_bucket_ = 0;                    // first bucket not yet started
+  int next_bucket_ = 0;  // first bucket not yet started
   int64_t total_floats_ = 0;
 };
 

@@ -44,7 +44,8 @@ class MpiThread {
       char* end = nullptr;
       timeout_s_ = std::strtod(t, &end);
       if (end == t || *end || !(timeout_s_ > 0))
-        throw_error(Code::kInvalidArgument, "$HUB_COLLECTIVE_TIMEOUT '" + std::string(t) + "' is not a positive number of seconds");
+        throw_error(Code::kInvalidArgument,
+                    "$HUB_COLLECTIVE_TIMEOUT '" + std::string(t) + "' is not a positive number of seconds");
     }
     std::promise<void> started;
     std::future<void> ready = started.get_future();
@@ -89,15 +90,17 @@ class MpiThread {
   // On the MPI thread: completes `request`, or throws (the job is then broken).
   void wait(MPI_Request* request, const std::string& what) {
     const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+    const auto deadline =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
     while (true) {
       int done = 0;
       check(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
       if (done) return;
       const auto now = Clock::now();
       if (now > deadline)
-        fail(Code::kDeadlineExceeded, what + " did not complete within " + std::to_string(static_cast<long long>(timeout_s_)) +
-                                          " s ($HUB_COLLECTIVE_TIMEOUT): another rank has failed, hangs or is far behind");
+        fail(Code::kDeadlineExceeded,
+             what + " did not complete within " + std::to_string(static_cast<long long>(timeout_s_)) +
+                 " s ($HUB_COLLECTIVE_TIMEOUT): another rank has failed, hangs or is far behind");
       if (abandon_) fail(Code::kUnavailable, what + " abandoned: the process is ending");
       if (broken_) check_not_broken();  // an earlier collective failed: peers will not complete this one
       if (now - start < std::chrono::microseconds(100))
@@ -193,7 +196,9 @@ class MpiJob final : public Job {
       mpi_->wait(&r, what);
       bytes->resize(static_cast<size_t>(n));
       for (int64_t at = 0; at < n; at += kPiece) {
-        mpi_->check(MPI_Ibcast(bytes->data() + at, static_cast<int>(std::min(kPiece, n - at)), MPI_BYTE, 0, MPI_COMM_WORLD, &r), what);
+        mpi_->check(
+            MPI_Ibcast(bytes->data() + at, static_cast<int>(std::min(kPiece, n - at)), MPI_BYTE, 0, MPI_COMM_WORLD, &r),
+            what);
         mpi_->wait(&r, what);
       }
     }).get();
@@ -213,7 +218,8 @@ class MpiJob final : public Job {
         int64_t total = 0;
         for (size_t i = 0; i < counts.size(); ++i) {
           if (total > INT_MAX)
-            throw_error(Code::kResourceExhausted, what + ": more than 2 GiB in all reach rank 0 (MPI's limit per message)");
+            throw_error(Code::kResourceExhausted,
+                        what + ": more than 2 GiB in all reach rank 0 (MPI's limit per message)");
           offsets[i] = static_cast<int>(total);
           total += counts[i];
         }
@@ -224,7 +230,8 @@ class MpiJob final : public Job {
                   what);
       mpi_->wait(&r, what);
       all->clear();
-      for (size_t i = 0; i < counts.size(); ++i) all->push_back(joined.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(counts[i])));
+      for (size_t i = 0; i < counts.size(); ++i)
+        all->push_back(joined.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(counts[i])));
     }).get();
   }
 

@@ -92,9 +92,8 @@ Split open_split(Job& job, const std::string& dir, const std::string& name, cons
 
 // This rank's shard of the split (modules/datasets/reader.h).
 data::ReaderOptions reader_options(const Split& split, const nets::NetInfo& info, int64_t size,
-                                   const std::string& preprocessing_name, bool training, int64_t batch,
-                                   int threads, uint64_t seed, const std::vector<int64_t>& only_classes,
-                                   const Job& job) {
+                                   const std::string& preprocessing_name, bool training, int64_t batch, int threads,
+                                   uint64_t seed, const std::vector<int64_t>& only_classes, const Job& job) {
   data::ReaderOptions r;
   r.num_shards = job.size();
   r.shard_index = job.rank();
@@ -148,9 +147,10 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
   Output loss = m.loss;
   auto aux = m.net.end_points.find("AuxLogits");
   if (aux != m.net.end_points.end())
-    loss = ops::add(ls, loss, ops::mul(ls, ops::scalar(ls, 0.4f),
-                                       ops::sparse_softmax_cross_entropy(ls, aux->second, m.labels,
-                                                                         static_cast<float>(label_smoothing))));
+    loss = ops::add(
+        ls, loss,
+        ops::mul(ls, ops::scalar(ls, 0.4f),
+                 ops::sparse_softmax_cross_entropy(ls, aux->second, m.labels, static_cast<float>(label_smoothing))));
   m.total_loss = ops::total_loss(ls, loss);
 }
 
@@ -165,7 +165,6 @@ LearningRateSchedule schedule_of(const TrainConfig& c, int64_t num_samples, int6
   throw_error(Code::kInvalidArgument, "--learning_rate_decay_type '" + c.learning_rate_decay_type +
                                           "' is not fixed, exponential or polynomial");
 }
-
 
 // The graph's variables by name with their dtype and shape.
 std::map<std::string, TensorSpec> variable_specs(const Graph& g) {
@@ -206,8 +205,10 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
   CheckpointReader checkpoint(path);
   std::map<std::string, Tensor> opt_state, ema_state;
   for (const std::string& k : checkpoint.names()) {
-    if (k.rfind("optimizer/", 0) == 0) opt_state[k.substr(10)] = checkpoint.read(k);
-    else if (k.size() > kEmaSuffix.size() && k.compare(k.size() - kEmaSuffix.size(), kEmaSuffix.size(), kEmaSuffix) == 0)
+    if (k.rfind("optimizer/", 0) == 0)
+      opt_state[k.substr(10)] = checkpoint.read(k);
+    else if (k.size() > kEmaSuffix.size() &&
+             k.compare(k.size() - kEmaSuffix.size(), kEmaSuffix.size(), kEmaSuffix) == 0)
       ema_state[k] = checkpoint.read(k);
     else if (vars.contains(k)) {
       try {
@@ -218,7 +219,8 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
     }
   }
   for (auto& [name, t] : vars.items())
-    if (!checkpoint.contains(name)) throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
+    if (!checkpoint.contains(name))
+      throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
   opt.load_state(opt_state);
   if (ema && !ema_state.empty()) ema->load_state(ema_state);
 }
@@ -242,7 +244,8 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     const std::string& name = m.graph.node(id).name;
     if (scopes.empty() || in_scopes(name, scopes)) trainable.push_back(name);
   }
-  if (trainable.empty()) throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
+  if (trainable.empty())
+    throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
   GradientOps grads = build_gradients(s, m.total_loss, trainable);
   auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples, global_batch), c.optimizer_options);
   VariableStore vars;
@@ -265,10 +268,12 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
 
   int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / global_batch);
   int64_t max_steps = c.max_number_of_steps;
-  if (c.train_epochs > 0) max_steps = static_cast<int64_t>(std::ceil(c.train_epochs * static_cast<double>(steps_per_epoch)));
-  int64_t eval_every = c.epochs_between_evals > 0
-                           ? std::max<int64_t>(1, static_cast<int64_t>(c.epochs_between_evals * static_cast<double>(steps_per_epoch)))
-                           : 0;
+  if (c.train_epochs > 0)
+    max_steps = static_cast<int64_t>(std::ceil(c.train_epochs * static_cast<double>(steps_per_epoch)));
+  int64_t eval_every =
+      c.epochs_between_evals > 0
+          ? std::max<int64_t>(1, static_cast<int64_t>(c.epochs_between_evals * static_cast<double>(steps_per_epoch)))
+          : 0;
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
                                             c.num_preprocessing_threads, c.seed, c.only_classes, job));
   Session session(m.graph, &vars);
@@ -291,8 +296,9 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   while (max_steps <= 0 || optimizer->global_step() < max_steps) {
     if (!reader.next(&batch)) break;
     double lr = optimizer->learning_rate();
-    float loss = data_parallel.run(session, *optimizer, vars,
-                                   {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
+    float loss =
+        data_parallel.run(session, *optimizer, vars,
+                          {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
     int64_t step = optimizer->global_step();
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
@@ -423,7 +429,8 @@ EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string
   double counts[3] = {static_cast<double>(correct), static_cast<double>(in_top5), static_cast<double>(r.examples)};
   job.sum(counts, 3, "sum of the evaluation counts");
   r.examples = static_cast<int64_t>(counts[2]);
-  if (r.examples == 0) throw_error(Code::kNotFound, "split " + c.dataset_split_name + " of " + c.dataset_dir + " has no examples");
+  if (r.examples == 0)
+    throw_error(Code::kNotFound, "split " + c.dataset_split_name + " of " + c.dataset_dir + " has no examples");
   r.accuracy = counts[0] / counts[2];
   r.recall_at_5 = counts[1] / counts[2];
   if (job.chief() && !c.eval_dir.empty()) {
@@ -475,7 +482,8 @@ void export_module(const ExportConfig& c) {
       std::vector<std::string> kept;
       for (int64_t k : c.only_classes) {
         if (k < 0 || k >= static_cast<int64_t>(labels.size()))
-          throw_error(Code::kInvalidArgument, "class " + std::to_string(k) + " is not in labels.txt of " + c.dataset_dir);
+          throw_error(Code::kInvalidArgument,
+                      "class " + std::to_string(k) + " is not in labels.txt of " + c.dataset_dir);
         kept.push_back(labels[static_cast<size_t>(k)]);
       }
       labels = kept;
@@ -483,10 +491,10 @@ void export_module(const ExportConfig& c) {
     if (c.labels_offset > 0 && static_cast<int64_t>(labels.size()) > c.labels_offset)
       labels.erase(labels.begin(), labels.begin() + c.labels_offset);
   }
-  int64_t classes = c.num_classes > 0          ? c.num_classes
-                    : !labels.empty()           ? static_cast<int64_t>(labels.size())
-                    : !c.only_classes.empty()   ? static_cast<int64_t>(c.only_classes.size())
-                                                : info.default_classes;
+  int64_t classes = c.num_classes > 0         ? c.num_classes
+                    : !labels.empty()         ? static_cast<int64_t>(labels.size())
+                    : !c.only_classes.empty() ? static_cast<int64_t>(c.only_classes.size())
+                                              : info.default_classes;
   auto fn = [&](ModuleBuilder& b, const Attrs& args) {
     Scope s = b.scope();
     Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, size, size, info.channels}, "images");
@@ -496,7 +504,8 @@ void export_module(const ExportConfig& c) {
     nets::Net net = nets::build_net(c.model_name, s, input_transform(s.sub("input"), images, info.preprocessing), o);
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", net.features}});
     b.add_signature("logits", {{"images", images}}, {{"default", net.logits}});
-    b.add_signature("classification", {{"images", images}}, {{"default", ops::softmax(s, net.logits, -1, "probabilities")}});
+    b.add_signature("classification", {{"images", images}},
+                    {{"default", ops::softmax(s, net.logits, -1, "probabilities")}});
     b.set_image_info(size, size, info.channels);
     ModuleMetadata meta;
     meta.name = c.model_name;
@@ -511,8 +520,8 @@ void export_module(const ExportConfig& c) {
       b.add_asset("labels.txt", text);
     }
   };
-  ModuleSpec spec = create_module_spec(fn, {{TagSet{}, Attrs().set("is_training", c.is_training)},
-                                            {TagSet{"train"}, Attrs().set("is_training", true)}});
+  ModuleSpec spec = create_module_spec(
+      fn, {{TagSet{}, Attrs().set("is_training", c.is_training)}, {TagSet{"train"}, Attrs().set("is_training", true)}});
   Module module(spec);
   if (!c.checkpoint_path.empty()) {
     CheckpointReader checkpoint(resolve_checkpoint(c.checkpoint_path));
@@ -523,7 +532,8 @@ void export_module(const ExportConfig& c) {
     }
     RestoreOptions ro;
     ro.what = "--checkpoint_path";
-    for (const auto& [name, value] : read_variables(checkpoint, wanted, ro)) module.variable_map().at(name).assign(value);
+    for (const auto& [name, value] : read_variables(checkpoint, wanted, ro))
+      module.variable_map().at(name).assign(value);
   }
   module.export_to(c.output_dir);
 }

@@ -53,10 +53,10 @@ struct TrainConfig {
   std::string checkpoint_path, checkpoint_exclude_scopes, trainable_scopes;
   bool ignore_missing_vars = false;
   // Official MNIST model: epochs, evaluation between them, early stop.
-  double train_epochs = 0;            // > 0: train this many epochs (overrides max steps)
-  double epochs_between_evals = 0;    // > 0: evaluate on --eval_split every N epochs
+  double train_epochs = 0;          // > 0: train this many epochs (overrides max steps)
+  double epochs_between_evals = 0;  // > 0: evaluate on --eval_split every N epochs
   std::string eval_split = "test";
-  double stop_threshold = 0;          // > 0: stop once eval accuracy >= this
+  double stop_threshold = 0;  // > 0: stop once eval accuracy >= this
   uint64_t seed = 0;
   // Classes to keep (labels outside are skipped); empty = all.
   std::vector<int64_t> only_classes;
@@ -68,10 +68,10 @@ struct TrainConfig {
 };
 
 struct TrainResult {
-  int64_t steps = 0;              // global step at the end
-  double first_loss = 0;          // loss of the first step of this call
-  double final_loss = 0;          // loss of the last step of this call
-  std::vector<double> losses;     // every step's loss, in order (this call)
+  int64_t steps = 0;           // global step at the end
+  double first_loss = 0;       // loss of the first step of this call
+  double final_loss = 0;       // loss of the last step of this call
+  std::vector<double> losses;  // every step's loss, in order (this call)
   double last_eval_accuracy = -1;
   std::string checkpoint;
 };
@@ -118,7 +118,7 @@ struct ExportConfig {
   std::string dataset_name;     // for labels (optional)
   std::string dataset_dir;
   int64_t labels_offset = 0;
-  int64_t image_size = 0;       // default: the net's
+  int64_t image_size = 0;  // default: the net's
   // export_inference_graph's --is_training: the default tag set {} holds the
   // training-mode graph too (batch norm on batch statistics, dropout on).
   bool is_training = false;

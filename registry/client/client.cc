@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "hub/core/json.h"
 #include "hub/core/text.h"
@@ -46,13 +46,23 @@ std::string base_url(const std::string& url) {
 
 Code code_for_status(long status) {
   switch (status) {
-    case 400: case 411: case 416: return Code::kInvalidArgument;
-    case 401: case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 409: return Code::kAlreadyExists;
-    case 413: return Code::kResourceExhausted;
-    case 408: return Code::kDeadlineExceeded;
-    default: return Code::kUnavailable;
+    case 400:
+    case 411:
+    case 416:
+      return Code::kInvalidArgument;
+    case 401:
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 409:
+      return Code::kAlreadyExists;
+    case 413:
+      return Code::kResourceExhausted;
+    case 408:
+      return Code::kDeadlineExceeded;
+    default:
+      return Code::kUnavailable;
   }
 }
 
@@ -64,8 +74,8 @@ Code code_for_status(long status) {
   } catch (const Error&) {
     // Not JSON: quote the start of it below.
   }
-  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
-      doc["error"].contains("message") && doc["error"]["message"].is_string())
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() && doc["error"].contains("message") &&
+      doc["error"]["message"].is_string())
     msg = printable(doc["error"]["message"].get<std::string>(), 500);
   else
     msg = printable(body, 200);
@@ -282,8 +292,8 @@ json publish_module(const fs::path& source, const PublishOptions& opt) {
   json doc = parse_json(body, what + ": the registry's reply");
   if (!doc.is_object()) throw_error(Code::kCorruption, what + ": the registry's reply is not a JSON object");
   if (json_string(doc, "sha256") != sha)
-    throw_error(Code::kDataLoss, what + ": registry recorded SHA-256 " + printable(json_string(doc, "sha256", "?"), 80) +
-                                     ", sent " + sha);
+    throw_error(Code::kDataLoss, what + ": registry recorded SHA-256 " +
+                                     printable(json_string(doc, "sha256", "?"), 80) + ", sent " + sha);
   return doc;
 }
 
@@ -298,7 +308,8 @@ json search_modules(const std::string& registry_url, const std::string& query) {
   long status = http_get(url, &body);
   if (status == 200) {
     json doc = parse_json(body, "searching " + base + ": the registry's answer from " + url);
-    if (!doc.is_object()) throw_error(Code::kCorruption, "searching " + base + ": the answer from " + url + " is not a JSON object");
+    if (!doc.is_object())
+      throw_error(Code::kCorruption, "searching " + base + ": the answer from " + url + " is not a JSON object");
     return doc;
   }
   if (status != 404 && status != 405) throw_http("searching " + base, status, body);

@@ -23,7 +23,7 @@
 namespace hub::registry {
 
 struct ResolvedModule {
-  std::string handle;        // publisher/name@version (concrete version)
+  std::string handle;  // publisher/name@version (concrete version)
   std::string version;
   std::string download_url;  // absolute
   std::string sha256;        // expected digest of the archive
@@ -48,11 +48,11 @@ std::string pack_module_dir(const std::filesystem::path& dir, const std::filesys
 
 struct PublishOptions {
   std::string registry_url;
-  std::string module;        // publisher/name
-  std::string version;       // X.Y.Z
-  std::string token;         // bearer token
-  std::string description;   // optional, sent in X-Hub-Metadata
-  bool progress = false;     // progress bar on stderr
+  std::string module;       // publisher/name
+  std::string version;      // X.Y.Z
+  std::string token;        // bearer token
+  std::string description;  // optional, sent in X-Hub-Metadata
+  bool progress = false;    // progress bar on stderr
 };
 
 // Publishes a module directory (packed first) or an existing archive. Returns
@@ -69,8 +69,7 @@ nlohmann::json list_versions(const std::string& registry_url, const std::string&
 long http_get(const std::string& url, std::string* body, uint64_t max_bytes = 64ull << 20);
 // Downloads url to a file with the resolver's fetcher, verifying the SHA-256;
 // throws kDataLoss on mismatch (nothing is left at `out`).
-void download_to_file(const std::string& url, const std::filesystem::path& out,
-                      const std::string& expected_sha256);
+void download_to_file(const std::string& url, const std::filesystem::path& out, const std::string& expected_sha256);
 
 // The registry as the resolver sees it: pass one as
 // hub::resolver::ResolverOptions::registry to let a Resolver resolve

@@ -25,10 +25,10 @@ namespace hub::registry {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kSliceMs = 100;        // blocked waits in workers look at the stop flag this often
-constexpr int kTickMs = 50;          // the event thread checks head deadlines this often
+constexpr int kSliceMs = 100;         // blocked waits in workers look at the stop flag this often
+constexpr int kTickMs = 50;           // the event thread checks head deadlines this often
 constexpr size_t kReadChunk = 16384;  // bytes per recv()
-constexpr int kAcceptBatch = 64;     // connections accepted per readiness event
+constexpr int kAcceptBatch = 64;      // connections accepted per readiness event
 
 Clock::time_point after_ms(Clock::time_point t, int ms) { return t + std::chrono::milliseconds(ms); }
 
@@ -74,8 +74,8 @@ class RateMeter {
   uint64_t moved_ = 0;
 };
 
-std::string response_head(int status, const std::vector<std::pair<std::string, std::string>>& headers,
-                          uint64_t length, bool keep_alive) {
+std::string response_head(int status, const std::vector<std::pair<std::string, std::string>>& headers, uint64_t length,
+                          bool keep_alive) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + std::string(http_reason(status)) + "\r\n";
   bool has_type = false;
   for (const auto& [k, v] : headers) {
@@ -138,10 +138,10 @@ struct HttpServer::Conn {
   HttpServer* server;
   Fd fd;
   std::string client;
-  std::string in;       // received, not yet consumed
-  size_t scanned = 0;   // bytes of `in` known not to hold the end of the head
+  std::string in;      // received, not yet consumed
+  size_t scanned = 0;  // bytes of `in` known not to hold the end of the head
   // Event thread state.
-  bool idle = false;    // keep-alive, waiting for the first byte of the next request
+  bool idle = false;  // keep-alive, waiting for the first byte of the next request
   Clock::time_point idle_deadline, head_deadline;
   std::optional<RateMeter> head_rate;
 };
@@ -189,9 +189,8 @@ class WorkerIo {
 
   void send_file(int file_fd, uint64_t offset, uint64_t length, RateMeter& rate) {
     off_t off = static_cast<off_t>(offset);
-    write_all(length, rate, [&](uint64_t left) {
-      return ::sendfile(fd_, file_fd, &off, std::min<uint64_t>(left, 1 << 20));
-    });
+    write_all(length, rate,
+              [&](uint64_t left) { return ::sendfile(fd_, file_fd, &off, std::min<uint64_t>(left, 1 << 20)); });
   }
 
  private:
@@ -210,7 +209,8 @@ class WorkerIo {
   // ::sendfile returned and advances its own position. 0 written (peer gone,
   // or the file shrank under sendfile: Content-Length cannot be honored)
   // closes the connection.
-  template <class Write> void write_all(uint64_t left, RateMeter& rate, Write write) {
+  template <class Write>
+  void write_all(uint64_t left, RateMeter& rate, Write write) {
     while (left > 0) {
       ssize_t w = write(left);
       if (w > 0) {
@@ -259,9 +259,8 @@ class SocketBodyReader : public BodyReader {
         open = io_.fill(*rate_);
       } catch (const ConnectionClosed&) {
         failed_ = true;
-        throw_error(Code::kDeadlineExceeded, "request body slower than the minimum rate of " +
-                                                 rate_text(io_.limits()) + ": " + std::to_string(remaining_) +
-                                                 " bytes still expected");
+        throw_error(Code::kDeadlineExceeded, "request body slower than the minimum rate of " + rate_text(io_.limits()) +
+                                                 ": " + std::to_string(remaining_) + " bytes still expected");
       }
       if (!open) {
         failed_ = true;
@@ -336,36 +335,59 @@ HttpResponse HttpResponse::json(int status, std::string body) {
 
 std::string_view http_reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 416: return "Range Not Satisfiable";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Content Too Large";
+    case 416:
+      return "Range Not Satisfiable";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
   }
   return "Unknown";
 }
 
-HttpServer::HttpServer(HttpLimits limits, HttpHandler handler)
-    : limits_(limits), handler_(std::move(handler)) {}
+HttpServer::HttpServer(HttpLimits limits, HttpHandler handler) : limits_(limits), handler_(std::move(handler)) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -405,7 +427,8 @@ void HttpServer::start() {
   HUB_CHECK(!started_);
   epoll_fd_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!epoll_fd_ || !wake_fd_) throw_error(Code::kIOError, std::string("cannot create epoll/eventfd: ") + std::strerror(errno));
+  if (!epoll_fd_ || !wake_fd_)
+    throw_error(Code::kIOError, std::string("cannot create epoll/eventfd: ") + std::strerror(errno));
   for (int fd : {listen_fd_.get(), wake_fd_.get()}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -494,16 +517,18 @@ void HttpServer::accept_ready() {
     }
     std::string client = peer_key(ss);
     switch (admit(client)) {
-      case Admit::kOk: break;
+      case Admit::kOk:
+        break;
       case Admit::kServerFull: {
         static const std::string kFull = error_response_bytes(503, "busy", "too many connections, retry later");
         send_and_shut(fd.get(), kFull);
         continue;
       }
       case Admit::kClientFull: {
-        static const std::string kClientFull = error_response_bytes(
-            503, "busy", "too many connections from your address (at most " +
-                             std::to_string(limits_.max_connections_per_client) + "), retry later");
+        static const std::string kClientFull =
+            error_response_bytes(503, "busy",
+                                 "too many connections from your address (at most " +
+                                     std::to_string(limits_.max_connections_per_client) + "), retry later");
         send_and_shut(fd.get(), kClientFull);
         continue;
       }
@@ -543,7 +568,7 @@ void HttpServer::read_head(int fd) {
       if (conn.idle) conn.start_head(Clock::now(), limits_);
       conn.in.append(buf, static_cast<size_t>(n));
       conn.head_rate->add(static_cast<uint64_t>(n));
-      if (try_dispatch(fd)) return;  // handed on, or refused and closed
+      if (try_dispatch(fd)) return;                     // handed on, or refused and closed
       if (static_cast<size_t>(n) < sizeof buf) return;  // drained for now
       continue;
     }
@@ -568,7 +593,8 @@ bool HttpServer::try_dispatch(int fd) {
   if (end == std::string::npos) {
     conn.scanned = conn.in.size();
     if (conn.in.size() <= limits_.max_header_bytes) return false;
-    close_head(fd, 431, "header_too_large", "request head exceeds " + std::to_string(limits_.max_header_bytes) + " bytes");
+    close_head(fd, 431, "header_too_large",
+               "request head exceeds " + std::to_string(limits_.max_header_bytes) + " bytes");
     return true;
   }
   auto parsed = parse_request_head(std::string_view(conn.in).substr(0, end), limits_);
@@ -666,8 +692,8 @@ void HttpServer::worker_loop() {
 bool HttpServer::serve(Conn& conn, const HttpRequest& req) {
   WorkerIo io(conn.fd.get(), conn.in, limits_, stopping_);
   const std::string* expect = req.header("expect");
-  bool expect_continue = expect && lower(*expect) == "100-continue" && req.minor_version == 1 &&
-                         req.content_length.value_or(0) > 0;
+  bool expect_continue =
+      expect && lower(*expect) == "100-continue" && req.minor_version == 1 && req.content_length.value_or(0) > 0;
   SocketBodyReader body(io, req.content_length.value_or(0), expect_continue);
   HttpResponse resp;
   try {

@@ -218,7 +218,7 @@ class HttpServer {
   std::mutex mu_;  // guards ready_ and returned_
   std::condition_variable cv_;
   std::deque<std::pair<std::unique_ptr<Conn>, HttpRequest>> ready_;  // complete heads for workers
-  std::vector<std::unique_ptr<Conn>> returned_;  // keep-alive connections back from workers
+  std::vector<std::unique_ptr<Conn>> returned_;                      // keep-alive connections back from workers
 };
 
 }  // namespace hub::registry

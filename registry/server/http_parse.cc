@@ -95,8 +95,9 @@ std::variant<HttpRequest, HeadError> parse_request_head(std::string_view head, c
     req.minor_version = 1;
   } else if (version == "HTTP/1.0") {
     req.minor_version = 0;
-  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && std::isdigit(static_cast<unsigned char>(version[5])) &&
-             version[6] == '.' && std::isdigit(static_cast<unsigned char>(version[7]))) {
+  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" &&
+             std::isdigit(static_cast<unsigned char>(version[5])) && version[6] == '.' &&
+             std::isdigit(static_cast<unsigned char>(version[7]))) {
     return error(505, "bad_version", "only HTTP/1.0 and HTTP/1.1 are supported");
   } else {
     return error(400, "bad_request", "malformed request line '" + excerpt(line) + "'");

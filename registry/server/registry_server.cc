@@ -4,18 +4,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <ctime>
 #include <vector>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "hub/core/json.h"
 #include "hub/core/logging.h"
 #include "hub/module/module.h"
-#include "hub/core/digest.h"
 #include "registry/names.h"
 
 namespace fs = std::filesystem;
@@ -30,29 +30,47 @@ HttpResponse error_response(int status, std::string_view code, std::string_view 
 
 int status_for(Code code) {
   switch (code) {
-    case Code::kInvalidArgument: return 400;
-    case Code::kCorruption: return 400;
-    case Code::kDataLoss: return 400;
-    case Code::kNotFound: return 404;
-    case Code::kAlreadyExists: return 409;
-    case Code::kPermissionDenied: return 403;
-    case Code::kResourceExhausted: return 413;
-    case Code::kDeadlineExceeded: return 408;
-    default: return 500;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kCorruption:
+      return 400;
+    case Code::kDataLoss:
+      return 400;
+    case Code::kNotFound:
+      return 404;
+    case Code::kAlreadyExists:
+      return 409;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kResourceExhausted:
+      return 413;
+    case Code::kDeadlineExceeded:
+      return 408;
+    default:
+      return 500;
   }
 }
 
 std::string code_slug(Code code) {
   switch (code) {
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kCorruption: return "corrupt_archive";
-    case Code::kDataLoss: return "incomplete_or_mismatched_body";
-    case Code::kNotFound: return "not_found";
-    case Code::kAlreadyExists: return "already_exists";
-    case Code::kPermissionDenied: return "forbidden";
-    case Code::kResourceExhausted: return "too_large";
-    case Code::kDeadlineExceeded: return "timeout";
-    default: return "internal";
+    case Code::kInvalidArgument:
+      return "invalid_argument";
+    case Code::kCorruption:
+      return "corrupt_archive";
+    case Code::kDataLoss:
+      return "incomplete_or_mismatched_body";
+    case Code::kNotFound:
+      return "not_found";
+    case Code::kAlreadyExists:
+      return "already_exists";
+    case Code::kPermissionDenied:
+      return "forbidden";
+    case Code::kResourceExhausted:
+      return "too_large";
+    case Code::kDeadlineExceeded:
+      return "timeout";
+    default:
+      return "internal";
   }
 }
 
@@ -114,8 +132,7 @@ std::string bearer_token(const HttpRequest& req) {
 // Parses a single "bytes=" range against `size`. Returns false when the header
 // should be ignored (malformed or multi-range); sets unsatisfiable when it is
 // well-formed but outside the file.
-bool parse_range(const std::string& h, uint64_t size, uint64_t* first, uint64_t* last,
-                 bool* unsatisfiable) {
+bool parse_range(const std::string& h, uint64_t size, uint64_t* first, uint64_t* last, bool* unsatisfiable) {
   *unsatisfiable = false;
   if (h.rfind("bytes=", 0) != 0) return false;
   std::string spec = h.substr(6);
@@ -186,23 +203,15 @@ json version_json(const VersionRecord& r) {
 }
 
 json module_json(const ModuleSummary& m) {
-  return json{{"publisher", m.publisher},
-              {"name", m.name},
-              {"module", m.publisher + "/" + m.name},
-              {"description", m.description},
-              {"latest", m.latest},
-              {"num_versions", m.num_versions},
+  return json{{"publisher", m.publisher},           {"name", m.name},     {"module", m.publisher + "/" + m.name},
+              {"description", m.description},       {"latest", m.latest}, {"num_versions", m.num_versions},
               {"updated_at", rfc3339(m.updated_at)}};
 }
 
-json versions_doc(const std::string& publisher, const std::string& name,
-                  const std::vector<VersionRecord>& versions) {
+json versions_doc(const std::string& publisher, const std::string& name, const std::vector<VersionRecord>& versions) {
   json list = json::array();
   for (const auto& v : versions) list.push_back(version_json(v));
-  return json{{"publisher", publisher},
-              {"name", name},
-              {"module", publisher + "/" + name},
-              {"versions", list}};
+  return json{{"publisher", publisher}, {"name", name}, {"module", publisher + "/" + name}, {"versions", list}};
 }
 
 ModuleValidator default_module_validator(resolver::UnpackLimits limits) {
@@ -256,8 +265,8 @@ RegistryServer::RegistryServer(RegistryServerOptions options) : options_(std::mo
   if (removed > 0) {
     HUB_LOG(Info) << "registry: removed " << removed << " leftover temp/orphan files";
   }
-  http_ = std::make_unique<HttpServer>(
-      options_.http, [this](const HttpRequest& req, BodyReader& body) { return handle(req, body); });
+  http_ = std::make_unique<HttpServer>(options_.http,
+                                       [this](const HttpRequest& req, BodyReader& body) { return handle(req, body); });
 }
 
 RegistryServer::~RegistryServer() { stop(); }
@@ -301,8 +310,8 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
         // JSON body {"query": "..."}; bounded.
         if (!req.content_length) return error_response(411, "length_required", "Content-Length required");
         if (*req.content_length > options_.max_json_bytes) {
-          HttpResponse r = error_response(413, "too_large", "JSON body larger than " +
-                                                               std::to_string(options_.max_json_bytes));
+          HttpResponse r =
+              error_response(413, "too_large", "JSON body larger than " + std::to_string(options_.max_json_bytes));
           r.close = true;
           return r;
         }
@@ -335,7 +344,8 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
     }
     if (p.size() == 4 && p[1] == "blobs" && p[2] == "sha256") {
       if (!get) return not_allowed();
-      if (!is_sha256_hex(p[3]) || p[3] != to_lower(p[3])) return error_response(400, "invalid_argument", "malformed digest '" + p[3].substr(0, 80) + "'");
+      if (!is_sha256_hex(p[3]) || p[3] != to_lower(p[3]))
+        return error_response(400, "invalid_argument", "malformed digest '" + p[3].substr(0, 80) + "'");
       return download(req, p[3]);
     }
     if (p.size() >= 4 && p.size() <= 6 && p[1] == "modules") {
@@ -345,8 +355,7 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
       if (p.size() == 4 || (p.size() == 5 && p[4] == "versions.json")) {
         if (!get) return not_allowed();
         auto versions = store_->versions(publisher, name);
-        if (versions.empty())
-          return error_response(404, "not_found", "no module " + publisher + "/" + name);
+        if (versions.empty()) return error_response(404, "not_found", "no module " + publisher + "/" + name);
         return HttpResponse::json(200, versions_doc(publisher, name, versions).dump());
       }
       std::string version = parse_version(p[4]).text;
@@ -354,15 +363,13 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
         if (m == "PUT" || m == "POST") return publish(req, body, publisher, name, version);
         if (!get) return not_allowed();
         auto rec = store_->version(publisher, name, version);
-        if (!rec)
-          return error_response(404, "not_found", "no version " + publisher + "/" + name + "@" + version);
+        if (!rec) return error_response(404, "not_found", "no version " + publisher + "/" + name + "@" + version);
         return HttpResponse::json(200, version_json(*rec).dump());
       }
       if (p[5] == "archive") {
         if (!get) return not_allowed();
         auto rec = store_->version(publisher, name, version);
-        if (!rec)
-          return error_response(404, "not_found", "no version " + publisher + "/" + name + "@" + version);
+        if (!rec) return error_response(404, "not_found", "no version " + publisher + "/" + name + "@" + version);
         return download(req, rec->sha256);
       }
     }
@@ -374,9 +381,8 @@ HttpResponse RegistryServer::handle(const HttpRequest& req, BodyReader& body) {
   }
 }
 
-HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
-                                     const std::string& publisher, const std::string& name,
-                                     const std::string& version) {
+HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body, const std::string& publisher,
+                                     const std::string& name, const std::string& version) {
   const std::string handle = publisher + "/" + name + "@" + version;
   auto refuse = [&](int status, std::string_view code, std::string msg) {
     HttpResponse r = error_response(status, code, msg);
@@ -391,10 +397,11 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
   }
   const std::string client = client_of(req);
   if (int wait_s = auth_throttle_->retry_after_s(client)) {
-    HUB_LOG(Warning) << "registry: " << client << " throttled: too many failed authentications (retry in "
-                     << wait_s << " s)";
-    HttpResponse r = refuse(429, "too_many_requests",
-                            "too many failed authentications from your address; retry in " + std::to_string(wait_s) + " s");
+    HUB_LOG(Warning) << "registry: " << client << " throttled: too many failed authentications (retry in " << wait_s
+                     << " s)";
+    HttpResponse r =
+        refuse(429, "too_many_requests",
+               "too many failed authentications from your address; retry in " + std::to_string(wait_s) + " s");
     r.add("Retry-After", std::to_string(wait_s));
     return r;
   }
@@ -403,12 +410,23 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
     auth_throttle_->record_failure(client);
     std::string why;
     switch (auth.status) {
-      case AuthStatus::kMalformed: why = "malformed token"; break;
-      case AuthStatus::kUnknown: why = "unknown token"; break;
-      case AuthStatus::kWrongSecret: why = "wrong secret for token"; break;
-      case AuthStatus::kRevoked: why = "token revoked"; break;
-      case AuthStatus::kExpired: why = "token expired"; break;
-      case AuthStatus::kOk: break;
+      case AuthStatus::kMalformed:
+        why = "malformed token";
+        break;
+      case AuthStatus::kUnknown:
+        why = "unknown token";
+        break;
+      case AuthStatus::kWrongSecret:
+        why = "wrong secret for token";
+        break;
+      case AuthStatus::kRevoked:
+        why = "token revoked";
+        break;
+      case AuthStatus::kExpired:
+        why = "token expired";
+        break;
+      case AuthStatus::kOk:
+        break;
     }
     HUB_LOG(Warning) << "registry: authentication failed for " << client << ": " << why
                      << (auth.token_id.empty() ? "" : " id=" + auth.token_id);
@@ -421,14 +439,15 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
   if (auth.publisher != publisher) {
     HUB_LOG(Warning) << "registry: forbidden: token id=" << auth.token_id << " of publisher " << auth.publisher
                      << " used for " << handle << " by " << client;
-    return refuse(403, "forbidden", "token may publish only for publisher '" + auth.publisher + "', not '" +
-                                        publisher + "'");
+    return refuse(403, "forbidden",
+                  "token may publish only for publisher '" + auth.publisher + "', not '" + publisher + "'");
   }
   if (!req.content_length) return refuse(411, "length_required", "publishing needs Content-Length");
   uint64_t length = *req.content_length;
   if (length > options_.max_upload_bytes)
-    return refuse(413, "too_large", "upload of " + std::to_string(length) + " bytes exceeds the limit of " +
-                                        std::to_string(options_.max_upload_bytes));
+    return refuse(413, "too_large",
+                  "upload of " + std::to_string(length) + " bytes exceeds the limit of " +
+                      std::to_string(options_.max_upload_bytes));
   if (length == 0) return refuse(400, "invalid_argument", "empty upload");
   const std::string* declared = req.header("x-hub-sha256");
   if (!declared || !is_sha256_hex(*declared) || *declared != to_lower(*declared))
@@ -467,8 +486,8 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
     received += n;
   }
   if (received != length)
-    throw_error(Code::kDataLoss, "received " + std::to_string(received) + " of " +
-                                     std::to_string(length) + " declared bytes");
+    throw_error(Code::kDataLoss,
+                "received " + std::to_string(received) + " of " + std::to_string(length) + " declared bytes");
   std::string actual = hasher.hex_digest();
   if (actual != *declared)
     throw_error(Code::kDataLoss, "SHA-256 mismatch: declared " + *declared + ", received " + actual);
@@ -500,7 +519,8 @@ HttpResponse RegistryServer::publish(const HttpRequest& req, BodyReader& body,
 
 std::string RegistryServer::client_of(const HttpRequest& req) const {
   const std::string* real_ip = req.header("x-real-ip");
-  if (!real_ip || std::find(trusted_proxy_keys_.begin(), trusted_proxy_keys_.end(), req.client) == trusted_proxy_keys_.end())
+  if (!real_ip ||
+      std::find(trusted_proxy_keys_.begin(), trusted_proxy_keys_.end(), req.client) == trusted_proxy_keys_.end())
     return req.client;
   std::string key = client_key(*real_ip);
   return key.empty() ? req.client : key;
@@ -535,14 +555,13 @@ HttpResponse RegistryServer::download(const HttpRequest& req, const std::string&
     if (range_applies && parse_range(*range, size, &first, &last, &unsatisfiable)) {
       if (unsatisfiable) {
         HttpResponse e = error_response(416, "range_not_satisfiable",
-                                        "range '" + range->substr(0, 80) + "' is outside 0.." +
-                                            std::to_string(size));
+                                        "range '" + range->substr(0, 80) + "' is outside 0.." + std::to_string(size));
         e.add("Content-Range", "bytes */" + std::to_string(size));
         return e;
       }
       r.status = 206;
-      r.add("Content-Range", "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" +
-                                 std::to_string(size));
+      r.add("Content-Range",
+            "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(size));
       file->offset = first;
       file->length = last - first + 1;
       r.file = file;

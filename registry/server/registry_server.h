@@ -63,10 +63,10 @@ struct RegistryServerOptions {
   uint64_t max_upload_bytes = 1ull << 30;
   uint64_t max_json_bytes = 64 * 1024;
   HttpLimits http;
-  ModuleValidator validator;  // empty = default_module_validator()
-  int auth_failure_burst = 10;                // failed authentications a client may spend at once
-  int auth_failure_refill_ms = 6000;          // milliseconds per failure regained (10 a minute)
-  std::vector<std::string> trusted_proxies;   // numeric peer addresses (IPv6: their /64) whose X-Real-IP is believed
+  ModuleValidator validator;                 // empty = default_module_validator()
+  int auth_failure_burst = 10;               // failed authentications a client may spend at once
+  int auth_failure_refill_ms = 6000;         // milliseconds per failure regained (10 a minute)
+  std::vector<std::string> trusted_proxies;  // numeric peer addresses (IPv6: their /64) whose X-Real-IP is believed
 };
 
 class RegistryServer {
@@ -84,8 +84,8 @@ class RegistryServer {
   HttpResponse handle(const HttpRequest& req, BodyReader& body);
 
  private:
-  HttpResponse publish(const HttpRequest& req, BodyReader& body, const std::string& publisher,
-                       const std::string& name, const std::string& version);
+  HttpResponse publish(const HttpRequest& req, BodyReader& body, const std::string& publisher, const std::string& name,
+                       const std::string& version);
   HttpResponse download(const HttpRequest& req, const std::string& sha256);
   // The client a request counts against (see the file comment).
   std::string client_of(const HttpRequest& req) const;

@@ -11,8 +11,8 @@
 #include <map>
 #include <set>
 
-#include "hub/core/error.h"
 #include "hub/core/digest.h"
+#include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "registry/names.h"
 
@@ -90,8 +90,7 @@ class Stmt {
   }
   std::string text(int i) {
     const unsigned char* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, i)))
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, i)))
              : std::string();
   }
   int64_t integer(int i) { return sqlite3_column_int64(stmt_, i); }
@@ -180,10 +179,10 @@ void Store::migrate(sqlite3* db) {
       version = s.integer(0);
     }
     if (version > kStoreSchemaVersion)
-      throw_error(Code::kFailedPrecondition,
-                  "registry database " + (root_ / "registry.db").string() + " has schema version " +
-                      std::to_string(version) + "; this hub knows versions up to " +
-                      std::to_string(kStoreSchemaVersion) + " (upgrade hub)");
+      throw_error(Code::kFailedPrecondition, "registry database " + (root_ / "registry.db").string() +
+                                                 " has schema version " + std::to_string(version) +
+                                                 "; this hub knows versions up to " +
+                                                 std::to_string(kStoreSchemaVersion) + " (upgrade hub)");
     for (const Migration& m : kMigrations) {
       if (m.version <= version) continue;
       try {
@@ -208,9 +207,8 @@ Store::~Store() {
 sqlite3* Store::open_connection() {
   sqlite3* db = nullptr;
   fs::path path = root_ / "registry.db";
-  if (sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     throw_error(Code::kIOError, "cannot open registry database " + path.string() + ": " + msg);
@@ -285,7 +283,8 @@ int Store::recover() {
 
 std::string Store::create_token(const std::string& publisher, int64_t expires_at) {
   std::string pub = normalize_name(publisher, "publisher");
-  if (expires_at < 0) throw_error(Code::kInvalidArgument, "token expiry " + std::to_string(expires_at) + " is negative");
+  if (expires_at < 0)
+    throw_error(Code::kInvalidArgument, "token expiry " + std::to_string(expires_at) + " is negative");
   std::string id = random_hex(8);
   std::string token = "hubt_" + id + "_" + random_hex(32);
   Conn c(this);
@@ -297,7 +296,8 @@ std::string Store::create_token(const std::string& publisher, int64_t expires_at
         std::string other = existing.text(0);
         if (other != pub && canonical_name(other) == canonical_name(pub))
           throw_error(Code::kAlreadyExists, "publisher '" + pub + "' is another spelling of the existing publisher '" +
-                                                other + "' (names differing only in '-', '_', '.' or case are one name)");
+                                                other +
+                                                "' (names differing only in '-', '_', '.' or case are one name)");
       }
     }
     {
@@ -379,13 +379,14 @@ void Store::check_publishable(sqlite3* db, const std::string& publisher, const s
     Stmt s(db, "SELECT 1 FROM versions WHERE publisher=? AND name=? AND version=?");
     s.bind(1, publisher).bind(2, name).bind(3, version);
     if (s.step())
-      throw_error(Code::kAlreadyExists, publisher + "/" + name + "@" + version + " is already published; versions are immutable");
+      throw_error(Code::kAlreadyExists,
+                  publisher + "/" + name + "@" + version + " is already published; versions are immutable");
   }
   std::optional<std::string> spelling = published_name(db, publisher, name);
   if (spelling && *spelling != name)
-    throw_error(Code::kAlreadyExists, "module " + publisher + "/" + name + " is published as " + publisher + "/" +
-                                          *spelling +
-                                          " (names differing only in '-', '_', '.' or case are one name); publish it under that name");
+    throw_error(Code::kAlreadyExists,
+                "module " + publisher + "/" + name + " is published as " + publisher + "/" + *spelling +
+                    " (names differing only in '-', '_', '.' or case are one name); publish it under that name");
 }
 
 std::optional<std::string> Store::published_name(const std::string& publisher, const std::string& name) {
@@ -416,8 +417,7 @@ bool Store::has_version(const std::string& p, const std::string& n, const std::s
   return s.step();
 }
 
-std::optional<VersionRecord> Store::version(const std::string& p, const std::string& n,
-                                            const std::string& v) {
+std::optional<VersionRecord> Store::version(const std::string& p, const std::string& n, const std::string& v) {
   Conn c(this);
   Stmt s(c.get(),
          "SELECT publisher,name,version,sha256,size,description,signatures,published_at "
@@ -437,9 +437,8 @@ std::vector<VersionRecord> Store::versions(const std::string& p, const std::stri
     s.bind(1, p).bind(2, n);
     while (s.step()) out.push_back(read_record(s));
   }
-  std::sort(out.begin(), out.end(), [](const VersionRecord& a, const VersionRecord& b) {
-    return version_less(b.version, a.version);
-  });
+  std::sort(out.begin(), out.end(),
+            [](const VersionRecord& a, const VersionRecord& b) { return version_less(b.version, a.version); });
   return out;
 }
 
@@ -481,12 +480,14 @@ void Store::commit_version(const fs::path& temp, const VersionRecord& rec) {
   try {
     check_publishable(c.get(), rec.publisher, rec.name, rec.version);
     fs::create_directories(blob.parent_path(), ec);
-    if (ec) throw_error(Code::kIOError, "cannot create blob directory " + blob.parent_path().string() + ": " + ec.message());
+    if (ec)
+      throw_error(Code::kIOError, "cannot create blob directory " + blob.parent_path().string() + ": " + ec.message());
     if (fs::exists(blob, ec)) {
       fs::remove(temp, ec);  // same digest, same bytes: the existing blob serves both
     } else {
       if (::rename(temp.c_str(), blob.c_str()) != 0)
-        throw_error(Code::kIOError, "cannot move upload into blob store " + blob.string() + ": " + std::strerror(errno));
+        throw_error(Code::kIOError,
+                    "cannot move upload into blob store " + blob.string() + ": " + std::strerror(errno));
       placed = true;
       fsync_dir(blob.parent_path());
     }

@@ -79,7 +79,7 @@ struct VersionRecord {
   uint64_t size = 0;
   std::string description;
   std::string signatures_json = "[]";  // JSON array summarizing the module's signatures
-  int64_t published_at = 0;             // unix seconds
+  int64_t published_at = 0;            // unix seconds
 };
 
 struct ModuleSummary {
@@ -87,7 +87,7 @@ struct ModuleSummary {
   std::string description;  // of the latest version
   std::string latest;       // what @latest resolves to: highest release, else highest prerelease
   int64_t num_versions = 0;
-  int64_t updated_at = 0;   // newest publish time
+  int64_t updated_at = 0;  // newest publish time
 };
 
 class Store {
@@ -123,8 +123,7 @@ class Store {
   // `name` itself when published so, else the first published spelling with
   // the same canonical_name(), else nullopt.
   std::optional<std::string> published_name(const std::string& publisher, const std::string& name);
-  bool has_version(const std::string& publisher, const std::string& name,
-                   const std::string& version);
+  bool has_version(const std::string& publisher, const std::string& name, const std::string& version);
   // Throws kAlreadyExists when commit_version() would refuse this version:
   // it exists, or `name` is another spelling of a published module (the
   // message names it). For refusing before an upload is received.

@@ -38,8 +38,8 @@ std::string hub_exe() {
 }
 
 struct Run {
-  int code = -1;       // exit status, or -1 when killed
-  int signal = 0;      // the killing signal
+  int code = -1;   // exit status, or -1 when killed
+  int signal = 0;  // the killing signal
   std::string out, err;
 };
 
@@ -158,8 +158,8 @@ TEST_CASE("every command and subcommand prints its help and exits 0") {
 }
 
 TEST_CASE("a closed stdout pipe ends quietly: status 0 or 141, nothing on stderr") {
-  for (const std::string& cmd : {std::string("ops"), std::string("ops --json"), std::string("nets --json"),
-                                 std::string("--help")}) {
+  for (const std::string& cmd :
+       {std::string("ops"), std::string("ops --json"), std::string("nets --json"), std::string("--help")}) {
     for (const std::string& prefix : {std::string(""), std::string("trap '' PIPE; ")}) {
       CAPTURE(cmd);
       CAPTURE(prefix);

@@ -72,12 +72,11 @@ std::vector<std::string> names_in(const fs::path& dir) {
 }
 
 // `hub run MODULE --input FILE.npy --output_dir OUT`: the outputs by name.
-std::map<std::string, Tensor> hub_run(const fs::path& module, const fs::path& input,
-                                      const fs::path& out, const fs::path& cache,
-                                      const std::string& signature = "default") {
-  Run r = hub_cli({"run", module.string(), "--signature", signature, "--input", input.string(),
-                   "--output_dir", out.string()},
-                  cache);
+std::map<std::string, Tensor> hub_run(const fs::path& module, const fs::path& input, const fs::path& out,
+                                      const fs::path& cache, const std::string& signature = "default") {
+  Run r = hub_cli(
+      {"run", module.string(), "--signature", signature, "--input", input.string(), "--output_dir", out.string()},
+      cache);
   REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
   std::map<std::string, Tensor> outputs;
   for (const std::string& name : names_in(out)) outputs[name] = read_npy((out / name).string());
@@ -93,8 +92,7 @@ std::string quoted(const std::string& text) {
   return out;
 }
 
-void expect_same_outputs(const std::map<std::string, Tensor>& got,
-                         const std::map<std::string, Tensor>& want) {
+void expect_same_outputs(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want) {
   REQUIRE(got.size() == want.size());
   for (const auto& [name, t] : want) {
     CAPTURE(name);
@@ -109,15 +107,13 @@ TEST_CASE("hub import of a PyTorch-style ONNX model, then hub run, gives ONNX Ru
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir t("hub_cli_import");
   write_pytorch_style_models(t.path / "onnx");
-  const nlohmann::json manifest =
-      nlohmann::json::parse(read_file_bytes(t.path / "onnx" / "manifest.json"));
+  const nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(t.path / "onnx" / "manifest.json"));
   const auto& cnn = manifest.at("cnn");
   const Shape shape(cnn.at("shape").get<std::vector<int64_t>>());
   const Tensor x = read_float_bin(t.path / "onnx" / "cnn.input.bin", shape);
   write_npy(t / "x.npy", x);
 
-  Run r = hub_cli({"import", t / "onnx/cnn.onnx", "--output_dir", t / "cnn", "--json"},
-                  t.path / "cache");
+  Run r = hub_cli({"import", t / "onnx/cnn.onnx", "--output_dir", t / "cnn", "--json"}, t.path / "cache");
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   CHECK(doc.at("source_format") == "onnx");
@@ -127,8 +123,8 @@ TEST_CASE("hub import of a PyTorch-style ONNX model, then hub run, gives ONNX Ru
   CHECK_FALSE(fs::exists(t.path / "cache"));
 
   const auto got = hub_run(t.path / "cnn", t.path / "x.npy", t.path / "out", t.path / "cache");
-  const std::vector<Tensor> want = run_onnx_runtime(
-      t / "onnx/cnn.onnx", {{cnn.at("input").get<std::string>(), x}}, t.path / "ort");
+  const std::vector<Tensor> want =
+      run_onnx_runtime(t / "onnx/cnn.onnx", {{cnn.at("input").get<std::string>(), x}}, t.path / "ort");
   REQUIRE(want.size() == 1);
   const std::string output = cnn.at("output").get<std::string>();
   REQUIRE(got.count(output + ".npy"));
@@ -140,8 +136,8 @@ TEST_CASE("hub convert --to onnx of a built-in net, imported back, runs the same
   const fs::path cache = t.path / "cache";
   Run r = hub_cli({"export", "--model_name", "cifarnet", "--output_dir", t / "cifarnet"}, cache);
   REQUIRE_MESSAGE(r.code == 0, r.out << r.err);
-  r = hub_cli({"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx",
-               "--signature", "classification", "--json"},
+  r = hub_cli({"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx", "--signature",
+               "classification", "--json"},
               cache);
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const nlohmann::json doc = nlohmann::json::parse(r.out);
@@ -149,12 +145,10 @@ TEST_CASE("hub convert --to onnx of a built-in net, imported back, runs the same
   CHECK(doc.at("opset") == 13);
   r = hub_cli({"import", t / "cifarnet.onnx", "--output_dir", t / "back"}, cache);
   REQUIRE_MESSAGE(r.code == 0, r.err);
-  CHECK(r.out.find("imported " + (t / "cifarnet.onnx") + " (onnx) -> " + (t / "back")) !=
-        std::string::npos);
+  CHECK(r.out.find("imported " + (t / "cifarnet.onnx") + " (onnx) -> " + (t / "back")) != std::string::npos);
 
   write_npy(t / "images.npy", random_tensor({2, 32, 32, 3}, 5, 0, 1));
-  const auto a =
-      hub_run(t.path / "cifarnet", t.path / "images.npy", t.path / "a", cache, "classification");
+  const auto a = hub_run(t.path / "cifarnet", t.path / "images.npy", t.path / "a", cache, "classification");
   const auto b = hub_run(t.path / "back", t.path / "images.npy", t.path / "b", cache);
   REQUIRE(a.count("default.npy"));
   CHECK(a.at("default.npy").shape() == Shape{2, 10});
@@ -162,23 +156,19 @@ TEST_CASE("hub convert --to onnx of a built-in net, imported back, runs the same
 
   // --to onnx onto an existing file: refused, then replaced with --overwrite.
   const std::string before = read_file_bytes(t / "cifarnet.onnx");
-  r = hub_cli(
-      {"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx", "--opset", "17"},
-      cache);
+  r = hub_cli({"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx", "--opset", "17"}, cache);
   CHECK(r.code == exit_code(Code::kAlreadyExists));
   CHECK(r.err.find("(--overwrite replaces it)") != std::string::npos);
   CHECK(read_file_bytes(t / "cifarnet.onnx") == before);
-  r = hub_cli({"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx",
-               "--opset", "17", "--overwrite"},
-              cache);
+  r = hub_cli(
+      {"convert", t / "cifarnet", "--to", "onnx", "--output", t / "cifarnet.onnx", "--opset", "17", "--overwrite"},
+      cache);
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(read_file_bytes(t / "cifarnet.onnx") != before);
-  CHECK(names_in(t.path) ==
-        std::vector<std::string>{"a", "b", "back", "cifarnet", "cifarnet.onnx", "images.npy"});
+  CHECK(names_in(t.path) == std::vector<std::string>{"a", "b", "back", "cifarnet", "cifarnet.onnx", "images.npy"});
 }
 
-TEST_CASE(
-    "hub import of a URL with #sha256= goes through the resolver; a module archive is refused") {
+TEST_CASE("hub import of a URL with #sha256= goes through the resolver; a module archive is refused") {
   TempDir t("hub_cli_import");
   const fs::path cache = t.path / "cache";
   Run r = hub_cli({"export", "--model_name", "lenet", "--output_dir", t / "lenet"}, cache);
@@ -196,8 +186,7 @@ TEST_CASE(
   CHECK(r.err.find("sha256 mismatch") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "m"));
 
-  r = hub_cli({"import", url + "#sha256=" + sha256_hex(onnx), "--output_dir", t / "m", "--json"},
-              cache);
+  r = hub_cli({"import", url + "#sha256=" + sha256_hex(onnx), "--output_dir", t / "m", "--json"}, cache);
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out).at("source_format") == "onnx");
   write_npy(t / "digits.npy", random_tensor({3, 28, 28, 1}, 8, 0, 1));
@@ -220,8 +209,7 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(t.path / "m3"));
 }
 
-TEST_CASE(
-    "hub import --output_dir: new, empty or --overwrite; bad inputs name the file, leave nothing") {
+TEST_CASE("hub import --output_dir: new, empty or --overwrite; bad inputs name the file, leave nothing") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir t("hub_cli_import");
   const fs::path cache = t.path / "cache";
@@ -239,13 +227,11 @@ TEST_CASE(
     std::string message;
   };
   for (const Bad& bad : std::vector<Bad>{
-           {t / "missing.onnx", exit_code(Code::kNotFound),
-            "no such file or directory: " + (t / "missing.onnx")},
+           {t / "missing.onnx", exit_code(Code::kNotFound), "no such file or directory: " + (t / "missing.onnx")},
            {t / "notes.txt", exit_code(Code::kInvalidArgument),
             quoted(t / "notes.txt") + ": unrecognized format: expected a SavedModel directory"},
            {t / "truncated.onnx", exit_code(Code::kCorruption),
-            quoted(t / "truncated.onnx") +
-                " is not a valid ONNX ModelProto (truncated or not ONNX)"},
+            quoted(t / "truncated.onnx") + " is not a valid ONNX ModelProto (truncated or not ONNX)"},
        }) {
     CAPTURE(bad.src);
     Run r = hub_cli({"import", bad.src, "--output_dir", t / "out/m"}, cache);
@@ -271,8 +257,7 @@ TEST_CASE(
   CHECK(fs::exists(t.path / "out/m/extra.txt"));
   r = hub_cli({"import", model, "--output_dir", t / "out/m", "--overwrite"}, cache);
   REQUIRE_MESSAGE(r.code == 0, r.err);
-  CHECK(names_in(t.path / "out/m") ==
-        std::vector<std::string>{"assets", "module.pb", "variables.safetensors"});
+  CHECK(names_in(t.path / "out/m") == std::vector<std::string>{"assets", "module.pb", "variables.safetensors"});
   CHECK(names_in(t.path / "out") == std::vector<std::string>{"m"});
   // Options of another format fail before anything is written.
   r = hub_cli({"import", model, "--output_dir", t / "out/n", "--tag_set", "serve"}, cache);
@@ -294,13 +279,11 @@ TEST_CASE(
   ChildOptions o;
   o.env = {{"PER_CLASS", "8"}, {"STEPS", "20"}, {"OMP_WAIT_POLICY", "passive"}};
   // stderr too (ONNX Runtime's warnings), shown only when it fails.
-  Child job = Child::spawn(
-      {"/bin/sh", "-c", "exec /bin/bash \"$0\" \"$1\" \"$2\" 2>&1",
-       (fs::path(HUB_SOURCE_DIR) / "examples/onnx_job.sh").string(), build, t / "work"},
-      o);
+  Child job = Child::spawn({"/bin/sh", "-c", "exec /bin/bash \"$0\" \"$1\" \"$2\" 2>&1",
+                            (fs::path(HUB_SOURCE_DIR) / "examples/onnx_job.sh").string(), build, t / "work"},
+                           o);
   ChildResult r = job.wait(300, "examples/onnx_job.sh");
   REQUIRE_MESSAGE((r.exited && r.code == 0), r.output);
-  CHECK(r.output.find("hub and ONNX Runtime agree on the top-1 class of all 20 held-out images") !=
-        std::string::npos);
+  CHECK(r.output.find("hub and ONNX Runtime agree on the top-1 class of all 20 held-out images") != std::string::npos);
   CHECK(fs::exists(t.path / "work" / "retrained.onnx"));
 }

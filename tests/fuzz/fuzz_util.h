@@ -10,15 +10,15 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hub::fuzz {
 
-inline std::string_view bytes(const uint8_t* data, size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view bytes(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 // A private directory for this process, created once (libFuzzer runs one
 // harness per process) and removed at exit.
@@ -37,10 +37,32 @@ inline const std::filesystem::path& scratch_dir() {
   return dir;
 }
 
+// Splits an input made of several files: each but the last is a 4-byte
+// little-endian length L then L bytes; the last is the rest. Empty when the
+// lengths do not fit (the input is then skipped).
+inline std::vector<std::string_view> split_parts(const uint8_t* data, size_t size, size_t parts) {
+  std::vector<std::string_view> out;
+  std::string_view rest = bytes(data, size);
+  for (size_t i = 0; i + 1 < parts; ++i) {
+    uint32_t n = 0;
+    if (rest.size() < 4) return {};
+    std::memcpy(&n, rest.data(), 4);
+    if (n > rest.size() - 4) return {};
+    out.push_back(rest.substr(4, n));
+    rest.remove_prefix(4 + static_cast<size_t>(n));
+  }
+  out.push_back(rest);
+  return out;
+}
+
 // Writes `data` to `path` (truncating); aborts on failure (not the input's fault).
-inline void write_input(const std::filesystem::path& path, const uint8_t* data, size_t size) {
+inline void write_input(const std::filesystem::path& path, std::string_view data) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || (size && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) std::abort();
+  if (!f || (!data.empty() && std::fwrite(data.data(), 1, data.size(), f) != data.size()) || std::fclose(f) != 0)
+    std::abort();
+}
+inline void write_input(const std::filesystem::path& path, const uint8_t* data, size_t size) {
+  write_input(path, bytes(data, size));
 }
 
 }  // namespace hub::fuzz

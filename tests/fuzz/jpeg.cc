@@ -1,8 +1,8 @@
 // Fuzzes image decoding from JPEG seeds (the format is sniffed, so PNG
 // mutations are reached too): 8-bit gray and RGB output, probe.
+#include "fuzz_util.h"
 #include "hub/core/error.h"
 #include "hub/image/image.h"
-#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> in(data, size);

@@ -1,9 +1,9 @@
 // Fuzzes module loading: the input is module.pb (no weights file), loaded
 // with load_module_spec (parsing, format upgrades, graph validation through
 // the op registry).
+#include "fuzz_util.h"
 #include "hub/core/error.h"
 #include "hub/module/module.h"
-#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path dir = hub::fuzz::scratch_dir() / "module";

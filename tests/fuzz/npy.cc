@@ -1,7 +1,8 @@
 // Fuzzes the .npy reader (header dictionary, dtype, shape, data size).
-#include "hub/core/error.h"
 #include "hub/tensor/npy.h"
+
 #include "fuzz_util.h"
+#include "hub/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -2,9 +2,9 @@
 // checked, converted, shape-inferred and mapped to a module, whose graph is
 // then validated by building a Module from it. External data stays confined
 // to the scratch folder the model is written to.
+#include "fuzz_util.h"
 #include "hub/core/error.h"
 #include "hub/interop/onnx/importer.h"
-#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path path = hub::fuzz::scratch_dir() / "model.onnx";

@@ -1,9 +1,9 @@
 // Fuzzes how the registry client reads a registry's answers: the bounded
 // JSON parser, then version selection (latest and pinned) on the document.
+#include "fuzz_util.h"
 #include "hub/core/error.h"
 #include "hub/core/json.h"
 #include "registry/client/client.h"
-#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json doc;

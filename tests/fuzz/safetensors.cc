@@ -1,7 +1,8 @@
 // Fuzzes the safetensors reader (header JSON, offsets, dtypes, data).
-#include "hub/core/error.h"
 #include "hub/module/safetensors.h"
+
 #include "fuzz_util.h"
+#include "hub/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

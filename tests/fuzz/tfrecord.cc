@@ -1,9 +1,10 @@
 // Fuzzes TFRecord reading (lengths, masked CRC-32C of header and data) and
 // the tf.Example parsing of each record.
+#include "modules/datasets/tfrecord.h"
+
+#include "fuzz_util.h"
 #include "hub/core/error.h"
 #include "modules/datasets/example.h"
-#include "modules/datasets/tfrecord.h"
-#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path path = hub::fuzz::scratch_dir() / "in.tfrecord";

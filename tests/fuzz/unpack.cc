@@ -1,8 +1,9 @@
 // Fuzzes secure unpacking of tar and tar.gz archives (extraction into a
 // scratch folder, then inspection), with small caps.
-#include "hub/core/error.h"
 #include "hub/resolver/unpack.h"
+
 #include "fuzz_util.h"
+#include "hub/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path& dir = hub::fuzz::scratch_dir();

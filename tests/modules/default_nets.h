@@ -15,10 +15,18 @@
 namespace hub::testing {
 
 inline const std::map<std::string, int64_t>& default_test_nets() {
-  static const std::map<std::string, int64_t> nets = {
-      {"lenet", 28},         {"cifarnet", 32},         {"mnist", 28},            {"cifar10", 24},
-      {"inception_v1", 224}, {"inception_v2", 64},     {"inception_v3", 75},     {"resnet_v1_50", 64},
-      {"resnet_v2_50", 64},  {"mobilenet_v1_025", 64}, {"mobilenet_v2_035", 64}, {"nasnet_cifar", 32}};
+  static const std::map<std::string, int64_t> nets = {{"lenet", 28},
+                                                      {"cifarnet", 32},
+                                                      {"mnist", 28},
+                                                      {"cifar10", 24},
+                                                      {"inception_v1", 224},
+                                                      {"inception_v2", 64},
+                                                      {"inception_v3", 75},
+                                                      {"resnet_v1_50", 64},
+                                                      {"resnet_v2_50", 64},
+                                                      {"mobilenet_v1_025", 64},
+                                                      {"mobilenet_v2_035", 64},
+                                                      {"nasnet_cifar", 32}};
   return nets;
 }
 

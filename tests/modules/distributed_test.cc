@@ -11,6 +11,8 @@
 // are packed into buckets, and slim's replica flags. The MPI cases skip (exit
 // 77) where mpirun is missing or hub was built without MPI; every mpirun runs
 // as a child with a timeout, so a hang fails the case instead of the suite.
+#include "modules/train/distributed.h"
+
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -41,7 +43,6 @@
 #include "modules/datasets/tfrecord.h"
 #include "modules/slim/layers.h"
 #include "modules/train/checkpoint.h"
-#include "modules/train/distributed.h"
 #include "retrain_testutil.h"
 #include "subprocess.h"
 #include "testutil.h"
@@ -73,8 +74,8 @@ bool on_path(const std::string& name) {
   return false;
 }
 
-#define SKIP_UNLESS_MPI()                                                                                  \
-  HUB_SKIP_UNLESS(on_path("mpirun"), "mpirun is not installed (Debian: openmpi-bin)");                      \
+#define SKIP_UNLESS_MPI()                                                              \
+  HUB_SKIP_UNLESS(on_path("mpirun"), "mpirun is not installed (Debian: openmpi-bin)"); \
   HUB_SKIP_UNLESS(train::built_with_mpi(), "hub was built without MPI (Debian: libopenmpi-dev; -Dmpi=enabled)")
 
 struct Run {
@@ -113,8 +114,8 @@ Run one_process(const std::vector<std::string>& args, double timeout_s = 60) {
 // mpirun -np N hub ARGS (the environment variables named in `pass` are passed on).
 std::vector<std::string> mpirun_argv(int ranks, const std::vector<std::string>& args,
                                      const std::vector<std::string>& pass = {}) {
-  std::vector<std::string> argv = {"mpirun", "--oversubscribe", "-np", std::to_string(ranks), "-x", "HUB_NUM_THREADS",
-                                   "-x", "OMP_WAIT_POLICY"};
+  std::vector<std::string> argv = {"mpirun", "--oversubscribe", "-np", std::to_string(ranks),
+                                   "-x",     "HUB_NUM_THREADS", "-x",  "OMP_WAIT_POLICY"};
   for (const std::string& p : pass) argv.insert(argv.end(), {"-x", p});
   argv.push_back(hub_exe());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -174,11 +175,33 @@ void write_dataset(const fs::path& dir) {
 
 std::vector<std::string> train_args(const fs::path& data, const fs::path& train_dir, int batch, int steps,
                                     const std::vector<std::string>& more = {"--log_every_n_steps", "1"}) {
-  std::vector<std::string> args = {
-      "train", "--model_name", "cifar10", "--dataset_name", "tiny", "--dataset_dir", data.string(), "--train_dir",
-      train_dir.string(), "--train_image_size", "12", "--batch_size", std::to_string(batch), "--max_number_of_steps",
-      std::to_string(steps), "--optimizer", "momentum", "--learning_rate", "0.02", "--learning_rate_decay_type",
-      "exponential", "--num_epochs_per_decay", "1", "--num_preprocessing_threads", "1", "--seed", "5"};
+  std::vector<std::string> args = {"train",
+                                   "--model_name",
+                                   "cifar10",
+                                   "--dataset_name",
+                                   "tiny",
+                                   "--dataset_dir",
+                                   data.string(),
+                                   "--train_dir",
+                                   train_dir.string(),
+                                   "--train_image_size",
+                                   "12",
+                                   "--batch_size",
+                                   std::to_string(batch),
+                                   "--max_number_of_steps",
+                                   std::to_string(steps),
+                                   "--optimizer",
+                                   "momentum",
+                                   "--learning_rate",
+                                   "0.02",
+                                   "--learning_rate_decay_type",
+                                   "exponential",
+                                   "--num_epochs_per_decay",
+                                   "1",
+                                   "--num_preprocessing_threads",
+                                   "1",
+                                   "--seed",
+                                   "5"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -263,9 +286,10 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   CHECK(control > 1e-3);
 
   // hub eval: 53 test examples in batches of 10, split over 2 ranks.
-  const std::vector<std::string> eval = {"eval", "--checkpoint_path", (t.path / "one").string(), "--model_name", "cifar10",
-                                         "--dataset_name", "tiny", "--dataset_dir", (t.path / "data").string(),
-                                         "--eval_image_size", "12", "--batch_size", "10"};
+  const std::vector<std::string> eval = {
+      "eval", "--checkpoint_path", (t.path / "one").string(),  "--model_name",      "cifar10", "--dataset_name",
+      "tiny", "--dataset_dir",     (t.path / "data").string(), "--eval_image_size", "12",      "--batch_size",
+      "10"};
   Run e1 = one_process(eval);
   REQUIRE_MESSAGE(e1.ok(), e1.text);
   Run e2 = mpi_hub(2, eval);
@@ -282,12 +306,27 @@ TEST_CASE("retrain on 2 ranks: each computes half of the bottlenecks, equal to o
   retrain_test::write_class_images(t.path / "images", 12);
   retrain_test::export_feature_module(t.path / "module");
   auto args = [&](const std::string& run) {
-    return std::vector<std::string>{"retrain", "--image_dir", (t.path / "images").string(), "--module",
-                                    (t.path / "module").string(), "--bottleneck_dir", (t.path / run / "bottlenecks").string(),
-                                    "--summaries_dir", (t.path / run / "logs").string(), "--output_graph",
-                                    (t.path / run / "model").string(), "--output_labels", (t.path / run / "labels.txt").string(),
-                                    "--how_many_training_steps", "60", "--learning_rate", "0.5", "--testing_percentage", "20",
-                                    "--random_seed", "3"};
+    return std::vector<std::string>{"retrain",
+                                    "--image_dir",
+                                    (t.path / "images").string(),
+                                    "--module",
+                                    (t.path / "module").string(),
+                                    "--bottleneck_dir",
+                                    (t.path / run / "bottlenecks").string(),
+                                    "--summaries_dir",
+                                    (t.path / run / "logs").string(),
+                                    "--output_graph",
+                                    (t.path / run / "model").string(),
+                                    "--output_labels",
+                                    (t.path / run / "labels.txt").string(),
+                                    "--how_many_training_steps",
+                                    "60",
+                                    "--learning_rate",
+                                    "0.5",
+                                    "--testing_percentage",
+                                    "20",
+                                    "--random_seed",
+                                    "3"};
   };
   Run one = one_process(args("one"));
   REQUIRE_MESSAGE(one.ok(), one.text);
@@ -433,8 +472,9 @@ TEST_CASE("a hub built without MPI refuses to run as one of several ranks") {
   Run out = finish(c, 60, "hub train as rank 1 of 2");
   CHECK(out.exited);
   CHECK(out.code == exit_code(Code::kFailedPrecondition));
-  CHECK_MESSAGE(contains(out.text, "started as rank 1 of 2 (OMPI_COMM_WORLD_RANK is set) but hub was built without MPI"),
-                out.text);
+  CHECK_MESSAGE(
+      contains(out.text, "started as rank 1 of 2 (OMPI_COMM_WORLD_RANK is set) but hub was built without MPI"),
+      out.text);
   CHECK(!fs::exists(t.path / "train"));
 }
 
@@ -506,8 +546,9 @@ TEST_CASE("gradients travel in buckets of the configured size, in the order the 
   train::DataParallelStep some(job, m.graph, m.grads, m.loss, 32);
   CHECK(some.num_buckets() > 1);
   CHECK(some.num_buckets() < each.num_buckets());
-  hub::testing::expect_error(Code::kInvalidArgument, [&] { train::DataParallelStep bad(job, m.graph, m.grads, m.loss, 0); },
-                             "bucket size must be positive");
+  hub::testing::expect_error(
+      Code::kInvalidArgument, [&] { train::DataParallelStep bad(job, m.graph, m.grads, m.loss, 0); },
+      "bucket size must be positive");
 }
 
 TEST_CASE("slim's deployment flags map onto the job or point to mpirun") {
@@ -521,7 +562,8 @@ TEST_CASE("slim's deployment flags map onto the job or point to mpirun") {
   train::check_replica_flags(ok, job);
   train::check_replica_flags(train::ReplicaFlags{}, job);  // unset
   auto refused = [&](train::ReplicaFlags f, const std::string& needle) {
-    hub::testing::expect_error(Code::kInvalidArgument, [&] { train::check_replica_flags(f, job); }, needle);
+    hub::testing::expect_error(
+        Code::kInvalidArgument, [&] { train::check_replica_flags(f, job); }, needle);
   };
   train::ReplicaFlags f;
   f.num_clones = 4;

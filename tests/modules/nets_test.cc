@@ -2,11 +2,12 @@
 // the published slim / Keras / TF figures; docs/nets.md's table against the
 // graphs; small nets run on a tiny batch, and the larger families run with
 // gradients at small input sizes (never at full size here).
+#include "modules/nets/nets.h"
+
 #include <doctest/doctest.h>
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,7 +16,6 @@
 #include "hub/graph/session.h"
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
-#include "modules/nets/nets.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -90,7 +90,7 @@ TEST_CASE("large nets: published parameter counts") {
 TEST_CASE("mobilenet multiply-adds and shapes match slim's table") {
   auto m = build("mobilenet_v1", 1001);
   double macs = static_cast<double>(nets::count_macs(m->g)) / 1e6;
-  CHECK(macs == doctest::Approx(569).epsilon(0.01));   // slim: 569 M
+  CHECK(macs == doctest::Approx(569).epsilon(0.01));  // slim: 569 M
   CHECK(m->g.spec(m->net.logits).shape == Shape({kUnknownDim, 1001}));
   CHECK(m->g.spec(m->net.features).shape == Shape({kUnknownDim, 1024}));
   auto half = build("mobilenet_v1_050_160", 1001);
@@ -176,17 +176,15 @@ TEST_CASE("slim's README tables: MobileNet v2, NASNet and PNASNet multiply-adds 
     std::string name;
     double macs, params;
   };
-  const Row v2[] = {{"mobilenet_v2_140_224", 582, 6.06}, {"mobilenet_v2_130_224", 509, 5.34},
-                    {"mobilenet_v2_100_224", 300, 3.47}, {"mobilenet_v2_100_192", 221, 3.47},
-                    {"mobilenet_v2_100_160", 154, 3.47}, {"mobilenet_v2_100_128", 99, 3.47},
-                    {"mobilenet_v2_100_96", 56, 3.47},   {"mobilenet_v2_075_224", 209, 2.61},
-                    {"mobilenet_v2_075_192", 153, 2.61}, {"mobilenet_v2_075_160", 107, 2.61},
-                    {"mobilenet_v2_075_128", 69, 2.61},  {"mobilenet_v2_075_96", 39, 2.61},
-                    {"mobilenet_v2_050_224", 97, 1.95},  {"mobilenet_v2_050_192", 71, 1.95},
-                    {"mobilenet_v2_050_160", 50, 1.95},  {"mobilenet_v2_050_128", 32, 1.95},
-                    {"mobilenet_v2_050_96", 18, 1.95},   {"mobilenet_v2_035_224", 59, 1.66},
-                    {"mobilenet_v2_035_192", 43, 1.66},  {"mobilenet_v2_035_160", 30, 1.66},
-                    {"mobilenet_v2_035_128", 20, 1.66},  {"mobilenet_v2_035_96", 11, 1.66}};
+  const Row v2[] = {
+      {"mobilenet_v2_140_224", 582, 6.06}, {"mobilenet_v2_130_224", 509, 5.34}, {"mobilenet_v2_100_224", 300, 3.47},
+      {"mobilenet_v2_100_192", 221, 3.47}, {"mobilenet_v2_100_160", 154, 3.47}, {"mobilenet_v2_100_128", 99, 3.47},
+      {"mobilenet_v2_100_96", 56, 3.47},   {"mobilenet_v2_075_224", 209, 2.61}, {"mobilenet_v2_075_192", 153, 2.61},
+      {"mobilenet_v2_075_160", 107, 2.61}, {"mobilenet_v2_075_128", 69, 2.61},  {"mobilenet_v2_075_96", 39, 2.61},
+      {"mobilenet_v2_050_224", 97, 1.95},  {"mobilenet_v2_050_192", 71, 1.95},  {"mobilenet_v2_050_160", 50, 1.95},
+      {"mobilenet_v2_050_128", 32, 1.95},  {"mobilenet_v2_050_96", 18, 1.95},   {"mobilenet_v2_035_224", 59, 1.66},
+      {"mobilenet_v2_035_192", 43, 1.66},  {"mobilenet_v2_035_160", 30, 1.66},  {"mobilenet_v2_035_128", 20, 1.66},
+      {"mobilenet_v2_035_96", 11, 1.66}};
   for (const Row& r : v2) {
     CAPTURE(r.name);
     auto b = build(r.name, 1001);

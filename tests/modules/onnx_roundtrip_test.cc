@@ -17,13 +17,13 @@
 #include <filesystem>
 #include <map>
 
+#include "default_nets.h"
 #include "hub/interop/onnx/exporter.h"
 #include "hub/interop/onnx/importer.h"
+#include "hub/interop/onnx_testutil.h"
 #include "hub/module/module.h"
 #include "modules/nets/nets.h"
 #include "modules/train/train.h"
-#include "hub/interop/onnx_testutil.h"
-#include "default_nets.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "default_nets.h"
 #include "hub/backend/backend.h"
 #include "hub/graph/optimize/optimize.h"
 #include "hub/graph/session.h"
@@ -24,7 +25,6 @@
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 #include "modules/nets/nets.h"
-#include "default_nets.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -50,11 +50,16 @@ void randomise(VariableStore& vars, uint64_t seed) {
   for (const std::string& name : vars.names()) {
     const Shape shape = vars.at(name).shape();
     float lo = 0, hi = 0;
-    if (ends_with(name, "moving_variance")) lo = 0.5f, hi = 2.0f;
-    else if (ends_with(name, "moving_mean")) lo = -0.5f, hi = 0.5f;
-    else if (ends_with(name, "gamma")) lo = 0.5f, hi = 1.5f;
-    else if (ends_with(name, "beta") || ends_with(name, "biases")) lo = -0.2f, hi = 0.2f;
-    else continue;
+    if (ends_with(name, "moving_variance"))
+      lo = 0.5f, hi = 2.0f;
+    else if (ends_with(name, "moving_mean"))
+      lo = -0.5f, hi = 0.5f;
+    else if (ends_with(name, "gamma"))
+      lo = 0.5f, hi = 1.5f;
+    else if (ends_with(name, "beta") || ends_with(name, "biases"))
+      lo = -0.2f, hi = 0.2f;
+    else
+      continue;
     vars.set(name, random_tensor(shape, seed++, lo, hi));
   }
 }
@@ -185,7 +190,8 @@ TEST_CASE("inference modules run the optimised graph; training modules and HUB_G
   Module m(spec);
   const Graph& fast = m.execution_graph();
   CHECK(&fast != &m.graph());
-  CHECK(count_ops(fast, "_FusedConv2D") == count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
+  CHECK(count_ops(fast, "_FusedConv2D") ==
+        count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
   CHECK(count_ops(fast, "FusedBatchNorm") == 0);
   const Tensor y = m(x);
   CHECK(&m.execution_graph() == &fast);
@@ -233,7 +239,8 @@ TEST_CASE("an imported ONNX model goes through the same passes") {
   onnx_interop::export_onnx(spec, onnx, {});
   Module m(onnx_interop::import_onnx(onnx));
   const Graph& fast = m.execution_graph();
-  CHECK(count_ops(fast, "_FusedConv2D") == count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
+  CHECK(count_ops(fast, "_FusedConv2D") ==
+        count_ops(m.graph(), "Conv2D") + count_ops(m.graph(), "DepthwiseConv2dNative"));
   CHECK(count_ops(fast, "_FusedConv2D") == 28);  // MobileNet v1: 14 + 13 depthwise, and the 1x1 logits
   CHECK(count_ops(fast, "FusedBatchNorm") == 0);
   const Tensor x = random_tensor({2, 32, 32, 3}, 8, 0, 1);

@@ -1,6 +1,8 @@
 // modules/preprocessing: slim's preprocessing functions against hand-computed
 // values (crop/pad offsets, standardization, range mappings on constant
 // images), determinism of the training variants, output shapes, errors.
+#include "modules/preprocessing/preprocessing.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "hub/core/error.h"
-#include "modules/preprocessing/preprocessing.h"
 
 using namespace hub;
 namespace pp = hub::preprocessing;
@@ -56,7 +57,8 @@ TEST_CASE("crop_or_pad crops centered in the source") {
 }
 
 TEST_CASE("crop_or_pad pads centered in the target with zeros") {
-  Tensor img = make_image(2, 3, 2, [](int64_t y, int64_t x, int64_t c) { return 1.0f + static_cast<float>(y * 10 + x * 2 + c); });
+  Tensor img = make_image(
+      2, 3, 2, [](int64_t y, int64_t x, int64_t c) { return 1.0f + static_cast<float>(y * 10 + x * 2 + c); });
   Tensor out = pp::crop_or_pad(img, 5, 6);
   REQUIRE(out.shape() == Shape{5, 6, 2});
   // Pad offsets (5-2)/2 = 1 row, (6-3)/2 = 1 column.
@@ -97,9 +99,8 @@ TEST_CASE("per_image_standardization: mean 0, std 1, and the 1/sqrt(N) floor") {
   for (int64_t i = 0; i < zeros.num_elements(); ++i) CHECK(zeros.data<float>()[i] == 0.0f);
 
   // Tiny variance: stddev 1e-3 < 1/sqrt(48), so the output is (x - mean) * sqrt(48).
-  Tensor tiny = make_image(4, 4, 3, [](int64_t y, int64_t x, int64_t c) {
-    return 0.5f + (((y + x + c) % 2) ? 1e-3f : -1e-3f);
-  });
+  Tensor tiny =
+      make_image(4, 4, 3, [](int64_t y, int64_t x, int64_t c) { return 0.5f + (((y + x + c) % 2) ? 1e-3f : -1e-3f); });
   Tensor t = pp::per_image_standardization(tiny);
   for (int64_t y = 0; y < 4; ++y)
     for (int64_t x = 0; x < 4; ++x)
@@ -178,7 +179,8 @@ TEST_CASE("vgg eval subtracts the RGB means on the 0..255 scale") {
   REQUIRE(out.shape() == Shape{224, 224, 3});
   for (int64_t y = 0; y < 224; y += 17)
     for (int64_t x = 0; x < 224; x += 13)
-      for (int64_t c = 0; c < 3; ++c) CHECK(at(out, y, x, c) == doctest::Approx(0.6f * 255.0f - means[c]).epsilon(1e-5));
+      for (int64_t c = 0; c < 3; ++c)
+        CHECK(at(out, y, x, c) == doctest::Approx(0.6f * 255.0f - means[c]).epsilon(1e-5));
 }
 
 TEST_CASE("training variants are deterministic for a seed and differ across seeds") {

@@ -109,8 +109,10 @@ std::string differences(const std::map<std::string, Shape>& want, const std::map
   };
   for (const auto& [name, shape] : want) {
     auto it = got.find(name);
-    if (it == got.end()) line("missing in hub: " + name + " " + shape.to_string());
-    else if (it->second != shape) line("shape of " + name + ": slim " + shape.to_string() + ", hub " + it->second.to_string());
+    if (it == got.end())
+      line("missing in hub: " + name + " " + shape.to_string());
+    else if (it->second != shape)
+      line("shape of " + name + ": slim " + shape.to_string() + ", hub " + it->second.to_string());
   }
   for (const auto& [name, shape] : got)
     if (!want.count(name)) line("not in slim: " + name + " " + shape.to_string());
@@ -259,8 +261,8 @@ Expected inception_v3() {  // inception_v3.py; inception_arg_scope: batch norm, 
             {{{"Conv2d_1a_1x1", 3, 3, 384}},
              {{"Conv2d_0a_1x1", 1, 1, 64}, {"Conv2d_0b_3x3", 3, 3, 96}, {"Conv2d_1a_1x1", 3, 3, 96}},
              {}});
-  for (auto [name, k] : {std::pair<const char*, int64_t>{"Mixed_6b", 128}, {"Mixed_6c", 160}, {"Mixed_6d", 160},
-                         {"Mixed_6e", 192}}) {
+  for (auto [name, k] :
+       {std::pair<const char*, int64_t>{"Mixed_6b", 128}, {"Mixed_6c", 160}, {"Mixed_6d", 160}, {"Mixed_6e", 192}}) {
     d = mixed(e, s + name, d,
               {{{"Conv2d_0a_1x1", 1, 1, 192}},
                {{"Conv2d_0a_1x1", 1, 1, k}, {"Conv2d_0b_1x7", 1, 7, k}, {"Conv2d_0c_7x1", 7, 1, 192}},
@@ -326,7 +328,8 @@ Expected inception_v2() {
   int64_t d = e.separable(s + "Conv2d_1a_7x7", 7, 3, 8, 64, true);
   d = e.conv(s + "Conv2d_2b_1x1", 1, 1, d, 64);
   d = e.conv(s + "Conv2d_2c_3x3", 3, 3, d, 192);
-  auto block = [&](const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b, int64_t b3) {
+  auto block = [&](const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a, int64_t b2b,
+                   int64_t b3) {
     d = mixed(e, s + name, d,
               {{{"Conv2d_0a_1x1", 1, 1, b0}},
                {{"Conv2d_0a_1x1", 1, 1, b1a}, {"Conv2d_0b_3x3", 3, 3, b1b}},
@@ -366,7 +369,9 @@ Expected inception_v4() {
   d = mixed(e, s + "Mixed_3a", d, {{}, {{"Conv2d_0a_3x3", 3, 3, 96}}});
   d = mixed(e, s + "Mixed_4a", d,
             {{{"Conv2d_0a_1x1", 1, 1, 64}, {"Conv2d_1a_3x3", 3, 3, 96}},
-             {{"Conv2d_0a_1x1", 1, 1, 64}, {"Conv2d_0b_1x7", 1, 7, 64}, {"Conv2d_0c_7x1", 7, 1, 64},
+             {{"Conv2d_0a_1x1", 1, 1, 64},
+              {"Conv2d_0b_1x7", 1, 7, 64},
+              {"Conv2d_0c_7x1", 7, 1, 64},
               {"Conv2d_1a_3x3", 3, 3, 96}}});
   d = mixed(e, s + "Mixed_5a", d, {{{"Conv2d_1a_3x3", 3, 3, 192}}, {}});
   CHECK(d == 384);
@@ -396,7 +401,9 @@ Expected inception_v4() {
   e.fully_connected(s + "AuxLogits/Aux_logits", 768, 1001);
   d = mixed(e, s + "Mixed_7a", d,
             {{{"Conv2d_0a_1x1", 1, 1, 192}, {"Conv2d_1a_3x3", 3, 3, 192}},
-             {{"Conv2d_0a_1x1", 1, 1, 256}, {"Conv2d_0b_1x7", 1, 7, 256}, {"Conv2d_0c_7x1", 7, 1, 320},
+             {{"Conv2d_0a_1x1", 1, 1, 256},
+              {"Conv2d_0b_1x7", 1, 7, 256},
+              {"Conv2d_0c_7x1", 7, 1, 320},
               {"Conv2d_1a_3x3", 3, 3, 320}},
              {}});
   CHECK(d == 1536);
@@ -487,13 +494,17 @@ Expected resnet(const std::string& name, std::vector<int> units, bool v2) {
       const int64_t depth = 4 * base[b];
       if (v2) e.batch_norm(unit + "preact", d);  // slim.batch_norm(scope='preact')
       if (depth != d) {
-        if (v2) e.conv_biased(unit + "shortcut", 1, 1, d, depth);
-        else e.conv(unit + "shortcut", 1, 1, d, depth);
+        if (v2)
+          e.conv_biased(unit + "shortcut", 1, 1, d, depth);
+        else
+          e.conv(unit + "shortcut", 1, 1, d, depth);
       }
       e.conv(unit + "conv1", 1, 1, d, base[b]);
       e.conv(unit + "conv2", 3, 3, base[b], base[b]);
-      if (v2) e.conv_biased(unit + "conv3", 1, 1, base[b], depth);
-      else e.conv(unit + "conv3", 1, 1, base[b], depth);
+      if (v2)
+        e.conv_biased(unit + "conv3", 1, 1, base[b], depth);
+      else
+        e.conv(unit + "conv3", 1, 1, base[b], depth);
       d = depth;
     }
   }
@@ -507,7 +518,9 @@ Expected resnet(const std::string& name, std::vector<int> units, bool v2) {
 Expected mobilenet_v1(double multiplier) {
   Expected e;
   e.scale = true;
-  auto depth = [&](int64_t d) { return std::max<int64_t>(static_cast<int64_t>(static_cast<double>(d) * multiplier), 8); };
+  auto depth = [&](int64_t d) {
+    return std::max<int64_t>(static_cast<int64_t>(static_cast<double>(d) * multiplier), 8);
+  };
   const int64_t depths[] = {32, 64, 128, 128, 256, 256, 512, 512, 512, 512, 512, 512, 1024, 1024};
   int64_t d = e.conv("MobilenetV1/Conv2d_0", 3, 3, 3, depth(depths[0]));
   for (int i = 1; i < 14; ++i) {
@@ -533,7 +546,7 @@ Expected mobilenet_v2(double multiplier) {
   };
   const std::string s = "MobilenetV2/";
   int64_t d = e.conv(s + "Conv", 3, 3, 3, divisible(32 * multiplier));
-  const int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  const int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   int block = 0;
   for (const auto& row : table) {
@@ -660,9 +673,8 @@ Expected nasnet(bool pnas, bool cifar, int64_t size, double stem_multiplier, int
                              "none", "avg_pool_3x3", "avg_pool_3x3", "separable_3x3_2", "none"},
                             {0, 1, 1, 1, 0, 1, 1, 1, 0, 0},
                             {1, 0, 0, 0, 0, 0, 0}};
-  const NasNet::Cell reduction{{"separable_5x5_2", "separable_7x7_2", "max_pool_3x3", "separable_7x7_2",
-                                "avg_pool_3x3", "separable_5x5_2", "none", "avg_pool_3x3", "separable_3x3_2",
-                                "max_pool_3x3"},
+  const NasNet::Cell reduction{{"separable_5x5_2", "separable_7x7_2", "max_pool_3x3", "separable_7x7_2", "avg_pool_3x3",
+                                "separable_5x5_2", "none", "avg_pool_3x3", "separable_3x3_2", "max_pool_3x3"},
                                {0, 1, 0, 1, 0, 1, 3, 2, 2, 0},
                                {1, 1, 1, 0, 0, 0, 0}};
   const NasNet::Cell pnasnet{{"separable_5x5_2", "max_pool_3x3", "separable_7x7_2", "max_pool_3x3", "separable_5x5_2",
@@ -675,7 +687,8 @@ Expected nasnet(bool pnas, bool cifar, int64_t size, double stem_multiplier, int
   std::vector<std::optional<NasNet::Map>> outputs{std::nullopt};
   NasNet::Map x;
   if (cifar) {
-    x = {size, n.e.conv_plain("l1_stem_3x3", 3, 3, 3, static_cast<int64_t>(static_cast<double>(filters) * stem_multiplier))};
+    x = {size,
+         n.e.conv_plain("l1_stem_3x3", 3, 3, 3, static_cast<int64_t>(static_cast<double>(filters) * stem_multiplier))};
     n.bn("l1_stem_bn", x.depth);
     outputs.push_back(x);
   } else {

@@ -52,8 +52,7 @@ void round_trip(const std::string& name, const TempDir& dir) {
     CHECK(a.name == b.name);
     CHECK(a.trainable == b.trainable);
     const Tensor &wa = spec.weights().at(a.name), &wb = back.weights().at(b.name);
-    CHECK(
-        (wa.shape() == wb.shape() && std::memcmp(wa.raw_data(), wb.raw_data(), wa.nbytes()) == 0));
+    CHECK((wa.shape() == wb.shape() && std::memcmp(wa.raw_data(), wb.raw_data(), wa.nbytes()) == 0));
   }
   auto [h, w] = get_expected_image_size(spec);
   Tensor images = random_tensor({2, h, w, get_num_image_channels(spec)}, 17, 0, 1);

@@ -5,6 +5,8 @@
 // TensorFlow checkpoints: --checkpoint_format tf (read back by hub and by
 // LevelDB), and fine-tuning from a slim-style TensorFlow checkpoint with
 // exclusions, trainable scopes, missing variables and BatchNorm statistics.
+#include "modules/train/train.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,14 +20,15 @@
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
 #include "hub/graph/session.h"
-#include "hub/ops/variables.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
+#include "hub/interop/leveldb_util.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/table.h"
 #include "hub/module/module.h"
 #include "hub/module/safetensors.h"
 #include "hub/ops/state.h"
+#include "hub/ops/variables.h"
 #include "modules/datasets/convert.h"
 #include "modules/datasets/example.h"
 #include "modules/datasets/tfrecord.h"
@@ -33,8 +36,6 @@
 #include "modules/preprocessing/preprocessing.h"
 #include "modules/train/checkpoint.h"
 #include "modules/train/event.pb.h"
-#include "modules/train/train.h"
-#include "hub/interop/leveldb_util.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -90,7 +91,8 @@ void write_tiny(const std::string& dir, int64_t size, int64_t channels, int clas
     data::TFRecordWriter w((fs::path(dir) / data::shard_file_name("tiny", split, 0, 1)).string());
     for (int i = 0; i < per_class; ++i)
       for (int c = 0; c < classes; ++c) {
-        std::vector<uint8_t> png = image::encode_png(image::to_uint8(class_image(c, i + (split == "test" ? 1000 : 0), size, channels)));
+        std::vector<uint8_t> png =
+            image::encode_png(image::to_uint8(class_image(c, i + (split == "test" ? 1000 : 0), size, channels)));
         w.write(data::make_image_example({std::string(png.begin(), png.end()), "png", c, size, size}));
       }
     w.commit();
@@ -140,7 +142,8 @@ struct TinyRgb : TempDir {
 };
 
 double mean_of(const std::vector<double>& v, size_t from, size_t to) {
-  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to), 0.0) /
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to),
+                         0.0) /
          static_cast<double>(to - from);
 }
 
@@ -510,7 +513,8 @@ TEST_CASE("export_module: signatures, image size, labels, classification = softm
   Tensor prepped = Tensor::zeros(DType::kFloat32, {n, 24, 24, 3});
   const int64_t per = 24 * 24 * 3;
   for (int64_t i = 0; i < n; ++i) {
-    Tensor img = hub::image::resize_bilinear(class_image(static_cast<int>(i * 3 % 10), static_cast<int>(i), 32, 3), 24, 24);
+    Tensor img =
+        hub::image::resize_bilinear(class_image(static_cast<int>(i * 3 % 10), static_cast<int>(i), 32, 3), 24, 24);
     std::memcpy(batch.data<float>() + i * per, img.data<float>(), per * sizeof(float));
     Tensor p = preprocessing::get("cifar10")(img, 24, 24, false, 0);
     std::memcpy(prepped.data<float>() + i * per, p.data<float>(), per * sizeof(float));
@@ -590,7 +594,8 @@ TEST_CASE("moving averages cover every model variable, batch-norm statistics and
   // value (moving_mean 0) and follows shadow -= (1 - d) (shadow - variable).
   const std::string mean = "MobilenetV1/Conv2d_3_pointwise/BatchNorm/moving_mean";
   const std::vector<float> v1 = step1.at(mean).to_vector<float>(), v2 = step2.at(mean).to_vector<float>();
-  const std::vector<float> s1 = step1.at(mean + suffix).to_vector<float>(), s2 = step2.at(mean + suffix).to_vector<float>();
+  const std::vector<float> s1 = step1.at(mean + suffix).to_vector<float>(),
+                           s2 = step2.at(mean + suffix).to_vector<float>();
   const double d1 = 2.0 / 11.0, d2 = 3.0 / 12.0;
   int moved = 0;
   for (size_t i = 0; i < v1.size(); ++i) {
@@ -779,9 +784,9 @@ TEST_CASE("fine-tuning from a slim-style TensorFlow checkpoint: exclusions, trai
   noex.train_dir = t / "noex";
   noex.checkpoint_exclude_scopes.clear();
   noex.ignore_missing_vars = true;
-  expect_error(Code::kInvalidArgument, [&] { hub::train::train(noex); },
-               {"float32[1001] for 'MobilenetV1/Logits/Conv2d_1c_1x1/biases'", "expects float32[10]",
-                "--checkpoint_path"});
+  expect_error(
+      Code::kInvalidArgument, [&] { hub::train::train(noex); },
+      {"float32[1001] for 'MobilenetV1/Logits/Conv2d_1c_1x1/biases'", "expects float32[10]", "--checkpoint_path"});
   CHECK_FALSE(fs::exists(t / "noex/checkpoint"));
 
   // A variable the checkpoint lacks: NotFound naming it, unless ignored.
@@ -798,8 +803,10 @@ TEST_CASE("fine-tuning from a slim-style TensorFlow checkpoint: exclusions, trai
   auto kept = load_checkpoint(hub::train::train(miss).checkpoint);
   for (float v : kept.at("MobilenetV1/Conv2d_3_pointwise/BatchNorm/gamma").to_vector<float>()) CHECK(v == 1.0f);
   // Excluded by the prefix "MobilenetV1/Conv2d_13": the initial value, not the checkpoint's.
-  CHECK_FALSE(bit_equal(kept.at("MobilenetV1/Conv2d_13_pointwise/weights"), slim.at("MobilenetV1/Conv2d_13_pointwise/weights")));
-  CHECK(bit_equal(kept.at("MobilenetV1/Conv2d_12_pointwise/weights"), slim.at("MobilenetV1/Conv2d_12_pointwise/weights")));
+  CHECK_FALSE(bit_equal(kept.at("MobilenetV1/Conv2d_13_pointwise/weights"),
+                        slim.at("MobilenetV1/Conv2d_13_pointwise/weights")));
+  CHECK(bit_equal(kept.at("MobilenetV1/Conv2d_12_pointwise/weights"),
+                  slim.at("MobilenetV1/Conv2d_12_pointwise/weights")));
 
   // A TensorFlow V1 checkpoint (one table file) is refused naming it.
   tf::TableBuilder v1;
@@ -808,5 +815,6 @@ TEST_CASE("fine-tuning from a slim-style TensorFlow checkpoint: exclusions, trai
   TrainConfig old = from_dir;
   old.train_dir = t / "v1";
   old.checkpoint_path = t / "slim/inception_v3.ckpt";
-  expect_error(Code::kUnimplemented, [&] { hub::train::train(old); }, {"inception_v3.ckpt is a TensorFlow V1 checkpoint"});
+  expect_error(Code::kUnimplemented, [&] { hub::train::train(old); },
+               {"inception_v3.ckpt is a TensorFlow V1 checkpoint"});
 }

@@ -8,12 +8,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
-#include <fstream>
-
-#include "registry/client/client.h"
 #include "hub/core/digest.h"
+#include "registry/client/client.h"
 #include "registry_testutil.h"
 #include "subprocess.h"
 

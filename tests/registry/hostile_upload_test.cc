@@ -22,8 +22,8 @@ std::string deep_array() { return std::string(100000, '[') + std::string(100000,
 
 void serve_json(hub::testing::HttpServer& server, const std::string& path, int status, const std::string& body) {
   server.route(path, [status, body](const hub::testing::HttpRequest&, hub::testing::HttpConn& conn) {
-    conn.send(hub::testing::http_head(status, {{"Content-Type", "application/json"},
-                                               {"Content-Length", std::to_string(body.size())}}) +
+    conn.send(hub::testing::http_head(
+                  status, {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(body.size())}}) +
               body);
   });
 }
@@ -53,8 +53,9 @@ TEST_CASE("deeply nested registry responses are refused as Corruption, without c
 
   CHECK(error_of(hub::Code::kCorruption, [&] { list_versions(base, "acme/deep"); }).find("nested deeper than") !=
         std::string::npos);
-  CHECK(error_of(hub::Code::kCorruption, [&] { resolve_registry_handle(base, "acme/deep@latest"); })
-            .find("nested deeper than") != std::string::npos);
+  CHECK(error_of(hub::Code::kCorruption, [&] {
+          resolve_registry_handle(base, "acme/deep@latest");
+        }).find("nested deeper than") != std::string::npos);
   CHECK(error_of(hub::Code::kCorruption, [&] { search_modules(base, "x"); }).find("nested deeper than") !=
         std::string::npos);
   CHECK(error_of(hub::Code::kCorruption, [&] { list_versions(base, "acme/text"); }).find("nested deeper than") !=
@@ -98,8 +99,8 @@ TEST_CASE("uploads whose gzip stream is damaged are refused and nothing is publi
   struct Case {
     std::string what, bytes, needle;
   };
-  for (const Case& c : {Case{"crc", crc, "CRC-32"}, Case{"isize", isize, "ISIZE"},
-                        Case{"trailing", good + "junk", "trailing data"}}) {
+  for (const Case& c :
+       {Case{"crc", crc, "CRC-32"}, Case{"isize", isize, "ISIZE"}, Case{"trailing", good + "junk", "trailing data"}}) {
     CAPTURE(c.what);
     RawResponse r = reg.put("acme/damaged", "1.0.0", c.bytes);
     CHECK(r.status == 400);

@@ -53,12 +53,12 @@ TEST_CASE("malformed heads are refused with the right status") {
   const Case cases[] = {
       {"", 400},
       {"GARBAGE", 400},
-      {"GET  / HTTP/1.1", 400},               // two spaces
-      {"GET / HTTP/1.1 ", 400},               // trailing space
-      {"GET example.com HTTP/1.1", 400},      // not origin-form
-      {"G(T / HTTP/1.1", 400},                // method not a token
-      {"GET /a\x01 HTTP/1.1", 400},           // control character in the target
-      {"GET /caf\xc3\xa9 HTTP/1.1", 400},     // raw non-ASCII target
+      {"GET  / HTTP/1.1", 400},            // two spaces
+      {"GET / HTTP/1.1 ", 400},            // trailing space
+      {"GET example.com HTTP/1.1", 400},   // not origin-form
+      {"G(T / HTTP/1.1", 400},             // method not a token
+      {"GET /a\x01 HTTP/1.1", 400},        // control character in the target
+      {"GET /caf\xc3\xa9 HTTP/1.1", 400},  // raw non-ASCII target
       {"GET / HTTP/2.0", 505},
       {"GET / HTTP/1.10", 400},
       {"GET / http/1.1", 400},
@@ -66,7 +66,7 @@ TEST_CASE("malformed heads are refused with the right status") {
       {"GET / HTTP/1.1\r\nHost: x\ry", 400},  // bare CR
       {"GET / HTTP/1.1\r\nNo colon", 400},
       {"GET / HTTP/1.1\r\n: empty name", 400},
-      {"GET / HTTP/1.1\r\nHost : x", 400},    // whitespace before ':'
+      {"GET / HTTP/1.1\r\nHost : x", 400},         // whitespace before ':'
       {"GET / HTTP/1.1\r\nX: a\r\n folded", 400},  // obsolete line folding
       {"GET / HTTP/1.1\r\nX: a\x7f", 400},
       {"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked", 411},

@@ -1,7 +1,8 @@
+#include "registry/names.h"
+
 #include <doctest/doctest.h>
 
 #include "hub/core/error.h"
-#include "registry/names.h"
 
 using namespace hub::registry;
 
@@ -43,9 +44,9 @@ TEST_CASE("semantic versions parse and order") {
     CHECK_THROWS_AS(parse_version(bad), hub::Error);
   }
   // The precedence example of the semver spec, in increasing order.
-  std::vector<std::string> order = {"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta",
-                                    "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0",
-                                    "1.2.0", "1.10.0", "2.0.0"};
+  std::vector<std::string> order = {
+      "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1",
+      "1.0.0",       "1.2.0",         "1.10.0",           "2.0.0"};
   for (size_t i = 0; i + 1 < order.size(); ++i) {
     CAPTURE(order[i]);
     CHECK(compare_versions(parse_version(order[i]), parse_version(order[i + 1])) < 0);

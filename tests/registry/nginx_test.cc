@@ -4,8 +4,8 @@
 // self-signed certificate made by the openssl command; a module is published
 // and fetched through HTTPS by the hub binary, trusting that certificate
 // through $SSL_CERT_FILE.
-#include <doctest/doctest.h>
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -67,7 +67,8 @@ struct Ran {
 };
 
 // Runs a program to completion; stderr goes to a file read back afterwards.
-Ran run(const fs::path& work, std::vector<std::string> argv, std::vector<std::pair<std::string, std::string>> env = {}) {
+Ran run(const fs::path& work, std::vector<std::string> argv,
+        std::vector<std::pair<std::string, std::string>> env = {}) {
   fs::path err = work / "stderr.txt";
   env.emplace_back("HUB_TEST_STDERR", err.string());
   argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$@\" 2>\"$HUB_TEST_STDERR\"", "sh"});
@@ -78,7 +79,8 @@ Ran run(const fs::path& work, std::vector<std::string> argv, std::vector<std::pa
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
   return s;
 }
 
@@ -94,13 +96,14 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
   const fs::path work = dir.path;
 
   // A self-signed certificate for 127.0.0.1.
-  Ran cert = run(work, {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                        "-keyout", (work / "key.pem").string(), "-out", (work / "cert.pem").string()});
+  Ran cert = run(work, {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                        (work / "key.pem").string(), "-out", (work / "cert.pem").string()});
   REQUIRE_MESSAGE(cert.code == 0, cert.err);
 
   // hub registry serve, on a port it picks.
-  Ran token_run = run(work, {hub, "registry", "token", "create", "--root", (work / "root").string(), "--publisher", "acme"});
+  Ran token_run =
+      run(work, {hub, "registry", "token", "create", "--root", (work / "root").string(), "--publisher", "acme"});
   REQUIRE_MESSAGE(token_run.code == 0, token_run.err);
   const std::string token = token_run.out.substr(0, token_run.out.find('\n'));
   REQUIRE(token.rfind("hubt_", 0) == 0);
@@ -120,28 +123,28 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
   fs::create_directories(prefix / "logs");
   const fs::path access_log = prefix / "logs" / "access.log";
   std::string site = read_file(conf_template);
-  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"@SERVER_NAME@", "127.0.0.1"},
-           {"@HTTPS_LISTEN@", "127.0.0.1:" + std::to_string(https_port)},
-           {"@HTTP_LISTEN@", "127.0.0.1:" + std::to_string(http_port)},
-           {"@TLS_CERT@", (work / "cert.pem").string()},
-           {"@TLS_KEY@", (work / "key.pem").string()},
-           {"@HUB_ADDR@", hub_addr},
-           {"@ACCESS_LOG@", access_log.string()}})
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"@SERVER_NAME@", "127.0.0.1"},
+                                                        {"@HTTPS_LISTEN@", "127.0.0.1:" + std::to_string(https_port)},
+                                                        {"@HTTP_LISTEN@", "127.0.0.1:" + std::to_string(http_port)},
+                                                        {"@TLS_CERT@", (work / "cert.pem").string()},
+                                                        {"@TLS_KEY@", (work / "key.pem").string()},
+                                                        {"@HUB_ADDR@", hub_addr},
+                                                        {"@ACCESS_LOG@", access_log.string()}})
     site = replace_all(site, key, value);
   REQUIRE_MESSAGE(site.find('@') == std::string::npos, "unfilled placeholder in " << conf_template);
   std::ofstream(prefix / "hub-registry.conf") << site;
-  std::ofstream(prefix / "nginx.conf")
-      << "master_process off;\ndaemon off;\nworker_processes 1;\npid " << (prefix / "nginx.pid").string() << ";\n"
-      << "error_log " << (prefix / "logs" / "error.log").string() << " warn;\n"
-      << "events { worker_connections 256; }\n"
-      << "http {\n"
-      << "  client_body_temp_path " << (prefix / "body").string() << ";\n"
-      << "  proxy_temp_path " << (prefix / "proxy").string() << ";\n"
-      << "  fastcgi_temp_path " << (prefix / "fastcgi").string() << ";\n"
-      << "  uwsgi_temp_path " << (prefix / "uwsgi").string() << ";\n"
-      << "  scgi_temp_path " << (prefix / "scgi").string() << ";\n"
-      << "  include " << (prefix / "hub-registry.conf").string() << ";\n}\n";
+  std::ofstream(prefix / "nginx.conf") << "master_process off;\ndaemon off;\nworker_processes 1;\npid "
+                                       << (prefix / "nginx.pid").string() << ";\n"
+                                       << "error_log " << (prefix / "logs" / "error.log").string() << " warn;\n"
+                                       << "events { worker_connections 256; }\n"
+                                       << "http {\n"
+                                       << "  client_body_temp_path " << (prefix / "body").string() << ";\n"
+                                       << "  proxy_temp_path " << (prefix / "proxy").string() << ";\n"
+                                       << "  fastcgi_temp_path " << (prefix / "fastcgi").string() << ";\n"
+                                       << "  uwsgi_temp_path " << (prefix / "uwsgi").string() << ";\n"
+                                       << "  scgi_temp_path " << (prefix / "scgi").string() << ";\n"
+                                       << "  include " << (prefix / "hub-registry.conf").string() << ";\n}\n";
   Child nginx = Child::spawn({kNginx, "-p", prefix.string() + "/", "-c", (prefix / "nginx.conf").string()});
   bool up = wait_for_port(https_port);
   if (!up) MESSAGE("nginx error log: " << read_file(prefix / "logs" / "error.log"));
@@ -161,8 +164,9 @@ TEST_CASE("hub registry serve behind the shipped nginx configuration, over HTTPS
     }
     std::ofstream(work / "module" / "assets" / "noise.bin", std::ios::binary) << noise;
   }
-  Ran pub = run(work, {hub, "publish", (work / "module").string(), "--registry", url, "--name", "acme/tls",
-                       "--version", "1.0.0", "--token", token},
+  Ran pub = run(work,
+                {hub, "publish", (work / "module").string(), "--registry", url, "--name", "acme/tls", "--version",
+                 "1.0.0", "--token", token},
                 {trust});
   REQUIRE_MESSAGE(pub.code == 0, pub.err);
   CHECK(pub.out == "acme/tls@1.0.0\n");

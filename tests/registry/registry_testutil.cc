@@ -14,11 +14,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "hub/core/digest.h"
 #include "hub/module/module.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
 #include "registry/client/client.h"
-#include "hub/core/digest.h"
 
 namespace fs = std::filesystem;
 
@@ -95,9 +95,8 @@ RawResponse read_response(int fd, int timeout_ms) {
       }
     }
     if (head_end != std::string::npos && in.size() - head_end - 4 >= want) break;
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
+    int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, left) <= 0) break;
@@ -135,8 +134,8 @@ RawResponse raw_request(int port, const std::string& request, int timeout_ms, co
 }
 
 std::string http_request(const std::string& method, const std::string& target,
-                         const std::vector<std::pair<std::string, std::string>>& headers,
-                         const std::string& body, bool add_length) {
+                         const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+                         bool add_length) {
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   if (add_length && (!body.empty() || method == "PUT" || method == "POST"))

@@ -36,13 +36,12 @@ struct RawResponse {
 
 // Opens a loopback TCP connection; sends `request` (the bytes as given); reads
 // one response (until Content-Length is satisfied, or EOF); timeout in ms.
-RawResponse raw_request(int port, const std::string& request, int timeout_ms = 10000,
-                        const char* source = "127.0.0.1");
+RawResponse raw_request(int port, const std::string& request, int timeout_ms = 10000, const char* source = "127.0.0.1");
 
 // Builds a request with Content-Length = body.size() unless headers say otherwise.
 std::string http_request(const std::string& method, const std::string& target,
-                         const std::vector<std::pair<std::string, std::string>>& headers,
-                         const std::string& body = "", bool add_length = true);
+                         const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body = "",
+                         bool add_length = true);
 
 // Connects from `source` (a loopback address: 127.0.0.2 is another client as
 // far as per-client limits go) and returns the fd (caller closes).

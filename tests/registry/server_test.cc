@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/module/module.h"
 #include "registry/client/client.h"
-#include "hub/core/digest.h"
 #include "registry_testutil.h"
 
 namespace fs = std::filesystem;
@@ -229,13 +229,24 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
 
   SUBCASE("path traversal") {
     // The same module is accepted without the hostile entry.
-    std::string clean = make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}});
-    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}, {"../../etc/evil", TarEntry::kFile, "x"}}), 400, "1.0.0");
-    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}, {"/abs/evil", TarEntry::kFile, "x"}}), 400, "1.0.1");
-    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
-                     {"link", TarEntry::kSymlink, "", "../../etc/passwd"}}), 400, "1.0.2");
-    refused(make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
-                     {"hard", TarEntry::kHardlink, "", "/etc/passwd"}}), 400, "1.0.3");
+    std::string clean =
+        make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights}});
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb},
+                      {"variables.safetensors", TarEntry::kFile, weights},
+                      {"../../etc/evil", TarEntry::kFile, "x"}}),
+            400, "1.0.0");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb},
+                      {"variables.safetensors", TarEntry::kFile, weights},
+                      {"/abs/evil", TarEntry::kFile, "x"}}),
+            400, "1.0.1");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb},
+                      {"variables.safetensors", TarEntry::kFile, weights},
+                      {"link", TarEntry::kSymlink, "", "../../etc/passwd"}}),
+            400, "1.0.2");
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb},
+                      {"variables.safetensors", TarEntry::kFile, weights},
+                      {"hard", TarEntry::kHardlink, "", "/etc/passwd"}}),
+            400, "1.0.3");
     CHECK(fs::exists("/etc/passwd"));
     CHECK(reg.put("acme/clean", "1.0.0", clean).status == 201);
     CHECK(reg.server->store().versions("acme", "evil").empty());
@@ -243,8 +254,9 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     return;  // the checks below expect an empty registry
   }
   SUBCASE("decompression bomb") {
-    std::string bomb = make_tar({{"module.pb", TarEntry::kFile, pb}, {"variables.safetensors", TarEntry::kFile, weights},
-                                {"assets/zeros.bin", TarEntry::kFile, std::string(64 << 20, '\0')}});
+    std::string bomb = make_tar({{"module.pb", TarEntry::kFile, pb},
+                                 {"variables.safetensors", TarEntry::kFile, weights},
+                                 {"assets/zeros.bin", TarEntry::kFile, std::string(64 << 20, '\0')}});
     CHECK(bomb.size() < opt.max_upload_bytes);  // small on the wire, 64 MiB unpacked
     RawResponse r = refused(bomb, 413, "1.0.0");
     CHECK(error_code(r) == "too_large");
@@ -253,8 +265,8 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     refused(make_tar({{"README", TarEntry::kFile, "hello"}}), 400, "1.0.0");
     refused(make_tar({{"sub/module.pb", TarEntry::kFile, pb}}), 400, "1.0.1");
     refused(make_tar({{"module.pb", TarEntry::kFile, "\xff\xff\xff\xff"}}), 400, "1.0.2");  // not protobuf
-    refused(make_tar({{"module.pb", TarEntry::kFile, pb}}), 400, "1.0.4");                   // weights missing
-    refused(std::string(5000, 'z'), 400, "1.0.3");                        // not an archive
+    refused(make_tar({{"module.pb", TarEntry::kFile, pb}}), 400, "1.0.4");                  // weights missing
+    refused(std::string(5000, 'z'), 400, "1.0.3");                                          // not an archive
   }
   SUBCASE("wrong digest") {
     std::string good = module_archive("x");
@@ -266,8 +278,8 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
   SUBCASE("body shorter than declared") {
     std::string good = module_archive("short");
     int fd = connect_loopback(reg.server->port());
-    std::string head = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                       reg.token + "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) +
+    std::string head = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
+                       "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) +
                        "\r\nContent-Length: " + std::to_string(good.size()) + "\r\n\r\n";
     std::string partial = head + good.substr(0, good.size() / 2);
     REQUIRE(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(partial.size()));
@@ -278,15 +290,15 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
   }
   SUBCASE("body longer than declared") {
     std::string good = module_archive("long");
-    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                      reg.token + "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) + "\r\nContent-Length: " +
-                      std::to_string(good.size() - 100) + "\r\n\r\n" + good;
+    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
+                      "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) +
+                      "\r\nContent-Length: " + std::to_string(good.size() - 100) + "\r\n\r\n" + good;
     RawResponse r = raw_request(reg.server->port(), req);
     CHECK(r.status == 400);  // the declared length cuts the archive: digest mismatch
   }
   SUBCASE("2 GB declared is refused before the body is read") {
-    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                      reg.token + "\r\nX-Hub-SHA256: " + std::string(64, 'a') +
+    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
+                      "\r\nX-Hub-SHA256: " + std::string(64, 'a') +
                       "\r\nContent-Length: 2147483648\r\nExpect: 100-continue\r\n\r\n";
     auto t0 = std::chrono::steady_clock::now();
     RawResponse r = raw_request(reg.server->port(), req, 5000);
@@ -297,10 +309,11 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     CHECK(raw_request(reg.server->port(), plain + std::string(1000, 'x'), 5000).status == 413);
   }
   SUBCASE("no Content-Length / chunked") {
-    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                      reg.token + "\r\nX-Hub-SHA256: " + std::string(64, 'a') + "\r\n\r\n";
+    std::string req = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
+                      "\r\nX-Hub-SHA256: " + std::string(64, 'a') + "\r\n\r\n";
     CHECK(raw_request(reg.server->port(), req).status == 411);
-    std::string chunked = "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    std::string chunked =
+        "PUT /v1/modules/acme/evil/1.0.0 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
     CHECK(raw_request(reg.server->port(), chunked).status == 411);
   }
   SUBCASE("malformed JSON where JSON is accepted") {
@@ -328,7 +341,8 @@ TEST_CASE("hostile uploads are refused and leave nothing behind") {
     CHECK(raw_request(reg.server->port(), "GET /v1/modules/acme/../../etc/passwd HTTP/1.1\r\n\r\n").status == 400);
     CHECK(raw_request(reg.server->port(), "GARBAGE\r\n\r\n").status == 400);
     CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/blobs/sha256/zz", {})).status == 400);
-    CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/blobs/sha256/" + std::string(64, 'a'), {})).status == 404);
+    CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/blobs/sha256/" + std::string(64, 'a'), {})).status ==
+          404);
   }
   SUBCASE("oversized request head") {
     std::string req = "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";

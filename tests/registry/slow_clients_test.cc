@@ -21,9 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // True when the server has sent nothing and not closed `fd` yet.
 bool still_waiting(int fd) {
@@ -112,7 +110,7 @@ TEST_CASE("issue13: 300 connections from one client get 503 for that client only
 TEST_CASE("issue13: a request head slower than the minimum rate is cut off") {
   RegistryServerOptions opt;
   opt.http.min_rate_bytes_per_s = 100;
-  opt.http.rate_window_ms = 300;     // at least 30 bytes every 300 ms
+  opt.http.rate_window_ms = 300;       // at least 30 bytes every 300 ms
   opt.http.header_timeout_ms = 30000;  // far away: the rate, not the timeout, must cut
   TestRegistry reg(opt);
   const int port = reg.server->port();
@@ -156,8 +154,8 @@ TEST_CASE("issue13: a request body slower than the minimum rate is cut off and l
   const int port = reg.server->port();
   std::string good = module_archive("slow-body");
   std::string head = "PUT /v1/modules/acme/slow/1.0.0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + reg.token +
-                     "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) + "\r\nContent-Length: " +
-                     std::to_string(good.size()) + "\r\n\r\n";
+                     "\r\nX-Hub-SHA256: " + hub::sha256_hex(good) +
+                     "\r\nContent-Length: " + std::to_string(good.size()) + "\r\n\r\n";
   SUBCASE("trickling") {
     int fd = connect_loopback(port);
     REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size()));

@@ -1,7 +1,7 @@
 // The static export served by Debian's nginx (run unprivileged on loopback
 // with a temp prefix and config), read through the normal client.
-#include <doctest/doctest.h>
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,12 +11,12 @@
 #include <fstream>
 #include <thread>
 
-#include "registry/client/client.h"
 #include "hub/core/digest.h"
+#include "registry/client/client.h"
 #include "registry/server/export_static.h"
 #include "registry_testutil.h"
-#include "testutil.h"
 #include "subprocess.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub::registry;
@@ -85,8 +85,8 @@ TEST_CASE("static export served by nginx") {
       << "  scgi_temp_path " << (prefix / "scgi").string() << ";\n"
       << "  types { application/json json; }\n  default_type application/octet-stream;\n"
       << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << out.string() << ";\n  }\n}\n";
-  hub::testing::Child nginx = hub::testing::Child::spawn(
-      {kNginx, "-p", prefix.string() + "/", "-c", (prefix / "nginx.conf").string()});
+  hub::testing::Child nginx =
+      hub::testing::Child::spawn({kNginx, "-p", prefix.string() + "/", "-c", (prefix / "nginx.conf").string()});
   bool up = false;
   for (int i = 0; i < 100 && !up; ++i) {
     up = port_open(port);
@@ -111,7 +111,8 @@ TEST_CASE("static export served by nginx") {
     CHECK(found["modules"][0]["latest"] == "1.1.0");
     CHECK(list_versions(url, "acme/vision")["versions"].size() == 2);
     // Ranges come from nginx itself.
-    RawResponse r = raw_request(port, http_request("GET", "/v1/blobs/sha256/" + hub::sha256_hex(v1), {{"Range", "bytes=0-9"}}));
+    RawResponse r =
+        raw_request(port, http_request("GET", "/v1/blobs/sha256/" + hub::sha256_hex(v1), {{"Range", "bytes=0-9"}}));
     CHECK(r.status == 206);
     CHECK(r.body == v1.substr(0, 10));
   }

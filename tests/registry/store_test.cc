@@ -156,10 +156,12 @@ TEST_CASE("issue13: module names that differ only in '-', '_', '.' or case are o
   // Reads through any spelling find the module under its published name.
   ResolvedModule m = resolve_registry_handle(reg.url, "acme/Image.Net@1.0.0");
   CHECK(m.sha256 == hub::sha256_hex(v1));
-  RawResponse versions = raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/image-net/versions.json", {}));
+  RawResponse versions =
+      raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/image-net/versions.json", {}));
   CHECK(versions.status == 200);
   CHECK(versions.body.find("\"name\":\"image_net\"") != std::string::npos);
-  CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/IMAGE.NET/1.1.0/archive", {})).status == 200);
+  CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/IMAGE.NET/1.1.0/archive", {})).status ==
+        200);
   CHECK(raw_request(reg.server->port(), http_request("GET", "/v1/modules/acme/image-nets/1.1.0", {})).status == 404);
   CHECK(reg.server->store().search("").size() == 2);
 
@@ -195,9 +197,9 @@ TEST_CASE("spellings that already coexist in an older registry keep working") {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open((root / "registry.db").c_str(), &db) == SQLITE_OK);
   const std::string rows = "INSERT INTO versions VALUES('acme','a_b','1.0.0','" + std::string(64, 'a') +
-                          "',1,'','[]',100);"
-                          "INSERT INTO versions VALUES('acme','a-b','1.0.0','" + std::string(64, 'b') +
-                          "',1,'','[]',200);";
+                           "',1,'','[]',100);"
+                           "INSERT INTO versions VALUES('acme','a-b','1.0.0','" +
+                           std::string(64, 'b') + "',1,'','[]',200);";
   REQUIRE(sqlite3_exec(db, rows.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(db);
   Store store(root);

@@ -140,12 +140,16 @@ TEST_CASE("a registry made before tokens could expire keeps working after the mi
   const std::string token = "hubt_00112233445566ff_" + std::string(64, 'c');
   const std::string sha = std::string(64, 'e');
   sql(root / "registry.db",
-      "CREATE TABLE tokens(id TEXT PRIMARY KEY, publisher TEXT NOT NULL, hash TEXT NOT NULL, created_at INTEGER NOT NULL);"
+      "CREATE TABLE tokens(id TEXT PRIMARY KEY, publisher TEXT NOT NULL, hash TEXT NOT NULL, created_at INTEGER NOT "
+      "NULL);"
       "CREATE TABLE versions(publisher TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, sha256 TEXT NOT NULL,"
       " size INTEGER NOT NULL, description TEXT NOT NULL, signatures TEXT NOT NULL, published_at INTEGER NOT NULL,"
       " PRIMARY KEY(publisher, name, version));"
-      "INSERT INTO tokens VALUES('00112233445566ff', 'acme', '" + hub::sha256_hex(token) + "', 1700000000);"
-      "INSERT INTO versions VALUES('acme', 'net', '1.0.0', '" + sha + "', 12, 'old', '[]', 1700000000);");
+      "INSERT INTO tokens VALUES('00112233445566ff', 'acme', '" +
+          hub::sha256_hex(token) +
+          "', 1700000000);"
+          "INSERT INTO versions VALUES('acme', 'net', '1.0.0', '" +
+          sha + "', 12, 'old', '[]', 1700000000);");
   fs::create_directories(root / "blobs" / "sha256" / "ee");
   std::ofstream(root / "blobs" / "sha256" / "ee" / sha) << "twelve bytes";
   CHECK(user_version(root / "registry.db") == 0);
@@ -186,8 +190,9 @@ TEST_CASE("failed authentications are throttled per client with 429 and Retry-Af
   std::string bytes = module_archive("throttle");
   std::string wrong = "hubt_" + id_of(reg.token) + "_" + std::string(64, '0');
   auto put_from = [&](const char* source, const std::string& token, const std::string& version) {
-    std::string req = http_request("PUT", "/v1/modules/acme/net/" + version,
-                                   {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", hub::sha256_hex(bytes)}}, bytes);
+    std::string req =
+        http_request("PUT", "/v1/modules/acme/net/" + version,
+                     {{"Authorization", "Bearer " + token}, {"X-Hub-SHA256", hub::sha256_hex(bytes)}}, bytes);
     return raw_request(reg.server->port(), req, 10000, source);
   };
   for (int i = 0; i < 3; ++i) CHECK(put_from("127.0.0.1", wrong, "1.0.0").status == 401);

@@ -9,9 +9,7 @@
 
 namespace {
 __attribute__((noinline)) std::vector<int64_t> pads() { return {1, 1, 0, 0}; }
-__attribute__((noinline)) std::vector<std::vector<int64_t>> nested() {
-  return {{3, 3, 0, 0}, {2, 2}};
-}
+__attribute__((noinline)) std::vector<std::vector<int64_t>> nested() { return {{3, 3, 0, 0}, {2, 2}}; }
 }  // namespace
 
 TEST_CASE("regression: int64 constant lists {a, a, 0, 0} keep their zeros") {

@@ -85,23 +85,22 @@ TEST_CASE("hub retrain, then hub classify --json") {
 
   // Bad flag values: non-zero exit and a message naming the flag; no output module.
   fs::path out2 = t.path / "classifier2";
-  const std::string base = "retrain " + common + " --output_graph " + q(out2) + " --output_labels " + q(t.path / "l2.txt");
+  const std::string base =
+      "retrain " + common + " --output_graph " + q(out2) + " --output_labels " + q(t.path / "l2.txt");
   struct Bad {
     std::string args, flag;
   };
-  for (const Bad& b : std::vector<Bad>{{base + " --how_many_training_steps abc", "--how_many_training_steps"},
-                                       {base + " --how_many_training_steps 0", "--how_many_training_steps"},
-                                       {base + " --random_crop=-5", "--random_crop"},
-                                       {base + " --random_brightness 150", "--random_brightness"},
-                                       {base + " --learning_rate 0", "--learning_rate"},
-                                       {base + " --testing_percentage 95", "--testing_percentage"},
-                                       {"retrain --image-dir " + q(t.path / "missing") + " --module " + q(module) +
-                                            " --output_graph " + q(out2),
-                                        "--image_dir"},
-                                       {"retrain --image-dir " + q(images), "--module"},
-                                       {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) +
-                                            " --top_k 0",
-                                        "--top_k"}}) {
+  for (const Bad& b : std::vector<Bad>{
+           {base + " --how_many_training_steps abc", "--how_many_training_steps"},
+           {base + " --how_many_training_steps 0", "--how_many_training_steps"},
+           {base + " --random_crop=-5", "--random_crop"},
+           {base + " --random_brightness 150", "--random_brightness"},
+           {base + " --learning_rate 0", "--learning_rate"},
+           {base + " --testing_percentage 95", "--testing_percentage"},
+           {"retrain --image-dir " + q(t.path / "missing") + " --module " + q(module) + " --output_graph " + q(out2),
+            "--image_dir"},
+           {"retrain --image-dir " + q(images), "--module"},
+           {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " --top_k 0", "--top_k"}}) {
     CAPTURE(b.args);
     Run bad = run_hub(t.path, b.args);
     CHECK(bad.rc != 0);

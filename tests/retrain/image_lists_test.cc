@@ -1,3 +1,5 @@
+#include "retrain/image_lists.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 
 #include "hub/core/error.h"
 #include "retrain/bottleneck_cache.h"
-#include "retrain/image_lists.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;

@@ -1,6 +1,8 @@
 // retrain() end to end on generated images with a tiny feature module
 // (tests/retrain/retrain_testutil.h), the bottleneck cache across runs, bad
 // input, and the distortions.
+#include "retrain/retrain.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,7 +17,6 @@
 #include "hub/module/module.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
-#include "retrain/retrain.h"
 #include "retrain_testutil.h"
 #include "testutil.h"
 
@@ -155,10 +156,11 @@ TEST_CASE("retrain: end to end on generated colour classes") {
   for (int o = 0; o < 4; ++o) want[o] = static_cast<float>(mean[0] * wv[o] + mean[1] * wv[4 + o] + mean[2] * wv[8 + o]);
   testing::expect_close(m.call_single("feature_vector", img), Tensor::from_vector<float>({1, 4}, want), 1e-5, 1e-5);
   // ... and the bottleneck cached for that image is the same vector.
-  fs::path cached = w.tmp.path / "bottlenecks" / "red" / (image_name(0) + "_" + module_tag(w.module.string()) + ".bottleneck");
+  fs::path cached =
+      w.tmp.path / "bottlenecks" / "red" / (image_name(0) + "_" + module_tag(w.module.string()) + ".bottleneck");
   REQUIRE(fs::exists(cached));
-  testing::expect_close(Tensor::from_vector<float>({1, 4}, read_bottleneck(cached)), Tensor::from_vector<float>({1, 4}, want),
-                        1e-5, 1e-5);
+  testing::expect_close(Tensor::from_vector<float>({1, 4}, read_bottleneck(cached)),
+                        Tensor::from_vector<float>({1, 4}, want), 1e-5, 1e-5);
   // Logs for TensorBoard.
   CHECK(!list_dir(w.tmp.path / "logs" / "train").empty());
   CHECK(!list_dir(w.tmp.path / "logs" / "validation").empty());
@@ -222,7 +224,8 @@ TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the mo
   c5.how_many_training_steps = 20;
   RetrainResult moved = retrain::retrain(c5, local_modules());
   CHECK(moved.bottlenecks_computed == 75);
-  CHECK(fs::exists(w.tmp.path / "bottlenecks" / "green" / (image_name(4) + "_" + module_tag(module2.string()) + ".bottleneck")));
+  CHECK(fs::exists(w.tmp.path / "bottlenecks" / "green" /
+                   (image_name(4) + "_" + module_tag(module2.string()) + ".bottleneck")));
   CHECK(fs::exists(damaged));
 }
 
@@ -266,8 +269,9 @@ TEST_CASE("retrain: bad input is an Error naming the problem, and nothing is wri
     fs::path hpt = w.tmp.path / "half_plus_two";
     export_half_plus_two(hpt);
     c.module = hpt.string();
-    expect_retrain_error(c, Code::kInvalidArgument,
-                         {hpt.string(), "not an image feature-vector module", "'x'", "expected float32 [batch, H, W, C]"});
+    expect_retrain_error(
+        c, Code::kInvalidArgument,
+        {hpt.string(), "not an image feature-vector module", "'x'", "expected float32 [batch, H, W, C]"});
   }
   SUBCASE("a module whose output is not [batch, D]") {
     RetrainConfig c = cfg();
@@ -278,7 +282,8 @@ TEST_CASE("retrain: bad input is an Error naming the problem, and nothing is wri
       b.add_signature(kDefaultSignature, {{"images", x}}, {{"default", ops::mul(s, x, ops::scalar(s, 2.0f))}});
     })).export_to(ident.string());
     c.module = ident.string();
-    expect_retrain_error(c, Code::kInvalidArgument, {"not an image feature-vector module", "expected float32 [batch, D]"});
+    expect_retrain_error(c, Code::kInvalidArgument,
+                         {"not an image feature-vector module", "expected float32 [batch, D]"});
   }
   SUBCASE("missing module") {
     RetrainConfig c = cfg();
@@ -356,9 +361,12 @@ TEST_CASE("distort: flip mirrors the resized image for the seeds that flip") {
   int flipped = 0, kept = 0;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     std::vector<float> got = distort(img, 8, 8, o, seed).to_vector<float>();
-    if (got == mirrored) ++flipped;
-    else if (got == p) ++kept;
-    else FAIL("seed " << seed << " gave neither the image nor its mirror");
+    if (got == mirrored)
+      ++flipped;
+    else if (got == p)
+      ++kept;
+    else
+      FAIL("seed " << seed << " gave neither the image nor its mirror");
   }
   // Probability 1/2 each: both must occur in 40 draws.
   CHECK(flipped > 5);
@@ -396,7 +404,8 @@ TEST_CASE("distort: crop and scale take a window of the enlarged image; same see
   CHECK(a.spec_string() == "float32[10,10,3]");
   CHECK(distort(img, 10, 10, o, 1234).to_vector<float>() == a.to_vector<float>());
   bool differs = false;
-  for (uint64_t seed = 0; seed < 5 && !differs; ++seed) differs = distort(img, 10, 10, o, seed).to_vector<float>() != a.to_vector<float>();
+  for (uint64_t seed = 0; seed < 5 && !differs; ++seed)
+    differs = distort(img, 10, 10, o, seed).to_vector<float>() != a.to_vector<float>();
   CHECK(differs);
   // Crop only: the output is a 10x10 window of the image resized to 15x15 (scale 1.5).
   DistortionOptions crop;

@@ -16,8 +16,7 @@ void freeze_variables(Ir& ir, const VariableStore& variables, std::vector<Frozen
     const Tensor& v = variables.at(n.name);
     if (v.dtype() != n.outputs[0].dtype || v.shape() != n.outputs[0].shape)
       throw_error(Code::kInvalidArgument, "optimising for inference: variable '" + n.name + "' holds " +
-                                              v.spec_string() + " but the graph declares " +
-                                              n.outputs[0].to_string());
+                                              v.spec_string() + " but the graph declares " + n.outputs[0].to_string());
     frozen->push_back({n.name, v.storage(), v.storage()->generation.load()});
     n.op = "Const";
     n.attrs = Attrs().set("value", v);  // shares the variable's storage
@@ -43,10 +42,10 @@ int fold_constants(Ir& ir) {
   for (int id : order) {
     const INode& n = ir.nodes[id];
     if (n.dead || n.inputs.empty() || n.op == "Const" || OpRegistry::global().find(n.op).stateful) continue;
-    bool all_constant = std::all_of(n.inputs.begin(), n.inputs.end(),
-                                    [&](Output in) { return ir.constant(in).defined(); });
-    bool known = std::all_of(n.outputs.begin(), n.outputs.end(),
-                             [](const TensorSpec& s) { return s.shape.is_fully_defined(); });
+    bool all_constant =
+        std::all_of(n.inputs.begin(), n.inputs.end(), [&](Output in) { return ir.constant(in).defined(); });
+    bool known =
+        std::all_of(n.outputs.begin(), n.outputs.end(), [](const TensorSpec& s) { return s.shape.is_fully_defined(); });
     if (!all_constant || !known) continue;
     Node node;
     node.id = id;

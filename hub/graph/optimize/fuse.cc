@@ -4,7 +4,6 @@
 // residual Add appended as post-ops. Folding never writes a tensor it did
 // not create: the filter and bias a fold changes are new constants.
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -38,8 +37,8 @@ Tensor per_channel(const Ir& ir, Output o, int64_t channels, int rank) {
 // The fused node's filter viewed as [rows, channels] with channels the output
 // channels (HWIO / HWCM: the last dims; MatMul b [K,N], or [N,K] transposed).
 struct FilterView {
-  Tensor copy;       // a new tensor with the filter's values
-  bool by_rows;      // channel i is row i (transposed MatMul operand) instead of column i
+  Tensor copy;   // a new tensor with the filter's values
+  bool by_rows;  // channel i is row i (transposed MatMul operand) instead of column i
 };
 
 FilterView copy_filter(const Ir& ir, int f) {
@@ -109,8 +108,8 @@ bool to_fused(Ir& ir, int id) {
   const int64_t channels = n.outputs[0].shape.dim(-1);
   if (channels < 0) return false;
   // Grouped convolutions (filter input channels C/G < C) stay as they are.
-  if (n.op == "Conv2D" && (w.rank() != 4 || ir.spec(n.inputs[0]).shape.rank() != 4 ||
-                           ir.spec(n.inputs[0]).shape[3] != w.dim(2)))
+  if (n.op == "Conv2D" &&
+      (w.rank() != 4 || ir.spec(n.inputs[0]).shape.rank() != 4 || ir.spec(n.inputs[0]).shape[3] != w.dim(2)))
     return false;
   Attrs attrs = n.attrs;
   if (conv) attrs.set("depthwise", n.op == "DepthwiseConv2dNative");
@@ -141,7 +140,8 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
       if (!ir.consumers(Output{c, i}).empty() || ir.kept(Output{c, i})) return false;
     // Const: these may share a variable's storage, and mutable access would
     // mark it written (Storage::generation).
-    const Tensor scale = per_channel(ir, cn.inputs[1], channels, 1), offset = per_channel(ir, cn.inputs[2], channels, 1);
+    const Tensor scale = per_channel(ir, cn.inputs[1], channels, 1),
+                 offset = per_channel(ir, cn.inputs[2], channels, 1);
     const Tensor mean = per_channel(ir, cn.inputs[3], channels, 1), var = per_channel(ir, cn.inputs[4], channels, 1);
     if (!scale.defined() || !offset.defined() || !mean.defined() || !var.defined()) return false;
     const float eps = static_cast<float>(cn.attrs.get_float("epsilon"));

@@ -118,8 +118,7 @@ Graph Ir::emit(std::map<Output, Output>* kept_tensors) const {
   std::vector<int> order;
   for (size_t n = 0; n < nodes.size(); ++n)
     if (!nodes[n].dead) order.push_back(static_cast<int>(n));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return nodes[a].position < nodes[b].position; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return nodes[a].position < nodes[b].position; });
   Graph g;
   g.set_seed(source_.seed());
   std::vector<int> new_id(nodes.size(), -1);
@@ -127,8 +126,8 @@ Graph Ir::emit(std::map<Output, Output>* kept_tensors) const {
     const INode& node = nodes[n];
     std::vector<Output> inputs;
     for (Output in : node.inputs) {
-      HUB_CHECK(new_id[in.node] >= 0, "optimiser: node " + node.name + " placed before its input " +
-                                          nodes[in.node].name);
+      HUB_CHECK(new_id[in.node] >= 0,
+                "optimiser: node " + node.name + " placed before its input " + nodes[in.node].name);
       inputs.push_back(Output{new_id[in.node], in.index});
     }
     new_id[n] = g.add_node(node.op, node.name, std::move(inputs), node.attrs).node;

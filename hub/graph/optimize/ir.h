@@ -16,10 +16,10 @@ namespace hub::optimize {
 
 struct INode {
   std::string op, name;
-  std::vector<Output> inputs;        // Output.node indexes Ir::nodes
+  std::vector<Output> inputs;  // Output.node indexes Ir::nodes
   Attrs attrs;
   std::vector<TensorSpec> outputs;
-  double position = 0;               // emission order (a node's inputs come before it)
+  double position = 0;  // emission order (a node's inputs come before it)
   bool dead = false;
 };
 

@@ -28,8 +28,7 @@ Shape known(const Shape& s) {
 // Whether `backend` runs conv node n with everything blocked.
 bool runs_blocked(const Ir& ir, int n, int64_t block, const Backend& backend) {
   const INode& in = ir.nodes[n];
-  if (in.op != "_FusedConv2D" || in.attrs.get_int("src_block") != 0 || in.attrs.get_int("dst_block") != 0)
-    return false;
+  if (in.op != "_FusedConv2D" || in.attrs.get_int("src_block") != 0 || in.attrs.get_int("dst_block") != 0) return false;
   const Shape x = ir.spec(in.inputs[0]).shape, w = ir.spec(in.inputs[1]).shape;
   if (x.rank() != 4 || x[3] < 0 || (w[2] != x[3] && !in.attrs.get_bool("depthwise"))) return false;
   Node probe;

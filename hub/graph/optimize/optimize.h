@@ -59,12 +59,12 @@ struct OptimizeOptions {
 
 struct OptimizeStats {
   int nodes_before = 0, nodes_after = 0;
-  int constants_folded = 0;      // nodes evaluated into constants
+  int constants_folded = 0;  // nodes evaluated into constants
   int batch_norms_folded = 0;
-  int fused = 0;                 // _FusedConv2D / _FusedMatMul nodes
-  int post_ops = 0;              // nodes absorbed as post-ops or into the bias
-  int relayouts = 0;             // _Relayout nodes inserted
-  int64_t block = 0;             // the channel block used (0: NHWC)
+  int fused = 0;      // _FusedConv2D / _FusedMatMul nodes
+  int post_ops = 0;   // nodes absorbed as post-ops or into the bias
+  int relayouts = 0;  // _Relayout nodes inserted
+  int64_t block = 0;  // the channel block used (0: NHWC)
 };
 
 class OptimizedGraph {

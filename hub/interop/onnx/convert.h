@@ -67,8 +67,7 @@ class NodeContext {
   // A constant input as a weight: a module variable (trainable unless
   // `trainable` is false) holding transform(value), or a graph constant when
   // folding. The input must be constant (else fail()).
-  virtual Output weight(int i, const std::function<Tensor(const Tensor&)>& transform,
-                        bool trainable = true) = 0;
+  virtual Output weight(int i, const std::function<Tensor(const Tensor&)>& transform, bool trainable = true) = 0;
   // weight() when input i is constant, else `runtime` applied to the input
   // (the same transform built from graph ops: weights fed at run time).
   Output weight_or(int i, const std::function<Tensor(const Tensor&)>& transform,

@@ -67,8 +67,8 @@ class Exporter {
   std::string weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
                      const std::function<std::string(const std::string&)>& runtime);
   [[noreturn]] void fail(const Node& n, const std::string& why) const {
-    throw_error(Code::kUnimplemented, "converting module " + spec_.source() + " to ONNX: node '" + n.name + "' (" +
-                                          n.op + "): " + why);
+    throw_error(Code::kUnimplemented,
+                "converting module " + spec_.source() + " to ONNX: node '" + n.name + "' (" + n.op + "): " + why);
   }
 
  private:
@@ -173,8 +173,10 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   auto* shape = t.mutable_tensor_type()->mutable_shape();
   for (int i = 0; i < s.shape.rank(); ++i) {
     auto* d = shape->add_dim();
-    if (s.shape[i] >= 0) d->set_dim_value(s.shape[i]);
-    else d->set_dim_param(i == 0 ? std::string("N") : std::string("d").append(std::to_string(i)));
+    if (s.shape[i] >= 0)
+      d->set_dim_value(s.shape[i]);
+    else
+      d->set_dim_param(i == 0 ? std::string("N") : std::string("d").append(std::to_string(i)));
   }
   return t;
 }
@@ -216,7 +218,8 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   // Every op must have an ONNX form: list all that do not, at once.
   std::map<std::string, std::string> missing;
   for (int id = 0; id < g_.num_nodes(); ++id)
-    if (needed[id] && !inputs.count(id) && !exporters().count(g_.node(id).op)) missing.emplace(g_.node(id).op, g_.node(id).name);
+    if (needed[id] && !inputs.count(id) && !exporters().count(g_.node(id).op))
+      missing.emplace(g_.node(id).op, g_.node(id).name);
   if (!missing.empty()) {
     std::string list;
     for (const auto& [op_name, node] : missing) list += (list.empty() ? "" : ", ") + op_name + " (node '" + node + "')";
@@ -301,11 +304,11 @@ template <const char* kOnnx>
 void export_elementwise(Exporter& e, const Node& n) {
   elementwise(e, n, kOnnx);
 }
-constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMax[] = "Max", kMin[] = "Min",
-               kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs", kNeg[] = "Neg",
-               kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal", kIdentity[] = "Identity",
-               kSign[] = "Sign", kHardSwish[] = "HardSwish", kPow[] = "Pow", kEqual[] = "Equal",
-               kGreater[] = "Greater", kLess[] = "Less", kGreaterEqual[] = "GreaterOrEqual",
+constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMax[] = "Max",
+               kMin[] = "Min", kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs",
+               kNeg[] = "Neg", kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal",
+               kIdentity[] = "Identity", kSign[] = "Sign", kHardSwish[] = "HardSwish", kPow[] = "Pow",
+               kEqual[] = "Equal", kGreater[] = "Greater", kLess[] = "Less", kGreaterEqual[] = "GreaterOrEqual",
                kLessEqual[] = "LessOrEqual";
 
 // A unary op with attributes: layout kept.
@@ -339,8 +342,9 @@ void export_relu6(Exporter& e, const Node& n) {
   Output x = in(n, 0);
   const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
   std::string y = e.fresh(n.name);
-  e.add("Clip", {nchw ? e.nchw(x) : e.nhwc(x), e.initializer(Tensor::scalar<float>(0), n.name + "/min"),
-                 e.initializer(Tensor::scalar<float>(6), n.name + "/max")},
+  e.add("Clip",
+        {nchw ? e.nchw(x) : e.nhwc(x), e.initializer(Tensor::scalar<float>(0), n.name + "/min"),
+         e.initializer(Tensor::scalar<float>(6), n.name + "/max")},
         y, n.name);
   e.set(out0(n), y, nchw);
 }
@@ -363,7 +367,9 @@ void export_clip(Exporter& e, const Node& n) {
 void export_elu(Exporter& e, const Node& n) {
   set_float(unary(e, n, "Elu"), "alpha", n.attrs.has("alpha") ? n.attrs.get_float("alpha") : 1.0);
 }
-void export_leaky_relu(Exporter& e, const Node& n) { set_float(unary(e, n, "LeakyRelu"), "alpha", n.attrs.get_float("alpha")); }
+void export_leaky_relu(Exporter& e, const Node& n) {
+  set_float(unary(e, n, "LeakyRelu"), "alpha", n.attrs.get_float("alpha"));
+}
 void export_hard_sigmoid(Exporter& e, const Node& n) {
   NodeProto* p = unary(e, n, "HardSigmoid");
   set_float(p, "alpha", n.attrs.get_float("alpha"));
@@ -375,7 +381,9 @@ void export_unary(Exporter& e, const Node& n) {
   unary(e, n, kOnnx);
 }
 
-void export_cast(Exporter& e, const Node& n) { set_int(unary(e, n, "Cast"), "to", dtype_to_onnx(n.attrs.get_dtype("dtype"))); }
+void export_cast(Exporter& e, const Node& n) {
+  set_int(unary(e, n, "Cast"), "to", dtype_to_onnx(n.attrs.get_dtype("dtype")));
+}
 
 void export_const(Exporter& e, const Node& n) { e.set(out0(n), e.initializer(n.attrs.get_tensor("value"), n.name)); }
 
@@ -432,7 +440,10 @@ void export_bias_add(Exporter& e, const Node& n) {
   Output x = in(n, 0);
   const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
   std::string bias = e.weight(
-      in(n, 1), [&](const Tensor& t) { return nchw ? t.reshaped({t.num_elements(), 1, 1}).clone() : t; },
+      in(n, 1),
+      [&](const Tensor& t) {
+        return nchw ? t.reshaped({t.num_elements(), 1, 1}).clone() : t;
+      },
       [&](const std::string& b) {
         if (!nchw) return b;
         std::string r = e.fresh(n.name + "/bias_c11");
@@ -446,9 +457,7 @@ void export_bias_add(Exporter& e, const Node& n) {
 
 // Convolution and pooling geometry: TF's SAME is ONNX's SAME_UPPER.
 void window_attrs(NodeProto* p, const Node& n, bool dilations) {
-  auto pair = [](const std::vector<int64_t>& v) {
-    return v.size() == 4 ? std::vector<int64_t>{v[1], v[2]} : v;
-  };
+  auto pair = [](const std::vector<int64_t>& v) { return v.size() == 4 ? std::vector<int64_t>{v[1], v[2]} : v; };
   set_ints(p, "strides", pair(n.attrs.get_ints("strides")));
   if (dilations && n.attrs.has("dilations")) set_ints(p, "dilations", pair(n.attrs.get_ints("dilations")));
   const std::string& padding = n.attrs.get_string("padding");
@@ -468,7 +477,10 @@ void export_conv(Exporter& e, const Node& n) {
   const Shape x = e.spec(in(n, 0)).shape;
   const int64_t groups = x[3] > 0 && w[2] > 0 ? x[3] / w[2] : 1;
   std::string f = e.weight(
-      in(n, 1), [](const Tensor& t) { return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{3, 2, 0, 1})); },
+      in(n, 1),
+      [](const Tensor& t) {
+        return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{3, 2, 0, 1}));
+      },
       [&](const std::string& v) {
         std::string t = e.fresh(n.name + "/oihw");
         set_ints(e.add("Transpose", {v}, t, t), "perm", {3, 2, 0, 1});
@@ -486,7 +498,8 @@ void export_depthwise(Exporter& e, const Node& n) {
   const Shape w = e.spec(in(n, 1)).shape;  // [KH, KW, C, M]
   const int64_t c = w[2], mult = w[3];
   auto to_onnx = [&](const Tensor& t) {
-    return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{2, 3, 0, 1})).reshaped({c * mult, 1, w[0], w[1]});
+    return evaluate("Transpose", {t}, Attrs().set("perm", std::vector<int64_t>{2, 3, 0, 1}))
+        .reshaped({c * mult, 1, w[0], w[1]});
   };
   std::string f = e.weight(in(n, 1), to_onnx, [&](const std::string& v) {
     std::string t = e.fresh(n.name + "/cmhw"), r = e.fresh(n.name + "/oihw");
@@ -522,7 +535,8 @@ void export_batch_norm(Exporter& e, const Node& n) {
   if (rank != 4 && rank != 2) e.fail(n, "inputs of rank 2 or 4 only");
   std::vector<std::string> ins{rank == 4 ? e.nchw(x) : e.nhwc(x)};
   for (int k = 1; k <= 4; ++k)
-    ins.push_back(e.weight(in(n, k), [](const Tensor& t) { return t; }, [](const std::string& v) { return v; }));
+    ins.push_back(e.weight(
+        in(n, k), [](const Tensor& t) { return t; }, [](const std::string& v) { return v; }));
   std::string y = e.fresh(n.name);
   set_float(e.add("BatchNormalization", ins, y, n.name), "epsilon", n.attrs.get_float("epsilon"));
   e.set(out0(n), y, rank == 4);
@@ -570,8 +584,9 @@ void export_reduce(Exporter& e, const Node& n, bool axes_as_input) {
     }
   }
   std::string y = e.fresh(n.name);
-  NodeProto* p = axes_as_input ? e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x), e.ints(onnx_axes, n.name + "/axes")}, y, n.name)
-                               : e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x)}, y, n.name);
+  NodeProto* p = axes_as_input
+                     ? e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x), e.ints(onnx_axes, n.name + "/axes")}, y, n.name)
+                     : e.add(kOnnx, {nchw ? e.nchw(x) : e.nhwc(x)}, y, n.name);
   if (!axes_as_input) set_ints(p, "axes", onnx_axes);
   set_int(p, "keepdims", keep);
   e.set(out0(n), y, nchw && keep);
@@ -642,7 +657,10 @@ void export_pad(Exporter& e, const Node& n) {
     ins.push_back(e.initializer(v, n.name + "/value"));
   }
   std::string y = e.fresh(n.name);
-  set_string(e.add("Pad", ins, y, n.name), "mode", mode == "CONSTANT" ? "constant" : mode == "REFLECT" ? "reflect" : "edge");
+  set_string(e.add("Pad", ins, y, n.name), "mode",
+             mode == "CONSTANT"  ? "constant"
+             : mode == "REFLECT" ? "reflect"
+                                 : "edge");
   e.set(out0(n), y);
 }
 
@@ -779,7 +797,8 @@ void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExpo
     throw_error(Code::kAlreadyExists, "'" + path + "' already exists; refusing to overwrite it");
   ::onnx::ModelProto model = Exporter(spec, options).run();
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) throw_error(Code::kInternal, "serializing the ONNX model for '" + path + "' failed");
+  if (!model.SerializeToString(&bytes))
+    throw_error(Code::kInternal, "serializing the ONNX model for '" + path + "' failed");
   write_file_atomic(path, bytes);
 }
 

@@ -22,7 +22,7 @@ namespace hub::onnx_interop {
 
 struct OnnxExportOptions {
   std::string signature = kDefaultSignature;
-  int opset = 13;  // 13..17
+  int opset = 13;          // 13..17
   bool overwrite = false;  // replace a file at the path (else AlreadyExists)
 };
 

@@ -26,7 +26,7 @@ std::string ints_text(const std::vector<int64_t>& v) {
 // right]; hub's explicit_paddings are [top, bottom, left, right].
 struct Window {
   std::vector<int64_t> kernel, strides, dilations;
-  std::string padding;                   // "VALID", "SAME" or "EXPLICIT"
+  std::string padding;  // "VALID", "SAME" or "EXPLICIT"
   std::vector<int64_t> explicit_paddings;
   void add_to(Attrs& a, bool with_dilations) const {
     a.set("strides", strides).set("padding", padding);
@@ -247,7 +247,8 @@ void map_resize(NodeContext& c) {
     size = {sizes[2], sizes[3]};
   } else if (c.has_input(2)) {
     std::optional<Tensor> scales = c.constant(2);
-    if (!scales || scales->num_elements() != 4 || scales->dtype() != DType::kFloat32) c.fail("scales must be 4 constant floats");
+    if (!scales || scales->num_elements() != 4 || scales->dtype() != DType::kFloat32)
+      c.fail("scales must be 4 constant floats");
     const float* s = scales->data<float>();
     if (s[0] != 1.0f || s[1] != 1.0f) c.fail("resizing the batch or channel dimension is not supported");
     if (x[2] < 0 || x[3] < 0) c.fail("scales need a static input size, got " + x.to_string());
@@ -256,8 +257,8 @@ void map_resize(NodeContext& c) {
       // not reach an integer conversion.
       const double out = std::floor(static_cast<double>(x[2 + i]) * s[2 + i]);
       if (!(s[2 + i] > 0.0f) || !(out >= 1.0 && out <= static_cast<double>(int64_t{1} << 31)))
-        c.fail("scales must give output sizes from 1 to 2^31, got scale " + std::to_string(s[2 + i]) +
-               " for size " + std::to_string(x[2 + i]));
+        c.fail("scales must give output sizes from 1 to 2^31, got scale " + std::to_string(s[2 + i]) + " for size " +
+               std::to_string(x[2 + i]));
       size.push_back(static_cast<int64_t>(out));
     }
     scale_attr = {s[2], s[3]};  // the coordinate transform uses ONNX's scales, not OH/H
@@ -294,17 +295,21 @@ void map_gemm(NodeContext& c) {
   } else {
     b = c.native(1);
   }
-  Output y = c.scope().op("MatMul", {a, b}, Attrs().set("transpose_a", trans_a).set("transpose_b", b_transposed), "MatMul");
-  if (!c.constant(1) && alpha != 1.0f) y = c.scope().op("Mul", {y, ops::scalar(c.scope(), alpha, "alpha")}, {}, "alpha");
+  Output y =
+      c.scope().op("MatMul", {a, b}, Attrs().set("transpose_a", trans_a).set("transpose_b", b_transposed), "MatMul");
+  if (!c.constant(1) && alpha != 1.0f)
+    y = c.scope().op("Mul", {y, ops::scalar(c.scope(), alpha, "alpha")}, {}, "alpha");
   if (c.has_input(2) && beta != 0.0f) {
     const Shape cs = c.shape(2);
     if (c.constant(2) && cs.rank() <= 1) {
       // A bias vector (or scalar) broadcast over rows: BiasAdd.
       const int64_t n = c.shape(1)[trans_b ? 0 : 1];
       Output bias = c.weight(2, [&](const Tensor& t) {
-        Tensor v = t.num_elements() == 1 && n > 1
-                       ? evaluate("Mul", {Tensor::from_vector<float>({n}, std::vector<float>(static_cast<size_t>(n), 1.0f)), t.reshaped({1})})
-                       : t.reshaped({t.num_elements()}).clone();
+        Tensor v =
+            t.num_elements() == 1 && n > 1
+                ? evaluate("Mul", {Tensor::from_vector<float>({n}, std::vector<float>(static_cast<size_t>(n), 1.0f)),
+                                   t.reshaped({1})})
+                : t.reshaped({t.num_elements()}).clone();
         return beta == 1.0f ? v : evaluate("Mul", {v, Tensor::scalar<float>(beta)});
       });
       y = c.scope().op("BiasAdd", {y, bias}, {}, "bias");
@@ -348,8 +353,9 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["GlobalMaxPool"] = {map_global_pool<true>, {}};
   m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
   m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
-  m["Resize"] = {map_resize, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
-                              "extrapolation_value", "mode", "nearest_mode"}};
+  m["Resize"] = {map_resize,
+                 {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode",
+                  "nearest_mode"}};
   m["Gemm"] = {map_gemm, {"alpha", "beta", "transA", "transB"}};
   m["MatMul"] = {map_matmul, {}};
 }

@@ -37,7 +37,8 @@ void map_constant(NodeContext& c) {
 void map_constant_of_shape(NodeContext& c) {
   std::vector<int64_t> dims = c.constant_ints(0, "shape");
   Tensor value = Tensor::scalar<float>(0.0f);
-  if (const auto* t = c.attr_tensor("value")) value = tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value");
+  if (const auto* t = c.attr_tensor("value"))
+    value = tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value");
   if (value.num_elements() != 1) c.fail("attribute value must hold one element");
   Tensor out(value.dtype(), Shape(dims));
   dispatch_dtype(value.dtype(), [&](auto tag) {
@@ -106,7 +107,8 @@ bool map_symbolic(NodeContext& c) {
     const int64_t n = static_cast<int64_t>(in.size());
     int64_t b = std::clamp<int64_t>(st.at(0) < 0 ? st[0] + n : st[0], 0, n);
     int64_t e = std::clamp<int64_t>(en.at(0) < 0 ? en[0] + n : en[0], 0, n);
-    if (c.has_input(4) && c.constant_ints(4, "steps") != std::vector<int64_t>{1}) c.fail("strided shape slices are not supported");
+    if (c.has_input(4) && c.constant_ints(4, "steps") != std::vector<int64_t>{1})
+      c.fail("strided shape slices are not supported");
     for (int64_t i = b; i < e; ++i) out.push_back(in[static_cast<size_t>(i)]);
   } else {  // Unsqueeze, Squeeze, Cast, Identity: the elements pass through
     out = in;
@@ -232,8 +234,8 @@ constexpr char kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[
 void map_elu(NodeContext& c) {
   bool nhwc;
   Output x = unary_input(c, &nhwc);
-  c.set_output(0, c.scope().op("Elu", {x}, Attrs().set("alpha", static_cast<double>(c.attr_float("alpha", 1.0f))), "Elu"),
-               nhwc);
+  c.set_output(
+      0, c.scope().op("Elu", {x}, Attrs().set("alpha", static_cast<double>(c.attr_float("alpha", 1.0f))), "Elu"), nhwc);
 }
 
 void map_leaky_relu(NodeContext& c) {
@@ -356,7 +358,8 @@ std::vector<int64_t> reshape_dims(NodeContext& c, const Shape& in, const std::op
     dims = *target;
     for (size_t i = 0; i < dims.size(); ++i)
       if (dims[i] == 0 && c.attr_int("allowzero", 0) == 0) {
-        if (static_cast<int>(i) >= in.rank()) c.fail("shape element 0 at " + std::to_string(i) + " has no input dim to copy");
+        if (static_cast<int>(i) >= in.rank())
+          c.fail("shape element 0 at " + std::to_string(i) + " has no input dim to copy");
         dims[i] = in[static_cast<int>(i)];
       }
   } else {
@@ -368,7 +371,8 @@ std::vector<int64_t> reshape_dims(NodeContext& c, const Shape& in, const std::op
       d = -1;
       ++unknown;
     }
-  if (unknown > 1) c.fail("the result shape " + Shape(dims).to_string() + " has more than one dimension known only at run time");
+  if (unknown > 1)
+    c.fail("the result shape " + Shape(dims).to_string() + " has more than one dimension known only at run time");
   return dims;
 }
 
@@ -384,9 +388,12 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
   for (size_t i = 0; i < target.size(); ++i) {
     const SymDim& d = target[i];
     if (d.known()) {
-      if (d.value == -1) minus_one = static_cast<int>(i);
-      else if (d.value == 0) return std::nullopt;
-      else known_product *= d.value;
+      if (d.value == -1)
+        minus_one = static_cast<int>(i);
+      else if (d.value == 0)
+        return std::nullopt;
+      else
+        known_product *= d.value;
       dims.push_back(d.value);
     } else {
       if (d.tensor != c.node().input(0) || symbolic >= 0) return std::nullopt;
@@ -398,8 +405,10 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
   // Every run-time dim of x must be the referenced one.
   int64_t x_known = 1;
   for (int d = 0; d < x.rank(); ++d) {
-    if (x[d] >= 0) x_known *= x[d];
-    else if (!referenced.count(d)) return std::nullopt;
+    if (x[d] >= 0)
+      x_known *= x[d];
+    else if (!referenced.count(d))
+      return std::nullopt;
   }
   if (minus_one >= 0) {
     if (x_known % known_product != 0) c.fail("the target shape does not divide the input's " + x.to_string());
@@ -434,7 +443,8 @@ void map_flatten(NodeContext& c) {
     if (s[i] < 0) (i < axis ? outer_known : inner_known) = false;
   }
   if (!outer_known && !inner_known) c.fail("both sides of the flatten have dimensions known only at run time");
-  c.set_output(0, ops::reshape(c.scope(), c.native(0), {outer_known ? outer : -1, inner_known ? inner : -1}, "Flatten"));
+  c.set_output(0,
+               ops::reshape(c.scope(), c.native(0), {outer_known ? outer : -1, inner_known ? inner : -1}, "Flatten"));
 }
 
 void map_transpose(NodeContext& c) {
@@ -442,7 +452,8 @@ void map_transpose(NodeContext& c) {
   std::vector<int64_t> perm = c.attr_ints("perm");
   if (perm.empty())
     for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
-  if (static_cast<int>(perm.size()) != rank) c.fail_attr("perm", std::to_string(perm.size()) + " entries", "rank is " + std::to_string(rank));
+  if (static_cast<int>(perm.size()) != rank)
+    c.fail_attr("perm", std::to_string(perm.size()) + " entries", "rank is " + std::to_string(rank));
   if (c.is_nhwc(0)) {
     // Output dim k is logical dim perm[k], which lives at NHWC position nhwc_axis(perm[k]).
     std::vector<int64_t> physical;
@@ -489,8 +500,10 @@ void map_split(NodeContext& c) {
   const bool nhwc = rank == 4 && c.is_nhwc(0);
   Attrs a;
   a.set("axis", nhwc ? nhwc_axis(axis) : axis);
-  if (c.has_input(1)) a.set("sizes", c.constant_ints(1, "split"));
-  else a.set("num_split", static_cast<int64_t>(c.node().output_size()));
+  if (c.has_input(1))
+    a.set("sizes", c.constant_ints(1, "split"));
+  else
+    a.set("num_split", static_cast<int64_t>(c.node().output_size()));
   std::vector<Output> outs = c.scope().op_n("Split", {nhwc ? c.nhwc(0) : c.native(0)}, a, "Split");
   for (size_t i = 0; i < outs.size() && static_cast<int>(i) < c.node().output_size(); ++i)
     c.set_output(static_cast<int>(i), outs[i], nhwc);
@@ -502,10 +515,14 @@ void map_slice(NodeContext& c) {
   const int rank = s.rank();
   std::vector<int64_t> starts = c.constant_ints(1, "starts"), ends = c.constant_ints(2, "ends");
   std::vector<int64_t> axes, steps;
-  if (c.has_input(3)) axes = c.constant_ints(3, "axes");
-  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (c.has_input(4)) steps = c.constant_ints(4, "steps");
-  else steps.assign(starts.size(), 1);
+  if (c.has_input(3))
+    axes = c.constant_ints(3, "axes");
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.has_input(4))
+    steps = c.constant_ints(4, "steps");
+  else
+    steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps differ in length");
   // Per dim: begin/end/stride in TF StridedSlice terms, with ONNX's clamping.
@@ -584,7 +601,8 @@ void map_gather(NodeContext& c) {
     for (size_t i = 0; i < v.size(); ++i) {
       int64_t k = v[i] < 0 && dim >= 0 ? v[i] + dim : v[i];
       if (dim >= 0 && (k < 0 || k >= dim))
-        c.fail("index " + std::to_string(v[i]) + " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(dim));
+        c.fail("index " + std::to_string(v[i]) + " is out of range for axis " + std::to_string(axis) + " of size " +
+               std::to_string(dim));
       fixed.data<int64_t>()[i] = k;
     }
     indices = c.constant_output(fixed, "indices");
@@ -597,7 +615,8 @@ void map_gather(NodeContext& c) {
 void map_pad(NodeContext& c) {
   const int rank = c.rank(0);
   std::vector<int64_t> pads = c.constant_ints(1, "pads");
-  if (static_cast<int>(pads.size()) != 2 * rank) c.fail("pads has " + std::to_string(pads.size()) + " entries for rank " + std::to_string(rank));
+  if (static_cast<int>(pads.size()) != 2 * rank)
+    c.fail("pads has " + std::to_string(pads.size()) + " entries for rank " + std::to_string(rank));
   if (c.has_input(3)) c.fail("the axes input is not supported");
   double value = 0;
   if (c.has_input(2)) {
@@ -606,7 +625,10 @@ void map_pad(NodeContext& c) {
     dispatch_dtype(v->dtype(), [&](auto tag) { value = static_cast<double>(v->data<decltype(tag)>()[0]); });
   }
   std::string mode = c.attr_string("mode", "constant");
-  const char* hub_mode = mode == "constant" ? "CONSTANT" : mode == "reflect" ? "REFLECT" : mode == "edge" ? "EDGE" : nullptr;
+  const char* hub_mode = mode == "constant"  ? "CONSTANT"
+                         : mode == "reflect" ? "REFLECT"
+                         : mode == "edge"    ? "EDGE"
+                                             : nullptr;
   if (!hub_mode) c.fail_attr("mode", mode, "expected constant, reflect or edge");
   for (int64_t p : pads)
     if (p < 0) c.fail("negative pads (cropping) are not supported");
@@ -668,9 +690,9 @@ void map_softmax(NodeContext& c) {
   const int rank = c.rank(0);
   int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
   const bool nhwc = rank == 4 && c.is_nhwc(0);
-  c.set_output(0,
-               c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0)}, Attrs().set("axis", nhwc ? nhwc_axis(axis) : axis), kOp),
-               nhwc);
+  c.set_output(
+      0, c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0)}, Attrs().set("axis", nhwc ? nhwc_axis(axis) : axis), kOp),
+      nhwc);
 }
 
 constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";

@@ -29,12 +29,12 @@ std::string sanitize(const std::string& name) {
 }
 
 struct Value {
-  std::optional<Tensor> constant;  // known at import, ONNX order
+  std::optional<Tensor> constant;    // known at import, ONNX order
   std::optional<SymShape> symbolic;  // a shape computed with run-time dims
-  Output out;                      // materialised in the graph being built
-  bool nhwc = false;               // `out` is the NHWC form of a 4-D value
-  Output other;                    // cached conversion to the other layout
-  std::string unavailable;         // why it cannot exist at run time
+  Output out;                        // materialised in the graph being built
+  bool nhwc = false;                 // `out` is the NHWC form of a 4-D value
+  Output other;                      // cached conversion to the other layout
+  std::string unavailable;           // why it cannot exist at run time
 };
 
 // Static facts about ONNX values: shape inference's shapes and dtypes.
@@ -46,7 +46,8 @@ struct ValueInfo {
 std::optional<Shape> shape_of(const ::onnx::TypeProto& type) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
   std::vector<int64_t> dims;
-  for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+  for (const auto& d : type.tensor_type().shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
   return Shape(std::move(dims));
 }
 
@@ -56,8 +57,8 @@ class Importer;
 // `values_` (the import's table, or a scratch table of constants when folding).
 class GraphContext final : public NodeContext {
  public:
-  GraphContext(Importer& importer, const ::onnx::NodeProto& node, Graph& graph,
-               std::map<std::string, Value>& values, bool folding);
+  GraphContext(Importer& importer, const ::onnx::NodeProto& node, Graph& graph, std::map<std::string, Value>& values,
+               bool folding);
 
   Shape shape(int i) const override;
   DType dtype(int i) const override;
@@ -118,7 +119,8 @@ class Importer {
   // The image signatures (options_): images -> normalised NHWC -> a second
   // copy of the body (sharing its variables) -> features and logits.
   void add_image_signatures(const std::map<std::string, Value>& initial,
-                            std::map<std::string, SignatureInfo>& signatures, std::map<std::string, AttachedValue>& attached);
+                            std::map<std::string, SignatureInfo>& signatures,
+                            std::map<std::string, AttachedValue>& attached);
   // The ONNX value holding the feature vector and the classifier node.
   std::pair<std::string, const ::onnx::NodeProto*> find_features() const;
   Output as_matrix(const std::string& name, const std::string& node_name);
@@ -141,10 +143,12 @@ class Importer {
 
 GraphContext::GraphContext(Importer& importer, const ::onnx::NodeProto& node, Graph& graph,
                            std::map<std::string, Value>& values, bool folding)
-    : NodeContext(node,
-                  Scope(graph).sub(sanitize(node.name().empty() ? node.op_type() : node.name())),
+    : NodeContext(node, Scope(graph).sub(sanitize(node.name().empty() ? node.op_type() : node.name())),
                   importer.path()),
-      importer_(importer), graph_(graph), values_(values), folding_(folding) {}
+      importer_(importer),
+      graph_(graph),
+      values_(values),
+      folding_(folding) {}
 
 const Value& GraphContext::value(int i) const {
   if (!has_input(i)) fail("input " + std::to_string(i) + " is missing");
@@ -316,7 +320,8 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
   auto it = mappers.find(node.op_type());
   const std::string where = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + ")";
   if (it == mappers.end())
-    throw_error(Code::kUnimplemented, where + ": operator " + node.op_type() + " is not supported (docs/import.md lists the supported ones)");
+    throw_error(Code::kUnimplemented,
+                where + ": operator " + node.op_type() + " is not supported (docs/import.md lists the supported ones)");
   const OpMapper& mapper = it->second;
   for (const auto& a : node.attribute())
     if (!mapper.attributes.count(a.name()))
@@ -325,7 +330,8 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
   for (const std::string& in : node.input()) {
     if (in.empty()) continue;
     auto v = values_.find(in);
-    if (v == values_.end()) throw_error(Code::kInvalidArgument, where + ": input '" + in + "' is produced by no earlier node");
+    if (v == values_.end())
+      throw_error(Code::kInvalidArgument, where + ": input '" + in + "' is produced by no earlier node");
     all_constant = all_constant && v->second.constant.has_value();
   }
   if (all_constant) {
@@ -344,7 +350,8 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
         Value& v = values_[node.output(i)];
         v.symbolic = s;
         v.unavailable = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + "): output '" +
-                        node.output(i) + "' is a shape known only at run time, and a run-time use of it is not supported";
+                        node.output(i) +
+                        "' is a shape known only at run time, and a run-time use of it is not supported";
       }
     } catch (const Deferred& d) {
       for (const std::string& out : node.output())
@@ -403,7 +410,8 @@ std::pair<std::string, const ::onnx::NodeProto*> Importer::find_features() const
   const std::string where = "ONNX model '" + path() + "'";
   if (!options_.feature_output.empty()) {
     if (!values_.count(options_.feature_output))
-      throw_error(Code::kInvalidArgument, where + ": --feature_output '" + options_.feature_output + "' is no value of the model");
+      throw_error(Code::kInvalidArgument,
+                  where + ": --feature_output '" + options_.feature_output + "' is no value of the model");
     const ::onnx::NodeProto* consumer = nullptr;
     for (const auto& n : g.node())
       for (const auto& in : n.input())
@@ -423,8 +431,9 @@ std::pair<std::string, const ::onnx::NodeProto*> Importer::find_features() const
     }
     if (n.op_type() == "Gemm" || n.op_type() == "MatMul" || one_by_one) return {n.input(0), &n};
   }
-  throw_error(Code::kInvalidArgument, where + ": no final classifier (Gemm, MatMul or 1x1 Conv) to take the feature "
-                                              "vector from; name it with --feature_output");
+  throw_error(Code::kInvalidArgument, where +
+                                          ": no final classifier (Gemm, MatMul or 1x1 Conv) to take the feature "
+                                          "vector from; name it with --feature_output");
 }
 
 // A value as [N, D]: flattened, after a global average over H, W when a 4-D
@@ -457,7 +466,8 @@ void Importer::add_image_signatures(const std::map<std::string, Value>& initial,
   // The model's single image input [N, C, H, W].
   std::string input;
   for (const auto& [name, info] : signatures.at(kDefaultSignature).inputs) {
-    if (!input.empty()) throw_error(Code::kInvalidArgument, where + ": image signatures need a single input, the model has several");
+    if (!input.empty())
+      throw_error(Code::kInvalidArgument, where + ": image signatures need a single input, the model has several");
     input = name;
   }
   const TensorInfo& in = signatures.at(kDefaultSignature).inputs.at(input);
@@ -497,7 +507,8 @@ void Importer::add_image_signatures(const std::map<std::string, Value>& initial,
     shift[c] = static_cast<float>((lo - mean[c]) / stdev[c]);
   }
   Scope s = Scope(graph_).sub("image_input");
-  Output images = ops::placeholder(Scope(graph_), DType::kFloat32, {kUnknownDim, h, w, 3}, graph_.unique_name("images"));
+  Output images =
+      ops::placeholder(Scope(graph_), DType::kFloat32, {kUnknownDim, h, w, 3}, graph_.unique_name("images"));
   Output x = images;
   if (channels == 1) x = s.op("Mean", {x}, Attrs().set("axes", std::vector<int64_t>{3}).set("keep_dims", true), "gray");
   x = s.op("Mul", {x, ops::constant(s, Tensor::from_vector<float>({channels}, scale), "scale")}, {}, "scaled");
@@ -554,7 +565,8 @@ ModuleSpec Importer::run() {
   for (const auto& in : g.input()) {
     if (initializer_names.count(in.name())) continue;  // an overridable default: used as the constant
     const ValueInfo& vi = info_.at(in.name());
-    if (!vi.shape) throw_error(Code::kInvalidArgument, "ONNX model '" + path() + "': input '" + in.name() + "' has no shape");
+    if (!vi.shape)
+      throw_error(Code::kInvalidArgument, "ONNX model '" + path() + "': input '" + in.name() + "' has no shape");
     DType dtype = dtype_from_onnx(vi.elem_type, "ONNX model '" + path() + "': input '" + in.name() + "'");
     Output p = ops::placeholder(Scope(graph_), dtype, *vi.shape, sanitize(in.name()));
     values_[in.name()].out = p;
@@ -563,7 +575,8 @@ ModuleSpec Importer::run() {
   import_body();
   for (const auto& out : g.output()) {
     if (!values_.count(out.name()))
-      throw_error(Code::kInvalidArgument, "ONNX model '" + path() + "': output '" + out.name() + "' is produced by no node");
+      throw_error(Code::kInvalidArgument,
+                  "ONNX model '" + path() + "': output '" + out.name() + "' is produced by no node");
     Output o = graph_output(out.name());
     const TensorSpec& s = graph_.spec(o);
     sig.outputs[out.name()] = TensorInfo{graph_.tensor_name(o), s.dtype, s.shape};
@@ -631,8 +644,8 @@ const ::onnx::TensorProto* NodeContext::attr_tensor(const std::string& name) con
 }
 
 void NodeContext::fail(const std::string& message) const {
-  throw_error(Code::kInvalidArgument, "ONNX model '" + model_path_ + "': node '" + node_.name() + "' (" +
-                                          node_.op_type() + "): " + message);
+  throw_error(Code::kInvalidArgument,
+              "ONNX model '" + model_path_ + "': node '" + node_.name() + "' (" + node_.op_type() + "): " + message);
 }
 
 void NodeContext::fail_attr(const std::string& attr, const std::string& value, const std::string& why) const {

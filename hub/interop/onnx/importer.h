@@ -43,11 +43,11 @@ struct OnnxImportOptions {
   // [0, 1] are scaled to `input_range` (default [0, 1]), normalised as
   // (x - mean) / std per channel, laid out as the ONNX input wants and fed to
   // the model's single image input.
-  std::vector<int64_t> image_size;    // H, W (default: the input's static size)
-  std::vector<double> mean;           // per channel (default 0)
-  std::vector<double> std;            // per channel (default 1)
-  std::vector<double> input_range;    // lo, hi (default 0, 1)
-  bool image_signatures = false;      // add them with the defaults above
+  std::vector<int64_t> image_size;  // H, W (default: the input's static size)
+  std::vector<double> mean;         // per channel (default 0)
+  std::vector<double> std;          // per channel (default 1)
+  std::vector<double> input_range;  // lo, hi (default 0, 1)
+  bool image_signatures = false;    // add them with the defaults above
   // The tensor the feature vector is read from (an ONNX value name); default:
   // the input of the final classifier (the last Gemm/MatMul, or 1x1
   // convolution followed by a flatten).

@@ -28,12 +28,12 @@ struct TypeInfo {
   const char* name;
 };
 constexpr TypeInfo kTypeNames[] = {
-    {TensorProto::FLOAT, "FLOAT"},   {TensorProto::UINT8, "UINT8"},     {TensorProto::INT8, "INT8"},
-    {TensorProto::UINT16, "UINT16"}, {TensorProto::INT16, "INT16"},     {TensorProto::INT32, "INT32"},
-    {TensorProto::INT64, "INT64"},   {TensorProto::STRING, "STRING"},   {TensorProto::BOOL, "BOOL"},
-    {TensorProto::FLOAT16, "FLOAT16"}, {TensorProto::DOUBLE, "DOUBLE"}, {TensorProto::UINT32, "UINT32"},
-    {TensorProto::UINT64, "UINT64"}, {TensorProto::COMPLEX64, "COMPLEX64"},
-    {TensorProto::COMPLEX128, "COMPLEX128"}, {TensorProto::BFLOAT16, "BFLOAT16"},
+    {TensorProto::FLOAT, "FLOAT"},       {TensorProto::UINT8, "UINT8"},         {TensorProto::INT8, "INT8"},
+    {TensorProto::UINT16, "UINT16"},     {TensorProto::INT16, "INT16"},         {TensorProto::INT32, "INT32"},
+    {TensorProto::INT64, "INT64"},       {TensorProto::STRING, "STRING"},       {TensorProto::BOOL, "BOOL"},
+    {TensorProto::FLOAT16, "FLOAT16"},   {TensorProto::DOUBLE, "DOUBLE"},       {TensorProto::UINT32, "UINT32"},
+    {TensorProto::UINT64, "UINT64"},     {TensorProto::COMPLEX64, "COMPLEX64"}, {TensorProto::COMPLEX128, "COMPLEX128"},
+    {TensorProto::BFLOAT16, "BFLOAT16"},
 };
 
 // Bytes [offset, offset + length) of an external-data file that must lie
@@ -43,9 +43,12 @@ std::string read_external(const std::string& model_path, const TensorProto& t, c
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
     try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
     } catch (const std::exception&) {
       throw_error(Code::kCorruption, where + ": external_data '" + kv.key() + "' is not a number");
     }
@@ -111,23 +114,24 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
-                           printable(n.op_type()) + ")";
+    const std::string nw =
+        where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" + printable(n.op_type()) + ")";
     for (const auto& a : n.attribute())
       if (a.has_g() || a.graphs_size() > 0)
-        throw_error(Code::kUnimplemented, nw + " has a subgraph (attribute " + printable(a.name()) +
-                                              "); hub imports no control flow");
+        throw_error(Code::kUnimplemented,
+                    nw + " has a subgraph (attribute " + printable(a.name()) + "); hub imports no control flow");
     for (const auto& in : n.input())
       if (!in.empty() && !defined.count(in))
-        throw_error(Code::kInvalidArgument, nw + ": input '" + printable(in) +
-                                                "' is defined by no earlier node, graph input or initializer");
+        throw_error(Code::kInvalidArgument,
+                    nw + ": input '" + printable(in) + "' is defined by no earlier node, graph input or initializer");
     for (const auto& out : n.output())
       if (!out.empty() && !defined.insert(out).second)
         throw_error(Code::kInvalidArgument, nw + ": output '" + printable(out) + "' is already defined");
   }
   for (const auto& v : g.output())
     if (!defined.count(v.name()))
-      throw_error(Code::kInvalidArgument, where + ": graph output '" + printable(v.name()) + "' is produced by no node");
+      throw_error(Code::kInvalidArgument,
+                  where + ": graph output '" + printable(v.name()) + "' is produced by no node");
 }
 
 template <class T, class Field>
@@ -146,11 +150,16 @@ std::string onnx_type_name(int onnx_type) {
 
 DType dtype_from_onnx(int onnx_type, const std::string& what) {
   switch (onnx_type) {
-    case TensorProto::FLOAT: return DType::kFloat32;
-    case TensorProto::INT32: return DType::kInt32;
-    case TensorProto::INT64: return DType::kInt64;
-    case TensorProto::UINT8: return DType::kUInt8;
-    case TensorProto::BOOL: return DType::kBool;
+    case TensorProto::FLOAT:
+      return DType::kFloat32;
+    case TensorProto::INT32:
+      return DType::kInt32;
+    case TensorProto::INT64:
+      return DType::kInt64;
+    case TensorProto::UINT8:
+      return DType::kUInt8;
+    case TensorProto::BOOL:
+      return DType::kBool;
     default:
       throw_error(Code::kInvalidArgument, what + " has ONNX type " + onnx_type_name(onnx_type) +
                                               ", which hub does not support (float32, int32, int64, uint8, bool)");
@@ -159,11 +168,16 @@ DType dtype_from_onnx(int onnx_type, const std::string& what) {
 
 int dtype_to_onnx(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return TensorProto::FLOAT;
-    case DType::kInt32: return TensorProto::INT32;
-    case DType::kInt64: return TensorProto::INT64;
-    case DType::kUInt8: return TensorProto::UINT8;
-    case DType::kBool: return TensorProto::BOOL;
+    case DType::kFloat32:
+      return TensorProto::FLOAT;
+    case DType::kInt32:
+      return TensorProto::INT32;
+    case DType::kInt64:
+      return TensorProto::INT64;
+    case DType::kUInt8:
+      return TensorProto::UINT8;
+    case DType::kBool:
+      return TensorProto::BOOL;
   }
   return TensorProto::UNDEFINED;
 }
@@ -217,7 +231,8 @@ Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
   if (dtype == DType::kBool) {
     const uint8_t* b = static_cast<const uint8_t*>(out.raw_data());
     for (int64_t i = 0; i < n; ++i)
-      if (b[i] > 1) throw_error(Code::kCorruption, where + ": bool element " + std::to_string(i) + " is " + std::to_string(b[i]));
+      if (b[i] > 1)
+        throw_error(Code::kCorruption, where + ": bool element " + std::to_string(i) + " is " + std::to_string(b[i]));
   }
   return out;
 }
@@ -238,7 +253,8 @@ OnnxModel load_onnx_model(const std::string& path) {
   if (ec) throw_error(Code::kNotFound, where + ": " + ec.message());
   if (static_cast<int64_t>(size) > kMaxModelBytes)
     throw_error(Code::kResourceExhausted, where + " is " + std::to_string(size) + " bytes; the limit is " +
-                                              std::to_string(kMaxModelBytes) + " (larger models keep weights as external data)");
+                                              std::to_string(kMaxModelBytes) +
+                                              " (larger models keep weights as external data)");
   {
     const std::string bytes = read_file_bytes(path, kMaxModelBytes);
     google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
@@ -253,8 +269,9 @@ OnnxModel load_onnx_model(const std::string& path) {
     if (op.domain().empty() || op.domain() == "ai.onnx") m.source_opset = static_cast<int>(op.version());
   }
   if (m.source_opset < kMinOpset || m.source_opset > kMaxOpset)
-    throw_error(Code::kInvalidArgument, where + " uses opset " + std::to_string(m.source_opset) + "; hub imports opsets " +
-                                            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+    throw_error(Code::kInvalidArgument, where + " uses opset " + std::to_string(m.source_opset) +
+                                            "; hub imports opsets " + std::to_string(kMinOpset) + " to " +
+                                            std::to_string(kMaxOpset));
   for (const auto& n : m.proto.graph().node())
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       throw_error(Code::kInvalidArgument, where + ": node '" + n.name() + "' (" + n.op_type() + ") is in domain '" +

@@ -39,9 +39,9 @@ inline constexpr int64_t kMaxModelBytes = int64_t{2} << 30;
 // shape-computing nodes: ONNX's data propagation), every initializer's
 // external data read into raw_data.
 struct OnnxModel {
-  std::string path;          // as given, for messages
+  std::string path;  // as given, for messages
   ::onnx::ModelProto proto;
-  int source_opset = 0;      // the default-domain opset the file declared
+  int source_opset = 0;  // the default-domain opset the file declared
 };
 
 OnnxModel load_onnx_model(const std::string& path);

@@ -37,13 +37,12 @@ struct TfType {
 };
 // TensorFlow's DataType numbers (hub/interop/tf/proto/types.proto).
 constexpr TfType kTfTypes[] = {
-    {1, "DT_FLOAT"},          {2, "DT_DOUBLE"},       {3, "DT_INT32"},          {4, "DT_UINT8"},
-    {5, "DT_INT16"},          {6, "DT_INT8"},         {7, "DT_STRING"},         {8, "DT_COMPLEX64"},
-    {9, "DT_INT64"},          {10, "DT_BOOL"},        {11, "DT_QINT8"},         {12, "DT_QUINT8"},
-    {13, "DT_QINT32"},        {14, "DT_BFLOAT16"},    {15, "DT_QINT16"},        {16, "DT_QUINT16"},
-    {17, "DT_UINT16"},        {18, "DT_COMPLEX128"},  {19, "DT_HALF"},          {20, "DT_RESOURCE"},
-    {21, "DT_VARIANT"},       {22, "DT_UINT32"},      {23, "DT_UINT64"},        {24, "DT_FLOAT8_E5M2"},
-    {25, "DT_FLOAT8_E4M3FN"}, {29, "DT_INT4"},        {30, "DT_UINT4"},
+    {1, "DT_FLOAT"},    {2, "DT_DOUBLE"},  {3, "DT_INT32"},       {4, "DT_UINT8"},        {5, "DT_INT16"},
+    {6, "DT_INT8"},     {7, "DT_STRING"},  {8, "DT_COMPLEX64"},   {9, "DT_INT64"},        {10, "DT_BOOL"},
+    {11, "DT_QINT8"},   {12, "DT_QUINT8"}, {13, "DT_QINT32"},     {14, "DT_BFLOAT16"},    {15, "DT_QINT16"},
+    {16, "DT_QUINT16"}, {17, "DT_UINT16"}, {18, "DT_COMPLEX128"}, {19, "DT_HALF"},        {20, "DT_RESOURCE"},
+    {21, "DT_VARIANT"}, {22, "DT_UINT32"}, {23, "DT_UINT64"},     {24, "DT_FLOAT8_E5M2"}, {25, "DT_FLOAT8_E4M3FN"},
+    {29, "DT_INT4"},    {30, "DT_UINT4"},
 };
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
@@ -125,22 +124,33 @@ std::string tf_dtype_name(int tf_dtype) {
 
 std::optional<DType> dtype_from_tf(int tf_dtype) {
   switch (tf_dtype) {
-    case proto::DT_FLOAT: return DType::kFloat32;
-    case proto::DT_INT32: return DType::kInt32;
-    case proto::DT_INT64: return DType::kInt64;
-    case proto::DT_UINT8: return DType::kUInt8;
-    case proto::DT_BOOL: return DType::kBool;
-    default: return std::nullopt;
+    case proto::DT_FLOAT:
+      return DType::kFloat32;
+    case proto::DT_INT32:
+      return DType::kInt32;
+    case proto::DT_INT64:
+      return DType::kInt64;
+    case proto::DT_UINT8:
+      return DType::kUInt8;
+    case proto::DT_BOOL:
+      return DType::kBool;
+    default:
+      return std::nullopt;
   }
 }
 
 int dtype_to_tf(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return proto::DT_FLOAT;
-    case DType::kInt32: return proto::DT_INT32;
-    case DType::kInt64: return proto::DT_INT64;
-    case DType::kUInt8: return proto::DT_UINT8;
-    case DType::kBool: return proto::DT_BOOL;
+    case DType::kFloat32:
+      return proto::DT_FLOAT;
+    case DType::kInt32:
+      return proto::DT_INT32;
+    case DType::kInt64:
+      return proto::DT_INT64;
+    case DType::kUInt8:
+      return proto::DT_UINT8;
+    case DType::kBool:
+      return proto::DT_BOOL;
   }
   HUB_CHECK(false, "unknown dtype");
   return 0;
@@ -195,8 +205,8 @@ BundleReader::BundleReader(const std::string& prefix)
     std::string data = bundle_data_path(prefix, k, num_shards_);
     std::error_code ec;
     if (!fs::is_regular_file(data, ec))
-      fail(Code::kCorruption, "the header names " + std::to_string(num_shards_) + " data file(s) but " + in_quotes(data) +
-                                  " does not exist (" + existing_data_files(prefix) + ")");
+      fail(Code::kCorruption, "the header names " + std::to_string(num_shards_) + " data file(s) but " +
+                                  in_quotes(data) + " does not exist (" + existing_data_files(prefix) + ")");
   }
 }
 
@@ -216,7 +226,8 @@ BundleReader::Entry BundleReader::entry(const std::string& name) const {
     throw_error(code, in_quotes(index_path) + ": tensor " + in_quotes(name) + ": " + what);
   };
   std::optional<std::string> bytes = name.empty() ? std::nullopt : index_.get(name);
-  if (!bytes) throw_error(Code::kNotFound, "tensor " + in_quotes(name) + " is not in checkpoint " + in_quotes(index_path));
+  if (!bytes)
+    throw_error(Code::kNotFound, "tensor " + in_quotes(name) + " is not in checkpoint " + in_quotes(index_path));
   proto::BundleEntryProto p;
   if (!p.ParseFromString(*bytes)) fail(Code::kCorruption, "the entry does not parse");
   if (p.slices_size() > 0)
@@ -242,13 +253,13 @@ BundleReader::Entry BundleReader::entry(const std::string& name) const {
   }
   e.shape = Shape(dims);
   uint64_t expected = 0;
-  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtype_size(e.dtype)), &expected) ||
-      p.size() < 0 || static_cast<uint64_t>(p.size()) != expected)
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtype_size(e.dtype)), &expected) || p.size() < 0 ||
+      static_cast<uint64_t>(p.size()) != expected)
     fail(Code::kCorruption, "size " + std::to_string(p.size()) + " does not match " + std::string(dtype_name(e.dtype)) +
                                 e.shape.to_string() + " (" + std::to_string(expected) + " bytes)");
   if (p.shard_id() < 0 || p.shard_id() >= num_shards_)
-    fail(Code::kCorruption, "shard_id " + std::to_string(p.shard_id()) + " is not below num_shards " +
-                                std::to_string(num_shards_));
+    fail(Code::kCorruption,
+         "shard_id " + std::to_string(p.shard_id()) + " is not below num_shards " + std::to_string(num_shards_));
   if (p.offset() < 0) fail(Code::kCorruption, "negative offset " + std::to_string(p.offset()));
   e.shard = p.shard_id();
   e.offset = static_cast<uint64_t>(p.offset());
@@ -286,7 +297,8 @@ Tensor BundleReader::read(const std::string& name) const {
   const uint32_t actual = crc32c::value(t.raw_data(), e.size);
   if (crc32c::mask(actual) != e.masked_crc) {
     char buf[80];
-    std::snprintf(buf, sizeof buf, "CRC-32C mismatch (entry 0x%08x, data 0x%08x)", crc32c::unmask(e.masked_crc), actual);
+    std::snprintf(buf, sizeof buf, "CRC-32C mismatch (entry 0x%08x, data 0x%08x)", crc32c::unmask(e.masked_crc),
+                  actual);
     fail(Code::kCorruption, buf);
   }
   if (e.dtype == DType::kBool) {
@@ -310,8 +322,8 @@ void write_bundle(const std::string& prefix, const std::map<std::string, Tensor>
     throw_error(Code::kInvalidArgument, "writing " + in_quotes(index_path) + ": alignment must be at least 1");
   for (const auto& [name, t] : tensors) {
     if (name.empty())
-      throw_error(Code::kInvalidArgument, "writing " + in_quotes(index_path) +
-                                              ": a tensor has the empty name (the key of the bundle header)");
+      throw_error(Code::kInvalidArgument,
+                  "writing " + in_quotes(index_path) + ": a tensor has the empty name (the key of the bundle header)");
     if (!t.defined() || t.device() != Device::kCPU)
       throw_error(Code::kInvalidArgument, "writing " + in_quotes(index_path) + ": tensor " + in_quotes(name) +
                                               " is undefined or not on the CPU");

@@ -17,7 +17,8 @@ namespace {
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (first.empty()) first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
+    if (first.empty())
+      first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
   }
   std::string first;
 };

@@ -104,13 +104,11 @@ class Flattener {
     if (n.op() == "PartitionedCall" || n.op() == "StatefulPartitionedCall") {
       auto it = n.attr().find("f");
       if (it == n.attr().end() || !it->second.has_func())
-        throw_error(Code::kInvalidArgument,
-                    file_ + ": node '" + n.name() + "' (" + n.op() + ") has no function 'f'");
+        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() + ") has no function 'f'");
       fname = it->second.func().name();
       auto f = functions_.find(fname);
       if (f == functions_.end())
-        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() +
-                                                ") calls '" + fname +
+        throw_error(Code::kInvalidArgument, file_ + ": node '" + n.name() + "' (" + n.op() + ") calls '" + fname +
                                                 "', which the function library lacks");
       return f->second;
     }
@@ -119,8 +117,7 @@ class Flattener {
   }
 
   // Index of output argument `arg`, element k, of a node of op `op`.
-  int output_index(const std::string& op, const std::string& arg, int k,
-                   const std::string& where) const {
+  int output_index(const std::string& op, const std::string& arg, int k, const std::string& where) const {
     std::vector<std::string> args;
     if (auto f = functions_.find(op); f != functions_.end()) {
       for (const auto& a : f->second->signature().output_arg()) args.push_back(a.name());
@@ -140,22 +137,18 @@ class Flattener {
   // "node:out_arg") as a tensor of the flat graph.
   std::string body_ref(const std::string& ref, const std::string& prefix,
                        const std::map<std::string, std::string>& args,
-                       const std::map<std::string, std::string>& body_ops,
-                       const std::string& where) const {
+                       const std::map<std::string, std::string>& body_ops, const std::string& where) const {
     const size_t c1 = ref.find(':');
     if (c1 == std::string::npos) {
       auto a = args.find(ref);
       if (a == args.end())
-        throw_error(Code::kInvalidArgument,
-                    where + ": '" + ref + "' names no argument of the function");
+        throw_error(Code::kInvalidArgument, where + ": '" + ref + "' names no argument of the function");
       return a->second;
     }
     const std::string src = ref.substr(0, c1);
     const size_t c2 = ref.find(':', c1 + 1);
-    const std::string arg =
-        ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-    const int k =
-        c2 == std::string::npos ? 0 : split_tensor("x:" + ref.substr(c2 + 1), where).second;
+    const std::string arg = ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+    const int k = c2 == std::string::npos ? 0 : split_tensor("x:" + ref.substr(c2 + 1), where).second;
     auto op = body_ops.find(src);
     if (op == body_ops.end())
       throw_error(Code::kInvalidArgument, where + ": '" + ref + "' names no node of the function");
@@ -166,16 +159,14 @@ class Flattener {
   // argument names map to tensors by `args`), inlining calls. A call of the
   // graph itself that cannot be inlined stays as it is, its reason recorded:
   // it is an error only if the outputs need it.
-  void add_node(const proto::NodeDef& n, const std::string& prefix,
-                const std::map<std::string, std::string>& args,
+  void add_node(const proto::NodeDef& n, const std::string& prefix, const std::map<std::string, std::string>& args,
                 const std::map<std::string, std::string>& body_ops, int depth) {
     proto::NodeDef node = n;
     node.set_name(prefix + n.name());
     const std::string where = file_ + ": node '" + node.name() + "' (" + n.op() + ")";
     if (!prefix.empty()) {
       for (auto& in : *node.mutable_input())
-        in = !in.empty() && in[0] == '^' ? "^" + prefix + in.substr(1)
-                                         : body_ref(in, prefix, args, body_ops, where);
+        in = !in.empty() && in[0] == '^' ? "^" + prefix + in.substr(1) : body_ref(in, prefix, args, body_ops, where);
       // Attribute placeholders take the values the call instantiates them with.
       for (auto& [key, value] : *node.mutable_attr()) {
         if (value.value_case() != proto::AttrValue::kPlaceholder) continue;
@@ -209,25 +200,22 @@ class Flattener {
       broken_.emplace(node.name(), e);
     }
     if (static_cast<int64_t>(nodes_.size()) >= kMaxFlatNodes)
-      throw_error(Code::kResourceExhausted, file_ + ": more than " + std::to_string(kMaxFlatNodes) +
-                                                " nodes after inlining functions");
+      throw_error(Code::kResourceExhausted,
+                  file_ + ": more than " + std::to_string(kMaxFlatNodes) + " nodes after inlining functions");
     nodes_.push_back(std::move(node));
   }
 
-  void inline_call(const proto::NodeDef& call, const proto::FunctionDef& f, int depth,
-                   const std::string& where) {
+  void inline_call(const proto::NodeDef& call, const proto::FunctionDef& f, int depth, const std::string& where) {
     const std::string prefix = call.name() + "/";
     std::map<std::string, std::string> args;
     int k = 0;
     for (const auto& a : f.signature().input_arg()) {
       if (!a.number_attr().empty() || !a.type_list_attr().empty())
-        throw_error(Code::kUnimplemented, where + ": function '" + f.signature().name() +
-                                              "' takes a list argument '" + a.name() +
-                                              "', which is not supported");
+        throw_error(Code::kUnimplemented, where + ": function '" + f.signature().name() + "' takes a list argument '" +
+                                              a.name() + "', which is not supported");
       while (k < call.input_size() && !call.input(k).empty() && call.input(k)[0] == '^') ++k;
       if (k >= call.input_size())
-        throw_error(Code::kInvalidArgument,
-                    where + ": too few inputs for function '" + f.signature().name() + "'");
+        throw_error(Code::kInvalidArgument, where + ": too few inputs for function '" + f.signature().name() + "'");
       args[a.name()] = call.input(k++);
     }
     // The call's attributes (and the called function's) fill placeholders.
@@ -252,10 +240,9 @@ class Flattener {
       const auto& a = f.signature().output_arg(i);
       auto r = f.ret().find(a.name());
       if (r == f.ret().end())
-        throw_error(Code::kInvalidArgument, where + ": function '" + f.signature().name() +
-                                                "' returns no '" + a.name() + "'");
-      aliases_[call.name() + ":" + std::to_string(i)] =
-          body_ref(r->second, prefix, args, body_ops, where);
+        throw_error(Code::kInvalidArgument,
+                    where + ": function '" + f.signature().name() + "' returns no '" + a.name() + "'");
+      aliases_[call.name() + ":" + std::to_string(i)] = body_ref(r->second, prefix, args, body_ops, where);
     }
   }
 
@@ -270,9 +257,7 @@ class Flattener {
 
 }  // namespace
 
-FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file) {
-  return Flattener(graph, file).run();
-}
+FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file) { return Flattener(graph, file).run(); }
 
 // ---- Import ---------------------------------------------------------------------
 
@@ -295,8 +280,7 @@ class Context final : public OpContext {
   Output variable(const std::string& node) override;
   Scope scope() const override;
   Output add(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) override;
-  std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs,
-                            const Attrs& attrs) override;
+  std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) override;
   bool folding() const override { return folding_; }
   void set_output(int i, Output value) override { outputs_[i].out = value; }
   void set_constant(int i, const Tensor& value) override { outputs_[i].constant = value; }
@@ -305,9 +289,7 @@ class Context final : public OpContext {
     outputs_[i].dims_dtype = dtype;
     outputs_[i].dims_scalar = scalar;
   }
-  void set_variable(int i, const std::string& variable) override {
-    outputs_[i].variable = variable;
-  }
+  void set_variable(int i, const std::string& variable) override { outputs_[i].variable = variable; }
   void set_unavailable(int i, const std::string& why) override { outputs_[i].unavailable = why; }
   void forward(int out, int in) override { outputs_[out] = value(in); }
 
@@ -332,8 +314,7 @@ class Importer {
   // A unique hub name for a helper node, never one a TensorFlow node has.
   std::string helper_name(const std::string& base) const {
     std::string name = base;
-    for (int k = 1; out_.graph.find(name) || g_.by_name.count(name); ++k)
-      name = base + "_" + std::to_string(k);
+    for (int k = 1; out_.graph.find(name) || g_.by_name.count(name); ++k) name = base + "_" + std::to_string(k);
     return name;
   }
   std::string main_name(const std::string& tf_name) const {
@@ -383,8 +364,7 @@ Shape Context::shape(int i) const {
   if (v.constant) return v.constant->shape();
   if (v.dims) return v.dims_scalar ? Shape{} : Shape{static_cast<int64_t>(v.dims->size())};
   if (v.out.valid()) return graph_.spec(v.out).shape;
-  fail("input " + std::to_string(i) + " ('" + node().input(i) +
-       "') is a resource handle, not a tensor");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
 }
 
 DType Context::dtype(int i) const {
@@ -392,8 +372,7 @@ DType Context::dtype(int i) const {
   if (v.constant) return v.constant->dtype();
   if (v.dims) return v.dims_dtype;
   if (v.out.valid()) return graph_.spec(v.out).dtype;
-  fail("input " + std::to_string(i) + " ('" + node().input(i) +
-       "') is a resource handle, not a tensor");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
 }
 
 Output Context::input(int i) {
@@ -403,16 +382,13 @@ Output Context::input(int i) {
     Output c = ops::constant(
         Scope(graph_), *v.constant,
         folding_ ? "in" + std::to_string(i)
-                 : imp_.helper_name(v.const_node.empty() ? name() + "/input" + std::to_string(i)
-                                                         : v.const_node));
+                 : imp_.helper_name(v.const_node.empty() ? name() + "/input" + std::to_string(i) : v.const_node));
     inputs_[i].out = c;  // later uses of this input in the same node share it
     return c;
   }
   if (v.dims)
-    unsupported("input " + std::to_string(i) + " ('" + node().input(i) +
-                "') is a shape known only at run time");
-  fail("input " + std::to_string(i) + " ('" + node().input(i) +
-       "') is a resource handle, not a tensor");
+    unsupported("input " + std::to_string(i) + " ('" + node().input(i) + "') is a shape known only at run time");
+  fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
 }
 
 Output Context::weight(int i, bool trainable) {
@@ -434,14 +410,12 @@ Output Context::add(const std::string& hub_op, std::vector<Output> inputs, const
   return add_n(hub_op, std::move(inputs), attrs)[0];
 }
 
-std::vector<Output> Context::add_n(const std::string& hub_op, std::vector<Output> inputs,
-                                   const Attrs& attrs) {
+std::vector<Output> Context::add_n(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs) {
   const std::string n = folding_ ? graph_.unique_name("op") : imp_.main_name(name());
   try {
     Output first = graph_.add_node(hub_op, n, std::move(inputs), attrs);
     std::vector<Output> outs;
-    for (int k = 0; k < static_cast<int>(graph_.node(first).outputs.size()); ++k)
-      outs.push_back({first.node, k});
+    for (int k = 0; k < static_cast<int>(graph_.node(first).outputs.size()); ++k) outs.push_back({first.node, k});
     return outs;
   } catch (const Error& e) {
     throw e.with_context(where());
@@ -475,16 +449,13 @@ Output Importer::variable(const std::string& name, const std::string& where) {
   const proto::NodeDef* node = g_.find(name);
   HUB_CHECK(node != nullptr, "variable node " + name);
   auto dt = node->attr().find("dtype");
-  if (dt == node->attr().end())
-    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has no dtype");
+  if (dt == node->attr().end()) throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has no dtype");
   std::optional<DType> dtype = dtype_from_tf(dt->second.type());
   if (!dtype)
     throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has dtype " +
-                                            tf_dtype_name(dt->second.type()) +
-                                            ", which is not supported");
+                                            tf_dtype_name(dt->second.type()) + ", which is not supported");
   if (!o_.variable_value)
-    throw_error(Code::kNotFound,
-                where + ": variable '" + name + "' has no value (the model has no variables)");
+    throw_error(Code::kNotFound, where + ": variable '" + name + "' has no value (the model has no variables)");
   std::optional<Tensor> value;
   try {
     value = o_.variable_value(name);
@@ -492,32 +463,26 @@ Output Importer::variable(const std::string& name, const std::string& where) {
     throw e.with_context(where);
   }
   if (value->dtype() != *dtype)
-    throw_error(Code::kInvalidArgument,
-                where + ": variable '" + name + "' is " + std::string(dtype_name(*dtype)) +
-                    " in the graph but its value is " + value->spec_string());
-  if (auto sh = node->attr().find("shape");
-      sh != node->attr().end() && !sh->second.shape().unknown_rank()) {
+    throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' is " + std::string(dtype_name(*dtype)) +
+                                            " in the graph but its value is " + value->spec_string());
+  if (auto sh = node->attr().find("shape"); sh != node->attr().end() && !sh->second.shape().unknown_rank()) {
     Shape declared = shape_from_proto(sh->second.shape(), where);
     bool ok = declared.rank() == value->rank();
-    for (int d = 0; ok && d < declared.rank(); ++d)
-      ok = declared[d] < 0 || declared[d] == value->dim(d);
+    for (int d = 0; ok && d < declared.rank(); ++d) ok = declared[d] < 0 || declared[d] == value->dim(d);
     if (!ok)
-      throw_error(Code::kInvalidArgument,
-                  where + ": variable '" + name + "' has shape " + declared.to_string() +
-                      " in the graph but its value is " + value->spec_string());
+      throw_error(Code::kInvalidArgument, where + ": variable '" + name + "' has shape " + declared.to_string() +
+                                              " in the graph but its value is " + value->spec_string());
   }
   ops::VariableOptions vo;
   vo.dtype = *dtype;
-  vo.trainable = o_.trainable ? o_.trainable->count(name) > 0
-                              : (*dtype == DType::kFloat32 && !feeds_statistics(name));
+  vo.trainable = o_.trainable ? o_.trainable->count(name) > 0 : (*dtype == DType::kFloat32 && !feeds_statistics(name));
   Output v = ops::variable(Scope(out_.graph), name, value->shape(), vo);
   out_.weights[name] = *value;
   variables_[name] = v;
   return v;
 }
 
-Output Importer::weight_variable(const std::string& const_node, const Tensor& value,
-                                 bool trainable) {
+Output Importer::weight_variable(const std::string& const_node, const Tensor& value, bool trainable) {
   auto it = weight_vars_.find(const_node);
   if (it != weight_vars_.end()) return it->second;
   ops::VariableOptions vo;
@@ -542,9 +507,7 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
     if (fed_.count(fetch)) continue;
     const std::string root = split_tensor(fetch, g_.file).first;
     const proto::NodeDef* r = g_.find(root);
-    if (!r)
-      throw_error(Code::kInvalidArgument,
-                  g_.file + ": output '" + fetch + "' names no node of the graph");
+    if (!r) throw_error(Code::kInvalidArgument, g_.file + ": output '" + fetch + "' names no node of the graph");
     if (state[root] == 2) continue;
     std::vector<Frame> stack{{r, 0}};
     state[root] = 1;
@@ -561,9 +524,8 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
       const std::string src = split_tensor(in, g_.file).first;
       const proto::NodeDef* s = g_.find(src);
       if (!s)
-        throw_error(Code::kInvalidArgument, g_.file + ": node '" + f.node->name() + "' (" +
-                                                f.node->op() + "): input '" + in +
-                                                "' names no node of the graph");
+        throw_error(Code::kInvalidArgument, g_.file + ": node '" + f.node->name() + "' (" + f.node->op() +
+                                                "): input '" + in + "' names no node of the graph");
       int& st = state[src];
       if (st == 2) continue;
       if (st == 1) {
@@ -573,8 +535,7 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
           if (fr.node->name() == src) on = true;
           if (on && fr.node->name() != src) cycle += " -> " + fr.node->name();
         }
-        throw_error(Code::kInvalidArgument,
-                    g_.file + ": the graph has a cycle: " + cycle + " -> " + src);
+        throw_error(Code::kInvalidArgument, g_.file + ": the graph has a cycle: " + cycle + " -> " + src);
       }
       st = 1;
       stack.push_back({s, 0});
@@ -583,8 +544,7 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
   return order;
 }
 
-void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper,
-                    std::vector<TfValue> inputs) {
+void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs) {
   Graph scratch;
   Context ctx(*this, node, mapper, scratch, std::move(inputs), /*folding=*/true);
   mapper.map(ctx);
@@ -620,9 +580,8 @@ void Importer::import_node(const proto::NodeDef& node) {
   const auto& importers = op_importers();
   auto it = importers.find(node.op());
   if (it == importers.end())
-    throw_error(
-        Code::kUnimplemented,
-        where + ": op " + node.op() + " is not supported (docs/import.md lists the supported ops)");
+    throw_error(Code::kUnimplemented,
+                where + ": op " + node.op() + " is not supported (docs/import.md lists the supported ops)");
   const OpImporter& mapper = it->second;
   for (const auto& [key, value] : node.attr()) {
     if (!key.empty() && key[0] == '_') continue;  // internal: _output_shapes, _class, ...
@@ -636,8 +595,7 @@ void Importer::import_node(const proto::NodeDef& node) {
     auto v = values_.find(in);
     if (v == values_.end()) {
       // An output index the producing node does not have.
-      throw_error(Code::kInvalidArgument,
-                  where + ": input '" + in + "' names no output of its node");
+      throw_error(Code::kInvalidArgument, where + ": input '" + in + "' names no output of its node");
     }
     all_constant = all_constant && v->second.constant.has_value();
     inputs.push_back(v->second);
@@ -664,19 +622,16 @@ void Importer::import_node(const proto::NodeDef& node) {
 Output Importer::fetch(const std::string& tensor) {
   auto it = values_.find(tensor);
   if (it == values_.end())
-    throw_error(Code::kInvalidArgument,
-                g_.file + ": output '" + tensor + "' names no output of its node");
+    throw_error(Code::kInvalidArgument, g_.file + ": output '" + tensor + "' names no output of its node");
   TfValue& v = it->second;
   if (!v.unavailable.empty())
     throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "': " + v.unavailable);
   if (v.out.valid()) return v.out;
   if (v.constant) {
-    v.out = ops::constant(Scope(out_.graph), *v.constant,
-                          helper_name(split_tensor(tensor, g_.file).first));
+    v.out = ops::constant(Scope(out_.graph), *v.constant, helper_name(split_tensor(tensor, g_.file).first));
     return v.out;
   }
-  throw_error(Code::kUnimplemented,
-              g_.file + ": output '" + tensor + "' is not a tensor hub can compute at run time");
+  throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "' is not a tensor hub can compute at run time");
 }
 
 ImportedGraph Importer::run() {
@@ -684,17 +639,14 @@ ImportedGraph Importer::run() {
     const std::string tensor = g_.resolve(canonical_tensor(feed.tensor));
     const auto [node_name, index] = split_tensor(tensor, g_.file);
     const proto::NodeDef* n = g_.find(node_name);
-    if (!n)
-      throw_error(Code::kInvalidArgument,
-                  g_.file + ": input '" + feed.tensor + "' names no node of the graph");
+    if (!n) throw_error(Code::kInvalidArgument, g_.file + ": input '" + feed.tensor + "' names no node of the graph");
     const std::string where = g_.file + ": input '" + feed.tensor + "'";
     std::optional<DType> dtype = feed.dtype;
     std::optional<Shape> shape = feed.shape;
     if (n->op() == "Placeholder" || n->op() == "PlaceholderWithDefault") {
       if (!dtype) {
         auto a = n->attr().find("dtype");
-        if (a == n->attr().end())
-          throw_error(Code::kInvalidArgument, where + ": the placeholder has no dtype");
+        if (a == n->attr().end()) throw_error(Code::kInvalidArgument, where + ": the placeholder has no dtype");
         dtype = dtype_from_tf(a->second.type());
         if (!dtype)
           throw_error(Code::kInvalidArgument,
@@ -710,9 +662,8 @@ ImportedGraph Importer::run() {
       throw_error(Code::kInvalidArgument, where +
                                               ": the dtype and a shape of known rank are needed "
                                               "(the signature and the node give none)");
-    Output p = ops::placeholder(
-        Scope(out_.graph), *dtype, *shape,
-        main_name(index == 0 ? node_name : node_name + "_" + std::to_string(index)));
+    Output p = ops::placeholder(Scope(out_.graph), *dtype, *shape,
+                                main_name(index == 0 ? node_name : node_name + "_" + std::to_string(index)));
     TfValue v;
     v.out = p;
     values_[tensor] = v;
@@ -720,15 +671,13 @@ ImportedGraph Importer::run() {
     out_.feeds.push_back(p);
   }
   for (const proto::NodeDef* n : needed_nodes()) import_node(*n);
-  for (const std::string& t : o_.fetches)
-    out_.fetches.push_back(fetch(g_.resolve(canonical_tensor(t))));
+  for (const std::string& t : o_.fetches) out_.fetches.push_back(fetch(g_.resolve(canonical_tensor(t))));
   return std::move(out_);
 }
 
 }  // namespace
 
-std::map<std::string, AttachedValue> provenance(const std::string& format,
-                                                const std::string& sha256,
+std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
                                                 const std::string& producer) {
   std::map<std::string, AttachedValue> a;
   a["source_format"] = format;

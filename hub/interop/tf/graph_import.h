@@ -106,8 +106,7 @@ ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& opt
 // What every imported module records about its source: source_format,
 // source_sha256 (of the file read), source_producer (when known) and
 // imported_at (UTC, ISO 8601).
-std::map<std::string, AttachedValue> provenance(const std::string& format,
-                                                const std::string& sha256,
+std::map<std::string, AttachedValue> provenance(const std::string& format, const std::string& sha256,
                                                 const std::string& producer);
 
 }  // namespace hub::tf

@@ -7,9 +7,7 @@ namespace hub::tf {
 
 // ---- OpContext ------------------------------------------------------------------
 
-std::string OpContext::where() const {
-  return file_ + ": node '" + node_.name() + "' (" + node_.op() + ")";
-}
+std::string OpContext::where() const { return file_ + ": node '" + node_.name() + "' (" + node_.op() + ")"; }
 
 void OpContext::fail(const std::string& message) const {
   throw_error(Code::kInvalidArgument, where() + ": " + message);
@@ -23,10 +21,8 @@ const proto::AttrValue& OpContext::attr(const std::string& name) const {
   auto it = node_.attr().find(name);
   if (it != node_.attr().end()) return it->second;
   auto d = defaults_.find(name);
-  HUB_CHECK(d != defaults_.end(),
-            "importer of " + node_.op() + " reads undeclared attribute " + name);
-  if (d->second.value_case() == proto::AttrValue::VALUE_NOT_SET)
-    fail("attribute '" + name + "' is missing");
+  HUB_CHECK(d != defaults_.end(), "importer of " + node_.op() + " reads undeclared attribute " + name);
+  if (d->second.value_case() == proto::AttrValue::VALUE_NOT_SET) fail("attribute '" + name + "' is missing");
   return d->second;
 }
 
@@ -53,8 +49,7 @@ std::string attr_text(const proto::AttrValue& v) {
       return tf_dtype_name(v.type());
     case proto::AttrValue::kList: {
       std::string out = "[";
-      for (int k = 0; k < v.list().i_size(); ++k)
-        out += (k ? "," : "") + std::to_string(v.list().i(k));
+      for (int k = 0; k < v.list().i_size(); ++k) out += (k ? "," : "") + std::to_string(v.list().i(k));
       for (int k = 0; k < v.list().s_size(); ++k) out += (k ? "," : "") + quoted(v.list().s(k));
       return out + "]";
     }
@@ -67,8 +62,7 @@ std::string attr_text(const proto::AttrValue& v) {
 
 void OpContext::fail_attr(const std::string& name, const std::string& why) const {
   auto it = node_.attr().find(name);
-  const std::string value =
-      it != node_.attr().end() ? attr_text(it->second) : attr_text(attr(name));
+  const std::string value = it != node_.attr().end() ? attr_text(it->second) : attr_text(attr(name));
   unsupported("attribute " + name + " = " + value + ": " + why);
 }
 
@@ -98,15 +92,13 @@ std::string OpContext::attr_string(const std::string& name) const {
 
 std::vector<int64_t> OpContext::attr_ints(const std::string& name) const {
   const auto& v = attr(name);
-  if (v.value_case() != proto::AttrValue::kList)
-    fail("attribute '" + name + "' must be a list of ints");
+  if (v.value_case() != proto::AttrValue::kList) fail("attribute '" + name + "' must be a list of ints");
   return std::vector<int64_t>(v.list().i().begin(), v.list().i().end());
 }
 
 std::vector<std::string> OpContext::attr_strings(const std::string& name) const {
   const auto& v = attr(name);
-  if (v.value_case() != proto::AttrValue::kList)
-    fail("attribute '" + name + "' must be a list of strings");
+  if (v.value_case() != proto::AttrValue::kList) fail("attribute '" + name + "' must be a list of strings");
   return std::vector<std::string>(v.list().s().begin(), v.list().s().end());
 }
 
@@ -118,8 +110,7 @@ DType OpContext::attr_dtype(const std::string& name) const {
   return *d;
 }
 
-std::string OpContext::attr_choice(const std::string& name,
-                                   const std::vector<std::string>& allowed) const {
+std::string OpContext::attr_choice(const std::string& name, const std::vector<std::string>& allowed) const {
   std::string v = attr_string(name);
   for (const auto& a : allowed)
     if (v == a) return v;
@@ -196,8 +187,7 @@ const std::map<std::string, OpImporter>& op_importers() {
 // ---- Export ----------------------------------------------------------------------
 
 void ExportContext::fail(const std::string& message) const {
-  throw_error(Code::kInvalidArgument,
-              "hub node '" + node().name + "' (" + node().op + "): " + message);
+  throw_error(Code::kInvalidArgument, "hub node '" + node().name + "' (" + node().op + "): " + message);
 }
 
 void set_type(proto::NodeDef& n, const std::string& attr, DType dtype) {

@@ -100,10 +100,8 @@ class OpContext {
   // Where helper nodes go: a scope named after this node.
   virtual Scope scope() const = 0;
   // Adds the node's main hub op under the node's own name (made unique).
-  virtual Output add(const std::string& hub_op, std::vector<Output> inputs,
-                     const Attrs& attrs = {}) = 0;
-  virtual std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs,
-                                    const Attrs& attrs = {}) = 0;
+  virtual Output add(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs = {}) = 0;
+  virtual std::vector<Output> add_n(const std::string& hub_op, std::vector<Output> inputs, const Attrs& attrs = {}) = 0;
   // Whether the node is being folded (all inputs constant).
   virtual bool folding() const = 0;
 
@@ -123,8 +121,7 @@ class OpContext {
   std::string where() const;
 
  protected:
-  OpContext(const proto::NodeDef& node, const std::map<std::string, proto::AttrValue>& defaults,
-            std::string file)
+  OpContext(const proto::NodeDef& node, const std::map<std::string, proto::AttrValue>& defaults, std::string file)
       : node_(node), defaults_(defaults), file_(std::move(file)) {}
 
  private:
@@ -175,8 +172,7 @@ class ExportContext {
   // Adds a NodeDef (op, inputs) named `name` (relative names are put under
   // the hub node's name; "" is the hub node's own name) and returns it for
   // its attributes.
-  virtual proto::NodeDef& add(const std::string& name, const std::string& op,
-                              std::vector<std::string> inputs) = 0;
+  virtual proto::NodeDef& add(const std::string& name, const std::string& op, std::vector<std::string> inputs) = 0;
   // Adds a Const node holding `value`; returns its tensor name.
   virtual std::string constant(const std::string& name, const Tensor& value) = 0;
   // Hub output k is TensorFlow tensor `tensor`.

@@ -29,8 +29,7 @@ int64_t normalize_axis(const OpContext& c, int64_t axis, int rank, const std::st
 std::optional<std::vector<DimValue>> dim_values(const OpContext& c, int i) {
   const TfValue& v = c.value(i);
   if (v.dims) return v.dims;
-  if (v.constant &&
-      (v.constant->dtype() == DType::kInt32 || v.constant->dtype() == DType::kInt64) &&
+  if (v.constant && (v.constant->dtype() == DType::kInt32 || v.constant->dtype() == DType::kInt64) &&
       v.constant->rank() <= 1) {
     std::vector<DimValue> out;
     for (int64_t x : c.constant_ints(i, "value")) out.push_back({x, {}, -1});
@@ -77,8 +76,8 @@ void map_const(OpContext& c) {
   if (v.value_case() != proto::AttrValue::kTensor) c.fail("attribute 'value' must be a tensor");
   Tensor t = tensor_from_proto(v.tensor(), c.where() + ": attribute value");
   if (t.dtype() != c.attr_dtype("dtype"))
-    c.fail("attribute dtype says " + std::string(dtype_name(c.attr_dtype("dtype"))) +
-           ", the value is " + t.spec_string());
+    c.fail("attribute dtype says " + std::string(dtype_name(c.attr_dtype("dtype"))) + ", the value is " +
+           t.spec_string());
   c.set_constant(0, t);
 }
 
@@ -97,8 +96,7 @@ void map_var_handle(OpContext& c) { c.set_variable(0, c.name()); }
 
 void map_read_variable(OpContext& c) {
   const TfValue& h = c.value(0);
-  if (h.variable.empty())
-    c.fail("input 0 ('" + c.node().input(0) + "') is not a variable handle (VarHandleOp)");
+  if (h.variable.empty()) c.fail("input 0 ('" + c.node().input(0) + "') is not a variable handle (VarHandleOp)");
   c.set_output(0, c.variable(h.variable));
 }
 
@@ -106,8 +104,7 @@ void map_read_variable(OpContext& c) {
 
 void map_shape(OpContext& c) {
   const DType out = c.attr_dtype("out_type");
-  if (out != DType::kInt32 && out != DType::kInt64)
-    c.fail_attr("out_type", "must be int32 or int64");
+  if (out != DType::kInt32 && out != DType::kInt64) c.fail_attr("out_type", "must be int32 or int64");
   const TfValue& v = c.value(0);
   Shape s = c.shape(0);
   std::vector<DimValue> dims;
@@ -125,8 +122,7 @@ void map_shape(OpContext& c) {
 void map_pack(OpContext& c) {
   const int64_t n = c.attr_int("N");
   if (n != c.num_inputs())
-    c.fail("attribute N = " + std::to_string(n) + " but the node has " +
-           std::to_string(c.num_inputs()) + " inputs");
+    c.fail("attribute N = " + std::to_string(n) + " but the node has " + std::to_string(c.num_inputs()) + " inputs");
   const int rank = c.shape(0).rank() + 1;
   const int64_t axis = normalize_axis(c, c.attr_int("axis"), rank, "axis");
   if (rank == 1) {
@@ -145,8 +141,7 @@ void map_pack(OpContext& c) {
   std::vector<Output> parts;
   Scope s = c.scope();
   for (int i = 0; i < c.num_inputs(); ++i)
-    parts.push_back(
-        s.op("ExpandDims", {c.input(i)}, Attrs().set("axis", axis), "expand" + std::to_string(i)));
+    parts.push_back(s.op("ExpandDims", {c.input(i)}, Attrs().set("axis", axis), "expand" + std::to_string(i)));
   c.set_output(0, c.add("Concat", parts, Attrs().set("axis", axis)));
 }
 
@@ -156,9 +151,7 @@ void map_pack(OpContext& c) {
 // -1 elsewhere, the -1 is computed from x's known dimensions.
 std::vector<int64_t> reshape_target(const OpContext& c) {
   auto dims = dim_values(c, 1);
-  if (!dims)
-    c.unsupported(
-        "the shape (input 1) must be known at import, or computed from Shape of the input");
+  if (!dims) c.unsupported("the shape (input 1) must be known at import, or computed from Shape of the input");
   const Shape in = c.shape(0);
   int unknown = 0, minus = 0;
   for (const DimValue& d : *dims) {
@@ -181,8 +174,7 @@ std::vector<int64_t> reshape_target(const OpContext& c) {
       const DimValue& dv = (*dims)[k];
       matched = matched || (!dv.known() && dv.of == x && dv.dim == d && static_cast<int>(k) == d);
     }
-    if (!matched)
-      c.unsupported("the shape " + in.to_string() + " is reshaped to a shape computed at run time");
+    if (!matched) c.unsupported("the shape " + in.to_string() + " is reshaped to a shape computed at run time");
   }
   for (size_t k = 0; k < dims->size(); ++k) {
     const DimValue& dv = (*dims)[k];
@@ -220,8 +212,7 @@ void map_expand_dims(OpContext& c) {
 void map_squeeze(OpContext& c) {
   std::vector<int64_t> axes;
   const int rank = c.shape(0).rank();
-  for (int64_t a : c.attr_ints("squeeze_dims"))
-    axes.push_back(normalize_axis(c, a, rank, "squeeze_dims"));
+  for (int64_t a : c.attr_ints("squeeze_dims")) axes.push_back(normalize_axis(c, a, rank, "squeeze_dims"));
   std::sort(axes.begin(), axes.end());
   c.set_output(0, c.add("Squeeze", {c.input(0)}, Attrs().set("axes", axes)));
 }
@@ -245,8 +236,7 @@ void map_pad(OpContext& c) {
   a.set("paddings", p);
   if (c.op() == "PadV2") {
     std::optional<Tensor> v = c.constant(2);
-    if (!v || v->num_elements() != 1)
-      c.unsupported("constant_values (input 2) must be a constant scalar");
+    if (!v || v->num_elements() != 1) c.unsupported("constant_values (input 2) must be a constant scalar");
     a.set("constant_value", v->dtype() == DType::kFloat32
                                 ? static_cast<double>(v->item<float>())
                                 : static_cast<double>(c.constant_ints(2, "constant_values")[0]));
@@ -261,8 +251,7 @@ void map_concat(OpContext& c) {
   const bool v2 = c.op() == "ConcatV2";
   const int n = static_cast<int>(c.attr_int("N"));
   if (n + 1 != c.num_inputs())
-    c.fail("attribute N = " + std::to_string(n) + " but the node has " +
-           std::to_string(c.num_inputs()) + " inputs");
+    c.fail("attribute N = " + std::to_string(n) + " but the node has " + std::to_string(c.num_inputs()) + " inputs");
   const int axis_input = v2 ? n : 0, first = v2 ? 0 : 1;
   std::vector<int64_t> axis = c.constant_ints(axis_input, "axis");
   if (axis.size() != 1) c.fail("axis must hold one value");
@@ -296,15 +285,13 @@ void map_split(OpContext& c) {
   const Shape s = c.shape(value);
   const int64_t axis = normalize_axis(c, dim[0], s.rank(), "split_dim");
   if (s[axis] < 0)
-    c.unsupported("the split dimension " + std::to_string(axis) + " of " + s.to_string() +
-                  " is unknown");
+    c.unsupported("the split dimension " + std::to_string(axis) + " of " + s.to_string() + " is unknown");
   const int64_t n = c.attr_int("num_split");
   std::vector<int64_t> sizes;
   if (v) {
     sizes = c.constant_ints(1, "size_splits");
     if (static_cast<int64_t>(sizes.size()) != n)
-      c.fail("size_splits has " + std::to_string(sizes.size()) + " sizes for num_split " +
-             std::to_string(n));
+      c.fail("size_splits has " + std::to_string(sizes.size()) + " sizes for num_split " + std::to_string(n));
     int64_t known = 0;
     int unknown = -1;
     for (size_t k = 0; k < sizes.size(); ++k) {
@@ -316,8 +303,7 @@ void map_split(OpContext& c) {
         known += sizes[k];
     }
     if (unknown >= 0) sizes[unknown] = s[axis] - known;
-    if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != s[axis] ||
-        (unknown >= 0 && sizes[unknown] < 0))
+    if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != s[axis] || (unknown >= 0 && sizes[unknown] < 0))
       c.fail("size_splits do not add up to " + std::to_string(s[axis]));
   } else {
     if (n <= 0 || s[axis] % n != 0)
@@ -332,9 +318,9 @@ void map_split(OpContext& c) {
     begin[axis] = offset;
     size[axis] = sizes[k];
     offset += sizes[k];
-    Output part = n == 1 ? c.add("Identity", {x})
-                         : sc.op("Slice", {x}, Attrs().set("begin", begin).set("size", size),
-                                 "part" + std::to_string(k));
+    Output part = n == 1
+                      ? c.add("Identity", {x})
+                      : sc.op("Slice", {x}, Attrs().set("begin", begin).set("size", size), "part" + std::to_string(k));
     c.set_output(static_cast<int>(k), part);
   }
 }
@@ -342,13 +328,11 @@ void map_split(OpContext& c) {
 void map_slice(OpContext& c) {
   std::vector<int64_t> begin = c.constant_ints(1, "begin"), size = c.constant_ints(2, "size");
   if (auto d = c.value(0).dims) {
-    if (begin.size() != 1 || size.size() != 1)
-      c.fail("begin and size must hold one value for a 1-D input");
+    if (begin.size() != 1 || size.size() != 1) c.fail("begin and size must hold one value for a 1-D input");
     const int64_t n = static_cast<int64_t>(d->size());
     const int64_t end = size[0] == -1 ? n : begin[0] + size[0];
     if (begin[0] < 0 || end > n || end < begin[0]) c.fail("the slice is out of range");
-    set_int_value(c, 0, std::vector<DimValue>(d->begin() + begin[0], d->begin() + end), c.dtype(0),
-                  false);
+    set_int_value(c, 0, std::vector<DimValue>(d->begin() + begin[0], d->begin() + end), c.dtype(0), false);
     return;
   }
   c.set_output(0, c.add("Slice", {c.input(0)}, Attrs().set("begin", begin).set("size", size)));
@@ -364,8 +348,7 @@ void map_strided_slice(OpContext& c) {
   const size_t n = begin.size();
   if (end.size() != n || strides.size() != n) c.fail("begin, end and strides differ in length");
   const int64_t begin_mask = c.attr_int("begin_mask"), end_mask = c.attr_int("end_mask"),
-                ellipsis_mask = c.attr_int("ellipsis_mask"),
-                new_axis_mask = c.attr_int("new_axis_mask"),
+                ellipsis_mask = c.attr_int("ellipsis_mask"), new_axis_mask = c.attr_int("new_axis_mask"),
                 shrink_mask = c.attr_int("shrink_axis_mask");
   const Shape in = c.shape(0);
   const int rank = in.rank();
@@ -416,8 +399,7 @@ void map_strided_slice(OpContext& c) {
     if (dd.shrink) {
       b = dd.begin < 0 ? dd.begin + size : dd.begin;
       if (b < 0 || b >= size)
-        c.fail("index " + std::to_string(dd.begin) + " is out of range for size " +
-               std::to_string(size));
+        c.fail("index " + std::to_string(dd.begin) + " is out of range for size " + std::to_string(size));
       e = b + 1;
       return;
     }
@@ -434,8 +416,7 @@ void map_strided_slice(OpContext& c) {
     std::vector<DimValue> picked;
     int64_t b = 0, e = 0;
     resolve(dense[0], static_cast<int64_t>(values->size()), b, e);
-    for (int64_t i = b; dense[0].stride > 0 ? i < e : i > e; i += dense[0].stride)
-      picked.push_back((*values)[i]);
+    for (int64_t i = b; dense[0].stride > 0 ? i < e : i > e; i += dense[0].stride) picked.push_back((*values)[i]);
     const bool scalar = dense[0].shrink && out_dims.empty();
     if (!out_dims.empty() && std::count(out_dims.begin(), out_dims.end(), -1) > 0)
       c.unsupported("new axes on a shape value are not supported");
@@ -461,8 +442,7 @@ void map_strided_slice(OpContext& c) {
     if (in[k] < 0) {
       // Unknown size: only a whole dimension, or from a non-negative begin to the end.
       if (dd.shrink || (!dd.full_end) || (!dd.full_begin && dd.begin < 0))
-        c.unsupported("slicing dimension " + std::to_string(k) +
-                      " of unknown size needs its whole range");
+        c.unsupported("slicing dimension " + std::to_string(k) + " of unknown size needs its whole range");
       sb[k] = dd.full_begin ? 0 : dd.begin;
       ss[k] = -1;
       continue;
@@ -473,9 +453,8 @@ void map_strided_slice(OpContext& c) {
     ss[k] = std::max<int64_t>(e - b, 0);
   }
   Output y = c.add("Slice", {c.input(0)}, Attrs().set("begin", sb).set("size", ss));
-  const bool reshape =
-      std::any_of(dense.begin(), dense.end(), [](const Dim& dd) { return dd.shrink; }) ||
-      std::count(out_dims.begin(), out_dims.end(), -1) > 0;
+  const bool reshape = std::any_of(dense.begin(), dense.end(), [](const Dim& dd) { return dd.shrink; }) ||
+                       std::count(out_dims.begin(), out_dims.end(), -1) > 0;
   if (reshape) {
     std::vector<int64_t> shape;
     int unknown = 0;
@@ -501,8 +480,7 @@ void map_cast(OpContext& c) {
 
 // ---- Exporters --------------------------------------------------------------------------
 
-std::string ints_const(ExportContext& c, const std::string& name,
-                       const std::vector<int64_t>& values, Shape shape) {
+std::string ints_const(ExportContext& c, const std::string& name, const std::vector<int64_t>& values, Shape shape) {
   std::vector<int32_t> v(values.begin(), values.end());
   return c.constant(name, Tensor::from_vector<int32_t>(std::move(shape), v));
 }
@@ -573,8 +551,7 @@ void export_pad(ExportContext& c) {
   } else if (value != 0) {
     op = "PadV2";
     if (dtype != DType::kFloat32) c.fail("PadV2 of a non-float32 tensor is not exported");
-    inputs.push_back(
-        c.constant("constant_values", Tensor::scalar<float>(static_cast<float>(value))));
+    inputs.push_back(c.constant("constant_values", Tensor::scalar<float>(static_cast<float>(value))));
   }
   auto& n = c.add("", op, inputs);
   set_type(n, "T", dtype);
@@ -593,8 +570,7 @@ void export_strided_slice(ExportContext& c) {
   auto& n = c.add("", "StridedSlice", inputs);
   set_type(n, "T", c.input_spec(0).dtype);
   set_type(n, "Index", DType::kInt32);
-  for (const char* mask :
-       {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+  for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
     (*n.mutable_attr())[mask].set_i(a.get_int(mask));
   c.set_output(0, n.name());
 }
@@ -637,17 +613,15 @@ void export_cast(ExportContext& c) {
 void add_array_importers(std::map<std::string, OpImporter>& m) {
   const auto T = attr_required();
   m["Placeholder"] = {map_placeholder, {{"dtype", T}, {"shape", attr_required()}}};
-  m["PlaceholderWithDefault"] = {
-      map_placeholder_with_default, {{"dtype", T}, {"shape", T}}, {"output"}, false};
+  m["PlaceholderWithDefault"] = {map_placeholder_with_default, {{"dtype", T}, {"shape", T}}, {"output"}, false};
   m["Const"] = {map_const, {{"dtype", T}, {"value", T}}};
   m["Identity"] = {map_identity, {{"T", T}}, {"output"}, false};
   m["Snapshot"] = {map_identity, {{"T", T}}, {"output"}, false};
   m["StopGradient"] = {map_stop_gradient, {{"T", T}}, {"output"}, false};
-  m["VariableV2"] = {
-      map_variable,
-      {{"shape", T}, {"dtype", T}, {"container", attr_s("")}, {"shared_name", attr_s("")}},
-      {"ref"},
-      false};
+  m["VariableV2"] = {map_variable,
+                     {{"shape", T}, {"dtype", T}, {"container", attr_s("")}, {"shared_name", attr_s("")}},
+                     {"ref"},
+                     false};
   m["VarHandleOp"] = {map_var_handle,
                       {{"container", attr_s("")},
                        {"shared_name", attr_s("")},

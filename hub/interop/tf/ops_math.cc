@@ -15,14 +15,10 @@ constexpr int kDtInt32 = 3;
 // TensorFlow op -> hub op for the element-wise ops that map one to one.
 const std::map<std::string, std::string>& elementwise() {
   static const std::map<std::string, std::string> m = {
-      {"Add", "Add"},         {"AddV2", "Add"},
-      {"Sub", "Sub"},         {"Mul", "Mul"},
-      {"RealDiv", "Div"},     {"Div", "Div"},
-      {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
-      {"Rsqrt", "Rsqrt"},     {"Square", "Square"},
-      {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
-      {"Exp", "Exp"},         {"Log", "Log"},
-      {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
+      {"Add", "Add"},     {"AddV2", "Add"},     {"Sub", "Sub"},         {"Mul", "Mul"},
+      {"RealDiv", "Div"}, {"Div", "Div"},       {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
+      {"Rsqrt", "Rsqrt"}, {"Square", "Square"}, {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
+      {"Exp", "Exp"},     {"Log", "Log"},       {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
   };
   return m;
 }
@@ -31,8 +27,7 @@ void map_elementwise(OpContext& c) {
   const std::string& hub_op = elementwise().at(c.op());
   // TensorFlow's Div of integers rounds toward zero and hub's Div is for
   // floats: only the float form is the same.
-  if (c.op() == "Div" && c.dtype(0) != DType::kFloat32)
-    c.unsupported("integer division is not supported");
+  if (c.op() == "Div" && c.dtype(0) != DType::kFloat32) c.unsupported("integer division is not supported");
   std::vector<Output> in;
   for (int i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
   c.set_output(0, c.add(hub_op, in));
@@ -54,8 +49,7 @@ void map_reduction(OpContext& c) {
     const int64_t orig = a;
     if (a < 0) a += rank;
     if (a < 0 || a >= rank)
-      c.fail("reduction index " + std::to_string(orig) + " is out of range for rank " +
-             std::to_string(rank));
+      c.fail("reduction index " + std::to_string(orig) + " is out of range for rank " + std::to_string(rank));
   }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
@@ -63,8 +57,7 @@ void map_reduction(OpContext& c) {
     c.forward(0, 0);
     return;
   }
-  c.set_output(0, c.add(c.op(), {c.input(0)},
-                        Attrs().set("axes", axes).set("keep_dims", c.attr_bool("keep_dims"))));
+  c.set_output(0, c.add(c.op(), {c.input(0)}, Attrs().set("axes", axes).set("keep_dims", c.attr_bool("keep_dims"))));
 }
 
 void map_matmul(OpContext& c) {
@@ -115,8 +108,7 @@ void export_reduction(ExportContext& c) {
   if (axes.empty())  // hub: all axes
     for (int d = 0; d < c.input_spec(0).shape.rank(); ++d) axes.push_back(d);
   std::vector<int32_t> v(axes.begin(), axes.end());
-  std::string idx = c.constant("reduction_indices",
-                               Tensor::from_vector<int32_t>({static_cast<int64_t>(v.size())}, v));
+  std::string idx = c.constant("reduction_indices", Tensor::from_vector<int32_t>({static_cast<int64_t>(v.size())}, v));
   auto& n = c.add("", c.node().op, {c.input(0), idx});
   set_type(n, "T", c.input_spec(0).dtype);
   set_type(n, "Tidx", DType::kInt32);
@@ -138,14 +130,13 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
   const auto T = attr_required();
   // Unary ops name their output y, binary ones z.
   for (const auto& [tf_op, hub_op] : elementwise()) {
-    const bool unary = tf_op == "Rsqrt" || tf_op == "Square" || tf_op == "Sqrt" || tf_op == "Neg" ||
-                       tf_op == "Exp" || tf_op == "Log" || tf_op == "Abs" || tf_op == "Reciprocal";
+    const bool unary = tf_op == "Rsqrt" || tf_op == "Square" || tf_op == "Sqrt" || tf_op == "Neg" || tf_op == "Exp" ||
+                       tf_op == "Log" || tf_op == "Abs" || tf_op == "Reciprocal";
     m[tf_op] = {map_elementwise, {{"T", T}}, {unary ? "y" : "z"}};
   }
   m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
   for (const char* op : {"Mean", "Sum", "Max"})
-    m[op] = {map_reduction,
-             {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
+    m[op] = {map_reduction, {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
   m["MatMul"] = {map_matmul,
                  {{"T", T},
                   {"transpose_a", attr_b(false)},

@@ -29,11 +29,9 @@ std::string fused_activation(const OpContext& c, const std::vector<std::string>&
     c.fail_attr("fused_ops", "the first fused op must be BiasAdd with one argument");
   if (fused.size() == 1) return "";
   const std::string& act = fused[1];
-  if (fused.size() > 2 || (act != "Relu" && act != "Relu6" && act != "Elu" && act != "LeakyRelu" &&
-                           act != "Sigmoid" && act != "Tanh"))
-    c.fail_attr(
-        "fused_ops",
-        "supported: BiasAdd, then at most one of Relu, Relu6, Elu, LeakyRelu, Sigmoid, Tanh");
+  if (fused.size() > 2 ||
+      (act != "Relu" && act != "Relu6" && act != "Elu" && act != "LeakyRelu" && act != "Sigmoid" && act != "Tanh"))
+    c.fail_attr("fused_ops", "supported: BiasAdd, then at most one of Relu, Relu6, Elu, LeakyRelu, Sigmoid, Tanh");
   return act;
 }
 
@@ -55,9 +53,8 @@ void bias_and_activation(OpContext& c, Output y, const std::string& act) {
 // explicit_paddings [0, 0, top, bottom, left, right, 0, 0] (hub accepts
 // TensorFlow's form).
 void set_padding(const OpContext& c, Attrs& a, bool explicit_allowed) {
-  const std::string padding = explicit_allowed
-                                  ? c.attr_choice("padding", {"SAME", "VALID", "EXPLICIT"})
-                                  : c.attr_choice("padding", {"SAME", "VALID"});
+  const std::string padding = explicit_allowed ? c.attr_choice("padding", {"SAME", "VALID", "EXPLICIT"})
+                                               : c.attr_choice("padding", {"SAME", "VALID"});
   a.set("padding", padding);
   if (padding != "EXPLICIT") return;
   std::vector<int64_t> p = c.attr_ints("explicit_paddings");
@@ -73,8 +70,7 @@ void set_padding(const OpContext& c, Attrs& a, bool explicit_allowed) {
 void map_conv(OpContext& c) {
   require_float(c);
   require_nhwc(c);
-  const bool depthwise =
-      c.op() == "DepthwiseConv2dNative" || c.op() == "FusedDepthwiseConv2dNative";
+  const bool depthwise = c.op() == "DepthwiseConv2dNative" || c.op() == "FusedDepthwiseConv2dNative";
   const bool fused = c.op() == "_FusedConv2D" || c.op() == "FusedDepthwiseConv2dNative";
   Attrs a;
   a.set("strides", spatial(c, "strides")).set("dilations", spatial(c, "dilations"));
@@ -107,8 +103,7 @@ void map_bias_add(OpContext& c) {
 void map_fused_batch_norm(OpContext& c) {
   require_float(c);
   require_nhwc(c);
-  if (c.op() != "FusedBatchNorm" && c.attr_dtype("U") != DType::kFloat32)
-    c.fail_attr("U", "only float32 is supported");
+  if (c.op() != "FusedBatchNorm" && c.attr_dtype("U") != DType::kFloat32) c.fail_attr("U", "only float32 is supported");
   const bool training = c.attr_bool("is_training");
   if (training && c.attr_float("exponential_avg_factor") != 1.0f)
     c.fail_attr("exponential_avg_factor", "only 1 is supported in training mode");
@@ -117,23 +112,21 @@ void map_fused_batch_norm(OpContext& c) {
   for (int i = 3; i < 5; ++i) {
     // In training mode the statistics inputs are unused (often empty).
     if (training && c.shape(i).num_elements() == 0 && channels >= 0)
-      stats.push_back(c.scope().op("Const", {},
-                                   Attrs().set("value", Tensor::zeros(DType::kFloat32, {channels})),
+      stats.push_back(c.scope().op("Const", {}, Attrs().set("value", Tensor::zeros(DType::kFloat32, {channels})),
                                    i == 3 ? "mean" : "variance"));
     else
       stats.push_back(c.weight(i, /*trainable=*/false));
   }
   Attrs a;
   a.set("epsilon", static_cast<double>(c.attr_float("epsilon"))).set("is_training", training);
-  std::vector<Output> y =
-      c.add_n("FusedBatchNorm", {c.input(0), c.weight(1), c.weight(2), stats[0], stats[1]}, a);
+  std::vector<Output> y = c.add_n("FusedBatchNorm", {c.input(0), c.weight(1), c.weight(2), stats[0], stats[1]}, a);
   c.set_output(0, y[0]);
   for (int k = 1; k < 6; ++k) {
     if (!training && k < 3)
       c.forward(k, k + 2);
     else
-      c.set_unavailable(k, "output " + std::to_string(k) + " of " + c.op() +
-                               (training ? " in training mode" : "") + " is not supported");
+      c.set_unavailable(k, "output " + std::to_string(k) + " of " + c.op() + (training ? " in training mode" : "") +
+                               " is not supported");
   }
 }
 
@@ -159,22 +152,16 @@ void map_pool(OpContext& c) {
 void map_resize(OpContext& c) {
   if (c.dtype(0) != DType::kFloat32) c.unsupported("only float32 images are supported");
   std::vector<int64_t> size = c.constant_ints(1, "size");
-  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0)
-    c.fail("size (input 1) must be two positive numbers");
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) c.fail("size (input 1) must be two positive numbers");
   const bool align = c.attr_bool("align_corners"), half = c.attr_bool("half_pixel_centers");
-  if (align && half)
-    c.fail_attr("half_pixel_centers", "TensorFlow refuses it together with align_corners");
+  if (align && half) c.fail_attr("half_pixel_centers", "TensorFlow refuses it together with align_corners");
   const bool linear = c.op() == "ResizeBilinear";
   Attrs a;
   a.set("size", size).set("mode", linear ? "linear" : "nearest");
   if (linear) {
-    a.set("coordinate_transformation_mode", align  ? "align_corners"
-                                            : half ? "half_pixel"
-                                                   : "asymmetric");
+    a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "half_pixel" : "asymmetric");
   } else {
-    a.set("coordinate_transformation_mode", align  ? "align_corners"
-                                            : half ? "tf_half_pixel_for_nn"
-                                                   : "asymmetric");
+    a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric");
     a.set("nearest_mode", align ? "round_prefer_ceil" : "floor");
   }
   c.set_output(0, c.add("Resize", {c.input(0)}, a));
@@ -252,8 +239,7 @@ void export_activation(ExportContext& c) {
            " has no TensorFlow equivalent (TensorFlow's alpha is 1)");
   auto& n = c.add("", op, {c.input(0)});
   set_type(n, "T", DType::kFloat32);
-  if (op == "LeakyRelu")
-    (*n.mutable_attr())["alpha"].set_f(static_cast<float>(c.node().attrs.get_float("alpha")));
+  if (op == "LeakyRelu") (*n.mutable_attr())["alpha"].set_f(static_cast<float>(c.node().attrs.get_float("alpha")));
   c.set_output(0, n.name());
 }
 
@@ -265,10 +251,8 @@ void export_pool(ExportContext& c) {
   if (a.get_bool("ceil_mode")) c.fail("ceil_mode has no TensorFlow equivalent");
   if (max && nhwc4(a.get_ints("dilations")) != std::vector<int64_t>{1, 1, 1, 1})
     c.fail("dilated pooling has no TensorFlow equivalent");
-  if (!max && a.get_bool("count_include_pad"))
-    c.fail("count_include_pad has no TensorFlow equivalent");
-  if (!max && a.get_string("padding") == "EXPLICIT")
-    c.fail("TensorFlow's AvgPool has no EXPLICIT padding");
+  if (!max && a.get_bool("count_include_pad")) c.fail("count_include_pad has no TensorFlow equivalent");
+  if (!max && a.get_string("padding") == "EXPLICIT") c.fail("TensorFlow's AvgPool has no EXPLICIT padding");
   auto& n = c.add("", c.node().op, {c.input(0)});
   set_type(n, "T", DType::kFloat32);
   set_ints(n, "ksize", nhwc4(a.get_ints("ksize")));
@@ -286,8 +270,7 @@ void export_resize(ExportContext& c) {
   const std::string& coord = a.get_string("coordinate_transformation_mode");
   const std::string& nearest = a.get_string("nearest_mode");
   bool align = false, half = false;
-  if (mode == "linear" &&
-      (coord == "asymmetric" || coord == "align_corners" || coord == "half_pixel")) {
+  if (mode == "linear" && (coord == "asymmetric" || coord == "align_corners" || coord == "half_pixel")) {
     align = coord == "align_corners";
     half = coord == "half_pixel";
   } else if (mode == "nearest" && ((coord == "asymmetric" && nearest == "floor") ||
@@ -300,11 +283,9 @@ void export_resize(ExportContext& c) {
            " has no TensorFlow equivalent");
   }
   const auto& size = a.get_ints("size");
-  std::string sz =
-      c.constant("size", Tensor::from_vector<int32_t>(
-                             {2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}));
-  auto& n =
-      c.add("", mode == "linear" ? "ResizeBilinear" : "ResizeNearestNeighbor", {c.input(0), sz});
+  std::string sz = c.constant(
+      "size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}));
+  auto& n = c.add("", mode == "linear" ? "ResizeBilinear" : "ResizeNearestNeighbor", {c.input(0), sz});
   set_type(n, "T", DType::kFloat32);
   (*n.mutable_attr())["align_corners"].set_b(align);
   (*n.mutable_attr())["half_pixel_centers"].set_b(half);
@@ -368,14 +349,13 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
                                                  {"data_format", attr_s("NHWC")},
                                                  {"is_training", attr_b(true)}};
     if (std::string(op) != "FusedBatchNorm") a["U"] = attr_type(kDtFloat);
-    std::vector<std::string> outs(
-        bn_outputs.begin(), bn_outputs.begin() + (std::string(op) == "FusedBatchNormV3" ? 6 : 5));
+    std::vector<std::string> outs(bn_outputs.begin(),
+                                  bn_outputs.begin() + (std::string(op) == "FusedBatchNormV3" ? 6 : 5));
     m[op] = {map_fused_batch_norm, a, outs};
   }
   for (const char* op : {"Relu", "Relu6", "Elu", "Sigmoid", "Tanh"})
-    m[op] = {map_activation,
-             {{"T", T}},
-             {std::string(op) == "Sigmoid" || std::string(op) == "Tanh" ? "y" : "activations"}};
+    m[op] = {
+        map_activation, {{"T", T}}, {std::string(op) == "Sigmoid" || std::string(op) == "Tanh" ? "y" : "activations"}};
   m["LeakyRelu"] = {map_activation, {{"T", T}, {"alpha", attr_f(0.2f)}}, {"activations"}};
   m["Softmax"] = {map_activation, {{"T", T}}, {"softmax"}};
   m["LogSoftmax"] = {map_activation, {{"T", T}}, {"logsoftmax"}};
@@ -386,19 +366,14 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
                    {"padding", T},
                    {"explicit_paddings", attr_list()},
                    {"data_format", attr_s("NHWC")}}};
-  m["AvgPool"] = {
-      map_pool,
-      {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"data_format", attr_s("NHWC")}}};
+  m["AvgPool"] = {map_pool, {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"data_format", attr_s("NHWC")}}};
   for (const char* op : {"ResizeBilinear", "ResizeNearestNeighbor"})
     m[op] = {map_resize,
              {{"T", T}, {"align_corners", attr_b(false)}, {"half_pixel_centers", attr_b(false)}},
              {"resized_images"}};
-  m["LRN"] = {map_lrn,
-              {{"T", T},
-               {"depth_radius", attr_i(5)},
-               {"bias", attr_f(1.0f)},
-               {"alpha", attr_f(1.0f)},
-               {"beta", attr_f(0.5f)}}};
+  m["LRN"] = {
+      map_lrn,
+      {{"T", T}, {"depth_radius", attr_i(5)}, {"bias", attr_f(1.0f)}, {"alpha", attr_f(1.0f)}, {"beta", attr_f(0.5f)}}};
 }
 
 void add_nn_exporters(std::map<std::string, OpExporter>& m) {
@@ -406,8 +381,7 @@ void add_nn_exporters(std::map<std::string, OpExporter>& m) {
   m["DepthwiseConv2dNative"] = export_conv;
   m["BiasAdd"] = export_bias_add;
   m["FusedBatchNorm"] = export_fused_batch_norm;
-  for (const char* op :
-       {"Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
+  for (const char* op : {"Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
     m[op] = export_activation;
   m["MaxPool"] = export_pool;
   m["AvgPool"] = export_pool;

@@ -65,13 +65,11 @@ std::map<std::string, std::string> restore_keys(const FlatGraph& g) {
     if (!var || (var->op() != "VariableV2" && var->op() != "VarHandleOp")) continue;
     auto [restore, k] = source(n.input(1));
     if (!restore || restore->input_size() < 2) continue;
-    if (restore->op() != "RestoreV2" && restore->op() != "Restore" &&
-        restore->op() != "RestoreSlice")
-      continue;
+    if (restore->op() != "RestoreV2" && restore->op() != "Restore" && restore->op() != "RestoreSlice") continue;
     const proto::NodeDef* names = source(restore->input(1)).first;
     if (!names || names->op() != "Const" || !names->attr().count("value")) continue;
-    std::vector<std::string> keys_here = strings_from_proto(
-        names->attr().at("value").tensor(), g.file + ": node " + in_quotes(names->name()));
+    std::vector<std::string> keys_here =
+        strings_from_proto(names->attr().at("value").tensor(), g.file + ": node " + in_quotes(names->name()));
     const size_t index = restore->op() == "RestoreV2" ? static_cast<size_t>(k) : 0;
     if (index < keys_here.size()) keys.emplace(var->name(), keys_here[index]);
   }
@@ -79,16 +77,14 @@ std::map<std::string, std::string> restore_keys(const FlatGraph& g) {
 }
 
 // The variables collection's names ("v:0" -> "v") when the graph has it.
-std::optional<std::set<std::string>> trainable_set(const proto::MetaGraphDef& mg,
-                                                   const std::string& where) {
+std::optional<std::set<std::string>> trainable_set(const proto::MetaGraphDef& mg, const std::string& where) {
   auto it = mg.collection_def().find("trainable_variables");
   if (it == mg.collection_def().end()) return std::nullopt;
   std::set<std::string> out;
   for (const std::string& bytes : it->second.bytes_list().value()) {
     proto::VariableDef v;
     if (!v.ParseFromString(bytes))
-      throw_error(Code::kCorruption,
-                  where + ": the trainable_variables collection holds an unparsable VariableDef");
+      throw_error(Code::kCorruption, where + ": the trainable_variables collection holds an unparsable VariableDef");
     out.insert(split_tensor(v.variable_name(), where).first);
   }
   return out;
@@ -104,9 +100,9 @@ struct Signature {
 };
 
 // One MetaGraphDef as one tag set.
-ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const TagSet& tags,
-                                          const std::string& file, const BundleReader* bundle,
-                                          const std::string& bundle_prefix, TensorMap& weights) {
+ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const TagSet& tags, const std::string& file,
+                                          const BundleReader* bundle, const std::string& bundle_prefix,
+                                          TensorMap& weights) {
   const std::string where = file + ", tag set " + tag_set_string(tags);
   FlatGraph g = flatten_graph(mg.graph_def(), where);
   GraphImportOptions o;
@@ -122,8 +118,7 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
     if (name == kInitOpSignature) continue;
     Signature s{name, {}, {}};
     const std::string sw = "signature " + in_quotes(name);
-    if (sig.outputs().empty())
-      throw_error(Code::kInvalidArgument, where + ": " + sw + " has no outputs");
+    if (sig.outputs().empty()) throw_error(Code::kInvalidArgument, where + ": " + sw + " has no outputs");
     for (const auto& [key, info] : sig.inputs()) {
       const std::string t = tensor_of(info, sw + " input " + in_quotes(key));
       if (!feed_index.count(t)) {
@@ -132,13 +127,11 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
         if (info.dtype() != proto::DT_INVALID) {
           f.dtype = dtype_from_tf(info.dtype());
           if (!f.dtype)
-            throw_error(Code::kInvalidArgument, where + ": " + sw + " input " + in_quotes(key) +
-                                                    " has dtype " + tf_dtype_name(info.dtype()) +
-                                                    ", which hub lacks");
+            throw_error(Code::kInvalidArgument, where + ": " + sw + " input " + in_quotes(key) + " has dtype " +
+                                                    tf_dtype_name(info.dtype()) + ", which hub lacks");
         }
         if (info.has_tensor_shape() && !info.tensor_shape().unknown_rank())
-          f.shape =
-              shape_from_proto(info.tensor_shape(), where + ": " + sw + " input " + in_quotes(key));
+          f.shape = shape_from_proto(info.tensor_shape(), where + ": " + sw + " input " + in_quotes(key));
         feed_index[t] = o.feeds.size();
         o.feeds.push_back(f);
       }
@@ -155,9 +148,8 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
     signatures.push_back(std::move(s));
   }
   if (signatures.empty())
-    throw_error(
-        Code::kInvalidArgument,
-        where + ": the graph has no signatures (hub calls a module through its signatures)");
+    throw_error(Code::kInvalidArgument,
+                where + ": the graph has no signatures (hub calls a module through its signatures)");
   const std::map<std::string, std::string> keys = restore_keys(g);
   if (bundle) {
     o.variable_value = [&](const std::string& var) {
@@ -169,9 +161,8 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
         key = n->attr().at("shared_name").s();
       }
       if (!bundle->contains(key))
-        throw_error(Code::kNotFound, "variable " + in_quotes(var) + ": checkpoint key " +
-                                         in_quotes(key) + " is not in " +
-                                         in_quotes(bundle_index_path(bundle_prefix)));
+        throw_error(Code::kNotFound, "variable " + in_quotes(var) + ": checkpoint key " + in_quotes(key) +
+                                         " is not in " + in_quotes(bundle_index_path(bundle_prefix)));
       return bundle->read(key);
     };
   }
@@ -187,10 +178,8 @@ ModuleSpec::TagSetParts import_meta_graph(const proto::MetaGraphDef& mg, const T
   };
   for (const Signature& s : signatures) {
     SignatureInfo si;
-    for (const auto& [key, t] : s.inputs)
-      si.inputs[key] = info_of(imported.feeds[feed_index.at(t)]);
-    for (const auto& [key, t] : s.outputs)
-      si.outputs[key] = info_of(imported.fetches[fetch_index.at(t)]);
+    for (const auto& [key, t] : s.inputs) si.inputs[key] = info_of(imported.feeds[feed_index.at(t)]);
+    for (const auto& [key, t] : s.outputs) si.outputs[key] = info_of(imported.fetches[fetch_index.at(t)]);
     parts.signatures[s.name] = std::move(si);
   }
   if (!parts.signatures.count(kDefaultSignature) && parts.signatures.count("serving_default"))
@@ -207,52 +196,45 @@ struct Loaded {
 Loaded load_saved_model(const std::string& dir) {
   Loaded l;
   l.file = (fs::path(dir) / kSavedModelFile).string();
-  if (!is_file(l.file))
-    throw_error(Code::kNotFound, "SavedModel " + in_quotes(dir) + ": no " + kSavedModelFile);
+  if (!is_file(l.file)) throw_error(Code::kNotFound, "SavedModel " + in_quotes(dir) + ": no " + kSavedModelFile);
   const std::string bytes = read_file_bytes(l.file, kMaxSavedModelBytes);
   if (!l.model.ParseFromString(bytes))
-    throw_error(
-        Code::kCorruption,
-        in_quotes(l.file) + " is not a SavedModel (it does not parse; truncated or damaged?)");
-  if (l.model.meta_graphs().empty())
-    throw_error(Code::kCorruption, in_quotes(l.file) + " holds no graphs");
+    throw_error(Code::kCorruption,
+                in_quotes(l.file) + " is not a SavedModel (it does not parse; truncated or damaged?)");
+  if (l.model.meta_graphs().empty()) throw_error(Code::kCorruption, in_quotes(l.file) + " holds no graphs");
   l.sha256 = sha256_hex(bytes);
   return l;
 }
 
 // The module of a loaded SavedModel; `format` names it in the attached info.
-ModuleSpec to_module(const std::string& dir, const Loaded& l,
-                     const SavedModelImportOptions& options, const std::string& format,
-                     std::map<std::string, AttachedValue> attached) {
+ModuleSpec to_module(const std::string& dir, const Loaded& l, const SavedModelImportOptions& options,
+                     const std::string& format, std::map<std::string, AttachedValue> attached) {
   const std::string prefix = (fs::path(dir) / "variables" / "variables").string();
   std::optional<BundleReader> bundle;
   if (is_bundle_prefix(prefix)) bundle.emplace(prefix);
   // Tag sets, with {"serve"} as {} when no graph is tagged {}.
   std::vector<TagSet> tags;
   bool has_empty = false;
-  for (const auto& mg : l.model.meta_graphs())
-    has_empty = has_empty || mg.meta_info_def().tags().empty();
+  for (const auto& mg : l.model.meta_graphs()) has_empty = has_empty || mg.meta_info_def().tags().empty();
   for (const auto& mg : l.model.meta_graphs()) {
     TagSet t = tags_of(mg);
     if (!has_empty && t == TagSet{"serve"}) t = {};
     for (const TagSet& seen : tags)
       if (seen == t)
-        throw_error(Code::kCorruption,
-                    in_quotes(l.file) + ": two graphs have the tag set " + tag_set_string(t));
+        throw_error(Code::kCorruption, in_quotes(l.file) + ": two graphs have the tag set " + tag_set_string(t));
     tags.push_back(t);
   }
   for (const TagSet& want : options.tag_sets)
     if (std::find(tags.begin(), tags.end(), want) == tags.end())
-      throw_error(Code::kNotFound,
-                  in_quotes(l.file) + " has no graph with the tag set " + tag_set_string(want));
+      throw_error(Code::kNotFound, in_quotes(l.file) + " has no graph with the tag set " + tag_set_string(want));
   std::vector<ModuleSpec::TagSetParts> parts;
   TensorMap weights;
   for (int i = 0; i < l.model.meta_graphs_size(); ++i) {
-    if (!options.tag_sets.empty() && std::find(options.tag_sets.begin(), options.tag_sets.end(),
-                                               tags[i]) == options.tag_sets.end())
+    if (!options.tag_sets.empty() &&
+        std::find(options.tag_sets.begin(), options.tag_sets.end(), tags[i]) == options.tag_sets.end())
       continue;
-    parts.push_back(import_meta_graph(l.model.meta_graphs(i), tags[i], l.file,
-                                      bundle ? &*bundle : nullptr, prefix, weights));
+    parts.push_back(
+        import_meta_graph(l.model.meta_graphs(i), tags[i], l.file, bundle ? &*bundle : nullptr, prefix, weights));
   }
   const std::string& version = l.model.meta_graphs(0).meta_info_def().tensorflow_version();
   attached.merge(provenance(format, l.sha256, version.empty() ? "" : "TensorFlow " + version));
@@ -267,13 +249,9 @@ ModuleSpec to_module(const std::string& dir, const Loaded& l,
 
 }  // namespace
 
-bool is_saved_model_dir(const std::string& dir) {
-  return is_file((fs::path(dir) / kSavedModelFile).string());
-}
+bool is_saved_model_dir(const std::string& dir) { return is_file((fs::path(dir) / kSavedModelFile).string()); }
 
-bool is_tfhub_module_dir(const std::string& dir) {
-  return is_file((fs::path(dir) / kTfHubModuleFile).string());
-}
+bool is_tfhub_module_dir(const std::string& dir) { return is_file((fs::path(dir) / kTfHubModuleFile).string()); }
 
 ModuleSpec import_saved_model(const std::string& dir, const SavedModelImportOptions& options) {
   return to_module(dir, load_saved_model(dir), options, "tf_saved_model", {});
@@ -281,27 +259,23 @@ ModuleSpec import_saved_model(const std::string& dir, const SavedModelImportOpti
 
 ModuleSpec import_tfhub_module(const std::string& dir, const SavedModelImportOptions& options) {
   const std::string def_file = (fs::path(dir) / kTfHubModuleFile).string();
-  if (!is_file(def_file))
-    throw_error(Code::kNotFound, "TF Hub module " + in_quotes(dir) + ": no " + kTfHubModuleFile);
+  if (!is_file(def_file)) throw_error(Code::kNotFound, "TF Hub module " + in_quotes(dir) + ": no " + kTfHubModuleFile);
   proto::ModuleDef def;
   if (!def.ParseFromString(read_file_bytes(def_file, 1 << 20)))
     throw_error(Code::kCorruption, in_quotes(def_file) + " does not parse as a TF Hub ModuleDef");
   if (def.format() != proto::ModuleDef::FORMAT_V3)
-    throw_error(Code::kUnimplemented,
-                in_quotes(def_file) + ": module format " + std::to_string(def.format()) +
-                    " is not supported (only format 3, TensorFlow 1's hub.Module)");
+    throw_error(Code::kUnimplemented, in_quotes(def_file) + ": module format " + std::to_string(def.format()) +
+                                          " is not supported (only format 3, TensorFlow 1's hub.Module)");
   if (!def.required_features().empty())
     throw_error(Code::kUnimplemented, in_quotes(def_file) + ": required feature " +
-                                          in_quotes(def.required_features(0)) +
-                                          " is not supported");
+                                          in_quotes(def.required_features(0)) + " is not supported");
   Loaded l = load_saved_model(dir);
   // The image size: the inference graph's image_module_info attachment.
   std::map<std::string, AttachedValue> attached;
   const proto::MetaGraphDef* inference = &l.model.meta_graphs(0);
   for (const auto& mg : l.model.meta_graphs())
     if (mg.meta_info_def().tags().empty()) inference = &mg;
-  if (auto c = inference->collection_def().find(kAttachmentCollection);
-      c != inference->collection_def().end()) {
+  if (auto c = inference->collection_def().find(kAttachmentCollection); c != inference->collection_def().end()) {
     for (const std::string& bytes : c->second.bytes_list().value()) {
       proto::ModuleAttachment a;
       if (!a.ParseFromString(bytes))
@@ -310,8 +284,8 @@ ModuleSpec import_tfhub_module(const std::string& dir, const SavedModelImportOpt
       if (a.key() != kImageModuleInfoKey) continue;
       proto::ImageModuleInfo info;
       if (!info.ParseFromString(a.value()))
-        throw_error(Code::kCorruption, in_quotes(l.file) + ": attachment " + kImageModuleInfoKey +
-                                           " does not parse as ImageModuleInfo");
+        throw_error(Code::kCorruption,
+                    in_quotes(l.file) + ": attachment " + kImageModuleInfoKey + " does not parse as ImageModuleInfo");
       if (info.has_default_image_size() && info.default_image_size().height() > 0 &&
           info.default_image_size().width() > 0) {
         attached[kImageHeightKey] = int64_t{info.default_image_size().height()};

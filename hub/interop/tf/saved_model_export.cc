@@ -27,8 +27,8 @@ constexpr int kGraphDefProducer = 27;
 std::string tf_node_name(const std::string& name) {
   std::string out = name.empty() ? "_" : name;
   for (char& ch : out) {
-    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '/' || ch == '-';
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '.' || ch == '/' || ch == '-';
     if (!ok) ch = '_';
   }
   if (out[0] == '_' || out[0] == '/' || out[0] == '-') out = "n" + out;
@@ -43,8 +43,7 @@ class Context final : public ExportContext {
   const Node& node() const override { return node_; }
   const TensorSpec& input_spec(int i) const override;
   std::string input(int i) const override;
-  proto::NodeDef& add(const std::string& name, const std::string& op,
-                      std::vector<std::string> inputs) override;
+  proto::NodeDef& add(const std::string& name, const std::string& op, std::vector<std::string> inputs) override;
   std::string constant(const std::string& name, const Tensor& value) override;
   void set_output(int k, const std::string& tensor) override;
 
@@ -65,8 +64,7 @@ class Exporter {
   const Graph& graph() const { return g_; }
   std::string tensor(Output o) const {
     auto it = tensors_.find(o);
-    HUB_CHECK(it != tensors_.end(),
-              "export: no TensorFlow tensor for an input of " + g_.node(o).name);
+    HUB_CHECK(it != tensors_.end(), "export: no TensorFlow tensor for an input of " + g_.node(o).name);
     return it->second;
   }
   void set_tensor(Output o, const std::string& t) { tensors_[o] = t; }
@@ -77,8 +75,7 @@ class Exporter {
     used_.insert(name);
     return name;
   }
-  proto::NodeDef& add_node(const std::string& name, const std::string& op,
-                           std::vector<std::string> inputs) {
+  proto::NodeDef& add_node(const std::string& name, const std::string& op, std::vector<std::string> inputs) {
     proto::NodeDef* n = out_->add_node();  // RepeatedPtrField: stable addresses
     n->set_name(name);
     n->set_op(op);
@@ -113,10 +110,8 @@ const TensorSpec& Context::input_spec(int i) const { return e_.graph().spec(node
 
 std::string Context::input(int i) const { return e_.tensor(node_.inputs.at(i)); }
 
-proto::NodeDef& Context::add(const std::string& name, const std::string& op,
-                             std::vector<std::string> inputs) {
-  const std::string full =
-      name.empty() ? e_.name_of(node_) : e_.unique(e_.name_of(node_) + "/" + name);
+proto::NodeDef& Context::add(const std::string& name, const std::string& op, std::vector<std::string> inputs) {
+  const std::string full = name.empty() ? e_.name_of(node_) : e_.unique(e_.name_of(node_) + "/" + name);
   return e_.add_node(full, op, std::move(inputs));
 }
 
@@ -163,11 +158,9 @@ void Exporter::export_variable(const Node& n) {
   (*v.mutable_attr())["container"].set_s("");
   (*v.mutable_attr())["shared_name"].set_s("");
   std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
-  const std::string dims_const =
-      add_const(unique(name + "/Initializer/zeros/shape_as_tensor"),
-                Tensor::from_vector<int32_t>({static_cast<int64_t>(dims.size())}, dims));
-  const std::string zero =
-      add_const(unique(name + "/Initializer/zeros/Const"), Tensor::zeros(dtype, {}));
+  const std::string dims_const = add_const(unique(name + "/Initializer/zeros/shape_as_tensor"),
+                                           Tensor::from_vector<int32_t>({static_cast<int64_t>(dims.size())}, dims));
+  const std::string zero = add_const(unique(name + "/Initializer/zeros/Const"), Tensor::zeros(dtype, {}));
   proto::NodeDef& fill = add_node(unique(name + "/Initializer/zeros"), "Fill", {dims_const, zero});
   set_type(fill, "T", dtype);
   set_type(fill, "index_type", DType::kInt32);
@@ -182,8 +175,7 @@ void Exporter::export_variable(const Node& n) {
   set_tensor({n.id, 0}, read.name());
   variables_.push_back({name, &n});
   const std::string& hub_name = n.name;
-  variable_values_[name] =
-      spec_.weights().count(hub_name) ? spec_.weights().at(hub_name) : initial_value(n, g_.seed());
+  variable_values_[name] = spec_.weights().count(hub_name) ? spec_.weights().at(hub_name) : initial_value(n, g_.seed());
 }
 
 // The TF1 saver (tf.compat.v1.train.Saver, format V2, not sharded): save/Const
@@ -207,38 +199,30 @@ void Exporter::saver(proto::MetaGraphDef& mg) {
     for (const auto& v : values) t->add_string_val(v);
     return n.name();
   };
-  auto placeholder_with_default = [&](const std::string& name,
-                                      const std::string& input) -> proto::NodeDef& {
+  auto placeholder_with_default = [&](const std::string& name, const std::string& input) -> proto::NodeDef& {
     proto::NodeDef& n = add_node(unique(name), "PlaceholderWithDefault", {input});
     (*n.mutable_attr())["dtype"].set_type(proto::DT_STRING);
     (*n.mutable_attr())["shape"].mutable_shape();
     return n;
   };
   proto::NodeDef& filename = placeholder_with_default(
-      "save/Const",
-      placeholder_with_default("save/filename", strings("save/filename/input", {"model"}, false))
-          .name());
-  std::vector<std::string> save_in = {filename.name(),
-                                      strings("save/SaveV2/tensor_names", names, true),
+      "save/Const", placeholder_with_default("save/filename", strings("save/filename/input", {"model"}, false)).name());
+  std::vector<std::string> save_in = {filename.name(), strings("save/SaveV2/tensor_names", names, true),
                                       strings("save/SaveV2/shape_and_slices", slices, true)};
   for (const auto& [name, node] : variables_) save_in.push_back(name);
   proto::NodeDef& save = add_node(unique("save/SaveV2"), "SaveV2", save_in);
-  proto::NodeDef& dep =
-      add_node(unique("save/control_dependency"), "Identity", {filename.name(), "^" + save.name()});
+  proto::NodeDef& dep = add_node(unique("save/control_dependency"), "Identity", {filename.name(), "^" + save.name()});
   (*dep.mutable_attr())["T"].set_type(proto::DT_STRING);
   (*dep.mutable_attr())["_class"].mutable_list()->add_s("loc:@" + filename.name());
-  proto::NodeDef& restore =
-      add_node(unique("save/RestoreV2"), "RestoreV2",
-               {filename.name(), strings("save/RestoreV2/tensor_names", names, true),
-                strings("save/RestoreV2/shape_and_slices", slices, true)});
+  proto::NodeDef& restore = add_node(unique("save/RestoreV2"), "RestoreV2",
+                                     {filename.name(), strings("save/RestoreV2/tensor_names", names, true),
+                                      strings("save/RestoreV2/shape_and_slices", slices, true)});
   std::vector<std::string> assigns;
   for (size_t k = 0; k < variables_.size(); ++k) {
     const auto& [name, node] = variables_[k];
     const DType dtype = node->attrs.get_dtype("dtype");
-    (*save.mutable_attr())["dtypes"].mutable_list()->add_type(
-        static_cast<proto::DataType>(dtype_to_tf(dtype)));
-    (*restore.mutable_attr())["dtypes"].mutable_list()->add_type(
-        static_cast<proto::DataType>(dtype_to_tf(dtype)));
+    (*save.mutable_attr())["dtypes"].mutable_list()->add_type(static_cast<proto::DataType>(dtype_to_tf(dtype)));
+    (*restore.mutable_attr())["dtypes"].mutable_list()->add_type(static_cast<proto::DataType>(dtype_to_tf(dtype)));
     std::string value = restore.name(), assign = "save/Assign";
     if (k > 0) {
       value += ':';
@@ -271,11 +255,9 @@ void Exporter::saver(proto::MetaGraphDef& mg) {
     vd.set_snapshot_name(name + "/read:0");
     const bool trainable = node->attrs.get_bool("trainable");
     vd.set_trainable(trainable);
-    (*mg.mutable_collection_def())["variables"].mutable_bytes_list()->add_value(
-        vd.SerializeAsString());
+    (*mg.mutable_collection_def())["variables"].mutable_bytes_list()->add_value(vd.SerializeAsString());
     if (trainable)
-      (*mg.mutable_collection_def())["trainable_variables"].mutable_bytes_list()->add_value(
-          vd.SerializeAsString());
+      (*mg.mutable_collection_def())["trainable_variables"].mutable_bytes_list()->add_value(vd.SerializeAsString());
   }
 }
 
@@ -312,8 +294,7 @@ proto::SavedModel Exporter::run() {
         unsupported.push_back(e.message());
       }
     } else {
-      unsupported.push_back("hub node '" + n.name + "' (" + n.op + "): op " + n.op +
-                            " has no TensorFlow equivalent");
+      unsupported.push_back("hub node '" + n.name + "' (" + n.op + "): op " + n.op + " has no TensorFlow equivalent");
     }
   }
   // Every hub tensor a needed node or a signature reads must have a TensorFlow tensor.
@@ -321,12 +302,10 @@ proto::SavedModel Exporter::run() {
     if (tensors_.count(o)) return;
     const Node& n = g_.node(o);
     bool reported = false;
-    for (const std::string& u : unsupported)
-      reported = reported || u.find("'" + n.name + "'") != std::string::npos;
+    for (const std::string& u : unsupported) reported = reported || u.find("'" + n.name + "'") != std::string::npos;
     if (!reported)
-      unsupported.push_back("hub node '" + n.name + "' (" + n.op + "): output " +
-                            std::to_string(o.index) + ", read by " + reader +
-                            ", has no TensorFlow equivalent");
+      unsupported.push_back("hub node '" + n.name + "' (" + n.op + "): output " + std::to_string(o.index) +
+                            ", read by " + reader + ", has no TensorFlow equivalent");
   };
   for (int id : ids)
     for (Output in : g_.node(id).inputs) check(in, "'" + g_.node(id).name + "'");
@@ -352,12 +331,11 @@ proto::SavedModel Exporter::run() {
     };
     fill(si.inputs, sd.mutable_inputs());
     fill(si.outputs, sd.mutable_outputs());
-    (*mg.mutable_signature_def())[name == kDefaultSignature && !has_serving ? "serving_default"
-                                                                            : name] = sd;
+    (*mg.mutable_signature_def())[name == kDefaultSignature && !has_serving ? "serving_default" : name] = sd;
   }
   if (!unsupported.empty()) {
-    std::string msg = "cannot export tag set " + tag_set_string(options_.tags) + " of " +
-                      spec_.source() + " to TensorFlow:";
+    std::string msg =
+        "cannot export tag set " + tag_set_string(options_.tags) + " of " + spec_.source() + " to TensorFlow:";
     for (const std::string& u : unsupported) msg += "\n  " + u;
     throw_error(Code::kUnimplemented, msg);
   }
@@ -367,26 +345,21 @@ proto::SavedModel Exporter::run() {
 
 }  // namespace
 
-void export_saved_model(const ModuleSpec& spec, const std::string& dir,
-                        const SavedModelExportOptions& options) {
+void export_saved_model(const ModuleSpec& spec, const std::string& dir, const SavedModelExportOptions& options) {
   if (!spec.has_tag_set(options.tags))
-    throw_error(Code::kNotFound,
-                "module " + spec.source() + " has no tag set " + tag_set_string(options.tags));
+    throw_error(Code::kNotFound, "module " + spec.source() + " has no tag set " + tag_set_string(options.tags));
   Exporter e(spec, options);
   const proto::SavedModel sm = e.run();
   StagingDir staging(dir, options.existing);
   const fs::path tmp(staging.path());
   try {
     std::string bytes;
-    if (!sm.SerializeToString(&bytes))
-      throw_error(Code::kInternal, "cannot serialize the SavedModel");
+    if (!sm.SerializeToString(&bytes)) throw_error(Code::kInternal, "cannot serialize the SavedModel");
     write_file_atomic((tmp / "saved_model.pb").string(), bytes);
     fs::create_directory(tmp / "variables");
-    if (!e.variables().empty())
-      write_bundle((tmp / "variables" / "variables").string(), e.variables());
+    if (!e.variables().empty()) write_bundle((tmp / "variables" / "variables").string(), e.variables());
     fs::create_directory(tmp / "assets");
-    if (!spec.assets_dir().empty())
-      fs::copy(spec.assets_dir(), tmp / "assets", fs::copy_options::recursive);
+    if (!spec.assets_dir().empty()) fs::copy(spec.assets_dir(), tmp / "assets", fs::copy_options::recursive);
     for (const auto& [name, contents] : spec.asset_files())
       write_file_atomic((tmp / "assets" / name).string(), contents);
   } catch (const fs::filesystem_error& err) {

@@ -44,7 +44,6 @@ struct SavedModelExportOptions {
   ExistingTarget existing = ExistingTarget::kRefuse;      // what may be replaced at DIR
 };
 
-void export_saved_model(const ModuleSpec& spec, const std::string& dir,
-                        const SavedModelExportOptions& options = {});
+void export_saved_model(const ModuleSpec& spec, const std::string& dir, const SavedModelExportOptions& options = {});
 
 }  // namespace hub::tf

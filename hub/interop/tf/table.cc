@@ -178,8 +178,8 @@ class BlockReader {
     for (uint32_t i = 0; i < num_restarts_; ++i) {
       uint32_t r = restart(i);
       if ((i > 0 && r <= previous) || (r >= limit_ && !(r == 0 && limit_ == 0)))
-        fail_("restart point " + std::to_string(i) + " at " + std::to_string(r) + " is out of order or past the entries (" +
-              std::to_string(limit_) + " bytes)");
+        fail_("restart point " + std::to_string(i) + " at " + std::to_string(r) +
+              " is out of order or past the entries (" + std::to_string(limit_) + " bytes)");
       previous = r;
     }
   }
@@ -215,8 +215,10 @@ class BlockReader {
       uint32_t mid = (left + right + 1) / 2;
       key.clear();
       decode(restart(mid), true, &key, &value);
-      if (key < target) left = mid;
-      else right = mid - 1;
+      if (key < target)
+        left = mid;
+      else
+        right = mid - 1;
     }
     key.clear();
     for (size_t p = restart(left); p < limit_;) {
@@ -304,8 +306,8 @@ TableBuilder::~TableBuilder() = default;
 void TableBuilder::add(std::string_view key, std::string_view value) {
   Impl& m = *impl_;
   if (m.entries > 0 && key <= std::string_view(m.last_key))
-    throw_error(Code::kInvalidArgument, "table keys must strictly increase: " + printable(key) + " after " +
-                                            printable(m.last_key));
+    throw_error(Code::kInvalidArgument,
+                "table keys must strictly increase: " + printable(key) + " after " + printable(m.last_key));
   if (m.pending_index) {
     std::string separator = m.last_key;
     shortest_separator(&separator, key);
@@ -347,7 +349,8 @@ void Table::corrupt(const std::string& what) const {
 
 std::string_view Table::block(const Handle& h, const char* what) const {
   const uint64_t data_end = bytes_.size() - kFooterSize;
-  std::string where = std::string(what) + " at offset " + std::to_string(h.offset) + " (size " + std::to_string(h.size) + ")";
+  std::string where =
+      std::string(what) + " at offset " + std::to_string(h.offset) + " (size " + std::to_string(h.size) + ")";
   if (h.size > data_end || kTrailerSize > data_end - h.size || h.offset > data_end - h.size - kTrailerSize)
     corrupt(where + " runs past the end of the blocks (" + std::to_string(data_end) + " bytes; truncated?)");
   std::string_view contents(bytes_.data() + h.offset, h.size);
@@ -379,28 +382,32 @@ Table::Table(std::string bytes, std::string source) : bytes_(std::move(bytes)), 
   }
   const char* p = footer;
   Handle meta, index;
-  if (!get_varint(&p, footer + kHandlesSize, 64, &meta.offset) || !get_varint(&p, footer + kHandlesSize, 64, &meta.size) ||
-      !get_varint(&p, footer + kHandlesSize, 64, &index.offset) || !get_varint(&p, footer + kHandlesSize, 64, &index.size))
+  if (!get_varint(&p, footer + kHandlesSize, 64, &meta.offset) ||
+      !get_varint(&p, footer + kHandlesSize, 64, &meta.size) ||
+      !get_varint(&p, footer + kHandlesSize, 64, &index.offset) ||
+      !get_varint(&p, footer + kHandlesSize, 64, &index.size))
     corrupt("footer handles do not decode");
   auto fail = [this](const std::string& what) { corrupt(what); };
   // The meta-index holds only optional filters; its checksum and encoding are
   // still verified.
-  BlockReader(block(meta, "meta-index block"), [&](const std::string& w) { fail("meta-index block: " + w); })
-      .for_each([](std::string_view, std::string_view) {});
-  BlockReader(block(index, "index block"), [&](const std::string& w) { fail("index block: " + w); })
-      .for_each([&](std::string_view key, std::string_view value) {
-        IndexEntry e;
-        e.key.assign(key);
-        const char* q = value.data();
-        const char* end = value.data() + value.size();
-        if (!get_varint(&q, end, 64, &e.block.offset) || !get_varint(&q, end, 64, &e.block.size) || q != end)
-          corrupt("index entry " + printable(key) + " holds no block handle");
-        if (e.block.size > meta.offset || e.block.offset > meta.offset - e.block.size ||
-            meta.offset - e.block.size - e.block.offset < kTrailerSize)
-          corrupt("index entry " + printable(key) + " points at offset " + std::to_string(e.block.offset) + " (size " +
-                  std::to_string(e.block.size) + "), past the data blocks (" + std::to_string(meta.offset) + " bytes)");
-        index_.push_back(std::move(e));
-      });
+  BlockReader(block(meta, "meta-index block"), [&](const std::string& w) {
+    fail("meta-index block: " + w);
+  }).for_each([](std::string_view, std::string_view) {});
+  BlockReader(block(index, "index block"), [&](const std::string& w) {
+    fail("index block: " + w);
+  }).for_each([&](std::string_view key, std::string_view value) {
+    IndexEntry e;
+    e.key.assign(key);
+    const char* q = value.data();
+    const char* end = value.data() + value.size();
+    if (!get_varint(&q, end, 64, &e.block.offset) || !get_varint(&q, end, 64, &e.block.size) || q != end)
+      corrupt("index entry " + printable(key) + " holds no block handle");
+    if (e.block.size > meta.offset || e.block.offset > meta.offset - e.block.size ||
+        meta.offset - e.block.size - e.block.offset < kTrailerSize)
+      corrupt("index entry " + printable(key) + " points at offset " + std::to_string(e.block.offset) + " (size " +
+              std::to_string(e.block.size) + "), past the data blocks (" + std::to_string(meta.offset) + " bytes)");
+    index_.push_back(std::move(e));
+  });
 }
 
 std::optional<std::string> Table::get(std::string_view key) const {
@@ -408,8 +415,8 @@ std::optional<std::string> Table::get(std::string_view key) const {
                              [](const IndexEntry& e, std::string_view k) { return e.key < k; });
   if (it == index_.end()) return std::nullopt;
   std::string where = "data block at offset " + std::to_string(it->block.offset);
-  auto found = BlockReader(block(it->block, "data block"), [&](const std::string& w) { corrupt(where + ": " + w); })
-                   .find(key);
+  auto found =
+      BlockReader(block(it->block, "data block"), [&](const std::string& w) { corrupt(where + ": " + w); }).find(key);
   if (!found) return std::nullopt;
   return std::string(*found);
 }
@@ -419,16 +426,17 @@ void Table::for_each(const std::function<void(std::string_view, std::string_view
   bool first = true;
   for (const IndexEntry& e : index_) {
     std::string where = "data block at offset " + std::to_string(e.block.offset);
-    BlockReader(block(e.block, "data block"), [&](const std::string& w) { corrupt(where + ": " + w); })
-        .for_each([&](std::string_view key, std::string_view value) {
-          if (!first && key <= std::string_view(last))
-            corrupt(where + ": key " + printable(key) + " does not follow " + printable(last));
-          if (key > std::string_view(e.key))
-            corrupt(where + ": key " + printable(key) + " is past its index entry " + printable(e.key));
-          last.assign(key);
-          first = false;
-          fn(key, value);
-        });
+    BlockReader(block(e.block, "data block"), [&](const std::string& w) {
+      corrupt(where + ": " + w);
+    }).for_each([&](std::string_view key, std::string_view value) {
+      if (!first && key <= std::string_view(last))
+        corrupt(where + ": key " + printable(key) + " does not follow " + printable(last));
+      if (key > std::string_view(e.key))
+        corrupt(where + ": key " + printable(key) + " is past its index entry " + printable(e.key));
+      last.assign(key);
+      first = false;
+      fn(key, value);
+    });
   }
 }
 

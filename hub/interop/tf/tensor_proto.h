@@ -30,8 +30,7 @@ void shape_to_proto(const Shape& shape, proto::TensorShapeProto* out);
 Tensor tensor_from_proto(const proto::TensorProto& proto, const std::string& what);
 // The strings of a DT_STRING TensorProto (string_val, the last repeated to
 // fill the shape). Throws InvalidArgument naming `what` for another dtype.
-std::vector<std::string> strings_from_proto(const proto::TensorProto& proto,
-                                            const std::string& what);
+std::vector<std::string> strings_from_proto(const proto::TensorProto& proto, const std::string& what);
 // tensor_content form (every dtype hub has maps to one TensorFlow has).
 void tensor_to_proto(const Tensor& tensor, proto::TensorProto* out);
 

@@ -12,24 +12,29 @@ using CMap = Eigen::Map<const Arr>;
 using OMap = Eigen::Map<Arr>;
 constexpr int64_t kGrain = 16384;
 
-template <class F> void unary(KernelContext& c, F f) {
+template <class F>
+void unary(KernelContext& c, F f) {
   const float* px = c.input(0).data<float>();
   float* po = c.output(0).data<float>();
   parallel_for(c.input(0).num_elements(), kGrain,
                [&](int64_t b, int64_t e) { OMap(po + b, e - b) = f(CMap(px + b, e - b)); });
 }
-template <class F> void binary(KernelContext& c, F f) {
+template <class F>
+void binary(KernelContext& c, F f) {
   const float* pa = c.input(0).data<float>();
   const float* pb = c.input(1).data<float>();
   float* po = c.output(0).data<float>();
-  parallel_for(c.input(0).num_elements(), kGrain, [&](int64_t b, int64_t e) {
-    OMap(po + b, e - b) = f(CMap(pa + b, e - b), CMap(pb + b, e - b));
-  });
+  parallel_for(c.input(0).num_elements(), kGrain,
+               [&](int64_t b, int64_t e) { OMap(po + b, e - b) = f(CMap(pa + b, e - b), CMap(pb + b, e - b)); });
 }
 float attr(const KernelContext& c, const char* name) { return static_cast<float>(c.attrs().get_float(name)); }
 
-void relu_kernel(KernelContext& c) { unary(c, [](const auto& x) { return x.max(0.0f); }); }
-void relu6_kernel(KernelContext& c) { unary(c, [](const auto& x) { return x.max(0.0f).min(6.0f); }); }
+void relu_kernel(KernelContext& c) {
+  unary(c, [](const auto& x) { return x.max(0.0f); });
+}
+void relu6_kernel(KernelContext& c) {
+  unary(c, [](const auto& x) { return x.max(0.0f).min(6.0f); });
+}
 void leaky_relu_kernel(KernelContext& c) {
   float alpha = attr(c, "alpha");
   unary(c, [alpha](const auto& x) { return (x > 0.0f).select(x, x * alpha); });
@@ -53,7 +58,9 @@ void sigmoid_kernel(KernelContext& c) {
   // 1/(1+e^-x) overflows e^-x to inf for x < -88, giving the right limit 0.
   unary(c, [](const auto& x) { return ((-x).exp() + 1.0f).inverse(); });
 }
-void tanh_kernel(KernelContext& c) { unary(c, [](const auto& x) { return x.tanh(); }); }
+void tanh_kernel(KernelContext& c) {
+  unary(c, [](const auto& x) { return x.tanh(); });
+}
 
 void relu_grad_kernel(KernelContext& c) {
   binary(c, [](const auto& g, const auto& x) { return (x > 0.0f).select(g, 0.0f); });
@@ -103,9 +110,8 @@ void prelu_grad_kernel(KernelContext& c) {
   const Tensor& x = c.input(1);
   const Tensor& slope = c.input(2);
   Tensor& dx = c.output(0);
-  broadcast_apply<float, float>(x, slope, dx, [](const auto& xv, const auto& s) {
-    return (xv > 0.0f).select(Arr::Ones(xv.size()), s);
-  });
+  broadcast_apply<float, float>(
+      x, slope, dx, [](const auto& xv, const auto& s) { return (xv > 0.0f).select(Arr::Ones(xv.size()), s); });
   Tensor dslope_full = c.temp(DType::kFloat32, x.shape());
   int64_t n = x.num_elements();
   parallel_for(n, kGrain, [&](int64_t b, int64_t e) {

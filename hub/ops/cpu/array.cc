@@ -3,12 +3,13 @@
 // rows); Transpose merges dims that stay adjacent, then copies contiguous rows
 // or does tiled 2-D transposes, in parallel. All are
 // dtype-agnostic: they move elements of dtype_size bytes.
+#include "hub/ops/array.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 
 #include "hub/core/parallel.h"
-#include "hub/ops/array.h"
 #include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/node.h"
 #include "hub/ops/registry.h"
@@ -91,16 +92,21 @@ void alias_kernel(KernelContext& c) { c.set_output(0, c.input(0).reshaped(c.outp
 
 enum class Mode { kConstant, kReflect, kSymmetric, kEdge };
 Mode pad_mode(const std::string& m) {
-  return m == "REFLECT" ? Mode::kReflect : m == "SYMMETRIC" ? Mode::kSymmetric : m == "EDGE" ? Mode::kEdge
-                                                                                             : Mode::kConstant;
+  return m == "REFLECT"     ? Mode::kReflect
+         : m == "SYMMETRIC" ? Mode::kSymmetric
+         : m == "EDGE"      ? Mode::kEdge
+                            : Mode::kConstant;
 }
 
 // The index inside x's dim of size n that border index i (< 0 or >= n) copies.
 int64_t mirror(Mode mode, int64_t i, int64_t n) {
   switch (mode) {
-    case Mode::kReflect: return i < 0 ? -i : 2 * (n - 1) - i;
-    case Mode::kSymmetric: return i < 0 ? -i - 1 : 2 * n - 1 - i;
-    default: return i < 0 ? 0 : n - 1;
+    case Mode::kReflect:
+      return i < 0 ? -i : 2 * (n - 1) - i;
+    case Mode::kSymmetric:
+      return i < 0 ? -i - 1 : 2 * n - 1 - i;
+    default:
+      return i < 0 ? 0 : n - 1;
   }
 }
 
@@ -142,9 +148,8 @@ void pad_kernel(KernelContext& c) {
   copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), zero, py, yd, at, x.shape().dims(), elem_size(x));
   if (mode == Mode::kConstant || x.num_elements() == 0) return;
   for_each_border(x.shape(), p, mode, false,
-                  [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
-                    copy_box(py, yd, from, py, yd, to, ext, elem_size(x));
-                  });
+                  [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from,
+                      const std::vector<int64_t>& ext) { copy_box(py, yd, from, py, yd, to, ext, elem_size(x)); });
 }
 
 // g (padded shape) folded: border gradients added onto their sources, in the
@@ -159,14 +164,15 @@ void pad_grad_kernel(KernelContext& c) {
   char* pa = static_cast<char*>(acc.raw_data());
   const std::vector<int64_t>& gd = g.shape().dims();
   if (dx.num_elements() > 0)
-    for_each_border(dx.shape(), p, mode, true,
-                    [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
-                      box_rows(pa, gd, to, pa, gd, from, ext, sizeof(float), [](char* d, const char* s, size_t n) {
-                        size_t k = n / sizeof(float);
-                        Eigen::Map<Eigen::ArrayXf>(reinterpret_cast<float*>(d), k) +=
-                            Eigen::Map<const Eigen::ArrayXf>(reinterpret_cast<const float*>(s), k);
-                      });
-                    });
+    for_each_border(
+        dx.shape(), p, mode, true,
+        [&](const std::vector<int64_t>& to, const std::vector<int64_t>& from, const std::vector<int64_t>& ext) {
+          box_rows(pa, gd, to, pa, gd, from, ext, sizeof(float), [](char* d, const char* s, size_t n) {
+            size_t k = n / sizeof(float);
+            Eigen::Map<Eigen::ArrayXf>(reinterpret_cast<float*>(d), k) +=
+                Eigen::Map<const Eigen::ArrayXf>(reinterpret_cast<const float*>(s), k);
+          });
+        });
   std::vector<int64_t> at(dx.rank()), zero(dx.rank(), 0);
   for (int i = 0; i < dx.rank(); ++i) at[i] = p[2 * i];
   copy_box(pa, gd, at, static_cast<char*>(dx.raw_data()), dx.shape().dims(), zero, dx.shape().dims(), sizeof(float));
@@ -283,14 +289,15 @@ void transpose_kernel(KernelContext& c) {
   // Groups of consecutive output positions whose input dims are consecutive.
   std::vector<std::vector<int64_t>> groups;  // each: input dims in order
   for (size_t i = 0; i < perm1.size(); ++i) {
-    if (i > 0 && perm1[i] == perm1[i - 1] + 1) groups.back().push_back(perm1[i]);
-    else groups.push_back({perm1[i]});
+    if (i > 0 && perm1[i] == perm1[i - 1] + 1)
+      groups.back().push_back(perm1[i]);
+    else
+      groups.push_back({perm1[i]});
   }
   // Order groups by their first input dim to get the merged input dims.
   std::vector<size_t> by_input(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) by_input[g] = g;
-  std::sort(by_input.begin(), by_input.end(),
-            [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  std::sort(by_input.begin(), by_input.end(), [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
   std::vector<int64_t> merged_dims(groups.size()), merged_perm(groups.size()), group_pos(groups.size());
   for (size_t k = 0; k < by_input.size(); ++k) {
     int64_t d = 1;
@@ -362,14 +369,16 @@ std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, 
   auto read = [&](const auto* p) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
   };
-  if (idx.dtype() == DType::kInt32) read(idx.data<int32_t>());
-  else read(idx.data<int64_t>());
+  if (idx.dtype() == DType::kInt32)
+    read(idx.data<int32_t>());
+  else
+    read(idx.data<int64_t>());
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] < -v.axis || out[i] >= v.axis)
       throw_error(Code::kInvalidArgument,
                   "node '" + c.node().name + "' (" + c.node().op + "): index " + std::to_string(out[i]) +
-                      " at flat position " + std::to_string(i) + " of indices " + idx.spec_string() +
-                      " is outside [" + std::to_string(-v.axis) + ", " + std::to_string(v.axis) + ") for axis " +
+                      " at flat position " + std::to_string(i) + " of indices " + idx.spec_string() + " is outside [" +
+                      std::to_string(-v.axis) + ", " + std::to_string(v.axis) + ") for axis " +
                       std::to_string(c.attrs().get_int("axis")) + " of params " + params.to_string());
     if (out[i] < 0) out[i] += v.axis;
   }
@@ -436,8 +445,10 @@ template <class T, bool kToX>
 void strided_walk(T* x, T* dense, const Shape& xs, const ops::StridedSliceSpec& spec) {
   const int r = xs.rank();
   if (r == 0) {
-    if constexpr (kToX) *x = *dense;
-    else *dense = *x;
+    if constexpr (kToX)
+      *x = *dense;
+    else
+      *dense = *x;
     return;
   }
   std::vector<int64_t> xstride(r, 1);
@@ -456,26 +467,35 @@ void strided_walk(T* x, T* dense, const Shape& xs, const ops::StridedSliceSpec& 
       T* xr = x + off;
       T* dr = dense + row * inner;
       if (step == 1) {
-        if constexpr (kToX) std::memcpy(xr, dr, inner * sizeof(T));
-        else std::memcpy(dr, xr, inner * sizeof(T));
+        if constexpr (kToX)
+          std::memcpy(xr, dr, inner * sizeof(T));
+        else
+          std::memcpy(dr, xr, inner * sizeof(T));
       } else {
         for (int64_t i = 0; i < inner; ++i) {
-          if constexpr (kToX) xr[i * step] = dr[i];
-          else dr[i] = xr[i * step];
+          if constexpr (kToX)
+            xr[i * step] = dr[i];
+          else
+            dr[i] = xr[i * step];
         }
       }
     }
   });
 }
 
-template <bool kToX> void strided_walk_bytes(void* x, void* dense, size_t elem, const Shape& xs,
-                                             const ops::StridedSliceSpec& spec) {
+template <bool kToX>
+void strided_walk_bytes(void* x, void* dense, size_t elem, const Shape& xs, const ops::StridedSliceSpec& spec) {
   switch (elem) {
-    case 1: return strided_walk<uint8_t, kToX>(static_cast<uint8_t*>(x), static_cast<uint8_t*>(dense), xs, spec);
-    case 2: return strided_walk<uint16_t, kToX>(static_cast<uint16_t*>(x), static_cast<uint16_t*>(dense), xs, spec);
-    case 4: return strided_walk<uint32_t, kToX>(static_cast<uint32_t*>(x), static_cast<uint32_t*>(dense), xs, spec);
-    case 8: return strided_walk<uint64_t, kToX>(static_cast<uint64_t*>(x), static_cast<uint64_t*>(dense), xs, spec);
-    default: throw_error(Code::kUnimplemented, "StridedSlice of " + std::to_string(elem) + "-byte elements");
+    case 1:
+      return strided_walk<uint8_t, kToX>(static_cast<uint8_t*>(x), static_cast<uint8_t*>(dense), xs, spec);
+    case 2:
+      return strided_walk<uint16_t, kToX>(static_cast<uint16_t*>(x), static_cast<uint16_t*>(dense), xs, spec);
+    case 4:
+      return strided_walk<uint32_t, kToX>(static_cast<uint32_t*>(x), static_cast<uint32_t*>(dense), xs, spec);
+    case 8:
+      return strided_walk<uint64_t, kToX>(static_cast<uint64_t*>(x), static_cast<uint64_t*>(dense), xs, spec);
+    default:
+      throw_error(Code::kUnimplemented, "StridedSlice of " + std::to_string(elem) + "-byte elements");
   }
 }
 

@@ -2,7 +2,6 @@
 // taken over row chunks in parallel (float within a chunk, double across
 // chunks), and the element-wise passes run over row chunks in parallel.
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -24,7 +23,8 @@ constexpr int64_t kRowGrain = 256;
 // Per-channel sums over the M rows: add_row(r, acc) adds row r's term to
 // acc [1, C]. Rows are split into chunks summed in parallel (float within a
 // chunk, double across chunks), without materializing the terms.
-template <class AddRow> RowVec column_sums(int64_t M, int64_t C, AddRow add_row) {
+template <class AddRow>
+RowVec column_sums(int64_t M, int64_t C, AddRow add_row) {
   int64_t chunks = std::clamp<int64_t>(M / kRowGrain, 1, 4 * num_threads());
   std::vector<Eigen::Array<double, 1, Eigen::Dynamic>> partial(chunks);
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
@@ -40,9 +40,9 @@ template <class AddRow> RowVec column_sums(int64_t M, int64_t C, AddRow add_row)
   return total.cast<float>();
 }
 
-template <class F> void for_rows(int64_t M, int64_t C, F fn) {
-  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)),
-               [&](int64_t b, int64_t e) { fn(b, e - b); });
+template <class F>
+void for_rows(int64_t M, int64_t C, F fn) {
+  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)), [&](int64_t b, int64_t e) { fn(b, e - b); });
 }
 
 struct View {
@@ -66,8 +66,7 @@ void fused_batch_norm_kernel(KernelContext& c) {
   if (training) {
     float inv_m = M > 0 ? 1.0f / static_cast<float>(M) : 0.0f;
     mean = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(px + r * C, C); }) * inv_m;
-    var = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += (CRowMap(px + r * C, C) - mean).square(); }) *
-          inv_m;
+    var = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += (CRowMap(px + r * C, C) - mean).square(); }) * inv_m;
     Eigen::Map<RowVec>(c.output(1).data<float>(), C) = mean;
     Eigen::Map<RowVec>(c.output(2).data<float>(), C) = var;
     float bessel = static_cast<float>(M) / static_cast<float>(std::max<int64_t>(M - 1, 1));
@@ -100,9 +99,10 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
   RowVec rstd = (CRowMap(c.input(4).data<float>(), C) + eps).rsqrt();
   RowVec doffset = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(pdy + r * C, C); });
   // dscale = sum dy * (x - mean) * rstd
-  RowVec dscale = column_sums(M, C, [&](int64_t r, RowVec& acc) {
-                    acc += CRowMap(pdy + r * C, C) * (CRowMap(px + r * C, C) - mean);
-                  }) * rstd;
+  RowVec dscale =
+      column_sums(M, C,
+                  [&](int64_t r, RowVec& acc) { acc += CRowMap(pdy + r * C, C) * (CRowMap(px + r * C, C) - mean); }) *
+      rstd;
   Eigen::Map<RowVec>(c.output(1).data<float>(), C) = dscale;
   Eigen::Map<RowVec>(c.output(2).data<float>(), C) = doffset;
   float* pdx = c.output(0).data<float>();
@@ -113,14 +113,14 @@ void fused_batch_norm_grad_kernel(KernelContext& c) {
     RowVec xs = rstd * dscale * inv_m;  // coefficient of (x - mean)
     RowVec shift = doffset * inv_m;
     for_rows(M, C, [&](int64_t r0, int64_t n) {
-      RowsMap(pdx + r0 * C, n, C) =
-          ((CRowsMap(pdy + r0 * C, n, C).rowwise() - shift) -
-           (CRowsMap(px + r0 * C, n, C).rowwise() - mean).rowwise() * xs).rowwise() * k;
+      RowsMap(pdx + r0 * C, n, C) = ((CRowsMap(pdy + r0 * C, n, C).rowwise() - shift) -
+                                     (CRowsMap(px + r0 * C, n, C).rowwise() - mean).rowwise() * xs)
+                                        .rowwise() *
+                                    k;
     });
   } else {
-    for_rows(M, C, [&](int64_t r0, int64_t n) {
-      RowsMap(pdx + r0 * C, n, C) = CRowsMap(pdy + r0 * C, n, C).rowwise() * k;
-    });
+    for_rows(M, C,
+             [&](int64_t r0, int64_t n) { RowsMap(pdx + r0 * C, n, C) = CRowsMap(pdy + r0 * C, n, C).rowwise() * k; });
   }
 }
 

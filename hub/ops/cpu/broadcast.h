@@ -19,9 +19,9 @@ namespace hub::cpu {
 
 struct BroadcastPlan {
   int64_t outer = 1, inner = 1;
-  bool a_inner = true, b_inner = true;       // operand varies along the row
-  std::vector<int64_t> out_dims;             // merged outer dims
-  std::vector<int64_t> a_strides, b_strides; // per merged outer dim, in elements
+  bool a_inner = true, b_inner = true;        // operand varies along the row
+  std::vector<int64_t> out_dims;              // merged outer dims
+  std::vector<int64_t> a_strides, b_strides;  // per merged outer dim, in elements
   // Element offsets of row r in a and b.
   void offsets(int64_t row, int64_t* a_off, int64_t* b_off) const;
 };
@@ -45,10 +45,14 @@ void broadcast_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
       int64_t ao, bo;
       p.offsets(r, &ao, &bo);
       OMap o(po + r * p.inner, p.inner);
-      if (p.a_inner && p.b_inner) o = f(CMap(pa + ao, p.inner), CMap(pb + bo, p.inner));
-      else if (p.a_inner) o = f(CMap(pa + ao, p.inner), Arr::Constant(p.inner, pb[bo]));
-      else if (p.b_inner) o = f(Arr::Constant(p.inner, pa[ao]), CMap(pb + bo, p.inner));
-      else o = f(Arr::Constant(p.inner, pa[ao]), Arr::Constant(p.inner, pb[bo]));
+      if (p.a_inner && p.b_inner)
+        o = f(CMap(pa + ao, p.inner), CMap(pb + bo, p.inner));
+      else if (p.a_inner)
+        o = f(CMap(pa + ao, p.inner), Arr::Constant(p.inner, pb[bo]));
+      else if (p.b_inner)
+        o = f(Arr::Constant(p.inner, pa[ao]), CMap(pb + bo, p.inner));
+      else
+        o = f(Arr::Constant(p.inner, pa[ao]), Arr::Constant(p.inner, pb[bo]));
     }
   });
 }
@@ -56,7 +60,8 @@ void broadcast_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
 // out = x summed over the dims along which out's shape broadcasts to x's
 // (right-aligned; out's size-1 or absent dims). Rows accumulate in order, so
 // the result does not depend on the thread count.
-template <class T> void sum_to_shape(const Tensor& x, Tensor& out) {
+template <class T>
+void sum_to_shape(const Tensor& x, Tensor& out) {
   using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
   T* po = out.data<T>();
   std::fill(po, po + out.num_elements(), T(0));
@@ -66,8 +71,10 @@ template <class T> void sum_to_shape(const Tensor& x, Tensor& out) {
     int64_t xo, to;
     p.offsets(r, &xo, &to);
     Eigen::Map<const Arr> row(px + xo, p.inner);
-    if (p.b_inner) Eigen::Map<Arr>(po + to, p.inner) += row;
-    else po[to] += row.sum();
+    if (p.b_inner)
+      Eigen::Map<Arr>(po + to, p.inner) += row;
+    else
+      po[to] += row.sum();
   }
 }
 
@@ -76,12 +83,20 @@ template <class T> void sum_to_shape(const Tensor& x, Tensor& out) {
 void broadcast_copy(const Tensor& x, Tensor& out);
 
 // Dispatches T over float32, int32 and int64.
-template <class F> void dispatch_arith(DType d, F&& f) {
+template <class F>
+void dispatch_arith(DType d, F&& f) {
   switch (d) {
-    case DType::kFloat32: f(float{}); return;
-    case DType::kInt32: f(int32_t{}); return;
-    case DType::kInt64: f(int64_t{}); return;
-    default: throw_error(Code::kInvalidArgument, "arithmetic on " + std::string(dtype_name(d)));
+    case DType::kFloat32:
+      f(float{});
+      return;
+    case DType::kInt32:
+      f(int32_t{});
+      return;
+    case DType::kInt64:
+      f(int64_t{});
+      return;
+    default:
+      throw_error(Code::kInvalidArgument, "arithmetic on " + std::string(dtype_name(d)));
   }
 }
 

@@ -38,9 +38,7 @@ using MapArr = Eigen::Map<RowArr>;
 using CMapArr = Eigen::Map<const RowArr>;
 
 // rows x cols row-major matrices whose rows are `stride` floats apart.
-MapMat mat(float* p, int64_t rows, int64_t cols, int64_t stride) {
-  return MapMat(p, rows, cols, Stride(stride));
-}
+MapMat mat(float* p, int64_t rows, int64_t cols, int64_t stride) { return MapMat(p, rows, cols, Stride(stride)); }
 CMapMat mat(const float* p, int64_t rows, int64_t cols, int64_t stride) {
   return CMapMat(p, rows, cols, Stride(stride));
 }
@@ -56,7 +54,8 @@ ConvGeometry geometry(const KernelContext& c, bool depthwise) {
 
 // Splits [0, n) into `chunks` near-equal parts and runs fn(chunk, begin, end)
 // for each, in parallel. A chunk index lets each part own a scratch slot.
-template <class F> void for_chunks(int64_t n, int64_t chunks, F fn) {
+template <class F>
+void for_chunks(int64_t n, int64_t chunks, F fn) {
   chunks = std::max<int64_t>(1, std::min(chunks, n));
   parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t ci = cb; ci < ce; ++ci) fn(ci, n * ci / chunks, n * (ci + 1) / chunks);
@@ -66,8 +65,8 @@ template <class F> void for_chunks(int64_t n, int64_t chunks, F fn) {
 int64_t chunk_count(int64_t work) { return std::max<int64_t>(1, std::min<int64_t>(num_threads(), work)); }
 
 bool is_pointwise(const ConvGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-         g.pad_bottom == 0 && g.pad_right == 0;
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 &&
+         g.pad_right == 0;
 }
 
 // Columns of one group's col matrix: KH*KW*C/G.
@@ -127,8 +126,7 @@ void im2col(const float* x, const ConvGeometry& g, int64_t r0, int64_t r1, int64
 }
 
 // Adjoint of im2col for the rows [r0, r1) and group at c0: dx += scatter(col).
-void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0,
-                float* dx) {
+void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1, int64_t c0, float* dx) {
   for_each_col_run(g, r0, r1, c0, [&](int64_t col_off, int64_t x_off, int64_t len) {
     if (x_off >= 0) MapVec(dx + x_off, len) += CMapVec(col + col_off, len);
   });
@@ -138,8 +136,7 @@ void col2im_add(const float* col, const ConvGeometry& g, int64_t r0, int64_t r1,
 
 // ---- Conv2D -----------------------------------------------------------------
 
-void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, const float* w,
-                    float* y) {
+void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, const float* w, float* y) {
   const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) return;
@@ -158,23 +155,20 @@ void conv2d_forward(KernelContext& c, const ConvGeometry& g, const float* x, con
         if (!pointwise) im2col(x, g, r0, r1, c0, col);
         // Pointwise: K = C/G and x's rows (stride C) are the col matrix.
         CMapMat src = mat(pointwise ? x + r0 * g.ow * g.c + c0 : col, m, K, pointwise ? g.c : K);
-        mat(y + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc).noalias() =
-            src * mat(w + gi * g.og, K, g.og, g.oc);
+        mat(y + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc).noalias() = src * mat(w + gi * g.og, K, g.og, g.oc);
       }
     }
   });
 }
 
-void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float* w, const float* dy,
-                           float* dx) {
+void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float* w, const float* dy, float* dx) {
   const int64_t K = group_k(g);
   if (is_pointwise(g)) {  // dx rows are independent: split them across threads
     const int64_t pixels = g.n * g.h * g.w;
     for_chunks(pixels, chunk_count(pixels), [&](int64_t, int64_t b, int64_t e) {
       for (int64_t gi = 0; gi < g.groups; ++gi)
         mat(dx + b * g.c + gi * g.cg, e - b, g.cg, g.c).noalias() =
-            mat(dy + b * g.oc + gi * g.og, e - b, g.og, g.oc) *
-            mat(w + gi * g.og, K, g.og, g.oc).transpose();
+            mat(dy + b * g.oc + gi * g.og, e - b, g.og, g.oc) * mat(w + gi * g.og, K, g.og, g.oc).transpose();
     });
     return;
   }
@@ -189,19 +183,17 @@ void conv2d_backprop_input(KernelContext& c, const ConvGeometry& g, const float*
     float* col = buffers + ci * slot;
     for (int64_t n = nb; n < ne; ++n)
       for (int64_t oh = 0; oh < g.oh; oh += block) {
-        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block),
-                      m = (r1 - r0) * g.ow;
+        const int64_t r0 = n * g.oh + oh, r1 = n * g.oh + std::min(g.oh, oh + block), m = (r1 - r0) * g.ow;
         for (int64_t gi = 0; gi < g.groups; ++gi) {
-          mat(col, m, K, K).noalias() = mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc) *
-                                        mat(w + gi * g.og, K, g.og, g.oc).transpose();
+          mat(col, m, K, K).noalias() =
+              mat(dy + r0 * g.ow * g.oc + gi * g.og, m, g.og, g.oc) * mat(w + gi * g.og, K, g.og, g.oc).transpose();
           col2im_add(col, g, r0, r1, gi * g.cg, dx);
         }
       }
   });
 }
 
-void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float* x,
-                            const float* dy, float* dw) {
+void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float* x, const float* dy, float* dw) {
   const int64_t K = group_k(g);
   const int64_t rows = g.n * g.oh;
   if (rows * g.ow == 0) {
@@ -238,8 +230,7 @@ void conv2d_backprop_filter(KernelContext& c, const ConvGeometry& g, const float
 namespace {
 
 void conv2d_kernel(KernelContext& c) {
-  conv2d_forward(c, geometry(c, false), c.input(0).data<float>(), c.input(1).data<float>(),
-                 c.output(0).data<float>());
+  conv2d_forward(c, geometry(c, false), c.input(0).data<float>(), c.input(1).data<float>(), c.output(0).data<float>());
 }
 
 void conv2d_backprop_input_kernel(KernelContext& c) {

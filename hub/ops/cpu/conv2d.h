@@ -14,13 +14,10 @@
 namespace hub::cpu {
 
 // y = conv(x, w)  (grouped when g.groups > 1)
-void conv2d_forward(KernelContext& c, const ops::ConvGeometry& g, const float* x, const float* w,
-                    float* y);
+void conv2d_forward(KernelContext& c, const ops::ConvGeometry& g, const float* x, const float* w, float* y);
 // dx = adjoint of conv(., w) applied to dy (every element of dx is written)
-void conv2d_backprop_input(KernelContext& c, const ops::ConvGeometry& g, const float* w,
-                           const float* dy, float* dx);
+void conv2d_backprop_input(KernelContext& c, const ops::ConvGeometry& g, const float* w, const float* dy, float* dx);
 // dw = d/dw <conv(x, w), dy> (every element of dw is written)
-void conv2d_backprop_filter(KernelContext& c, const ops::ConvGeometry& g, const float* x,
-                            const float* dy, float* dw);
+void conv2d_backprop_filter(KernelContext& c, const ops::ConvGeometry& g, const float* x, const float* dy, float* dw);
 
 }  // namespace hub::cpu

@@ -12,11 +12,9 @@ namespace {
 
 void conv_transpose_kernel(KernelContext& c) {
   ops::ConvGeometry g;
-  std::string error =
-      ops::conv_transpose_geometry(c.input(0).shape(), c.input(1).shape(), c.attrs(), &g);
+  std::string error = ops::conv_transpose_geometry(c.input(0).shape(), c.input(1).shape(), c.attrs(), &g);
   HUB_CHECK(error.empty(), error);
-  conv2d_backprop_input(c, g, c.input(1).data<float>(), c.input(0).data<float>(),
-                        c.output(0).data<float>());
+  conv2d_backprop_input(c, g, c.input(1).data<float>(), c.input(0).data<float>(), c.output(0).data<float>());
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "hub/ops/node.h"
 #include "hub/ops/cpu/broadcast.h"
+#include "hub/ops/node.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
@@ -74,28 +74,45 @@ void broadcast_copy(const Tensor& x, Tensor& out) {
     broadcast_apply<T, T>(as(x, d), as(x, d), o, [](const auto& a, const auto&) { return a; });
   };
   switch (dtype_size(x.dtype())) {
-    case 1: return run(uint8_t{}, DType::kUInt8);
-    case 4: return run(int32_t{}, DType::kInt32);
-    case 8: return run(int64_t{}, DType::kInt64);
-    default: throw_error(Code::kUnimplemented, "broadcast of " + x.spec_string());
+    case 1:
+      return run(uint8_t{}, DType::kUInt8);
+    case 4:
+      return run(int32_t{}, DType::kInt32);
+    case 8:
+      return run(int64_t{}, DType::kInt64);
+    default:
+      throw_error(Code::kUnimplemented, "broadcast of " + x.spec_string());
   }
 }
 
 namespace {
 
-template <class F> void binary_kernel(KernelContext& c, F f) {
+template <class F>
+void binary_kernel(KernelContext& c, F f) {
   dispatch_arith(c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     broadcast_apply<T, T>(c.input(0), c.input(1), c.output(0), f);
   });
 }
 
-void add_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a + b; }); }
-void sub_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a - b; }); }
-void mul_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a * b; }); }
-void div_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a / b; }); }
-void maximum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); }); }
-void minimum_kernel(KernelContext& c) { binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); }); }
+void add_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a + b; });
+}
+void sub_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a - b; });
+}
+void mul_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a * b; });
+}
+void div_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a / b; });
+}
+void maximum_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); });
+}
+void minimum_kernel(KernelContext& c) {
+  binary_kernel(c, [](const auto& a, const auto& b) { return a.min(b); });
+}
 
 // std::pow element by element (its special cases are the documented ones).
 struct PowFn {
@@ -125,15 +142,18 @@ void pow_grad_kernel(KernelContext& c) {
 }
 
 // (g*[a OP b], g*[!(a OP b)]) at g's shape; a and b broadcast to g.
-template <bool kMax> void select_grad_kernel(KernelContext& c) {
+template <bool kMax>
+void select_grad_kernel(KernelContext& c) {
   const Tensor& g = c.input(0);
   dispatch_arith(g.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // mask = [a >= b] (max) or [a <= b] (min), as T.
     Tensor mask = c.temp(g.dtype(), g.shape());
     broadcast_apply<T, T>(c.input(1), c.input(2), mask, [](const auto& a, const auto& b) {
-      if constexpr (kMax) return (a >= b).template cast<T>();
-      else return (a <= b).template cast<T>();
+      if constexpr (kMax)
+        return (a >= b).template cast<T>();
+      else
+        return (a <= b).template cast<T>();
     });
     int64_t n = g.num_elements();
     Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> gv(g.data<T>(), n), mv(mask.data<T>(), n);

@@ -4,13 +4,13 @@
 // post-ops are applied in place with Eigen, one row of O channels at a time.
 // Blocked inputs and outputs are converted with the _Relayout routines below
 // around that, so the arithmetic is exactly the unfused graph's.
-#include <Eigen/Core>
+#include "hub/ops/fused.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 
 #include "hub/core/parallel.h"
-#include "hub/ops/fused.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
@@ -45,8 +45,7 @@ void from_blocked(const float* src, float* dst, int64_t n, int64_t h, int64_t w,
       const int64_t width = std::min(b, c - k * b);
       const float* in = src + r * w * b;
       float* out = dst + (i * h + y) * w * c + k * b;
-      for (int64_t x = 0; x < w; ++x)
-        std::memcpy(out + x * c, in + x * b, static_cast<size_t>(width) * sizeof(float));
+      for (int64_t x = 0; x < w; ++x) std::memcpy(out + x * c, in + x * b, static_cast<size_t>(width) * sizeof(float));
     }
   });
 }
@@ -68,16 +67,26 @@ void bias_and_post_ops(float* z, int64_t rows, int64_t o, const float* bias, con
       v += b;
       for (const ops::PostOp& p : post_ops) {
         const float a = p.alpha, beta = p.beta;
-        if (p.op == "Add") v += CMap(side + r * o, o);
-        else if (p.op == "Relu") v = v.max(0.0f);
-        else if (p.op == "LeakyRelu") v = (v > 0.0f).select(v, v * a);
-        else if (p.op == "Relu6") v = v.max(0.0f).min(6.0f);
-        else if (p.op == "Clip") v = v.max(a).min(beta);
-        else if (p.op == "Elu") v = (v > 0.0f).select(v, (v.min(0.0f).exp() - 1.0f) * a);
-        else if (p.op == "Sigmoid") v = ((-v).exp() + 1.0f).inverse();
-        else if (p.op == "Tanh") v = v.tanh();
-        else if (p.op == "HardSwish") v = v * (v + 3.0f).max(0.0f).min(6.0f) / 6.0f;
-        else HUB_CHECK(false, "post-op " + p.op);
+        if (p.op == "Add")
+          v += CMap(side + r * o, o);
+        else if (p.op == "Relu")
+          v = v.max(0.0f);
+        else if (p.op == "LeakyRelu")
+          v = (v > 0.0f).select(v, v * a);
+        else if (p.op == "Relu6")
+          v = v.max(0.0f).min(6.0f);
+        else if (p.op == "Clip")
+          v = v.max(a).min(beta);
+        else if (p.op == "Elu")
+          v = (v > 0.0f).select(v, (v.min(0.0f).exp() - 1.0f) * a);
+        else if (p.op == "Sigmoid")
+          v = ((-v).exp() + 1.0f).inverse();
+        else if (p.op == "Tanh")
+          v = v.tanh();
+        else if (p.op == "HardSwish")
+          v = v * (v + 3.0f).max(0.0f).min(6.0f) / 6.0f;
+        else
+          HUB_CHECK(false, "post-op " + p.op);
       }
     }
   });

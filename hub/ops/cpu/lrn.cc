@@ -1,7 +1,6 @@
 // Reference LRN kernels: rows of D channels as Eigen arrays; the windowed sum
 // over channels is 2r+1 shifted column-block additions. Parallel over rows.
 #include <Eigen/Core>
-
 #include <algorithm>
 
 #include "hub/core/parallel.h"
@@ -20,8 +19,8 @@ struct Params {
 };
 Params params_of(const KernelContext& c) {
   const Attrs& a = c.attrs();
-  return {a.get_int("depth_radius"), static_cast<float>(a.get_float("bias")),
-          static_cast<float>(a.get_float("alpha")), static_cast<float>(a.get_float("beta"))};
+  return {a.get_int("depth_radius"), static_cast<float>(a.get_float("bias")), static_cast<float>(a.get_float("alpha")),
+          static_cast<float>(a.get_float("beta"))};
 }
 
 // out[:, d] = sum over k in [d-r, d+r] ∩ [0, D) of in[:, k].
@@ -47,7 +46,8 @@ Rows pow_neg_beta(const Rows& norm, float beta) {
 }
 
 // Runs fn(row_begin, row_count) over chunks of the [M, D] row view.
-template <class F> void for_row_chunks(int64_t rows, int64_t depth, F fn) {
+template <class F>
+void for_row_chunks(int64_t rows, int64_t depth, F fn) {
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, depth)),
                [&](int64_t b, int64_t e) { fn(b, e - b); });
 }

@@ -1,15 +1,17 @@
+#include "hub/ops/math.h"
+
 #include <Eigen/Core>
 #include <cstring>
 
 #include "hub/ops/cpu/broadcast.h"
-#include "hub/ops/math.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
 namespace {
 
 // out = f(x) element-wise, in parallel chunks. T: x's type, U: out's type.
-template <class T, class U = T, class F> void unary(const Tensor& x, Tensor& out, F f) {
+template <class T, class U = T, class F>
+void unary(const Tensor& x, Tensor& out, F f) {
   const T* px = x.data<T>();
   U* po = out.data<U>();
   parallel_for(x.num_elements(), 16384, [&](int64_t b, int64_t e) {
@@ -18,28 +20,48 @@ template <class T, class U = T, class F> void unary(const Tensor& x, Tensor& out
   });
 }
 
-template <class F> void arith_unary_kernel(KernelContext& c, F f) {
+template <class F>
+void arith_unary_kernel(KernelContext& c, F f) {
   dispatch_arith(c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     unary<T>(c.input(0), c.output(0), f);
   });
 }
-template <class F> void float_unary_kernel(KernelContext& c, F f) { unary<float>(c.input(0), c.output(0), f); }
+template <class F>
+void float_unary_kernel(KernelContext& c, F f) {
+  unary<float>(c.input(0), c.output(0), f);
+}
 
-void neg_kernel(KernelContext& c) { arith_unary_kernel(c, [](const auto& x) { return -x; }); }
-void square_kernel(KernelContext& c) { arith_unary_kernel(c, [](const auto& x) { return x.square(); }); }
-void abs_kernel(KernelContext& c) { arith_unary_kernel(c, [](const auto& x) { return x.abs(); }); }
+void neg_kernel(KernelContext& c) {
+  arith_unary_kernel(c, [](const auto& x) { return -x; });
+}
+void square_kernel(KernelContext& c) {
+  arith_unary_kernel(c, [](const auto& x) { return x.square(); });
+}
+void abs_kernel(KernelContext& c) {
+  arith_unary_kernel(c, [](const auto& x) { return x.abs(); });
+}
 void sign_kernel(KernelContext& c) {
   arith_unary_kernel(c, [](const auto& x) {
     using T = typename std::decay_t<decltype(x)>::Scalar;
     return (x > T(0)).template cast<T>() - (x < T(0)).template cast<T>();
   });
 }
-void sqrt_kernel(KernelContext& c) { float_unary_kernel(c, [](const auto& x) { return x.sqrt(); }); }
-void rsqrt_kernel(KernelContext& c) { float_unary_kernel(c, [](const auto& x) { return x.rsqrt(); }); }
-void exp_kernel(KernelContext& c) { float_unary_kernel(c, [](const auto& x) { return x.exp(); }); }
-void log_kernel(KernelContext& c) { float_unary_kernel(c, [](const auto& x) { return x.log(); }); }
-void reciprocal_kernel(KernelContext& c) { float_unary_kernel(c, [](const auto& x) { return x.inverse(); }); }
+void sqrt_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.sqrt(); });
+}
+void rsqrt_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.rsqrt(); });
+}
+void exp_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.exp(); });
+}
+void log_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.log(); });
+}
+void reciprocal_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.inverse(); });
+}
 
 void cast_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
@@ -59,22 +81,35 @@ void cast_kernel(KernelContext& c) {
 }
 
 // Comparison kernels: T over float32, int32, int64, uint8; output bool.
-template <class F> void compare_kernel(KernelContext& c, F f) {
+template <class F>
+void compare_kernel(KernelContext& c, F f) {
   auto run = [&](auto tag) {
     using T = decltype(tag);
     broadcast_apply<T, bool>(c.input(0), c.input(1), c.output(0), f);
   };
-  if (c.input(0).dtype() == DType::kUInt8) run(uint8_t{});
-  else dispatch_arith(c.input(0).dtype(), run);
+  if (c.input(0).dtype() == DType::kUInt8)
+    run(uint8_t{});
+  else
+    dispatch_arith(c.input(0).dtype(), run);
 }
-void equal_kernel(KernelContext& c) { compare_kernel(c, [](const auto& a, const auto& b) { return a == b; }); }
-void not_equal_kernel(KernelContext& c) { compare_kernel(c, [](const auto& a, const auto& b) { return a != b; }); }
-void greater_kernel(KernelContext& c) { compare_kernel(c, [](const auto& a, const auto& b) { return a > b; }); }
+void equal_kernel(KernelContext& c) {
+  compare_kernel(c, [](const auto& a, const auto& b) { return a == b; });
+}
+void not_equal_kernel(KernelContext& c) {
+  compare_kernel(c, [](const auto& a, const auto& b) { return a != b; });
+}
+void greater_kernel(KernelContext& c) {
+  compare_kernel(c, [](const auto& a, const auto& b) { return a > b; });
+}
 void greater_equal_kernel(KernelContext& c) {
   compare_kernel(c, [](const auto& a, const auto& b) { return a >= b; });
 }
-void less_kernel(KernelContext& c) { compare_kernel(c, [](const auto& a, const auto& b) { return a < b; }); }
-void less_equal_kernel(KernelContext& c) { compare_kernel(c, [](const auto& a, const auto& b) { return a <= b; }); }
+void less_kernel(KernelContext& c) {
+  compare_kernel(c, [](const auto& a, const auto& b) { return a < b; });
+}
+void less_equal_kernel(KernelContext& c) {
+  compare_kernel(c, [](const auto& a, const auto& b) { return a <= b; });
+}
 
 void broadcast_like_kernel(KernelContext& c) {
   Tensor x = c.input(0);

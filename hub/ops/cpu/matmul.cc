@@ -51,10 +51,14 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
     Eigen::Map<const RowMat> A(pa + ao, a.dim(-2), a.dim(-1));
     Eigen::Map<const RowMat> B(pb + bo, b.dim(-2), b.dim(-1));
     Eigen::Map<RowMat> C(po + batch * m * n, m, n);
-    if (!ta && !tb) C.noalias() = A * B;
-    else if (!ta && tb) C.noalias() = A * B.transpose();
-    else if (ta && !tb) C.noalias() = A.transpose() * B;
-    else C.noalias() = A.transpose() * B.transpose();
+    if (!ta && !tb)
+      C.noalias() = A * B;
+    else if (!ta && tb)
+      C.noalias() = A * B.transpose();
+    else if (ta && !tb)
+      C.noalias() = A.transpose() * B;
+    else
+      C.noalias() = A.transpose() * B.transpose();
   };
   parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) one(i);

@@ -3,13 +3,13 @@
 // pairs (backward, whose windows overlap in the input). Windows visit only
 // their in-bounds taps (hub/ops/pool.h: PoolGeometry::row_taps / col_taps),
 // so padding never enters a max or a sum.
-#include <Eigen/Core>
+#include "hub/ops/pool.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <limits>
 
 #include "hub/core/parallel.h"
-#include "hub/ops/pool.h"
 #include "hub/ops/registry.h"
 
 namespace hub::cpu {
@@ -26,21 +26,20 @@ ops::PoolGeometry geometry_of(const KernelContext& c) {
 // Runs tap(pos) for the in-bounds taps of window (i, j), rows first, where
 // pos = h * W + w is the tap's input pixel.
 template <class Tap>
-void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows, const ops::PoolTaps& cols,
-                  Tap tap) {
+void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows, const ops::PoolTaps& cols, Tap tap) {
   for (int64_t a = 0; a < rows.count; ++a) {
     const int64_t row = (rows.first + a * g.dh) * g.w;
     for (int64_t b = 0; b < cols.count; ++b) tap(row + cols.first + b * g.dw);
   }
 }
 
-template <bool kMax> void pool_kernel(KernelContext& c) {
+template <bool kMax>
+void pool_kernel(KernelContext& c) {
   ops::PoolGeometry g = geometry_of(c);
   const float* x = c.input(0).data<float>();
   float* y = c.output(0).data<float>();
   const int64_t C = g.c;
-  parallel_for(g.n * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow * C)),
-               [&](int64_t b, int64_t e) {
+  parallel_for(g.n * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow * C)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       int64_t n = r / g.oh, i = r % g.oh;
       const float* xn = x + n * g.h * g.w * C;
@@ -69,7 +68,8 @@ template <bool kMax> void pool_kernel(KernelContext& c) {
 // fn(g, len, xn, dxn, gyn) for every (batch n, channel block [c0, c0 + len)) in
 // parallel, where xn, dxn point at x[n,0,0,c0], dx[n,0,0,c0] and gyn at
 // grad[n,0,0,c0] (grad is input `grad_input`, x is input 0).
-template <class F> void pool_grad_kernel(KernelContext& c, int grad_input, F fn) {
+template <class F>
+void pool_grad_kernel(KernelContext& c, int grad_input, F fn) {
   ops::PoolGeometry g = geometry_of(c);
   const float* x = c.input(0).data<float>();
   const float* gy = c.input(grad_input).data<float>();
@@ -87,8 +87,7 @@ template <class F> void pool_grad_kernel(KernelContext& c, int grad_input, F fn)
 }
 
 void max_pool_grad_kernel(KernelContext& c) {
-  pool_grad_kernel(c, 2, [](const ops::PoolGeometry& g, int64_t len, const float* xn, float* dxn,
-                            const float* gyn) {
+  pool_grad_kernel(c, 2, [](const ops::PoolGeometry& g, int64_t len, const float* xn, float* dxn, const float* gyn) {
     const int64_t C = g.c;
     Eigen::ArrayXf best(len);
     Eigen::Array<int64_t, Eigen::Dynamic, 1> arg(len);
@@ -114,8 +113,7 @@ void max_pool_grad_kernel(KernelContext& c) {
 }
 
 void avg_pool_grad_kernel(KernelContext& c) {
-  pool_grad_kernel(c, 1, [](const ops::PoolGeometry& g, int64_t len, const float*, float* dxn,
-                            const float* gyn) {
+  pool_grad_kernel(c, 1, [](const ops::PoolGeometry& g, int64_t len, const float*, float* dxn, const float* gyn) {
     const int64_t C = g.c;
     Eigen::ArrayXf share(len);
     for (int64_t i = 0; i < g.oh; ++i) {

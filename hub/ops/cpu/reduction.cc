@@ -12,35 +12,55 @@ namespace {
 
 enum class Reduce { kSum, kMax, kMin, kProd };
 
-template <class T> T init_value(Reduce r) {
+template <class T>
+T init_value(Reduce r) {
   switch (r) {
-    case Reduce::kSum: return T(0);
-    case Reduce::kMax: return std::numeric_limits<T>::lowest();
-    case Reduce::kMin: return std::numeric_limits<T>::max();
-    default: return T(1);
+    case Reduce::kSum:
+      return T(0);
+    case Reduce::kMax:
+      return std::numeric_limits<T>::lowest();
+    case Reduce::kMin:
+      return std::numeric_limits<T>::max();
+    default:
+      return T(1);
   }
 }
 
 // One row's reduction, and accumulating a row into a running result.
-template <class V> auto reduce_row(const V& row, Reduce op) {
+template <class V>
+auto reduce_row(const V& row, Reduce op) {
   switch (op) {
-    case Reduce::kSum: return row.sum();
-    case Reduce::kMax: return row.maxCoeff();
-    case Reduce::kMin: return row.minCoeff();
-    default: return row.prod();
+    case Reduce::kSum:
+      return row.sum();
+    case Reduce::kMax:
+      return row.maxCoeff();
+    case Reduce::kMin:
+      return row.minCoeff();
+    default:
+      return row.prod();
   }
 }
-template <class O, class V> void accumulate(O& o, const V& row, Reduce op) {
+template <class O, class V>
+void accumulate(O& o, const V& row, Reduce op) {
   switch (op) {
-    case Reduce::kSum: o += row; break;
-    case Reduce::kMax: o = o.max(row); break;
-    case Reduce::kMin: o = o.min(row); break;
-    default: o *= row; break;
+    case Reduce::kSum:
+      o += row;
+      break;
+    case Reduce::kMax:
+      o = o.max(row);
+      break;
+    case Reduce::kMin:
+      o = o.min(row);
+      break;
+    default:
+      o *= row;
+      break;
   }
 }
 
 // out[a, b] = reduce_r in[a, r, b] for in of shape [A, R, B] (row-major).
-template <class T> void reduce3(const T* in, T* out, int64_t A, int64_t R, int64_t B, Reduce op) {
+template <class T>
+void reduce3(const T* in, T* out, int64_t A, int64_t R, int64_t B, Reduce op) {
   using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
   if (R == 0) {
     std::fill(out, out + A * B, init_value<T>(op));
@@ -76,8 +96,8 @@ template <class T> void reduce3(const T* in, T* out, int64_t A, int64_t R, int64
 // Reduces x over `axes` (sorted, unique) into out (x's kept dims, in order).
 // Dims of size 1 are dropped and adjacent dims of the same kind merged; each
 // remaining reduced group is reduced in turn, last first.
-template <class T> void reduce_axes(KernelContext& c, const Tensor& x, const std::vector<int>& axes, Tensor& out,
-                                    Reduce op) {
+template <class T>
+void reduce_axes(KernelContext& c, const Tensor& x, const std::vector<int>& axes, Tensor& out, Reduce op) {
   std::vector<int64_t> size;
   std::vector<char> red;
   size_t k = 0;
@@ -86,7 +106,8 @@ template <class T> void reduce_axes(KernelContext& c, const Tensor& x, const std
     if (r) ++k;
     int64_t n = x.dim(d);
     if (n == 1) continue;
-    if (!size.empty() && red.back() == r) size.back() *= n;
+    if (!size.empty() && red.back() == r)
+      size.back() *= n;
     else {
       size.push_back(n);
       red.push_back(r);
@@ -128,7 +149,8 @@ template <class T> void reduce_axes(KernelContext& c, const Tensor& x, const std
   }
 }
 
-template <Reduce kOp, bool kMean> void reduce_kernel(KernelContext& c) {
+template <Reduce kOp, bool kMean>
+void reduce_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   std::vector<int> axes = ops::normalize_axes(c.attrs().get_ints("axes"), x.rank(), "axes");
   Tensor& out = c.output(0);
@@ -216,7 +238,8 @@ void arg_max_kernel(KernelContext& c) {
   if (axis < 0) axis += x.rank();
   int64_t A, R, B;
   split_at_axis(x.shape(), axis, &A, &R, &B);
-  if (R == 0) throw_error(Code::kInvalidArgument, "ArgMax over empty axis " + std::to_string(axis) + " of " + x.spec_string());
+  if (R == 0)
+    throw_error(Code::kInvalidArgument, "ArgMax over empty axis " + std::to_string(axis) + " of " + x.spec_string());
   int64_t* out = c.output(0).data<int64_t>();
   dispatch_arith(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -242,7 +265,9 @@ void top_k_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   int64_t k = c.attrs().get_int("k");
   int64_t n = x.dim(x.rank() - 1);
-  if (k > n) throw_error(Code::kInvalidArgument, "TopK: k = " + std::to_string(k) + " exceeds the last dim of " + x.spec_string());
+  if (k > n)
+    throw_error(Code::kInvalidArgument,
+                "TopK: k = " + std::to_string(k) + " exceeds the last dim of " + x.spec_string());
   int64_t rows = n == 0 ? 0 : x.num_elements() / n;
   Tensor& values = c.output(0);
   int32_t* idx = c.output(1).data<int32_t>();
@@ -255,9 +280,8 @@ void top_k_kernel(KernelContext& c) {
       for (int64_t r = b; r < e; ++r) {
         const T* row = px + r * n;
         std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t i, int32_t j) {
-          return row[i] > row[j] || (row[i] == row[j] && i < j);
-        });
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [row](int32_t i, int32_t j) { return row[i] > row[j] || (row[i] == row[j] && i < j); });
         for (int64_t j = 0; j < k; ++j) {
           idx[r * k + j] = order[j];
           pv[r * k + j] = row[order[j]];
@@ -281,7 +305,9 @@ void top_k_grad_kernel(KernelContext& c) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < k; ++j) {
         int32_t i = idx[r * k + j];
-        if (i < 0 || i >= n) throw_error(Code::kInvalidArgument, "TopKGrad: index " + std::to_string(i) + " outside [0, " + std::to_string(n) + ")");
+        if (i < 0 || i >= n)
+          throw_error(Code::kInvalidArgument,
+                      "TopKGrad: index " + std::to_string(i) + " outside [0, " + std::to_string(n) + ")");
         po[r * n + i] += pg[r * k + j];
       }
   });

@@ -13,7 +13,8 @@ using Row = Eigen::Map<const Eigen::ArrayXf>;
 using ORow = Eigen::Map<Eigen::ArrayXf>;
 
 // Calls fn(row) for each of `rows` rows of length `cols`, in parallel.
-template <class F> void for_rows(int64_t rows, int64_t cols, F fn) {
+template <class F>
+void for_rows(int64_t rows, int64_t cols, F fn) {
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, cols)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) fn(r);
   });
@@ -30,7 +31,8 @@ inline void log_softmax_row(const Row& x, ORow out) {
 // Softmax along `axis` of x viewed as [A, R, B] (R the axis): rows of R
 // contiguous values when B = 1; otherwise blocks [R, B-chunk] reduced down
 // their columns, vectorized along B.
-template <bool kLog> void softmax_kernel(KernelContext& c) {
+template <bool kLog>
+void softmax_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.output(0);
   if (x.num_elements() == 0) return;
@@ -141,8 +143,10 @@ void one_hot_kernel(KernelContext& c) {
       }
     });
   };
-  if (idx.dtype() == DType::kInt32) run(idx.data<int32_t>());
-  else run(idx.data<int64_t>());
+  if (idx.dtype() == DType::kInt32)
+    run(idx.data<int32_t>());
+  else
+    run(idx.data<int64_t>());
 }
 
 }  // namespace

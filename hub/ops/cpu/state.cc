@@ -1,8 +1,8 @@
 #include <Eigen/Core>
 
 #include "hub/ops/node.h"
-#include "hub/ops/variables.h"
 #include "hub/ops/registry.h"
+#include "hub/ops/variables.h"
 
 namespace hub {
 namespace {

@@ -63,7 +63,8 @@ dnnl::eltwise_forward::primitive_desc forward_pd(algo a, Params p, const dims& d
   return dnnl::eltwise_forward::primitive_desc(fd, engine());
 }
 
-template <const Eltwise& kE> void forward_kernel(KernelContext& c) {
+template <const Eltwise& kE>
+void forward_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.output(0);
   dims d{x.num_elements()};
@@ -77,7 +78,8 @@ template <const Eltwise& kE> void forward_kernel(KernelContext& c) {
 
 // Inputs as TF orders them: (gradients, features|outputs) for the Relu family,
 // Elu and HardSwish, (y, dy) for Sigmoid/Tanh.
-template <const Eltwise& kE, int kDataInput> void backward_kernel(KernelContext& c) {
+template <const Eltwise& kE, int kDataInput>
+void backward_kernel(KernelContext& c) {
   const Tensor& data = c.input(kDataInput);
   const Tensor& diff_dst = c.input(1 - kDataInput);
   Tensor& diff_src = c.output(0);
@@ -89,11 +91,9 @@ template <const Eltwise& kE, int kDataInput> void backward_kernel(KernelContext&
     return std::make_shared<dnnl::eltwise_backward>(dnnl::eltwise_backward::primitive_desc(bd, engine(), hint));
   });
   bool use_dst = kE.backward != kE.forward;
-  dnnl::memory m_data = memory(data, d, tag::a), m_dd = memory(diff_dst, d, tag::a),
-               m_ds = memory(diff_src, d, tag::a);
-  execute(*prim, {{use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, m_data},
-                  {DNNL_ARG_DIFF_DST, m_dd},
-                  {DNNL_ARG_DIFF_SRC, m_ds}});
+  dnnl::memory m_data = memory(data, d, tag::a), m_dd = memory(diff_dst, d, tag::a), m_ds = memory(diff_src, d, tag::a);
+  execute(*prim,
+          {{use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, m_data}, {DNNL_ARG_DIFF_DST, m_dd}, {DNNL_ARG_DIFF_SRC, m_ds}});
 }
 
 // Float32, fully defined, non-empty, all inputs of one shape (the grad ops'
@@ -169,8 +169,7 @@ void prelu_grad_kernel(KernelContext& c) {
   dims src, wei;
   prelu_view(x.shape(), slope.shape(), &src, &wei);
   auto prim = cached_as<dnnl::prelu_backward>("prelu_bwd:" + key_of(src) + ":" + key_of(wei), [&] {
-    dnnl::prelu_backward::desc bd(desc(src, tag::abc), desc(wei, tag::abc), desc(src, tag::abc),
-                                  desc(wei, tag::abc));
+    dnnl::prelu_backward::desc bd(desc(src, tag::abc), desc(wei, tag::abc), desc(src, tag::abc), desc(wei, tag::abc));
     return std::make_shared<dnnl::prelu_backward>(
         dnnl::prelu_backward::primitive_desc(bd, engine(), prelu_forward_pd(src, wei)));
   });

@@ -58,8 +58,8 @@ void fused_batch_norm_kernel(KernelContext& c) {
   float eps = static_cast<float>(c.attrs().get_float("epsilon"));
   bool training = c.attrs().get_bool("is_training");
   auto f = cached_as<Forward>(key_of_node("FusedBatchNorm", l, eps, training), [&] {
-    auto pd = forward_pd(l, eps, training,
-                         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
+    auto pd =
+        forward_pd(l, eps, training, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
     return std::make_shared<Forward>(Forward{pd, dnnl::batch_normalization_forward(pd)});
   });
   const int64_t C = l.channels;

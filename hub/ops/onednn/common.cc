@@ -91,16 +91,14 @@ std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, t
                                                const dnnl::memory::desc& want) {
   dnnl::memory::desc have = desc(d, layout);
   if (have == want) return {memory(w, d, layout), w};
-  std::string key = std::to_string(reinterpret_cast<uintptr_t>(w.storage().get())) + "@" +
-                    std::to_string(w.offset()) + ":" + key_of(d) + ":" +
-                    std::to_string(static_cast<int>(layout)) + ":" +
-                    std::to_string(std::hash<std::string>{}(std::string(
-                        reinterpret_cast<const char*>(&want.data), sizeof(want.data))));
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(w.storage().get())) + "@" + std::to_string(w.offset()) +
+                    ":" + key_of(d) + ":" + std::to_string(static_cast<int>(layout)) + ":" +
+                    std::to_string(std::hash<std::string>{}(
+                        std::string(reinterpret_cast<const char*>(&want.data), sizeof(want.data))));
   const uint64_t generation = w.storage()->generation.load();
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = weights().find(key);
-  if (it != weights().end() && it->second.generation == generation &&
-      it->second.storage.lock() == w.storage())
+  if (it != weights().end() && it->second.generation == generation && it->second.storage.lock() == w.storage())
     return {it->second.mem, it->second.holder};
   Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
   dnnl::memory dst(want, engine(), holder.raw_data());
@@ -120,8 +118,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
 }
 
 dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
-  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ &&
-      storage_.lock() == w.storage())
+  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ && storage_.lock() == w.storage())
     return mem_;
   generation_ = w.storage()->generation.load();
   auto [mem, holder] = reorder_shared(w, d, layout, want);
@@ -132,8 +129,6 @@ dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const 
   return mem_;
 }
 
-tag activation_tag(int64_t block) {
-  return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nhwc;
-}
+tag activation_tag(int64_t block) { return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nhwc; }
 
 }  // namespace hub::onednn

@@ -11,11 +11,10 @@
 //   weights twice and a write through any path invalidates the copy.
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 
@@ -54,7 +53,8 @@ bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank = -1);
 // Kernel wrapper registered in place of kKernel: dnnl::error -> hub::Error
 // naming the node (a oneDNN failure is our bug or an unsupported case the
 // kernel's `supports` missed; either way callers see one error type).
-template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
+template <void (*kKernel)(KernelContext&)>
+void guarded(KernelContext& c) {
   try {
     kKernel(c);
   } catch (const dnnl::error& e) {
@@ -65,7 +65,8 @@ template <void (*kKernel)(KernelContext&)> void guarded(KernelContext& c) {
 // Returns the cached object for key, creating it with make() on first use.
 // T is a primitive or primitive-desc bundle; stored as shared_ptr<void>.
 std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
-template <class T> std::shared_ptr<T> cached_as(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
+template <class T>
+std::shared_ptr<T> cached_as(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
   return std::static_pointer_cast<T>(cached(key, [&]() -> std::shared_ptr<void> { return make(); }));
 }
 

@@ -54,9 +54,8 @@ ConvDims conv_dims(const ConvGeometry& g, Pass pass) {
   d.dilates = {g.dh - 1, g.dw - 1};
   d.pad_l = {g.pad_top, g.pad_left};
   d.pad_r = {g.pad_bottom, g.pad_right};
-  d.key = "conv:" + std::to_string(static_cast<int>(pass)) + ":" + key_of(d.src) + "|" +
-          key_of(d.weights) + "|" + key_of(d.strides) + "|" + key_of(d.dilates) + "|" +
-          key_of(d.pad_l) + "|" + key_of(d.pad_r);
+  d.key = "conv:" + std::to_string(static_cast<int>(pass)) + ":" + key_of(d.src) + "|" + key_of(d.weights) + "|" +
+          key_of(d.strides) + "|" + key_of(d.dilates) + "|" + key_of(d.pad_l) + "|" + key_of(d.pad_r);
   return d;
 }
 
@@ -82,9 +81,8 @@ bool blocked_activations() {
 dnnl::memory::desc act(const dims& d, bool blocked) { return blocked ? any(d) : desc(d, tag::nhwc); }
 
 dnnl::convolution_forward::desc forward_desc(const ConvDims& d, dnnl::prop_kind kind, bool blocked) {
-  return dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, act(d.src, blocked),
-                                         any(d.weights), act(d.dst, blocked), d.strides, d.dilates, d.pad_l,
-                                         d.pad_r);
+  return dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, act(d.src, blocked), any(d.weights),
+                                         act(d.dst, blocked), d.strides, d.dilates, d.pad_l, d.pad_r);
 }
 
 struct Forward {
@@ -102,8 +100,8 @@ struct BackwardWeights {
 
 // `t` (NHWC, or the weights' own layout) as the primitive wants it: the tensor
 // itself, or a reordered copy in a pool buffer held by `holder`.
-dnnl::memory input_as(KernelContext& c, const Tensor& t, const dims& d, tag layout,
-                      const dnnl::memory::desc& want, Tensor& holder) {
+dnnl::memory input_as(KernelContext& c, const Tensor& t, const dims& d, tag layout, const dnnl::memory::desc& want,
+                      Tensor& holder) {
   dnnl::memory user = memory(t, d, layout);
   if (user.get_desc() == want) return user;
   holder = c.temp(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
@@ -134,8 +132,8 @@ void forward_kernel(KernelContext& c, bool depthwise) {
   const bool blocked = blocked_activations();
   const ConvDims d = conv_dims(geometry(c, depthwise), Pass::kForward);
   auto p = cached_as<Forward>(d.key + (blocked ? "b" : ""), [&] {
-    dnnl::convolution_forward::primitive_desc pd(
-        forward_desc(d, dnnl::prop_kind::forward_inference, blocked), engine());
+    dnnl::convolution_forward::primitive_desc pd(forward_desc(d, dnnl::prop_kind::forward_inference, blocked),
+                                                 engine());
     return std::make_shared<Forward>(Forward{pd, dnnl::convolution_forward(pd)});
   });
   Tensor src_holder;
@@ -148,16 +146,14 @@ void forward_kernel(KernelContext& c, bool depthwise) {
 
 }  // namespace
 
-void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor& w,
-                          const Tensor& dy) {
+void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor& w, const Tensor& dy) {
   const bool blocked = blocked_activations();
   const ConvDims d = conv_dims(g, Pass::kBackwardData);
   auto p = cached_as<BackwardData>(d.key + (blocked ? "b" : ""), [&] {
-    dnnl::convolution_forward::primitive_desc hint(
-        forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
-    dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
-                                             any(d.weights), act(d.dst, blocked), d.strides, d.dilates,
-                                             d.pad_l, d.pad_r);
+    dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training, blocked),
+                                                   engine());
+    dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked), any(d.weights),
+                                             act(d.dst, blocked), d.strides, d.dilates, d.pad_l, d.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(bd, engine(), hint);
     return std::make_shared<BackwardData>(BackwardData{pd, dnnl::convolution_backward_data(pd)});
   });
@@ -165,8 +161,7 @@ void conv2d_backward_data(KernelContext& c, const ConvGeometry& g, const Tensor&
   dnnl::memory dy_mem = input_as(c, dy, d.dst, tag::nhwc, p->pd.diff_dst_desc(), dy_holder);
   dnnl::memory weights = reordered_weights(w, d.weights, d.weights_tag, p->pd.weights_desc());
   OutputAs dx(c, 0, d.src, tag::nhwc, p->pd.diff_src_desc());
-  execute(p->prim,
-          {{DNNL_ARG_DIFF_DST, dy_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
+  execute(p->prim, {{DNNL_ARG_DIFF_DST, dy_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx.mem}});
   dx.finish();
 }
 
@@ -180,11 +175,11 @@ void backward_weights_kernel(KernelContext& c, bool depthwise) {
   const bool blocked = blocked_activations();
   const ConvDims d = conv_dims(geometry(c, depthwise), Pass::kBackwardWeights);
   auto p = cached_as<BackwardWeights>(d.key + (blocked ? "b" : ""), [&] {
-    dnnl::convolution_forward::primitive_desc hint(
-        forward_desc(d, dnnl::prop_kind::forward_training, blocked), engine());
+    dnnl::convolution_forward::primitive_desc hint(forward_desc(d, dnnl::prop_kind::forward_training, blocked),
+                                                   engine());
     dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, act(d.src, blocked),
-                                                any(d.weights), act(d.dst, blocked), d.strides,
-                                                d.dilates, d.pad_l, d.pad_r);
+                                                any(d.weights), act(d.dst, blocked), d.strides, d.dilates, d.pad_l,
+                                                d.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(bd, engine(), hint);
     return std::make_shared<BackwardWeights>(BackwardWeights{pd, dnnl::convolution_backward_weights(pd)});
   });

@@ -13,8 +13,7 @@ namespace hub::onednn {
 // Writes output 0 of `c` ([N,H,W,C] of g, NHWC) = the backward-data pass of
 // the convolution g with filter `w` ([KH,KW,C/G,O]) applied to `dy`
 // ([N,OH,OW,O]). Throws dnnl::error (callers run inside guarded<>).
-void conv2d_backward_data(KernelContext& c, const ops::ConvGeometry& g, const Tensor& w,
-                          const Tensor& dy);
+void conv2d_backward_data(KernelContext& c, const ops::ConvGeometry& g, const Tensor& w, const Tensor& dy);
 
 // Whether the backward-data primitive is worth running: float32, no empty
 // tensor, and at least 8 input channels per group in the filter (dim 2 of

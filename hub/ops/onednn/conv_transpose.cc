@@ -13,15 +13,12 @@ namespace {
 
 void conv_transpose(KernelContext& c) {
   ops::ConvGeometry g;
-  std::string error =
-      ops::conv_transpose_geometry(c.input(0).shape(), c.input(1).shape(), c.attrs(), &g);
+  std::string error = ops::conv_transpose_geometry(c.input(0).shape(), c.input(1).shape(), c.attrs(), &g);
   HUB_CHECK(error.empty(), error);
   conv2d_backward_data(c, g, c.input(1), c.input(0));
 }
 
-bool supports(const Node&, const std::vector<TensorSpec>& inputs) {
-  return backward_data_worthwhile(inputs, 1);
-}
+bool supports(const Node&, const std::vector<TensorSpec>& inputs) { return backward_data_worthwhile(inputs, 1); }
 
 }  // namespace
 

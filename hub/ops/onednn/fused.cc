@@ -18,13 +18,14 @@
 // `supports` builds the primitive for the node's shapes and declines when
 // oneDNN has no implementation for that post-op chain or layout, or only its
 // slow reference one ("ref:"): those nodes run on the reference kernel.
+#include "hub/ops/fused.h"
+
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "hub/core/error.h"
 #include "hub/ops/conv2d.h"
-#include "hub/ops/fused.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
 
@@ -36,16 +37,26 @@ using algo = dnnl::algorithm;
 dnnl::post_ops make_post_ops(const std::vector<ops::PostOp>& post_ops) {
   dnnl::post_ops po;
   for (const ops::PostOp& p : post_ops) {
-    if (p.op == "Add") po.append_sum(1.0f);
-    else if (p.op == "Relu") po.append_eltwise(1.0f, algo::eltwise_relu, 0.0f, 0.0f);
-    else if (p.op == "LeakyRelu") po.append_eltwise(1.0f, algo::eltwise_relu, p.alpha, 0.0f);
-    else if (p.op == "Relu6") po.append_eltwise(1.0f, algo::eltwise_clip_v2, 0.0f, 6.0f);
-    else if (p.op == "Clip") po.append_eltwise(1.0f, algo::eltwise_clip_v2, p.alpha, p.beta);
-    else if (p.op == "Elu") po.append_eltwise(1.0f, algo::eltwise_elu, p.alpha, 0.0f);
-    else if (p.op == "Sigmoid") po.append_eltwise(1.0f, algo::eltwise_logistic, 0.0f, 0.0f);
-    else if (p.op == "Tanh") po.append_eltwise(1.0f, algo::eltwise_tanh, 0.0f, 0.0f);
-    else if (p.op == "HardSwish") po.append_eltwise(1.0f, algo::eltwise_hardswish, 0.0f, 0.0f);
-    else HUB_CHECK(false, "post-op " + p.op);
+    if (p.op == "Add")
+      po.append_sum(1.0f);
+    else if (p.op == "Relu")
+      po.append_eltwise(1.0f, algo::eltwise_relu, 0.0f, 0.0f);
+    else if (p.op == "LeakyRelu")
+      po.append_eltwise(1.0f, algo::eltwise_relu, p.alpha, 0.0f);
+    else if (p.op == "Relu6")
+      po.append_eltwise(1.0f, algo::eltwise_clip_v2, 0.0f, 6.0f);
+    else if (p.op == "Clip")
+      po.append_eltwise(1.0f, algo::eltwise_clip_v2, p.alpha, p.beta);
+    else if (p.op == "Elu")
+      po.append_eltwise(1.0f, algo::eltwise_elu, p.alpha, 0.0f);
+    else if (p.op == "Sigmoid")
+      po.append_eltwise(1.0f, algo::eltwise_logistic, 0.0f, 0.0f);
+    else if (p.op == "Tanh")
+      po.append_eltwise(1.0f, algo::eltwise_tanh, 0.0f, 0.0f);
+    else if (p.op == "HardSwish")
+      po.append_eltwise(1.0f, algo::eltwise_hardswish, 0.0f, 0.0f);
+    else
+      HUB_CHECK(false, "post-op " + p.op);
   }
   return po;
 }
@@ -99,9 +110,9 @@ ConvSetup conv_setup(const Node& node, const std::vector<TensorSpec>& in) {
   s.pad_r = {g.pad_bottom, g.pad_right};
   s.src_tag = activation_tag(src_block);
   s.dst_tag = activation_tag(dst_block);
-  s.key = "fconv:" + key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) +
-          "|" + key_of(s.strides) + "|" + key_of(s.dilates) + "|" + key_of(s.pad_l) + "|" + key_of(s.pad_r) +
-          "|" + std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + post_ops_key(a);
+  s.key = "fconv:" + key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) + "|" +
+          key_of(s.strides) + "|" + key_of(s.dilates) + "|" + key_of(s.pad_l) + "|" + key_of(s.pad_r) + "|" +
+          std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + post_ops_key(a);
   return s;
 }
 
@@ -114,8 +125,8 @@ std::shared_ptr<ConvPrimitive> conv_primitive(const Node& node, const ConvSetup&
   return cached_as<ConvPrimitive>(s.key, [&] {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
                                       desc(s.src, s.src_tag), dnnl::memory::desc(s.weights, dt::f32, tag::any),
-                                      desc(s.bias, tag::a), desc(s.dst, s.dst_tag), s.strides, s.dilates,
-                                      s.pad_l, s.pad_r);
+                                      desc(s.bias, tag::a), desc(s.dst, s.dst_tag), s.strides, s.dilates, s.pad_l,
+                                      s.pad_r);
     dnnl::primitive_attr attr;
     attr.set_post_ops(make_post_ops(ops::post_ops_of(node.attrs)));
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
@@ -297,10 +308,9 @@ int64_t preferred_block() {
   static const int64_t block = [] {
     try {
       const dims src{1, 64, 28, 28}, w{64, 64, 1, 1};
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
-                                        dnnl::memory::desc(src, dt::f32, tag::any),
-                                        dnnl::memory::desc(w, dt::f32, tag::any),
-                                        dnnl::memory::desc(src, dt::f32, tag::any), {1, 1}, {0, 0}, {0, 0});
+      dnnl::convolution_forward::desc d(
+          dnnl::prop_kind::forward_inference, algo::convolution_direct, dnnl::memory::desc(src, dt::f32, tag::any),
+          dnnl::memory::desc(w, dt::f32, tag::any), dnnl::memory::desc(src, dt::f32, tag::any), {1, 1}, {0, 0}, {0, 0});
       dnnl::convolution_forward::primitive_desc pd(d, engine());
       const auto& blocking = pd.src_desc().data.format_desc.blocking;
       if (blocking.inner_nblks == 1 && blocking.inner_idxs[0] == 1 &&

@@ -32,8 +32,8 @@ Params params_of(const Attrs& a, const Shape& s, const char* op) {
 }
 
 dnnl::lrn_forward::desc forward_desc(const Params& p, dnnl::prop_kind kind, tag layout) {
-  return dnnl::lrn_forward::desc(kind, dnnl::algorithm::lrn_across_channels, desc(p.data, layout), p.n,
-                                 p.alpha, p.beta, p.k);
+  return dnnl::lrn_forward::desc(kind, dnnl::algorithm::lrn_across_channels, desc(p.data, layout), p.n, p.alpha, p.beta,
+                                 p.k);
 }
 
 struct Forward {
@@ -44,8 +44,8 @@ struct Forward {
 void lrn_kernel(KernelContext& c) {
   Params p = params_of(c.attrs(), c.input(0).shape(), "LRN");
   auto f = cached_as<Forward>(p.key, [&] {
-    auto pd = dnnl::lrn_forward::primitive_desc(
-        forward_desc(p, dnnl::prop_kind::forward_inference, tag::nhwc), engine());
+    auto pd =
+        dnnl::lrn_forward::primitive_desc(forward_desc(p, dnnl::prop_kind::forward_inference, tag::nhwc), engine());
     return std::make_shared<Forward>(Forward{pd, dnnl::lrn_forward(pd)});
   });
   dnnl::memory src = memory(c.input(0), p.data, tag::nhwc);
@@ -56,8 +56,8 @@ void lrn_kernel(KernelContext& c) {
 // oneDNN 2.6 has a JIT LRN backward only for blocked layouts (nChw8c) and,
 // on AVX2, only for local_size 5, k = 1, beta = 0.75 (AlexNet's LRN); on nhwc
 // or other parameters it runs its scalar reference, several times slower
-// than hub's Eigen kernel (measured: 2.1 s vs 0.39 s on [16,56,56,64]). So the backward works in nChw8c (reordering in and out) and is
-// only offered (supports_grad) when oneDNN picked a JIT implementation.
+// than hub's Eigen kernel (measured: 2.1 s vs 0.39 s on [16,56,56,64]). So the backward works in nChw8c (reordering in
+// and out) and is only offered (supports_grad) when oneDNN picked a JIT implementation.
 constexpr tag kBlocked = tag::nChw8c;
 
 struct Backward {
@@ -71,8 +71,8 @@ struct Backward {
 
 std::shared_ptr<Backward> backward_for(const Params& p) {
   return cached_as<Backward>(p.key, [&] {
-    auto fwd_pd = dnnl::lrn_forward::primitive_desc(
-        forward_desc(p, dnnl::prop_kind::forward_training, kBlocked), engine());
+    auto fwd_pd =
+        dnnl::lrn_forward::primitive_desc(forward_desc(p, dnnl::prop_kind::forward_training, kBlocked), engine());
     auto bwd = dnnl::lrn_backward::desc(dnnl::algorithm::lrn_across_channels, desc(p.data, kBlocked),
                                         desc(p.data, kBlocked), p.n, p.alpha, p.beta, p.k);
     auto pd = dnnl::lrn_backward::primitive_desc(bwd, engine(), fwd_pd);
@@ -81,10 +81,10 @@ std::shared_ptr<Backward> backward_for(const Params& p) {
     b->fwd = dnnl::lrn_forward(fwd_pd);
     b->pd = pd;
     b->prim = dnnl::lrn_backward(pd);
-    b->to_blocked = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), desc(p.data, tag::nhwc), engine(),
-                                                                desc(p.data, kBlocked)));
-    b->from_blocked = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), desc(p.data, kBlocked), engine(),
-                                                                  desc(p.data, tag::nhwc)));
+    b->to_blocked = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine(), desc(p.data, tag::nhwc), engine(), desc(p.data, kBlocked)));
+    b->from_blocked = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine(), desc(p.data, kBlocked), engine(), desc(p.data, tag::nhwc)));
     b->jit = std::string(pd.impl_info_str()).find("ref") == std::string::npos;
     return b;
   });
@@ -109,8 +109,8 @@ void lrn_grad_kernel(KernelContext& c) {
   b->to_blocked.execute(s, x, xb);
   b->to_blocked.execute(s, dy, dyb);
   b->fwd.execute(s, {{DNNL_ARG_SRC, xb}, {DNNL_ARG_DST, yb}, {DNNL_ARG_WORKSPACE, ws}});
-  b->prim.execute(s, {{DNNL_ARG_SRC, xb}, {DNNL_ARG_DIFF_DST, dyb}, {DNNL_ARG_WORKSPACE, ws},
-                      {DNNL_ARG_DIFF_SRC, dxb}});
+  b->prim.execute(s,
+                  {{DNNL_ARG_SRC, xb}, {DNNL_ARG_DIFF_DST, dyb}, {DNNL_ARG_WORKSPACE, ws}, {DNNL_ARG_DIFF_SRC, dxb}});
   b->from_blocked.execute(s, dxb, dx);
   s.wait();
 }

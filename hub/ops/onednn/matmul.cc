@@ -41,8 +41,8 @@ void gemm(KernelContext& c, bool ta, bool tb) {
   const Tensor& b = c.input(1);
   Tensor& out = c.output(0);
   int r = out.rank();
-  std::string key = "matmul:" + key_of(to_dims(a.shape())) + ":" + key_of(to_dims(b.shape())) + (ta ? "T" : "N") +
-                    (tb ? "T" : "N");
+  std::string key =
+      "matmul:" + key_of(to_dims(a.shape())) + ":" + key_of(to_dims(b.shape())) + (ta ? "T" : "N") + (tb ? "T" : "N");
   dnnl::memory::desc src = operand_desc(a, r, ta), wei = operand_desc(b, r, tb), dst = operand_desc(out, r, false);
   auto prim = cached_as<dnnl::matmul>(key, [&] {
     dnnl::matmul::desc d(src, wei, dst);
@@ -54,9 +54,7 @@ void gemm(KernelContext& c, bool ta, bool tb) {
   execute(*prim, {{DNNL_ARG_SRC, mem(src, a)}, {DNNL_ARG_WEIGHTS, mem(wei, b)}, {DNNL_ARG_DST, mem(dst, out)}});
 }
 
-void matmul_kernel(KernelContext& c) {
-  gemm(c, c.attrs().get_bool("transpose_a"), c.attrs().get_bool("transpose_b"));
-}
+void matmul_kernel(KernelContext& c) { gemm(c, c.attrs().get_bool("transpose_a"), c.attrs().get_bool("transpose_b")); }
 void batch_matmul_kernel(KernelContext& c) { gemm(c, c.attrs().get_bool("adj_x"), c.attrs().get_bool("adj_y")); }
 
 }  // namespace

@@ -27,8 +27,7 @@ namespace hub::onednn {
 namespace {
 
 // Padding after the input that the last of `out` windows reaches (>= 0).
-int64_t reached_after(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t before,
-                      int64_t after) {
+int64_t reached_after(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t before, int64_t after) {
   return std::max(after, (out - 1) * s + (k - 1) * d + 1 - in - before);
 }
 
@@ -53,8 +52,8 @@ Geometry geometry_of(const ops::PoolGeometry& g, bool max) {
   r.algorithm = max ? dnnl::algorithm::pooling_max
                     : (g.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                            : dnnl::algorithm::pooling_avg_exclude_padding);
-  r.key = std::to_string(static_cast<int>(r.algorithm)) + ":" + key_of(r.src) + key_of(r.kernel) +
-          key_of(r.strides) + key_of(r.dilation) + key_of(r.pad_l) + key_of(r.pad_r);
+  r.key = std::to_string(static_cast<int>(r.algorithm)) + ":" + key_of(r.src) + key_of(r.kernel) + key_of(r.strides) +
+          key_of(r.dilation) + key_of(r.pad_l) + key_of(r.pad_r);
   return r;
 }
 
@@ -63,9 +62,8 @@ Geometry geometry_of(const KernelContext& c, bool max) {
 }
 
 dnnl::pooling_v2_forward::desc forward_desc(const Geometry& r, dnnl::prop_kind kind) {
-  return dnnl::pooling_v2_forward::desc(kind, r.algorithm, desc(r.src, tag::nhwc),
-                                        desc(r.dst, tag::nhwc), r.strides, r.kernel, r.dilation,
-                                        r.pad_l, r.pad_r);
+  return dnnl::pooling_v2_forward::desc(kind, r.algorithm, desc(r.src, tag::nhwc), desc(r.dst, tag::nhwc), r.strides,
+                                        r.kernel, r.dilation, r.pad_l, r.pad_r);
 }
 
 struct Forward {
@@ -73,11 +71,11 @@ struct Forward {
   dnnl::pooling_v2_forward prim;
 };
 
-template <bool kMax> void pool_kernel(KernelContext& c) {
+template <bool kMax>
+void pool_kernel(KernelContext& c) {
   Geometry r = geometry_of(c, kMax);
   auto f = cached_as<Forward>("pool:" + r.key, [&] {
-    auto pd = dnnl::pooling_v2_forward::primitive_desc(
-        forward_desc(r, dnnl::prop_kind::forward_inference), engine());
+    auto pd = dnnl::pooling_v2_forward::primitive_desc(forward_desc(r, dnnl::prop_kind::forward_inference), engine());
     return std::make_shared<Forward>(Forward{pd, dnnl::pooling_v2_forward(pd)});
   });
   dnnl::memory src = memory(c.input(0), r.src, tag::nhwc);
@@ -92,14 +90,14 @@ struct Backward {
   dnnl::pooling_v2_backward prim;
 };
 
-template <bool kMax> void pool_grad_kernel(KernelContext& c) {
+template <bool kMax>
+void pool_grad_kernel(KernelContext& c) {
   Geometry r = geometry_of(c, kMax);
   auto b = cached_as<Backward>("pool_grad:" + r.key, [&] {
-    auto fwd_pd = dnnl::pooling_v2_forward::primitive_desc(
-        forward_desc(r, dnnl::prop_kind::forward_training), engine());
-    auto bwd_desc =
-        dnnl::pooling_v2_backward::desc(r.algorithm, desc(r.src, tag::nhwc), desc(r.dst, tag::nhwc),
-                                        r.strides, r.kernel, r.dilation, r.pad_l, r.pad_r);
+    auto fwd_pd =
+        dnnl::pooling_v2_forward::primitive_desc(forward_desc(r, dnnl::prop_kind::forward_training), engine());
+    auto bwd_desc = dnnl::pooling_v2_backward::desc(r.algorithm, desc(r.src, tag::nhwc), desc(r.dst, tag::nhwc),
+                                                    r.strides, r.kernel, r.dilation, r.pad_l, r.pad_r);
     auto pd = dnnl::pooling_v2_backward::primitive_desc(bwd_desc, engine(), fwd_pd);
     return std::make_shared<Backward>(
         Backward{fwd_pd, dnnl::pooling_v2_forward(fwd_pd), pd, dnnl::pooling_v2_backward(pd)});
@@ -132,8 +130,7 @@ bool supports(const Node& node, const std::vector<TensorSpec>& inputs) {
   const Geometry r = geometry_of(ops::pool_geometry(node.attrs, inputs[0].shape, node.name), false);
   const ops::PoolGeometry& g = r.g;
   const int64_t span_h = (g.kh - 1) * g.dh + 1, span_w = (g.kw - 1) * g.dw + 1;
-  if (r.pad_l[0] >= span_h || r.pad_r[0] >= span_h || r.pad_l[1] >= span_w || r.pad_r[1] >= span_w)
-    return false;
+  if (r.pad_l[0] >= span_h || r.pad_r[0] >= span_h || r.pad_l[1] >= span_w || r.pad_r[1] >= span_w) return false;
   return !g.count_include_pad || (r.pad_r[0] == g.pad_bottom && r.pad_r[1] == g.pad_right);
 }
 

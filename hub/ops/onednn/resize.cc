@@ -27,14 +27,12 @@ std::shared_ptr<Resampling> primitives(const dims& x, const dims& y) {
   return cached_as<Resampling>("resize:" + key_of(x) + "|" + key_of(y), [&] {
     const dnnl::memory::desc src = desc(x, tag::nhwc), dst = desc(y, tag::nhwc);
     dnnl::resampling_forward::primitive_desc fwd_pd(
-        dnnl::resampling_forward::desc(dnnl::prop_kind::forward_training,
-                                       dnnl::algorithm::resampling_linear, src, dst),
+        dnnl::resampling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::resampling_linear, src, dst),
         engine());
     dnnl::resampling_backward::primitive_desc bwd_pd(
-        dnnl::resampling_backward::desc(dnnl::algorithm::resampling_linear, src, dst), engine(),
-        fwd_pd);
-    return std::make_shared<Resampling>(Resampling{fwd_pd, dnnl::resampling_forward(fwd_pd), bwd_pd,
-                                                   dnnl::resampling_backward(bwd_pd)});
+        dnnl::resampling_backward::desc(dnnl::algorithm::resampling_linear, src, dst), engine(), fwd_pd);
+    return std::make_shared<Resampling>(
+        Resampling{fwd_pd, dnnl::resampling_forward(fwd_pd), bwd_pd, dnnl::resampling_backward(bwd_pd)});
   });
 }
 
@@ -43,8 +41,8 @@ dims nchw_dims(const Shape& s) { return {s[0], s[3], s[1], s[2]}; }
 void resize(KernelContext& c) {
   const dims x = nchw_dims(c.input(0).shape()), y = nchw_dims(c.output_spec(0).shape);
   auto p = primitives(x, y);
-  execute(p->fwd, {{DNNL_ARG_SRC, memory(c.input(0), x, tag::nhwc)},
-                   {DNNL_ARG_DST, memory(c.output(0), y, tag::nhwc)}});
+  execute(p->fwd,
+          {{DNNL_ARG_SRC, memory(c.input(0), x, tag::nhwc)}, {DNNL_ARG_DST, memory(c.output(0), y, tag::nhwc)}});
 }
 
 void resize_grad(KernelContext& c) {
@@ -60,8 +58,7 @@ bool supports(const Node& node, const std::vector<TensorSpec>& inputs) {
   if (a.get_string("mode") != "linear" || !a.get_floats("scales").empty()) return false;
   const std::string& coordinates = a.get_string("coordinate_transformation_mode");
   const std::vector<int64_t>& size = a.get_ints("size");
-  return coordinates == "half_pixel" ||
-         (coordinates == "pytorch_half_pixel" && size[0] > 1 && size[1] > 1);
+  return coordinates == "half_pixel" || (coordinates == "pytorch_half_pixel" && size[0] > 1 && size[1] > 1);
 }
 
 }  // namespace

@@ -18,15 +18,15 @@ dims view_of(const Tensor& x, int64_t axis) {
   return d;
 }
 
-template <class Prim> void softmax_kernel(KernelContext& c) {
+template <class Prim>
+void softmax_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   dims d = view_of(x, c.attrs().get_int("axis"));
-  auto prim = cached_as<Prim>(std::string(std::is_same_v<Prim, dnnl::softmax_forward> ? "softmax:" : "logsoftmax:") +
-                                  key_of(d),
-                              [&] {
-                                typename Prim::desc fd(dnnl::prop_kind::forward_inference, desc(d, tag::abc), 1);
-                                return std::make_shared<Prim>(typename Prim::primitive_desc(fd, engine()));
-                              });
+  auto prim = cached_as<Prim>(
+      std::string(std::is_same_v<Prim, dnnl::softmax_forward> ? "softmax:" : "logsoftmax:") + key_of(d), [&] {
+        typename Prim::desc fd(dnnl::prop_kind::forward_inference, desc(d, tag::abc), 1);
+        return std::make_shared<Prim>(typename Prim::primitive_desc(fd, engine()));
+      });
   execute(*prim, {{DNNL_ARG_SRC, memory(x, d, tag::abc)}, {DNNL_ARG_DST, memory(c.output(0), d, tag::abc)}});
 }
 

@@ -2,13 +2,14 @@
 // copies at device boundaries, and clear errors for unknown or unavailable
 // backends. A test backend whose "device" is host memory labelled kCUDA
 // stands in for a GPU, so the boundary logic runs without one.
+#include "hub/backend/backend.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
-#include "hub/backend/backend.h"
 #include "hub/graph/session.h"
 #include "hub/ops/activation.h"
 #include "hub/ops/elementwise.h"
@@ -82,10 +83,10 @@ TEST_CASE("nodes run on the preferred backend or its fallback, with copies at de
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {2, 3}, "x");
-  Output r1 = ops::relu(s, x, "r1");            // test_device
-  Output sq = ops::square(s, r1, "sq");          // no test_device kernel: reference, on the host
-  Output r2 = ops::relu(s, sq, "r2");            // test_device again
-  Output sum = ops::add(s, r2, r1, "sum");       // reference: needs r1 and r2 back on the host
+  Output r1 = ops::relu(s, x, "r1");        // test_device
+  Output sq = ops::square(s, r1, "sq");     // no test_device kernel: reference, on the host
+  Output r2 = ops::relu(s, sq, "r2");       // test_device again
+  Output sum = ops::add(s, r2, r1, "sum");  // reference: needs r1 and r2 back on the host
   Session session(g, nullptr, {&find_backend("test_device")});
   Tensor xt = make({2, 3}, {-1, 2, -3, 4, 0.5f, -0.5f});
   g_copies = 0;
@@ -108,14 +109,19 @@ TEST_CASE("nodes run on the preferred backend or its fallback, with copies at de
 
 TEST_CASE("unknown and unavailable backends are errors that name the available ones") {
   REQUIRE(kRegistered);
-  expect_error(Code::kInvalidArgument, [] { find_backend("tpu"); }, "unknown backend 'tpu'");
-  expect_error(Code::kInvalidArgument, [] { find_backend("tpu"); }, "available: reference, onednn");
-  expect_error(Code::kUnavailable, [] { find_backend("test_unavailable"); }, "no such device on this machine");
+  expect_error(
+      Code::kInvalidArgument, [] { find_backend("tpu"); }, "unknown backend 'tpu'");
+  expect_error(
+      Code::kInvalidArgument, [] { find_backend("tpu"); }, "available: reference, onednn");
+  expect_error(
+      Code::kUnavailable, [] { find_backend("test_unavailable"); }, "no such device on this machine");
   const std::vector<const Backend*> all = registered_backends();
   if (std::none_of(all.begin(), all.end(), [](const Backend* b) { return b->name() == "cuda"; }))
-    expect_error(Code::kInvalidArgument, [] { find_backend("cuda"); }, "no CUDA support");
+    expect_error(
+        Code::kInvalidArgument, [] { find_backend("cuda"); }, "no CUDA support");
   ::setenv("HUB_BACKEND", "tpu", 1);
-  expect_error(Code::kInvalidArgument, [] { default_backend(); }, "$HUB_BACKEND: unknown backend 'tpu'");
+  expect_error(
+      Code::kInvalidArgument, [] { default_backend(); }, "$HUB_BACKEND: unknown backend 'tpu'");
   ::unsetenv("HUB_BACKEND");
   CHECK(default_backend().name() == "onednn");
   CHECK(find_backend("onednn").fallback() == &reference_backend());

@@ -1,4 +1,6 @@
 // Fd and the write/sync helpers of hub/core/fd.h.
+#include "hub/core/fd.h"
+
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +8,6 @@
 #include <string>
 #include <thread>
 
-#include "hub/core/fd.h"
 #include "hub/core/fileio.h"
 #include "testutil.h"
 
@@ -44,10 +45,13 @@ TEST_CASE("Fd: owns one descriptor, closes it once, moves ownership") {
 
 TEST_CASE("open_fd: errors carry the code and the path") {
   TempDir tmp("fd");
-  expect_error(Code::kNotFound, [&] { open_fd(tmp.path / "nope", O_RDONLY); }, "nope");
+  expect_error(
+      Code::kNotFound, [&] { open_fd(tmp.path / "nope", O_RDONLY); }, "nope");
   write_file_atomic(tmp / "x", "1");
-  expect_error(Code::kAlreadyExists, [&] { open_fd(tmp.path / "x", O_WRONLY | O_CREAT | O_EXCL, 0600); }, "x");
-  expect_error(Code::kNotFound, [&] { fsync_dir(tmp.path / "nope"); }, "nope");
+  expect_error(
+      Code::kAlreadyExists, [&] { open_fd(tmp.path / "x", O_WRONLY | O_CREAT | O_EXCL, 0600); }, "x");
+  expect_error(
+      Code::kNotFound, [&] { fsync_dir(tmp.path / "nope"); }, "nope");
   CHECK_NOTHROW(fsync_dir(tmp.path));
 }
 
@@ -69,14 +73,16 @@ TEST_CASE("write_all: every byte arrives through short writes") {
   CHECK(got == data);
   // A full disk (ENOSPC) becomes IOError naming the file.
   Fd full = open_fd("/dev/full", O_WRONLY);
-  expect_error(Code::kIOError, [&] { write_all(full.get(), "x", "the disk"); }, "cannot write the disk");
+  expect_error(
+      Code::kIOError, [&] { write_all(full.get(), "x", "the disk"); }, "cannot write the disk");
 }
 
 TEST_CASE("write_new_file_synced and pwrite_all") {
   TempDir tmp("fd");
   write_new_file_synced(tmp.path / "a", "hello");
   CHECK(read_file_bytes(tmp / "a") == "hello");
-  expect_error(Code::kAlreadyExists, [&] { write_new_file_synced(tmp.path / "a", "again"); }, "a");
+  expect_error(
+      Code::kAlreadyExists, [&] { write_new_file_synced(tmp.path / "a", "again"); }, "a");
   CHECK(read_file_bytes(tmp / "a") == "hello");
   Fd fd = open_fd(tmp.path / "b", O_RDWR | O_CREAT, 0644);
   pwrite_all(fd.get(), "world", 5, 3, "b");

@@ -1,9 +1,10 @@
 // parse_json: the bounded parser every untrusted JSON document goes through.
+#include "hub/core/json.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "hub/core/json.h"
 #include "testutil.h"
 
 namespace hub {
@@ -28,18 +29,22 @@ TEST_CASE("parse_json: documents within the limits parse as nlohmann would") {
 
 TEST_CASE("parse_json: nesting deeper than the limit is refused before anything is built") {
   // 1300 levels: the size of the upload that used to crash the registry.
-  expect_error(Code::kCorruption, [] { parse_json(nested('[', 650) , "doc"); },
-               "doc: JSON nested deeper than 32 levels");
-  expect_error(Code::kCorruption, [] { parse_json(nested('[', kMaxJsonDepth + 1), "doc"); }, "deeper than 32");
+  expect_error(
+      Code::kCorruption, [] { parse_json(nested('[', 650), "doc"); }, "doc: JSON nested deeper than 32 levels");
+  expect_error(
+      Code::kCorruption, [] { parse_json(nested('[', kMaxJsonDepth + 1), "doc"); }, "deeper than 32");
   // Unterminated and enormous: refused at the limit, not at the end.
-  expect_error(Code::kCorruption, [] { parse_json(std::string(1 << 20, '['), "doc"); }, "deeper than 32");
+  expect_error(
+      Code::kCorruption, [] { parse_json(std::string(1 << 20, '['), "doc"); }, "deeper than 32");
   std::string objects;
   for (int i = 0; i < 100; ++i) objects += "{\"k\":";
-  expect_error(Code::kCorruption, [&] { parse_json(objects, "doc"); }, "deeper than 32");
+  expect_error(
+      Code::kCorruption, [&] { parse_json(objects, "doc"); }, "deeper than 32");
   JsonParseOptions shallow;
   shallow.max_depth = 2;
   CHECK(parse_json("[[1]]", "doc", shallow).size() == 1);
-  expect_error(Code::kCorruption, [&] { parse_json("[[[1]]]", "doc", shallow); }, "deeper than 2");
+  expect_error(
+      Code::kCorruption, [&] { parse_json("[[[1]]]", "doc", shallow); }, "deeper than 2");
 }
 
 TEST_CASE("parse_json: malformed text names the byte offset and never quotes the document") {
@@ -54,13 +59,17 @@ TEST_CASE("parse_json: malformed text names the byte offset and never quotes the
     CHECK(m.find("xxxxxxxxxx") == std::string::npos);
     CHECK(m.size() < 400);
   }
-  expect_error(Code::kCorruption, [] { parse_json("", "empty"); }, "empty: not valid JSON");
-  expect_error(Code::kCorruption, [] { parse_json("[1] [2]", "two"); }, "two: not valid JSON");
+  expect_error(
+      Code::kCorruption, [] { parse_json("", "empty"); }, "empty: not valid JSON");
+  expect_error(
+      Code::kCorruption, [] { parse_json("[1] [2]", "two"); }, "two: not valid JSON");
 }
 
 TEST_CASE("parse_json: duplicate keys are refused at any depth, unless allowed") {
-  expect_error(Code::kCorruption, [] { parse_json(R"({"a": 1, "a": 2})", "doc"); }, "duplicate key 'a'");
-  expect_error(Code::kCorruption, [] { parse_json(R"({"x": {"b": 1, "b": 2}})", "doc"); }, "duplicate key 'b'");
+  expect_error(
+      Code::kCorruption, [] { parse_json(R"({"a": 1, "a": 2})", "doc"); }, "duplicate key 'a'");
+  expect_error(
+      Code::kCorruption, [] { parse_json(R"({"x": {"b": 1, "b": 2}})", "doc"); }, "duplicate key 'b'");
   // The same key in sibling objects is fine.
   CHECK(parse_json(R"([{"a": 1}, {"a": 2}])", "doc").size() == 2);
   JsonParseOptions lax;

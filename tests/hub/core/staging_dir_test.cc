@@ -98,10 +98,8 @@ TEST_CASE("StagingDir: an empty folder, or with kReplace anything, is replaced i
     CHECK(entries(dir.path / name) == std::vector<std::string>{"replaced.txt"});
   }
   CHECK(entries(dir.path / "elsewhere") == std::vector<std::string>{"keep.txt"});
-  CHECK(entries(dir.path) ==
-        std::vector<std::string>{"absent", "elsewhere", "empty", "file", "fills", "link"});
+  CHECK(entries(dir.path) == std::vector<std::string>{"absent", "elsewhere", "empty", "file", "fills", "link"});
   for (const char* bad : {".", "..", "/", "a/.."})
     expect_error(
-        Code::kInvalidArgument, [&] { StagingDir s(bad, ExistingTarget::kReplace); },
-        "name a new folder");
+        Code::kInvalidArgument, [&] { StagingDir s(bad, ExistingTarget::kReplace); }, "name a new folder");
 }

@@ -1,9 +1,9 @@
 // hub/core/text.h: UTF-8 checking, printable quoting, credential redaction.
+#include "hub/core/text.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "hub/core/text.h"
 
 namespace hub {
 namespace {
@@ -34,9 +34,9 @@ TEST_CASE("invalid_utf8_at finds the first bad byte") {
   CHECK(invalid_utf8_at("plain") == std::string_view::npos);
   CHECK(invalid_utf8_at("caf\xc3\xa9") == std::string_view::npos);
   CHECK(invalid_utf8_at("ab\xff") == 2);
-  CHECK(invalid_utf8_at("a\xc0\xaf") == 1);          // overlong '/'
-  CHECK(invalid_utf8_at("\xed\xa0\x80") == 0);       // surrogate
-  CHECK(invalid_utf8_at("x\xe2\x82") == 1);          // cut short
+  CHECK(invalid_utf8_at("a\xc0\xaf") == 1);     // overlong '/'
+  CHECK(invalid_utf8_at("\xed\xa0\x80") == 0);  // surrogate
+  CHECK(invalid_utf8_at("x\xe2\x82") == 1);     // cut short
 }
 
 }  // namespace

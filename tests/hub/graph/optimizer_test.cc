@@ -48,7 +48,8 @@ std::vector<float> by_hand(const std::function<double(int elem, double w, double
 
 void expect_vec(const std::vector<float>& got, const std::vector<float>& want, double tol = 2e-6) {
   REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(std::fabs(got[i] - want[i]) <= tol, "element " << i << ": got " << got[i] << ", want " << want[i]);
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK_MESSAGE(std::fabs(got[i] - want[i]) <= tol, "element " << i << ": got " << got[i] << ", want " << want[i]);
 }
 
 const auto kLr = LearningRateSchedule::fixed(0.1);
@@ -130,10 +131,10 @@ TEST_CASE("adagrad (initial accumulator 0.1)") {
   expect_vec({got[0], got[1]}, {0.8294183f, 2.0263397f}, 1e-6);
   double acc = 0;
   expect_vec(got, by_hand([&](int, double w, double g, int t) {
-    if (t == 1) acc = 0.1;
-    acc += g * g;
-    return w - 0.1 * g / std::sqrt(acc);
-  }));
+               if (t == 1) acc = 0.1;
+               acc += g * g;
+               return w - 0.1 * g / std::sqrt(acc);
+             }));
 }
 
 TEST_CASE("adadelta (rho 0.95, epsilon 1)") {

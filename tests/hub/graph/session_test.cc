@@ -1,9 +1,10 @@
+#include "hub/graph/session.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "hub/graph/autodiff.h"
-#include "hub/graph/session.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -39,8 +40,9 @@ TEST_CASE("run reports each fetch as soon as it is computed, in node order") {
   Output c = ops::mul(s, b, b, "c");
   Session session(g, nullptr);
   std::vector<std::pair<size_t, Tensor>> seen;
-  auto out = session.run({{x, make({2}, {1, 2})}}, {c, x, a, c}, {},
-                         [&](size_t i, const Tensor& v) { seen.push_back({i, v}); });
+  auto out = session.run({{x, make({2}, {1, 2})}}, {c, x, a, c}, {}, [&](size_t i, const Tensor& v) {
+    seen.push_back({i, v});
+  });
   // x is fed (reported first), then a, then c (both of its fetch slots).
   REQUIRE(seen.size() == 4);
   CHECK(seen[0].first == 1);
@@ -117,7 +119,8 @@ TEST_CASE("duplicate node names and unknown ops are rejected") {
   Graph g;
   Scope s(g);
   ops::placeholder(s, DType::kFloat32, {1}, "x");
-  CHECK_THROWS_AS(g.add_node("Placeholder", "x", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1})), Error);
+  CHECK_THROWS_AS(g.add_node("Placeholder", "x", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1})),
+                  Error);
   try {
     g.add_node("NoSuchOp", "y", {});
   } catch (const Error& e) {
@@ -142,12 +145,15 @@ TEST_CASE("initializers are deterministic and have the right statistics") {
   CHECK(identical(a.at("t"), b.at("t")));
   auto t = a.at("t").to_vector<float>();
   double mean = 0, var = 0, maxabs = 0;
-  for (float v : t) { mean += v; maxabs = std::max(maxabs, (double)std::fabs(v)); }
+  for (float v : t) {
+    mean += v;
+    maxabs = std::max(maxabs, (double)std::fabs(v));
+  }
   mean /= t.size();
   for (float v : t) var += (v - mean) * (v - mean);
   var /= t.size();
   CHECK(std::fabs(mean) < 0.02);
-  CHECK(maxabs <= 1.0 + 1e-6);                       // truncated at 2 stddev
+  CHECK(maxabs <= 1.0 + 1e-6);  // truncated at 2 stddev
   CHECK(std::sqrt(var) == doctest::Approx(0.5 * 0.8796).epsilon(0.05));
   double limit = std::sqrt(6.0 / 100.0);
   for (float v : a.at("u").to_vector<float>()) CHECK(std::fabs(v) <= limit);

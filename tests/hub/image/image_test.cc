@@ -128,8 +128,8 @@ Bytes interlaced_png(const Bytes& px, uint32_t w, uint32_t h, uint8_t depth, uin
   return b;
 }
 
-Bytes spng_encode(const void* px, size_t len, uint32_t w, uint32_t h, uint8_t depth,
-                  uint8_t color, const spng_plte* plte = nullptr) {
+Bytes spng_encode(const void* px, size_t len, uint32_t w, uint32_t h, uint8_t depth, uint8_t color,
+                  const spng_plte* plte = nullptr) {
   spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
   spng_ihdr ihdr{};
@@ -296,24 +296,29 @@ TEST_CASE("decoded bytes are capped before allocating: a small 16-bit RGBA PNG o
   const Bytes big = png_bomb(11000, 11000, 16, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA);
   CHECK(big.size() < 100);
   CHECK(11000LL * 11000 < kDefaultMaxPixels);
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(big, {}, "big16.png"); },
-               "big16.png: png image of 11000x11000 pixels x 4 channels x 2 bytes decodes to 968000000 bytes, "
-               "over the limit of 536870912");
-  expect_error(Code::kResourceExhausted, [&] { decode_image(big, {}, "big16.png"); }, "$HUB_IMAGE_MAX_BYTES");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(big, {}, "big16.png"); },
+      "big16.png: png image of 11000x11000 pixels x 4 channels x 2 bytes decodes to 968000000 bytes, "
+      "over the limit of 536870912");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image(big, {}, "big16.png"); }, "$HUB_IMAGE_MAX_BYTES");
   // The same size at 8 bits per RGB sample fits (and then fails on the missing data).
-  expect_error(Code::kCorruption, [&] { decode_image_u8(png_bomb(11000, 11000), {}, "big8.png"); }, "big8.png");
+  expect_error(
+      Code::kCorruption, [&] { decode_image_u8(png_bomb(11000, 11000), {}, "big8.png"); }, "big8.png");
   // An interlaced image also counts its full-size RGBA buffer.
   Bytes inter = png_bomb(8000, 8000, 8, SPNG_COLOR_TYPE_GRAYSCALE);  // 64 MB stored
-  inter[28] = 1;  // interlace method (CRC below fixed by rebuilding)
+  inter[28] = 1;                                                     // interlace method (CRC below fixed by rebuilding)
   Bytes fixed = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   png_chunk(fixed, "IHDR", Bytes(inter.begin() + 16, inter.begin() + 29));
   png_chunk(fixed, "IEND", {});
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(fixed, {.max_bytes = 200'000'000}, "i.png"); },
-               "4 RGBA samples (interlaced)");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(fixed, {.max_bytes = 200'000'000}, "i.png"); },
+      "4 RGBA samples (interlaced)");
   // A small explicit limit applies to ordinary images, JPEG included.
   const Bytes jpg = stb_jpg(smooth(16, 16, 3), 16, 16, 3);
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(jpg, {.max_bytes = 767}, "s.jpg"); },
-               "16x16 pixels x 3 components x 1 bytes");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(jpg, {.max_bytes = 767}, "s.jpg"); },
+      "16x16 pixels x 3 components x 1 bytes");
   CHECK(decode_image_u8(jpg, {.max_bytes = 768}, "s.jpg").num_elements() == 768);
 }
 
@@ -392,9 +397,14 @@ TEST_CASE("our encoders round-trip") {
     CHECK(g3.data<uint8_t>()[3 * i] == g1.data<uint8_t>()[i]);
     CHECK(g3.data<uint8_t>()[3 * i + 2] == g1.data<uint8_t>()[i]);
   }
-  expect_error(Code::kInvalidArgument, [] { encode_png(Tensor(DType::kFloat32, Shape{2, 2, 3})); },
-               "float32[2,2,3]");
-  expect_error(Code::kInvalidArgument, [&] { encode_jpeg(img, 0); }, "quality 0");
+  expect_error(
+      Code::kInvalidArgument,
+      [] {
+        encode_png(Tensor(DType::kFloat32, Shape{2, 2, 3}));
+      },
+      "float32[2,2,3]");
+  expect_error(
+      Code::kInvalidArgument, [&] { encode_jpeg(img, 0); }, "quality 0");
 }
 
 TEST_CASE("decompression bombs are refused from the header") {
@@ -402,14 +412,14 @@ TEST_CASE("decompression bombs are refused from the header") {
   // corruption, so kResourceExhausted proves the check came first.
   const Bytes bomb = png_bomb(30000, 30000);
   CHECK(probe_image(bomb, "bomb.png").width == 30000);
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); },
-               "bomb.png");
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); },
-               "30000x30000");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); }, "bomb.png");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(bomb, {}, "bomb.png"); }, "30000x30000");
   // A small limit applies to ordinary images too.
   const Bytes small = stb_png(pattern(10, 10, 3), 10, 10, 3);
-  expect_error(Code::kResourceExhausted,
-               [&] { decode_image_u8(small, {.max_pixels = 99}, "small.png"); }, "10x10");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(small, {.max_pixels = 99}, "small.png"); }, "10x10");
   CHECK(decode_image_u8(small, {.max_pixels = 100}, "small.png").num_elements() == 300);
 
   // JPEG: patch a real file's SOF0 to claim 65500 x 65500.
@@ -417,26 +427,29 @@ TEST_CASE("decompression bombs are refused from the header") {
   bool patched = false;
   for (size_t i = 0; i + 9 < jpg.size(); ++i) {
     if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
-      jpg[i + 5] = 0xff; jpg[i + 6] = 0xdc;  // height 65500
-      jpg[i + 7] = 0xff; jpg[i + 8] = 0xdc;  // width 65500
+      jpg[i + 5] = 0xff;
+      jpg[i + 6] = 0xdc;  // height 65500
+      jpg[i + 7] = 0xff;
+      jpg[i + 8] = 0xdc;  // width 65500
       patched = true;
       break;
     }
   }
   REQUIRE(patched);
   CHECK(probe_image(jpg, "bomb.jpg").height == 65500);
-  expect_error(Code::kResourceExhausted, [&] { decode_image_u8(jpg, {}, "bomb.jpg"); },
-               "65500x65500");
+  expect_error(
+      Code::kResourceExhausted, [&] { decode_image_u8(jpg, {}, "bomb.jpg"); }, "65500x65500");
 }
 
 TEST_CASE("corrupt, truncated, empty and non-image inputs name the file") {
-  expect_error(Code::kInvalidArgument, [] { decode_image_u8(Bytes{}, {}, "empty.jpg"); },
-               "empty.jpg");
+  expect_error(
+      Code::kInvalidArgument, [] { decode_image_u8(Bytes{}, {}, "empty.jpg"); }, "empty.jpg");
   const Bytes text = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
-  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(text, {}, "notes.png"); },
-               "notes.png");
+  expect_error(
+      Code::kInvalidArgument, [&] { decode_image_u8(text, {}, "notes.png"); }, "notes.png");
   const Bytes gif = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0};
-  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(gif, {}, "a.gif"); }, "gif");
+  expect_error(
+      Code::kInvalidArgument, [&] { decode_image_u8(gif, {}, "a.gif"); }, "gif");
 
   const Bytes png = stb_png(pattern(16, 16, 3), 16, 16, 3);
   for (size_t cut : {size_t{4}, size_t{20}, png.size() / 2, png.size() - 13}) {
@@ -452,17 +465,20 @@ TEST_CASE("corrupt, truncated, empty and non-image inputs name the file") {
   }
   Bytes flipped = png;
   flipped[40] ^= 0x55;  // inside IDAT: CRC mismatch
-  expect_error(Code::kCorruption, [&] { decode_image_u8(flipped, {}, "crc.png"); }, "crc.png");
+  expect_error(
+      Code::kCorruption, [&] { decode_image_u8(flipped, {}, "crc.png"); }, "crc.png");
 
   const Bytes jpg = stb_jpg(smooth(64, 64, 3), 64, 64, 3);
   for (size_t cut : {size_t{3}, size_t{100}, jpg.size() / 2, jpg.size() - 2}) {
     CAPTURE(cut);
     Bytes t(jpg.begin(), jpg.begin() + static_cast<long>(cut));
-    expect_error(Code::kCorruption, [&] { decode_image_u8(t, {}, "trunc.jpg"); }, "trunc.jpg");
+    expect_error(
+        Code::kCorruption, [&] { decode_image_u8(t, {}, "trunc.jpg"); }, "trunc.jpg");
   }
-  expect_error(Code::kInvalidArgument, [&] { decode_image_u8(jpg, {.channels = 2}, "c.jpg"); },
-               "2 channels");
-  expect_error(Code::kNotFound, [] { read_image("/nonexistent/hub/x.jpg"); }, "/nonexistent/hub/x.jpg");
+  expect_error(
+      Code::kInvalidArgument, [&] { decode_image_u8(jpg, {.channels = 2}, "c.jpg"); }, "2 channels");
+  expect_error(
+      Code::kNotFound, [] { read_image("/nonexistent/hub/x.jpg"); }, "/nonexistent/hub/x.jpg");
 }
 
 TEST_CASE("write_file_atomic leaves no temporary behind") {
@@ -471,8 +487,8 @@ TEST_CASE("write_file_atomic leaves no temporary behind") {
   std::filesystem::create_directories(dir);
   write_file_atomic((dir / "a.bin").string(), std::string("\x01\x02\x03"));
   CHECK(read_file_bytes((dir / "a.bin").string()) == std::string("\x01\x02\x03"));
-  expect_error(Code::kIOError, [&] { write_file_atomic((dir / "no/such/b.bin").string(), "\x01"); },
-               "b.bin");
+  expect_error(
+      Code::kIOError, [&] { write_file_atomic((dir / "no/such/b.bin").string(), "\x01"); }, "b.bin");
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
   CHECK(files == 1);

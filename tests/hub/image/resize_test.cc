@@ -1,10 +1,11 @@
 // resize_bilinear against values computed by hand from TF's formula
 // (align_corners=false, half_pixel_centers=false), plus crops.
+#include "hub/image/resize.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "hub/image/resize.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -37,8 +38,7 @@ TEST_CASE("resize 1xN and channels") {
   Tensor in = make({1, 3, 2}, {0, 10, 5, 20, 1, 40});
   // channel 0 values 0,5,1: x=.6 -> 3; 1.2 -> 5 - 4*.2 = 4.2; 1.8 -> 5 - 4*.8 = 1.8; 2.4 -> 1
   // channel 1 values 10,20,40: 10; 16; 24; 36; 40
-  expect_close(resize_bilinear(in, 1, 5),
-               make({1, 5, 2}, {0, 10, 3, 16, 4.2f, 24, 1.8f, 36, 1, 40}), 1e-5);
+  expect_close(resize_bilinear(in, 1, 5), make({1, 5, 2}, {0, 10, 3, 16, 4.2f, 24, 1.8f, 36, 1, 40}), 1e-5);
   // Nx1 -> 2x1 keeps the column.
   expect_close(resize_bilinear(make({2, 1, 1}, {1, 3}), 4, 1), make({4, 1, 1}, {1, 2, 3, 3}));
 }

@@ -140,7 +140,8 @@ TEST_CASE("bundle: round trip of every dtype, one or several shards, aligned or 
       }
       CHECK_FALSE(r.contains(""));
       CHECK_FALSE(r.contains("nope"));
-      expect_error(Code::kNotFound, [&] { r.read("nope"); }, "tensor 'nope' is not in checkpoint");
+      expect_error(
+          Code::kNotFound, [&] { r.read("nope"); }, "tensor 'nope' is not in checkpoint");
 
       // Offsets: aligned ones are multiples of the alignment; each data file
       // ends with its last tensor's padding.
@@ -183,49 +184,60 @@ TEST_CASE("bundle: bad files are clear errors naming the file and the tensor") {
 
   SUBCASE("truncated index") {
     write_file_atomic(index_path, good_index.substr(0, good_index.size() - 10));
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "model.ckpt.index': corrupt table");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "model.ckpt.index': corrupt table");
   }
   SUBCASE("bad block CRC") {
     std::string bad = good_index;
     bad[20] ^= 0x01;  // inside the one data block
     write_file_atomic(index_path, bad);
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "checksum mismatch");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "checksum mismatch");
   }
   SUBCASE("bad footer magic") {
     std::string bad = good_index;
     bad[bad.size() - 8] ^= 0xff;
     write_file_atomic(index_path, bad);
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "bad magic number");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "bad magic number");
   }
   SUBCASE("offsets past a shard's end") {
     edit_index(prefix, nullptr, [&](const std::string& name, tf::proto::BundleEntryProto& e) {
       if (name == w) e.set_offset(static_cast<int64_t>(good_data.size()) - 8);
     });
     tf::BundleReader r(prefix);
-    expect_error(Code::kCorruption, [&] { r.read(w); },
-                 "model.ckpt.data-00000-of-00001': tensor '" + w + "': bytes [" + std::to_string(good_data.size() - 8));
+    expect_error(
+        Code::kCorruption, [&] { r.read(w); },
+        "model.ckpt.data-00000-of-00001': tensor '" + w + "': bytes [" + std::to_string(good_data.size() - 8));
     CHECK(r.read("global_step").item<int64_t>() == 12345);  // the others still read
     // A truncated data file: the last tensors now end past it.
     write_file_atomic(data_path, good_data.substr(0, good_data.size() / 2));
-    expect_error(Code::kCorruption, [&] { r.read(w); }, "lie past the end of the data file");
+    expect_error(
+        Code::kCorruption, [&] { r.read(w); }, "lie past the end of the data file");
   }
   SUBCASE("shard count mismatch") {
-    edit_index(prefix, [](tf::proto::BundleHeaderProto& h) { h.set_num_shards(2); }, nullptr);
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); },
-                 "the header names 2 data file(s) but '" + prefix +
-                     ".data-00000-of-00002' does not exist (found model.ckpt.data-00000-of-00001)");
-    edit_index(prefix, [](tf::proto::BundleHeaderProto& h) { h.set_num_shards(0); }, nullptr);
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "num_shards 0 is not in [1, 99999]");
+    edit_index(
+        prefix, [](tf::proto::BundleHeaderProto& h) { h.set_num_shards(2); }, nullptr);
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); },
+        "the header names 2 data file(s) but '" + prefix +
+            ".data-00000-of-00002' does not exist (found model.ckpt.data-00000-of-00001)");
+    edit_index(
+        prefix, [](tf::proto::BundleHeaderProto& h) { h.set_num_shards(0); }, nullptr);
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "num_shards 0 is not in [1, 99999]");
   }
   SUBCASE("a missing data file") {
     fs::remove(data_path);
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "(no data files exist)");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "(no data files exist)");
   }
   SUBCASE("shard_id beyond num_shards") {
     edit_index(prefix, nullptr, [&](const std::string& name, tf::proto::BundleEntryProto& e) {
       if (name == w) e.set_shard_id(1);
     });
-    expect_error(Code::kCorruption, [&] { tf::BundleReader(prefix).read(w); }, "shard_id 1 is not below num_shards 1");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader(prefix).read(w); }, "shard_id 1 is not below num_shards 1");
   }
   SUBCASE("data CRC mismatch") {
     std::string bad = good_data;
@@ -234,7 +246,8 @@ TEST_CASE("bundle: bad files are clear errors naming the file and the tensor") {
     bad[static_cast<size_t>(e.offset()) + 5] ^= 0x40;
     write_file_atomic(data_path, bad);
     tf::BundleReader r(prefix);
-    expect_error(Code::kCorruption, [&] { r.read(w); }, "tensor '" + w + "': CRC-32C mismatch");
+    expect_error(
+        Code::kCorruption, [&] { r.read(w); }, "tensor '" + w + "': CRC-32C mismatch");
     CHECK(r.read("pixels").to_vector<uint8_t>() == std::vector<uint8_t>{0, 128, 255});
   }
   SUBCASE("a dtype TensorFlow has and hub lacks") {
@@ -244,10 +257,13 @@ TEST_CASE("bundle: bad files are clear errors naming the file and the tensor") {
     });
     tf::BundleReader r(prefix);
     CHECK(r.contains("counts"));
-    expect_error(Code::kInvalidArgument, [&] { r.read("counts"); },
-                 "model.ckpt.index': tensor 'counts': dtype DT_HALF is not supported by hub");
-    expect_error(Code::kInvalidArgument, [&] { r.spec("counts"); }, "DT_HALF");
-    expect_error(Code::kCorruption, [&] { r.read("pixels"); }, "tensor 'pixels': invalid dtype 77");
+    expect_error(
+        Code::kInvalidArgument, [&] { r.read("counts"); },
+        "model.ckpt.index': tensor 'counts': dtype DT_HALF is not supported by hub");
+    expect_error(
+        Code::kInvalidArgument, [&] { r.spec("counts"); }, "DT_HALF");
+    expect_error(
+        Code::kCorruption, [&] { r.read("pixels"); }, "tensor 'pixels': invalid dtype 77");
     CHECK(same(r.read(w), sample_tensors().at(w)));
   }
   SUBCASE("a size that does not match the shape; a negative dimension") {
@@ -256,8 +272,10 @@ TEST_CASE("bundle: bad files are clear errors naming the file and the tensor") {
       if (name == "counts") e.mutable_shape()->mutable_dim(0)->set_size(-1);
     });
     tf::BundleReader r(prefix);
-    expect_error(Code::kCorruption, [&] { r.read(w); }, "size 356 does not match float32[3,3,2,5] (360 bytes)");
-    expect_error(Code::kCorruption, [&] { r.read("counts"); }, "tensor 'counts': the shape has dimension -1");
+    expect_error(
+        Code::kCorruption, [&] { r.read(w); }, "size 356 does not match float32[3,3,2,5] (360 bytes)");
+    expect_error(
+        Code::kCorruption, [&] { r.read("counts"); }, "tensor 'counts': the shape has dimension -1");
   }
   SUBCASE("a bool byte other than 0 or 1 (with a matching CRC)") {
     tf::proto::BundleEntryProto e;
@@ -268,35 +286,48 @@ TEST_CASE("bundle: bad files are clear errors naming the file and the tensor") {
     edit_index(prefix, nullptr, [&](const std::string& name, tf::proto::BundleEntryProto& x) {
       if (name == "mask") x.set_crc32c(crc32c::mask(crc32c::value(bad.data() + e.offset(), 2)));
     });
-    expect_error(Code::kCorruption, [&] { tf::BundleReader(prefix).read("mask"); }, "bool element 0 is 2");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader(prefix).read("mask"); }, "bool element 0 is 2");
   }
   SUBCASE("partitioned variables (slices) are refused") {
     edit_index(prefix, nullptr, [&](const std::string& name, tf::proto::BundleEntryProto& e) {
       if (name == w) e.add_slices()->add_extent()->set_start(0);
     });
-    expect_error(Code::kUnimplemented, [&] { tf::BundleReader(prefix).read(w); }, "saved as 1 slices");
+    expect_error(
+        Code::kUnimplemented, [&] { tf::BundleReader(prefix).read(w); }, "saved as 1 slices");
   }
   SUBCASE("big-endian data, a newer format, a missing header") {
-    edit_index(prefix, [](tf::proto::BundleHeaderProto& h) { h.set_endianness(tf::proto::BundleHeaderProto::BIG); },
-               nullptr);
-    expect_error(Code::kUnimplemented, [&] { tf::BundleReader r(prefix); }, "big-endian");
-    edit_index(prefix, [](tf::proto::BundleHeaderProto& h) {
-      h.set_endianness(tf::proto::BundleHeaderProto::LITTLE);
-      h.mutable_version()->set_min_consumer(2);
-    }, nullptr);
-    expect_error(Code::kFailedPrecondition, [&] { tf::BundleReader r(prefix); }, "min_consumer 2");
-    edit_index(prefix, [](tf::proto::BundleHeaderProto& h) {
-      h.mutable_version()->set_min_consumer(0);
-      h.mutable_version()->add_bad_consumers(1);
-    }, nullptr);
-    expect_error(Code::kFailedPrecondition, [&] { tf::BundleReader r(prefix); }, "disallows readers of version 1");
+    edit_index(
+        prefix, [](tf::proto::BundleHeaderProto& h) { h.set_endianness(tf::proto::BundleHeaderProto::BIG); }, nullptr);
+    expect_error(
+        Code::kUnimplemented, [&] { tf::BundleReader r(prefix); }, "big-endian");
+    edit_index(
+        prefix,
+        [](tf::proto::BundleHeaderProto& h) {
+          h.set_endianness(tf::proto::BundleHeaderProto::LITTLE);
+          h.mutable_version()->set_min_consumer(2);
+        },
+        nullptr);
+    expect_error(
+        Code::kFailedPrecondition, [&] { tf::BundleReader r(prefix); }, "min_consumer 2");
+    edit_index(
+        prefix,
+        [](tf::proto::BundleHeaderProto& h) {
+          h.mutable_version()->set_min_consumer(0);
+          h.mutable_version()->add_bad_consumers(1);
+        },
+        nullptr);
+    expect_error(
+        Code::kFailedPrecondition, [&] { tf::BundleReader r(prefix); }, "disallows readers of version 1");
     tf::TableBuilder b;
     b.add("x", "y");
     write_file_atomic(index_path, b.finish());
-    expect_error(Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "no bundle header");
+    expect_error(
+        Code::kCorruption, [&] { tf::BundleReader r(prefix); }, "no bundle header");
   }
   SUBCASE("a missing index") {
-    expect_error(Code::kNotFound, [&] { tf::BundleReader r(tmp / "other"); }, "other.index");
+    expect_error(
+        Code::kNotFound, [&] { tf::BundleReader r(tmp / "other"); }, "other.index");
   }
 }
 
@@ -304,19 +335,44 @@ TEST_CASE("bundle: failed writes leave nothing behind") {
   TempDir tmp("bundle_write");
   const auto tensors = sample_tensors();
   // Bad arguments: refused before anything is written.
-  expect_error(Code::kInvalidArgument, [&] { tf::write_bundle(tmp / "a", {{"", Tensor::floats({1})}}); },
-               "the empty name");
-  expect_error(Code::kInvalidArgument, [&] { tf::write_bundle(tmp / "a", {{"x", Tensor()}}); }, "'x' is undefined");
-  expect_error(Code::kInvalidArgument, [&] { tf::write_bundle(tmp / "a", tensors, {0, 1}); }, "num_shards 0");
-  expect_error(Code::kInvalidArgument, [&] { tf::write_bundle(tmp / "a", tensors, {1, 0}); }, "alignment");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        tf::write_bundle(tmp / "a", {{"", Tensor::floats({1})}});
+      },
+      "the empty name");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        tf::write_bundle(tmp / "a", {{"x", Tensor()}});
+      },
+      "'x' is undefined");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        tf::write_bundle(tmp / "a", tensors, {0, 1});
+      },
+      "num_shards 0");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        tf::write_bundle(tmp / "a", tensors, {1, 0});
+      },
+      "alignment");
   CHECK(files_in(tmp.path).empty());
   // A folder that does not exist.
-  expect_error(Code::kIOError, [&] { tf::write_bundle(tmp / "no/such/dir/a", tensors); }, "no/such/dir/a.data-00000-of-00001");
+  expect_error(
+      Code::kIOError, [&] { tf::write_bundle(tmp / "no/such/dir/a", tensors); }, "no/such/dir/a.data-00000-of-00001");
   CHECK(files_in(tmp.path).empty());
   // The index cannot be renamed into place (a folder has its name): the data
   // files already renamed are removed again, and no temporary remains.
   fs::create_directory(tmp / "b.index");
   fs::create_directory(tmp / "b.index/keep");
-  expect_error(Code::kIOError, [&] { tf::write_bundle(tmp / "b", tensors, {2, 1}); }, "b.index");
+  expect_error(
+      Code::kIOError,
+      [&] {
+        tf::write_bundle(tmp / "b", tensors, {2, 1});
+      },
+      "b.index");
   CHECK(files_in(tmp.path) == std::vector<std::string>{"b.index"});
 }

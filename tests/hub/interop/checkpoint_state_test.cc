@@ -47,6 +47,7 @@ TEST_CASE("checkpoint state: TensorFlow's files read, hub's written") {
         "all_model_checkpoint_paths: \"model.ckpt-6\"\n");
 
   write_file_atomic(tmp / "checkpoint", "model_checkpoint_path: \"unterminated\n");
-  expect_error(Code::kCorruption, [&] { tf::read_checkpoint_state(tmp.path.string()); },
-               "checkpoint' is not a TensorFlow checkpoint state (line 1");
+  expect_error(
+      Code::kCorruption, [&] { tf::read_checkpoint_state(tmp.path.string()); },
+      "checkpoint' is not a TensorFlow checkpoint state (line 1");
 }

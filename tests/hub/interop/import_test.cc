@@ -39,8 +39,8 @@ tfp::SavedModel tiny_saved_model() {
   g.op("relu", "Relu", {"x"});
   g.constant("one", Tensor::scalar<float>(1));
   g.op("y", "AddV2", {"relu", "one"});
-  (*mg->mutable_signature_def())["serving_default"] = tf_signature(
-      {{"x", {"x:0", DType::kFloat32, {-1, 3}}}}, {{"y", {"y:0", DType::kFloat32, {-1, 3}}}});
+  (*mg->mutable_signature_def())["serving_default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 3}}}}, {{"y", {"y:0", DType::kFloat32, {-1, 3}}}});
   return sm;
 }
 
@@ -84,15 +84,13 @@ TEST_CASE("formats are recognised from the content; anything else is one clear e
       "unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub "
       "module (tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model";
   expect_error(
-      Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); },
-      "found a hub module folder already");
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); }, "found a hub module folder already");
   expect_error(
       Code::kInvalidArgument, [&] { interop::detect_format(dir / "hubmodule"); }, unrecognized);
   // A protobuf whose fields are not ModelProto's (a SavedModel file), a
   // truncated ONNX file, a layers model, text.
   expect_error(
-      Code::kInvalidArgument, [&] { interop::detect_format(dir / "saved/saved_model.pb"); },
-      unrecognized);
+      Code::kInvalidArgument, [&] { interop::detect_format(dir / "saved/saved_model.pb"); }, unrecognized);
   std::string onnx_bytes;
   {
     std::ifstream in(dir / "model.onnx", std::ios::binary);
@@ -122,8 +120,7 @@ TEST_CASE("formats are recognised from the content; anything else is one clear e
   fs::create_directories(dir.path / "train");
   tf::write_bundle(dir / "train/model.ckpt-7", {{"w", make({2}, {1, 2})}});
   tf::write_checkpoint_state(dir / "train", {"model.ckpt-7", {"model.ckpt-7"}});
-  for (const std::string& ckpt :
-       {dir / "train/model.ckpt-7", dir / "train/model.ckpt-7.index", dir / "train"}) {
+  for (const std::string& ckpt : {dir / "train/model.ckpt-7", dir / "train/model.ckpt-7.index", dir / "train"}) {
     CAPTURE(ckpt);
     CHECK(interop::detect_format(ckpt) == interop::Format::kTfCheckpoint);
     expect_error(
@@ -157,8 +154,8 @@ TEST_CASE("import_model dispatches by format and checks the options against it")
   CHECK(interop::options_key(a) == interop::options_key(b));
   CHECK(interop::options_key(a) == R"({"mean":[0.5],"tag_sets":[[],["train"]]})");
   b.onnx.labels = "cat\n";
-  CHECK(interop::options_key(b) == R"({"labels_sha256":")" + sha256_hex("cat\n") +
-                                       R"(","mean":[0.5],"tag_sets":[[],["train"]]})");
+  CHECK(interop::options_key(b) ==
+        R"({"labels_sha256":")" + sha256_hex("cat\n") + R"(","mean":[0.5],"tag_sets":[[],["train"]]})");
 
   interop::ImportOptions image;
   image.onnx.image_size = {4, 4};
@@ -184,22 +181,17 @@ TEST_CASE("import_to_directory writes a module, or nothing") {
   write_saved_model(dir / "saved", tiny_saved_model(), {});
   interop::import_to_directory(dir / "saved", dir / "module");
   ModuleSpec back = load_module_spec(dir / "module");
-  expect_close(Module(back)("serving_default", {{"x", make({1, 3}, {-1, 0, 2})}}).at("y"),
-               make({1, 3}, {1, 1, 3}));
+  expect_close(Module(back)("serving_default", {{"x", make({1, 3}, {-1, 0, 2})}}).at("y"), make({1, 3}, {1, 1, 3}));
   CHECK(std::get<std::string>(back.attached().at("source_format")) == "tf_saved_model");
   expect_error(
-      Code::kAlreadyExists, [&] { interop::import_to_directory(dir / "saved", dir / "module"); },
-      "already exists");
+      Code::kAlreadyExists, [&] { interop::import_to_directory(dir / "saved", dir / "module"); }, "already exists");
   tfp::SavedModel bad = tiny_saved_model();
-  bad.mutable_meta_graphs(0)->mutable_graph_def()->mutable_node(1)->mutable_input(0)->assign(
-      "nowhere");
+  bad.mutable_meta_graphs(0)->mutable_graph_def()->mutable_node(1)->mutable_input(0)->assign("nowhere");
   write_saved_model(dir / "bad", bad, {});
   expect_error(
-      Code::kInvalidArgument, [&] { interop::import_to_directory(dir / "bad", dir / "out"); },
-      "names no node");
+      Code::kInvalidArgument, [&] { interop::import_to_directory(dir / "bad", dir / "out"); }, "names no node");
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir.path))
-    names.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"bad", "module", "saved"});
 }

@@ -102,9 +102,10 @@ TEST_CASE("hub refuses LevelDB's Snappy-compressed tables clearly") {
   testing::leveldb_write(tmp / "snappy.table", compressible, true, 4096, 16);
   // Debian's LevelDB is built with Snappy: the compressed table is smaller.
   REQUIRE(fs::file_size(tmp / "snappy.table") < fs::file_size(tmp / "plain.table") / 2);
-  expect_error(Code::kUnimplemented, [&] { tf::Table::open(tmp / "snappy.table"); },
-               "snappy.table': index block at offset");
-  expect_error(Code::kUnimplemented, [&] { tf::Table::open(tmp / "snappy.table"); }, "Snappy-compressed");
+  expect_error(
+      Code::kUnimplemented, [&] { tf::Table::open(tmp / "snappy.table"); }, "snappy.table': index block at offset");
+  expect_error(
+      Code::kUnimplemented, [&] { tf::Table::open(tmp / "snappy.table"); }, "Snappy-compressed");
 }
 
 TEST_CASE("leveldb reads hub's checkpoint index: the header, then each tensor's entry") {
@@ -131,8 +132,8 @@ TEST_CASE("leveldb reads hub's checkpoint index: the header, then each tensor's 
   CHECK(header.version().producer() == 1);
   // TensorFlow's DataType numbers (types.proto): DT_FLOAT 1, DT_INT32 3,
   // DT_UINT8 4, DT_INT64 9, DT_BOOL 10.
-  const std::map<DType, int> tf_number{{DType::kFloat32, 1}, {DType::kInt32, 3}, {DType::kUInt8, 4},
-                                       {DType::kInt64, 9}, {DType::kBool, 10}};
+  const std::map<DType, int> tf_number{
+      {DType::kFloat32, 1}, {DType::kInt32, 3}, {DType::kUInt8, 4}, {DType::kInt64, 9}, {DType::kBool, 10}};
   auto it = tensors.begin();
   for (size_t i = 1; i < entries.size(); ++i, ++it) {
     const auto& [name, t] = *it;

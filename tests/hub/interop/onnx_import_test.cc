@@ -2,7 +2,6 @@
 // folding, weights as variables), the image signatures, and bad input (each
 // a clear error naming the model file, the node, its op and the attribute).
 #include <doctest/doctest.h>
-
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -47,8 +46,10 @@ struct OnnxBuilder {
     tt->set_elem_type(type);
     for (int64_t d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param("N");
-      else dim->set_dim_value(d);
+      if (d < 0)
+        dim->set_dim_param("N");
+      else
+        dim->set_dim_value(d);
     }
   }
   // A graph output of rank dims.size(); negative dims are symbolic.
@@ -59,8 +60,10 @@ struct OnnxBuilder {
     tt->set_elem_type(::onnx::TensorProto::FLOAT);
     for (int64_t d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param(std::string("d").append(std::to_string(tt->shape().dim_size())));
-      else dim->set_dim_value(d);
+      if (d < 0)
+        dim->set_dim_param(std::string("d").append(std::to_string(tt->shape().dim_size())));
+      else
+        dim->set_dim_value(d);
     }
   }
   ::onnx::TensorProto* init(const std::string& name, const Tensor& t) {
@@ -230,8 +233,10 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
     b.node("Acos", {"x"}, "y", "the_node");
     b.output("y", {2, 2});
     const std::string path = b.save(dir.path, "op.onnx");
-    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "node 'the_node' (Acos)");
-    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, path);
+    expect_error(
+        Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "node 'the_node' (Acos)");
+    expect_error(
+        Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, path);
   }
   {
     OnnxBuilder b;
@@ -241,7 +246,8 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
     int_attr(n, "storage_order", 1);
     b.output("y", {1, 2, 2, 2});
     const std::string path = b.save(dir.path, "attr.onnx");
-    expect_error(Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "storage_order");
+    expect_error(
+        Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "storage_order");
   }
   {
     OnnxBuilder b;
@@ -249,7 +255,8 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
     b.node("Relu", {"x"}, "y");
     b.output("y", {2});
     const std::string path = b.save(dir.path, "dtype.onnx");
-    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "DOUBLE");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "DOUBLE");
   }
   {
     OnnxBuilder b(6);
@@ -257,7 +264,8 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
     b.node("Relu", {"x"}, "y");
     b.output("y", {2});
     const std::string path = b.save(dir.path, "old.onnx");
-    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 7 to 17");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 7 to 17");
   }
 }
 
@@ -274,18 +282,21 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
   std::string bytes = read_file_bytes(good);
   {
     std::ofstream(dir.path / "cut.onnx", std::ios::binary) << bytes.substr(0, bytes.size() - 7);
-    expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "cut.onnx").string()); }, "cut.onnx");
+    expect_error(
+        Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "cut.onnx").string()); }, "cut.onnx");
   }
   // Not ONNX at all.
   std::ofstream(dir.path / "text.onnx") << "hello, world";
-  expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "text.onnx").string()); }, "not");
+  expect_error(
+      Code::kCorruption, [&] { onnx_interop::import_onnx((dir.path / "text.onnx").string()); }, "not");
   // An initializer whose bytes do not match its shape.
   {
     OnnxBuilder bad = b;
     bad.g = bad.model.mutable_graph();
     bad.g->mutable_initializer(0)->set_raw_data(std::string(12, '\0'));
     const std::string path = bad.save(dir.path, "size.onnx");
-    expect_error(Code::kCorruption, [&] { onnx_interop::import_onnx(path); }, "initializer 'w'");
+    expect_error(
+        Code::kCorruption, [&] { onnx_interop::import_onnx(path); }, "initializer 'w'");
   }
   // External data: inside the folder it loads; absolute, '..' or a symlink
   // out of the folder is refused.
@@ -306,10 +317,11 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
     ModuleSpec spec = onnx_interop::import_onnx(external("w.bin", "ext.onnx"));
     CHECK(spec.weights().empty());  // an Add operand: a constant
   }
-  expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("/etc/passwd", "abs.onnx")); },
-               "absolute");
-  expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("../w.bin", "up.onnx")); },
-               "leaves the model's folder");
+  expect_error(
+      Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("/etc/passwd", "abs.onnx")); }, "absolute");
+  expect_error(
+      Code::kPermissionDenied, [&] { onnx_interop::import_onnx(external("../w.bin", "up.onnx")); },
+      "leaves the model's folder");
   fs::create_directories(dir.path / "outside");
   std::ofstream(dir.path / "outside" / "secret.bin") << "12345678";
   fs::create_directories(dir.path / "model");
@@ -324,7 +336,8 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
     kv->set_key("location");
     kv->set_value("link.bin");
     const std::string path = e.save(dir.path / "model", "sym.onnx");
-    expect_error(Code::kPermissionDenied, [&] { onnx_interop::import_onnx(path); }, "outside the model's folder");
+    expect_error(
+        Code::kPermissionDenied, [&] { onnx_interop::import_onnx(path); }, "outside the model's folder");
   }
 }
 
@@ -342,26 +355,43 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
     return b.save(dir.path, file);
   };
   CHECK_NOTHROW(onnx_interop::import_onnx(model("good.onnx", [](OnnxBuilder&) {})));
-  expect_error(Code::kInvalidArgument,
-               [&] { onnx_interop::import_onnx(model("out.onnx", [](OnnxBuilder& b) { b.g->mutable_output(0)->set_name("M\x9cz"); })); },
-               "graph output 'M\\x9cz' is produced by no node");
-  expect_error(Code::kInvalidArgument,
-               [&] { onnx_interop::import_onnx(model("in.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_input(0, "w"); })); },
-               "node 1 'neg' (Neg): input 'w' is defined by no earlier node");
-  expect_error(Code::kInvalidArgument, [&] {
-    onnx_interop::import_onnx(model("order.onnx", [](OnnxBuilder& b) { b.g->mutable_node()->SwapElements(0, 1); }));
-  }, "node 0 'neg' (Neg): input 'y' is defined by no earlier node");
-  expect_error(Code::kInvalidArgument,
-               [&] { onnx_interop::import_onnx(model("twice.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_output(0, "y"); })); },
-               "output 'y' is already defined");
-  expect_error(Code::kUnimplemented, [&] {
-    onnx_interop::import_onnx(model("if.onnx", [](OnnxBuilder& b) {
-      auto* a = b.g->mutable_node(1)->add_attribute();
-      a->set_name("then_branch");
-      a->set_type(::onnx::AttributeProto::GRAPH);
-      a->mutable_g()->set_name("branch");
-    }));
-  }, "hub imports no control flow");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(
+            model("out.onnx", [](OnnxBuilder& b) { b.g->mutable_output(0)->set_name("M\x9cz"); }));
+      },
+      "graph output 'M\\x9cz' is produced by no node");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(model("in.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_input(0, "w"); }));
+      },
+      "node 1 'neg' (Neg): input 'w' is defined by no earlier node");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(model("order.onnx", [](OnnxBuilder& b) { b.g->mutable_node()->SwapElements(0, 1); }));
+      },
+      "node 0 'neg' (Neg): input 'y' is defined by no earlier node");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(
+            model("twice.onnx", [](OnnxBuilder& b) { b.g->mutable_node(1)->set_output(0, "y"); }));
+      },
+      "output 'y' is already defined");
+  expect_error(
+      Code::kUnimplemented,
+      [&] {
+        onnx_interop::import_onnx(model("if.onnx", [](OnnxBuilder& b) {
+          auto* a = b.g->mutable_node(1)->add_attribute();
+          a->set_name("then_branch");
+          a->set_type(::onnx::AttributeProto::GRAPH);
+          a->mutable_g()->set_name("branch");
+        }));
+      },
+      "hub imports no control flow");
 }
 
 TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
@@ -376,8 +406,9 @@ TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are
     b.node("Resize", {"x", "", "scales"}, "y", "resize");
     b.output("y", {1, 1, -1, 8});
     const std::string path = b.save(dir.path, "resize.onnx");
-    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
-                 "scales must give output sizes from 1 to 2^31");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+        "scales must give output sizes from 1 to 2^31");
   }
   for (float limit : {1e30f, std::numeric_limits<float>::infinity()}) {
     CAPTURE(limit);
@@ -390,7 +421,8 @@ TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are
     b.node("Add", {"x", "r"}, "y", "add");
     b.output("y", {2});
     const std::string path = b.save(dir.path, "range.onnx");
-    expect_error(Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
   }
 }
 

@@ -5,7 +5,6 @@
 // docs/import.md); the test fails when a case outside that list fails to
 // import, or when a listed case starts to work (so the list stays exact).
 #include <doctest/doctest.h>
-
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>

@@ -6,10 +6,9 @@
 // outputs agree within 1e-4 relative.
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "hub/backend/backend.h"
 #include "hub/core/fileio.h"

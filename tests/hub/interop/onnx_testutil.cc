@@ -2,10 +2,9 @@
 
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "hub/backend/backend.h"
 #include "hub/core/fileio.h"
@@ -32,8 +31,8 @@ std::string onnx_references_missing() {
 bool onnx_references_available() { return onnx_references_missing().empty(); }
 
 void write_pytorch_style_models(const fs::path& dir) {
-  Child c = Child::spawn({kPython, (fs::path(HUB_SOURCE_DIR) / "tests/hub/interop/make_onnx_models.py").string(),
-                          dir.string()});
+  Child c = Child::spawn(
+      {kPython, (fs::path(HUB_SOURCE_DIR) / "tests/hub/interop/make_onnx_models.py").string(), dir.string()});
   ChildResult r = c.wait(120, "make_onnx_models.py");
   REQUIRE_MESSAGE((r.exited && r.code == 0), "make_onnx_models.py failed: " << r.output);
 }
@@ -41,7 +40,8 @@ void write_pytorch_style_models(const fs::path& dir) {
 Tensor read_float_bin(const fs::path& path, const Shape& shape) {
   std::string bytes = read_file_bytes(path.string());
   Tensor t(DType::kFloat32, shape);
-  REQUIRE_MESSAGE(bytes.size() == t.nbytes(), path.string() << " has " << bytes.size() << " bytes for " << t.spec_string());
+  REQUIRE_MESSAGE(bytes.size() == t.nbytes(), path.string()
+                                                  << " has " << bytes.size() << " bytes for " << t.spec_string());
   std::memcpy(t.raw_data(), bytes.data(), bytes.size());
   return t;
 }
@@ -52,7 +52,8 @@ void write_float_bin(const fs::path& path, const Tensor& t) {
   REQUIRE(out.good());
 }
 
-std::vector<Tensor> run_onnx_runtime(const std::string& model, const std::vector<std::pair<std::string, Tensor>>& inputs,
+std::vector<Tensor> run_onnx_runtime(const std::string& model,
+                                     const std::vector<std::pair<std::string, Tensor>>& inputs,
                                      const fs::path& scratch) {
   std::vector<std::string> argv{"node", (kJs / "run_ort.js").string(), model, scratch.string()};
   int k = 0;

@@ -40,20 +40,17 @@ void every_op(ModuleBuilder& b) {
   };
   auto ints = [](std::vector<int64_t> v) { return v; };
   Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 8, 8, 3}, "images");
-  Output y = s.op("Conv2D", {x, var("conv/weights", {3, 3, 3, 6})},
-                  Attrs()
-                      .set("strides", ints({2, 2}))
-                      .set("padding", "EXPLICIT")
-                      .set("explicit_paddings", ints({1, 0, 0, 1})),
-                  "conv");
+  Output y =
+      s.op("Conv2D", {x, var("conv/weights", {3, 3, 3, 6})},
+           Attrs().set("strides", ints({2, 2})).set("padding", "EXPLICIT").set("explicit_paddings", ints({1, 0, 0, 1})),
+           "conv");
   y = s.op("BiasAdd", {y, var("conv/biases", {6})}, {}, "conv/bias");
   y = s.op_n("FusedBatchNorm",
              {y, var("bn/gamma", {6}), var("bn/beta", {6}), var("bn/mean", {6}, false),
               ops::constant(s, Tensor::floats({1, 2, 0.5f, 1, 1.5f, 1}), "bn/variance")},
              Attrs().set("epsilon", 0.001).set("is_training", false), "bn")[0];
   y = s.op("Relu6", {y}, {}, "relu6");
-  y = s.op("DepthwiseConv2dNative", {y, var("dw/weights", {3, 3, 6, 1})},
-           Attrs().set("padding", "SAME"), "dw");
+  y = s.op("DepthwiseConv2dNative", {y, var("dw/weights", {3, 3, 6, 1})}, Attrs().set("padding", "SAME"), "dw");
   y = s.op("Elu", {y}, {}, "elu");
   Output mp = s.op("MaxPool", {y},
                    Attrs()
@@ -62,18 +59,13 @@ void every_op(ModuleBuilder& b) {
                        .set("padding", "EXPLICIT")
                        .set("explicit_paddings", ints({0, 1, 1, 0})),
                    "maxpool");
-  Output ap =
-      s.op("AvgPool", {y},
-           Attrs().set("ksize", ints({2, 2})).set("strides", ints({2, 2})).set("padding", "VALID"),
-           "avgpool");
-  y = s.op("LRN", {mp}, Attrs().set("depth_radius", int64_t{2}).set("alpha", 0.1).set("beta", 0.75),
-           "lrn");
-  Output up = s.op("Resize", {ap},
-                   Attrs()
-                       .set("size", ints({3, 3}))
-                       .set("mode", "linear")
-                       .set("coordinate_transformation_mode", "half_pixel"),
-                   "resize_linear");
+  Output ap = s.op("AvgPool", {y},
+                   Attrs().set("ksize", ints({2, 2})).set("strides", ints({2, 2})).set("padding", "VALID"), "avgpool");
+  y = s.op("LRN", {mp}, Attrs().set("depth_radius", int64_t{2}).set("alpha", 0.1).set("beta", 0.75), "lrn");
+  Output up =
+      s.op("Resize", {ap},
+           Attrs().set("size", ints({3, 3})).set("mode", "linear").set("coordinate_transformation_mode", "half_pixel"),
+           "resize_linear");
   Output nn = s.op("Resize", {ap},
                    Attrs()
                        .set("size", ints({3, 3}))
@@ -84,17 +76,13 @@ void every_op(ModuleBuilder& b) {
   y = s.op("Concat", {y, up, nn}, Attrs().set("axis", int64_t{-1}), "concat");  // [?, 3, 3, 18]
   y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})),
            "pad");  // [?, 4, 4, 18]
-  y = s.op("Slice", {y}, Attrs().set("begin", ints({0, 0, 1, 2})).set("size", ints({-1, 3, 3, 12})),
-           "slice");
+  y = s.op("Slice", {y}, Attrs().set("begin", ints({0, 0, 1, 2})).set("size", ints({-1, 3, 3, 12})), "slice");
   y = s.op("LeakyRelu", {y}, Attrs().set("alpha", 0.3), "leaky");
-  y = s.op("Pad", {y},
-           Attrs().set("paddings", ints({0, 0, 1, 1, 1, 1, 0, 0})).set("mode", "REFLECT"),
+  y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 1, 1, 1, 1, 0, 0})).set("mode", "REFLECT"),
            "mirror");  // [?, 5, 5, 12]
-  y = s.op("Pad", {y},
-           Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})).set("constant_value", 0.5),
+  y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})).set("constant_value", 0.5),
            "pad_value");  // [?, 6, 6, 12]
-  y = s.op("Pad", {y},
-           Attrs().set("paddings", ints({0, 0, 0, 1, 1, 0, 0, 0})).set("mode", "SYMMETRIC"),
+  y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 0, 1, 1, 0, 0, 0})).set("mode", "SYMMETRIC"),
            "symmetric");  // [?, 7, 7, 12]
   y = s.op("StridedSlice", {y},
            Attrs()
@@ -108,23 +96,19 @@ void every_op(ModuleBuilder& b) {
   Output a = s.op("Sigmoid", {y}, {}, "sigmoid"), t = s.op("Tanh", {y}, {}, "tanh");
   y = s.op("Add", {s.op("Mul", {a, t}, {}, "mul"), s.op("Relu", {y}, {}, "relu")}, {}, "add");
   y = s.op("Sub", {y, ops::scalar(s, 0.25f, "quarter")}, {}, "sub");
-  y = s.op("Minimum",
-           {s.op("Maximum", {y, ops::scalar(s, 0.1f, "lo")}, {}, "max"), ops::scalar(s, 2.f, "hi")},
-           {}, "min");
+  y = s.op("Minimum", {s.op("Maximum", {y, ops::scalar(s, 0.1f, "lo")}, {}, "max"), ops::scalar(s, 2.f, "hi")}, {},
+           "min");
   Output sq = s.op("Square", {y}, {}, "square");
   Output one = s.op("Add", {sq, ops::scalar(s, 1.f, "one")}, {}, "add1");
   y = s.op("AddN",
-           {s.op("Rsqrt", {one}, {}, "rsqrt"), s.op("Div", {y, one}, {}, "div"),
-            s.op("Reciprocal", {one}, {}, "recip"),
+           {s.op("Rsqrt", {one}, {}, "rsqrt"), s.op("Div", {y, one}, {}, "div"), s.op("Reciprocal", {one}, {}, "recip"),
             s.op("Log",
-                 {s.op("Exp",
-                       {s.op("Sqrt", {s.op("Abs", {s.op("Neg", {y}, {}, "neg")}, {}, "abs")}, {},
-                             "sqrt")},
-                       {}, "exp")},
+                 {s.op("Exp", {s.op("Sqrt", {s.op("Abs", {s.op("Neg", {y}, {}, "neg")}, {}, "abs")}, {}, "sqrt")}, {},
+                       "exp")},
                  {}, "log")},
            {}, "addn");
   Output mean = s.op("Mean", {y}, Attrs().set("axes", ints({1, 2})).set("keep_dims", true),
-                     "mean");  // [?, 1, 1, 12]
+                     "mean");                                                           // [?, 1, 1, 12]
   Output flat = s.op("Squeeze", {mean}, Attrs().set("axes", ints({1, 2})), "squeeze");  // [?, 12]
   Output mx = s.op("Max", {s.op("ExpandDims", {flat}, Attrs().set("axis", int64_t{1}), "expand")},
                    Attrs().set("axes", ints({1})), "max_over");             // [?, 12]
@@ -132,17 +116,15 @@ void every_op(ModuleBuilder& b) {
   Output r = s.op("Reshape", {y}, Attrs().set("shape", ints({-1, 108})), "reshape");
   Output like = s.op("ReshapeLike", {s.op("Identity", {r}, {}, "identity"), r}, {}, "reshape_like");
   Output logits = s.op("MatMul", {like, var("fc/weights", {108, 4})}, {}, "fc");
-  logits = s.op(
-      "Add",
-      {logits, s.op("MatMul", {s.op("Tanh", {sum}, {}, "tanh_sum"), var("fc2/weights", {4, 12})},
-                    Attrs().set("transpose_b", true), "fc2")},
-      {}, "logits");
+  logits = s.op("Add",
+                {logits, s.op("MatMul", {s.op("Tanh", {sum}, {}, "tanh_sum"), var("fc2/weights", {4, 12})},
+                              Attrs().set("transpose_b", true), "fc2")},
+                {}, "logits");
   logits = s.op("StopGradient", {logits}, {}, "stop");
   Output probs = s.op("Softmax", {logits}, {}, "probs");
-  Output logp = s.op("Cast", {s.op("LogSoftmax", {logits}, {}, "logp")},
-                     Attrs().set("dtype", DType::kFloat32), "cast");
-  Output features = s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum")},
-                         Attrs().set("axis", int64_t{1}), "features");
+  Output logp = s.op("Cast", {s.op("LogSoftmax", {logits}, {}, "logp")}, Attrs().set("dtype", DType::kFloat32), "cast");
+  Output features =
+      s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum")}, Attrs().set("axis", int64_t{1}), "features");
   b.add_signature("default", {{"images", x}}, {{"default", probs}, {"log_probs", logp}});
   b.add_signature("image_feature_vector", {{"images", x}}, {{"default", features}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
@@ -150,8 +132,7 @@ void every_op(ModuleBuilder& b) {
 
 std::vector<std::string> listing(const fs::path& dir) {
   std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    out.push_back(fs::relative(e.path(), dir).string());
+  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(fs::relative(e.path(), dir).string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -163,18 +144,16 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
   TempDir dir("tf_export");
   const std::string out = dir / "saved";
   tf::export_saved_model(spec, out);
-  CHECK(listing(dir.path) ==
-        std::vector<std::string>{"saved", "saved/assets", "saved/assets/labels.txt",
-                                 "saved/saved_model.pb", "saved/variables",
-                                 "saved/variables/variables.data-00000-of-00001",
-                                 "saved/variables/variables.index"});
+  CHECK(listing(dir.path) == std::vector<std::string>{"saved", "saved/assets", "saved/assets/labels.txt",
+                                                      "saved/saved_model.pb", "saved/variables",
+                                                      "saved/variables/variables.data-00000-of-00001",
+                                                      "saved/variables/variables.index"});
   tf::proto::SavedModel sm;
   REQUIRE(sm.ParseFromString(read_file_bytes(out + "/saved_model.pb")));
   CHECK(sm.saved_model_schema_version() == 1);
   REQUIRE(sm.meta_graphs_size() == 1);
   const auto& mg = sm.meta_graphs(0);
-  CHECK(std::vector<std::string>(mg.meta_info_def().tags().begin(),
-                                 mg.meta_info_def().tags().end()) ==
+  CHECK(std::vector<std::string>(mg.meta_info_def().tags().begin(), mg.meta_info_def().tags().end()) ==
         std::vector<std::string>{"serve"});
   CHECK(mg.signature_def().count("serving_default"));
   CHECK(mg.signature_def().count("image_feature_vector"));
@@ -258,8 +237,7 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
   // The saver restores each variable from the key of its name.
   CHECK(mg.saver_def().restore_op_name() == "save/restore_all");
   CHECK(mg.saver_def().filename_tensor_name() == "save/Const:0");
-  const auto& keys =
-      nodes.at("save/RestoreV2/tensor_names")->attr().at("value").tensor().string_val();
+  const auto& keys = nodes.at("save/RestoreV2/tensor_names")->attr().at("value").tensor().string_val();
   std::vector<std::string> var_names;
   for (const VariableInfo& v : spec.variables()) var_names.push_back(v.name);
   CHECK(std::vector<std::string>(keys.begin(), keys.end()).size() == var_names.size());
@@ -271,13 +249,11 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
   tf::proto::VariableDef vd;
   REQUIRE(vd.ParseFromString(mg.collection_def().at("variables").bytes_list().value(0)));
   CHECK(nodes.count(vd.initializer_name()));
-  CHECK(vd.snapshot_name() ==
-        vd.variable_name().substr(0, vd.variable_name().size() - 2) + "/read:0");
+  CHECK(vd.snapshot_name() == vd.variable_name().substr(0, vd.variable_name().size() - 2) + "/read:0");
 
   // Read back: the same outputs and variables.
   ModuleSpec back = tf::import_saved_model(out);
-  CHECK(back.signature_names() ==
-        std::vector<std::string>{"default", "image_feature_vector", "serving_default"});
+  CHECK(back.signature_names() == std::vector<std::string>{"default", "image_feature_vector", "serving_default"});
   // (A fresh spec's variables start from their initializers, which the
   // export wrote.)
   Module want(spec), got(back);
@@ -332,10 +308,9 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
                           .set("padding", "VALID")
                           .set("count_include_pad", true),
                       "pool");
-      Output e = s.op(
-          "Pad", {x},
-          Attrs().set("paddings", std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0}).set("mode", "EDGE"),
-          "edge");
+      Output e =
+          s.op("Pad", {x}, Attrs().set("paddings", std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0}).set("mode", "EDGE"),
+               "edge");
       Output elu = s.op("Elu", {x}, Attrs().set("alpha", 0.5), "elu");
       b.add_signature("default", {{"x", x}}, {{"y", y}, {"z", z}, {"e", e}, {"elu", elu}});
     });
@@ -359,13 +334,11 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
     ModuleSpec spec = create_module_spec(every_op);
     fs::create_directories(dir.path / "there");
     expect_error(
-        Code::kAlreadyExists, [&] { tf::export_saved_model(spec, dir / "there"); },
-        "already exists");
+        Code::kAlreadyExists, [&] { tf::export_saved_model(spec, dir / "there"); }, "already exists");
     CHECK(listing(dir.path) == std::vector<std::string>{"there"});
     tf::SavedModelExportOptions o;
     o.tags = {"train"};
     expect_error(
-        Code::kNotFound, [&] { tf::export_saved_model(spec, dir / "new", o); },
-        "has no tag set {train}");
+        Code::kNotFound, [&] { tf::export_saved_model(spec, dir / "new", o); }, "has no tag set {train}");
   }
 }

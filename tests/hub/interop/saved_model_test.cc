@@ -57,10 +57,8 @@ tfp::SavedModel dense_tf1(bool resource) {
   mg->mutable_meta_info_def()->set_tensorflow_version("1.15.5");
   TfGraph g(mg->mutable_graph_def());
   g.placeholder("x", {-1, 2});
-  std::string w = resource ? g.resource_variable("dense/kernel", {2, 3})
-                           : g.variable_v2("dense/kernel", {2, 3});
-  std::string b =
-      resource ? g.resource_variable("dense/bias", {3}) : g.variable_v2("dense/bias", {3});
+  std::string w = resource ? g.resource_variable("dense/kernel", {2, 3}) : g.variable_v2("dense/kernel", {2, 3});
+  std::string b = resource ? g.resource_variable("dense/bias", {3}) : g.variable_v2("dense/bias", {3});
   auto& mm = g.op("dense/MatMul", "MatMul", {"x", w});
   attr_bool(mm, "transpose_a", false);
   attr_bool(mm, "transpose_b", false);
@@ -69,15 +67,14 @@ tfp::SavedModel dense_tf1(bool resource) {
   g.op("out", "Relu", {"dense/BiasAdd"});
   // Initializers and a training op that import never reaches.
   g.op("unused/RandomUniform", "RandomUniform", {"x"});
-  *mg->mutable_saver_def() =
-      g.saver({{"dense/kernel", "dense/kernel"}, {"dense/bias", "renamed/bias"}});
-  (*mg->mutable_signature_def())["serving_default"] = tf_signature(
-      {{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"out:0", DType::kFloat32, {-1, 3}}}});
+  *mg->mutable_saver_def() = g.saver({{"dense/kernel", "dense/kernel"}, {"dense/bias", "renamed/bias"}});
+  (*mg->mutable_signature_def())["serving_default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"out:0", DType::kFloat32, {-1, 3}}}});
   return sm;
 }
 
-Tensor run_sig(const ModuleSpec& spec, const std::string& signature, const std::string& input,
-               const Tensor& x, const std::string& output, const TagSet& tags = {}) {
+Tensor run_sig(const ModuleSpec& spec, const std::string& signature, const std::string& input, const Tensor& x,
+               const std::string& output, const TagSet& tags = {}) {
   Module m(spec, tags);
   return m(signature, {{input, x}}).at(output);
 }
@@ -85,8 +82,7 @@ Tensor run_sig(const ModuleSpec& spec, const std::string& signature, const std::
 // The tensor at `name` of a GraphDef's Const node, for building graphs.
 Tensor arange(const Shape& shape, float scale, float offset) {
   Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i)
-    t.data<float>()[i] = scale * static_cast<float>((i * 7) % 11) + offset;
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = scale * static_cast<float>((i * 7) % 11) + offset;
   return t;
 }
 
@@ -117,9 +113,8 @@ TEST_CASE("TF1 SavedModel with resource variables and a trainable_variables coll
   tfp::SavedModel sm = dense_tf1(true);
   tfp::VariableDef vd;
   vd.set_variable_name("dense/kernel:0");
-  (*sm.mutable_meta_graphs(0)->mutable_collection_def())["trainable_variables"]
-      .mutable_bytes_list()
-      ->add_value(vd.SerializeAsString());
+  (*sm.mutable_meta_graphs(0)->mutable_collection_def())["trainable_variables"].mutable_bytes_list()->add_value(
+      vd.SerializeAsString());
   write_saved_model(dir / "m", sm, {{"dense/kernel", kW}, {"renamed/bias", kB}});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   expect_close(run_sig(spec, "default", "x", kX, "y"), kY);
@@ -137,18 +132,16 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
   for (const char* v : {"dense/kernel", "dense/bias"}) {
     auto& h = g.add(v, "VarHandleOp");
     attr_type(h, "dtype", kTfFloat);
-    attr_shape(
-        h, "shape",
-        std::string(v) == "dense/kernel" ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{3});
+    attr_shape(h, "shape", std::string(v) == "dense/kernel" ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{3});
     attr_string(h, "shared_name", v);
   }
   g.placeholder("serving_default_x", {-1, 2});
-  auto& call = g.add("StatefulPartitionedCall", "StatefulPartitionedCall",
-                     {"serving_default_x", "dense/kernel", "dense/bias"});
+  auto& call =
+      g.add("StatefulPartitionedCall", "StatefulPartitionedCall", {"serving_default_x", "dense/kernel", "dense/bias"});
   (*call.mutable_attr())["f"].mutable_func()->set_name("__inference_signature_wrapper_10");
   g.placeholder("saver_filename", {}, kTfString);
-  auto& restore = g.add("StatefulPartitionedCall_2", "StatefulPartitionedCall",
-                        {"saver_filename", "dense/kernel", "dense/bias"});
+  auto& restore =
+      g.add("StatefulPartitionedCall_2", "StatefulPartitionedCall", {"saver_filename", "dense/kernel", "dense/bias"});
   (*restore.mutable_attr())["f"].mutable_func()->set_name("__inference__traced_restore_30");
   auto* lib = mg->mutable_graph_def()->mutable_library();
   auto arg = [](tfp::OpDef* sig, const std::string& name, bool out) {
@@ -177,25 +170,20 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
   {  // The model: ReadVariableOp of resource arguments.
     tfp::FunctionDef* f = lib->add_function();
     f->mutable_signature()->set_name("__inference_call_5");
-    for (const char* a :
-         {"inputs", "matmul_readvariableop_resource", "biasadd_readvariableop_resource"})
+    for (const char* a : {"inputs", "matmul_readvariableop_resource", "biasadd_readvariableop_resource"})
       arg(f->mutable_signature(), a, false);
     arg(f->mutable_signature(), "identity", true);
-    auto node = [&](const std::string& name, const std::string& op,
-                    std::vector<std::string> in) -> tfp::NodeDef& {
+    auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in) -> tfp::NodeDef& {
       tfp::NodeDef* n = f->add_node_def();
       n->set_name(name);
       n->set_op(op);
       for (auto& i : in) n->add_input(i);
       return *n;
     };
-    attr_type(node("MatMul/ReadVariableOp", "ReadVariableOp", {"matmul_readvariableop_resource"}),
-              "dtype", kTfFloat);
+    attr_type(node("MatMul/ReadVariableOp", "ReadVariableOp", {"matmul_readvariableop_resource"}), "dtype", kTfFloat);
     attr_type(node("MatMul", "MatMul", {"inputs", "MatMul/ReadVariableOp:value:0"}), "T", kTfFloat);
-    attr_type(node("BiasAdd/ReadVariableOp", "ReadVariableOp", {"biasadd_readvariableop_resource"}),
-              "dtype", kTfFloat);
-    attr_type(node("BiasAdd", "BiasAdd", {"MatMul:product:0", "BiasAdd/ReadVariableOp:value:0"}),
-              "T", kTfFloat);
+    attr_type(node("BiasAdd/ReadVariableOp", "ReadVariableOp", {"biasadd_readvariableop_resource"}), "dtype", kTfFloat);
+    attr_type(node("BiasAdd", "BiasAdd", {"MatMul:product:0", "BiasAdd/ReadVariableOp:value:0"}), "T", kTfFloat);
     attr_type(node("Relu", "Relu", {"BiasAdd:output:0"}), "T", kTfFloat);
     node("NoOp", "NoOp", {"^BiasAdd/ReadVariableOp", "^MatMul/ReadVariableOp"});
     attr_type(node("Identity", "Identity", {"Relu:activations:0", "^NoOp"}), "T", kTfFloat);
@@ -204,20 +192,17 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
   {  // The restore function: RestoreV2 -> Identity -> AssignVariableOp.
     tfp::FunctionDef* f = lib->add_function();
     f->mutable_signature()->set_name("__inference__traced_restore_30");
-    for (const char* a :
-         {"file_prefix", "assignvariableop_resource", "assignvariableop_1_resource"})
+    for (const char* a : {"file_prefix", "assignvariableop_resource", "assignvariableop_1_resource"})
       arg(f->mutable_signature(), a, false);
     arg(f->mutable_signature(), "identity_3", true);
     tfp::GraphDef scratch;
     TfGraph consts(&scratch);
-    consts.strings(
-        "RestoreV2/tensor_names",
-        {"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE",
-         "layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", "_CHECKPOINTABLE_OBJECT_GRAPH"});
+    consts.strings("RestoreV2/tensor_names",
+                   {"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE",
+                    "layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", "_CHECKPOINTABLE_OBJECT_GRAPH"});
     consts.strings("RestoreV2/shape_and_slices", {"", "", ""});
     for (const auto& n : scratch.node()) *f->add_node_def() = n;
-    auto node = [&](const std::string& name, const std::string& op,
-                    std::vector<std::string> in) -> tfp::NodeDef& {
+    auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in) -> tfp::NodeDef& {
       tfp::NodeDef* n = f->add_node_def();
       n->set_name(name);
       n->set_op(op);
@@ -227,12 +212,10 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
     node("RestoreV2", "RestoreV2",
          {"file_prefix", "RestoreV2/tensor_names:output:0", "RestoreV2/shape_and_slices:output:0"});
     attr_type(node("Identity", "Identity", {"RestoreV2:tensors:0"}), "T", kTfFloat);
-    attr_type(node("AssignVariableOp", "AssignVariableOp",
-                   {"assignvariableop_resource", "Identity:output:0"}),
-              "dtype", kTfFloat);
+    attr_type(node("AssignVariableOp", "AssignVariableOp", {"assignvariableop_resource", "Identity:output:0"}), "dtype",
+              kTfFloat);
     attr_type(node("Identity_1", "Identity", {"RestoreV2:tensors:1"}), "T", kTfFloat);
-    attr_type(node("AssignVariableOp_1", "AssignVariableOp",
-                   {"assignvariableop_1_resource", "Identity_1:output:0"}),
+    attr_type(node("AssignVariableOp_1", "AssignVariableOp", {"assignvariableop_1_resource", "Identity_1:output:0"}),
               "dtype", kTfFloat);
     node("NoOp", "NoOp", {"^AssignVariableOp", "^AssignVariableOp_1"});
     attr_type(node("Identity_3", "Identity", {"file_prefix", "^NoOp"}), "T", kTfString);
@@ -245,8 +228,7 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
       tf_signature({}, {{"__saved_model_init_op", {"NoOp", DType::kFloat32, {}}}});
   mg->mutable_saver_def()->set_restore_op_name("StatefulPartitionedCall_2");
   // A call that cannot be inlined matters only when an output needs it.
-  auto& missing =
-      g.add("StatefulPartitionedCall_9", "StatefulPartitionedCall", {"serving_default_x"});
+  auto& missing = g.add("StatefulPartitionedCall_9", "StatefulPartitionedCall", {"serving_default_x"});
   (*missing.mutable_attr())["f"].mutable_func()->set_name("__inference_missing_7");
   {  // So does one of a function that calls itself (it nests past the limit).
     tfp::FunctionDef* f = lib->add_function();
@@ -260,14 +242,12 @@ TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-
     (*again->mutable_attr())["f"].mutable_func()->set_name("__inference_loop_8");
     (*f->mutable_ret())["y"] = "again:output:0";
   }
-  auto& loop =
-      g.add("StatefulPartitionedCall_10", "StatefulPartitionedCall", {"serving_default_x"});
+  auto& loop = g.add("StatefulPartitionedCall_10", "StatefulPartitionedCall", {"serving_default_x"});
   (*loop.mutable_attr())["f"].mutable_func()->set_name("__inference_loop_8");
 
   TempDir dir("saved_model");
-  const std::map<std::string, Tensor> vars = {
-      {"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE", kW},
-      {"layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", kB}};
+  const std::map<std::string, Tensor> vars = {{"layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE", kW},
+                                              {"layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", kB}};
   write_saved_model(dir / "m", sm, vars);
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   CHECK(spec.signature_names() == std::vector<std::string>{"default", "serving_default"});
@@ -297,8 +277,8 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   // SAME -> Mean over H, W -> Reshape(Pack(StridedSlice(Shape), -1)) ->
   // MatMul -> Softmax.
   const Tensor w1 = arange({3, 3, 2, 4}, 0.1f, -0.5f), b1 = arange({4}, 0.2f, -0.3f);
-  const Tensor gamma = arange({4}, 0.05f, 0.8f), beta = arange({4}, 0.1f, -0.2f),
-               mean = arange({4}, 0.03f, -0.1f), var = arange({4}, 0.07f, 0.5f);
+  const Tensor gamma = arange({4}, 0.05f, 0.8f), beta = arange({4}, 0.1f, -0.2f), mean = arange({4}, 0.03f, -0.1f),
+               var = arange({4}, 0.07f, 0.5f);
   const Tensor w2 = arange({2, 2, 4, 1}, -0.08f, 0.4f), w3 = arange({4, 3}, 0.09f, -0.4f);
   tfp::SavedModel sm;
   tfp::MetaGraphDef* mg = sm.add_meta_graphs();
@@ -312,8 +292,7 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   g.op("bias", "BiasAdd", {"conv", "b1"});
   g.constant("gamma", gamma);
   g.constant("beta", beta);
-  std::string m = g.variable_v2("bn/moving_mean", {4}),
-              v = g.variable_v2("bn/moving_variance", {4});
+  std::string m = g.variable_v2("bn/moving_mean", {4}), v = g.variable_v2("bn/moving_variance", {4});
   auto& bn = g.op("bn", "FusedBatchNormV3", {"bias", "gamma", "beta", m, v});
   attr_type(bn, "U", kTfFloat);
   attr_float(bn, "epsilon", 0.001f);
@@ -336,8 +315,7 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   g.constant("flat/begin", Tensor::from_vector<int32_t>({1}, {0}));
   g.constant("flat/end", Tensor::from_vector<int32_t>({1}, {1}));
   g.constant("flat/strides", Tensor::from_vector<int32_t>({1}, {1}));
-  auto& ss = g.add("flat/strided_slice", "StridedSlice",
-                   {"flat/Shape", "flat/begin", "flat/end", "flat/strides"});
+  auto& ss = g.add("flat/strided_slice", "StridedSlice", {"flat/Shape", "flat/begin", "flat/end", "flat/strides"});
   attr_type(ss, "T", kTfInt32);
   attr_type(ss, "Index", kTfInt32);
   attr_int(ss, "shrink_axis_mask", 1);
@@ -350,9 +328,8 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   g.constant("w3", w3);
   g.op("logits", "MatMul", {"flat", "w3"});
   g.op("probs", "Softmax", {"logits"});
-  (*mg->mutable_signature_def())["default"] =
-      tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 6, 6, 2}}}},
-                   {{"default", {"probs:0", DType::kFloat32, {-1, 3}}}});
+  (*mg->mutable_signature_def())["default"] = tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 6, 6, 2}}}},
+                                                           {{"default", {"probs:0", DType::kFloat32, {-1, 3}}}});
   TempDir dir("saved_model");
   write_saved_model(dir / "m", sm, {{"bn/moving_mean", mean}, {"bn/moving_variance", var}});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
@@ -370,8 +347,7 @@ TEST_CASE("a small CNN imports as the same network built with hub's ops") {
   Output y = ops::conv2d(s, x, ops::constant(s, w1, "w1"), co);
   y = ops::bias_add(s, y, ops::constant(s, b1, "b1"));
   y = ops::fused_batch_norm(s, y, ops::constant(s, gamma, "g"), ops::constant(s, beta, "b"),
-                            ops::constant(s, mean, "m"), ops::constant(s, var, "v"), 0.001f,
-                            false)[0];
+                            ops::constant(s, mean, "m"), ops::constant(s, var, "v"), 0.001f, false)[0];
   y = ops::relu6(s, y);
   ops::ConvOptions valid;
   valid.padding = "VALID";
@@ -395,8 +371,8 @@ TEST_CASE("a frozen SavedModel (no variables): Consts used as weights become var
   g.op("dense/MatMul", "MatMul", {"x", "dense/kernel"});
   g.op("dense/BiasAdd", "BiasAdd", {"dense/MatMul", "dense/bias"});
   g.op("out", "Relu", {"dense/BiasAdd"});
-  (*mg->mutable_signature_def())["default"] = tf_signature(
-      {{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"out:0", DType::kFloat32, {-1, 3}}}});
+  (*mg->mutable_signature_def())["default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"out:0", DType::kFloat32, {-1, 3}}}});
   TempDir dir("saved_model");
   write_saved_model(dir / "m", sm, {});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
@@ -420,15 +396,13 @@ TEST_CASE("StridedSlice masks, Split and Slice, worked by hand") {
   auto ints = [&](const std::string& name, std::vector<int32_t> v) {
     return g.constant(name, Tensor::from_vector<int32_t>({static_cast<int64_t>(v.size())}, v));
   };
-  auto& a = g.add("a", "StridedSlice",
-                  {"x", ints("a/b", {0, 1, 0}), ints("a/e", {0, 2, 0}), ints("a/s", {1, 1, 1})});
+  auto& a = g.add("a", "StridedSlice", {"x", ints("a/b", {0, 1, 0}), ints("a/e", {0, 2, 0}), ints("a/s", {1, 1, 1})});
   attr_type(a, "T", kTfFloat);
   attr_type(a, "Index", kTfInt32);
   attr_int(a, "begin_mask", 5);
   attr_int(a, "end_mask", 5);
   attr_int(a, "shrink_axis_mask", 2);
-  auto& b = g.add("b", "StridedSlice",
-                  {"x", ints("b/b", {0, 0, 1}), ints("b/e", {0, 0, 3}), ints("b/s", {1, 1, 1})});
+  auto& b = g.add("b", "StridedSlice", {"x", ints("b/b", {0, 0, 1}), ints("b/e", {0, 0, 3}), ints("b/s", {1, 1, 1})});
   attr_type(b, "T", kTfFloat);
   attr_type(b, "Index", kTfInt32);
   attr_int(b, "ellipsis_mask", 1);
@@ -436,15 +410,14 @@ TEST_CASE("StridedSlice masks, Split and Slice, worked by hand") {
   g.constant("axis", Tensor::scalar<int32_t>(2));
   auto& split = g.op("split", "Split", {"axis", "x"});
   attr_int(split, "num_split", 2);
-  auto& slice =
-      g.op("slice", "Slice", {"x", ints("slice/b", {1, 0, 2}), ints("slice/s", {1, -1, 2})});
+  auto& slice = g.op("slice", "Slice", {"x", ints("slice/b", {1, 0, 2}), ints("slice/s", {1, -1, 2})});
   attr_type(slice, "Index", kTfInt32);
-  (*mg->mutable_signature_def())["default"] = tf_signature(
-      {{"x", {"x:0", DType::kFloat32, {2, 3, 4}}}}, {{"a", {"a:0", DType::kFloat32, {}}},
-                                                     {"b", {"b:0", DType::kFloat32, {}}},
-                                                     {"s0", {"split:0", DType::kFloat32, {}}},
-                                                     {"s1", {"split:1", DType::kFloat32, {}}},
-                                                     {"slice", {"slice:0", DType::kFloat32, {}}}});
+  (*mg->mutable_signature_def())["default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {2, 3, 4}}}}, {{"a", {"a:0", DType::kFloat32, {}}},
+                                                                  {"b", {"b:0", DType::kFloat32, {}}},
+                                                                  {"s0", {"split:0", DType::kFloat32, {}}},
+                                                                  {"s1", {"split:1", DType::kFloat32, {}}},
+                                                                  {"slice", {"slice:0", DType::kFloat32, {}}}});
   TempDir dir("saved_model");
   write_saved_model(dir / "m", sm, {});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
@@ -475,15 +448,13 @@ TEST_CASE("MaxPool with EXPLICIT padding and a grouped Conv2D, worked by hand") 
   auto& conv = g.op("grouped", "Conv2D", {"c", "w"});
   attr_ints(conv, "strides", {1, 1, 1, 1});
   attr_string(conv, "padding", "VALID");
-  (*mg->mutable_signature_def())["default"] = tf_signature(
-      {{"x", {"x:0", DType::kFloat32, {1, 3, 3, 1}}},
-       {"c", {"c:0", DType::kFloat32, {1, 1, 1, 4}}}},
-      {{"pool", {"pool:0", DType::kFloat32, {}}}, {"conv", {"grouped:0", DType::kFloat32, {}}}});
+  (*mg->mutable_signature_def())["default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {1, 3, 3, 1}}}, {"c", {"c:0", DType::kFloat32, {1, 1, 1, 4}}}},
+                   {{"pool", {"pool:0", DType::kFloat32, {}}}, {"conv", {"grouped:0", DType::kFloat32, {}}}});
   TempDir dir("saved_model");
   write_saved_model(dir / "m", sm, {});
   Module m(tf::import_saved_model(dir / "m"));
-  TensorMap out = m({{"x", make({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9})},
-                     {"c", make({1, 1, 1, 4}, {1, 2, 3, 4})}});
+  TensorMap out = m({{"x", make({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}, {"c", make({1, 1, 1, 4}, {1, 2, 3, 4})}});
   expect_close(out.at("pool"), make({1, 2, 2, 1}, {2, 3, 8, 9}));
   expect_close(out.at("conv"), make({1, 1, 1, 2}, {1 * 1 + 2 * 100, 3 * 10 + 4 * 1000}));
 }
@@ -500,9 +471,8 @@ TEST_CASE("TF Hub module: tag sets {} and {train}, default signature, image size
     std::string w = g.resource_variable("module/w", {3, 2});
     g.op("features", "MatMul", {"gap", w});
     *mg->mutable_saver_def() = g.saver({{"module/w", "module/w"}});
-    (*mg->mutable_signature_def())["default"] =
-        tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 4, 5, 3}}}},
-                     {{"default", {"features:0", DType::kFloat32, {-1, 2}}}});
+    (*mg->mutable_signature_def())["default"] = tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 4, 5, 3}}}},
+                                                             {{"default", {"features:0", DType::kFloat32, {-1, 2}}}});
     if (!train)
       (*mg->mutable_collection_def())["hub_module_attachments"].mutable_bytes_list()->add_value(
           image_module_info_attachment(224, 192));
@@ -519,8 +489,7 @@ TEST_CASE("TF Hub module: tag sets {} and {train}, default signature, image size
   CHECK(std::get<std::string>(spec.attached().at("source_format")) == "tf_hub_module");
   // Mean over H, W of a constant image per channel, then w.
   Tensor images(DType::kFloat32, {1, 4, 5, 3});
-  for (int64_t i = 0; i < images.num_elements(); ++i)
-    images.data<float>()[i] = static_cast<float>(i % 3);
+  for (int64_t i = 0; i < images.num_elements(); ++i) images.data<float>()[i] = static_cast<float>(i % 3);
   for (const TagSet& tags : spec.tag_sets()) {
     Module m(spec, tags);
     expect_close(m(images), make({1, 2}, {0 + 2, 1 + 2}));
@@ -530,16 +499,14 @@ TEST_CASE("TF Hub module: tag sets {} and {train}, default signature, image size
   sm.mutable_meta_graphs(0)->mutable_collection_def()->clear();
   write_saved_model(dir / "n", sm, {{"module/w", w}});
   write_tfhub_module_def(dir / "n");
-  CHECK(get_expected_image_size(tf::import_tfhub_module(dir / "n")) ==
-        std::pair<int64_t, int64_t>{4, 5});
+  CHECK(get_expected_image_size(tf::import_tfhub_module(dir / "n")) == std::pair<int64_t, int64_t>{4, 5});
   // Only the inference graph.
   tf::SavedModelImportOptions only;
   only.tag_sets = {TagSet{}};
   CHECK(tf::import_tfhub_module(dir / "n", only).tag_sets() == std::vector<TagSet>{TagSet{}});
   only.tag_sets = {TagSet{"serve"}};
   expect_error(
-      Code::kNotFound, [&] { tf::import_tfhub_module(dir / "n", only); },
-      "no graph with the tag set {serve}");
+      Code::kNotFound, [&] { tf::import_tfhub_module(dir / "n", only); }, "no graph with the tag set {serve}");
   // A newer module format.
   tfp::ModuleDef def;
   def.set_format(static_cast<tfp::ModuleDef::Format>(4));
@@ -548,8 +515,7 @@ TEST_CASE("TF Hub module: tag sets {} and {train}, default signature, image size
     out << def.SerializeAsString();
   }
   expect_error(
-      Code::kUnimplemented, [&] { tf::import_tfhub_module(dir / "n"); },
-      "module format 4 is not supported");
+      Code::kUnimplemented, [&] { tf::import_tfhub_module(dir / "n"); }, "module format 4 is not supported");
 }
 
 TEST_CASE("bad SavedModels: each a clear error naming the file, the node and the op") {
@@ -586,11 +552,9 @@ TEST_CASE("bad SavedModels: each a clear error naming the file, the node and the
   SUBCASE("a truncated saved_model.pb") {
     std::string d = write("truncated", dense_tf1(false));
     std::string bytes = read_file_bytes(d + "/saved_model.pb");
-    std::ofstream(d + "/saved_model.pb", std::ios::binary | std::ios::trunc)
-        << bytes.substr(0, bytes.size() / 2);
+    std::ofstream(d + "/saved_model.pb", std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
     expect_error(
-        Code::kCorruption, [&] { tf::import_saved_model(d); },
-        "saved_model.pb' is not a SavedModel");
+        Code::kCorruption, [&] { tf::import_saved_model(d); }, "saved_model.pb' is not a SavedModel");
   }
   SUBCASE("no saved_model.pb") {
     fs::create_directories(dir / "empty");
@@ -640,19 +604,16 @@ TEST_CASE("bad SavedModels: each a clear error naming the file, the node and the
     attr_type(node(sm, "out"), "T", kTfHalf);
     std::string d = write("dtype", sm);
     expect_error(
-        Code::kUnimplemented, [&] { tf::import_saved_model(d); },
-        "node 'out' (Relu): attribute T = DT_HALF");
+        Code::kUnimplemented, [&] { tf::import_saved_model(d); }, "node 'out' (Relu): attribute T = DT_HALF");
   }
   SUBCASE("nothing is written") {
     // The importer returns a spec; the folder it read is all there is.
     std::string d = write("clean", dense_tf1(false));
     tf::import_saved_model(d);
     std::vector<std::string> names;
-    for (const auto& e : fs::recursive_directory_iterator(d))
-      names.push_back(fs::relative(e.path(), d).string());
+    for (const auto& e : fs::recursive_directory_iterator(d)) names.push_back(fs::relative(e.path(), d).string());
     std::sort(names.begin(), names.end());
-    CHECK(names == std::vector<std::string>{"saved_model.pb", "variables",
-                                            "variables/variables.data-00000-of-00001",
+    CHECK(names == std::vector<std::string>{"saved_model.pb", "variables", "variables/variables.data-00000-of-00001",
                                             "variables/variables.index"});
   }
 }

@@ -51,8 +51,8 @@ std::string hand_table(const std::string& data, const std::string& index_key, st
                        char data_type = 0) {
   const std::string meta = le32(0) + le32(1);
   if (handle.empty()) handle = bytes({0, static_cast<int>(data.size())});
-  const std::string index = bytes({0, static_cast<int>(index_key.size()), static_cast<int>(handle.size())}) + index_key +
-                            handle + le32(0) + le32(1);
+  const std::string index = bytes({0, static_cast<int>(index_key.size()), static_cast<int>(handle.size())}) +
+                            index_key + handle + le32(0) + le32(1);
   std::string t = data + trailer(data, data_type);
   const int meta_at = static_cast<int>(t.size());
   t += meta + trailer(meta);
@@ -79,10 +79,10 @@ TEST_CASE("table: one entry, byte for byte") {
   const std::string meta = le32(0) + le32(1);
   // Index: the short successor of "a" ("b") -> handle (offset 0, size 13).
   const std::string index = bytes({0, 1, 2, 'b', 0, 13}) + le32(0) + le32(1);
-  std::string want = data + trailer(data);        // [0, 18)
-  want += meta + trailer(meta);                   // [18, 31)
-  want += index + trailer(index);                 // [31, 50)
-  want += footer(bytes({18, 8, 31, 14}));         // [50, 98)
+  std::string want = data + trailer(data);  // [0, 18)
+  want += meta + trailer(meta);             // [18, 31)
+  want += index + trailer(index);           // [31, 50)
+  want += footer(bytes({18, 8, 31, 14}));   // [50, 98)
   REQUIRE(got.size() == 98);
   CHECK(got == want);
   CHECK(data.size() == 13);
@@ -105,7 +105,8 @@ TEST_CASE("table: prefix compression and restart points") {
   b.add("abd", "yy");
   b.add("b", "");
   const std::string got = b.finish();
-  const std::string entries = bytes({0, 3, 1, 'a', 'b', 'c', 'x'}) + bytes({2, 1, 2, 'd', 'y', 'y'}) + bytes({0, 1, 0, 'b'});
+  const std::string entries =
+      bytes({0, 3, 1, 'a', 'b', 'c', 'x'}) + bytes({2, 1, 2, 'd', 'y', 'y'}) + bytes({0, 1, 0, 'b'});
   CHECK(got.substr(0, entries.size()) == entries);
   CHECK(got.substr(entries.size(), 12) == le32(0) + le32(13) + le32(2));
   tf::Table t(got, "restarts");
@@ -157,8 +158,10 @@ TEST_CASE("table: empty table; keys must strictly increase") {
 
   tf::TableBuilder b;
   b.add("b", "1");
-  expect_error(Code::kInvalidArgument, [&] { b.add("a", "2"); }, "'a' after 'b'");
-  expect_error(Code::kInvalidArgument, [&] { b.add("b", "2"); }, "'b' after 'b'");
+  expect_error(
+      Code::kInvalidArgument, [&] { b.add("a", "2"); }, "'a' after 'b'");
+  expect_error(
+      Code::kInvalidArgument, [&] { b.add("b", "2"); }, "'b' after 'b'");
   b.add("c", "3");  // the builder is still usable
   tf::Table t2(b.finish(), "order");
   CHECK(entries_of(t2) == std::map<std::string, std::string>{{"b", "1"}, {"c", "3"}});
@@ -177,35 +180,42 @@ TEST_CASE("table: damaged files are Corruption naming the file and the damage") 
     for (size_t keep : {size_t{0}, size_t{10}, size_t{47}, good.size() / 2, good.size() - 1}) {
       CAPTURE(keep);
       write_file_atomic(path, good.substr(0, keep));
-      expect_error(Code::kCorruption, [&] { tf::Table::open(path); }, "t.index': corrupt table");
+      expect_error(
+          Code::kCorruption, [&] { tf::Table::open(path); }, "t.index': corrupt table");
     }
     write_file_atomic(path, good.substr(0, 20));
-    expect_error(Code::kCorruption, [&] { tf::Table::open(path); }, "shorter than the 48-byte footer");
+    expect_error(
+        Code::kCorruption, [&] { tf::Table::open(path); }, "shorter than the 48-byte footer");
   }
   SUBCASE("bad magic") {
     std::string bad = good;
     bad[bad.size() - 1] ^= 1;
     write_file_atomic(path, bad);
-    expect_error(Code::kCorruption, [&] { tf::Table::open(path); }, "bad magic number 0xda4775248b80fb57");
+    expect_error(
+        Code::kCorruption, [&] { tf::Table::open(path); }, "bad magic number 0xda4775248b80fb57");
   }
   SUBCASE("a flipped byte in a data block: its read fails the checksum") {
     std::string bad = good;
     bad[3] ^= 0x20;
     write_file_atomic(path, bad);
     tf::Table t = tf::Table::open(path);  // the index is intact
-    expect_error(Code::kCorruption, [&] { t.for_each([](std::string_view, std::string_view) {}); },
-                 "data block at offset 0 (size");
-    expect_error(Code::kCorruption, [&] { t.get("key100"); }, "checksum mismatch");
+    expect_error(
+        Code::kCorruption, [&] { t.for_each([](std::string_view, std::string_view) {}); },
+        "data block at offset 0 (size");
+    expect_error(
+        Code::kCorruption, [&] { t.get("key100"); }, "checksum mismatch");
     CHECK(t.get("key139") == "value39");  // other blocks still read
   }
   SUBCASE("a flipped byte in the index block") {
     std::string bad = good;
     bad[bad.size() - 48 - 8] ^= 1;  // inside the index block's restart array
     write_file_atomic(path, bad);
-    expect_error(Code::kCorruption, [&] { tf::Table::open(path); }, "index block at offset");
+    expect_error(
+        Code::kCorruption, [&] { tf::Table::open(path); }, "index block at offset");
   }
   SUBCASE("a missing file") {
-    expect_error(Code::kNotFound, [&] { tf::Table::open(tmp / "none.index"); }, "none.index");
+    expect_error(
+        Code::kNotFound, [&] { tf::Table::open(tmp / "none.index"); }, "none.index");
   }
 }
 
@@ -213,33 +223,48 @@ TEST_CASE("table: structurally bad blocks with valid checksums") {
   const std::string data = bytes({0, 1, 1, 'a', '1'}) + le32(0) + le32(1);
   CHECK(tf::Table(hand_table(data, "b"), "ok").get("a") == "1");
   // The index points past the data blocks.
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(data, "b", bytes({0, 90})), "far"); },
-               "index entry 'b' points at offset 0 (size 90), past the data blocks (18 bytes)");
+  expect_error(
+      Code::kCorruption,
+      [&] {
+        tf::Table(hand_table(data, "b", bytes({0, 90})), "far");
+      },
+      "index entry 'b' points at offset 0 (size 90), past the data blocks (18 bytes)");
   // The index value is not a handle.
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(data, "b", bytes({0x80})), "h"); },
-               "index entry 'b' holds no block handle");
+  expect_error(
+      Code::kCorruption, [&] { tf::Table(hand_table(data, "b", bytes({0x80})), "h"); },
+      "index entry 'b' holds no block handle");
   // A restart count larger than the block.
   const std::string many_restarts = bytes({0, 1, 1, 'a', '1'}) + le32(0) + le32(99);
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(many_restarts, "b"), "r").get("a"); },
-               "claims 99 restart points");
+  expect_error(
+      Code::kCorruption, [&] { tf::Table(hand_table(many_restarts, "b"), "r").get("a"); }, "claims 99 restart points");
   // An entry sharing more bytes than the previous key has.
   const std::string shares = bytes({0, 1, 1, 'a', '1', 3, 1, 1, 'b', '2'}) + le32(0) + le32(1);
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(shares, "c", bytes({0, 18})), "s").for_each([](auto, auto) {}); },
-               "shares 3 bytes with a previous key of 1");
+  expect_error(
+      Code::kCorruption,
+      [&] {
+        tf::Table(hand_table(shares, "c", bytes({0, 18})), "s").for_each([](auto, auto) {});
+      },
+      "shares 3 bytes with a previous key of 1");
   // A value running past the entries.
   const std::string long_value = bytes({0, 1, 9, 'a', '1'}) + le32(0) + le32(1);
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(long_value, "b"), "v").get("a"); },
-               "run past the entries");
+  expect_error(
+      Code::kCorruption, [&] { tf::Table(hand_table(long_value, "b"), "v").get("a"); }, "run past the entries");
   // Keys out of order.
   const std::string unsorted = bytes({0, 1, 1, 'b', '1', 0, 1, 1, 'a', '2'}) + le32(0) + le32(1);
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(unsorted, "c", bytes({0, 18})), "u").for_each([](auto, auto) {}); },
-               "key 'a' does not follow 'b'");
+  expect_error(
+      Code::kCorruption,
+      [&] {
+        tf::Table(hand_table(unsorted, "c", bytes({0, 18})), "u").for_each([](auto, auto) {});
+      },
+      "key 'a' does not follow 'b'");
   // A key beyond its index entry.
-  expect_error(Code::kCorruption, [&] { tf::Table(hand_table(data, "0"), "i").for_each([](auto, auto) {}); },
-               "key 'a' is past its index entry '0'");
+  expect_error(
+      Code::kCorruption, [&] { tf::Table(hand_table(data, "0"), "i").for_each([](auto, auto) {}); },
+      "key 'a' is past its index entry '0'");
   // Snappy and unknown compression types are refused, not misread.
-  expect_error(Code::kUnimplemented, [&] { tf::Table(hand_table(data, "b", "", 1), "snappy").get("a"); },
-               "Snappy-compressed");
-  expect_error(Code::kUnimplemented, [&] { tf::Table(hand_table(data, "b", "", 7), "seven").get("a"); },
-               "unknown compression type 7");
+  expect_error(
+      Code::kUnimplemented, [&] { tf::Table(hand_table(data, "b", "", 1), "snappy").get("a"); }, "Snappy-compressed");
+  expect_error(
+      Code::kUnimplemented, [&] { tf::Table(hand_table(data, "b", "", 7), "seven").get("a"); },
+      "unknown compression type 7");
 }

@@ -77,8 +77,7 @@ void write_tfhub_feature_module(const fs::path& dir) {
   write_tfhub_module_def(dir.string());
 }
 
-std::vector<std::string> retrain_args(const fs::path& root, const std::string& module,
-                                      const std::string& name) {
+std::vector<std::string> retrain_args(const fs::path& root, const std::string& module, const std::string& name) {
   return {"retrain",
           "--image_dir",
           (root / "images").string(),
@@ -115,8 +114,7 @@ TEST_CASE(
   TempDir t("tf_cli");
   write_class_images(t.path / "images", 15);
   write_tfhub_feature_module(t.path / "tfhub");
-  Run r = hub_cli(
-      {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "imported").string()});
+  Run r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "imported").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("(tf_hub_module)") != std::string::npos);
   CHECK(r.out.find("tag set {train}: signatures default") != std::string::npos);
@@ -132,9 +130,8 @@ TEST_CASE(
   // resolver converts it when it installs it into the cache.
   const std::string archive = testing::make_tar(testing::dir_entries(t.path / "tfhub"));
   testing::HttpServer server;
-  server.route("/feature_vector/1", [&](const testing::HttpRequest& q, testing::HttpConn& c) {
-    testing::serve_body(q, c, archive);
-  });
+  server.route("/feature_vector/1",
+               [&](const testing::HttpRequest& q, testing::HttpConn& c) { testing::serve_body(q, c, archive); });
   Run c = hub_cli(retrain_args(t.path, server.url("/feature_vector/1"), "c"), t.path / "cache");
   REQUIRE_MESSAGE(c.rc == 0, c.out);
   Run cached = hub_cli({"cache", "list", "--json"}, t.path / "cache");
@@ -142,8 +139,7 @@ TEST_CASE(
   CHECK(cached.out.find("\"source_format\": \"tf_hub_module\"") != std::string::npos);
   auto final_line = [](const std::string& out) {
     const size_t at = out.find("Final test accuracy = ");
-    return at == std::string::npos ? std::string("(none)")
-                                   : out.substr(at, out.find('\n', at) - at);
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
   };
   CHECK(final_line(a.out) != "(none)");
   CHECK(final_line(a.out) == final_line(b.out));
@@ -161,16 +157,15 @@ TEST_CASE(
 TEST_CASE("hub convert --to savedmodel, then hub import, gives the same module outputs") {
   TempDir t("tf_cli");
   retrain_test::export_feature_module(t.path / "native");
-  Run r = hub_cli({"convert", (t.path / "native").string(), "--to", "savedmodel", "--output",
-                   (t.path / "saved").string()});
+  Run r =
+      hub_cli({"convert", (t.path / "native").string(), "--to", "savedmodel", "--output", (t.path / "saved").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(fs::exists(t.path / "saved" / "saved_model.pb"));
   CHECK(fs::exists(t.path / "saved" / "variables" / "variables.index"));
   r = hub_cli({"import", (t.path / "saved").string(), "--output_dir", (t.path / "back").string()});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("(tf_saved_model)") != std::string::npos);
-  Module a(load_module_spec((t.path / "native").string())),
-      b(load_module_spec((t.path / "back").string()));
+  Module a(load_module_spec((t.path / "native").string())), b(load_module_spec((t.path / "back").string()));
   Tensor images = testing::random_tensor({3, 8, 8, 3}, 4, 0, 1);
   testing::expect_close(b(images), a(images), 0, 0);
 }
@@ -179,45 +174,36 @@ TEST_CASE("hub import and hub convert errors: exit codes, messages, nothing writ
   TempDir t("tf_cli");
   fs::create_directories(t.path / "junk");
   retrain_test::write_text(t.path / "junk" / "notes.txt", "not a model");
-  Run r =
-      hub_cli({"import", (t.path / "junk").string(), "--output_dir", (t.path / "out").string()});
+  Run r = hub_cli({"import", (t.path / "junk").string(), "--output_dir", (t.path / "out").string()});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
-  CHECK(
-      r.out.find(
-          "unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub module "
-          "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model") !=
-      std::string::npos);
+  CHECK(r.out.find("unrecognized format: expected a SavedModel directory (saved_model.pb), a TF Hub module "
+                   "(tfhub_module.pb), a TF.js model.json (format graph-model) or an ONNX model") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "out"));
 
   write_tfhub_feature_module(t.path / "tfhub");
   fs::create_directories(t.path / "exists");
   retrain_test::write_text(t.path / "exists" / "mine.txt", "keep");
-  r = hub_cli(
-      {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "exists").string()});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
-  CHECK(r.out.find("is not an empty folder; refusing to replace it (--overwrite replaces it)") !=
-        std::string::npos);
+  CHECK(r.out.find("is not an empty folder; refusing to replace it (--overwrite replaces it)") != std::string::npos);
   CHECK(read_text(t.path / "exists" / "mine.txt") == "keep");
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
-               "--image_size", "4,4"});
+  r = hub_cli(
+      {"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--image_size", "4,4"});
   CHECK(r.rc == exit_code(Code::kInvalidArgument));
   CHECK(r.out.find("the image and label options apply to ONNX models only") != std::string::npos);
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
-               "--tag_set", "serve"});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--tag_set", "serve"});
   CHECK(r.rc == exit_code(Code::kNotFound));
   CHECK(r.out.find("no graph with the tag set {serve}") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "out"));
-  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(),
-               "--tag_set", ""});
+  r = hub_cli({"import", (t.path / "tfhub").string(), "--output_dir", (t.path / "out").string(), "--tag_set", ""});
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(load_module_spec((t.path / "out").string()).tag_sets() == std::vector<TagSet>{TagSet{}});
 
-  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
-               (t.path / "exists").string()});
+  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output", (t.path / "exists").string()});
   CHECK(r.rc == exit_code(Code::kAlreadyExists));
   // A flag of the other target is a usage error.
-  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output",
-               (t.path / "sm").string(), "--opset", "13"});
+  r = hub_cli({"convert", (t.path / "out").string(), "--to", "savedmodel", "--output", (t.path / "sm").string(),
+               "--opset", "13"});
   CHECK(r.rc == 2);
   CHECK(r.out.find("apply to --to onnx only") != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "sm"));

@@ -41,18 +41,10 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
 void attr_type(tfp::NodeDef& n, const std::string& key, int tf_dtype) {
   (*n.mutable_attr())[key].set_type(static_cast<tfp::DataType>(tf_dtype));
 }
-void attr_int(tfp::NodeDef& n, const std::string& key, int64_t v) {
-  (*n.mutable_attr())[key].set_i(v);
-}
-void attr_float(tfp::NodeDef& n, const std::string& key, float v) {
-  (*n.mutable_attr())[key].set_f(v);
-}
-void attr_bool(tfp::NodeDef& n, const std::string& key, bool v) {
-  (*n.mutable_attr())[key].set_b(v);
-}
-void attr_string(tfp::NodeDef& n, const std::string& key, const std::string& v) {
-  (*n.mutable_attr())[key].set_s(v);
-}
+void attr_int(tfp::NodeDef& n, const std::string& key, int64_t v) { (*n.mutable_attr())[key].set_i(v); }
+void attr_float(tfp::NodeDef& n, const std::string& key, float v) { (*n.mutable_attr())[key].set_f(v); }
+void attr_bool(tfp::NodeDef& n, const std::string& key, bool v) { (*n.mutable_attr())[key].set_b(v); }
+void attr_string(tfp::NodeDef& n, const std::string& key, const std::string& v) { (*n.mutable_attr())[key].set_s(v); }
 void attr_ints(tfp::NodeDef& n, const std::string& key, const std::vector<int64_t>& v) {
   auto* l = (*n.mutable_attr())[key].mutable_list();
   for (int64_t x : v) l->add_i(x);
@@ -66,8 +58,7 @@ void attr_shape(tfp::NodeDef& n, const std::string& key, const std::vector<int64
   for (int64_t d : dims) s->add_dim()->set_size(d);
 }
 
-tfp::NodeDef& TfGraph::add(const std::string& name, const std::string& op,
-                           std::vector<std::string> inputs) {
+tfp::NodeDef& TfGraph::add(const std::string& name, const std::string& op, std::vector<std::string> inputs) {
   tfp::NodeDef* n = g_->add_node();
   n->set_name(name);
   n->set_op(op);
@@ -95,8 +86,7 @@ std::string TfGraph::strings(const std::string& name, const std::vector<std::str
   return name;
 }
 
-std::string TfGraph::placeholder(const std::string& name, const std::vector<int64_t>& shape,
-                                 int tf_dtype) {
+std::string TfGraph::placeholder(const std::string& name, const std::vector<int64_t>& shape, int tf_dtype) {
   tfp::NodeDef& n = add(name, "Placeholder");
   attr_type(n, "dtype", tf_dtype);
   attr_shape(n, "shape", shape);
@@ -126,8 +116,7 @@ std::string TfGraph::resource_variable(const std::string& name, const std::vecto
   return r.name();
 }
 
-tfp::NodeDef& TfGraph::op(const std::string& name, const std::string& op,
-                          std::vector<std::string> inputs) {
+tfp::NodeDef& TfGraph::op(const std::string& name, const std::string& op, std::vector<std::string> inputs) {
   tfp::NodeDef& n = add(name, op, std::move(inputs));
   attr_type(n, "T", kTfFloat);
   return n;
@@ -146,9 +135,8 @@ tfp::SaverDef TfGraph::saver(const std::vector<std::pair<std::string, std::strin
   ft->add_string_val("model");
   strings("save/RestoreV2/tensor_names", names);
   strings("save/RestoreV2/shape_and_slices", slices);
-  tfp::NodeDef& restore =
-      add("save/RestoreV2", "RestoreV2",
-          {"save/Const", "save/RestoreV2/tensor_names", "save/RestoreV2/shape_and_slices"});
+  tfp::NodeDef& restore = add("save/RestoreV2", "RestoreV2",
+                              {"save/Const", "save/RestoreV2/tensor_names", "save/RestoreV2/shape_and_slices"});
   auto* dtypes = (*restore.mutable_attr())["dtypes"].mutable_list();
   tfp::NodeDef& all = add("save/restore_all", "NoOp");
   for (size_t k = 0; k < keys.size(); ++k) {
@@ -162,8 +150,7 @@ tfp::SaverDef TfGraph::saver(const std::vector<std::pair<std::string, std::strin
     }();
     const std::string assign = "save/Assign" + (k ? "_" + std::to_string(k) : std::string());
     if (resource) {
-      tfp::NodeDef& id =
-          add("save/Identity" + (k ? "_" + std::to_string(k) : std::string()), "Identity", {out});
+      tfp::NodeDef& id = add("save/Identity" + (k ? "_" + std::to_string(k) : std::string()), "Identity", {out});
       attr_type(id, "T", kTfFloat);
       tfp::NodeDef& a = add(assign, "AssignVariableOp", {var, id.name()});
       attr_type(a, "dtype", kTfFloat);

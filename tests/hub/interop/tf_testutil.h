@@ -21,8 +21,7 @@ namespace hub::testing {
 namespace tfp = hub::tf::proto;
 
 // TensorFlow's DataType numbers.
-inline constexpr int kTfFloat = 1, kTfInt32 = 3, kTfString = 7, kTfInt64 = 9, kTfHalf = 19,
-                     kTfResource = 20;
+inline constexpr int kTfFloat = 1, kTfInt32 = 3, kTfString = 7, kTfInt64 = 9, kTfHalf = 19, kTfResource = 20;
 
 // Attribute setters on a NodeDef.
 void attr_type(tfp::NodeDef& n, const std::string& key, int tf_dtype);
@@ -40,14 +39,12 @@ void attr_shape(tfp::NodeDef& n, const std::string& key,
 class TfGraph {
  public:
   explicit TfGraph(tfp::GraphDef* graph) : g_(graph) {}
-  tfp::NodeDef& add(const std::string& name, const std::string& op,
-                    std::vector<std::string> inputs = {});
+  tfp::NodeDef& add(const std::string& name, const std::string& op, std::vector<std::string> inputs = {});
   // Const with tensor_content (float32/int32/int64 hub tensors).
   std::string constant(const std::string& name, const Tensor& value);
   // Const DT_STRING.
   std::string strings(const std::string& name, const std::vector<std::string>& values);
-  std::string placeholder(const std::string& name, const std::vector<int64_t>& shape,
-                          int tf_dtype = kTfFloat);
+  std::string placeholder(const std::string& name, const std::vector<int64_t>& shape, int tf_dtype = kTfFloat);
   // VariableV2 `name` (float) and its snapshot `name/read`; returns the snapshot.
   std::string variable_v2(const std::string& name, const std::vector<int64_t>& shape);
   // VarHandleOp `name` (float, shared_name = name) and a ReadVariableOp

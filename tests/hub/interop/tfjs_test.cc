@@ -35,8 +35,7 @@ const fs::path kJs = fs::path(HUB_SOURCE_DIR) / "tests" / "js";
 std::string tfjs_missing() {
   if (!fs::exists(kJs / "node_modules" / "@tensorflow" / "tfjs"))
     return "TensorFlow.js is not installed (npm ci --ignore-scripts in tests/js)";
-  if (!fs::exists("/usr/bin/node") && !fs::exists("/usr/local/bin/node"))
-    return "node is not installed";
+  if (!fs::exists("/usr/bin/node") && !fs::exists("/usr/local/bin/node")) return "node is not installed";
   return "";
 }
 
@@ -57,16 +56,14 @@ json shape_json(const std::vector<int64_t>& dims) {
   return {{"dim", d}};
 }
 
-json node(const std::string& name, const std::string& op, std::vector<std::string> inputs,
-          json attr = json::object()) {
+json node(const std::string& name, const std::string& op, std::vector<std::string> inputs, json attr = json::object()) {
   return {{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
 }
 
-json const_node(const std::string& name, const std::string& dtype,
-                const std::vector<int64_t>& dims) {
-  return node(name, "Const", {},
-              {{"dtype", {{"type", dtype}}},
-               {"value", {{"tensor", {{"dtype", dtype}, {"tensorShape", shape_json(dims)}}}}}});
+json const_node(const std::string& name, const std::string& dtype, const std::vector<int64_t>& dims) {
+  return node(
+      name, "Const", {},
+      {{"dtype", {{"type", dtype}}}, {"value", {{"tensor", {{"dtype", dtype}, {"tensorShape", shape_json(dims)}}}}}});
 }
 
 // model.json: y_k = x + c_k for the float weights, and Identity of the int
@@ -74,8 +71,7 @@ json const_node(const std::string& name, const std::string& dtype,
 json quantized_model(const json& weights) {
   const json T = {{"type", "DT_FLOAT"}};
   json nodes = json::array();
-  nodes.push_back(
-      node("x", "Placeholder", {}, {{"dtype", T}, {"shape", {{"shape", shape_json({3})}}}}));
+  nodes.push_back(node("x", "Placeholder", {}, {{"dtype", T}, {"shape", {{"shape", shape_json({3})}}}}));
   for (const char* w : {"u8", "u16", "f16"}) {
     nodes.push_back(const_node(w, "DT_FLOAT", {3}));
     nodes.push_back(node(std::string("y_") + w, "AddV2", {"x", w}, {{"T", T}}));
@@ -97,10 +93,7 @@ json quantized_weights() {
        {"shape", {3}},
        {"dtype", "float32"},
        {"quantization", {{"dtype", "uint16"}, {"min", 0.25}, {"scale", 0.001}}}},
-      {{"name", "f16"},
-       {"shape", {3}},
-       {"dtype", "float32"},
-       {"quantization", {{"dtype", "float16"}}}},
+      {{"name", "f16"}, {"shape", {3}}, {"dtype", "float32"}, {"quantization", {{"dtype", "float16"}}}},
       {{"name", "i32"},
        {"shape", {4}},
        {"dtype", "int32"},
@@ -109,8 +102,8 @@ json quantized_weights() {
 }
 
 std::string quantized_bytes() {
-  return raw<uint8_t>({0, 1, 255}) + raw<uint16_t>({0, 1000, 65535}) +
-         raw<uint16_t>({0x3c00, 0x8001, 0x7bff}) + raw<uint8_t>({1, 3, 4, 5});
+  return raw<uint8_t>({0, 1, 255}) + raw<uint16_t>({0, 1000, 65535}) + raw<uint16_t>({0x3c00, 0x8001, 0x7bff}) +
+         raw<uint8_t>({1, 3, 4, 5});
 }
 
 std::string write_model(const fs::path& dir, const json& model, const std::string& bin) {
@@ -142,8 +135,8 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
     REQUIRE(got.size() == outputs.size());
     for (const auto& [name, o] : outputs.items()) {
       INFO("output " << name);
-      Tensor want = read_float_bin(dir.path / o["file"].get<std::string>(),
-                                   Shape(o["shape"].get<std::vector<int64_t>>()));
+      Tensor want =
+          read_float_bin(dir.path / o["file"].get<std::string>(), Shape(o["shape"].get<std::vector<int64_t>>()));
       // The reference kernels are the semantic check; oneDNN's vectorised
       // exp/log (LogSoftmax) are within 1e-5 absolute, as tests/hub/ops check.
       expect_close(got.at(name), want, std::string(backend) == "reference" ? 1e-6 : 1e-5, 1e-5);
@@ -153,16 +146,14 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
 
 TEST_CASE("TF.js weights dequantize as TensorFlow.js does, worked by hand") {
   TempDir dir("tfjs_quant");
-  ModuleSpec spec = tf::import_tfjs(
-      write_model(dir.path, quantized_model(quantized_weights()), quantized_bytes()));
+  ModuleSpec spec = tf::import_tfjs(write_model(dir.path, quantized_model(quantized_weights()), quantized_bytes()));
   Module m(spec);
   TensorMap out = m({{"x", Tensor::zeros(DType::kFloat32, {3})}});
   // q * scale + min.
   expect_close(out.at("y_u8"), Tensor::floats({-1.0f, -0.5f, 126.5f}), 0, 0);
-  expect_close(out.at("y_u16"),
-               Tensor::floats({0.25f, static_cast<float>(1000 * 0.001 + 0.25),
-                               static_cast<float>(65535 * 0.001 + 0.25)}),
-               0, 0);
+  expect_close(
+      out.at("y_u16"),
+      Tensor::floats({0.25f, static_cast<float>(1000 * 0.001 + 0.25), static_cast<float>(65535 * 0.001 + 0.25)}), 0, 0);
   // 0x3c00 = 1; 0x8001 = -2^-24 (the smallest subnormal); 0x7bff = 65504.
   expect_close(out.at("y_f16"), Tensor::floats({1.0f, -5.9604644775390625e-08f, 65504.0f}), 0, 0);
   // round(q * 0.5 - 2), halves up: -1.5 -> -1, -0.5 -> 0, 0 -> 0, 0.5 -> 1.
@@ -176,9 +167,7 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
   const json good = quantized_model(quantized_weights());
   const std::string bin = quantized_bytes();
   int k = 0;
-  auto model = [&](const json& m, const std::string& b) {
-    return write_model(dir.path / std::to_string(k++), m, b);
-  };
+  auto model = [&](const json& m, const std::string& b) { return write_model(dir.path / std::to_string(k++), m, b); };
   auto with_paths = [&](const json& paths) {
     json m = good;
     m["weightsManifest"][0]["paths"] = paths;
@@ -195,8 +184,7 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
     const std::string m = model(with_paths({"link.bin"}), bin);
     fs::create_symlink("/etc/hostname", fs::path(m).parent_path() / "link.bin");
     expect_error(
-        Code::kInvalidArgument, [&] { tf::import_tfjs(m); },
-        "shard 'link.bin' leaves the model's folder");
+        Code::kInvalidArgument, [&] { tf::import_tfjs(m); }, "shard 'link.bin' leaves the model's folder");
   }
   expect_error(
       Code::kNotFound,
@@ -214,13 +202,11 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
     json m = good;
     m["weightsManifest"][0]["weights"][2]["quantization"]["dtype"] = "int4";
     expect_error(
-        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); },
-        "quantization dtype 'int4' is not supported");
+        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); }, "quantization dtype 'int4' is not supported");
     m = good;
     m["weightsManifest"][0]["weights"][0]["dtype"] = "string";
     expect_error(
-        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); },
-        "weight 'u8': dtype 'string' is not supported");
+        Code::kUnimplemented, [&] { tf::import_tfjs(model(m, bin)); }, "weight 'u8': dtype 'string' is not supported");
     m = good;
     m["weightsManifest"][0]["weights"].erase(3);
     expect_error(
@@ -229,8 +215,7 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
     m = good;
     m["format"] = "layers-model";
     expect_error(
-        Code::kCorruption, [&] { tf::import_tfjs(model(m, bin)); },
-        "format is 'layers-model', not 'graph-model'");
+        Code::kCorruption, [&] { tf::import_tfjs(model(m, bin)); }, "format is 'layers-model', not 'graph-model'");
     CHECK_FALSE(tf::is_tfjs_graph_model(dir / std::to_string(k - 1) + "/model.json"));
     m = good;
     m["modelTopology"]["node"][2]["op"] = "Softsign";
@@ -241,16 +226,13 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
   {
     // 100 nested arrays inside an otherwise valid model.
     std::string deep = good.dump();
-    deep.insert(deep.size() - 1,
-                ",\"userDefinedMetadata\":" + std::string(100, '[') + std::string(100, ']'));
+    deep.insert(deep.size() - 1, ",\"userDefinedMetadata\":" + std::string(100, '[') + std::string(100, ']'));
     fs::create_directories(dir.path / "deep");
     write(dir.path / "deep/model.json", deep);
     expect_error(
-        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
-        "JSON nested deeper than 32 levels");
+        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); }, "JSON nested deeper than 32 levels");
     write(dir.path / "deep/model.json", "{\"format\": \"graph-model\", ");
     expect_error(
-        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); },
-        "not valid JSON at byte");
+        Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); }, "not valid JSON at byte");
   }
 }

@@ -38,14 +38,16 @@ void edit_module_pb(const std::string& dir, const std::function<void(ModuleDef&)
   write_file_atomic(path, def.SerializeAsString());
 }
 
-template <class F> void expect_error(F&& f, Code code, std::vector<std::string> fragments) {
+template <class F>
+void expect_error(F&& f, Code code, std::vector<std::string> fragments) {
   try {
     f();
     FAIL("no error; expected: " << fragments[0]);
   } catch (const Error& e) {
     CHECK_MESSAGE(e.code() == code, std::string(e.what()));
     for (const auto& frag : fragments)
-      CHECK_MESSAGE(std::string(e.what()).find(frag) != std::string::npos, "missing '" << frag << "' in: " << std::string(e.what()));
+      CHECK_MESSAGE(std::string(e.what()).find(frag) != std::string::npos,
+                    "missing '" << frag << "' in: " << std::string(e.what()));
   }
 }
 
@@ -96,7 +98,8 @@ TEST_CASE("unknown op names the op and the node") {
 TEST_CASE("graph errors: bad input reference, bad attribute, node failing its op's checks") {
   TempDir tmp("hub_bad_module");
   std::string dir = export_good(tmp);
-  edit_module_pb(dir, [](ModuleDef& d) { d.mutable_tag_sets(0)->mutable_graph()->mutable_nodes(3)->set_inputs(0, "ghost:0"); });
+  edit_module_pb(
+      dir, [](ModuleDef& d) { d.mutable_tag_sets(0)->mutable_graph()->mutable_nodes(3)->set_inputs(0, "ghost:0"); });
   expect_error([&] { load_module_spec(dir); }, Code::kCorruption, {"input 'ghost:0'"});
 
   dir = export_good(tmp, "m2");
@@ -111,7 +114,9 @@ TEST_CASE("graph errors: bad input reference, bad attribute, node failing its op
   expect_error([&] { load_module_spec(dir); }, Code::kInvalidArgument, {"node 'Mul'", "3 inputs"});
 
   dir = export_good(tmp, "m4");
-  edit_module_pb(dir, [](ModuleDef& d) { (*d.mutable_tag_sets(0)->mutable_signatures())["default"].mutable_inputs()->at("x").set_tensor_name("nope"); });
+  edit_module_pb(dir, [](ModuleDef& d) {
+    (*d.mutable_tag_sets(0)->mutable_signatures())["default"].mutable_inputs()->at("x").set_tensor_name("nope");
+  });
   expect_error([&] { load_module_spec(dir); }, Code::kNotFound, {"signature 'default' input 'x'", "nope"});
 }
 
@@ -125,7 +130,8 @@ TEST_CASE("variables: missing, shape or dtype differing from the spec, undeclare
   expect_error([&] { load_module_spec(dir); }, Code::kInvalidArgument, {st, "variable 'a' is float32[2]", "float32[]"});
   write_safetensors(st, {{"a", Tensor::scalar<int32_t>(1)}, {"b", Tensor::scalar<float>(1)}});
   expect_error([&] { load_module_spec(dir); }, Code::kInvalidArgument, {"variable 'a' is int32[]"});
-  write_safetensors(st, {{"a", Tensor::scalar<float>(1)}, {"b", Tensor::scalar<float>(1)}, {"c", Tensor::scalar<float>(1)}});
+  write_safetensors(
+      st, {{"a", Tensor::scalar<float>(1)}, {"b", Tensor::scalar<float>(1)}, {"c", Tensor::scalar<float>(1)}});
   expect_error([&] { load_module_spec(dir); }, Code::kCorruption, {"tensor 'c' is not a variable"});
   fs::remove(st);
   expect_error([&] { load_module_spec(dir); }, Code::kNotFound, {"variables.safetensors"});
@@ -151,35 +157,48 @@ TEST_CASE("hostile safetensors inside a module") {
 
 TEST_CASE("calling: missing signature, wrong shape or dtype, missing or extra inputs") {
   Module m(create_module_spec(half_plus_two));
-  expect_error([&] { m("serving", {{"x", Tensor::floats({1})}}); }, Code::kNotFound,
-               {"no signature 'serving'", "signatures: default"});
+  expect_error(
+      [&] {
+        m("serving", {{"x", Tensor::floats({1})}});
+      },
+      Code::kNotFound, {"no signature 'serving'", "signatures: default"});
   expect_error([&] { m(Tensor::from_vector<int32_t>({1}, {1})); }, Code::kInvalidArgument,
                {"input 'x' expects float32[?], got int32[1]"});
-  expect_error([&] { m(Tensor::from_vector<float>({1, 1}, {1})); }, Code::kInvalidArgument,
-               {"input 'x' expects float32[?], got float32[1,1]"});
+  expect_error(
+      [&] {
+        m(Tensor::from_vector<float>({1, 1}, {1}));
+      },
+      Code::kInvalidArgument, {"input 'x' expects float32[?], got float32[1,1]"});
   expect_error([&] { m(TensorMap{}); }, Code::kInvalidArgument, {"missing input 'x'"});
-  expect_error([&] { m(TensorMap{{"x", Tensor::floats({1})}, {"z", Tensor::floats({1})}}); },
-               Code::kInvalidArgument, {"no input 'z'"});
+  expect_error(
+      [&] {
+        m(TensorMap{{"x", Tensor::floats({1})}, {"z", Tensor::floats({1})}});
+      },
+      Code::kInvalidArgument, {"no input 'z'"});
   expect_error([&] { m(Tensor()); }, Code::kInvalidArgument, {"undefined"});
 }
 
 TEST_CASE("building: bad signatures are refused") {
-  expect_error([] {
-    create_module_spec([](ModuleBuilder& b) {
-      Scope s = b.scope();
-      Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
-      Output y = ops::identity(s, x);
-      b.add_signature("default", y, y);  // input is not a placeholder
-    });
-  }, Code::kInvalidArgument, {"building tag set {}", "must be Placeholders"});
-  expect_error([] {
-    create_module_spec([](ModuleBuilder& b) {
-      Scope s = b.scope();
-      Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
-      b.add_signature("default", x, x);
-      b.add_signature("default", x, x);
-    });
-  }, Code::kAlreadyExists, {"signature 'default' already exists"});
+  expect_error(
+      [] {
+        create_module_spec([](ModuleBuilder& b) {
+          Scope s = b.scope();
+          Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
+          Output y = ops::identity(s, x);
+          b.add_signature("default", y, y);  // input is not a placeholder
+        });
+      },
+      Code::kInvalidArgument, {"building tag set {}", "must be Placeholders"});
+  expect_error(
+      [] {
+        create_module_spec([](ModuleBuilder& b) {
+          Scope s = b.scope();
+          Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
+          b.add_signature("default", x, x);
+          b.add_signature("default", x, x);
+        });
+      },
+      Code::kAlreadyExists, {"signature 'default' already exists"});
   expect_error([] { create_module_spec(ModuleFn([](ModuleBuilder&, const Attrs&) {}), {}); }, Code::kInvalidArgument,
                {"empty"});
 }

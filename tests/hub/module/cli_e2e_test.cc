@@ -43,16 +43,16 @@ TEST_CASE("half_plus_two export, then hub run in another process") {
 
   write_npy((tmp.path / "x.npy").string(), Tensor::floats({10, 3, 4}));
   const std::string out_dir = (tmp.path / "out").string();
-  REQUIRE(run("'" + hub_exe + "' run '" + module + "' --signature default --input x=" +
-              (tmp.path / "x.npy").string() + " --output_dir '" + out_dir + "' > /dev/null") == 0);
+  REQUIRE(run("'" + hub_exe + "' run '" + module + "' --signature default --input x=" + (tmp.path / "x.npy").string() +
+              " --output_dir '" + out_dir + "' > /dev/null") == 0);
   Tensor y = read_npy((fs::path(out_dir) / "y.npy").string());
   CHECK(y.spec_string() == "float32[3]");
   CHECK(y.to_vector<float>() == std::vector<float>{7.0f, 3.5f, 4.0f});
 
   // Printing instead of writing, and `hub info` in both formats.
   const std::string printed = (tmp.path / "printed.txt").string();
-  REQUIRE(run("'" + hub_exe + "' run '" + module + "' --input " + (tmp.path / "x.npy").string() + " > '" +
-              printed + "'") == 0);
+  REQUIRE(run("'" + hub_exe + "' run '" + module + "' --input " + (tmp.path / "x.npy").string() + " > '" + printed +
+              "'") == 0);
   CHECK(read_file_bytes(printed).find("y: float32[3] [7, 3.5, 4]") != std::string::npos);
   const std::string info = (tmp.path / "info.txt").string();
   REQUIRE(run("'" + hub_exe + "' info '" + module + "' > '" + info + "'") == 0);
@@ -76,7 +76,7 @@ TEST_CASE("the golden version-1 module still loads and runs") {
   const std::string golden = env_or_fail("HUB_TESTDATA") + "/modules/half_plus_two_v1";
   TempDir tmp("hub_cli_e2e");
   write_npy((tmp.path / "x.npy").string(), Tensor::floats({10, 3, 4}));
-  REQUIRE(run("'" + hub_exe + "' run '" + golden + "' --input x=" + (tmp.path / "x.npy").string() +
-              " --output_dir '" + tmp.path.string() + "' > /dev/null") == 0);
+  REQUIRE(run("'" + hub_exe + "' run '" + golden + "' --input x=" + (tmp.path / "x.npy").string() + " --output_dir '" +
+              tmp.path.string() + "' > /dev/null") == 0);
   CHECK(read_npy((tmp.path / "y.npy").string()).to_vector<float>() == std::vector<float>{7.0f, 3.5f, 4.0f});
 }

@@ -1,28 +1,29 @@
 // Modules: building specs, calling signatures, variable_map, export -> load
 // round trips (bit for bit), tag sets, composition and format upgrades.
+#include "hub/module/module.h"
+
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 
 #include "hub/core/fileio.h"
-#include "hub/module/module.h"
-#include "hub/ops/activation.h"
-#include "hub/ops/conv2d.h"
-#include "hub/ops/matmul.h"
 #include "hub/module/module_proto.h"
 #include "hub/module/safetensors.h"
+#include "hub/ops/activation.h"
+#include "hub/ops/conv2d.h"
 #include "hub/ops/elementwise.h"
+#include "hub/ops/matmul.h"
 #include "hub/ops/state.h"
-#include "signatures/upgrade.h"
 #include "module_testutil.h"
+#include "signatures/upgrade.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub;
 using hub::testing::half_plus_two;
-using hub::testing::TempDir;
 using hub::testing::random_tensor;
+using hub::testing::TempDir;
 
 TEST_CASE("half_plus_two: build, call, assign, query") {
   ModuleSpec spec = create_module_spec(half_plus_two);
@@ -111,11 +112,10 @@ TEST_CASE("image info is absent unless attached") {
 
 TEST_CASE("every dtype round-trips: variables, constant attributes, unknown-dim signatures") {
   TempDir tmp("hub_module_test");
-  std::vector<Tensor> consts = {Tensor::from_vector<float>({2}, {1.25f, -0.0f}),
-                                Tensor::from_vector<int32_t>({2, 1}, {-7, 1 << 30}),
-                                Tensor::from_vector<int64_t>({1}, {-(1LL << 60)}),
-                                Tensor::from_vector<uint8_t>({3}, {0, 200, 255}),
-                                Tensor::from_vector<bool>({2}, {true, false})};
+  std::vector<Tensor> consts = {
+      Tensor::from_vector<float>({2}, {1.25f, -0.0f}), Tensor::from_vector<int32_t>({2, 1}, {-7, 1 << 30}),
+      Tensor::from_vector<int64_t>({1}, {-(1LL << 60)}), Tensor::from_vector<uint8_t>({3}, {0, 200, 255}),
+      Tensor::from_vector<bool>({2}, {true, false})};
   ModuleSpec spec = create_module_spec([&](ModuleBuilder& b) {
     Scope s = b.scope();
     OutputMap ins, outs;
@@ -184,8 +184,8 @@ void tiny_cnn(ModuleBuilder& b, const Attrs& args) {
 
 TEST_CASE("network round trip: export -> load -> identical outputs bit for bit, both tag sets") {
   TempDir tmp("hub_module_test");
-  ModuleSpec spec = create_module_spec(tiny_cnn, {{{}, Attrs().set("is_training", false)},
-                                                  {{"train"}, Attrs().set("is_training", true)}});
+  ModuleSpec spec = create_module_spec(
+      tiny_cnn, {{{}, Attrs().set("is_training", false)}, {{"train"}, Attrs().set("is_training", true)}});
   CHECK(spec.tag_sets().size() == 2);
   CHECK(spec.has_tag_set({"train"}));
   CHECK(spec.variables().size() == 4);
@@ -200,10 +200,10 @@ TEST_CASE("network round trip: export -> load -> identical outputs bit for bit, 
   Tensor y = m(x), y_train = train(x);
   // The training graph differs (the "dropout" halves the output).
   hub::testing::expect_close(y_train, hub::testing::make({2, 4, 4, 3}, [&] {
-    auto v = y.to_vector<float>();
-    for (float& f : v) f *= 0.5f;
-    return v;
-  }()));
+                               auto v = y.to_vector<float>();
+                               for (float& f : v) f *= 0.5f;
+                               return v;
+                             }()));
 
   m.export_to(tmp / "net");
   ModuleSpec loaded = load_module_spec(tmp / "net");
@@ -302,8 +302,8 @@ TEST_CASE("load_module_spec reads local directories only; handles need a Resolve
   m.export_to(tmp / "m");
   CHECK(Module(load_module_spec(tmp / "m"))({4}).to_vector<float>() == std::vector<float>{2});
   // Nothing installed at load time turns these into downloads or registry lookups.
-  for (const std::string& handle : {"file://" + (tmp / "m"), std::string("https://example.invalid/m.tar.gz"),
-                                   std::string("acme/net@1.0.0")}) {
+  for (const std::string& handle :
+       {"file://" + (tmp / "m"), std::string("https://example.invalid/m.tar.gz"), std::string("acme/net@1.0.0")}) {
     CAPTURE(handle);
     try {
       load_module_spec(handle);

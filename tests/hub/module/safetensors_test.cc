@@ -1,6 +1,8 @@
 // safetensors: our files follow the published layout byte for byte, a file
 // built by hand in that layout loads, and every malformed file is a clear
 // hub::Error naming the file and the tensor.
+#include "hub/module/safetensors.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "hub/core/fileio.h"
-#include "hub/module/safetensors.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -23,9 +24,7 @@ std::string u64le(uint64_t n) {
 }
 
 // A file in the published layout from a header text and a data buffer.
-std::string file_of(const std::string& header, const std::string& data) {
-  return u64le(header.size()) + header + data;
-}
+std::string file_of(const std::string& header, const std::string& data) { return u64le(header.size()) + header + data; }
 
 std::string floats_le(std::initializer_list<float> v) {
   std::string out;
@@ -134,9 +133,7 @@ TEST_CASE("malformed files are clear errors naming the file and the tensor") {
     f.replace(0, 8, u64le(1000));
     expect_error(f, Code::kCorruption, "header length 1000 is larger than the file");
   }
-  SUBCASE("huge header length") {
-    expect_error(u64le(~0ULL) + "{}", Code::kCorruption, "larger than the file");
-  }
+  SUBCASE("huge header length") { expect_error(u64le(~0ULL) + "{}", Code::kCorruption, "larger than the file"); }
   SUBCASE("not JSON") { expect_error(file_of("{\"x\": [1, 2", ""), Code::kCorruption, "not valid JSON"); }
   SUBCASE("not an object") { expect_error(file_of("[1,2]", ""), Code::kCorruption, "does not start with '{'"); }
   SUBCASE("offsets out of range") {
@@ -165,8 +162,7 @@ TEST_CASE("malformed files are clear errors naming the file and the tensor") {
                  Code::kCorruption, "tensor 'x': shape [4611686018427387904,4] x float32 size overflows");
   }
   SUBCASE("duplicate names") {
-    expect_error(file_of("{" + ok_entry + "," + ok_entry + "}", data), Code::kCorruption,
-                 "duplicate key 'x'");
+    expect_error(file_of("{" + ok_entry + "," + ok_entry + "}", data), Code::kCorruption, "duplicate key 'x'");
   }
   SUBCASE("nesting deep enough to overflow a recursive reader (issue 13)") {
     // 100000 levels: 200 KB that gzip shrinks to about 1 KB; the error
@@ -227,7 +223,8 @@ TEST_CASE("files on disk: write is atomic, map names a missing file or a directo
   auto st = map_safetensors(path);
   CHECK(st.tensors.at("v").to_vector<float>() == std::vector<float>{1, 2, 3});
   std::filesystem::remove(path);
-  for (const auto& [p, code] : {std::pair{path, Code::kNotFound}, std::pair{tmp.path.string(), Code::kInvalidArgument}}) {
+  for (const auto& [p, code] :
+       {std::pair{path, Code::kNotFound}, std::pair{tmp.path.string(), Code::kInvalidArgument}}) {
     try {
       map_safetensors(p);
       FAIL("no error");
@@ -283,7 +280,8 @@ TEST_CASE("mapped tensors: values as written, one shared mapping, no copy, file 
 
 TEST_CASE("mapped: a tensor misaligned in the file is copied, with the right values") {
   // Header of 5 bytes of padding after 3 U8 bytes: "z" (F32) starts at an odd offset.
-  std::string header = R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"z":{"dtype":"F32","shape":[2],"data_offsets":[3,11]}})";
+  std::string header =
+      R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"z":{"dtype":"F32","shape":[2],"data_offsets":[3,11]}})";
   while ((8 + header.size()) % 8 != 0) header += ' ';
   testing::TempDir tmp("safetensors_test");
   const std::string path = tmp / "odd.safetensors";

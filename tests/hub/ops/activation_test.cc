@@ -1,3 +1,5 @@
+#include "hub/ops/activation.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -5,7 +7,6 @@
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/activation.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -28,8 +29,10 @@ void expect_build_error(const std::string& op, const std::vector<Shape>& shapes,
   std::vector<Output> in;
   for (size_t i = 0; i < shapes.size(); ++i)
     in.push_back(ops::placeholder(s, DType::kFloat32, shapes[i], "in" + std::to_string(i)));
-  expect_error(Code::kInvalidArgument, [&] { s.op(op, in, attrs, "bad"); }, needle);
-  expect_error(Code::kInvalidArgument, [&] { s.op(op, in, attrs, "bad"); }, "'bad'");
+  expect_error(
+      Code::kInvalidArgument, [&] { s.op(op, in, attrs, "bad"); }, needle);
+  expect_error(
+      Code::kInvalidArgument, [&] { s.op(op, in, attrs, "bad"); }, "'bad'");
 }
 }  // namespace
 
@@ -39,8 +42,7 @@ TEST_CASE("activations: hand-computed values on both backends") {
     INFO(b);
     expect_close(run_op("Relu", {x}, {}, b)[0], make({6}, {0, 0, 0, 0.5f, 3, 7}));
     expect_close(run_op("Relu6", {x}, {}, b)[0], make({6}, {0, 0, 0, 0.5f, 3, 6}));
-    expect_close(run_op("Elu", {x}, {}, b)[0],
-                 make({6}, {std::exp(-2.0f) - 1, std::exp(-0.5f) - 1, 0, 0.5f, 3, 7}));
+    expect_close(run_op("Elu", {x}, {}, b)[0], make({6}, {std::exp(-2.0f) - 1, std::exp(-0.5f) - 1, 0, 0.5f, 3, 7}));
     expect_close(run_op("Sigmoid", {x}, {}, b)[0],
                  make({6}, {0.11920292f, 0.37754067f, 0.5f, 0.62245933f, 0.95257413f, 0.99908895f}));
     expect_close(run_op("Tanh", {x}, {}, b)[0],
@@ -65,14 +67,12 @@ TEST_CASE("LeakyRelu, Elu(alpha), HardSigmoid, HardSwish, ClipByValue: hand-comp
                  make({6}, {0.5f * (std::exp(-2.0f) - 1), 0.5f * (std::exp(-0.5f) - 1), 0, 0.5f, 3, 7}));
     expect_close(run_op("Elu", {x}, alpha(0.0f), b)[0], make({6}, {0, 0, 0, 0.5f, 3, 7}));
     // HardSwish: x * min(max(x + 3, 0), 6) / 6: -2 * 1/6, -0.5 * 2.5/6, 0, 0.5 * 3.5/6, 3, 7.
-    expect_close(run_op("HardSwish", {x}, {}, b)[0],
-                 make({6}, {-1.0f / 3, -0.20833333f, 0, 0.29166667f, 3, 7}));
+    expect_close(run_op("HardSwish", {x}, {}, b)[0], make({6}, {-1.0f / 3, -0.20833333f, 0, 0.29166667f, 3, 7}));
     expect_close(run_op("HardSwish", {make({3}, {-3, -4, -100})}, {}, b)[0], make({3}, {0, 0, 0}));
     // ClipByValue: both bounds, one bound (the other at its infinite default).
     expect_close(run_op("ClipByValue", {x}, clip(-1, 2), b)[0], make({6}, {-1, -0.5f, 0, 0.5f, 2, 2}));
     expect_close(run_op("ClipByValue", {x}, Attrs().set("min", 0.0f), b)[0], make({6}, {0, 0, 0, 0.5f, 3, 7}));
-    expect_close(run_op("ClipByValue", {x}, Attrs().set("max", 1.0f), b)[0],
-                 make({6}, {-2, -0.5f, 0, 0.5f, 1, 1}));
+    expect_close(run_op("ClipByValue", {x}, Attrs().set("max", 1.0f), b)[0], make({6}, {-2, -0.5f, 0, 0.5f, 1, 1}));
     expect_close(run_op("ClipByValue", {make({2}, {-kInf, kInf})}, {}, b)[0], make({2}, {-kInf, kInf}));
   }
   // HardSigmoid (reference only): ONNX defaults alpha 0.2, beta 0.5: 0.2x + 0.5 clipped to [0, 1].
@@ -99,7 +99,8 @@ TEST_CASE("PRelu: slope broadcast as ONNX's unidirectional broadcasting, both ba
     expect_close(run_op("PRelu", {x, make({}, {0.25f})}, {}, b)[0], make({2, 3}, {-0.25f, 2, -0.75f, 4, -1.25f, 6}));
     expect_close(run_op("PRelu", {x, make({1}, {0.25f})}, {}, b)[0], make({2, 3}, {-0.25f, 2, -0.75f, 4, -1.25f, 6}));
     // Whole tensor.
-    expect_close(run_op("PRelu", {x, make({2, 3}, {1, 1, 1, 2, 2, 2})}, {}, b)[0], make({2, 3}, {-1, 2, -3, 4, -10, 6}));
+    expect_close(run_op("PRelu", {x, make({2, 3}, {1, 1, 1, 2, 2, 2})}, {}, b)[0],
+                 make({2, 3}, {-1, 2, -3, 4, -10, 6}));
   }
 }
 
@@ -117,8 +118,7 @@ TEST_CASE("activation grad ops: TF conventions at the boundaries") {
     expect_close(run_op("EluGrad", {g, outputs}, {}, b)[0], make({6}, {0.5f, 2, 3, 0.4f, 5, 0}));
     // SigmoidGrad(y, dy) = dy * y * (1 - y); TanhGrad(y, dy) = dy * (1 - y^2).
     Tensor y = make({6}, {0.5f, 0.1f, 0.9f, 0, 1, 0.25f});
-    expect_close(run_op("SigmoidGrad", {y, g}, {}, b)[0], make({6}, {0.25f, 0.18f, 0.27f, 0, 0, 1.125f}), 1e-5,
-                 1e-4);
+    expect_close(run_op("SigmoidGrad", {y, g}, {}, b)[0], make({6}, {0.25f, 0.18f, 0.27f, 0, 0, 1.125f}), 1e-5, 1e-4);
     expect_close(run_op("TanhGrad", {y, g}, {}, b)[0], make({6}, {0.75f, 1.98f, 0.57f, 4, 0, 5.625f}), 1e-5, 1e-4);
     // LeakyReluGrad(gradients, features; alpha): features > 0 ? g : alpha g.
     expect_close(run_op("LeakyReluGrad", {g, features}, alpha(0.1f), b)[0], make({6}, {0.1f, 0.2f, 3, 4, 5, 6}));
@@ -241,9 +241,9 @@ TEST_CASE("PRelu: oneDNN matches reference for every slope pattern it maps; othe
   };
   // Slope varying along one run of adjacent dims of x (channel-wise over an
   // [A, C, B] view), a scalar, or the whole tensor.
-  std::vector<Case> cases = {{{2, 5, 5, 7}, {7}},       {{2, 5, 5, 7}, {1, 1, 7}},  {{3, 4, 5}, {4, 1}},
-                             {{3, 4, 5}, {4, 5}},       {{3, 4, 5}, {3, 4, 5}},     {{3, 4, 5}, {}},
-                             {{3, 4, 5}, {1, 1, 1}},    {{1, 9, 1, 3}, {9, 1, 3}},  {{6}, {6}},
+  std::vector<Case> cases = {{{2, 5, 5, 7}, {7}},       {{2, 5, 5, 7}, {1, 1, 7}}, {{3, 4, 5}, {4, 1}},
+                             {{3, 4, 5}, {4, 5}},       {{3, 4, 5}, {3, 4, 5}},    {{3, 4, 5}, {}},
+                             {{3, 4, 5}, {1, 1, 1}},    {{1, 9, 1, 3}, {9, 1, 3}}, {{6}, {6}},
                              {{2, 1, 3, 1}, {1, 3, 1}}, {{2, 3, 4, 5}, {3, 4, 1}}};
   uint64_t seed = 500;
   for (const Case& k : cases) {

@@ -1,3 +1,5 @@
+#include "hub/ops/array.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/array.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -35,7 +36,8 @@ void expect_build_error(const std::string& op, const Shape& shape, const Attrs& 
 }
 
 // Independent reference: transpose by per-element index arithmetic.
-template <class T> std::vector<T> naive_transpose(const std::vector<T>& in, const Ints& dims, const Ints& perm) {
+template <class T>
+std::vector<T> naive_transpose(const std::vector<T>& in, const Ints& dims, const Ints& perm) {
   int r = static_cast<int>(dims.size());
   Ints out_dims(r), strides(r, 1);
   for (int i = r - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
@@ -148,8 +150,8 @@ TEST_CASE("Transpose: against index arithmetic on larger tensors and dtypes") {
   };
   std::vector<Case> cases = {
       {{64, 96}, {1, 0}},
-      {{5, 33, 17, 3}, {0, 3, 1, 2}},   // NHWC -> NCHW
-      {{5, 3, 33, 17}, {0, 2, 3, 1}},   // NCHW -> NHWC
+      {{5, 33, 17, 3}, {0, 3, 1, 2}},  // NHWC -> NCHW
+      {{5, 3, 33, 17}, {0, 2, 3, 1}},  // NCHW -> NHWC
       {{7, 1, 9, 4}, {3, 2, 1, 0}},
       {{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}},
       {{3, 2, 2, 3, 2, 2, 3}, {6, 5, 4, 3, 2, 1, 0}},  // merged rank 7
@@ -178,8 +180,7 @@ TEST_CASE("Pad: hand values and gradient") {
   Tensor x = make({2, 2}, {1, 2, 3, 4});
   expect_close(run_op("Pad", {x}, Attrs().set("paddings", Ints{1, 0, 0, 2}))[0],
                make({3, 4}, {0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0}));
-  expect_close(run_op("Pad", {make({2}, {5, 6})}, Attrs().set("paddings", Ints{2, 1}))[0],
-               make({5}, {0, 0, 5, 6, 0}));
+  expect_close(run_op("Pad", {make({2}, {5, 6})}, Attrs().set("paddings", Ints{2, 1}))[0], make({5}, {0, 0, 5, 6, 0}));
   Tensor xi = Tensor::from_vector<int32_t>({1, 2}, {7, 8});
   CHECK(run_op("Pad", {xi}, Attrs().set("paddings", Ints{0, 1, 1, 0}))[0].to_vector<int32_t>() ==
         std::vector<int32_t>{0, 7, 8, 0, 0, 0});
@@ -208,8 +209,7 @@ TEST_CASE("Concat: hand values, dtypes and gradient") {
   Tensor b = make({1, 2}, {5, 6});
   Tensor c = make({2, 1}, {7, 8});
   expect_close(run_op("Concat", {a, b}, Attrs().set("axis", 0))[0], make({3, 2}, {1, 2, 3, 4, 5, 6}));
-  expect_close(run_op("Concat", {a, c, a}, Attrs().set("axis", -1))[0],
-               make({2, 5}, {1, 2, 7, 1, 2, 3, 4, 8, 3, 4}));
+  expect_close(run_op("Concat", {a, c, a}, Attrs().set("axis", -1))[0], make({2, 5}, {1, 2, 7, 1, 2, 3, 4, 8, 3, 4}));
   Tensor i1 = Tensor::from_vector<int64_t>({2}, {1, 2}), i2 = Tensor::from_vector<int64_t>({1}, {3});
   CHECK(run_op("Concat", {i1, i2}, Attrs().set("axis", 0))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
   {
@@ -237,8 +237,10 @@ Attrs split_attrs(int64_t axis, int64_t num_split, Ints sizes = {}) {
 // node ('op') and containing `needle`.
 void expect_run_error(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                       const std::string& needle) {
-  expect_error(Code::kInvalidArgument, [&] { run_op(op, inputs, attrs); }, needle);
-  expect_error(Code::kInvalidArgument, [&] { run_op(op, inputs, attrs); }, "node 'op' (" + op + ")");
+  expect_error(
+      Code::kInvalidArgument, [&] { run_op(op, inputs, attrs); }, needle);
+  expect_error(
+      Code::kInvalidArgument, [&] { run_op(op, inputs, attrs); }, "node 'op' (" + op + ")");
 }
 
 }  // namespace
@@ -298,8 +300,12 @@ TEST_CASE("Split: bad attributes name the node and the values") {
   CHECK(g.spec(p[0]).shape == Shape{kUnknownDim});
   Session sess(g, nullptr);
   CHECK(sess.run({{x, make({4}, {1, 2, 3, 4})}}, {p[1]})[0].to_vector<float>() == std::vector<float>{3, 4});
-  expect_error(Code::kInvalidArgument, [&] { sess.run({{x, make({3}, {1, 2, 3})}}, {p[1]}); },
-               "node 'cut' (Split): dim 3");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        sess.run({{x, make({3}, {1, 2, 3})}}, {p[1]});
+      },
+      "node 'cut' (Split): dim 3");
 }
 
 TEST_CASE("Gather: axis, index ranks, batch_dims, dtypes") {
@@ -319,8 +325,7 @@ TEST_CASE("Gather: axis, index ranks, batch_dims, dtypes") {
   // batch_dims 1: y[b][n] = q[b][idx[b][n]].
   Tensor q = make({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor bidx = Tensor::from_vector<int32_t>({2, 2}, {2, 0, 1, 1});
-  expect_close(run_op("Gather", {q, bidx}, Attrs().set("axis", 1).set("batch_dims", 1))[0],
-               make({2, 2}, {3, 1, 5, 5}));
+  expect_close(run_op("Gather", {q, bidx}, Attrs().set("axis", 1).set("batch_dims", 1))[0], make({2, 2}, {3, 1, 5, 5}));
   expect_close(run_op("Gather", {q, bidx}, Attrs().set("axis", 1).set("batch_dims", -1))[0],
                make({2, 2}, {3, 1, 5, 5}));
   // Integer params (a Shape -> Gather chain) and empty indices.
@@ -343,8 +348,7 @@ TEST_CASE("Gather and GatherGrad: scatter-add with repeated indices; gradients")
   // g rows added at rows 2, 0, 2 of params' shape.
   Tensor g = make({3, 2}, {1, 1, 2, 2, 3, 3});
   Tensor idx = Tensor::from_vector<int64_t>({3}, {2, 0, 2});
-  expect_close(run_op("GatherGrad", {g, idx, make({3, 2}, {0, 0, 0, 0, 0, 0})})[0],
-               make({3, 2}, {2, 2, 0, 0, 4, 4}));
+  expect_close(run_op("GatherGrad", {g, idx, make({3, 2}, {0, 0, 0, 0, 0, 0})})[0], make({3, 2}, {2, 2, 0, 0, 4, 4}));
   GradCheckOptions o;
   o.inputs = {0};
   check_gradients("Gather", {random_tensor({4, 3}, 30), idx}, {}, o);
@@ -374,11 +378,16 @@ TEST_CASE("Gather: bad inputs") {
   Output fi = ops::placeholder(s, DType::kFloat32, {2}, "fi");
   Output ii = ops::placeholder(s, DType::kInt64, {2}, "ii");
   Output bi = ops::placeholder(s, DType::kInt64, {4, 1}, "bi");
-  expect_error(Code::kInvalidArgument, [&] { ops::gather(s, p, fi, 0, 0, "g1"); }, "indices must be int32 or int64");
-  expect_error(Code::kInvalidArgument, [&] { ops::gather(s, p, ii, 2, 0, "g2"); }, "axis 2 out of range");
-  expect_error(Code::kInvalidArgument, [&] { ops::gather(s, p, ii, 1, 2, "g3"); }, "batch_dims 2");
-  expect_error(Code::kInvalidArgument, [&] { ops::gather(s, p, bi, 1, 1, "g4"); }, "batch dim 0 differs");
-  expect_error(Code::kInvalidArgument, [&] { ops::gather(s, p, bi, 0, 1, "g5"); }, "not exceed axis 0");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::gather(s, p, fi, 0, 0, "g1"); }, "indices must be int32 or int64");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::gather(s, p, ii, 2, 0, "g2"); }, "axis 2 out of range");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::gather(s, p, ii, 1, 2, "g3"); }, "batch_dims 2");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::gather(s, p, bi, 1, 1, "g4"); }, "batch dim 0 differs");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::gather(s, p, bi, 0, 1, "g5"); }, "not exceed axis 0");
 }
 
 namespace {
@@ -437,17 +446,17 @@ Tensor naive_strided_slice(const Tensor& x, const Ints& begin, const Ints& end, 
 TEST_CASE("StridedSlice: Python slicing on one dim (negative indices, clamping, negative strides)") {
   Tensor x = make({6}, {0, 1, 2, 3, 4, 5});
   auto run = [&](const Attrs& a) { return run_op("StridedSlice", {x}, a)[0]; };
-  expect_close(run(ss({0}, {0}, {-1}, 1, 1)), make({6}, {5, 4, 3, 2, 1, 0}));      // x[::-1]
-  expect_close(run(ss({4}, {1}, {-2})), make({2}, {4, 2}));                        // x[4:1:-2]
-  expect_close(run(ss({-2}, {0}, {1}, 0, 1)), make({2}, {4, 5}));                  // x[-2:]
-  expect_close(run(ss({1}, {100}, {1})), make({5}, {1, 2, 3, 4, 5}));              // x[1:100]
-  expect_close(run(ss({-100}, {2}, {1})), make({2}, {0, 1}));                      // x[-100:2]
-  expect_close(run(ss({5}, {-100}, {-1})), make({6}, {5, 4, 3, 2, 1, 0}));         // x[5:-100:-1]
-  expect_close(run(ss({100}, {2}, {-2})), make({2}, {5, 3}));                      // x[100:2:-2]
-  expect_close(run(ss({-1}, {-7}, {-3})), make({2}, {5, 2}));                      // x[-1:-7:-3]
-  expect_close(run(ss({0}, {6}, {4})), make({2}, {0, 4}));                         // x[0:6:4]
-  CHECK(run(ss({4}, {2}, {1})).shape() == Shape{0});                               // x[4:2]
-  CHECK(run(ss({2}, {4}, {-1})).shape() == Shape{0});                              // x[2:4:-1]
+  expect_close(run(ss({0}, {0}, {-1}, 1, 1)), make({6}, {5, 4, 3, 2, 1, 0}));  // x[::-1]
+  expect_close(run(ss({4}, {1}, {-2})), make({2}, {4, 2}));                    // x[4:1:-2]
+  expect_close(run(ss({-2}, {0}, {1}, 0, 1)), make({2}, {4, 5}));              // x[-2:]
+  expect_close(run(ss({1}, {100}, {1})), make({5}, {1, 2, 3, 4, 5}));          // x[1:100]
+  expect_close(run(ss({-100}, {2}, {1})), make({2}, {0, 1}));                  // x[-100:2]
+  expect_close(run(ss({5}, {-100}, {-1})), make({6}, {5, 4, 3, 2, 1, 0}));     // x[5:-100:-1]
+  expect_close(run(ss({100}, {2}, {-2})), make({2}, {5, 3}));                  // x[100:2:-2]
+  expect_close(run(ss({-1}, {-7}, {-3})), make({2}, {5, 2}));                  // x[-1:-7:-3]
+  expect_close(run(ss({0}, {6}, {4})), make({2}, {0, 4}));                     // x[0:6:4]
+  CHECK(run(ss({4}, {2}, {1})).shape() == Shape{0});                           // x[4:2]
+  CHECK(run(ss({2}, {4}, {-1})).shape() == Shape{0});                          // x[2:4:-1]
   // INT64 extremes as ends (ONNX's "to the end" and "to the start").
   const int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
   expect_close(run(ss({3}, {kMax}, {1})), make({3}, {3, 4, 5}));
@@ -477,8 +486,7 @@ TEST_CASE("StridedSlice: masks on a [3,2,3] tensor (TF's documented examples)") 
   Tensor r = run(ss({0, 0}, {0, 0}, {1, -1}, 0b10, 0b10, 0b01));
   CHECK(r.shape() == Shape{3, 2, 3});
   // An ellipsis covering nothing: t[0, :, 1, ...].
-  expect_close(run(ss({0, 0, 1, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0b0010, 0b0010, 0b1000, 0, 0b0101)),
-               make({2}, {1, 2}));
+  expect_close(run(ss({0, 0, 1, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0b0010, 0b0010, 0b1000, 0, 0b0101)), make({2}, {1, 2}));
 }
 
 TEST_CASE("StridedSlice: against Python slicing on random specs, dtypes") {
@@ -551,12 +559,17 @@ TEST_CASE("StridedSlice: bad specs name the node and the values") {
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 4}, "x");
-  CHECK(g.spec(ops::strided_slice(s, x, {0, 1}, {0, 3}, {1, 1}, {.begin = 1, .end = 1})).shape == Shape{kUnknownDim, 2});
+  CHECK(g.spec(ops::strided_slice(s, x, {0, 1}, {0, 3}, {1, 1}, {.begin = 1, .end = 1})).shape ==
+        Shape{kUnknownDim, 2});
   CHECK(g.spec(ops::strided_slice(s, x, {2}, {3}, {1}, {.shrink_axis = 1})).shape == Shape{4});
   Session sess(g, nullptr);
   Output y = ops::strided_slice(s, x, {2}, {3}, {1}, {.shrink_axis = 1}, "pick");
-  expect_error(Code::kInvalidArgument, [&] { sess.run({{x, random_tensor({2, 4}, 1)}}, {y}); },
-               "node 'pick' (StridedSlice): index 2 (shrink_axis) is out of range for dim 0 of size 2");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        sess.run({{x, random_tensor({2, 4}, 1)}}, {y});
+      },
+      "node 'pick' (StridedSlice): index 2 (shrink_axis) is out of range for dim 0 of size 2");
 }
 
 namespace {
@@ -610,7 +623,8 @@ TEST_CASE("Pad modes: hand values (TF MirrorPad's documented examples, ONNX edge
   CHECK(run_op("Pad", {xi}, pad_attrs({1, 1}, "CONSTANT", -3))[0].to_vector<int32_t>() ==
         std::vector<int32_t>{-3, 7, 8, -3});
   Tensor xl = Tensor::from_vector<int64_t>({3}, {1, 2, 3});
-  CHECK(run_op("Pad", {xl}, pad_attrs({2, 0}, "REFLECT"))[0].to_vector<int64_t>() == std::vector<int64_t>{3, 2, 1, 2, 3});
+  CHECK(run_op("Pad", {xl}, pad_attrs({2, 0}, "REFLECT"))[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{3, 2, 1, 2, 3});
 }
 
 TEST_CASE("Pad modes: against per-element index mapping on 3-D and 4-D shapes") {
@@ -618,8 +632,10 @@ TEST_CASE("Pad modes: against per-element index mapping on 3-D and 4-D shapes") 
     Shape x;
     Ints p;
   };
-  std::vector<Case> cases = {{{3, 4, 5}, {2, 1, 0, 3, 4, 2}}, {{2, 5, 7, 3}, {0, 0, 3, 3, 2, 4, 0, 0}},
-                             {{1, 4, 1}, {0, 0, 3, 2, 0, 0}}, {{6, 2, 2}, {5, 5, 1, 1, 1, 0}}};
+  std::vector<Case> cases = {{{3, 4, 5}, {2, 1, 0, 3, 4, 2}},
+                             {{2, 5, 7, 3}, {0, 0, 3, 3, 2, 4, 0, 0}},
+                             {{1, 4, 1}, {0, 0, 3, 2, 0, 0}},
+                             {{6, 2, 2}, {5, 5, 1, 1, 1, 0}}};
   uint64_t seed = 60;
   for (const Case& k : cases) {
     Tensor x = random_tensor(k.x, ++seed);
@@ -631,7 +647,8 @@ TEST_CASE("Pad modes: against per-element index mapping on 3-D and 4-D shapes") 
       }
       if (!fits) continue;
       INFO(mode << " x " << k.x.to_string() << " paddings " << Shape(k.p).to_string());
-      CHECK(run_op("Pad", {x}, pad_attrs(k.p, mode))[0].to_vector<float>() == naive_pad(x, k.p, mode).to_vector<float>());
+      CHECK(run_op("Pad", {x}, pad_attrs(k.p, mode))[0].to_vector<float>() ==
+            naive_pad(x, k.p, mode).to_vector<float>());
     }
   }
 }
@@ -670,8 +687,12 @@ TEST_CASE("Pad modes: bad modes and paddings name the node and the values") {
   Output y = ops::pad(s, x, {2, 0}, ops::PadMode::kReflect, 0, "mirror");
   Session sess(g, nullptr);
   expect_close(sess.run_one({{x, make({3}, {1, 2, 3})}}, y), make({5}, {3, 2, 1, 2, 3}));
-  expect_error(Code::kInvalidArgument, [&] { sess.run_one({{x, make({2}, {1, 2})}}, y); },
-               "node 'mirror' (Pad): REFLECT padding of dim 0 (size 2)");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        sess.run_one({{x, make({2}, {1, 2})}}, y);
+      },
+      "node 'mirror' (Pad): REFLECT padding of dim 0 (size 2)");
 }
 
 TEST_CASE("Tile: hand values, dtypes, empty multiples; gradient sums the copies") {
@@ -682,7 +703,8 @@ TEST_CASE("Tile: hand values, dtypes, empty multiples; gradient sums the copies"
   expect_close(run_op("Tile", {make({1, 2}, {7, 8})}, tile({2, 2}))[0], make({2, 4}, {7, 8, 7, 8, 7, 8, 7, 8}));
   CHECK(run_op("Tile", {x}, tile({0, 3}))[0].shape() == Shape{0, 9});
   Tensor b = Tensor::from_vector<bool>({2}, {true, false});
-  CHECK(run_op("Tile", {b}, tile({3}))[0].to_vector<bool>() == std::vector<bool>{true, false, true, false, true, false});
+  CHECK(run_op("Tile", {b}, tile({3}))[0].to_vector<bool>() ==
+        std::vector<bool>{true, false, true, false, true, false});
   Tensor l = Tensor::from_vector<int64_t>({1, 2}, {-1, int64_t{1} << 40});
   CHECK(run_op("Tile", {l}, tile({2, 1}))[0].to_vector<int64_t>() ==
         std::vector<int64_t>{-1, int64_t{1} << 40, -1, int64_t{1} << 40});

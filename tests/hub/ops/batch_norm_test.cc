@@ -1,12 +1,13 @@
+#include "hub/ops/batch_norm.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/variables.h"
-#include "hub/ops/batch_norm.h"
 #include "hub/ops/state.h"
+#include "hub/ops/variables.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -24,18 +25,17 @@ Tensor offset2() { return make({2}, {0.5f, -1}); }
 }  // namespace
 
 TEST_CASE("FusedBatchNorm: training uses batch statistics") {
-  auto out = run_op("FusedBatchNorm", {x42(), scale2(), offset2(), make({2}, {100, 100}), make({2}, {7, 7})},
-                    bn(true));
+  auto out = run_op("FusedBatchNorm", {x42(), scale2(), offset2(), make({2}, {100, 100}), make({2}, {7, 7})}, bn(true));
   // y = scale * (x - mu) / sqrt(var_biased + 0.001) + offset
-  expect_close(out[0], make({4, 2}, {-2.18220890f, -1.99987502f, -0.39406963f, -1.99987502f, 1.39406963f,
-                                     -0.00012498f, 3.18220890f, -0.00012498f}));
+  expect_close(out[0], make({4, 2}, {-2.18220890f, -1.99987502f, -0.39406963f, -1.99987502f, 1.39406963f, -0.00012498f,
+                                     3.18220890f, -0.00012498f}));
   expect_close(out[1], make({2}, {2.5f, 2}));
-  expect_close(out[2], make({2}, {1.25f, 4}));            // the variance used (biased)
+  expect_close(out[2], make({2}, {1.25f, 4}));             // the variance used (biased)
   expect_close(out[3], make({2}, {5.0f / 3, 16.0f / 3}));  // Bessel-corrected
   // Same data as [N,H,W,C] = [1,2,2,2]: identical statistics over N*H*W.
-  auto out4 = run_op("FusedBatchNorm", {x42().reshaped({1, 2, 2, 2}), scale2(), offset2(), make({2}, {0, 0}),
-                                        make({2}, {1, 1})},
-                     bn(true));
+  auto out4 =
+      run_op("FusedBatchNorm",
+             {x42().reshaped({1, 2, 2, 2}), scale2(), offset2(), make({2}, {0, 0}), make({2}, {1, 1})}, bn(true));
   expect_close(out4[0], out[0].reshaped({1, 2, 2, 2}));
   expect_close(out4[3], out[3]);
 }
@@ -43,8 +43,7 @@ TEST_CASE("FusedBatchNorm: training uses batch statistics") {
 TEST_CASE("FusedBatchNorm: inference uses the given mean and variance") {
   Tensor mean = make({2}, {1, 0}), var = make({2}, {4, 1});
   auto out = run_op("FusedBatchNorm", {x42(), scale2(), offset2(), mean, var}, bn(false));
-  expect_close(out[0], make({4, 2}, {0.5f, -1, 1.49987502f, -1, 2.49975005f, 2.99800150f, 3.49962507f,
-                                     2.99800150f}));
+  expect_close(out[0], make({4, 2}, {0.5f, -1, 1.49987502f, -1, 2.49975005f, 2.99800150f, 3.49962507f, 2.99800150f}));
   expect_close(out[1], mean);
   expect_close(out[2], var);
   expect_close(out[3], var);
@@ -59,8 +58,8 @@ TEST_CASE("FusedBatchNormGrad: hand-computed values") {
   expect_close(gi[1], make({2}, {2.99962502f, 7.99600300f}));
   expect_close(gi[2], make({2}, {4, 4}));
   // Training: a constant dy is absorbed by the mean; sum of xhat is zero.
-  auto gt = run_op("FusedBatchNormGrad", {ones, x42(), scale2(), make({2}, {2.5f, 2}), make({2}, {1.25f, 4})},
-                   bn(true));
+  auto gt =
+      run_op("FusedBatchNormGrad", {ones, x42(), scale2(), make({2}, {2.5f, 2}), make({2}, {1.25f, 4})}, bn(true));
   expect_close(gt[0], Tensor::zeros(DType::kFloat32, {4, 2}), 1e-5);
   expect_close(gt[1], make({2}, {0, 0}), 1e-5);
   expect_close(gt[2], make({2}, {4, 4}));
@@ -92,11 +91,9 @@ TEST_CASE("FusedBatchNorm: oneDNN matches reference, forward and backward") {
       INFO("shape " << shape.to_string() << " is_training " << training);
       compare_backends("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training), "onednn");
       auto fwd = run_op("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training));
-      compare_backends("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training), "onednn",
-                       2e-4, 2e-4);
+      compare_backends("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training), "onednn", 2e-4, 2e-4);
       CHECK(backend_used("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training)) == "onednn");
-      CHECK(backend_used("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training)) ==
-            "onednn");
+      CHECK(backend_used("FusedBatchNormGrad", {dy, x, scale, fwd[1], fwd[2]}, bn(training)) == "onednn");
     }
   }
 }
@@ -109,8 +106,8 @@ TEST_CASE("batch_norm: slim variables, and moving averages updated through kUpda
   o.decay = 0.9f;
   o.scale = true;
   Output y = ops::batch_norm(s.sub("fc"), x, o);
-  for (const char* name : {"fc/BatchNorm/beta", "fc/BatchNorm/gamma", "fc/BatchNorm/moving_mean",
-                           "fc/BatchNorm/moving_variance"})
+  for (const char* name :
+       {"fc/BatchNorm/beta", "fc/BatchNorm/gamma", "fc/BatchNorm/moving_mean", "fc/BatchNorm/moving_variance"})
     CHECK_MESSAGE(graph.find(name).has_value(), name);
   std::vector<std::string> trainable;
   for (int id : graph.variables(true)) trainable.push_back(graph.node(id).name);

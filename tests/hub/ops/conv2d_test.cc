@@ -34,8 +34,7 @@ Tensor channels(const Tensor& t, int64_t c0, int64_t count) {
   shape.set_dim(shape.rank() - 1, count);
   Tensor out(DType::kFloat32, shape);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < count; ++k)
-      out.data<float>()[r * count + k] = t.data<float>()[r * inner + c0 + k];
+    for (int64_t k = 0; k < count; ++k) out.data<float>()[r * count + k] = t.data<float>()[r * inner + c0 + k];
   return out;
 }
 
@@ -44,8 +43,7 @@ void set_channels(Tensor& t, int64_t c0, const Tensor& part) {
   const int64_t inner = t.shape()[t.shape().rank() - 1];
   const int64_t count = part.shape()[part.shape().rank() - 1], rows = part.num_elements() / count;
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < count; ++k)
-      t.data<float>()[r * inner + c0 + k] = part.data<float>()[r * count + k];
+    for (int64_t k = 0; k < count; ++k) t.data<float>()[r * inner + c0 + k] = part.data<float>()[r * count + k];
 }
 
 // A grouped Conv2D computed as G separate plain convolutions on channel
@@ -76,8 +74,7 @@ std::string error_of(const std::string& op, const Shape& x, const Shape& w, cons
                      const Shape* dy = nullptr) {
   Graph g;
   Scope s(g);
-  std::vector<Output> in{ops::placeholder(s, DType::kFloat32, x, "x"),
-                         ops::placeholder(s, DType::kFloat32, w, "w")};
+  std::vector<Output> in{ops::placeholder(s, DType::kFloat32, x, "x"), ops::placeholder(s, DType::kFloat32, w, "w")};
   if (dy) in.push_back(ops::placeholder(s, DType::kFloat32, *dy, "dy"));
   try {
     s.op(op, in, attrs, "conv");
@@ -128,8 +125,7 @@ TEST_CASE("window_dim: EXPLICIT padding and ceil_mode") {
   using ops::window_dim;
   // floor((in + before + after - span) / s) + 1
   CHECK(window_dim(5, 3, 2, 1, Padding::kExplicit, 1, 0).out == 2);  // (5+1-3)/2 + 1
-  CHECK(window_dim(5, 3, 1, 2, Padding::kExplicit, 2, 2).out ==
-        5);  // dilated span 5: (5+4-5)/1 + 1
+  CHECK(window_dim(5, 3, 1, 2, Padding::kExplicit, 2, 2).out == 5);  // dilated span 5: (5+4-5)/1 + 1
   CHECK(window_dim(2, 3, 1, 1, Padding::kExplicit, 0, 0).out <= 0);  // does not fit
   ops::WindowDim w = window_dim(7, 3, 2, 1, Padding::kExplicit, 1, 1);
   CHECK(w.out == 4);
@@ -213,15 +209,14 @@ TEST_CASE("Conv2D: EXPLICIT padding, hand-computed vectors") {
     // ONNX's conv_with_strides_and_asymmetric_padding: 7x5 input 0..34, 3x3
     // ones, strides 2, ONNX pads [1,0,1,0] = top 1, bottom 1. Row 0 of y:
     // rows -1..1, columns 0..2: (0+1+2) + (5+6+7) = 21.
-    expect_close(
-        run_op("Conv2D", {iota({1, 7, 5, 1}), make({3, 3, 1, 1}, std::vector<float>(9, 1))},
-               explicit_attrs({1, 1, 0, 0}, {2, 2}), b)[0],
-        make({1, 4, 2, 1}, {21, 33, 99, 117, 189, 207, 171, 183}));
+    expect_close(run_op("Conv2D", {iota({1, 7, 5, 1}), make({3, 3, 1, 1}, std::vector<float>(9, 1))},
+                        explicit_attrs({1, 1, 0, 0}, {2, 2}), b)[0],
+                 make({1, 4, 2, 1}, {21, 33, 99, 117, 189, 207, 171, 183}));
     // Pads larger than the window: windows entirely in the padding give 0.
     // x = [1, 2], w = [1, 1], left pad 3: y[j] = x[j-3] + x[j-2] = 0, 0, 1, 3.
-    expect_close(run_op("Conv2D", {make({1, 1, 2, 1}, {1, 2}), make({1, 2, 1, 1}, {1, 1})},
-                        explicit_attrs({0, 0, 3, 0}), b)[0],
-                 make({1, 1, 4, 1}, {0, 0, 1, 3}));
+    expect_close(
+        run_op("Conv2D", {make({1, 1, 2, 1}, {1, 2}), make({1, 2, 1, 1}, {1, 1})}, explicit_attrs({0, 0, 3, 0}), b)[0],
+        make({1, 1, 4, 1}, {0, 0, 1, 3}));
   }
 }
 
@@ -233,8 +228,7 @@ TEST_CASE("Conv2D: grouped, hand-computed vectors and as separate convolutions")
     // y0 = 1*1 + 2*5, y1 = 1*2 + 2*6, y2 = 3*3 + 4*7, y3 = 3*4 + 4*8.
     Tensor x = make({1, 1, 1, 4}, {1, 2, 3, 4});
     Tensor w = make({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-    expect_close(run_op("Conv2D", {x, w}, conv_attrs("VALID"), b)[0],
-                 make({1, 1, 1, 4}, {11, 14, 37, 44}));
+    expect_close(run_op("Conv2D", {x, w}, conv_attrs("VALID"), b)[0], make({1, 1, 1, 4}, {11, 14, 37, 44}));
     // dx: each input channel gathers its own group's outputs: dy = ones ->
     // dx[i] = sum of its group's row of w: [1+2, 5+6, 3+4, 7+8].
     Tensor dy = make({1, 1, 1, 4}, {1, 1, 1, 1});
@@ -254,14 +248,13 @@ TEST_CASE("Conv2D: grouped, hand-computed vectors and as separate convolutions")
       {{2, 5, 6, 4}, {3, 3, 2, 6}, conv_attrs("SAME", {2, 1})},            // G = 2
       {{1, 7, 5, 6}, {2, 3, 2, 9}, explicit_attrs({1, 0, 2, 1}, {1, 2})},  // G = 3 = C/2, odd O
       {{1, 4, 6, 10}, {3, 3, 2, 5}, conv_attrs("VALID", {1, 1}, {1, 2})},  // G = 5 = C/2, O/G = 1
-      {{2, 3, 3, 3}, {1, 1, 1, 3}, conv_attrs("SAME")},  // G = C: pointwise per channel
+      {{2, 3, 3, 3}, {1, 1, 1, 3}, conv_attrs("SAME")},                    // G = C: pointwise per channel
   };
   int seed = 50;
   for (const Case& k : cases) {
     INFO("x " << k.x.to_string() << " w " << k.w.to_string());
     Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
-    expect_close(run_op("Conv2D", {x, w}, k.attrs)[0], grouped_by_slices(x, w, k.attrs), 1e-5,
-                 1e-4);
+    expect_close(run_op("Conv2D", {x, w}, k.attrs)[0], grouped_by_slices(x, w, k.attrs), 1e-5, 1e-4);
   }
   // G = C with multiplier M is DepthwiseConv2dNative: filter [3,3,1,C*M] is
   // the depthwise [3,3,C,M] filter reshaped (output channel c*M + m).
@@ -269,8 +262,7 @@ TEST_CASE("Conv2D: grouped, hand-computed vectors and as separate convolutions")
   Tensor as_conv(DType::kFloat32, Shape{3, 3, 1, 6});
   std::copy_n(dw.data<float>(), dw.num_elements(), as_conv.data<float>());
   expect_close(run_op("Conv2D", {x, as_conv}, explicit_attrs({1, 2, 0, 1}, {2, 1}))[0],
-               run_op("DepthwiseConv2dNative", {x, dw}, explicit_attrs({1, 2, 0, 1}, {2, 1}))[0],
-               1e-5, 1e-5);
+               run_op("DepthwiseConv2dNative", {x, dw}, explicit_attrs({1, 2, 0, 1}, {2, 1}))[0], 1e-5, 1e-5);
 }
 
 TEST_CASE("Conv2D backprops: hand-computed vectors") {
@@ -326,7 +318,7 @@ TEST_CASE("Conv2D: gradients match finite differences") {
       {{2, 5, 4, 3}, {3, 2, 3, 2}, conv_attrs("SAME", {2, 1})},
       {{1, 6, 7, 2}, {2, 3, 2, 3}, conv_attrs("VALID", {1, 2}, {2, 1})},
       {{2, 3, 3, 2}, {1, 1, 2, 3}, conv_attrs("SAME")},
-      {{1, 5, 4, 2}, {3, 2, 2, 2}, explicit_attrs({2, 0, 1, 3}, {2, 1})},  // asymmetric pads
+      {{1, 5, 4, 2}, {3, 2, 2, 2}, explicit_attrs({2, 0, 1, 3}, {2, 1})},          // asymmetric pads
       {{1, 5, 5, 4}, {3, 3, 2, 4}, explicit_attrs({1, 1, 0, 2}, {1, 2}, {2, 1})},  // G = 2, dilated
       {{2, 4, 3, 6}, {2, 2, 2, 3}, conv_attrs("SAME", {1, 1})},                    // G = 3, O/G = 1
   };
@@ -384,19 +376,13 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
     Attrs attrs;
   };
   std::vector<Case> cases{
-      {false,
-       {1, 7, 7, 3},
-       {3, 3, 3, 5},
-       conv_attrs("SAME", {2, 2})},                             // batch 1, stride 2, odd input
-      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},  // 5x5, odd channels
-      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},  // 1x1
-      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},  // 1x1 stride 2, odd input
+      {false, {1, 7, 7, 3}, {3, 3, 3, 5}, conv_attrs("SAME", {2, 2})},            // batch 1, stride 2, odd input
+      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},                    // 5x5, odd channels
+      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},                    // 1x1
+      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},           // 1x1 stride 2, odd input
       {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
-      {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},  // one input channel
-      {false,
-       {1, 5, 6, 2},
-       {2, 4, 2, 3},
-       conv_attrs("SAME", {3, 2}, {2, 1})},  // stride > kernel, asym.
+      {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},         // one input channel
+      {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},    // stride > kernel, asym.
       // >= 8 input channels: oneDNN's backward-data path (fewer go to reference)
       {false, {1, 7, 7, 9}, {3, 3, 9, 5}, conv_attrs("SAME", {2, 2})},
       {false, {2, 5, 6, 16}, {1, 1, 16, 3}, conv_attrs("SAME")},

@@ -1,10 +1,11 @@
+#include "hub/ops/dropout.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/dropout.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -51,9 +52,9 @@ TEST_CASE("Dropout: deterministic for a fixed graph seed, varying across runs an
   Session sa(a.g, nullptr), sb(b.g, nullptr), sc(c.g, nullptr), sd(d.g, nullptr);
   Tensor a1 = sa.run({{a.x, x}}, {a.d.mask})[0], a2 = sa.run({{a.x, x}}, {a.d.mask})[0];
   Tensor b1 = sb.run({{b.x, x}}, {b.d.mask})[0], b2 = sb.run({{b.x, x}}, {b.d.mask})[0];
-  CHECK(identical(a1, b1));       // same graph seed, same run number
+  CHECK(identical(a1, b1));  // same graph seed, same run number
   CHECK(identical(a2, b2));
-  CHECK_FALSE(identical(a1, a2));  // a new mask each run
+  CHECK_FALSE(identical(a1, a2));                                 // a new mask each run
   CHECK_FALSE(identical(a1, sc.run({{c.x, x}}, {c.d.mask})[0]));  // graph seed matters
   CHECK_FALSE(identical(a1, sd.run({{d.x, x}}, {d.d.mask})[0]));  // op seed matters
   sa.reset_run_counter();

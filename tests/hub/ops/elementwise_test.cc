@@ -1,9 +1,10 @@
+#include "hub/ops/elementwise.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -31,8 +32,7 @@ TEST_CASE("binary ops: hand-computed broadcasting") {
   // Middle-axis broadcast: [2,1,2] + [1,3,1] -> [2,3,2]
   Tensor x = make({2, 1, 2}, {1, 2, 3, 4});
   Tensor y = make({1, 3, 1}, {10, 20, 30});
-  expect_close(run_op("Add", {x, y})[0],
-               make({2, 3, 2}, {11, 12, 21, 22, 31, 32, 13, 14, 23, 24, 33, 34}));
+  expect_close(run_op("Add", {x, y})[0], make({2, 3, 2}, {11, 12, 21, 22, 31, 32, 13, 14, 23, 24, 33, 34}));
 }
 
 TEST_CASE("binary ops: integer dtypes") {
@@ -138,7 +138,14 @@ TEST_CASE("Pow: bad input") {
   auto i = ops::placeholder(s, DType::kInt32, {2}, "i");
   auto f = ops::placeholder(s, DType::kFloat32, {2}, "f");
   auto f3 = ops::placeholder(s, DType::kFloat32, {3}, "f3");
-  expect_error(Code::kInvalidArgument, [&] { ops::pow(s, i, i, "p"); }, "node 'p' (Pow)");
-  expect_error(Code::kInvalidArgument, [&] { ops::pow(s, f, f3, "q"); }, "[3]");
-  expect_error(Code::kInvalidArgument, [&] { s.op("PowGrad", {f3, f, f}, {}, "r"); }, "broadcast shape [2]");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::pow(s, i, i, "p"); }, "node 'p' (Pow)");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::pow(s, f, f3, "q"); }, "[3]");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        s.op("PowGrad", {f3, f, f}, {}, "r");
+      },
+      "broadcast shape [2]");
 }

@@ -2,6 +2,8 @@
 // results as the unfused ops they replace (built as an ordinary graph), oneDNN
 // against the reference on awkward shapes and every post-op and layout, and
 // bad attributes.
+#include "hub/ops/fused.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include "hub/ops/activation.h"
 #include "hub/ops/conv2d.h"
 #include "hub/ops/elementwise.h"
-#include "hub/ops/fused.h"
 #include "hub/ops/matmul.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -52,13 +53,20 @@ Tensor unfused_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
                        : ops::conv2d(s, px, ops::constant(s, w, "w"), {{stride, stride}, padding});
   y = ops::bias_add(s, y, ops::constant(s, bias, "b"));
   for (const ops::PostOp& p : post_ops) {
-    if (p.op == "Add") y = ops::add(s, y, ops::constant(s, side, "side"));
-    else if (p.op == "Relu") y = ops::relu(s, y);
-    else if (p.op == "Relu6") y = ops::relu6(s, y);
-    else if (p.op == "Sigmoid") y = ops::sigmoid(s, y);
-    else if (p.op == "Tanh") y = ops::tanh(s, y);
-    else if (p.op == "Elu") y = ops::elu(s, y);  // alpha 1
-    else FAIL("no unfused form for " << p.op);
+    if (p.op == "Add")
+      y = ops::add(s, y, ops::constant(s, side, "side"));
+    else if (p.op == "Relu")
+      y = ops::relu(s, y);
+    else if (p.op == "Relu6")
+      y = ops::relu6(s, y);
+    else if (p.op == "Sigmoid")
+      y = ops::sigmoid(s, y);
+    else if (p.op == "Tanh")
+      y = ops::tanh(s, y);
+    else if (p.op == "Elu")
+      y = ops::elu(s, y);  // alpha 1
+    else
+      FAIL("no unfused form for " << p.op);
   }
   Session session(g, nullptr, {&find_backend("reference")});
   return session.run_one({{px, x}}, y);
@@ -69,7 +77,7 @@ Tensor unfused_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 TEST_CASE("_FusedConv2D: hand-computed 1x1 convolution with bias, residual Add and Relu6") {
   // x [1,2,1,2] (two pixels of two channels), w [1,1,2,2], bias [2], side [1,2,1,2].
   Tensor x = make({1, 2, 1, 2}, {1, 2, 3, -4});
-  Tensor w = make({1, 1, 2, 2}, {1, 2,     // w[c=0] -> (o0, o1)
+  Tensor w = make({1, 1, 2, 2}, {1, 2,        // w[c=0] -> (o0, o1)
                                  0.5f, -1});  // w[c=1]
   Tensor bias = make({2}, {0.5f, -1});
   Tensor side = make({1, 2, 1, 2}, {1, 1, 10, -10});
@@ -135,9 +143,16 @@ TEST_CASE("_FusedConv2D equals the unfused ops it replaces") {
 }
 
 TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the reference") {
-  const std::vector<std::vector<ops::PostOp>> chains = {
-      {}, {{"Relu"}}, {{"LeakyRelu", 0.2f}}, {{"Relu6"}}, {{"Clip", -0.3f, 0.4f}}, {{"Elu", 0.7f}},
-      {{"Sigmoid"}}, {{"Tanh"}}, {{"HardSwish"}}, {{"Add"}, {"Relu"}}};
+  const std::vector<std::vector<ops::PostOp>> chains = {{},
+                                                        {{"Relu"}},
+                                                        {{"LeakyRelu", 0.2f}},
+                                                        {{"Relu6"}},
+                                                        {{"Clip", -0.3f, 0.4f}},
+                                                        {{"Elu", 0.7f}},
+                                                        {{"Sigmoid"}},
+                                                        {{"Tanh"}},
+                                                        {{"HardSwish"}},
+                                                        {{"Add"}, {"Relu"}}};
   uint64_t seed = 100;
   for (const auto& chain : chains) {
     const bool add = !chain.empty() && chain[0].op == "Add";
@@ -179,8 +194,8 @@ TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the r
       // backend (oneDNN 2.6 may decline them; they then run on the reference).
       Attrs to_b = conv_attrs({{"Add"}, {"Relu"}});
       to_b.set("dst_block", block);
-      expect_close(unblocked(run_op("_FusedConv2D", {x, w, bias, blocked(side, block)}, to_b, b)[0], o), want,
-                   1e-4, 1e-4);
+      expect_close(unblocked(run_op("_FusedConv2D", {x, w, bias, blocked(side, block)}, to_b, b)[0], o), want, 1e-4,
+                   1e-4);
       Attrs from_b = conv_attrs({{"Add"}, {"Relu"}});
       from_b.set("src_block", block);
       expect_close(run_op("_FusedConv2D", {blocked(x, block), w, bias, side}, from_b, b)[0], want, 1e-4, 1e-4);
@@ -208,7 +223,10 @@ TEST_CASE("_FusedMatMul: hand-computed, unfused equivalence, backends") {
   Attrs t;
   t.set("transpose_a", true).set("transpose_b", true);
   ops::set_post_ops(t, {{"Sigmoid"}});
-  Tensor want = run_op("Sigmoid", {run_op("BiasAdd", {run_op("MatMul", {at, bt}, Attrs().set("transpose_a", true).set("transpose_b", true))[0], bias9})[0]})[0];
+  Tensor want = run_op(
+      "Sigmoid",
+      {run_op("BiasAdd", {run_op("MatMul", {at, bt}, Attrs().set("transpose_a", true).set("transpose_b", true))[0],
+                          bias9})[0]})[0];
   expect_close(run_op("_FusedMatMul", {at, bt, bias9}, t)[0], want, 1e-6, 1e-5);
   compare_backends("_FusedMatMul", {at, bt, bias9}, t, "onednn");
 }
@@ -227,7 +245,8 @@ TEST_CASE("_Relayout: element positions and zero padding") {
   Tensor big = random_tensor({2, 3, 4, 17}, 9);
   Tensor y = blocked(big, 16);
   REQUIRE(y.shape() == Shape{2, 2, 3, 4, 16});
-  CHECK(y.data<float>()[((((1 * 2 + 1) * 3 + 2) * 4 + 3) * 16) + 0] == big.data<float>()[((1 * 3 + 2) * 4 + 3) * 17 + 16]);
+  CHECK(y.data<float>()[((((1 * 2 + 1) * 3 + 2) * 4 + 3) * 16) + 0] ==
+        big.data<float>()[((1 * 3 + 2) * 4 + 3) * 17 + 16]);
   compare_backends("_Relayout", {big}, Attrs().set("from_block", 0).set("to_block", 16).set("channels", 17), "onednn");
   compare_backends("_Relayout", {y}, Attrs().set("from_block", 16).set("to_block", 0).set("channels", 17), "onednn");
 }
@@ -235,24 +254,54 @@ TEST_CASE("_Relayout: element positions and zero padding") {
 TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
   Tensor x = random_tensor({1, 4, 4, 3}, 1), w = random_tensor({3, 3, 3, 2}, 2), bias = random_tensor({2}, 3);
   Tensor side = random_tensor({1, 4, 4, 2}, 4);
-  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Swish"}})); },
-               "unknown post-op 'Swish'");
-  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Add"}})); },
-               "needs a side input");
-  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({})); },
-               "needs an \"Add\" post-op");
-  expect_error(Code::kInvalidArgument,
-               [&] { run_op("_FusedConv2D", {x, w, bias, random_tensor({1, 4, 4, 3}, 5)}, conv_attrs({{"Add"}})); },
-               "differs from the output");
-  expect_error(Code::kInvalidArgument,
-               [&] { run_op("_FusedConv2D", {x, w, random_tensor({3}, 6)}, conv_attrs({})); }, "must have 2 entries");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Swish"}}));
+      },
+      "unknown post-op 'Swish'");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Add"}}));
+      },
+      "needs a side input");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({}));
+      },
+      "needs an \"Add\" post-op");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias, random_tensor({1, 4, 4, 3}, 5)}, conv_attrs({{"Add"}}));
+      },
+      "differs from the output");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, random_tensor({3}, 6)}, conv_attrs({}));
+      },
+      "must have 2 entries");
   Attrs args = conv_attrs({{"Relu"}});
   args.set("post_op_args", std::vector<double>{1});
-  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, args); }, "2 per post-op");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, args);
+      },
+      "2 per post-op");
   Attrs block = conv_attrs({});
   block.set("dst_block", int64_t{4});
-  expect_error(Code::kInvalidArgument, [&] { run_op("_FusedConv2D", {x, w, bias}, block); }, "must be 0, 8 or 16");
-  expect_error(Code::kInvalidArgument,
-               [&] { run_op("_Relayout", {x}, Attrs().set("from_block", 0).set("to_block", 8).set("channels", 5)); },
-               "does not have 5 channels");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, block);
+      },
+      "must be 0, 8 or 16");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] { run_op("_Relayout", {x}, Attrs().set("from_block", 0).set("to_block", 8).set("channels", 5)); },
+      "does not have 5 channels");
 }

@@ -1,6 +1,7 @@
+#include "hub/ops/lrn.h"
+
 #include <doctest/doctest.h>
 
-#include "hub/ops/lrn.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -18,8 +19,7 @@ Attrs lrn(int r, float bias, float alpha, float beta) {
 TEST_CASE("LRN: hand-computed values") {
   Tensor x = make({1, 1, 1, 3}, {1, 2, 3});
   // r=1: sqr_sum = [1+4, 1+4+9, 4+9] = [5, 14, 13]; norm = 1 + sqr_sum; y = x / sqrt(norm).
-  expect_close(run_op("LRN", {x}, lrn(1, 1, 1, 0.5f))[0],
-               make({1, 1, 1, 3}, {0.40824829f, 0.51639778f, 0.80178373f}));
+  expect_close(run_op("LRN", {x}, lrn(1, 1, 1, 0.5f))[0], make({1, 1, 1, 3}, {0.40824829f, 0.51639778f, 0.80178373f}));
   // TF defaults (r=5 covers all 3 channels): norm = 15 everywhere.
   expect_close(run_op("LRN", {x})[0], make({1, 1, 1, 3}, {0.25819889f, 0.51639778f, 0.77459667f}));
   // r=0, bias 2, alpha 0.5, beta 0.75: norm = 2 + 0.5 x^2 = [4, 2.5]; alpha is not divided by n.
@@ -28,8 +28,7 @@ TEST_CASE("LRN: hand-computed values") {
   // Positions are independent: a second pixel with the same channels gives the same row.
   Tensor x2 = make({1, 1, 2, 3}, {1, 2, 3, 1, 2, 3});
   Tensor y2 = run_op("LRN", {x2}, lrn(1, 1, 1, 0.5f))[0];
-  expect_close(y2, make({1, 1, 2, 3}, {0.40824829f, 0.51639778f, 0.80178373f, 0.40824829f, 0.51639778f,
-                                       0.80178373f}));
+  expect_close(y2, make({1, 1, 2, 3}, {0.40824829f, 0.51639778f, 0.80178373f, 0.40824829f, 0.51639778f, 0.80178373f}));
 }
 
 TEST_CASE("LRN: ONNX's LRN maps onto it (odd size)") {
@@ -70,13 +69,22 @@ TEST_CASE("LRN: oneDNN matches reference, forward and backward") {
   // grad_on_onednn: oneDNN 2.6 has a JIT LRN backward only for local_size 5
   // (r = 2), bias 1 and beta 0.75 (blocked layout); elsewhere LRNGrad falls
   // back to reference.
-  struct Case { Shape shape; Attrs attrs; bool grad_on_onednn; };
+  struct Case {
+    Shape shape;
+    Attrs attrs;
+    bool grad_on_onednn;
+  };
   std::vector<Case> cases = {
-      {{2, 3, 4, 7}, lrn(2, 1, 1, 0.5f), false},        {{1, 1, 1, 1}, Attrs(), false},
-      {{1, 5, 3, 16}, Attrs(), false},                   {{3, 2, 2, 3}, lrn(1, 2, 1e-4f, 0.75f), false},
-      {{1, 4, 4, 64}, lrn(2, 1, 1e-3f, 0.75f), true},   {{2, 3, 3, 9}, lrn(0, 1, 0.5f, 1.0f), false},
-      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f), false}, {{1, 2, 2, 7}, lrn(20, 1, 0.01f, 0.75f), false},
-      {{2, 3, 5, 16}, lrn(2, 1, 0.3f, 0.75f), true},  {{1, 3, 3, 16}, lrn(2, 2, 0.3f, 0.5f), false},
+      {{2, 3, 4, 7}, lrn(2, 1, 1, 0.5f), false},
+      {{1, 1, 1, 1}, Attrs(), false},
+      {{1, 5, 3, 16}, Attrs(), false},
+      {{3, 2, 2, 3}, lrn(1, 2, 1e-4f, 0.75f), false},
+      {{1, 4, 4, 64}, lrn(2, 1, 1e-3f, 0.75f), true},
+      {{2, 3, 3, 9}, lrn(0, 1, 0.5f, 1.0f), false},
+      {{1, 2, 5, 96}, lrn(5, 1, 0.001f / 9, 0.75f), false},
+      {{1, 2, 2, 7}, lrn(20, 1, 0.01f, 0.75f), false},
+      {{2, 3, 5, 16}, lrn(2, 1, 0.3f, 0.75f), true},
+      {{1, 3, 3, 16}, lrn(2, 2, 0.3f, 0.5f), false},
   };
   uint64_t seed = 20;
   for (const Case& k : cases) {

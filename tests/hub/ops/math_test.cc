@@ -1,3 +1,5 @@
+#include "hub/ops/math.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -5,7 +7,6 @@
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
 #include "hub/ops/elementwise.h"
-#include "hub/ops/math.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -83,7 +84,8 @@ TEST_CASE("Cast between dtypes") {
         std::vector<int32_t>{1, -1, 0, 2});
   CHECK(run_op("Cast", {f}, Attrs().set("dtype", DType::kInt64))[0].to_vector<int64_t>() ==
         std::vector<int64_t>{1, -1, 0, 2});
-  CHECK(bools(run_op("Cast", {f}, Attrs().set("dtype", DType::kBool))[0]) == std::vector<bool>{true, true, false, true});
+  CHECK(bools(run_op("Cast", {f}, Attrs().set("dtype", DType::kBool))[0]) ==
+        std::vector<bool>{true, true, false, true});
   Tensor b = Tensor::from_vector<bool>({3}, {true, false, true});
   expect_close(run_op("Cast", {b}, Attrs().set("dtype", DType::kFloat32))[0], make({3}, {1, 0, 1}));
   Tensor u = Tensor::from_vector<uint8_t>({3}, {0, 200, 255});
@@ -155,15 +157,17 @@ TEST_CASE("BroadcastLike: plain and with reduced axes") {
   Tensor like = Tensor::zeros(DType::kFloat32, {2, 3});
   expect_close(run_op("BroadcastLike", {make({3}, {1, 2, 3}), like})[0], make({2, 3}, {1, 2, 3, 1, 2, 3}));
   expect_close(run_op("BroadcastLike", {make({2, 1}, {1, 2}), like})[0], make({2, 3}, {1, 1, 1, 2, 2, 2}));
-  expect_close(run_op("BroadcastLike", {make({2}, {1, 2}), like}, Attrs().set("reduced_axes", std::vector<int64_t>{1}))[0],
-               make({2, 3}, {1, 1, 1, 2, 2, 2}));
-  expect_close(run_op("BroadcastLike", {make({2}, {1, 2}), like}, Attrs().set("reduced_axes", std::vector<int64_t>{-1}))[0],
-               make({2, 3}, {1, 1, 1, 2, 2, 2}));
+  expect_close(
+      run_op("BroadcastLike", {make({2}, {1, 2}), like}, Attrs().set("reduced_axes", std::vector<int64_t>{1}))[0],
+      make({2, 3}, {1, 1, 1, 2, 2, 2}));
+  expect_close(
+      run_op("BroadcastLike", {make({2}, {1, 2}), like}, Attrs().set("reduced_axes", std::vector<int64_t>{-1}))[0],
+      make({2, 3}, {1, 1, 1, 2, 2, 2}));
   // [2,4] reduced over axes 0 and 2 -> [3]
   Tensor like3 = Tensor::zeros(DType::kFloat32, {2, 3, 2});
-  expect_close(
-      run_op("BroadcastLike", {make({3}, {1, 2, 3}), like3}, Attrs().set("reduced_axes", std::vector<int64_t>{0, 2}))[0],
-      make({2, 3, 2}, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+  expect_close(run_op("BroadcastLike", {make({3}, {1, 2, 3}), like3},
+                      Attrs().set("reduced_axes", std::vector<int64_t>{0, 2}))[0],
+               make({2, 3, 2}, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
   expect_close(run_op("BroadcastLike", {Tensor::scalar<float>(7), like})[0], make({2, 3}, {7, 7, 7, 7, 7, 7}));
   // like's dtype does not matter.
   Tensor ilike = Tensor::from_vector<int32_t>({2, 2}, {0, 0, 0, 0});
@@ -173,8 +177,8 @@ TEST_CASE("BroadcastLike: plain and with reduced axes") {
   first.inputs = {0};
   check_gradients("BroadcastLike", {random_tensor({3}, 1), like}, {}, first);
   check_gradients("BroadcastLike", {random_tensor({2, 1}, 2), like}, {}, first);
-  check_gradients("BroadcastLike", {random_tensor({3}, 3), like3}, Attrs().set("reduced_axes", std::vector<int64_t>{0, 2}),
-                  first);
+  check_gradients("BroadcastLike", {random_tensor({3}, 3), like3},
+                  Attrs().set("reduced_axes", std::vector<int64_t>{0, 2}), first);
 }
 
 TEST_CASE("BroadcastLike: incompatible shapes are rejected") {
@@ -206,6 +210,16 @@ TEST_CASE("BroadcastTo: NumPy broadcasting both ways (ONNX Expand, TF BroadcastT
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {3}, "x");
-  expect_error(Code::kInvalidArgument, [&] { ops::broadcast_to(s, x, {2, 4}, "bt"); }, "node 'bt' (BroadcastTo)");
-  expect_error(Code::kInvalidArgument, [&] { ops::broadcast_to(s, x, {-1, 3}, "bt2"); }, "negative dim");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        ops::broadcast_to(s, x, {2, 4}, "bt");
+      },
+      "node 'bt' (BroadcastTo)");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        ops::broadcast_to(s, x, {-1, 3}, "bt2");
+      },
+      "negative dim");
 }

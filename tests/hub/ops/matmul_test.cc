@@ -1,3 +1,5 @@
+#include "hub/ops/matmul.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -5,7 +7,6 @@
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
 #include "hub/ops/array.h"
-#include "hub/ops/matmul.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -183,17 +184,18 @@ TEST_CASE("BatchMatMul: hand values, adjoints, broadcast batch dims") {
   }
   // Empty batch and empty inner dimension.
   CHECK(run_op("BatchMatMul", {Tensor::zeros(DType::kFloat32, {0, 2, 3}), y})[0].shape() == Shape{0, 2, 2});
-  expect_close(run_op("BatchMatMul", {Tensor::zeros(DType::kFloat32, {2, 2, 0}), Tensor::zeros(DType::kFloat32, {0, 3})})[0],
-               Tensor::zeros(DType::kFloat32, {2, 2, 3}));
+  expect_close(
+      run_op("BatchMatMul", {Tensor::zeros(DType::kFloat32, {2, 2, 0}), Tensor::zeros(DType::kFloat32, {0, 3})})[0],
+      Tensor::zeros(DType::kFloat32, {2, 2, 3}));
 }
 
 TEST_CASE("BatchMatMul: both backends against a naive product on awkward shapes") {
   struct Case {
     Shape x, y;  // as stored without adjoints: [.., M, K], [.., K, N]
   };
-  std::vector<Case> cases = {{{1, 1, 1}, {1, 1, 1}},       {{3, 1, 2, 5}, {4, 5, 3}},    {{2, 1, 7}, {7, 1}},
-                             {{5, 4}, {3, 1, 4, 6}},       {{1, 3, 4}, {2, 1, 4, 2}},    {{2, 3, 1, 17, 9}, {3, 1, 9, 4}},
-                             {{7, 1, 13}, {1, 13, 5}},     {{2, 33, 65}, {2, 65, 31}}};
+  std::vector<Case> cases = {{{1, 1, 1}, {1, 1, 1}},   {{3, 1, 2, 5}, {4, 5, 3}}, {{2, 1, 7}, {7, 1}},
+                             {{5, 4}, {3, 1, 4, 6}},   {{1, 3, 4}, {2, 1, 4, 2}}, {{2, 3, 1, 17, 9}, {3, 1, 9, 4}},
+                             {{7, 1, 13}, {1, 13, 5}}, {{2, 33, 65}, {2, 65, 31}}};
   uint64_t seed = 300;
   for (const Case& k : cases)
     for (bool ax : {false, true})
@@ -240,9 +242,9 @@ TEST_CASE("BatchMatMul: ONNX MatMul with 1-D operands through ExpandDims and Squ
   CHECK(g.spec(vm).shape == Shape{2, 2});
   CHECK(g.spec(mw).shape == Shape{2, 3});
   Session sess(g, nullptr);
-  auto out = sess.run({{v, make({3}, {1, 2, 3})}, {m, make({2, 3, 2}, {1, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2})},
-                       {w, make({2}, {10, 1})}},
-                      {vm, mw});
+  auto out = sess.run(
+      {{v, make({3}, {1, 2, 3})}, {m, make({2, 3, 2}, {1, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2})}, {w, make({2}, {10, 1})}},
+      {vm, mw});
   // [1 2 3] [1 0; 0 1; 1 1] = [4 5]; [1 2 3] 2*ones = [12 12].
   expect_close(out[0], make({2, 2}, {4, 5, 12, 12}));
   // [1 0; 0 1; 1 1] [10; 1] = [10 1 11]; 2*ones [10; 1] = 22s.
@@ -254,13 +256,16 @@ TEST_CASE("BatchMatMul: bad shapes name the node and the shapes") {
   Scope s(g);
   auto ph = [&](Shape sh, const char* name) { return ops::placeholder(s, DType::kFloat32, sh, name); };
   Output a = ph({2, 2, 3}, "a"), v = ph({3}, "v"), b = ph({3, 2, 4}, "b"), c = ph({2, 4, 2}, "c");
-  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, v, false, false, "bm1"); },
-               "node 'bm1' (BatchMatMul): x float32[2,2,3] and y float32[3] need rank >= 2");
-  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, c, false, false, "bm2"); },
-               "inner dimensions differ");
-  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, b, true, false, "bm3"); }, "do not broadcast");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, v, false, false, "bm1"); },
+      "node 'bm1' (BatchMatMul): x float32[2,2,3] and y float32[3] need rank >= 2");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, c, false, false, "bm2"); }, "inner dimensions differ");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::batch_matmul(s, a, b, true, false, "bm3"); }, "do not broadcast");
   Output i = ops::placeholder(s, DType::kInt32, {2, 2}, "i");
-  expect_error(Code::kInvalidArgument, [&] { ops::batch_matmul(s, i, i, false, false, "bm4"); }, "'bm4'");
+  expect_error(
+      Code::kInvalidArgument, [&] { ops::batch_matmul(s, i, i, false, false, "bm4"); }, "'bm4'");
   // Unknown batch and matrix dims pass through.
   Output u = ph({kUnknownDim, 1, kUnknownDim, 3}, "u");
   CHECK(g.spec(ops::batch_matmul(s, u, ph({5, 3, 2}, "y5"))).shape == Shape{kUnknownDim, 5, kUnknownDim, 2});

@@ -1,3 +1,5 @@
+#include "hub/ops/pool.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 #include <numeric>
 #include <random>
 
-#include "hub/ops/pool.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -72,9 +73,7 @@ struct Explicit {
   bool count_include_pad = false;        // AvgPool only
 };
 Attrs explicit_pool(std::vector<int64_t> k, std::vector<int64_t> s, const Explicit& e, bool max) {
-  Attrs a = pool(std::move(k), std::move(s), "EXPLICIT")
-                .set("explicit_paddings", e.pads)
-                .set("ceil_mode", e.ceil_mode);
+  Attrs a = pool(std::move(k), std::move(s), "EXPLICIT").set("explicit_paddings", e.pads).set("ceil_mode", e.ceil_mode);
   if (max)
     a.set("dilations", e.dilations);
   else
@@ -84,8 +83,7 @@ Attrs explicit_pool(std::vector<int64_t> k, std::vector<int64_t> s, const Explic
 
 // Pooling written from PyTorch's definitions (aten's pooling_output_shape and
 // avg_pool2d's divisor), independent of hub's geometry code.
-Tensor torch_pool(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-                  const Explicit& e, bool max) {
+Tensor torch_pool(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, const Explicit& e, bool max) {
   int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
   const int64_t pt = e.pads[0], pb = e.pads[1], pl = e.pads[2], pr = e.pads[3];
   const int64_t dh = max ? e.dilations[0] : 1, dw = max ? e.dilations[1] : 1;
@@ -113,8 +111,7 @@ Tensor torch_pool(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t s
               ++count;
             }
           const int64_t hs = i * sh - pt, ws = j * sw - pl;
-          const int64_t pool_size =
-              (std::min(hs + kh, H + pb) - hs) * (std::min(ws + kw, W + pr) - ws);
+          const int64_t pool_size = (std::min(hs + kh, H + pb) - hs) * (std::min(ws + kw, W + pr) - ws);
           py[((n * OH + i) * OW + j) * C + c] =
               static_cast<float>(max ? acc : acc / (e.count_include_pad ? pool_size : count));
         }
@@ -145,19 +142,16 @@ TEST_CASE("pooling: EXPLICIT padding, hand-computed vectors") {
     // ONNX's averagepool_2d_precomputed_pads_count_include_pad: 5x5 1..25,
     // k 5, pads 2: every window is 25 positions, e.g. y[0,0] = (1+2+3 + 6+7+8
     // + 11+12+13) / 25 = 2.52.
-    Tensor x5 = make({1, 5, 5, 1}, {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-                                    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25});
+    Tensor x5 =
+        make({1, 5, 5, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25});
     expect_close(
-        run_op("AvgPool", {x5},
-               explicit_pool({5, 5}, {1, 1}, Explicit{{2, 2, 2, 2}, false, {1, 1}, true}, false),
+        run_op("AvgPool", {x5}, explicit_pool({5, 5}, {1, 1}, Explicit{{2, 2, 2, 2}, false, {1, 1}, true}, false),
                b)[0],
-        make({1, 5, 5, 1},
-             {2.52f, 3.6f, 4.8f,  4.08f, 3.24f, 4.56f,  6.4f,  8.4f,  7.04f, 5.52f, 7.2f,  10,   13,
-              10.8f, 8.4f, 6.96f, 9.6f,  12.4f, 10.24f, 7.92f, 6.12f, 8.4f,  10.8f, 8.88f, 6.84f}));
+        make({1, 5, 5, 1}, {2.52f, 3.6f, 4.8f,  4.08f, 3.24f, 4.56f,  6.4f,  8.4f,  7.04f, 5.52f, 7.2f,  10,   13,
+                            10.8f, 8.4f, 6.96f, 9.6f,  12.4f, 10.24f, 7.92f, 6.12f, 8.4f,  10.8f, 8.88f, 6.84f}));
     // TF's 8-int NHWC form of the same pads.
     expect_close(
-        run_op("MaxPool", {neg},
-               explicit_pool({2, 2}, {1, 1}, Explicit{{0, 0, 1, 0, 1, 0, 0, 0}}, true), b)[0],
+        run_op("MaxPool", {neg}, explicit_pool({2, 2}, {1, 1}, Explicit{{0, 0, 1, 0, 1, 0, 0, 0}}, true), b)[0],
         make({1, 3, 3, 1}, {-1, -1, -2, -1, -1, -2, -4, -4, -5}));
   }
 }
@@ -189,11 +183,9 @@ TEST_CASE("pooling: ceil_mode, count_include_pad and dilations (ONNX / PyTorch r
   // Window 2 covers 3 (x), 4 (explicit pad) and 5 (ceil overhang).
   Tensor row = make({1, 1, 4, 1}, {1, 2, 3, 4});
   Explicit e{{0, 0, 1, 1}, true};
-  expect_close(run_op("MaxPool", {row}, explicit_pool({1, 3}, {1, 2}, e, true))[0],
-               make({1, 1, 3, 1}, {2, 4, 4}));
+  expect_close(run_op("MaxPool", {row}, explicit_pool({1, 3}, {1, 2}, e, true))[0], make({1, 1, 3, 1}, {2, 4, 4}));
   // Exclude padding: 3/2, 9/3, 4/1.
-  expect_close(run_op("AvgPool", {row}, explicit_pool({1, 3}, {1, 2}, e, false))[0],
-               make({1, 1, 3, 1}, {1.5, 3, 4}));
+  expect_close(run_op("AvgPool", {row}, explicit_pool({1, 3}, {1, 2}, e, false))[0], make({1, 1, 3, 1}, {1.5, 3, 4}));
   // Include padding: divisors 3, 3 and 2 (the explicit pad counts, the overhang not).
   e.count_include_pad = true;
   Attrs include = explicit_pool({1, 3}, {1, 2}, e, false);
@@ -208,19 +200,15 @@ TEST_CASE("pooling: ceil_mode, count_include_pad and dilations (ONNX / PyTorch r
   // MaxPoolGrad: maxima at x[1], x[3], x[3].
   Attrs max_attrs = explicit_pool({1, 3}, {1, 2}, e, true);
   Tensor y = run_op("MaxPool", {row}, max_attrs)[0];
-  expect_close(run_op("MaxPoolGrad", {row, y, g}, max_attrs)[0],
-               make({1, 1, 4, 1}, {0, 1, 0, 110}));
+  expect_close(run_op("MaxPoolGrad", {row, y, g}, max_attrs)[0], make({1, 1, 4, 1}, {0, 1, 0, 110}));
   // A last window that would start in the right padding is dropped: W 4, k 2,
   // s 2, right pad 1, ceil: ceil(3/2) + 1 = 3, but window 2 would start at 4.
   Explicit drop{{0, 0, 0, 1}, true};
-  expect_close(run_op("MaxPool", {row}, explicit_pool({1, 2}, {1, 2}, drop, true))[0],
-               make({1, 1, 2, 1}, {2, 4}));
-  expect_close(run_op("AvgPool", {row}, explicit_pool({1, 2}, {1, 2}, drop, false))[0],
-               make({1, 1, 2, 1}, {1.5, 3.5}));
+  expect_close(run_op("MaxPool", {row}, explicit_pool({1, 2}, {1, 2}, drop, true))[0], make({1, 1, 2, 1}, {2, 4}));
+  expect_close(run_op("AvgPool", {row}, explicit_pool({1, 2}, {1, 2}, drop, false))[0], make({1, 1, 2, 1}, {1.5, 3.5}));
 }
 
-TEST_CASE(
-    "pooling: EXPLICIT, ceil_mode, dilations, count_include_pad match PyTorch's definitions") {
+TEST_CASE("pooling: EXPLICIT, ceil_mode, dilations, count_include_pad match PyTorch's definitions") {
   struct Case {
     Shape shape;
     int64_t kh, kw, sh, sw;
@@ -234,8 +222,7 @@ TEST_CASE(
       {{1, 4, 9, 17}, 4, 3, 3, 4, {{1, 2, 1, 2}, true, {1, 1}, true}},
   };
   for (const Case& k : cases) {
-    INFO("shape " << k.shape.to_string() << " k " << k.kh << "x" << k.kw << " s " << k.sh << "x"
-                  << k.sw);
+    INFO("shape " << k.shape.to_string() << " k " << k.kh << "x" << k.kw << " s " << k.sh << "x" << k.sw);
     Tensor x = random_tensor(k.shape, 9);
     expect_close(run_op("MaxPool", {x}, explicit_pool({k.kh, k.kw}, {k.sh, k.sw}, k.e, true))[0],
                  torch_pool(x, k.kh, k.kw, k.sh, k.sw, k.e, true));
@@ -256,8 +243,7 @@ TEST_CASE("pooling: SAME with an odd size pads at the end") {
   Tensor g = make({1, 2, 2, 1}, {1, 2, 3, 4});
   expect_close(run_op("MaxPoolGrad", {x, y, g}, a)[0], make({1, 3, 3, 1}, {0, 0, 0, 0, 1, 2, 0, 3, 4}));
   // AvgPoolGrad: 1/4 to each of 1,2,4,5; 2/2 to 3,6; 3/2 to 7,8; 4 to 9.
-  expect_close(run_op("AvgPoolGrad", {x, g}, a)[0],
-               make({1, 3, 3, 1}, {0.25, 0.25, 1, 0.25, 0.25, 1, 1.5, 1.5, 4}));
+  expect_close(run_op("AvgPoolGrad", {x, g}, a)[0], make({1, 3, 3, 1}, {0.25, 0.25, 1, 0.25, 0.25, 1, 1.5, 1.5, 4}));
 }
 
 TEST_CASE("pooling: SAME padding before and after, window counts 3, 4, 2") {
@@ -268,8 +254,7 @@ TEST_CASE("pooling: SAME padding before and after, window counts 3, 4, 2") {
   expect_close(run_op("MaxPool", {x}, a)[0], make({1, 1, 3, 1}, {3, 5, 5}));
   expect_close(run_op("AvgPool", {x}, a)[0], make({1, 1, 3, 1}, {2, 3.5, 4.5}));
   // grads 3,4,4 -> shares 1, 1, 2: dx = [1, 1+1, 1+1, 1+2, 1+2].
-  expect_close(run_op("AvgPoolGrad", {x, make({1, 1, 3, 1}, {3, 4, 4})}, a)[0],
-               make({1, 1, 5, 1}, {1, 2, 2, 3, 3}));
+  expect_close(run_op("AvgPoolGrad", {x, make({1, 1, 3, 1}, {3, 4, 4})}, a)[0], make({1, 1, 5, 1}, {1, 2, 2, 3, 3}));
   // Max of windows 1 and 2 is the same element (5): gradients add up.
   Tensor y = run_op("MaxPool", {x}, a)[0];
   expect_close(run_op("MaxPoolGrad", {x, y, make({1, 1, 3, 1}, {1, 10, 100})}, a)[0],
@@ -283,8 +268,8 @@ TEST_CASE("pooling: VALID with stride > kernel skips elements; channels and batc
   expect_close(run_op("MaxPool", {x}, a)[0], make({1, 1, 2, 1}, {3, 5}));
   expect_close(run_op("AvgPool", {x}, a)[0], make({1, 1, 2, 1}, {2, 3}));
   // Two images, two channels, 2x2 -> 1x1 (TF-style [1,k,k,1] attributes).
-  Tensor x2 = make({2, 2, 2, 2}, {1, -1, 2, -2, 3, -3, 4, -4,   // image 0: c0 1..4, c1 -1..-4
-                                  8, 0, 7, 1, 6, 2, 5, 3});      // image 1: c0 8..5, c1 0..3
+  Tensor x2 = make({2, 2, 2, 2}, {1, -1, 2, -2, 3, -3, 4, -4,  // image 0: c0 1..4, c1 -1..-4
+                                  8, 0, 7, 1, 6, 2, 5, 3});    // image 1: c0 8..5, c1 0..3
   Attrs a2 = pool({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
   expect_close(run_op("MaxPool", {x2}, a2)[0], make({2, 1, 1, 2}, {4, -1, 8, 3}));
   expect_close(run_op("AvgPool", {x2}, a2)[0], make({2, 1, 1, 2}, {2.5, -2.5, 6.5, 1.5}));
@@ -302,11 +287,14 @@ TEST_CASE("MaxPoolGrad: ties go to the first maximum in scan order") {
 }
 
 TEST_CASE("pooling: random shapes match a naive implementation") {
-  struct Case { Shape shape; int64_t kh, kw, sh, sw; bool same; };
+  struct Case {
+    Shape shape;
+    int64_t kh, kw, sh, sw;
+    bool same;
+  };
   std::vector<Case> cases = {
-      {{2, 7, 9, 3}, 3, 3, 2, 2, true},  {{1, 5, 5, 17}, 2, 2, 3, 3, false},
-      {{3, 1, 6, 1}, 1, 4, 1, 2, true},  {{1, 4, 4, 8}, 4, 4, 1, 1, true},
-      {{2, 6, 5, 70}, 3, 2, 2, 1, false}, {{1, 3, 3, 2}, 5, 5, 2, 2, true},
+      {{2, 7, 9, 3}, 3, 3, 2, 2, true}, {{1, 5, 5, 17}, 2, 2, 3, 3, false}, {{3, 1, 6, 1}, 1, 4, 1, 2, true},
+      {{1, 4, 4, 8}, 4, 4, 1, 1, true}, {{2, 6, 5, 70}, 3, 2, 2, 1, false}, {{1, 3, 3, 2}, 5, 5, 2, 2, true},
   };
   for (const Case& k : cases) {
     INFO("shape " << k.shape.to_string() << " k " << k.kh << "x" << k.kw << " s " << k.sh << "x" << k.sw
@@ -339,20 +327,21 @@ TEST_CASE("pooling: gradients match finite differences") {
   check_gradients("AvgPool", {random_tensor({1, 4, 5, 2}, 7)}, pool({3, 3}, {1, 1}, "SAME"));
   // EXPLICIT with ceil_mode, dilation and count_include_pad.
   Explicit e{{1, 0, 2, 1}, true, {2, 1}, true};
-  check_gradients("MaxPool", {distinct({2, 6, 7, 2}, 8)}, explicit_pool({2, 3}, {2, 2}, e, true),
-                  o);
-  check_gradients("AvgPool", {random_tensor({2, 6, 7, 2}, 9)},
-                  explicit_pool({2, 3}, {2, 2}, e, false));
+  check_gradients("MaxPool", {distinct({2, 6, 7, 2}, 8)}, explicit_pool({2, 3}, {2, 2}, e, true), o);
+  check_gradients("AvgPool", {random_tensor({2, 6, 7, 2}, 9)}, explicit_pool({2, 3}, {2, 2}, e, false));
   Tensor like = random_tensor({1, 5, 6, 3}, 10);
   Attrs ea = explicit_pool({3, 2}, {2, 3}, Explicit{{1, 0, 1, 1}, true, {1, 1}, true}, false);
   GradCheckOptions og;
   og.inputs = {1};
-  check_gradients("AvgPoolGrad",
-                  {like, random_tensor(run_op("AvgPool", {like}, ea)[0].shape(), 11)}, ea, og);
+  check_gradients("AvgPoolGrad", {like, random_tensor(run_op("AvgPool", {like}, ea)[0].shape(), 11)}, ea, og);
 }
 
 TEST_CASE("pooling: oneDNN matches reference, forward and backward") {
-  struct Case { Shape shape; std::vector<int64_t> k, s; const char* padding; };
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> k, s;
+    const char* padding;
+  };
   std::vector<Case> cases = {
       {{2, 7, 9, 3}, {3, 3}, {2, 2}, "SAME"},   {{1, 5, 5, 17}, {2, 2}, {3, 3}, "VALID"},
       {{3, 1, 6, 1}, {1, 4}, {1, 2}, "SAME"},   {{1, 4, 4, 8}, {4, 4}, {1, 1}, "SAME"},
@@ -387,10 +376,7 @@ TEST_CASE("pooling: oneDNN matches reference, forward and backward") {
       {{1, 6, 5, 17}, {3, 2}, {2, 2}, {{2, 0, 1, 1}, true, {1, 2}}},
       {{1, 8, 7, 2}, {2, 3}, {3, 2}, {{1, 1, 0, 2}, false, {2, 1}, true}},
       {{3, 5, 5, 5}, {3, 3}, {2, 2}, {{0, 2, 2, 0}, true, {2, 2}}},
-      {{1, 7, 7, 8},
-       {3, 3},
-       {2, 2},
-       {{1, 1, 1, 1}, true, {1, 1}, true}},  // ceil adds nothing: include on oneDNN
+      {{1, 7, 7, 8}, {3, 3}, {2, 2}, {{1, 1, 1, 1}, true, {1, 1}, true}},  // ceil adds nothing: include on oneDNN
   };
   for (const ECase& k : explicit_cases) {
     INFO("shape " << k.shape.to_string() << " explicit");
@@ -426,28 +412,23 @@ TEST_CASE("pooling: bad attributes and shapes name the node") {
       CHECK_MESSAGE(m.find(needle) != std::string::npos, m);
     }
   };
-  expect_error(pool({4, 4}, {1, 1}, "VALID"),
-               "input height 3 plus padding 0 is smaller than the (dilated) window 4");
+  expect_error(pool({4, 4}, {1, 1}, "VALID"), "input height 3 plus padding 0 is smaller than the (dilated) window 4");
   expect_error(pool({2, 2}, {1, 1}, "FULL"), "FULL");
   expect_error(pool({2, 2, 2}, {1, 1}, "SAME"), "[2,2,2]");
   expect_error(pool({2, 2}, {0, 1}, "SAME"), "strides");
-  expect_error(
-      pool({2, 2}, {1, 1}, "SAME").set("explicit_paddings", std::vector<int64_t>{1, 1, 1, 1}),
-      "explicit_paddings must be empty unless padding is \"EXPLICIT\"");
-  expect_error(pool({2, 2}, {1, 1}, "EXPLICIT"),
-               "explicit_paddings must be [top,bottom,left,right]");
-  expect_error(
-      pool({2, 2}, {1, 1}, "EXPLICIT").set("explicit_paddings", std::vector<int64_t>{1, 1, -1, 1}),
-      "[1,1,-1,1]");
-  expect_error(pool({2, 2}, {1, 1}, "VALID").set("ceil_mode", true),
-               "ceil_mode needs padding \"EXPLICIT\"");
-  expect_error(pool({2, 2}, {1, 1}, "SAME").set("dilations", std::vector<int64_t>{0, 1}),
-               "dilations");
+  expect_error(pool({2, 2}, {1, 1}, "SAME").set("explicit_paddings", std::vector<int64_t>{1, 1, 1, 1}),
+               "explicit_paddings must be empty unless padding is \"EXPLICIT\"");
+  expect_error(pool({2, 2}, {1, 1}, "EXPLICIT"), "explicit_paddings must be [top,bottom,left,right]");
+  expect_error(pool({2, 2}, {1, 1}, "EXPLICIT").set("explicit_paddings", std::vector<int64_t>{1, 1, -1, 1}),
+               "[1,1,-1,1]");
+  expect_error(pool({2, 2}, {1, 1}, "VALID").set("ceil_mode", true), "ceil_mode needs padding \"EXPLICIT\"");
+  expect_error(pool({2, 2}, {1, 1}, "SAME").set("dilations", std::vector<int64_t>{0, 1}), "dilations");
   // A window made only of padding (left pad 2 = the window): its max is undefined.
   expect_error(explicit_pool({2, 2}, {1, 1}, Explicit{{0, 0, 2, 0}}, true),
                "output width position 0 pools only padding");
   // Unknown batch and height pass through shape inference.
-  auto p = s.op("Placeholder", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{kUnknownDim, kUnknownDim, 6, 2}), "p");
+  auto p = s.op("Placeholder", {},
+                Attrs().set("dtype", DType::kFloat32).set("shape", Shape{kUnknownDim, kUnknownDim, 6, 2}), "p");
   Output y = ops::max_pool(s, p, {2, 2}, {2, 2}, "SAME");
   CHECK(graph.spec(y).shape == Shape{kUnknownDim, kUnknownDim, 3, 2});
 }

@@ -1,3 +1,5 @@
+#include "hub/ops/reduction.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -94,7 +95,8 @@ TEST_CASE("Sum, Mean, Max: integers and empty reductions") {
 
 TEST_CASE("Sum, Mean, Max agree with a naive reference on awkward shapes") {
   Tensor x = random_tensor({3, 5, 4, 7}, 21);
-  std::vector<std::vector<int>> cases = {{0}, {1}, {2}, {3}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}, {0, 1, 3}, {0, 1, 2, 3}};
+  std::vector<std::vector<int>> cases = {{0},    {1},    {2},    {3},       {0, 1},      {1, 2},
+                                         {0, 2}, {1, 3}, {0, 3}, {0, 1, 3}, {0, 1, 2, 3}};
   for (const auto& axes : cases) {
     std::vector<int64_t> a(axes.begin(), axes.end());
     std::string what;
@@ -141,7 +143,8 @@ TEST_CASE("Mean gradient with a batch size known only at run time") {
   Output total = ops::sum(s, m);
   Output dx = gradients(s, total, {x})[0];
   Session session(g, nullptr);
-  expect_close(session.run({{x, random_tensor({4, 2}, 1)}}, {dx})[0], make({4, 2}, {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f}));
+  expect_close(session.run({{x, random_tensor({4, 2}, 1)}}, {dx})[0],
+               make({4, 2}, {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f}));
   expect_close(session.run({{x, random_tensor({5, 2}, 2)}}, {dx})[0], make({5, 2}, std::vector<float>(10, 0.2f)));
 }
 
@@ -281,5 +284,10 @@ TEST_CASE("Min and Prod: gradients; ProdGrad is exact with zeros") {
   Output dx = gradients(s, ops::min(s, in, {1}), {in})[0];
   Session sess(gr, nullptr);
   expect_close(sess.run_one({{in, make({1, 3}, {2, 1, 1})}}, dx), make({1, 3}, {0, 0.5f, 0.5f}));
-  expect_error(Code::kInvalidArgument, [&] { s.op("ProdGrad", {in, in}, red({1}), "pg"); }, "is not x");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        s.op("ProdGrad", {in, in}, red({1}), "pg");
+      },
+      "is not x");
 }

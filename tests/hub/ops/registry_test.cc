@@ -3,9 +3,9 @@
 // reason for having none. That each gradient has a finite-difference check
 // is verified after the whole ops suite ran (tests/main.cc), and that
 // docs/ops.md lists every op by the cli test `ops_doc_current`.
-#include <doctest/doctest.h>
-
 #include "hub/ops/registry.h"
+
+#include <doctest/doctest.h>
 
 using namespace hub;
 

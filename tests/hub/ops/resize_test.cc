@@ -16,8 +16,7 @@ namespace {
 
 Attrs resize_attrs(std::vector<int64_t> size, const char* mode, const char* coordinates,
                    const char* nearest = "round_prefer_floor", std::vector<double> scales = {}) {
-  return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}
-      .to_attrs();
+  return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();
 }
 
 Tensor iota(const Shape& shape, float start = 0) {
@@ -52,9 +51,7 @@ std::string error_of(const std::vector<Shape>& inputs, const std::string& op, co
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -81,11 +78,9 @@ TEST_CASE("Resize: ONNX's nearest cases, index tables worked out by hand") {
   // asymmetric: x / 2 = 0, 0.5, 1, ..., 3.5; ties go up with round_prefer_ceil
   // and down with round_prefer_floor.
   std::vector<int64_t> up{0, 1, 1, 2, 2, 3, 3, 3}, down{0, 0, 1, 1, 2, 2, 3, 3};
-  expect_close(
-      run_op("Resize", {x4}, resize_attrs({8, 8}, "nearest", "asymmetric", "round_prefer_ceil"))[0],
-      pick(x4, up, up));
-  expect_close(run_op("Resize", {x4},
-                      resize_attrs({8, 8}, "nearest", "asymmetric", "round_prefer_floor"))[0],
+  expect_close(run_op("Resize", {x4}, resize_attrs({8, 8}, "nearest", "asymmetric", "round_prefer_ceil"))[0],
+               pick(x4, up, up));
+  expect_close(run_op("Resize", {x4}, resize_attrs({8, 8}, "nearest", "asymmetric", "round_prefer_floor"))[0],
                pick(x4, down, down));
   // tf_half_pixel_for_nn, 4x4 -> 3x2: rows (x+0.5)/0.75 = 0.67, 2, 3.33 -> 1, 2, 3;
   // columns (x+0.5)/0.5 = 1, 3.
@@ -93,10 +88,9 @@ TEST_CASE("Resize: ONNX's nearest cases, index tables worked out by hand") {
                make({1, 3, 2, 1}, {6, 8, 10, 12, 14, 16}));
   // ONNX's scales input, 2x4 * 0.6 -> 1x2: columns x / 0.6 - ... with
   // half_pixel: (0.5)/0.6 - 0.5 = 0.33 -> 0, 1.5/0.6 - 0.5 = 2 -> 2.
-  expect_close(
-      run_op("Resize", {make({1, 2, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8})},
-             resize_attrs({1, 2}, "nearest", "half_pixel", "round_prefer_floor", {0.6f, 0.6f}))[0],
-      make({1, 1, 2, 1}, {1, 3}));
+  expect_close(run_op("Resize", {make({1, 2, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8})},
+                      resize_attrs({1, 2}, "nearest", "half_pixel", "round_prefer_floor", {0.6f, 0.6f}))[0],
+               make({1, 1, 2, 1}, {1, 3}));
 }
 
 TEST_CASE("Resize: ONNX's linear cases, worked out by hand") {
@@ -104,41 +98,35 @@ TEST_CASE("Resize: ONNX's linear cases, worked out by hand") {
     INFO(b);
     // 2x2 -> 4x4 half_pixel: coordinates -0.25 (clamped to 0), 0.25, 0.75,
     // 1.25 (clamped to 1): weights of x[1] 0, 0.25, 0.75, 1 per axis.
-    expect_close(run_op("Resize", {make({1, 2, 2, 1}, {1, 2, 3, 4})},
-                        resize_attrs({4, 4}, "linear", "half_pixel"), b)[0],
-                 make({1, 4, 4, 1}, {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5,
-                                     3, 3.25, 3.75, 4}));
+    expect_close(
+        run_op("Resize", {make({1, 2, 2, 1}, {1, 2, 3, 4})}, resize_attrs({4, 4}, "linear", "half_pixel"), b)[0],
+        make({1, 4, 4, 1}, {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4}));
     // pytorch_half_pixel, 4x4 -> 3x1: rows 0.5/0.75 - 0.5 = 1/6, 1.5, 17/6;
     // the single column is at 0: 1 + 4/6, 5 + 2, 9 + 4*5/6.
-    expect_close(run_op("Resize", {iota({1, 4, 4, 1}, 1)},
-                        resize_attrs({3, 1}, "linear", "pytorch_half_pixel"), b)[0],
+    expect_close(run_op("Resize", {iota({1, 4, 4, 1}, 1)}, resize_attrs({3, 1}, "linear", "pytorch_half_pixel"), b)[0],
                  make({1, 3, 1, 1}, {1.6666667f, 7, 12.333333f}));
   }
   // align_corners, 2x2 -> 4x4: x * 1/3 -> thirds.
-  expect_close(run_op("Resize", {make({1, 2, 2, 1}, {1, 2, 3, 4})},
-                      resize_attrs({4, 4}, "linear", "align_corners"))[0],
-               make({1, 4, 4, 1}, {1, 4.f / 3, 5.f / 3, 2, 5.f / 3, 2, 7.f / 3, 8.f / 3, 7.f / 3,
-                                   8.f / 3, 3, 10.f / 3, 3, 10.f / 3, 11.f / 3, 4}));
+  expect_close(run_op("Resize", {make({1, 2, 2, 1}, {1, 2, 3, 4})}, resize_attrs({4, 4}, "linear", "align_corners"))[0],
+               make({1, 4, 4, 1}, {1, 4.f / 3, 5.f / 3, 2, 5.f / 3, 2, 7.f / 3, 8.f / 3, 7.f / 3, 8.f / 3, 3, 10.f / 3,
+                                   3, 10.f / 3, 11.f / 3, 4}));
   // ONNX's downsample cases with scales 0.6 (float32 0.6, as ONNX stores it)
   // on [[1,2,3,4],[5,6,7,8]] -> 1x2.
   Tensor x = make({1, 2, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
   const std::vector<double> s{0.6f, 0.6f};
   // half_pixel: row 0.5/0.6 - 0.5 = 1/3, columns 1/3 and 2: 1 + 1/3 + 4/3, 3 + 4/3.
-  expect_close(run_op("Resize", {x},
-                      resize_attrs({1, 2}, "linear", "half_pixel", "round_prefer_floor", s))[0],
+  expect_close(run_op("Resize", {x}, resize_attrs({1, 2}, "linear", "half_pixel", "round_prefer_floor", s))[0],
                make({1, 1, 2, 1}, {2.6666667f, 4.3333333f}), 1e-5, 1e-6);
   // align_corners divides by O' - 1 = 0.6*4 - 1 = 1.4 (ONNX's reference):
   // row O' = 1.2, column 1 at 3/1.4 = 2.142857.
-  expect_close(run_op("Resize", {x},
-                      resize_attrs({1, 2}, "linear", "align_corners", "round_prefer_floor", s))[0],
+  expect_close(run_op("Resize", {x}, resize_attrs({1, 2}, "linear", "align_corners", "round_prefer_floor", s))[0],
                make({1, 1, 2, 1}, {1, 3.142857f}), 1e-5, 1e-6);
 }
 
 TEST_CASE("Resize: TensorFlow's ResizeBilinear and ResizeNearestNeighbor map onto its modes") {
   // ResizeBilinear(align_corners=false, half_pixel_centers=false), TF's
   // scale in/out = 2/3: x = 0, 2/3, 4/3 (clamped to 1 for the right neighbour).
-  expect_close(run_op("Resize", {make({1, 2, 2, 1}, {0, 3, 6, 9})},
-                      resize_attrs({3, 3}, "linear", "asymmetric"))[0],
+  expect_close(run_op("Resize", {make({1, 2, 2, 1}, {0, 3, 6, 9})}, resize_attrs({3, 3}, "linear", "asymmetric"))[0],
                make({1, 3, 3, 1}, {0, 2, 3, 4, 6, 7, 6, 8, 9}));
   // ResizeNearestNeighbor on 3 -> 5 columns, TF's formulas (scale 3/5):
   Tensor x = make({1, 1, 3, 1}, {10, 20, 30});
@@ -146,13 +134,11 @@ TEST_CASE("Resize: TensorFlow's ResizeBilinear and ResizeNearestNeighbor map ont
   expect_close(run_op("Resize", {x}, resize_attrs({1, 5}, "nearest", "asymmetric", "floor"))[0],
                make({1, 1, 5, 1}, {10, 10, 20, 20, 30}));
   // align_corners: roundf(x * 2/4) = 0, 1 (0.5 rounds up), 1, 2, 2
-  expect_close(run_op("Resize", {x},
-                      resize_attrs({1, 5}, "nearest", "align_corners", "round_prefer_ceil"))[0],
+  expect_close(run_op("Resize", {x}, resize_attrs({1, 5}, "nearest", "align_corners", "round_prefer_ceil"))[0],
                make({1, 1, 5, 1}, {10, 20, 20, 30, 30}));
   // half_pixel_centers: floor((x + 0.5) * 0.6) = 0, 0, 1, 2, 2
-  expect_close(
-      run_op("Resize", {x}, resize_attrs({1, 5}, "nearest", "tf_half_pixel_for_nn", "floor"))[0],
-      make({1, 1, 5, 1}, {10, 10, 20, 30, 30}));
+  expect_close(run_op("Resize", {x}, resize_attrs({1, 5}, "nearest", "tf_half_pixel_for_nn", "floor"))[0],
+               make({1, 1, 5, 1}, {10, 10, 20, 30, 30}));
 }
 
 TEST_CASE("ResizeGrad: hand-computed vectors, and gradients match finite differences") {
@@ -162,9 +148,8 @@ TEST_CASE("ResizeGrad: hand-computed vectors, and gradients match finite differe
   expect_close(run_op("ResizeGrad", {x, g}, resize_attrs({1, 4}, "linear", "half_pixel"))[0],
                make({1, 1, 2, 1}, {1 + 7.5f + 25, 2.5f + 75 + 1000}));
   // nearest, asymmetric floor: indices 0, 0, 1, 1.
-  expect_close(
-      run_op("ResizeGrad", {x, g}, resize_attrs({1, 4}, "nearest", "asymmetric", "floor"))[0],
-      make({1, 1, 2, 1}, {11, 1100}));
+  expect_close(run_op("ResizeGrad", {x, g}, resize_attrs({1, 4}, "nearest", "asymmetric", "floor"))[0],
+               make({1, 1, 2, 1}, {11, 1100}));
 
   struct Case {
     Shape x;
@@ -173,8 +158,7 @@ TEST_CASE("ResizeGrad: hand-computed vectors, and gradients match finite differe
   std::vector<Case> cases{
       {{2, 3, 4, 2}, resize_attrs({5, 7}, "linear", "half_pixel")},
       {{1, 5, 6, 3}, resize_attrs({3, 4}, "linear", "align_corners")},
-      {{1, 4, 3, 2},
-       resize_attrs({6, 2}, "linear", "asymmetric", "round_prefer_floor", {1.7, 0.8})},
+      {{1, 4, 3, 2}, resize_attrs({6, 2}, "linear", "asymmetric", "round_prefer_floor", {1.7, 0.8})},
       {{1, 3, 3, 2}, resize_attrs({7, 5}, "nearest", "half_pixel")},
       {{2, 4, 5, 1}, resize_attrs({2, 8}, "nearest", "tf_half_pixel_for_nn", "ceil")},
   };
@@ -204,9 +188,7 @@ TEST_CASE("Resize: oneDNN runs linear half_pixel and matches reference") {
       {{1, 4, 4, 8}, resize_attrs({9, 9}, "linear", "half_pixel"), true},
       {{1, 4, 4, 3}, resize_attrs({1, 6}, "linear", "pytorch_half_pixel"), false},  // O = 1
       {{1, 4, 4, 3}, resize_attrs({7, 6}, "linear", "align_corners"), false},
-      {{1, 4, 4, 3},
-       resize_attrs({8, 8}, "linear", "half_pixel", "round_prefer_floor", {2.0, 2.0}),
-       false},
+      {{1, 4, 4, 3}, resize_attrs({8, 8}, "linear", "half_pixel", "round_prefer_floor", {2.0, 2.0}), false},
       {{1, 4, 4, 3}, resize_attrs({8, 6}, "nearest", "half_pixel"), false},
   };
   int seed = 30;
@@ -228,8 +210,7 @@ TEST_CASE("Resize: shape inference and errors name the node, attribute and value
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5, kUnknownDim, 3}, "x");
-  CHECK(g.spec(ops::resize(s, x, {{7, 2}, "linear", "half_pixel"})).shape ==
-        Shape{kUnknownDim, 7, 2, 3});
+  CHECK(g.spec(ops::resize(s, x, {{7, 2}, "linear", "half_pixel"})).shape == Shape{kUnknownDim, 7, 2, 3});
 
   std::string m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({0, 4}, "linear", "half_pixel"));
   CHECK(contains(m, "'resize'"));
@@ -242,14 +223,12 @@ TEST_CASE("Resize: shape inference and errors name the node, attribute and value
   CHECK(contains(m, "\"tf_crop_and_resize\""));
   m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "nearest", "half_pixel", "round"));
   CHECK(contains(m, "nearest_mode"));
-  m = error_of({{1, 4, 4, 1}}, "Resize",
-               resize_attrs({2, 2}, "linear", "half_pixel", "floor", {0.5, -1}));
+  m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "linear", "half_pixel", "floor", {0.5, -1}));
   CHECK(contains(m, "scales must be empty or [sh, sw]"));
   m = error_of({{4, 4, 1}}, "Resize", resize_attrs({2, 2}, "linear", "half_pixel"));
   CHECK(contains(m, "rank"));
   m = error_of({{1, 0, 4, 1}}, "Resize", resize_attrs({2, 2}, "linear", "half_pixel"));
   CHECK(contains(m, "empty image"));
-  m = error_of({{1, 4, 4, 1}, {1, 3, 2, 1}}, "ResizeGrad",
-               resize_attrs({2, 2}, "linear", "half_pixel"));
+  m = error_of({{1, 4, 4, 1}, {1, 3, 2, 1}}, "ResizeGrad", resize_attrs({2, 2}, "linear", "half_pixel"));
   CHECK(contains(m, "does not match the resized shape [1,2,2,1]"));
 }

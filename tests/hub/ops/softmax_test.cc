@@ -1,3 +1,5 @@
+#include "hub/ops/softmax.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -5,7 +7,6 @@
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
-#include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -85,8 +86,8 @@ TEST_CASE("Softmax and LogSoftmax on axes 0, 1, 2, -1 of a rank-4 tensor") {
     INFO("axis " << axis);
     for (const char* b : kBackends) {
       INFO(b);
-      expect_close(run_op("Softmax", {x}, axis_attr(axis), b)[0], naive_softmax(x, static_cast<int>(axis), false),
-                   1e-6, 1e-5);
+      expect_close(run_op("Softmax", {x}, axis_attr(axis), b)[0], naive_softmax(x, static_cast<int>(axis), false), 1e-6,
+                   1e-5);
       expect_close(run_op("LogSoftmax", {x}, axis_attr(axis), b)[0], naive_softmax(x, static_cast<int>(axis), true),
                    1e-5, 1e-5);
     }
@@ -111,9 +112,9 @@ TEST_CASE("Softmax and LogSoftmax: oneDNN matches reference on awkward shapes") 
     Shape shape;
     int64_t axis;
   };
-  std::vector<Case> cases = {{{1}, 0},          {{7}, -1},           {{3, 1}, 1},         {{1, 9}, 0},
-                             {{2, 3, 5, 7}, 0}, {{2, 3, 5, 7}, 1},   {{2, 3, 5, 7}, 2},   {{2, 3, 5, 7}, -1},
-                             {{5, 1, 300}, 0},  {{4, 17, 1, 33}, 2}, {{1, 1000}, -1},     {{6, 2, 1, 1, 5}, -4}};
+  std::vector<Case> cases = {{{1}, 0},          {{7}, -1},           {{3, 1}, 1},       {{1, 9}, 0},
+                             {{2, 3, 5, 7}, 0}, {{2, 3, 5, 7}, 1},   {{2, 3, 5, 7}, 2}, {{2, 3, 5, 7}, -1},
+                             {{5, 1, 300}, 0},  {{4, 17, 1, 33}, 2}, {{1, 1000}, -1},   {{6, 2, 1, 1, 5}, -4}};
   uint64_t seed = 40;
   for (const Case& k : cases) {
     INFO("shape " << k.shape.to_string() << " axis " << k.axis);
@@ -132,9 +133,11 @@ TEST_CASE("Softmax: an axis outside [-rank, rank) names the node, the axis and t
     Graph g;
     Scope s(g);
     Output x = ops::placeholder(s, DType::kFloat32, {2, 3}, "x");
-    expect_error(Code::kInvalidArgument, [&] { ops::softmax(s, x, axis, "sm"); },
-                 "node 'sm' (Softmax): axis " + std::to_string(axis) + " is outside [-2, 2) for logits float32[2,3]");
-    expect_error(Code::kInvalidArgument, [&] { ops::log_softmax(s, x, axis, "lsm"); }, "axis");
+    expect_error(
+        Code::kInvalidArgument, [&] { ops::softmax(s, x, axis, "sm"); },
+        "node 'sm' (Softmax): axis " + std::to_string(axis) + " is outside [-2, 2) for logits float32[2,3]");
+    expect_error(
+        Code::kInvalidArgument, [&] { ops::log_softmax(s, x, axis, "lsm"); }, "axis");
   }
 }
 
@@ -206,8 +209,7 @@ TEST_CASE("cross entropy ops: gradients") {
 
 TEST_CASE("OneHot") {
   Tensor idx = Tensor::from_vector<int32_t>({4}, {0, 2, -1, 3});
-  expect_close(run_op("OneHot", {idx}, Attrs().set("depth", 3))[0],
-               make({4, 3}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}));
+  expect_close(run_op("OneHot", {idx}, Attrs().set("depth", 3))[0], make({4, 3}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}));
   Tensor idx2 = Tensor::from_vector<int64_t>({2, 1}, {1, 0});
   expect_close(run_op("OneHot", {idx2}, Attrs().set("depth", 2).set("on_value", 5.0f).set("off_value", -1.0f))[0],
                make({2, 1, 2}, {-1, 5, 5, -1}));
@@ -240,8 +242,8 @@ TEST_CASE("softmax_cross_entropy and sparse_softmax_cross_entropy: batch mean, l
   // d mean / d logits = backprop / N, with N known only at run time.
   Output d = gradients(s, l2, {logits})[0];
   Tensor dl = session.run({{logits, lv}, {sparse, sv}}, {d})[0];
-  expect_close(dl, make({2, 3}, {0.09003057f / 2, 0.24472847f / 2, -0.33475904f / 2, (1 / 3.0f - 1) / 2, 1 / 6.0f,
-                                 1 / 6.0f}));
+  expect_close(
+      dl, make({2, 3}, {0.09003057f / 2, 0.24472847f / 2, -0.33475904f / 2, (1 / 3.0f - 1) / 2, 1 / 6.0f, 1 / 6.0f}));
   // Smoothing needs C known; a bad smoothing value is rejected.
   Output unknown_c = ops::placeholder(s, DType::kFloat32, {2, kUnknownDim}, "u");
   CHECK_THROWS_AS(ops::softmax_cross_entropy(s, unknown_c, unknown_c, 0.1f), Error);

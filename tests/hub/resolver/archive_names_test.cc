@@ -54,7 +54,10 @@ std::string ustar_header(const std::string& name, char type, size_t size, const 
   std::snprintf(&h[136], 12, "%011o", 0);
   h[156] = type;
   std::memcpy(&h[157], link.data(), std::min<size_t>(link.size(), 100));
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;
@@ -85,8 +88,7 @@ TEST_CASE("archive names: control characters, backslashes and invalid UTF-8 are 
                  "'assets/evil\\x0aname': control character");
   expect_refused(make_tar(with({"assets/esc\x1b[2J", TarEntry::kFile, "x"})), Code::kPermissionDenied,
                  "control character");
-  expect_refused(make_tar(with({"assets\\..\\..\\evil", TarEntry::kFile, "x"})), Code::kPermissionDenied,
-                 "backslash");
+  expect_refused(make_tar(with({"assets\\..\\..\\evil", TarEntry::kFile, "x"})), Code::kPermissionDenied, "backslash");
   expect_refused(make_tar(with({"assets/bad\xff.txt", TarEntry::kFile, "x"})), Code::kPermissionDenied,
                  "not valid UTF-8");
   expect_refused(make_tar(with({"assets/over\xc0\xaf", TarEntry::kFile, "x"})), Code::kPermissionDenied,

@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include "fetch_testutil.h"
+#include "http_server.h"
 #include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
-#include "http_server.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,7 @@
 // The cache: handles, offline mode, concurrency across processes, killed
 // writers, stale locks, list/rm/verify.
+#include "hub/resolver/cache.h"
+
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,9 +15,8 @@
 
 #include "fetch_testutil.h"
 #include "http_server.h"
-#include "hub/core/error.h"
-#include "hub/resolver/cache.h"
 #include "hub/core/digest.h"
+#include "hub/core/error.h"
 #include "hub/resolver/resolver.h"
 #include "resolver_testutil.h"
 #include "subprocess.h"
@@ -62,7 +63,10 @@ TEST_CASE("cache: root comes from HUB_CACHE_DIR, XDG_CACHE_HOME, HOME in that or
   ::unsetenv("XDG_CACHE_HOME");
   CHECK(resolver::default_cache_dir() == fs::path("/c/.cache/hub"));
   auto restore = [](const char* k, const std::string& v) {
-    if (v.empty()) ::unsetenv(k); else ::setenv(k, v.c_str(), 1);
+    if (v.empty())
+      ::unsetenv(k);
+    else
+      ::setenv(k, v.c_str(), 1);
   };
   restore("HUB_CACHE_DIR", saved_hub);
   restore("XDG_CACHE_HOME", saved_xdg);
@@ -80,8 +84,8 @@ TEST_CASE("cache: local directory used in place; local archive and file:// unpac
   CHECK(resolve_dir(mod.string(), sb.options()) == mod);
   CHECK(!fs::exists(sb.cache));
   fs::create_directories(sb.root / "empty");
-  CHECK_THROWS_WITH_AS(resolve_dir((sb.root / "empty").string(), sb.options()),
-                       doctest::Contains("no module.pb"), Error);
+  CHECK_THROWS_WITH_AS(resolve_dir((sb.root / "empty").string(), sb.options()), doctest::Contains("no module.pb"),
+                       Error);
 
   write_file(sb.root / "m.tar.gz", good_archive());
   fs::path a = resolve_dir((sb.root / "m.tar.gz").string(), sb.options());

@@ -43,9 +43,8 @@ void write_tfhub_module(const fs::path& dir) {
     const std::string w = g.resource_variable("w", {3, 2});
     g.op("features", "MatMul", {"mean", w});
     *mg->mutable_saver_def() = g.saver({{"w", "w"}});
-    (*mg->mutable_signature_def())["default"] =
-        tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 2, 2, 3}}}},
-                     {{"default", {"features:0", DType::kFloat32, {-1, 2}}}});
+    (*mg->mutable_signature_def())["default"] = tf_signature({{"images", {"images:0", DType::kFloat32, {-1, 2, 2, 3}}}},
+                                                             {{"default", {"features:0", DType::kFloat32, {-1, 2}}}});
     (*mg->mutable_collection_def())["hub_module_attachments"].mutable_bytes_list()->add_value(
         image_module_info_attachment(2, 2));
   }
@@ -75,8 +74,7 @@ TEST_CASE("a TF Hub module archive is converted into a module on install, once p
   write_tfhub_module(sb.root / "tfhub");
   const std::string archive = make_tar(dir_entries(sb.root / "tfhub"));
   HttpServer server;
-  server.route("/module.tar.gz",
-               [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, archive); });
+  server.route("/module.tar.gz", [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, archive); });
   const std::string url = server.url("/module.tar.gz");
   resolver::Resolver resolver(loading_options(sb));
 
@@ -94,8 +92,7 @@ TEST_CASE("a TF Hub module archive is converted into a module on install, once p
   CHECK(entry->import_options.empty());
   CHECK(entry->sha256 == sha256_hex(archive));
   // Nothing but the converted module in the entry (no unpacked source).
-  CHECK(list_tree(entry->module_dir) ==
-        std::vector<std::string>{"assets", "module.pb", "variables.safetensors"});
+  CHECK(list_tree(entry->module_dir) == std::vector<std::string>{"assets", "module.pb", "variables.safetensors"});
 
   // Again: a cache hit, still saying what it was converted from.
   resolver::Resolution again = resolver.resolve(url);
@@ -111,8 +108,8 @@ TEST_CASE("a TF Hub module archive is converted into a module on install, once p
   CHECK(other.dir != r.dir);
   CHECK(load_module_spec(other.dir.string()).tag_sets() == std::vector<TagSet>{TagSet{}});
   CHECK(server.requests("/module.tar.gz") == 2);
-  auto other_entry = cache.read_entry(resolver::import_cache_key(
-      resolver::cache_key(url), interop::options_key(only_inference.import)));
+  auto other_entry = cache.read_entry(
+      resolver::import_cache_key(resolver::cache_key(url), interop::options_key(only_inference.import)));
   REQUIRE(other_entry.has_value());
   CHECK(other_entry->import_options == R"({"tag_sets":[[]]})");
   CHECK(resolver::Resolver(loading_options(sb)).resolve(url).dir == r.dir);
@@ -122,14 +119,12 @@ TEST_CASE("a model in a folder of the archive, a SavedModel archive and an ONNX 
   Sandbox sb;
   write_tfhub_module(sb.root / "src" / "mobile_features");
   write_file(sb.root / "wrapped.tar.gz", make_tar(dir_entries(sb.root / "src")));
-  resolver::Resolution wrapped =
-      resolver::Resolver(loading_options(sb)).resolve((sb.root / "wrapped.tar.gz").string());
+  resolver::Resolution wrapped = resolver::Resolver(loading_options(sb)).resolve((sb.root / "wrapped.tar.gz").string());
   CHECK(wrapped.source_format == "tf_hub_module");
   check_features(wrapped.dir);
 
   fs::remove(sb.root / "src" / "mobile_features" / "tfhub_module.pb");
-  write_file(sb.root / "saved.tar",
-             make_tar(dir_entries(sb.root / "src" / "mobile_features"), false));
+  write_file(sb.root / "saved.tar", make_tar(dir_entries(sb.root / "src" / "mobile_features"), false));
   resolver::Resolution saved =
       resolver::Resolver(loading_options(sb)).resolve("file://" + (sb.root / "saved.tar").string());
   CHECK(saved.source_format == "tf_saved_model");
@@ -139,15 +134,12 @@ TEST_CASE("a model in a folder of the archive, a SavedModel archive and an ONNX 
   ModuleSpec triple = create_module_spec([](ModuleBuilder& b) {
     Scope s = b.scope();
     Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 2}, "x");
-    b.add_signature("default", {{"x", x}},
-                    {{"y", ops::mul(s, x, ops::constant(s, Tensor::scalar<float>(3)), "y")}});
+    b.add_signature("default", {{"x", x}}, {{"y", ops::mul(s, x, ops::constant(s, Tensor::scalar<float>(3)), "y")}});
   });
   onnx_interop::export_onnx(triple, (sb.root / "triple.onnx").string());
-  resolver::Resolution onnx =
-      resolver::Resolver(loading_options(sb)).resolve((sb.root / "triple.onnx").string());
+  resolver::Resolution onnx = resolver::Resolver(loading_options(sb)).resolve((sb.root / "triple.onnx").string());
   CHECK(onnx.source_format == "onnx");
-  expect_close(Module(load_module_spec(onnx.dir.string()))(make({1, 2}, {1, -2})),
-               make({1, 2}, {3, -6}));
+  expect_close(Module(load_module_spec(onnx.dir.string()))(make({1, 2}, {1, -2})), make({1, 2}, {3, -6}));
 }
 
 TEST_CASE("a foreign model that does not import leaves nothing in the cache") {
@@ -167,8 +159,7 @@ TEST_CASE("a foreign model that does not import leaves nothing in the cache") {
   write_file(sb.root / "tfhub" / "saved_model.pb", bytes);
   const std::string archive = make_tar(dir_entries(sb.root / "tfhub"));
   HttpServer server;
-  server.route("/bad.tar.gz",
-               [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, archive); });
+  server.route("/bad.tar.gz", [&](const HttpRequest& r, HttpConn& c) { serve_body(r, c, archive); });
   const std::string url = server.url("/bad.tar.gz");
   try {
     resolver::Resolver(loading_options(sb)).resolve(url);
@@ -177,8 +168,7 @@ TEST_CASE("a foreign model that does not import leaves nothing in the cache") {
     CHECK(e.code() == Code::kUnimplemented);
     const std::string message = e.what();
     CHECK(message.find("module '" + url + "': archive " + url +
-                       ": importing 'the archive's root' (TF Hub module): saved_model.pb") !=
-          std::string::npos);
+                       ": importing 'the archive's root' (TF Hub module): saved_model.pb") != std::string::npos);
     CHECK(message.find("node 'mean' (Softsign)") != std::string::npos);
     CHECK(message.find(".tmp") == std::string::npos);
   }
@@ -186,21 +176,17 @@ TEST_CASE("a foreign model that does not import leaves nothing in the cache") {
   // Neither a module nor a model: the usual error.
   write_file(sb.root / "notes.tar.gz", make_tar({{"notes.txt", TarEntry::kFile, "hello"}}));
   expect_error(
-      Code::kCorruption,
-      [&] { resolver::Resolver(loading_options(sb)).resolve((sb.root / "notes.tar.gz").string()); },
+      Code::kCorruption, [&] { resolver::Resolver(loading_options(sb)).resolve((sb.root / "notes.tar.gz").string()); },
       "no module.pb");
 }
 
 TEST_CASE("tfhub.dev URLs are fetched in TF Hub's compressed format") {
-  CHECK(resolver::download_url(
-            "https://tfhub.dev/google/imagenet/mobilenet_v1_100_224/feature_vector/1") ==
+  CHECK(resolver::download_url("https://tfhub.dev/google/imagenet/mobilenet_v1_100_224/feature_vector/1") ==
         "https://tfhub.dev/google/imagenet/mobilenet_v1_100_224/feature_vector/"
         "1?tf-hub-format=compressed");
-  CHECK(resolver::download_url("HTTPS://TFHub.dev/m/1") ==
-        "HTTPS://TFHub.dev/m/1?tf-hub-format=compressed");
-  for (const char* unchanged :
-       {"https://tfhub.dev/m/1?tf-hub-format=compressed", "https://example.com/m.tar.gz",
-        "https://tfhub.dev.example.com/m/1", "/local/tfhub.dev/m.tar.gz"})
+  CHECK(resolver::download_url("HTTPS://TFHub.dev/m/1") == "HTTPS://TFHub.dev/m/1?tf-hub-format=compressed");
+  for (const char* unchanged : {"https://tfhub.dev/m/1?tf-hub-format=compressed", "https://example.com/m.tar.gz",
+                                "https://tfhub.dev.example.com/m/1", "/local/tfhub.dev/m.tar.gz"})
     CHECK(resolver::download_url(unchanged) == unchanged);
   Sandbox sb;
   write_file(sb.root / "a.tar.gz", good_archive());

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "fetch_testutil.h"
 #include "http_server.h"
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
-#include "hub/core/digest.h"
 #include "hub/resolver/resolver.h"
-#include "fetch_testutil.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -307,8 +307,8 @@ TEST_CASE("fetch: changed resource during resume (If-Range mismatch) restarts fr
 TEST_CASE("fetch: Fetcher interface can be replaced (no network at all)") {
   struct FakeFetcher : resolver::Fetcher {
     int calls = 0;
-    resolver::FetchResult fetch(const std::string& url, const fs::path& dest,
-                                const resolver::FetchOptions&, const resolver::ProgressFn& p) override {
+    resolver::FetchResult fetch(const std::string& url, const fs::path& dest, const resolver::FetchOptions&,
+                                const resolver::ProgressFn& p) override {
       ++calls;
       write_file(dest, good_archive());
       if (p) p(good_archive().size(), good_archive().size());

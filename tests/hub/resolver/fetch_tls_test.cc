@@ -2,8 +2,8 @@
 // certificate made by the `openssl` CLI, an HTTPS server (`openssl s_server
 // -WWW`) serving a real module archive, and a listening socket whose accept
 // queue is full so that further SYNs are dropped.
-#include <doctest/doctest.h>
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,11 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include "fetch_testutil.h"
 #include "hub/core/error.h"
 #include "hub/module/module.h"
 #include "hub/module/module_testutil.h"
 #include "hub/resolver/resolver.h"
-#include "fetch_testutil.h"
 #include "resolver_testutil.h"
 #include "subprocess.h"
 
@@ -74,9 +74,10 @@ TEST_CASE("fetch over TLS: an untrusted certificate is refused; trusting it as t
   fs::create_directories(www);
   const fs::path cert = sb.root / "cert.pem", key = sb.root / "key.pem";
   // A self-signed certificate for the IP address 127.0.0.1 (CN and subjectAltName).
-  const std::string req = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
-                          " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
-                          key.string() + "' -out '" + cert.string() + "' > /dev/null 2>&1";
+  const std::string req =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
+      " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
+      key.string() + "' -out '" + cert.string() + "' > /dev/null 2>&1";
   REQUIRE(hub::testing::run_shell(req) == 0);
   write_file(www / "m.tar.gz", half_plus_two_archive(sb.root));
   TlsServer server(www, cert, key);

@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "fetch_testutil.h"
+#include "http_server.h"
 #include "hub/core/error.h"
 #include "hub/resolver/unpack.h"
-#include "http_server.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -99,9 +99,8 @@ TEST_CASE("gzip: a damaged download over HTTP is refused and nothing is cached")
   std::vector<Damage> all = damages();
   for (size_t i = 0; i < all.size(); ++i) {
     const std::string bytes = all[i].bytes;
-    server.route("/d" + std::to_string(i) + ".tar.gz", [bytes](const HttpRequest& req, HttpConn& conn) {
-      serve_body(req, conn, bytes);
-    });
+    server.route("/d" + std::to_string(i) + ".tar.gz",
+                 [bytes](const HttpRequest& req, HttpConn& conn) { serve_body(req, conn, bytes); });
   }
   for (size_t i = 0; i < all.size(); ++i) {
     CAPTURE(all[i].what);

@@ -46,8 +46,7 @@ HttpServer::HttpServer() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd_, 128) != 0) {
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 128) != 0) {
     throw std::runtime_error(std::string("bind/listen failed: ") + std::strerror(errno));
   }
   socklen_t len = sizeof addr;
@@ -152,12 +151,12 @@ void HttpServer::serve(int fd) {
 }
 
 std::string http_head(int status, const std::vector<std::pair<std::string, std::string>>& headers) {
-  const char* reason = status == 200   ? "OK"
-                       : status == 206 ? "Partial Content"
-                       : status == 404 ? "Not Found"
-                       : status == 416 ? "Range Not Satisfiable"
-                       : status == 429 ? "Too Many Requests"
-                       : status >= 500 ? "Server Error"
+  const char* reason = status == 200                   ? "OK"
+                       : status == 206                 ? "Partial Content"
+                       : status == 404                 ? "Not Found"
+                       : status == 416                 ? "Range Not Satisfiable"
+                       : status == 429                 ? "Too Many Requests"
+                       : status >= 500                 ? "Server Error"
                        : status >= 300 && status < 400 ? "Redirect"
                                                        : "Status";
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
@@ -166,8 +165,8 @@ std::string http_head(int status, const std::vector<std::pair<std::string, std::
   return out;
 }
 
-void serve_body(const HttpRequest& req, HttpConn& conn, const std::string& body,
-                const std::string& etag, size_t cut_after) {
+void serve_body(const HttpRequest& req, HttpConn& conn, const std::string& body, const std::string& etag,
+                size_t cut_after) {
   size_t start = 0;
   std::string range = req.header("range");
   bool partial = false;
@@ -182,12 +181,10 @@ void serve_body(const HttpRequest& req, HttpConn& conn, const std::string& body,
     conn.send(http_head(416, {{"Content-Length", "0"}}));
     return;
   }
-  std::vector<std::pair<std::string, std::string>> h = {
-      {"Content-Length", std::to_string(body.size() - start)}};
+  std::vector<std::pair<std::string, std::string>> h = {{"Content-Length", std::to_string(body.size() - start)}};
   if (!etag.empty()) h.emplace_back("ETag", etag);
   if (partial) {
-    h.emplace_back("Content-Range", "bytes " + std::to_string(start) + "-" +
-                                        std::to_string(body.size() - 1) + "/" +
+    h.emplace_back("Content-Range", "bytes " + std::to_string(start) + "-" + std::to_string(body.size() - 1) + "/" +
                                         std::to_string(body.size()));
   }
   if (!conn.send(http_head(partial ? 206 : 200, h))) return;

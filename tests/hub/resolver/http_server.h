@@ -19,7 +19,7 @@
 namespace hub::testing {
 
 struct HttpRequest {
-  std::string method, target, path;       // path = target without the query
+  std::string method, target, path;            // path = target without the query
   std::map<std::string, std::string> headers;  // keys lower-case
   std::string header(const std::string& key) const {
     auto it = headers.find(key);
@@ -80,7 +80,7 @@ std::string http_head(int status, const std::vector<std::pair<std::string, std::
 // Serves `body` honouring Range (single "bytes=N-" ranges) and If-Range
 // against `etag`; sends at most `cut_after` body bytes (then closes the
 // connection), which simulates a connection dropped midway.
-void serve_body(const HttpRequest& req, HttpConn& conn, const std::string& body,
-                const std::string& etag = "", size_t cut_after = static_cast<size_t>(-1));
+void serve_body(const HttpRequest& req, HttpConn& conn, const std::string& body, const std::string& etag = "",
+                size_t cut_after = static_cast<size_t>(-1));
 
 }  // namespace hub::testing

@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "fetch_testutil.h"
+#include "http_server.h"
 #include "hub/core/error.h"
 #include "hub/resolver/cache.h"
-#include "http_server.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -60,8 +60,8 @@ TEST_CASE("redaction: errors never quote the credentials") {
   }
   // A digest mismatch names the URL too.
   server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) { serve_body(r, c, good_archive()); });
-  Error e = resolve_error("http://bob:hunter2@" + server.url("/m.tar.gz").substr(7), sb.options(),
-                          std::string(64, '0'));
+  Error e =
+      resolve_error("http://bob:hunter2@" + server.url("/m.tar.gz").substr(7), sb.options(), std::string(64, '0'));
   CHECK(e.code() == Code::kDataLoss);
   CHECK(!contains(e, "hunter2"));
   check_cache_empty(sb);

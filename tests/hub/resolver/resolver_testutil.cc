@@ -1,7 +1,5 @@
 #include "resolver_testutil.h"
 
-#include "hub/resolver/unpack.h"
-
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
@@ -14,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hub/resolver/unpack.h"
+
 namespace fs = std::filesystem;
 
 namespace hub::testing {
@@ -22,8 +22,7 @@ namespace {
 // Proxies from the environment must not capture loopback test traffic.
 struct NoProxy {
   NoProxy() {
-    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY",
-                          "all_proxy"})
+    for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"})
       ::unsetenv(v);
   }
 } no_proxy;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hub/resolver/resolver.h"
 #include "fixtures.h"
+#include "hub/resolver/resolver.h"
 
 namespace hub::testing {
 

@@ -1,11 +1,12 @@
 // Secure unpacking: good archives in every accepted shape, and hostile ones,
 // each refused with its code and entry name, leaving nothing behind.
+#include "hub/resolver/unpack.h"
+
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
 #include "hub/core/error.h"
 #include "hub/module/module.h"
-#include "hub/resolver/unpack.h"
 #include "resolver_testutil.h"
 
 namespace fs = std::filesystem;
@@ -17,8 +18,7 @@ namespace {
 
 // Unpacks `bytes` into sandbox/x/dest; on the expected failure checks that
 // nothing at all was left in the sandbox besides the input archive.
-void expect_refused(const std::string& bytes, Code code, const std::string& needle,
-                    UnpackOptions opts = {}) {
+void expect_refused(const std::string& bytes, Code code, const std::string& needle, UnpackOptions opts = {}) {
   Sandbox sb;
   fs::path archive = sb.root / "in.tar";
   write_file(archive, bytes);
@@ -57,8 +57,7 @@ TEST_CASE("unpack: tar.gz and plain tar produce the same module tree") {
     CHECK(r.entries == 4);
     CHECK(r.total_bytes == 7 + 3000 + 8);
     CHECK(list_tree(sb.root / "out") ==
-          std::vector<std::string>{"assets", "assets/labels.txt", "module.pb",
-                                   "variables.safetensors"});
+          std::vector<std::string>{"assets", "assets/labels.txt", "module.pb", "variables.safetensors"});
     CHECK(read_file(sb.root / "out/assets/labels.txt") == "cat\ndog\n");
     CHECK(read_file(sb.root / "out/variables.safetensors") == std::string(3000, 'w'));
   }
@@ -146,8 +145,7 @@ TEST_CASE("unpack: hard link escapes refused") {
 }
 
 TEST_CASE("unpack: device nodes, FIFOs and sockets refused") {
-  for (auto [type, name] : {std::pair{TarEntry::kCharDevice, "character device"},
-                            std::pair{TarEntry::kFifo, "FIFO"}}) {
+  for (auto [type, name] : {std::pair{TarEntry::kCharDevice, "character device"}, std::pair{TarEntry::kFifo, "FIFO"}}) {
     auto e = module_entries();
     e.push_back({"dev", type});
     expect_refused(make_tar(e), Code::kPermissionDenied, std::string("'dev': ") + name);
@@ -206,12 +204,9 @@ TEST_CASE("unpack: default entry cap refuses 100,001 tiny entries without writin
 }
 
 TEST_CASE("unpack: archive without module.pb, or with an empty one, refused") {
-  expect_refused(make_tar({{"variables.safetensors", TarEntry::kFile, "w"}}), Code::kCorruption,
-                 "no module.pb");
-  expect_refused(make_tar({{"module.pb", TarEntry::kFile, ""}}), Code::kCorruption,
-                 "module.pb is empty");
-  expect_refused(make_tar({{"module.pb", TarEntry::kDir}}), Code::kCorruption,
-                 "not a regular file");
+  expect_refused(make_tar({{"variables.safetensors", TarEntry::kFile, "w"}}), Code::kCorruption, "no module.pb");
+  expect_refused(make_tar({{"module.pb", TarEntry::kFile, ""}}), Code::kCorruption, "module.pb is empty");
+  expect_refused(make_tar({{"module.pb", TarEntry::kDir}}), Code::kCorruption, "not a regular file");
 }
 
 TEST_CASE("unpack: truncated and non-archive input refused as corruption") {
@@ -225,8 +220,7 @@ TEST_CASE("unpack: truncated and non-archive input refused as corruption") {
   CHECK(good.substr(6144) == std::string(1024, '\0'));
   CHECK(good[6144 - 512] != '\0');
   expect_refused(good.substr(0, 6144), Code::kCorruption, "without the end-of-archive marker");
-  expect_refused("this is not a tar file at all, just some text that is long enough " +
-                     std::string(600, 'z'),
+  expect_refused("this is not a tar file at all, just some text that is long enough " + std::string(600, 'z'),
                  Code::kCorruption, "");
   auto noisy = module_entries();
   noisy.push_back({"weights.bin", TarEntry::kFile, noise(20000)});

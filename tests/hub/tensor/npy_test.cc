@@ -1,8 +1,9 @@
 // .npy reader/writer: layout per the NumPy format spec, hand-built files in
 // both header versions, and clear errors for what we do not support.
+#include "hub/tensor/npy.h"
+
 #include <doctest/doctest.h>
 
-#include "hub/tensor/npy.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -54,7 +55,8 @@ TEST_CASE("every supported dtype round-trips") {
                             Tensor::from_vector<int32_t>({3}, {-1, 0, 2147483647}),
                             Tensor::from_vector<int64_t>({1, 1, 2}, {-5, 1LL << 50}),
                             Tensor::from_vector<uint8_t>({3}, {0, 128, 255}),
-                            Tensor::from_vector<bool>({2}, {true, false}), Tensor::scalar<float>(2.5f),
+                            Tensor::from_vector<bool>({2}, {true, false}),
+                            Tensor::scalar<float>(2.5f),
                             Tensor(DType::kInt32, {0, 3})};
   for (const Tensor& t : ts) CHECK_MESSAGE(identical(decode_npy(encode_npy(t), "x"), t), t.spec_string());
 }
@@ -90,8 +92,7 @@ TEST_CASE("unsupported or malformed files are clear errors") {
   expect_error(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", f8), Code::kCorruption,
                "bad dimension");
   expect_error(npy_v1("{'descr': '<f4', 'shape': (2,), }", f8), Code::kCorruption, "lacks descr");
-  expect_error(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999,99999999999,99999999999), }",
-                      f8),
+  expect_error(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999,99999999999,99999999999), }", f8),
                Code::kCorruption, "too large");
   expect_error("PK\x03\x04 not numpy", Code::kCorruption, "no \\x93NUMPY magic");
   std::string truncated = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", f8);

@@ -1,12 +1,13 @@
 // Shape and Tensor (hub/tensor): element counts, compatibility, views,
 // copies, the checks on construction, and the storage generation that keys
 // derived caches.
+#include "hub/tensor/tensor.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <limits>
 
-#include "hub/tensor/tensor.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -19,9 +20,19 @@ TEST_CASE("Shape: element counts, unknown dims, overflow") {
   CHECK(Shape{2, 3}.to_string() == "[2,3]");
   CHECK(Shape{2, kUnknownDim, 3}.to_string() == "[2,?,3]");
   CHECK_FALSE(Shape{2, kUnknownDim}.is_fully_defined());
-  expect_error(Code::kInvalidArgument, [] { (void)Shape{2, kUnknownDim}.num_elements(); }, "[2,?]");
+  expect_error(
+      Code::kInvalidArgument,
+      [] {
+        (void)Shape{2, kUnknownDim}.num_elements();
+      },
+      "[2,?]");
   const int64_t big = int64_t{1} << 32;
-  expect_error(Code::kInvalidArgument, [&] { (void)Shape{big, big}.num_elements(); }, "too many elements");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        (void)Shape{big, big}.num_elements();
+      },
+      "too many elements");
   CHECK(Shape{3, -2}.dim(-1) == -2);
 }
 
@@ -38,8 +49,14 @@ TEST_CASE("Tensor: from_vector checks the count; values round-trip; typed access
   CHECK(t.spec_string() == "float32[2,2]");
   CHECK(t.nbytes() == 16);
   CHECK(t.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
-  expect_error(Code::kInvalidArgument, [] { (void)Tensor::from_vector<float>(Shape{3}, {1, 2}); }, "2");
-  expect_error(Code::kInvalidArgument, [&] { (void)t.to_vector<int32_t>(); }, "float32");
+  expect_error(
+      Code::kInvalidArgument,
+      [] {
+        (void)Tensor::from_vector<float>(Shape{3}, {1, 2});
+      },
+      "2");
+  expect_error(
+      Code::kInvalidArgument, [&] { (void)t.to_vector<int32_t>(); }, "float32");
   CHECK(Tensor::scalar<int64_t>(7).item<int64_t>() == 7);
   CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment == 0);
 }
@@ -55,15 +72,22 @@ TEST_CASE("Tensor: reshaped views share storage, clones do not") {
   CHECK_FALSE(c.shares_storage_with(t));
   c.data<float>()[0] = -1;
   CHECK(t.to_vector<float>()[0] == 0);
-  expect_error(Code::kInvalidArgument, [&] { (void)t.reshaped(Shape{4, 2}); }, "[4,2]");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        (void)t.reshaped(Shape{4, 2});
+      },
+      "[4,2]");
 }
 
 TEST_CASE("Tensor: a view must fit its storage") {
   auto storage = allocate_cpu_storage(16);
   CHECK_NOTHROW(Tensor(DType::kFloat32, Shape{4}, storage));
   CHECK_NOTHROW(Tensor(DType::kFloat32, Shape{2}, storage, 8));
-  expect_error(Code::kInvalidArgument, [&] { Tensor(DType::kFloat32, Shape{4}, storage, 4); }, "");
-  expect_error(Code::kInvalidArgument, [&] { Tensor(DType::kFloat32, Shape{5}, storage); }, "");
+  expect_error(
+      Code::kInvalidArgument, [&] { Tensor(DType::kFloat32, Shape{4}, storage, 4); }, "");
+  expect_error(
+      Code::kInvalidArgument, [&] { Tensor(DType::kFloat32, Shape{5}, storage); }, "");
 }
 
 TEST_CASE("Storage generation: every mutable access bumps it, reads do not") {
