@@ -272,11 +272,15 @@ proto::SavedModel Exporter::run() {
   for (int id : ids) names_[id] = unique(tf_node_name(g_.node(id).name));
   const auto& exporters = op_exporters();
   std::vector<std::string> unsupported;
+  std::set<int> downstream;  // skipped: an input could not be exported (that node is reported)
   for (int id : ids) {
     const Node& n = g_.node(id);
     bool inputs_ok = true;
     for (Output in : n.inputs) inputs_ok = inputs_ok && tensors_.count(in);
-    if (!inputs_ok) continue;  // an input could not be exported: already reported
+    if (!inputs_ok) {
+      downstream.insert(id);
+      continue;
+    }
     if (n.op == "Variable") {
       export_variable(n);
     } else if (n.op == "Placeholder") {
@@ -299,7 +303,7 @@ proto::SavedModel Exporter::run() {
   }
   // Every hub tensor a needed node or a signature reads must have a TensorFlow tensor.
   auto check = [&](Output o, const std::string& reader) {
-    if (tensors_.count(o)) return;
+    if (tensors_.count(o) || downstream.count(o.node)) return;
     const Node& n = g_.node(o);
     bool reported = false;
     for (const std::string& u : unsupported) reported = reported || u.find("'" + n.name + "'") != std::string::npos;

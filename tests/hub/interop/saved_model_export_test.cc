@@ -281,8 +281,16 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
       Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5}, "x");
       Output top = s.op_n("TopK", {x}, Attrs().set("k", int64_t{2}), "top")[0];
       Output sign = s.op("Sign", {x}, {}, "sign");
-      b.add_signature("default", {{"x", x}}, {{"top", top}, {"sign", sign}});
+      Output after = s.op("Relu", {sign}, {}, "after");
+      b.add_signature("default", {{"x", x}}, {{"top", top}, {"sign", sign}, {"after", after}});
     });
+    // Only the ops at fault are named, not what reads them.
+    try {
+      tf::export_saved_model(spec, dir / "out");
+      FAIL("exported");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("'after'") == std::string::npos);
+    }
     expect_error(
         Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
         "hub node 'top' (TopK): op TopK has no TensorFlow equivalent");
