@@ -49,13 +49,29 @@ RunFn setup_retrain(CLI::App& app) {
   app.add_option("--saved_model_dir", c->saved_model_dir, "Also export the module here");
   app.add_option("--random_seed", c->seed, "Seed for batch sampling, initialization and distortions")
       ->capture_default_str();
-  return [c, module] {
+  app.add_flag("--fine_tune", c->fine_tune,
+               "Train the module's own variables with the head (TF Hub's trainable=True; its {train} tag set when it "
+               "has one); distortions apply on the fly and the bottleneck cache is not used");
+  app.add_option("--fine_tune_scopes", c->fine_tune_scopes,
+                 "With --fine_tune: comma-separated prefixes of the module variables to train (default: all "
+                 "trainable)");
+  auto module_rate = std::make_shared<double>(0);
+  CLI::Option* module_rate_flag =
+      app.add_option("--fine_tune_learning_rate", *module_rate,
+                     "With --fine_tune: learning rate of the module's variables (default: --learning_rate / 10)");
+  return [c, module, module_rate, module_rate_flag] {
     c->module = module->module;
+    if (module_rate_flag->count()) c->fine_tune_learning_rate = *module_rate;
     retrain::RetrainResult r = retrain::retrain(*c, make_resolver(*module));
     if (!train::job().chief()) return 0;  // under mpirun rank 0 trains and reports
-    std::printf("bottlenecks: %lld computed, %lld cached, %lld images skipped\n",
-                static_cast<long long>(r.bottlenecks_computed), static_cast<long long>(r.bottlenecks_cached),
-                static_cast<long long>(r.images_skipped));
+    if (c->fine_tune)
+      std::printf("fine-tuned %zu module variables (%s graph); bottleneck cache not used, %lld images skipped\n",
+                  r.fine_tuned_variables.size(), r.used_train_tags ? "{train}" : "{}",
+                  static_cast<long long>(r.images_skipped));
+    else
+      std::printf("bottlenecks: %lld computed, %lld cached, %lld images skipped\n",
+                  static_cast<long long>(r.bottlenecks_computed), static_cast<long long>(r.bottlenecks_cached),
+                  static_cast<long long>(r.images_skipped));
     std::printf("module: %s\nlabels: %s\n", c->output_graph.c_str(), c->output_labels.c_str());
     return 0;
   };

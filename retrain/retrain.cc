@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include "hub/core/digest.h"
@@ -29,6 +30,8 @@
 #include "modules/train/summary.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
+#include "retrain/fine_tune.h"
+#include "retrain/head.h"
 #include "retrain/image_lists.h"
 
 namespace fs = std::filesystem;
@@ -36,60 +39,6 @@ namespace fs = std::filesystem;
 namespace hub::retrain {
 
 namespace {
-
-struct FeatureModule {
-  int64_t height = 0, width = 0, channels = 3, dim = 0;
-  std::string signature, input, output;
-};
-
-// An image feature-vector module: signature `image_feature_vector` (as
-// imported modules and TF2 Hub modules name it) or else `default`, with one
-// float32 input [batch, H, W, C] and one float32 output [batch, D].
-FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& handle) {
-  const std::string what = "--module " + handle + " is not an image feature-vector module: ";
-  std::vector<std::string> names = spec.signature_names();
-  FeatureModule f;
-  if (std::find(names.begin(), names.end(), "image_feature_vector") != names.end())
-    f.signature = "image_feature_vector";
-  else if (std::find(names.begin(), names.end(), kDefaultSignature) != names.end())
-    f.signature = kDefaultSignature;
-  else
-    throw_error(Code::kInvalidArgument, what + "it has neither an 'image_feature_vector' nor a 'default' signature");
-  const SignatureInfo& sig = spec.signature(f.signature);
-  if (sig.inputs.size() != 1)
-    throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has " +
-                                            std::to_string(sig.inputs.size()) + " inputs, expected 1");
-  const auto& [in_name, in] = *sig.inputs.begin();
-  if (in.dtype != DType::kFloat32 || in.shape.rank() != 4)
-    throw_error(Code::kInvalidArgument, what + "input '" + in_name + "' is " + std::string(dtype_name(in.dtype)) +
-                                            in.shape.to_string() + ", expected float32 [batch, H, W, C]");
-  f.input = in_name;
-  auto out = sig.outputs.find("default");
-  if (out == sig.outputs.end() && sig.outputs.size() == 1) out = sig.outputs.begin();
-  if (out == sig.outputs.end())
-    throw_error(Code::kInvalidArgument, what + "its " + f.signature + " signature has no 'default' output");
-  if (out->second.dtype != DType::kFloat32 || out->second.shape.rank() != 2 || out->second.shape[1] <= 0)
-    throw_error(Code::kInvalidArgument, what + "output '" + out->first + "' is " +
-                                            std::string(dtype_name(out->second.dtype)) + out->second.shape.to_string() +
-                                            ", expected float32 [batch, D]");
-  f.output = out->first;
-  f.dim = out->second.shape[1];
-  try {
-    auto [h, w] = get_expected_image_size(spec);
-    f.height = h;
-    f.width = w;
-    f.channels = get_num_image_channels(spec);
-  } catch (const Error&) {
-    f.height = in.shape[1];
-    f.width = in.shape[2];
-    f.channels = in.shape[3];
-  }
-  if (f.height <= 0 || f.width <= 0 || (f.channels != 1 && f.channels != 3))
-    throw_error(Code::kInvalidArgument, what + "its image size " + std::to_string(f.height) + "x" +
-                                            std::to_string(f.width) + "x" + std::to_string(f.channels) +
-                                            " is not usable");
-  return f;
-}
 
 std::string module_fingerprint(const ModuleSpec& spec, const std::string& handle) {
   std::string fp = handle;
@@ -124,17 +73,30 @@ Tensor load_image(const fs::path& path, const FeatureModule& f) {
   return image::read_image(path.string(), d);
 }
 
-// Runs the module on a batch of [H, W, C] images.
-std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, const std::vector<Tensor>& images) {
+// [H, W, C] images of the module's size -> one batch [n, H, W, C].
+Tensor stack_images(const FeatureModule& f, const std::vector<Tensor>& images) {
   int64_t n = static_cast<int64_t>(images.size());
   Tensor batch(DType::kFloat32, {n, f.height, f.width, f.channels});
   int64_t per = f.height * f.width * f.channels;
   for (int64_t i = 0; i < n; ++i)
     std::copy(images[i].data<float>(), images[i].data<float>() + per, batch.data<float>() + i * per);
-  Tensor out = m(f.signature, {{f.input, batch}}).at(f.output);
+  return batch;
+}
+
+// Runs the module on a batch of [H, W, C] images.
+std::vector<std::vector<float>> run_module(Module& m, const FeatureModule& f, const std::vector<Tensor>& images) {
+  int64_t n = static_cast<int64_t>(images.size());
+  Tensor out = m(f.signature, {{f.input, stack_images(f, images)}}).at(f.output);
   std::vector<std::vector<float>> rows(n);
   for (int64_t i = 0; i < n; ++i) rows[i].assign(out.data<float>() + i * f.dim, out.data<float>() + (i + 1) * f.dim);
   return rows;
+}
+
+// Drops the images that could not be read (ok == false).
+void drop_unreadable(Sets& sets) {
+  for (auto& cat : sets.by_cat)
+    for (auto& cls : cat)
+      cls.erase(std::remove_if(cls.begin(), cls.end(), [](const Item& it) { return !it.ok; }), cls.end());
 }
 
 // Rank 0's ids (positions in `all`) of the images its cache lacks, on every rank.
@@ -272,35 +234,86 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
       }
     }
   }
-  // Drop images that could not be read.
-  for (auto& cat : sets.by_cat)
-    for (auto& cls : cat)
-      cls.erase(std::remove_if(cls.begin(), cls.end(), [](const Item& it) { return !it.ok; }), cls.end());
+  drop_unreadable(sets);
 }
 
-struct Head {
+// Fine-tuning caches no bottleneck, but still finds the images that cannot be
+// decoded before training (decoding each once, in parallel) and skips them
+// with the same warning.
+void find_unreadable(Sets& sets, const ImageLists& lists, const FeatureModule& f, RetrainResult& r) {
+  std::vector<Item*> all;
+  for (auto& cat : sets.by_cat)
+    for (auto& cls : cat)
+      for (Item& it : cls) all.push_back(&it);
+  std::vector<std::string> errors(all.size());
+  parallel_for(static_cast<int64_t>(all.size()), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      try {
+        load_image(lists.path(lists.classes[all[i]->cls], all[i]->file), f);
+      } catch (const Error& err) {
+        errors[i] = err.what();
+      }
+    }
+  });
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (errors[i].empty()) continue;
+    HUB_LOG(Warning) << "skipping " << lists.path(lists.classes[all[i]->cls], all[i]->file).string() << ": "
+                     << errors[i];
+    all[i]->ok = false;
+    ++r.images_skipped;
+  }
+  drop_unreadable(sets);
+}
+
+// retrain.py's head on bottlenecks fed to input/BottleneckInputPlaceholder:
+// the frozen path trains it, and both paths evaluate with it.
+struct BottleneckHead {
   Graph graph;
-  Output input, labels, weights, biases, logits, probabilities, loss;
+  Output input;
+  TrainingHead head;
   GradientOps grads;
 };
 
-// The retrain.py head: logits = x * final_weights + final_biases, softmax.
-void build_head(Head& h, int64_t dim, int64_t classes, const std::string& final_name, uint64_t seed) {
+void build_head(BottleneckHead& h, int64_t dim, int64_t classes, const std::string& final_name, uint64_t seed) {
   h.graph.set_seed(seed);
   Scope s(h.graph);
-  Scope in = s.sub("input");
-  h.input = ops::placeholder(in, DType::kFloat32, {kUnknownDim, dim}, "BottleneckInputPlaceholder");
-  h.labels = ops::placeholder(in, DType::kInt64, {kUnknownDim}, "GroundTruthInput");
-  Scope fr = s.sub("final_retrain_ops");
-  ops::VariableOptions w;
-  w.initializer = "truncated_normal";
-  w.init_params = {0.0, 0.001};
-  h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
-  h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
-  h.logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), h.input, h.weights), h.biases);
-  h.probabilities = ops::softmax(s, h.logits, -1, final_name);
-  h.loss = ops::sparse_softmax_cross_entropy(s.sub("cross_entropy"), h.logits, h.labels);
-  h.grads = build_gradients(s, h.loss, {h.graph.node(h.weights).name, h.graph.node(h.biases).name});
+  h.input = ops::placeholder(s.sub("input"), DType::kFloat32, {kUnknownDim, dim}, "BottleneckInputPlaceholder");
+  h.head = add_training_head(s, h.input, dim, classes, final_name);
+  h.grads = build_gradients(s, h.head.loss, {h.graph.node(h.head.weights).name, h.graph.node(h.head.biases).name});
+}
+
+// The images of `items`, decoded and resized to the module's input size, or
+// with distortions distorted to it (the i-th with seed mix(seed, counter + i)).
+std::vector<Tensor> load_images(const std::vector<const Item*>& items, const ImageLists& lists, const FeatureModule& f,
+                                const DistortionOptions& distortions, uint64_t seed, uint64_t counter) {
+  std::vector<Tensor> images(items.size());
+  parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const Item& it = *items[i];
+      Tensor img = load_image(lists.path(lists.classes[it.cls], it.file), f);
+      images[i] = distortions.any() ? distort(img, f.height, f.width, distortions, mix_seed(seed, counter + i))
+                                    : image::resize_bilinear(img, f.height, f.width);
+    }
+  });
+  return images;
+}
+
+// Items with bottlenecks computed now by `m` (in batches of batch_size):
+// distorted training images, or with fine-tuning every image (the cache
+// holds none and the weights change).
+std::vector<Item> fresh_bottlenecks(const std::vector<const Item*>& items, const ImageLists& lists, Module& m,
+                                    const FeatureModule& f, const DistortionOptions& distortions, uint64_t seed,
+                                    uint64_t counter, int64_t batch_size) {
+  std::vector<Item> fresh;
+  fresh.reserve(items.size());
+  for (size_t b = 0; b < items.size(); b += static_cast<size_t>(batch_size)) {
+    std::vector<const Item*> part(
+        items.begin() + static_cast<std::ptrdiff_t>(b),
+        items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), b + static_cast<size_t>(batch_size))));
+    auto rows = run_module(m, f, load_images(part, lists, f, distortions, seed, counter + b));
+    for (size_t i = 0; i < part.size(); ++i) fresh.push_back({part[i]->cls, part[i]->file, std::move(rows[i]), true});
+  }
+  return fresh;
 }
 
 struct Batch {
@@ -308,15 +321,20 @@ struct Batch {
   std::vector<const Item*> items;
 };
 
+// The class indices of `items`, int64 [n].
+Tensor labels_of(const std::vector<const Item*>& items) {
+  Tensor y(DType::kInt64, {static_cast<int64_t>(items.size())});
+  for (size_t i = 0; i < items.size(); ++i) y.data<int64_t>()[i] = items[i]->cls;
+  return y;
+}
+
 Batch make_batch(const std::vector<const Item*>& items, int64_t dim) {
   Batch b;
   int64_t n = static_cast<int64_t>(items.size());
   b.x = Tensor(DType::kFloat32, {n, dim});
-  b.y = Tensor(DType::kInt64, {n});
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i)
     std::copy(items[i]->bottleneck.begin(), items[i]->bottleneck.end(), b.x.data<float>() + i * dim);
-    b.y.data<int64_t>()[i] = items[i]->cls;
-  }
+  b.y = labels_of(items);
   b.items = items;
   return b;
 }
@@ -379,13 +397,9 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     Scope s = b.scope();
     Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, f.height, f.width, f.channels}, "images");
     Output x = features.apply(b, s, {{f.input, images}}, f.signature).at(f.output);
-    Scope fr = s.sub("final_retrain_ops");
-    Output w = ops::variable(fr.sub("weights"), "final_weights", {f.dim, classes});
-    Output bias = ops::variable(fr.sub("biases"), "final_biases", {classes});
-    Output logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), x, w), bias);
-    Output probs = ops::softmax(s, logits, -1, c.final_tensor_name);
-    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", probs}});
-    b.add_signature("logits", {{"images", images}}, {{"default", logits}});
+    Head head = add_head(s, x, f.dim, classes, c.final_tensor_name);
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", head.probabilities}});
+    b.add_signature("logits", {{"images", images}}, {{"default", head.logits}});
     b.add_signature("feature_vector", {{"images", images}}, {{"default", x}});
     b.set_image_info(f.height, f.width, f.channels);
     ModuleMetadata meta;
@@ -411,20 +425,57 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   if (c.train_batch_size < 1) throw_error(Code::kInvalidArgument, "--train_batch_size must be >= 1");
   if (c.eval_step_interval < 1) throw_error(Code::kInvalidArgument, "--eval_step_interval must be >= 1");
   if (c.learning_rate <= 0) throw_error(Code::kInvalidArgument, "--learning_rate must be positive");
+  if (!c.fine_tune && !c.fine_tune_scopes.empty())
+    throw_error(Code::kInvalidArgument, "--fine_tune_scopes needs --fine_tune");
+  if (!c.fine_tune && c.fine_tune_learning_rate)
+    throw_error(Code::kInvalidArgument, "--fine_tune_learning_rate needs --fine_tune");
+  const double module_learning_rate = c.fine_tune_learning_rate.value_or(c.learning_rate / 10);
+  if (c.fine_tune && !(module_learning_rate > 0))
+    throw_error(Code::kInvalidArgument,
+                "--fine_tune_learning_rate must be positive, got " + std::to_string(module_learning_rate));
   DistortionOptions distortions{c.flip_left_right, c.random_crop, c.random_scale, c.random_brightness};
   validate(distortions);
   std::error_code ec;
   for (const std::string& out : {c.output_graph, c.saved_model_dir})
     if (!out.empty() && fs::exists(out, ec))
       throw_error(Code::kAlreadyExists, "output path " + out + " already exists; remove it or choose another");
+  RetrainResult result;
+  // Fine-tuning trains on rank 0 alone: there are no bottlenecks to share out.
+  if (c.fine_tune && !job.chief()) return result;
   ImageLists lists = create_image_lists(c.image_dir, c.testing_percentage, c.validation_percentage);
   ModuleSpec spec = resolver.load(c.module);
   // The handle as it may be printed or stored (bottleneck file names, the
   // new module's description): credentials in a URL never are.
   const std::string module_name = redact_credentials(c.module);
   FeatureModule f = check_feature_module(spec, module_name);
+  // The inference instance: bottlenecks, evaluation and export (with
+  // fine-tuning, given the trained module weights before each use).
   Module features(spec);
-  RetrainResult result;
+  const int64_t classes = static_cast<int64_t>(lists.classes.size());
+  std::unique_ptr<FineTuner> tuner;
+  if (c.fine_tune) {
+    FineTuneOptions o;
+    o.scopes = c.fine_tune_scopes;
+    o.learning_rate = module_learning_rate;
+    o.head_learning_rate = c.learning_rate;
+    o.final_tensor_name = c.final_tensor_name;
+    o.seed = c.seed;
+    tuner = std::make_unique<FineTuner>(spec, f, classes, o);
+    result.fine_tuned_variables = tuner->trained_variables();
+    result.used_train_tags = tuner->uses_train_tags();
+    std::fprintf(stderr,
+                 "Fine-tuning %zu module variables at learning rate %g with the head at %g; the bottleneck cache "
+                 "(--bottleneck_dir %s) is not used: every step runs the module on freshly decoded%s images\n",
+                 tuner->trained_variables().size(), module_learning_rate, c.learning_rate, c.bottleneck_dir.c_str(),
+                 distortions.any() ? " and distorted" : "");
+    if (!tuner->uses_train_tags())
+      std::fprintf(stderr,
+                   "Note: the module has no {train} tag set; fine-tuning its inference graph {} (batch norm, if any, "
+                   "keeps its moving statistics)\n");
+    if (job.size() > 1)
+      std::fprintf(stderr, "Note: --fine_tune trains on rank 0 alone; the other %d ranks have nothing to do\n",
+                   job.size() - 1);
+  }
 
   Sets sets;
   for (auto& cat : sets.by_cat) cat.resize(lists.classes.size());
@@ -432,10 +483,14 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
     for (Category cat : {Category::kTraining, Category::kValidation, Category::kTesting})
       for (const std::string& file : lists.classes[k].of(cat))
         sets.by_cat[cat_index(cat)][k].push_back({k, file, {}, true});
-  BottleneckCache cache(c.bottleneck_dir, module_name, module_fingerprint(spec, module_name));
-  // Validation and test always use cached bottlenecks (distortions only apply to training batches).
-  compute_bottlenecks(job, sets, lists, features, f, cache, c, result);
-  if (!job.chief()) return result;  // rank 0 trains the head
+  if (tuner) {
+    find_unreadable(sets, lists, f, result);
+  } else {
+    BottleneckCache cache(c.bottleneck_dir, module_name, module_fingerprint(spec, module_name));
+    // Validation and test always use cached bottlenecks (distortions only apply to training batches).
+    compute_bottlenecks(job, sets, lists, features, f, cache, c, result);
+    if (!job.chief()) return result;  // rank 0 trains the head
+  }
   // Every class needs training images (retrain.py stops on an empty category
   // list too); otherwise the head would be trained without that class at all.
   for (size_t k = 0; k < lists.classes.size(); ++k) {
@@ -450,11 +505,13 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
                     " were assigned to training; add images or remove the folder");
   }
 
-  Head head;
-  int64_t classes = static_cast<int64_t>(lists.classes.size());
+  BottleneckHead head;
   build_head(head, f.dim, classes, c.final_tensor_name, c.seed);
-  VariableStore vars;
-  vars.initialize(head.graph);
+  // The head's variables: its own, or with fine-tuning the fine-tuner's
+  // (the same names, the same initial values).
+  VariableStore head_vars;
+  VariableStore& vars = tuner ? tuner->variables() : head_vars;
+  if (!tuner) head_vars.initialize(head.graph);
   Session session(head.graph, &vars);
   auto sgd = make_optimizer("sgd", LearningRateSchedule::fixed(c.learning_rate));
   std::mt19937_64 rng(c.seed);
@@ -464,45 +521,60 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   const auto& validation = sets.by_cat[cat_index(Category::kValidation)];
   const auto& testing = sets.by_cat[cat_index(Category::kTesting)];
   uint64_t distortion_counter = 0;
+  bool features_current = true;  // `features` holds the fine-tuned weights
+  auto update_features = [&] {
+    if (tuner && !features_current) tuner->copy_module_variables(features);
+    features_current = true;
+  };
+  // Bottlenecks of validation or test images: cached, or with fine-tuning
+  // computed now by the inference graph with the current weights.
+  std::vector<Item> fresh;
+  auto bottleneck_batch = [&](const std::vector<const Item*>& items) {
+    if (!tuner) return make_batch(items, f.dim);
+    update_features();
+    fresh = fresh_bottlenecks(items, lists, features, f, {}, 0, 0, c.bottleneck_batch_size);
+    std::vector<const Item*> ptrs;
+    for (const Item& it : fresh) ptrs.push_back(&it);
+    return make_batch(ptrs, f.dim);
+  };
   for (int64_t step = 0; step < c.how_many_training_steps; ++step) {
     std::vector<const Item*> picked = pick(training, c.train_batch_size, rng);
-    Batch batch;
-    if (distortions.any()) {
-      // Fresh bottlenecks of distorted images; the cache is bypassed.
-      std::vector<Tensor> images(picked.size());
-      parallel_for(static_cast<int64_t>(picked.size()), 1, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) {
-          const Item& it = *picked[i];
-          Tensor img = load_image(lists.path(lists.classes[it.cls], it.file), f);
-          images[i] = distort(img, f.height, f.width, distortions, mix_seed(c.seed, distortion_counter + i));
-        }
-      });
-      distortion_counter += picked.size();
-      auto rows = run_module(features, f, images);
-      std::vector<Item> fresh;
-      fresh.reserve(picked.size());
-      for (size_t i = 0; i < picked.size(); ++i)
-        fresh.push_back({picked[i]->cls, picked[i]->file, std::move(rows[i]), true});
-      std::vector<const Item*> ptrs;
-      for (const Item& it : fresh) ptrs.push_back(&it);
-      batch = make_batch(ptrs, f.dim);
+    float loss = 0;
+    double train_acc = 0;
+    const bool last = step + 1 == c.how_many_training_steps;
+    const bool report = (step % c.eval_step_interval) == 0 || last;
+    if (tuner) {
+      Tensor images = stack_images(f, load_images(picked, lists, f, distortions, c.seed, distortion_counter));
+      Tensor labels = labels_of(picked);
+      loss = tuner->step(images, labels);
+      features_current = false;
+      if (report) train_acc = accuracy(tuner->probabilities(images), labels);
     } else {
-      batch = make_batch(picked, f.dim);
+      Batch batch;
+      if (distortions.any()) {
+        // Fresh bottlenecks of distorted images; the cache is bypassed.
+        std::vector<Item> distorted = fresh_bottlenecks(picked, lists, features, f, distortions, c.seed,
+                                                        distortion_counter, static_cast<int64_t>(picked.size()));
+        std::vector<const Item*> ptrs;
+        for (const Item& it : distorted) ptrs.push_back(&it);
+        batch = make_batch(ptrs, f.dim);
+      } else {
+        batch = make_batch(picked, f.dim);
+      }
+      loss = train_step(session, *sgd, vars, head.grads, head.head.loss,
+                        {{head.input, batch.x}, {head.head.labels, batch.y}});
+      if (report) train_acc = accuracy(session.run_one({{head.input, batch.x}}, head.head.probabilities), batch.y);
     }
-    float loss =
-        train_step(session, *sgd, vars, head.grads, head.loss, {{head.input, batch.x}, {head.labels, batch.y}});
-    bool last = step + 1 == c.how_many_training_steps;
-    if ((step % c.eval_step_interval) == 0 || last) {
-      Tensor probs = session.run_one({{head.input, batch.x}}, head.probabilities);
-      double train_acc = accuracy(probs, batch.y);
+    if (distortions.any()) distortion_counter += picked.size();
+    if (report) {
       std::printf("Step %lld: Train accuracy = %.1f%%\n", static_cast<long long>(step), train_acc * 100);
       std::printf("Step %lld: Cross entropy = %f\n", static_cast<long long>(step), loss);
       train_log.scalar("accuracy", train_acc, step);
       train_log.scalar("cross_entropy", loss, step);
       std::vector<const Item*> vpick = pick(validation, c.validation_batch_size, rng);
       if (!vpick.empty()) {
-        Batch vb = make_batch(vpick, f.dim);
-        double vacc = accuracy(session.run_one({{head.input, vb.x}}, head.probabilities), vb.y);
+        Batch vb = bottleneck_batch(vpick);
+        double vacc = accuracy(session.run_one({{head.input, vb.x}}, head.head.probabilities), vb.y);
         std::printf("Step %lld: Validation accuracy = %.1f%% (N=%zu)\n", static_cast<long long>(step), vacc * 100,
                     vpick.size());
         validation_log.scalar("accuracy", vacc, step);
@@ -513,6 +585,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
       std::string dir =
           (fs::path(c.intermediate_output_graphs_dir) / ("intermediate_" + std::to_string(step))).string();
       fs::create_directories(c.intermediate_output_graphs_dir, ec);
+      update_features();
       if (!fs::exists(dir, ec)) export_retrained(dir, features, f, vars, lists, c);
     }
   }
@@ -520,10 +593,10 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   if (tpick.empty()) {
     HUB_LOG(Warning) << "the testing set is empty (raise --testing_percentage or add images); no test accuracy";
   } else {
-    Batch tb = make_batch(tpick, f.dim);
+    Batch tb = bottleneck_batch(tpick);
     std::vector<int64_t> predictions;
     result.final_test_accuracy =
-        accuracy(session.run_one({{head.input, tb.x}}, head.probabilities), tb.y, &predictions);
+        accuracy(session.run_one({{head.input, tb.x}}, head.head.probabilities), tb.y, &predictions);
     result.test_examples = static_cast<int64_t>(tpick.size());
     std::printf("Final test accuracy = %.1f%% (N=%zu)\n", result.final_test_accuracy * 100, tpick.size());
     if (c.print_misclassified_test_images) {
@@ -534,6 +607,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
                       lists.classes[predictions[i]].label.c_str());
     }
   }
+  update_features();
   export_retrained(c.output_graph, features, f, vars, lists, c);
   if (!c.saved_model_dir.empty()) export_retrained(c.saved_model_dir, features, f, vars, lists, c);
   write_labels(c.output_labels, lists);

@@ -10,6 +10,10 @@
 //   3. a softmax head (fully connected, truncated-normal init stddev 0.001)
 //      trained with SGD on random cached bottlenecks, or, with distortions,
 //      on freshly distorted images (crop, scale, flip, brightness as retrain.py)
+//      With fine_tune, the module's variables train with the head instead
+//      (fine_tune.h): every step decodes and distorts its images and runs
+//      the module's training graph; no bottleneck is cached or read, and
+//      validation and test run the inference graph with the updated weights.
 //   4. evaluation on validation batches during training and on the whole
 //      test set at the end
 //   5. export: feature extractor + head as one self-contained module, labels
@@ -17,7 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "hub/resolver/resolver.h"
 
@@ -49,6 +55,14 @@ struct RetrainConfig {
   std::string saved_model_dir;  // optional second export location
   uint64_t seed = 0;
   int64_t bottleneck_batch_size = 32;
+  // Fine-tuning (TF Hub's trainable=True): the module's trainable variables
+  // whose names start with one of the comma-separated fine_tune_scopes (empty:
+  // all) train with the head at fine_tune_learning_rate (unset:
+  // learning_rate / 10). The scopes and the rate without fine_tune are an
+  // InvalidArgument naming the flag.
+  bool fine_tune = false;
+  std::string fine_tune_scopes;
+  std::optional<double> fine_tune_learning_rate;
 };
 
 struct RetrainResult {
@@ -57,6 +71,10 @@ struct RetrainResult {
   int64_t bottlenecks_computed = 0;
   int64_t bottlenecks_cached = 0;
   int64_t images_skipped = 0;
+  // With fine_tune: the module variables that trained (the module's names)
+  // and whether its {train} tag set was used.
+  std::vector<std::string> fine_tuned_variables;
+  bool used_train_tags = false;
 };
 
 // Runs the pipeline; `resolver` turns config.module into a module (local

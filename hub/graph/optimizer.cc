@@ -409,15 +409,22 @@ GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::
   return out;
 }
 
-float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,
-                 Output loss, const FeedList& feeds) {
+float compute_gradients(Session& session, const GradientOps& grads, Output loss, const FeedList& feeds,
+                        GradientList* gradients) {
   std::vector<Output> fetches{loss};
   fetches.insert(fetches.end(), grads.gradients.begin(), grads.gradients.end());
   std::vector<Tensor> values = session.run(feeds, fetches, grads.update_ops);
-  GradientList list;
-  for (size_t i = 0; i < grads.variables.size(); ++i) list.push_back({grads.variables[i], values[i + 1]});
-  optimizer.apply_gradients(variables, list);
+  gradients->clear();
+  for (size_t i = 0; i < grads.variables.size(); ++i) gradients->push_back({grads.variables[i], values[i + 1]});
   return values[0].item<float>();
+}
+
+float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,
+                 Output loss, const FeedList& feeds) {
+  GradientList list;
+  float value = compute_gradients(session, grads, loss, feeds, &list);
+  optimizer.apply_gradients(variables, list);
+  return value;
 }
 
 // ---- ExponentialMovingAverage ------------------------------------------------------------

@@ -169,7 +169,14 @@ struct GradientOps {
 // trainable variable the loss depends on) under s.sub("gradients").
 GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::string>& variables = {});
 // Runs loss and gradients (and the graph's kUpdateOps as targets) with
-// `feeds`, applies the gradients, and returns the loss value (before the step).
+// `feeds`; returns the loss value and sets *gradients (in grads' order). For
+// loops that apply the gradients of different variables with different
+// optimizers (retrain's fine-tuning: the module's variables at their own
+// learning rate).
+float compute_gradients(Session& session, const GradientOps& grads, Output loss, const FeedList& feeds,
+                        GradientList* gradients);
+// compute_gradients, then applies them all with `optimizer`; returns the loss
+// value (before the step).
 float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,
                  Output loss, const FeedList& feeds);
 

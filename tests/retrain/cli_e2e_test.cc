@@ -113,3 +113,65 @@ TEST_CASE("hub retrain, then hub classify --json") {
   CHECK(bad.rc != 0);
   CHECK_MESSAGE(bad.err.find("notes.png") != std::string::npos, bad.err);
 }
+
+TEST_CASE("hub retrain --fine_tune, then hub classify") {
+  TempDir t;
+  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
+  write_class_images(images, 25);
+  export_feature_module(module);
+  const std::string common = "--image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
+                             q(t.path / "bottlenecks") + " --summaries_dir " + q(t.path / "logs") +
+                             " --how_many_training_steps 60 --learning_rate 0.5 --testing_percentage 20"
+                             " --eval_step_interval 30 --random_seed 3";
+  Run r = run_hub(t.path, "retrain " + common + " --output_graph " + q(out) + " --output_labels " +
+                              q(t.path / "labels.txt") +
+                              " --fine_tune --fine_tune_scopes projection --fine_tune_learning_rate 0.05"
+                              " --flip_left_right --random_brightness 10");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("fine-tuned 1 module variables ({} graph); bottleneck cache not used, 0 images skipped") !=
+        std::string::npos);
+  CHECK_MESSAGE(r.err.find("at learning rate 0.05 with the head at 0.5; the bottleneck cache") != std::string::npos,
+                r.err);
+  CHECK_MESSAGE(r.err.find("Note: the module has no {train} tag set") != std::string::npos, r.err);
+  CHECK(!fs::exists(t.path / "bottlenecks"));
+  r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " " +
+                          q(images / "blue" / image_name(1)) + " --json --top_k 1");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["predictions"][0]["label"] == "red");
+  CHECK(j[1]["predictions"][0]["label"] == "blue");
+
+  // The default module learning rate is the head's / 10, and --help says so.
+  r = run_hub(t.path, "retrain " + common + " --output_graph " + q(t.path / "c2") + " --output_labels " +
+                          q(t.path / "l2.txt") + " --fine_tune");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK_MESSAGE(
+      r.err.find("Fine-tuning 1 module variables at learning rate 0.05 with the head at 0.5") != std::string::npos,
+      r.err);
+  r = run_hub(t.path, "retrain --help");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("--fine_tune_learning_rate") != std::string::npos);
+  CHECK(r.out.find("default: --learning_rate / 10") != std::string::npos);
+
+  fs::path out3 = t.path / "classifier3";
+  const std::string base =
+      "retrain " + common + " --output_graph " + q(out3) + " --output_labels " + q(t.path / "l3.txt");
+  struct Bad {
+    std::string args, message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {base + " --fine_tune --fine_tune_learning_rate 0", "--fine_tune_learning_rate must be positive"},
+           {base + " --fine_tune --fine_tune_learning_rate=-1", "--fine_tune_learning_rate must be positive"},
+           {base + " --fine_tune --fine_tune_learning_rate x", "--fine_tune_learning_rate"},
+           {base + " --fine_tune --fine_tune_scopes logits", "--fine_tune_scopes 'logits' matches none"},
+           {base + " --fine_tune_scopes projection", "--fine_tune_scopes needs --fine_tune"},
+           {base + " --fine_tune_learning_rate 0.1", "--fine_tune_learning_rate needs --fine_tune"}}) {
+    CAPTURE(b.args);
+    Run bad = run_hub(t.path, b.args);
+    CHECK(bad.rc != 0);
+    CHECK_MESSAGE(bad.err.find(b.message) != std::string::npos, bad.err);
+    CHECK(!fs::exists(out3));
+    CHECK(!fs::exists(t.path / "bottlenecks"));
+  }
+}

@@ -6,12 +6,17 @@
 // indices, JPEG (quality 92) for odd ones.
 // Module: images float32 [?, 8, 8, 3] -> per-channel spatial mean m [?, 3]
 // -> m * W with W = variable "projection" [3, 4] (image info 8x8x3).
+//
+// For fine-tuning: two-tone images (flat red/green mixtures whose class is the
+// stronger of the two) and modules with more kinds of variables; see
+// write_two_tone_images, tunable_module_spec and batch_norm_module_spec.
 #pragma once
 
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +27,7 @@
 #include "hub/core/fileio.h"
 #include "hub/image/image.h"
 #include "hub/module/module.h"
+#include "hub/ops/batch_norm.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/matmul.h"
 #include "hub/ops/reduction.h"
@@ -92,6 +98,91 @@ inline ModuleSpec feature_module_spec() {
 inline void export_feature_module(const fs::path& dir, int variant = 0) {
   Module m(feature_module_spec());
   m.variable_map().at("projection").assign(projection(variant));
+  m.export_to(dir.string());
+}
+
+// Two classes, "more_green" and "more_red": flat 10x10 PNG images with red r
+// and green g drawn from U(0.1, 0.9) (|r - g| >= 0.1), blue 0.5; the class is
+// the larger of r and g. Red alone decides it for 3/4 of the images (r > 0.5
+// or not): features (r, b) cannot do better, features with r - g can.
+inline void write_two_tone_images(const fs::path& dir, int per_class, uint32_t seed = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.1f, 0.9f);
+  const char* names[] = {"more_green", "more_red"};
+  int written[2] = {0, 0};
+  for (const char* n : names) fs::create_directories(dir / n);
+  while (written[0] < per_class || written[1] < per_class) {
+    float r = u(rng), g = u(rng);
+    if (std::abs(r - g) < 0.1f) continue;
+    int k = r > g ? 1 : 0;
+    if (written[k] == per_class) continue;
+    Tensor img(DType::kUInt8, {10, 10, 3});
+    uint8_t* p = img.data<uint8_t>();
+    for (int64_t j = 0; j < 100; ++j) {
+      p[j * 3 + 0] = static_cast<uint8_t>(r * 255.0f + 0.5f);
+      p[j * 3 + 1] = static_cast<uint8_t>(g * 255.0f + 0.5f);
+      p[j * 3 + 2] = 128;
+    }
+    std::vector<uint8_t> bytes = image::encode_png(img);
+    write_file_atomic((dir / names[k] / ("img_" + std::to_string(written[k]++) + ".png")).string(),
+                      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+}
+
+// A module with every kind of variable fine-tuning meets, inference tag set
+// only: images [?, 8, 8, 3] -> means m [?, 3] ->
+//   features = (m * projection + offset) * scale      [?, 2]
+// projection [3, 2] = rows (1, 0), (0, 0), (0, 1): features (r, b), green
+// ignored; offset [2] zeros (trainable); scale [2] ones (not trainable);
+// "unused" [2] (trainable, no path to the features).
+inline ModuleSpec tunable_module_spec() {
+  return create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 8, 8, 3}, "images");
+    ops::VariableOptions frozen;
+    frozen.initializer = "ones";
+    frozen.trainable = false;
+    Output w = ops::variable(s, "projection", {3, 2});
+    Output offset = ops::variable(s, "offset", {2});
+    Output scale = ops::variable(s, "scale", {2}, frozen);
+    ops::variable(s, "unused", {2});
+    Output x = ops::mul(s, ops::add(s, ops::matmul(s, ops::mean(s, images, {1, 2}), w), offset), scale);
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", x}});
+    b.set_image_info(8, 8, 3);
+  });
+}
+
+inline Tensor tunable_projection() { return Tensor::from_vector<float>({3, 2}, {1, 0, 0, 0, 0, 1}); }
+
+inline void export_tunable_module(const fs::path& dir) {
+  Module m(tunable_module_spec());
+  m.variable_map().at("projection").assign(tunable_projection());
+  m.export_to(dir.string());
+}
+
+// Tag sets {} and {train}: images [?, 8, 8, 3] -> means m [?, 3] ->
+// batch_norm(m * projection) [?, 4] (hub/ops/batch_norm.h, decay 0.5, under
+// "BatchNorm": beta, moving_mean, moving_variance), in training mode in
+// {train}. projection as projection() above.
+inline ModuleSpec batch_norm_module_spec() {
+  auto fn = [](ModuleBuilder& b, const Attrs& args) {
+    Scope s = b.scope();
+    Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 8, 8, 3}, "images");
+    Output w = ops::variable(s, "projection", {3, 4});
+    ops::BatchNormOptions o;
+    o.decay = 0.5f;
+    o.is_training = args.get_bool("is_training");
+    Output x = ops::batch_norm(s, ops::matmul(s, ops::mean(s, images, {1, 2}), w), o);
+    b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", x}});
+    b.set_image_info(8, 8, 3);
+  };
+  return create_module_spec(
+      fn, {{TagSet{}, Attrs().set("is_training", false)}, {TagSet{"train"}, Attrs().set("is_training", true)}});
+}
+
+inline void export_batch_norm_module(const fs::path& dir) {
+  Module m(batch_norm_module_spec());
+  m.variable_map().at("projection").assign(projection());
   m.export_to(dir.string());
 }
 
