@@ -331,7 +331,6 @@ std::vector<Item> fresh_bottlenecks(const std::vector<const Item*>& items, const
 
 struct Batch {
   Tensor x, y;
-  std::vector<const Item*> items;
 };
 
 // The class indices of `items`, int64 [n].
@@ -348,7 +347,6 @@ Batch make_batch(const std::vector<const Item*>& items, int64_t dim) {
   for (int64_t i = 0; i < n; ++i)
     std::copy(items[i]->bottleneck.begin(), items[i]->bottleneck.end(), b.x.data<float>() + i * dim);
   b.y = labels_of(items);
-  b.items = items;
   return b;
 }
 
@@ -541,11 +539,10 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   };
   // Bottlenecks of validation or test images: cached, or with fine-tuning
   // computed now by the inference graph with the current weights.
-  std::vector<Item> fresh;
   auto bottleneck_batch = [&](const std::vector<const Item*>& items) {
     if (!tuner) return make_batch(items, f.dim);
     update_features();
-    fresh = fresh_bottlenecks(items, lists, features, f, {}, 0, 0, c.bottleneck_batch_size);
+    std::vector<Item> fresh = fresh_bottlenecks(items, lists, features, f, {}, 0, 0, c.bottleneck_batch_size);
     std::vector<const Item*> ptrs;
     for (const Item& it : fresh) ptrs.push_back(&it);
     return make_batch(ptrs, f.dim);
