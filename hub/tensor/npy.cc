@@ -194,8 +194,8 @@ Tensor decode_npy(std::string_view bytes, const std::string& source) {
   else if (descr == "|i1" || descr == "<i1")
     dtype = DType::kInt8;
   else
-    throw_error(Code::kInvalidArgument,
-                "npy file '" + source + "': dtype '" + descr + "' is not supported (use <f4, <i4, <i8, |u1, |i1 or |b1)");
+    throw_error(Code::kInvalidArgument, "npy file '" + source + "': dtype '" + descr +
+                                            "' is not supported (use <f4, <i4, <i8, |u1, |i1 or |b1)");
   Shape shape(*dims);
   uint64_t count = 1;
   for (int64_t d : *dims) {

@@ -163,8 +163,9 @@ DType dtype_from_onnx(int onnx_type, const std::string& what) {
     case TensorProto::INT8:
       return DType::kInt8;
     default:
-      throw_error(Code::kInvalidArgument, what + " has ONNX type " + onnx_type_name(onnx_type) +
-                                              ", which hub does not support (float32, int32, int64, uint8, int8, bool)");
+      throw_error(Code::kInvalidArgument,
+                  what + " has ONNX type " + onnx_type_name(onnx_type) +
+                      ", which hub does not support (float32, int32, int64, uint8, int8, bool)");
   }
 }
 
