@@ -388,8 +388,8 @@ tensorboard::Summary head_summary(const Head& head, const VariableStore& vars, c
 
 // retrain.py deletes --summaries_dir and creates it again before it writes
 // there. Checked before anything else is done, the folder to delete is
-// refused when it is a filesystem root or holds the working folder or an
-// existing input or output of the run.
+// refused when it is a filesystem root, not a folder, or holds the working
+// folder or an existing input or output of the run.
 fs::path summaries_dir_to_wipe(const RetrainConfig& c) {
   auto refuse = [&](const std::string& why) {
     throw_error(Code::kInvalidArgument, "--summaries_dir '" + c.summaries_dir + "' " + why +
@@ -399,6 +399,7 @@ fs::path summaries_dir_to_wipe(const RetrainConfig& c) {
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(fs::absolute(c.summaries_dir), ec);
   if (ec || dir == dir.root_path()) refuse("is a filesystem root or cannot be resolved");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) refuse("is not a folder");
   auto holds = [&](const fs::path& p) {
     return std::mismatch(dir.begin(), dir.end(), p.begin(), p.end()).first == dir.end();
   };

@@ -253,6 +253,11 @@ TEST_CASE("retrain: summaries as retrain.py writes them, in a --summaries_dir wi
   expect_retrain_error(bad, Code::kInvalidArgument, {"--summaries_dir", "--image_dir"}, {"model", "model_labels.txt"});
   CHECK(fs::exists(w.images / "red"));
   CHECK(fs::exists(w.tmp.path / "logs" / "train"));
+  // ... as is a file.
+  bad.summaries_dir = (w.images / "red" / image_name(0)).string();
+  expect_retrain_error(bad, Code::kInvalidArgument, {"--summaries_dir", "is not a folder"},
+                       {"model", "model_labels.txt"});
+  CHECK(fs::exists(w.images / "red" / image_name(0)));
 }
 
 TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the module") {
