@@ -91,9 +91,13 @@ FeedList FineTuner::feeds(const Tensor& images, const Tensor& labels) const {
   return {{images_, images}, {head_.labels, labels}};
 }
 
-float FineTuner::step(const Tensor& images, const Tensor& labels) {
+float FineTuner::step(const Tensor& images, const Tensor& labels, Tensor* logits, Tensor* probabilities) {
   GradientList all, head, module;
-  float value = compute_gradients(*session_, grads_, head_.loss, feeds(images, labels), &all);
+  std::vector<Tensor> outputs;
+  float value = compute_gradients(*session_, grads_, head_.loss, feeds(images, labels), &all,
+                                  {head_.logits, head_.probabilities}, &outputs);
+  if (logits) *logits = outputs[0];
+  if (probabilities) *probabilities = outputs[1];
   const std::string prefix = std::string(kModuleScope) + "/";
   for (auto& g : all) (g.first.rfind(prefix, 0) == 0 ? module : head).push_back(std::move(g));
   head_sgd_->apply_gradients(variables_, head);

@@ -63,13 +63,17 @@ class FineTuner {
   const std::vector<std::string>& trained_variables() const { return trained_; }
 
   // One training step on images float32 [n, H, W, C] and labels int64 [n]:
-  // runs the update ops, applies the gradients; returns the loss before it.
-  float step(const Tensor& images, const Tensor& labels);
+  // runs the update ops, applies the gradients; returns the loss before it,
+  // and, when asked, the logits and probabilities [n, classes] of that same
+  // forward pass.
+  float step(const Tensor& images, const Tensor& labels, Tensor* logits = nullptr, Tensor* probabilities = nullptr);
   // The loss (no update ops, no step) and the class probabilities
   // [n, classes] of the training graph on a batch.
   float loss(const Tensor& images, const Tensor& labels);
   Tensor probabilities(const Tensor& images);
 
+  // The training graph (for TensorBoard's graph tab).
+  const Graph& graph() const { return graph_; }
   // Every variable of the training graph: "module/<name>" and the head's
   // (final_retrain_ops/...). Writes through it change what the next call
   // sees (tests perturb weights with it).

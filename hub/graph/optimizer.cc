@@ -410,12 +410,15 @@ GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::
 }
 
 float compute_gradients(Session& session, const GradientOps& grads, Output loss, const FeedList& feeds,
-                        GradientList* gradients) {
+                        GradientList* gradients, const std::vector<Output>& also, std::vector<Tensor>* also_values) {
   std::vector<Output> fetches{loss};
   fetches.insert(fetches.end(), grads.gradients.begin(), grads.gradients.end());
+  fetches.insert(fetches.end(), also.begin(), also.end());
   std::vector<Tensor> values = session.run(feeds, fetches, grads.update_ops);
   gradients->clear();
   for (size_t i = 0; i < grads.variables.size(); ++i) gradients->push_back({grads.variables[i], values[i + 1]});
+  if (also_values)
+    also_values->assign(values.begin() + 1 + static_cast<std::ptrdiff_t>(grads.variables.size()), values.end());
   return values[0].item<float>();
 }
 

@@ -172,9 +172,11 @@ GradientOps build_gradients(const Scope& s, Output loss, const std::vector<std::
 // `feeds`; returns the loss value and sets *gradients (in grads' order). For
 // loops that apply the gradients of different variables with different
 // optimizers (retrain's fine-tuning: the module's variables at their own
-// learning rate).
+// learning rate). `also` are fetched in the same run (e.g. the step's logits
+// for summaries), their values into *also_values.
 float compute_gradients(Session& session, const GradientOps& grads, Output loss, const FeedList& feeds,
-                        GradientList* gradients);
+                        GradientList* gradients, const std::vector<Output>& also = {},
+                        std::vector<Tensor>* also_values = nullptr);
 // compute_gradients, then applies them all with `optimizer`; returns the loss
 // value (before the step).
 float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,

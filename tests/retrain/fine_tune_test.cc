@@ -8,10 +8,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/module/module.h"
+#include "modules/train/event_reader.h"
 #include "retrain/retrain.h"
 #include "retrain_run.h"
 #include "retrain_testutil.h"
@@ -320,4 +323,37 @@ TEST_CASE("fine-tune: bad flags are errors naming the flag, and nothing is writt
     expect_retrain_error(c, Code::kInvalidArgument, {"--fine_tune_learning_rate needs --fine_tune"});
   }
   CHECK(!fs::exists(c.bottleneck_dir));
+}
+
+TEST_CASE("fine-tune: TensorBoard gets the training graph with the module and retrain.py's summaries") {
+  namespace ev = hub::event_test;
+  TwoTone w;
+  RetrainConfig c = w.config("model");
+  c.fine_tune = true;
+  c.how_many_training_steps = 6;
+  c.eval_step_interval = 5;
+  retrain::retrain(c, local_modules());
+  std::vector<ev::Event> train = ev::read_events_dir(w.tmp.path / "logs" / "train");
+  std::vector<ev::Event> validation = ev::read_events_dir(w.tmp.path / "logs" / "validation");
+  REQUIRE(train.size() == 2 + 6);
+  REQUIRE(train[1].what == 4);
+  tf::proto::GraphDef def;
+  REQUIRE(def.ParseFromString(train[1].graph_def));
+  std::set<std::string> nodes;
+  for (const auto& n : def.node()) nodes.insert(n.name());
+  for (const char* n : {"input/images", "module/projection", "module/offset", "final_retrain_ops/weights/final_weights",
+                        "final_result"})
+    CHECK_MESSAGE(nodes.count(n), n);
+  for (int64_t step = 0; step < 6; ++step) {
+    const ev::Event& e = train[2 + step];
+    CHECK(e.step == step);
+    for (const char* tag : {"final_retrain_ops/weights/summaries/mean", "final_retrain_ops/Wx_plus_b/pre_activations",
+                            "activations", "accuracy", "cross_entropy"})
+      CHECK_MESSAGE(e.find(tag), tag);
+    // The logits of the step's 40 images, 2 classes each.
+    CHECK(e.find("final_retrain_ops/Wx_plus_b/pre_activations")->histo.num == 80);
+  }
+  std::vector<int64_t> steps;
+  for (size_t i = 1; i < validation.size(); ++i) steps.push_back(validation[i].step);
+  CHECK(steps == std::vector<int64_t>{0, 5});
 }
