@@ -12,7 +12,11 @@
 //   C  1 + steps training steps (batch 100, eval only at the first and last), cached
 // Bottleneck creation = images / (A - B): B pays everything else A does
 // (loading the module, building the head, the final evaluation, exporting
-// ~17 MB of weights). Head training = steps / (C - B).
+// ~17 MB of weights). Head training = steps / (C - B). Forward only = the
+// module alone on batches of 32 already-decoded images (as many images), the
+// rate bottleneck creation would reach if decoding cost nothing; the last
+// line is their ratio (retrain decodes the next batch on one core while the
+// module runs, so the ratio is the part of decoding that does not overlap).
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "hub/core/fileio.h"
 #include "hub/core/parallel.h"
 #include "hub/image/image.h"
+#include "hub/module/module.h"
 #include "modules/train/train.h"
 #include "retrain/retrain.h"
 
@@ -69,6 +74,21 @@ double timed_retrain(hub::retrain::RetrainConfig c, const fs::path& root, const 
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Images per second of the module's feature signature alone, on `images`
+// images in batches of 32 (after one warm-up batch).
+double forward_only(const std::string& dir, int64_t images) {
+  hub::Module m(hub::load_module_spec(dir));
+  const std::vector<std::string> names = m.spec().signature_names();
+  const std::string sig =
+      std::find(names.begin(), names.end(), "image_feature_vector") != names.end() ? "image_feature_vector" : "default";
+  const auto& [input, info] = *m.spec().signature(sig).inputs.begin();
+  hub::Tensor batch = hub::Tensor::zeros(hub::DType::kFloat32, {32, info.shape[1], info.shape[2], info.shape[3]});
+  m(sig, {{input, batch}});
+  auto start = Clock::now();
+  for (int64_t done = 0; done < images; done += 32) m(sig, {{input, batch}});
+  return static_cast<double>((images + 31) / 32 * 32) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,10 +126,13 @@ int main(int argc, char** argv) {
                 a);
     std::printf("B (1 step, %lld bottlenecks cached):     %8.2f s\n", static_cast<long long>(rb.bottlenecks_cached), b);
     std::printf("C (%lld steps, cached):                 %8.2f s\n", static_cast<long long>(1 + steps), cc);
-    std::printf("bottleneck creation (decode+resize+forward): %.1f images/s\n",
-                static_cast<double>(ra.bottlenecks_computed) / (a - b));
+    const double creation = static_cast<double>(ra.bottlenecks_computed) / (a - b);
+    const double forward = forward_only(e.output_dir, images);
+    std::printf("bottleneck creation (decode+resize+forward): %.1f images/s\n", creation);
+    std::printf("forward only (batches of 32):                %.1f images/s\n", forward);
     std::printf("head training (batch 100, 1024 -> %d):       %.0f steps/s\n", classes,
                 static_cast<double>(steps) / (cc - b));
+    std::printf("ratio=creation/forward_only %.2f\n", creation / forward);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "retrain_bench: %s\n", ex.what());
     fs::remove_all(root);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 
 #include "hub/core/digest.h"
@@ -196,34 +197,46 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
     std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld%s\n", ids.size(),
                  static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size),
                  job.size() > 1 ? (" on " + std::to_string(job.size()) + " ranks").c_str() : "");
+  // Decode + resize of batch k+1 runs on a second thread, kept to one core,
+  // while the module runs batch k on the pool.
+  struct Decoded {
+    std::vector<Tensor> images;
+    std::vector<std::string> errors;
+  };
+  const size_t batch = static_cast<size_t>(c.bottleneck_batch_size);
+  auto decode = [&](size_t b) {
+    SerialScope one_core;
+    Decoded d;
+    for (size_t i = b; i < std::min(missing.size(), b + batch); ++i) {
+      const Item& it = *missing[i];
+      d.images.emplace_back();
+      d.errors.emplace_back();
+      try {
+        d.images.back() =
+            image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
+      } catch (const Error& err) {
+        d.errors.back() = err.what();
+      }
+    }
+    return d;
+  };
   auto start = std::chrono::steady_clock::now();
   int64_t done = 0, next_report = 0;
-  for (size_t b = 0; b < missing.size(); b += static_cast<size_t>(c.bottleneck_batch_size)) {
-    size_t e = std::min(missing.size(), b + static_cast<size_t>(c.bottleneck_batch_size));
-    std::vector<Tensor> images(e - b);
-    std::vector<std::string> errors(e - b);
-    parallel_for(static_cast<int64_t>(e - b), 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        Item& it = *missing[b + i];
-        try {
-          images[i] =
-              image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
-        } catch (const Error& err) {
-          errors[i] = err.what();
-        }
-      }
-    });
+  std::future<Decoded> next = std::async(std::launch::async, decode, size_t{0});
+  for (size_t b = 0; b < missing.size(); b += batch) {
+    Decoded d = next.get();
+    if (b + batch < missing.size()) next = std::async(std::launch::async, decode, b + batch);
     std::vector<Tensor> good;
     std::vector<Item*> good_items;
-    for (size_t i = 0; i < images.size(); ++i) {
+    for (size_t i = 0; i < d.images.size(); ++i) {
       Item& it = *missing[b + i];
-      if (!errors[i].empty()) {
-        HUB_LOG(Warning) << "skipping " << lists.path(lists.classes[it.cls], it.file).string() << ": " << errors[i];
+      if (!d.errors[i].empty()) {
+        HUB_LOG(Warning) << "skipping " << lists.path(lists.classes[it.cls], it.file).string() << ": " << d.errors[i];
         it.ok = false;
         ++r.images_skipped;
         continue;
       }
-      good.push_back(images[i]);
+      good.push_back(std::move(d.images[i]));
       good_items.push_back(&it);
     }
     if (!good.empty()) {
@@ -234,8 +247,8 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
         ++r.bottlenecks_computed;
       }
     }
-    done += static_cast<int64_t>(e - b);
-    if (job.chief() && (done >= next_report || e == missing.size())) {
+    done += static_cast<int64_t>(d.images.size());
+    if (job.chief() && (done >= next_report || b + batch >= missing.size())) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "  %lld/%zu bottlenecks%s (%.1f images/s)\n", static_cast<long long>(done), missing.size(),
                    job.size() > 1 ? " of rank 0" : "", static_cast<double>(done) / std::max(secs, 1e-9));

@@ -20,7 +20,11 @@ int initial_threads() {
 struct PoolInit {
   PoolInit() { omp_set_num_threads(initial_threads()); }
 } g_pool_init;
+thread_local int t_serial_scopes = 0;
 }  // namespace
+
+SerialScope::SerialScope() { ++t_serial_scopes; }
+SerialScope::~SerialScope() { --t_serial_scopes; }
 
 void set_num_threads(int n) { omp_set_num_threads(std::max(1, n)); }
 int num_threads() { return omp_get_max_threads(); }
@@ -29,7 +33,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int threads = std::min<int64_t>(num_threads(), n / grain);
-  if (threads <= 1 || omp_in_parallel()) {
+  if (threads <= 1 || omp_in_parallel() || t_serial_scopes > 0) {
     fn(0, n);
     return;
   }

@@ -19,4 +19,15 @@ int num_threads();
 // Exceptions thrown by fn are rethrown (the first one) on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+// While one is alive, parallel_for called on this thread runs fn(0, n) inline:
+// for a background thread that must keep to one core while the pool works
+// for another (retrain decodes the next batch while the module runs).
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+};
+
 }  // namespace hub

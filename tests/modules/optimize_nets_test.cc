@@ -21,6 +21,8 @@
 #include "hub/graph/session.h"
 #include "hub/interop/onnx/exporter.h"
 #include "hub/interop/onnx/importer.h"
+#include "hub/interop/tf/saved_model.h"
+#include "hub/interop/tf/saved_model_export.h"
 #include "hub/module/module.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
@@ -244,6 +246,21 @@ TEST_CASE("an imported ONNX model goes through the same passes") {
   CHECK(count_ops(fast, "_FusedConv2D") == 28);  // MobileNet v1: 14 + 13 depthwise, and the 1x1 logits
   CHECK(count_ops(fast, "FusedBatchNorm") == 0);
   const Tensor x = random_tensor({2, 32, 32, 3}, 8, 0, 1);
+  Module original(spec);
+  expect_same(m(x), original(x));
+  expect_same(m(x), run_plain(m, x));
+}
+
+TEST_CASE("an imported TensorFlow SavedModel goes through the same passes") {
+  TempDir dir("optimize_tf");
+  const ModuleSpec spec = small_mobilenet();
+  const std::string saved = (dir.path / "saved_model").string();
+  tf::export_saved_model(spec, saved);
+  Module m(tf::import_saved_model(saved));
+  const Graph& fast = m.execution_graph();
+  CHECK(count_ops(fast, "_FusedConv2D") == 28);
+  CHECK(count_ops(fast, "FusedBatchNorm") == 0);
+  const Tensor x = random_tensor({2, 32, 32, 3}, 9, 0, 1);
   Module original(spec);
   expect_same(m(x), original(x));
   expect_same(m(x), run_plain(m, x));
