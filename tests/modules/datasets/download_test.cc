@@ -281,6 +281,11 @@ TEST_CASE("imagenet: an ILSVRC folder -> train-NNNNN-of-NNNNN / validation shard
   const auto png = image::encode_png(solid(5, 5, 3, 200));
   write_all(src / "train/n01484850/n01484850_png.JPEG", {reinterpret_cast<const char*>(png.data()), png.size()});
   expected["n01484850_png.JPEG"] = {3, "n01484850"};
+  // A CMYK JPEG (ILSVRC2012's train set has 22): re-encoded as RGB.
+  const uint8_t ink[4] = {255, 128, 0, 200};  // Adobe-inverted: RGB (200, 100, 0)
+  const auto cmyk = cmyk_jpeg(6, 6, ink, true);
+  write_all(src / "train/n01440764/n01440764_cmyk.JPEG", {reinterpret_cast<const char*>(cmyk.data()), cmyk.size()});
+  expected["n01440764_cmyk.JPEG"] = {1, "n01440764"};
   fs::create_directories(src.path / "validation");
   const std::vector<int> val_class = {2, 0, 1, 2};
   std::string val_labels;
@@ -304,14 +309,14 @@ TEST_CASE("imagenet: an ILSVRC folder -> train-NNNNN-of-NNNNN / validation shard
   const resolver::Resolver res(options(work.path / "cache"));
   const DownloadResult r = download_and_convert(o, res);
   CHECK(r.sources.empty());
-  CHECK(r.converted.counts.at("train") == 10);
+  CHECK(r.converted.counts.at("train") == 11);
   CHECK(r.converted.counts.at("validation") == 4);
   CHECK(read_labels_file(work / "out/labels.txt") ==
         std::vector<std::string>{"background", texts[0], texts[1], texts[2]});
   std::set<std::string> seen;
   for (const char* file : {"train-00000-of-00002", "train-00001-of-00002", "validation-00000-of-00001"}) {
     const auto recs = read_records(work / ("out/" + std::string(file)));
-    CHECK(recs.size() == (std::string(file).starts_with("train") ? 5u : 4u));
+    CHECK(recs.size() == (std::string(file).starts_with("train") ? (file[10] == '0' ? 6u : 5u) : 4u));
     for (const auto& rec : recs) {
       proto::Example ex;
       REQUIRE(ex.ParseFromString(rec));
@@ -334,8 +339,15 @@ TEST_CASE("imagenet: an ILSVRC folder -> train-NNNNN-of-NNNNN / validation shard
       const Tensor img = decode(encoded);
       CHECK(f.at("image/height").int64_list().value(0) == img.dim(0));
       CHECK(f.at("image/width").int64_list().value(0) == img.dim(1));
+      const image::ImageInfo info =
+          image::probe_image({reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size()}, name);
+      CHECK(info.channels == 3);
       if (name.ends_with("_png.JPEG")) {
         CHECK(std::abs(int{img.data<uint8_t>()[0]} - 200) <= 2);  // quality 100
+      } else if (name.ends_with("_cmyk.JPEG")) {
+        CHECK(std::abs(int{img.data<uint8_t>()[0]} - 200) <= 3);
+        CHECK(std::abs(int{img.data<uint8_t>()[1]} - 100) <= 3);
+        CHECK(int{img.data<uint8_t>()[2]} <= 3);
       } else {
         const std::string dir = name.starts_with("ILSVRC2012_val") ? "validation/" : "train/" + synset + "/";
         CHECK(encoded == read_file(src.path / (dir + name)));  // JPEGs stored as they are
