@@ -378,14 +378,14 @@ class Resolve {
   Resolution install(const Archive& a) {
     Cache& c = cache();
     const char* content = a.file_name.empty() ? "module" : "file";
-    const fs::path module_dir = c.entry_dir(a.key) / content;
+    const fs::path content_dir = c.entry_dir(a.key) / content;
     auto hit = [&]() -> std::optional<std::string> {
       auto sha = c.complete_sha256(a.key);
       if (sha && (a.expected.empty() || *sha == a.expected)) return sha;
       return std::nullopt;
     };
     auto done = [&](const std::string& sha, bool cached) {
-      result_.dir = module_dir;
+      result_.dir = content_dir;
       result_.sha256 = sha;
       result_.cached = cached;
       result_.source_format = source_format_of(a.key);

@@ -407,6 +407,11 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
   }
   if (o.train_shards < 0 || o.validation_shards < 0)
     throw_error(Code::kInvalidArgument, "--train_shards and --validation_shards must be >= 1");
+  if (name == "imagenet" && o.num_shards != 0)
+    throw_error(Code::kInvalidArgument,
+                "--num_shards does not apply to imagenet (--train_shards, --validation_shards)");
+  if (name != "imagenet" && (o.train_shards != 0 || o.validation_shards != 0))
+    throw_error(Code::kInvalidArgument, "--train_shards and --validation_shards apply to imagenet only (--num_shards)");
   if (o.source.find("://") != std::string::npos)
     throw_error(Code::kUnimplemented, "--source '" + o.source + "': URLs are not supported yet; give a local path");
   if (o.num_shards < 0) throw_error(Code::kInvalidArgument, "--num_shards must be >= 1");

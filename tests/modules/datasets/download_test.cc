@@ -384,6 +384,9 @@ TEST_CASE("imagenet: an ILSVRC folder -> train-NNNNN-of-NNNNN / validation shard
       Code::kCorruption, [&] { download_and_convert(o, res); },
       "labels.txt:2: synset 'n99999999' is not one of the 3 classes");
   CHECK_FALSE(fs::exists(work / "out3/labels.txt"));
+  o.convert.num_shards = 4;
+  expect_error(
+      Code::kInvalidArgument, [&] { download_and_convert(o, res); }, "--num_shards does not apply to imagenet");
   o.imagenet_dir.clear();
   expect_error(
       Code::kInvalidArgument, [&] { download_and_convert(o, res); }, "--imagenet_dir is required");
