@@ -36,6 +36,8 @@ RunFn setup_train(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--save_summaries_secs", c->save_summaries_secs, "Write summaries every N seconds")
       ->capture_default_str();
+  app.add_flag("--summarize_gradients", c->summarize_gradients,
+               "Also write histograms of the gradients and of their norms to the summaries");
   app.add_option("--optimizer", c->optimizer, "adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop")
       ->capture_default_str();
   app.add_option("--weight_decay", c->weight_decay, "L2 regularization of the weights")->capture_default_str();

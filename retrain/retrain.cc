@@ -21,6 +21,7 @@
 #include "hub/graph/session.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
+#include "hub/interop/tf/display_graph.h"
 #include "hub/module/module.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/matmul.h"
@@ -366,6 +367,73 @@ double accuracy(const Tensor& probabilities, const Tensor& labels, std::vector<i
   return n ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
 }
 
+// retrain.py's variable_summaries(var) under name scope `scope`: the mean,
+// the (population) standard deviation, max and min of the values as scalars
+// and their histogram.
+void add_variable_summaries(tensorboard::Summary* s, const std::string& scope, const Tensor& var) {
+  const float* p = var.data<float>();
+  const int64_t n = var.num_elements();
+  double sum = 0, squares = 0;
+  for (int64_t i = 0; i < n; ++i) sum += p[i];
+  const double mean = n ? sum / static_cast<double>(n) : 0.0;
+  for (int64_t i = 0; i < n; ++i) squares += (p[i] - mean) * (p[i] - mean);
+  const std::string prefix = scope + "/summaries/";
+  train::add_scalar(s, prefix + "mean", mean);
+  train::add_scalar(s, prefix + "stddev", n ? std::sqrt(squares / static_cast<double>(n)) : 0.0);
+  train::add_scalar(s, prefix + "max", n ? *std::max_element(p, p + n) : 0.0);
+  train::add_scalar(s, prefix + "min", n ? *std::min_element(p, p + n) : 0.0);
+  train::add_histogram(s, prefix + "histogram", var);
+}
+
+// The summaries retrain.py merges, for one batch: the head's variables, the
+// logits ("pre_activations") and the softmax ("activations") as histograms,
+// and the accuracy. cross_entropy is added by the caller.
+tensorboard::Summary head_summary(const Head& head, const VariableStore& vars, const Tensor& logits,
+                                  const Tensor& probabilities, const Tensor& labels) {
+  tensorboard::Summary s;
+  add_variable_summaries(&s, "final_retrain_ops/weights", vars.at(head.graph.node(head.weights).name));
+  add_variable_summaries(&s, "final_retrain_ops/biases", vars.at(head.graph.node(head.biases).name));
+  train::add_histogram(&s, "final_retrain_ops/Wx_plus_b/pre_activations", logits);
+  train::add_histogram(&s, "activations", probabilities);
+  train::add_scalar(&s, "accuracy", accuracy(probabilities, labels));
+  return s;
+}
+
+// retrain.py deletes --summaries_dir and creates it again before it writes
+// there. Checked before anything else is done, the folder to delete is
+// refused when it is a filesystem root, not a folder, or holds the working
+// folder or an existing input or output of the run.
+fs::path summaries_dir_to_wipe(const RetrainConfig& c) {
+  auto refuse = [&](const std::string& why) {
+    throw_error(Code::kInvalidArgument, "--summaries_dir '" + c.summaries_dir + "' " + why +
+                                            "; it is deleted before training, so it must be a folder of its own");
+  };
+  if (c.summaries_dir.empty()) refuse("is empty");
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(c.summaries_dir), ec);
+  if (ec || dir == dir.root_path()) refuse("is a filesystem root or cannot be resolved");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) refuse("is not a folder");
+  auto holds = [&](const fs::path& p) {
+    return std::mismatch(dir.begin(), dir.end(), p.begin(), p.end()).first == dir.end();
+  };
+  const fs::path cwd = fs::current_path(ec);
+  if (!ec && holds(cwd)) refuse("holds the working folder");
+  const std::pair<const char*, const std::string*> others[] = {
+      {"--image_dir", &c.image_dir},
+      {"--bottleneck_dir", &c.bottleneck_dir},
+      {"--output_graph", &c.output_graph},
+      {"--output_labels", &c.output_labels},
+      {"--saved_model_dir", &c.saved_model_dir},
+      {"--intermediate_output_graphs_dir", &c.intermediate_output_graphs_dir},
+      {"--module", &c.module}};
+  for (const auto& [flag, value] : others) {
+    if (value->empty() || !fs::exists(*value, ec)) continue;
+    const fs::path other = fs::weakly_canonical(fs::absolute(*value), ec);
+    if (!ec && holds(other)) refuse(std::string("holds ") + flag + " " + *value);
+  }
+  return dir;
+}
+
 void write_labels(const std::string& path, const ImageLists& lists) {
   if (path.empty()) return;
   fs::path p(path);
@@ -430,6 +498,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   for (const std::string& out : {c.output_graph, c.saved_model_dir})
     if (!out.empty() && fs::exists(out, ec))
       throw_error(Code::kAlreadyExists, "output path " + out + " already exists; remove it or choose another");
+  const fs::path summaries_dir = summaries_dir_to_wipe(c);
   ImageLists lists = create_image_lists(c.image_dir, c.testing_percentage, c.validation_percentage);
   ModuleSpec spec = resolver.load(c.module);
   // The handle as it may be printed or stored (bottleneck file names, the
@@ -471,7 +540,10 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   Session session(head.graph, &vars);
   auto sgd = make_optimizer("sgd", LearningRateSchedule::fixed(c.learning_rate));
   std::mt19937_64 rng(c.seed);
+  fs::remove_all(summaries_dir, ec);
+  if (ec) throw_error(Code::kIOError, "cannot delete --summaries_dir " + c.summaries_dir + ": " + ec.message());
   train::SummaryWriter train_log((fs::path(c.summaries_dir) / "train").string());
+  train_log.graph(tf::display_graph_def(head.graph).SerializeAsString());
   train::SummaryWriter validation_log((fs::path(c.summaries_dir) / "validation").string());
   const auto& training = sets.by_cat[cat_index(Category::kTraining)];
   const auto& validation = sets.by_cat[cat_index(Category::kValidation)];
@@ -502,23 +574,30 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
     } else {
       batch = make_batch(picked, f.dim);
     }
+    // As retrain.py's merged summary, run with the training step: the
+    // values before the update.
+    std::vector<Tensor> before = session.run({{head.input, batch.x}}, {head.logits, head.probabilities});
+    tensorboard::Summary train_summary = head_summary(head, vars, before[0], before[1], batch.y);
     float loss =
         train_step(session, *sgd, vars, head.grads, head.loss, {{head.input, batch.x}, {head.labels, batch.y}});
+    train::add_scalar(&train_summary, "cross_entropy", loss);
+    train_log.write(train_summary, step);
     bool last = step + 1 == c.how_many_training_steps;
     if ((step % c.eval_step_interval) == 0 || last) {
       Tensor probs = session.run_one({{head.input, batch.x}}, head.probabilities);
       double train_acc = accuracy(probs, batch.y);
       std::printf("Step %lld: Train accuracy = %.1f%%\n", static_cast<long long>(step), train_acc * 100);
       std::printf("Step %lld: Cross entropy = %f\n", static_cast<long long>(step), loss);
-      train_log.scalar("accuracy", train_acc, step);
-      train_log.scalar("cross_entropy", loss, step);
       std::vector<const Item*> vpick = pick(validation, c.validation_batch_size, rng);
       if (!vpick.empty()) {
         Batch vb = make_batch(vpick, f.dim);
-        double vacc = accuracy(session.run_one({{head.input, vb.x}}, head.probabilities), vb.y);
-        std::printf("Step %lld: Validation accuracy = %.1f%% (N=%zu)\n", static_cast<long long>(step), vacc * 100,
-                    vpick.size());
-        validation_log.scalar("accuracy", vacc, step);
+        std::vector<Tensor> v =
+            session.run({{head.input, vb.x}, {head.labels, vb.y}}, {head.logits, head.probabilities, head.loss});
+        tensorboard::Summary validation_summary = head_summary(head, vars, v[0], v[1], vb.y);
+        train::add_scalar(&validation_summary, "cross_entropy", v[2].item<float>());
+        validation_log.write(validation_summary, step);
+        std::printf("Step %lld: Validation accuracy = %.1f%% (N=%zu)\n", static_cast<long long>(step),
+                    accuracy(v[1], vb.y) * 100, vpick.size());
       }
       std::fflush(stdout);
     }

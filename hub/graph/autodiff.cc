@@ -50,7 +50,9 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
   };
   for (int id = n - 1; id >= 0; --id) {
     if (!from_x[id] || !to_y[id]) continue;
-    const Node& node = g.node(id);
+    // A copy: summing an output's gradients (total) and the grad function
+    // add nodes, which may reallocate the node list.
+    const Node node = g.node(id);
     std::vector<Output> outs, grads;
     bool any = false;
     for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) {
@@ -67,13 +69,11 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
     if (!def.grad)
       throw_error(Code::kInvalidArgument,
                   "gradients: op " + node.op + " (node '" + node.name + "') has no gradient, but lies between y and x");
-    // Copy: the grad function may add nodes and so reallocate the node list.
-    Node node_copy = node;
-    std::vector<Output> inputs = node_copy.inputs;
-    GradContext ctx{gs.sub(node_copy.name), node_copy, inputs, outs, grads};
+    std::vector<Output> inputs = node.inputs;
+    GradContext ctx{gs.sub(node.name), node, inputs, outs, grads};
     std::vector<Output> in_grads = def.grad(ctx);
     HUB_CHECK(in_grads.size() == inputs.size(),
-              "gradient of " + node_copy.op + " returned " + std::to_string(in_grads.size()) + " grads");
+              "gradient of " + node.op + " returned " + std::to_string(in_grads.size()) + " grads");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!in_grads[i].valid() || !from_x[inputs[i].node]) continue;
       if (!is_floating(g.spec(inputs[i]).dtype)) continue;

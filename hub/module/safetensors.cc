@@ -48,11 +48,11 @@ DType parse_st_dtype(const std::string& name, const std::string& source, const s
   if (name == "I64") return DType::kInt64;
   if (name == "U8") return DType::kUInt8;
   if (name == "BOOL") return DType::kBool;
-  static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I8",      "I16",
-                                               "U16", "U32", "U64",  "F8_E4M3", "F8_E5M2"};
+  if (name == "I8") return DType::kInt8;
+  static const std::set<std::string> kKnown = {"F64", "F16", "BF16", "I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
   if (kKnown.count(name))
     throw_error(Code::kInvalidArgument, "safetensors file '" + source + "': tensor '" + tensor + "' has dtype " + name +
-                                            ", which hub does not support (F32, I32, I64, U8, BOOL)");
+                                            ", which hub does not support (F32, I32, I64, U8, I8, BOOL)");
   corrupt(source, "tensor '" + tensor + "' has unknown dtype '" + escaped(name) + "'");
 }
 
@@ -76,6 +76,8 @@ std::string_view safetensors_dtype_name(DType dtype) {
       return "U8";
     case DType::kBool:
       return "BOOL";
+    case DType::kInt8:
+      return "I8";
   }
   HUB_CHECK(false, "bad dtype");
   return "";

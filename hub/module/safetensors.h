@@ -40,7 +40,7 @@ struct SafetensorsContents {
   std::map<std::string, std::string> metadata;  // the __metadata__ object
 };
 
-// "F32" for kFloat32, "I32", "I64", "U8", "BOOL".
+// "F32" for kFloat32, "I32", "I64", "U8", "I8", "BOOL".
 std::string_view safetensors_dtype_name(DType dtype);
 
 // The file's bytes. Throws InvalidArgument for a tensor not on the CPU or

@@ -9,12 +9,12 @@
 namespace hub {
 
 // Values are part of the module format (signatures/module.proto): never reuse.
-enum class DType : uint8_t { kFloat32 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5 };
+enum class DType : uint8_t { kFloat32 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5, kInt8 = 6 };
 
 enum class Device : uint8_t { kCPU = 0, kCUDA = 1 };
 
 size_t dtype_size(DType dtype);
-// "float32", "int32", "int64", "uint8", "bool".
+// "float32", "int32", "int64", "uint8", "bool", "int8".
 std::string_view dtype_name(DType dtype);
 // Inverse of dtype_name; throws InvalidArgument naming the text.
 DType parse_dtype(std::string_view name);
@@ -40,6 +40,10 @@ struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::kUInt8;
 };
 template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::kBool;
 };
@@ -60,6 +64,8 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
       return f(uint8_t{});
     case DType::kBool:
       return f(bool{});
+    case DType::kInt8:
+      return f(int8_t{});
   }
   return f(float{});
 }

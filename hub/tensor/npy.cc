@@ -27,6 +27,8 @@ std::string_view descr_of(DType dtype) {
       return "|u1";
     case DType::kBool:
       return "|b1";
+    case DType::kInt8:
+      return "|i1";
   }
   return "?";
 }
@@ -189,9 +191,11 @@ Tensor decode_npy(std::string_view bytes, const std::string& source) {
     dtype = DType::kUInt8;
   else if (descr == "|b1")
     dtype = DType::kBool;
+  else if (descr == "|i1" || descr == "<i1")
+    dtype = DType::kInt8;
   else
-    throw_error(Code::kInvalidArgument,
-                "npy file '" + source + "': dtype '" + descr + "' is not supported (use <f4, <i4, <i8, |u1 or |b1)");
+    throw_error(Code::kInvalidArgument, "npy file '" + source + "': dtype '" + descr +
+                                            "' is not supported (use <f4, <i4, <i8, |u1, |i1 or |b1)");
   Shape shape(*dims);
   uint64_t count = 1;
   for (int64_t d : *dims) {

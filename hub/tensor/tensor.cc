@@ -18,6 +18,8 @@ size_t dtype_size(DType dtype) {
       return 1;
     case DType::kBool:
       return 1;
+    case DType::kInt8:
+      return 1;
   }
   return 0;
 }
@@ -34,12 +36,14 @@ std::string_view dtype_name(DType dtype) {
       return "uint8";
     case DType::kBool:
       return "bool";
+    case DType::kInt8:
+      return "int8";
   }
   return "invalid";
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType d : {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool})
+  for (DType d : {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool, DType::kInt8})
     if (dtype_name(d) == name) return d;
   throw_error(Code::kInvalidArgument, "unknown dtype '" + std::string(name) + "'");
 }

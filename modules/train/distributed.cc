@@ -263,10 +263,13 @@ void DataParallelStep::start_ready_buckets() {
   }
 }
 
-float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds) {
+float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
+                            Extras* extras) {
+  std::vector<Output> fetches = fetches_;
+  if (extras) fetches.insert(fetches.end(), extras->fetches.begin(), extras->fetches.end());
   std::vector<Tensor> values;
   if (job_.size() == 1) {
-    values = session.run(feeds, fetches_);
+    values = session.run(feeds, fetches);
   } else {
     for (Bucket& b : buckets_) b.pending = b.count;
     next_bucket_ = 0;
@@ -274,6 +277,7 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
     // (exact for N a power of two), so the sum is the mean.
     const float share = 1.0f / static_cast<float>(job_.size());
     auto ready = [&](size_t i, const Tensor& value) {
+      if (i >= entries_.size()) return;  // an extra fetch
       Entry& e = entries_[i];
       const float* from = value.data<float>();
       float* to = e.averaged.data<float>();
@@ -281,8 +285,9 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
       --buckets_[e.bucket].pending;
       start_ready_buckets();
     };
+    std::vector<Tensor> produced;
     try {
-      session.run(feeds, fetches_, {}, ready);
+      produced = session.run(feeds, fetches, {}, ready);
     } catch (...) {
       // The reductions already started use the buckets until they end.
       for (int b = 0; b < next_bucket_; ++b) try {
@@ -294,12 +299,17 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
     HUB_CHECK(next_bucket_ == static_cast<int>(buckets_.size()), "a reduced tensor was not reported by the session");
     for (Bucket& b : buckets_) b.reduced.get();
     for (const Entry& e : entries_) values.push_back(e.averaged);
+    values.insert(values.end(), produced.begin() + static_cast<std::ptrdiff_t>(fetches_.size()), produced.end());
     // (On one process the update ops changed the variables in place.)
     for (size_t k = 0; k < moving_.size(); ++k) variables.assign(moving_[k], values[1 + k]);
   }
   GradientList list;
   for (size_t j = 0; j < variables_.size(); ++j) list.push_back({variables_[j], values[1 + moving_.size() + j]});
   optimizer.apply_gradients(variables, list);
+  if (extras) {
+    extras->values.assign(values.begin() + static_cast<std::ptrdiff_t>(fetches_.size()), values.end());
+    extras->gradients = std::move(list);
+  }
   return values[0].item<float>();
 }
 

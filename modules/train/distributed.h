@@ -155,8 +155,18 @@ class DataParallelStep {
   // bucket size <= 0, kInternal for a gradient that is not float32.
   DataParallelStep(Job& job, const Graph& graph, const GradientOps& gradients, Output loss, int64_t bucket_bytes);
 
+  // What a step also gives when asked (the summaries of a training step):
+  // `fetches` computed in the same run (this rank's values, into `values`)
+  // and the gradients applied (averaged over the ranks), by variable.
+  struct Extras {
+    std::vector<Output> fetches;
+    std::vector<Tensor> values;
+    GradientList gradients;
+  };
+
   // Returns the loss averaged over the ranks (before the update).
-  float run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds);
+  float run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
+            Extras* extras = nullptr);
 
   // Floats summed per step (gradients, moving statistics, the loss) and the
   // number of buckets they travel in.

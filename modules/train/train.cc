@@ -11,6 +11,7 @@
 #include "hub/core/logging.h"
 #include "hub/graph/optimizer.h"
 #include "hub/graph/session.h"
+#include "hub/interop/tf/display_graph.h"
 #include "hub/module/module.h"
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
@@ -225,6 +226,42 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
   if (ema && !ema_state.empty()) ema->load_state(ema_state);
 }
 
+// The summaries of a training step, as train_image_classifier.py merges
+// them (tags as its summary ops name them): the loss and learning rate,
+// histograms of the model variables, activation histograms and the fraction
+// of zeros of each end point, the gradients' histograms and norms with
+// summarize_gradients, and the first images of the (preprocessed) batch.
+// extras: the end points in end_points' order and the step's gradients.
+tensorboard::Summary training_summary(const Model& m, const std::vector<std::string>& model_variables,
+                                      const VariableStore& vars, const Tensor& images,
+                                      const DataParallelStep::Extras& extras, double loss, double learning_rate,
+                                      bool summarize_gradients) {
+  tensorboard::Summary s;
+  add_scalar(&s, "losses/total_loss", loss);
+  add_scalar(&s, "learning_rate", learning_rate);
+  size_t k = 0;
+  for (const auto& [name, out] : m.net.end_points) {
+    const Tensor& x = extras.values.at(k++);
+    add_histogram(&s, "activations/" + name, x);
+    const float* p = x.data<float>();
+    const int64_t n = x.num_elements();
+    add_scalar(&s, "sparsity/" + name,
+               n == 0 ? 0.0 : static_cast<double>(std::count(p, p + n, 0.0f)) / static_cast<double>(n));
+  }
+  for (const std::string& name : model_variables) add_histogram(&s, name, vars.at(name));
+  if (summarize_gradients)
+    for (const auto& [name, g] : extras.gradients) {
+      // tf.summary.histogram makes "<var>:gradient" the tag "<var>_gradient".
+      add_histogram(&s, name + "_gradient", g);
+      const float* p = g.data<float>();
+      double squares = 0;
+      for (int64_t i = 0; i < g.num_elements(); ++i) squares += static_cast<double>(p[i]) * p[i];
+      add_histogram(&s, name + "_gradient_norm", Tensor::scalar(static_cast<float>(std::sqrt(squares))));
+    }
+  add_images(&s, "input_images", images);
+  return s;
+}
+
 EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string, Tensor>* variables);
 
 TrainResult train_on(Job& job, const TrainConfig& c) {
@@ -279,7 +316,14 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   Session session(m.graph, &vars);
   DataParallelStep data_parallel(job, m.graph, grads, m.total_loss, c.gradient_bucket_bytes);
   std::optional<SummaryWriter> summaries;
-  if (job.chief()) summaries.emplace(c.train_dir);
+  if (job.chief()) {
+    summaries.emplace(c.train_dir);
+    summaries->graph(tf::display_graph_def(m.graph).SerializeAsString());
+  }
+  // What a summary step also fetches: the end points (slim's activation
+  // histograms and sparsity), in the map's order.
+  DataParallelStep::Extras extras;
+  for (const auto& [name, out] : m.net.end_points) extras.fetches.push_back(out);
   TrainResult result;
   auto save = [&] {
     if (!job.chief()) return;
@@ -296,9 +340,12 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   while (max_steps <= 0 || optimizer->global_step() < max_steps) {
     if (!reader.next(&batch)) break;
     double lr = optimizer->learning_rate();
-    float loss =
-        data_parallel.run(session, *optimizer, vars,
-                          {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}});
+    const int64_t next_step = optimizer->global_step() + 1;
+    const bool summarize =
+        summaries && (seconds_since(last_summary) >= c.save_summaries_secs || next_step == 1 || next_step % 100 == 0);
+    float loss = data_parallel.run(session, *optimizer, vars,
+                                   {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}},
+                                   summarize ? &extras : nullptr);
     int64_t step = optimizer->global_step();
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
@@ -316,9 +363,9 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
       window = Clock::now();
       window_steps = 0;
     }
-    if (summaries && (seconds_since(last_summary) >= c.save_summaries_secs || step == 1 || step % 100 == 0)) {
-      summaries->scalar("losses/total_loss", loss, step);
-      summaries->scalar("learning_rate", lr, step);
+    if (summarize) {
+      summaries->write(
+          training_summary(m, model_variables, vars, batch.images, extras, loss, lr, c.summarize_gradients), step);
       last_summary = Clock::now();
     }
     if (job.chief() && seconds_since(last_save) >= c.save_interval_secs) {

@@ -32,6 +32,9 @@ struct TrainConfig {
   int log_every_n_steps = 10;
   double save_interval_secs = 600;
   double save_summaries_secs = 600;
+  // Histograms of the gradients and their norms in the summaries (slim's
+  // --summarize_gradients).
+  bool summarize_gradients = false;
   // Optimizer and learning rate.
   std::string optimizer = "rmsprop";
   double weight_decay = 0.00004;

@@ -43,11 +43,13 @@
 #include "modules/datasets/tfrecord.h"
 #include "modules/slim/layers.h"
 #include "modules/train/checkpoint.h"
+#include "modules/train/event_reader.h"
 #include "retrain_testutil.h"
 #include "subprocess.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
+namespace ev = hub::event_test;
 using namespace hub;
 using hub::testing::Child;
 using hub::testing::ChildOptions;
@@ -255,9 +257,10 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   SKIP_UNLESS_MPI();
   TempDir t("dp");
   write_dataset(t.path / "data");
-  Run one = one_process(train_args(t.path / "data", t.path / "one", 100, 20));
+  const std::vector<std::string> more = {"--log_every_n_steps", "1", "--summarize_gradients"};
+  Run one = one_process(train_args(t.path / "data", t.path / "one", 100, 20, more));
   REQUIRE_MESSAGE(one.ok(), one.text);
-  Run two = mpi_hub(2, train_args(t.path / "data", t.path / "two", 50, 20));
+  Run two = mpi_hub(2, train_args(t.path / "data", t.path / "two", 50, 20, more));
   REQUIRE_MESSAGE(two.ok(), two.text);
   CHECK(contains(two.text, "MPI job of 2 ranks"));
   CHECK(contains(two.text, "batch 50 per rank on 2 ranks"));
@@ -266,6 +269,23 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   for (const auto& e : fs::directory_iterator(t.path / "two"))
     if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) ++events;
   CHECK(events == 1);
+  // Its summaries show the gradients averaged over the ranks: those of the
+  // one process (step 1's summary, after the graph).
+  const std::vector<ev::Event> s1 = ev::read_events_dir(t.path / "one"), s2 = ev::read_events_dir(t.path / "two");
+  REQUIRE(s1.size() >= 3);
+  REQUIRE(s2.size() >= 3);
+  REQUIRE(s1[2].step == 1);
+  REQUIRE(s2[2].step == 1);
+  int gradients = 0;
+  for (const ev::Value& g1 : s1[2].values) {
+    if (g1.tag.size() < 9 || g1.tag.compare(g1.tag.size() - 9, 9, "_gradient") != 0) continue;
+    ++gradients;
+    const ev::Value* g2 = s2[2].find(g1.tag);
+    REQUIRE_MESSAGE(g2, g1.tag);
+    CHECK(g2->histo.num == g1.histo.num);
+    CHECK(g2->histo.sum_squares == doctest::Approx(g1.histo.sum_squares).epsilon(1e-3));
+  }
+  CHECK(gradients > 0);
   CHECK(losses(two.text).size() == 20);
   CHECK(std::count(two.text.begin(), two.text.end(), '\n') == std::count(one.text.begin(), one.text.end(), '\n') + 1);
 

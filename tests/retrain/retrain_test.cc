@@ -1,6 +1,7 @@
 // retrain() end to end on generated images with a tiny feature module
 // (tests/retrain/retrain_testutil.h), the bottleneck cache across runs, bad
-// input, and the distortions.
+// input, the distortions, and the TensorBoard logs (read back by the
+// independent reader of tests/modules/train/event_reader.h).
 #include "retrain/retrain.h"
 
 #include <doctest/doctest.h>
@@ -14,7 +15,9 @@
 #include "hub/core/error.h"
 #include "hub/image/image.h"
 #include "hub/image/resize.h"
+#include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/module/module.h"
+#include "modules/train/event_reader.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
 #include "retrain_testutil.h"
@@ -164,6 +167,97 @@ TEST_CASE("retrain: end to end on generated colour classes") {
   // Logs for TensorBoard.
   CHECK(!list_dir(w.tmp.path / "logs" / "train").empty());
   CHECK(!list_dir(w.tmp.path / "logs" / "validation").empty());
+}
+
+TEST_CASE("retrain: summaries as retrain.py writes them, in a --summaries_dir wiped first") {
+  namespace ev = hub::event_test;
+  Workspace w(8);
+  RetrainConfig c = w.config("model");
+  c.how_many_training_steps = 12;
+  c.eval_step_interval = 5;
+  // A previous run's logs are deleted, as retrain.py does.
+  write_text(w.tmp.path / "logs" / "stale.txt", "old");
+  write_text(w.tmp.path / "logs" / "train" / "events.out.tfevents.1.old", "old");
+  retrain::retrain(c, local_modules());
+  CHECK(list_dir(w.tmp.path / "logs") == std::vector<std::string>{"train", "validation"});
+
+  std::vector<ev::Event> train = ev::read_events_dir(w.tmp.path / "logs" / "train");
+  std::vector<ev::Event> validation = ev::read_events_dir(w.tmp.path / "logs" / "validation");
+  // train: the head's graph, then the merged summary of every step.
+  REQUIRE(train.size() == 2 + 12);
+  REQUIRE(train[1].what == 4);
+  tf::proto::GraphDef def;
+  REQUIRE(def.ParseFromString(train[1].graph_def));
+  std::set<std::string> nodes;
+  for (const auto& n : def.node()) nodes.insert(n.name());
+  for (const char* n :
+       {"input/BottleneckInputPlaceholder", "input/GroundTruthInput", "final_retrain_ops/weights/final_weights",
+        "final_retrain_ops/biases/final_biases", "final_result"})
+    CHECK_MESSAGE(nodes.count(n), n);
+  const std::vector<std::string> tags = {"final_retrain_ops/weights/summaries/mean",
+                                         "final_retrain_ops/weights/summaries/stddev",
+                                         "final_retrain_ops/weights/summaries/max",
+                                         "final_retrain_ops/weights/summaries/min",
+                                         "final_retrain_ops/weights/summaries/histogram",
+                                         "final_retrain_ops/biases/summaries/mean",
+                                         "final_retrain_ops/biases/summaries/stddev",
+                                         "final_retrain_ops/biases/summaries/max",
+                                         "final_retrain_ops/biases/summaries/min",
+                                         "final_retrain_ops/biases/summaries/histogram",
+                                         "final_retrain_ops/Wx_plus_b/pre_activations",
+                                         "activations",
+                                         "accuracy",
+                                         "cross_entropy"};
+  for (int64_t step = 0; step < 12; ++step) {
+    const ev::Event& e = train[2 + step];
+    CHECK(e.step == step);
+    std::vector<std::string> got;
+    for (const ev::Value& v : e.values) got.push_back(v.tag);
+    CHECK(got == tags);
+  }
+  // Before the first update the biases are zeros.
+  CHECK(train[2].find("final_retrain_ops/biases/summaries/max")->simple_value == 0.0f);
+  CHECK(train[2].find("final_retrain_ops/biases/summaries/histogram")->histo.num == 3);
+  CHECK(train[2].find("final_retrain_ops/weights/summaries/histogram")->histo.num == 12);  // 4 features x 3 classes
+
+  // validation: at the evaluation steps (every 5th and the last), after the
+  // step's update; at the last one the head is the exported one.
+  REQUIRE(validation.size() == 1 + 4);
+  std::vector<int64_t> steps;
+  for (size_t i = 1; i < validation.size(); ++i) steps.push_back(validation[i].step);
+  CHECK(steps == std::vector<int64_t>{0, 5, 10, 11});
+  const ev::Event& last = validation.back();
+  for (const std::string& tag : tags) CHECK_MESSAGE(last.find(tag), tag);
+  Module m(load_module_spec(c.output_graph));
+  std::vector<float> wv = m.variable_map().at("final_retrain_ops/weights/final_weights").value().to_vector<float>();
+  double mean = 0, squares = 0;
+  for (float x : wv) mean += x / 12.0;
+  for (float x : wv) squares += (x - mean) * (x - mean) / 12.0;
+  CHECK(last.find("final_retrain_ops/weights/summaries/mean")->simple_value == doctest::Approx(mean).epsilon(1e-5));
+  CHECK(last.find("final_retrain_ops/weights/summaries/stddev")->simple_value ==
+        doctest::Approx(std::sqrt(squares)).epsilon(1e-5));
+  CHECK(last.find("final_retrain_ops/weights/summaries/max")->simple_value == *std::max_element(wv.begin(), wv.end()));
+  const ev::Histogram& h = last.find("final_retrain_ops/weights/summaries/histogram")->histo;
+  CHECK(h.min == *std::min_element(wv.begin(), wv.end()));
+  const ev::Value* accuracy = last.find("accuracy");
+  CHECK(accuracy->simple_value >= 0.0f);
+  CHECK(accuracy->simple_value <= 1.0f);
+  const ev::Histogram& probs = last.find("activations")->histo;
+  CHECK(probs.min >= 0.0);
+  CHECK(probs.max <= 1.0);
+  CHECK(probs.sum == doctest::Approx(probs.num / 3));  // each row of 3 probabilities sums to 1
+
+  // A --summaries_dir holding the run's inputs is refused, and nothing is deleted.
+  RetrainConfig bad = w.config("model2");
+  bad.summaries_dir = w.tmp.path.string();
+  expect_retrain_error(bad, Code::kInvalidArgument, {"--summaries_dir", "--image_dir"}, {"model", "model_labels.txt"});
+  CHECK(fs::exists(w.images / "red"));
+  CHECK(fs::exists(w.tmp.path / "logs" / "train"));
+  // ... as is a file.
+  bad.summaries_dir = (w.images / "red" / image_name(0)).string();
+  expect_retrain_error(bad, Code::kInvalidArgument, {"--summaries_dir", "is not a folder"},
+                       {"model", "model_labels.txt"});
+  CHECK(fs::exists(w.images / "red" / image_name(0)));
 }
 
 TEST_CASE("retrain: the bottleneck cache is reused, repaired and keyed by the module") {

@@ -706,6 +706,29 @@ void map_argmax(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// QuantizeLinear / DequantizeLinear (hub/ops/quantize.h): `axis` matters
+// only for a per-channel (1-D) scale; an absent zero point is 0 of the
+// quantized type (uint8 for QuantizeLinear, as ONNX says).
+template <const char* kOp>
+void map_quantize(NodeContext& c) {
+  const int rank = c.rank(0);
+  const bool nhwc = rank == 4 && c.is_nhwc(0);
+  int64_t axis = 1;
+  if (c.rank(1) == 1) {
+    axis = normalize_axis(c, c.attr_int("axis", 1), rank, "axis");
+    if (nhwc) axis = nhwc_axis(axis);
+  }
+  const bool quantize = std::string_view(kOp) == "QuantizeLinear";
+  Output zero_point =
+      c.has_input(2) ? c.native(2)
+                     : c.constant_output(Tensor::zeros(quantize ? DType::kUInt8 : c.dtype(0), Shape{}), "zero_point");
+  c.set_output(
+      0, c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0), c.native(1), zero_point}, Attrs().set("axis", axis), kOp),
+      nhwc);
+}
+
+constexpr char kQuantizeLinear[] = "QuantizeLinear", kDequantizeLinear[] = "DequantizeLinear";
+
 }  // namespace
 
 void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
@@ -745,6 +768,8 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Clip"] = {map_clip, {}};
   m["PRelu"] = {map_prelu, {}};
   m["Cast"] = {symbolic_or<map_cast>, {"to"}};
+  m["QuantizeLinear"] = {map_quantize<kQuantizeLinear>, {"axis"}};
+  m["DequantizeLinear"] = {map_quantize<kDequantizeLinear>, {"axis"}};
   m["Identity"] = {symbolic_or<map_passthrough>, {}};
   m["Dropout"] = {map_passthrough, {"seed"}};
   m["Reshape"] = {map_reshape, {"allowzero"}};

@@ -160,9 +160,12 @@ DType dtype_from_onnx(int onnx_type, const std::string& what) {
       return DType::kUInt8;
     case TensorProto::BOOL:
       return DType::kBool;
+    case TensorProto::INT8:
+      return DType::kInt8;
     default:
-      throw_error(Code::kInvalidArgument, what + " has ONNX type " + onnx_type_name(onnx_type) +
-                                              ", which hub does not support (float32, int32, int64, uint8, bool)");
+      throw_error(Code::kInvalidArgument,
+                  what + " has ONNX type " + onnx_type_name(onnx_type) +
+                      ", which hub does not support (float32, int32, int64, uint8, int8, bool)");
   }
 }
 
@@ -178,6 +181,8 @@ int dtype_to_onnx(DType dtype) {
       return TensorProto::UINT8;
     case DType::kBool:
       return TensorProto::BOOL;
+    case DType::kInt8:
+      return TensorProto::INT8;
   }
   return TensorProto::UNDEFINED;
 }
@@ -225,6 +230,10 @@ Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
       case TensorProto::BOOL:  // both stored one element per int32_data entry
         if (t.int32_data_size() != n) size_error(static_cast<uint64_t>(t.int32_data_size()), "int32_data");
         copy_typed<uint8_t>(t.int32_data(), out);
+        break;
+      case TensorProto::INT8:  // one element per int32_data entry
+        if (t.int32_data_size() != n) size_error(static_cast<uint64_t>(t.int32_data_size()), "int32_data");
+        copy_typed<int8_t>(t.int32_data(), out);
         break;
     }
   }

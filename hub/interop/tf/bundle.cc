@@ -134,6 +134,8 @@ std::optional<DType> dtype_from_tf(int tf_dtype) {
       return DType::kUInt8;
     case proto::DT_BOOL:
       return DType::kBool;
+    case proto::DT_INT8:
+      return DType::kInt8;
     default:
       return std::nullopt;
   }
@@ -151,6 +153,8 @@ int dtype_to_tf(DType dtype) {
       return proto::DT_UINT8;
     case DType::kBool:
       return proto::DT_BOOL;
+    case DType::kInt8:
+      return proto::DT_INT8;
   }
   HUB_CHECK(false, "unknown dtype");
   return 0;

@@ -5,6 +5,17 @@
 
 namespace hub::tf {
 
+std::string tf_node_name(const std::string& name) {
+  std::string out = name.empty() ? "_" : name;
+  for (char& ch : out) {
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '.' || ch == '/' || ch == '-';
+    if (!ok) ch = '_';
+  }
+  if (out[0] == '_' || out[0] == '/' || out[0] == '-') out = "n" + out;
+  return out;
+}
+
 // ---- OpContext ------------------------------------------------------------------
 
 std::string OpContext::where() const { return file_ + ": node '" + node_.name() + "' (" + node_.op() + ")"; }

@@ -162,6 +162,10 @@ void add_nn_importers(std::map<std::string, OpImporter>& m);
 
 // ---- Export -----------------------------------------------------------------
 
+// A TensorFlow node name for a hub name: characters TensorFlow does not
+// allow ([A-Za-z0-9.][A-Za-z0-9_./-]*) become '_'.
+std::string tf_node_name(const std::string& name);
+
 class ExportContext {
  public:
   virtual ~ExportContext() = default;

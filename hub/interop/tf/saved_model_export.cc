@@ -22,19 +22,6 @@ namespace {
 // TensorFlow reads and which all the ops written here have.
 constexpr int kGraphDefProducer = 27;
 
-// A TensorFlow node name for a hub name: characters TensorFlow does not
-// allow ([A-Za-z0-9.][A-Za-z0-9_./-]*) become '_'.
-std::string tf_node_name(const std::string& name) {
-  std::string out = name.empty() ? "_" : name;
-  for (char& ch : out) {
-    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-                    ch == '.' || ch == '/' || ch == '-';
-    if (!ok) ch = '_';
-  }
-  if (out[0] == '_' || out[0] == '/' || out[0] == '-') out = "n" + out;
-  return out;
-}
-
 class Exporter;
 
 class Context final : public ExportContext {

@@ -75,6 +75,9 @@ Tensor tensor_from_proto(const proto::TensorProto& p, const std::string& what) {
       case DType::kUInt8:
         fill_typed<uint8_t>(t, p.int_val(), what);
         break;
+      case DType::kInt8:
+        fill_typed<int8_t>(t, p.int_val(), what);
+        break;
       case DType::kInt64:
         fill_typed<int64_t>(t, p.int64_val(), what);
         break;

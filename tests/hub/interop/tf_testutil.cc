@@ -26,6 +26,8 @@ int tf_dtype(DType d) {
       return 4;
     case DType::kBool:
       return 10;
+    case DType::kInt8:
+      return 6;  // DT_INT8 (tensorflow/core/framework/types.proto)
   }
   return 0;
 }

@@ -1,0 +1,122 @@
+// QuantizeLinear / DequantizeLinear: hand-computed vectors (ties to even,
+// saturation, NaN, per channel on a middle axis), round trips, int8 through
+// .npy and safetensors, and bad input.
+#include "hub/ops/quantize.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "hub/module/safetensors.h"
+#include "hub/tensor/npy.h"
+#include "testutil.h"
+
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+template <class T>
+std::vector<T> values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
+}
+}  // namespace
+
+TEST_CASE("QuantizeLinear per tensor: ties to even, saturation, NaN, uint8 and int8") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // scale 0.5: x / 0.5 = 2x; zero point 10 (uint8).
+  //   0.25 -> 0.5 -> 0 (tie to even) + 10 = 10;  0.75 -> 1.5 -> 2 -> 12
+  //   1.25 -> 2.5 -> 2 -> 12;  -0.75 -> -1.5 -> -2 -> 8;  -10 -> -20 -> -10 -> 0 (saturated)
+  //   200 -> 400 -> 410 -> 255 (saturated);  NaN -> zero point 10
+  Tensor x = make({7}, {0.25f, 0.75f, 1.25f, -0.75f, -10, 200, nan});
+  Tensor y = run_op("QuantizeLinear", {x, Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(10)})[0];
+  CHECK(y.dtype() == DType::kUInt8);
+  CHECK(values<uint8_t>(y) == std::vector<uint8_t>{10, 12, 12, 8, 0, 255, 10});
+  // int8, zero point -3: -10 -> -20 - 3 = -23;  200 -> 397 -> 127;  -100 -> -203 -> -128
+  Tensor x8 = make({4}, {-10, 200, -100, 1.25f});
+  Tensor y8 = run_op("QuantizeLinear", {x8, Tensor::scalar<float>(0.5f), Tensor::scalar<int8_t>(-3)})[0];
+  CHECK(y8.dtype() == DType::kInt8);
+  CHECK(values<int8_t>(y8) == std::vector<int8_t>{-23, 127, -128, -1});
+}
+
+TEST_CASE("QuantizeLinear / DequantizeLinear per channel along a middle axis") {
+  // x [2, 3, 2], axis 1: channel c has scale (c + 1) and zero point (c - 1).
+  Tensor x = make({2, 3, 2}, {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+  Tensor scale = make({3}, {1, 2, 3});
+  Tensor zp = Tensor::from_vector<int8_t>({3}, {-1, 0, 1});
+  Tensor q = run_op("QuantizeLinear", {x, scale, zp}, Attrs().set("axis", int64_t{1}))[0];
+  // c0: x/1 - 1: 1->0, 2->1, -1->-2, -2->-3
+  // c1: x/2 + 0: 3->1.5->2, 4->2, -3->-1.5->-2, -4->-2
+  // c2: x/3 + 1: 5->1.667->2->3, 6->2->3, -5->-2->-1, -6->-2->-1
+  CHECK(values<int8_t>(q) == std::vector<int8_t>{0, 1, 2, 2, 3, 3, -2, -3, -2, -2, -1, -1});
+  Tensor back = run_op("DequantizeLinear", {q, scale, zp}, Attrs().set("axis", int64_t{-2}))[0];
+  // (q - zp) * scale
+  expect_close(back, make({2, 3, 2}, {1, 2, 4, 4, 6, 6, -1, -2, -4, -4, -6, -6}), 0, 0);
+}
+
+TEST_CASE("DequantizeLinear of uint8 and int32; a round trip is within half a step") {
+  Tensor u = Tensor::from_vector<uint8_t>({3}, {0, 128, 255});
+  expect_close(run_op("DequantizeLinear", {u, Tensor::scalar<float>(0.1f), Tensor::scalar<uint8_t>(128)})[0],
+               make({3}, {-12.8f, 0, 12.7f}), 1e-6, 0);
+  Tensor i32 = Tensor::from_vector<int32_t>({2}, {-2000000000, 2000000000});
+  expect_close(run_op("DequantizeLinear", {i32, Tensor::scalar<float>(0.5f), Tensor::scalar<int32_t>(0)})[0],
+               make({2}, {-1e9f, 1e9f}), 0, 1e-7);
+  Tensor x = random_tensor({4, 5, 6}, 3, -2, 2);
+  Tensor q = run_op("QuantizeLinear", {x, Tensor::scalar<float>(0.02f), Tensor::scalar<int8_t>(0)})[0];
+  Tensor back = run_op("DequantizeLinear", {q, Tensor::scalar<float>(0.02f), Tensor::scalar<int8_t>(0)})[0];
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    CHECK(std::fabs(back.data<float>()[i] - x.data<float>()[i]) <= 0.01f + 1e-6f);
+}
+
+TEST_CASE("int8 tensors through .npy and safetensors") {
+  Tensor t = Tensor::from_vector<int8_t>({2, 2}, {-128, -1, 0, 127});
+  TempDir dir("int8");
+  write_npy(dir / "t.npy", t);
+  Tensor n = read_npy(dir / "t.npy");
+  CHECK(n.dtype() == DType::kInt8);
+  CHECK(values<int8_t>(n) == values<int8_t>(t));
+  // The header says |i1, as NumPy writes int8.
+  CHECK(read_file(dir.path / "t.npy").find("'descr': '|i1'") != std::string::npos);
+  const std::string st = encode_safetensors({{"w", t}}, {});
+  CHECK(st.find("\"dtype\":\"I8\"") != std::string::npos);
+  auto back = decode_safetensors(st, "mem");
+  CHECK(back.tensors.at("w").dtype() == DType::kInt8);
+  CHECK(values<int8_t>(back.tensors.at("w")) == values<int8_t>(t));
+  CHECK(parse_dtype("int8") == DType::kInt8);
+}
+
+TEST_CASE("quantization ops refuse bad scales, zero points and axes, naming the node") {
+  Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("QuantizeLinear", {x, Tensor::scalar<float>(0), Tensor::scalar<uint8_t>(0)});
+      },
+      "scale 0 is 0.000000, must be > 0");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("QuantizeLinear", {x, Tensor::scalar<float>(1), Tensor::scalar<int32_t>(0)});
+      },
+      "zero_point has dtype int32, which is not allowed here");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("QuantizeLinear", {x, make({2}, {1, 1}), Tensor::from_vector<uint8_t>({2}, {0, 0})});
+      },
+      "does not match input [2,3] along axis 1");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("QuantizeLinear", {x, make({3}, {1, 1, 1}), Tensor::from_vector<uint8_t>({3}, {0, 0, 0})},
+               Attrs().set("axis", int64_t{2}));
+      },
+      "axis 2 is out of range");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("DequantizeLinear",
+               {Tensor::from_vector<int8_t>({1}, {1}), Tensor::scalar<float>(1), Tensor::scalar<uint8_t>(0)});
+      },
+      "x is int8 but zero_point is uint8");
+}
