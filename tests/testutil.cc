@@ -3,10 +3,15 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+
+// libjpeg needs <cstdio> first.
+#include <jpeglib.h>
 
 #include "hub/backend/backend.h"
 #include "hub/core/random.h"
@@ -88,6 +93,36 @@ void expect_close(const Tensor& got, const Tensor& want, double atol, double rto
 namespace {
 bool g_skipped = false;
 }  // namespace
+
+std::vector<uint8_t> cmyk_jpeg(int h, int w, const uint8_t cmyk[4], bool adobe_marker) {
+  jpeg_compress_struct c{};
+  jpeg_error_mgr err{};
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &mem, &size);
+  c.image_width = w;
+  c.image_height = h;
+  c.input_components = 4;
+  c.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_set_colorspace(&c, JCS_CMYK);
+  c.write_Adobe_marker = adobe_marker;
+  jpeg_set_quality(&c, 100, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  std::vector<uint8_t> row(static_cast<size_t>(w) * 4);
+  for (int x = 0; x < w; ++x) std::memcpy(&row[x * 4], cmyk, 4);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  std::vector<uint8_t> out(mem, mem + size);
+  jpeg_destroy_compress(&c);
+  std::free(mem);
+  return out;
+}
 
 void note_skip(const std::string& why) {
   g_skipped = true;

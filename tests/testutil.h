@@ -33,6 +33,12 @@ namespace hub::testing {
 void note_skip(const std::string& why);
 bool any_skipped();
 
+// A solid h x w JPEG of CMYK samples `cmyk`, written by libjpeg itself
+// (jpeg_set_colorspace(JCS_CMYK), quality 100). With `adobe_marker` (what
+// Photoshop writes, and libjpeg by default for CMYK) readers take the samples
+// as inverted ink; without it, as plain ink.
+std::vector<uint8_t> cmyk_jpeg(int h, int w, const uint8_t cmyk[4], bool adobe_marker);
+
 // CHECKs that fn() throws hub::Error with `code` and a message containing `needle`.
 void expect_error(Code code, const std::function<void()>& fn, const std::string& needle);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jerror.h>
@@ -100,6 +101,9 @@ struct JpegDecoder {
   JpegErrorManager err;
   bool created = false;
   int64_t max_memory = kDefaultMaxBytes;  // libjpeg's working memory cap
+  // One CMYK row. A member, not a local of the function that calls setjmp:
+  // a longjmp out of libjpeg must not skip a destructor.
+  std::vector<uint8_t> cmyk_row;
   ~JpegDecoder() {
     if (created) jpeg_destroy_decompress(&cinfo);
   }
@@ -134,10 +138,15 @@ bool jpeg_read_header_safe(JpegDecoder& d, std::span<const uint8_t> data) {
 // Picks the largest DCT down-scaling (1/8, 1/4, 1/2) keeping the output at
 // least min_height x min_width, then decodes rows into `out` (allocated by
 // `alloc(h, w)` once the output size is known). Returns false on error.
+// A CMYK (or YCCK) JPEG is decoded to CMYK and converted per pixel as
+// TensorFlow's decode_jpeg does: with an Adobe marker the samples are stored
+// inverted (Photoshop's convention), R = C * K / 255; without one,
+// R = (255 - C) * (255 - K) / 255; likewise G from M and B from Y.
 template <class Alloc>
 bool jpeg_decode_safe(JpegDecoder& d, const DecodeOptions& options, Alloc&& alloc, uint8_t** out) {
   if (setjmp(d.err.jump)) return false;
-  d.cinfo.out_color_space = options.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  const bool cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
+  d.cinfo.out_color_space = cmyk ? JCS_CMYK : options.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   d.cinfo.scale_num = 1;
   d.cinfo.scale_denom = 1;
   if (options.min_height > 0 && options.min_width > 0) {
@@ -154,10 +163,24 @@ bool jpeg_decode_safe(JpegDecoder& d, const DecodeOptions& options, Alloc&& allo
   jpeg_calc_output_dimensions(&d.cinfo);
   *out = alloc(d.cinfo.output_height, d.cinfo.output_width);
   jpeg_start_decompress(&d.cinfo);
-  const size_t stride = static_cast<size_t>(d.cinfo.output_width) * options.channels;
+  const size_t width = d.cinfo.output_width, stride = width * options.channels;
+  d.cmyk_row.resize(cmyk ? width * 4 : 0);
+  const bool inverted = d.cinfo.saw_Adobe_marker;
   while (d.cinfo.output_scanline < d.cinfo.output_height) {
-    JSAMPROW row = *out + stride * d.cinfo.output_scanline;
+    uint8_t* dest = *out + stride * d.cinfo.output_scanline;
+    JSAMPROW row = cmyk ? d.cmyk_row.data() : dest;
     jpeg_read_scanlines(&d.cinfo, &row, 1);
+    if (!cmyk) continue;
+    for (size_t x = 0; x < width; ++x) {
+      const uint8_t* p = &d.cmyk_row[x * 4];
+      uint32_t rgb[3];
+      for (int k = 0; k < 3; ++k)
+        rgb[k] = inverted ? uint32_t{p[k]} * p[3] / 255u : (255u - p[k]) * (255u - p[3]) / 255u;
+      if (options.channels == 1)
+        dest[x] = static_cast<uint8_t>((299u * rgb[0] + 587u * rgb[1] + 114u * rgb[2] + 500u) / 1000u);
+      else
+        for (int k = 0; k < 3; ++k) dest[x * 3 + k] = static_cast<uint8_t>(rgb[k]);
+    }
   }
   jpeg_finish_decompress(&d.cinfo);
   return true;
@@ -176,8 +199,6 @@ Tensor decode_jpeg(std::span<const uint8_t> data, const DecodeOptions& options, 
   check_pixels(d.cinfo.image_height, d.cinfo.image_width, options, name, Format::kJpeg);
   check_bytes(d.cinfo.image_height, d.cinfo.image_width, d.cinfo.num_components, 1, options, name, Format::kJpeg,
               "components");
-  if (d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK)
-    fail(Code::kUnimplemented, name, "CMYK/YCCK JPEG is not supported (convert it to RGB)");
   Tensor result;
   auto alloc = [&](int64_t h, int64_t w) {
     result = Tensor(DType::kUInt8, Shape{h, w, options.channels});

@@ -166,6 +166,8 @@ std::string strip_digest_fragment(const std::string& handle) {
 
 std::string cache_key(const std::string& handle) { return sha1_hex(strip_digest_fragment(handle)); }
 
+std::string file_cache_key(const std::string& url) { return sha1_hex("file\n" + strip_digest_fragment(url)); }
+
 std::string registry_cache_key(const std::string& registry_id, const std::string& name_at_version,
                                const std::string& sha256) {
   return sha1_hex("registry\n" + registry_id + "\n" + name_at_version + "\n" + sha256);
@@ -302,7 +304,8 @@ std::optional<std::string> Cache::complete_sha256(const std::string& key) const 
   if (!entry) return std::nullopt;
   std::string text = read_small_at(entry.get(), "complete", 1024).value_or("");
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (!is_sha256_hex(text) || !is_real_dir_at(entry.get(), "module")) return std::nullopt;
+  if (!is_sha256_hex(text) || (!is_real_dir_at(entry.get(), "module") && !is_real_dir_at(entry.get(), "file")))
+    return std::nullopt;
   return to_lower(text);
 }
 
@@ -312,7 +315,7 @@ std::optional<CacheEntry> Cache::read_entry(const std::string& key) const {
   CacheEntry e;
   e.key = key;
   e.dir = entry_dir(key);
-  e.module_dir = e.dir / "module";
+  e.module_dir = e.dir / (is_real_dir_at(entry.get(), "file") ? "file" : "module");
   e.complete = complete_sha256(key).has_value();
   try {
     auto text = read_small_at(entry.get(), "descriptor.json");

@@ -6,6 +6,8 @@
 //   <key>/                 key = SHA-1 hex of the entry's identity (see below)
 //     module/              the unpacked module; what Resolver::resolve returns
 //                          (converted, when the archive held a foreign model)
+//     file/<name>          instead of module/: a file fetched as it is
+//                          (Resolver::fetch_file; descriptor "kind": "file")
 //     descriptor.json      handle, url, fetched_at, sha256, size, unpacked_bytes,
 //                          entries, tree_sha256; for registry modules also
 //                          registry and version; for converted ones
@@ -64,6 +66,9 @@ std::filesystem::path default_cache_dir();
 std::string strip_digest_fragment(const std::string& handle);
 // Key of a URL or archive path: SHA-1 hex of strip_digest_fragment(handle).
 std::string cache_key(const std::string& handle);
+// Key of a plain file download (Resolver::fetch_file): SHA-1 hex of "file\n"
+// and the URL without its fragment, apart from cache_key(url).
+std::string file_cache_key(const std::string& url);
 // Key of a registry module: SHA-1 hex over the registry's id, the module's
 // name@version and the archive's SHA-256.
 std::string registry_cache_key(const std::string& registry_id, const std::string& name_at_version,
@@ -76,7 +81,7 @@ std::string import_cache_key(const std::string& key, const std::string& options_
 struct CacheEntry {
   std::string key;
   std::filesystem::path dir;         // <root>/<key>
-  std::filesystem::path module_dir;  // <root>/<key>/module
+  std::filesystem::path module_dir;  // <root>/<key>/module, or <root>/<key>/file for a file entry
   bool complete = false;             // the `complete` marker is present and valid
   // From descriptor.json (empty/zero if it is missing or unreadable).
   std::string handle, url, fetched_at, sha256, tree_sha256, registry, version;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -193,6 +194,15 @@ std::string convert_foreign(const fs::path& src, const fs::path& dest, const int
   }
 }
 
+// The last segment of an http(s) URL's path: the name a fetched file keeps.
+std::string url_file_name(const std::string& url) {
+  const std::string path = url.substr(0, url.find_first_of("?#"));
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.empty() || name == "." || name == ".." || path.find('/', path.find("://") + 3) == std::string::npos)
+    throw_error(Code::kInvalidArgument, "the URL names no file (its path must end with a file name)");
+  return name;
+}
+
 class RemoveOnExit {
  public:
   explicit RemoveOnExit(fs::path p) : path_(std::move(p)) {}
@@ -217,6 +227,8 @@ struct Archive {
   // Descriptor fields beyond the common ones.
   std::string handle;  // recorded handle (redacted)
   std::string registry, version;
+  // Non-empty: the download is kept as file/<file_name> instead of unpacked.
+  std::string file_name;
 };
 
 class Resolve {
@@ -229,16 +241,12 @@ class Resolve {
   Resolution run(const std::string& handle, const std::string& expected_sha256, bool validate_local) {
     if (handle.empty()) throw_error(Code::kInvalidArgument, "empty handle");
     const std::string base = strip_digest_fragment(handle);
-    std::string expected;
-    if (base.size() != handle.size()) expected = check_digest(handle.substr(base.size() + 8), "'#sha256=' fragment");
-    if (!expected_sha256.empty())
-      expected = merge_digest(expected, check_digest(expected_sha256, "the expected sha256"), "given with the call",
-                              Code::kInvalidArgument);
+    const std::string expected = expected_digest(handle, expected_sha256);
     result_.resolved = result_.handle;
     result_.offline = offline_;
 
     if (is_http_url(base)) {
-      return install({key(cache_key(handle)), true, base, {}, expected, redact_credentials(base), "", ""});
+      return install({key(cache_key(handle)), true, base, {}, expected, redact_credentials(base), "", "", ""});
     }
     fs::path local;
     if (starts_with_ci(base, "file://")) {
@@ -274,10 +282,32 @@ class Resolve {
     }
     if (!S_ISREG(st.st_mode))
       throw_error(Code::kInvalidArgument, local.string() + " is neither a module directory nor an archive file");
-    return install({key(cache_key(handle)), false, local.string(), local, expected, result_.handle, "", ""});
+    return install({key(cache_key(handle)), false, local.string(), local, expected, result_.handle, "", "", ""});
+  }
+
+  // An http(s) URL downloaded into the cache as a file.
+  Resolution run_file(const std::string& url, const std::string& expected_sha256) {
+    const std::string base = strip_digest_fragment(url);
+    if (!is_http_url(base)) throw_error(Code::kInvalidArgument, "not an http:// or https:// URL");
+    const std::string expected = expected_digest(url, expected_sha256);
+    const std::string name = url_file_name(base);
+    result_.resolved = result_.handle;
+    result_.offline = offline_;
+    return install({file_cache_key(url), true, base, {}, expected, redact_credentials(base), "", "", name});
   }
 
  private:
+  // The "#sha256=" fragment of `handle` combined with `given` (either may be absent).
+  static std::string expected_digest(const std::string& handle, const std::string& given) {
+    const std::string base = strip_digest_fragment(handle);
+    std::string expected;
+    if (base.size() != handle.size()) expected = check_digest(handle.substr(base.size() + 8), "'#sha256=' fragment");
+    if (!given.empty())
+      expected = merge_digest(expected, check_digest(given, "the expected sha256"), "given with the call",
+                              Code::kInvalidArgument);
+    return expected;
+  }
+
   Cache& cache() {
     if (!cache_) cache_.emplace(o_.cache_dir.empty() ? default_cache_dir() : o_.cache_dir);
     return *cache_;
@@ -327,7 +357,7 @@ class Resolve {
     const std::string k = key(registry_cache_key(id, concrete, digest));
     Resolution r = install({k, is_http_url(m.url), m.url,
                             starts_with_ci(m.url, "file://") ? file_url_path(m.url) : fs::path(m.url), digest, concrete,
-                            id, m.version});
+                            id, m.version, ""});
     cache().write_ref({name, id, m.version, digest, ""});
     return r;
   }
@@ -347,14 +377,15 @@ class Resolve {
   // expected digest is a hit.
   Resolution install(const Archive& a) {
     Cache& c = cache();
-    const fs::path module_dir = c.entry_dir(a.key) / "module";
+    const char* content = a.file_name.empty() ? "module" : "file";
+    const fs::path content_dir = c.entry_dir(a.key) / content;
     auto hit = [&]() -> std::optional<std::string> {
       auto sha = c.complete_sha256(a.key);
       if (sha && (a.expected.empty() || *sha == a.expected)) return sha;
       return std::nullopt;
     };
     auto done = [&](const std::string& sha, bool cached) {
-      result_.dir = module_dir;
+      result_.dir = content_dir;
       result_.sha256 = sha;
       result_.cached = cached;
       result_.source_format = source_format_of(a.key);
@@ -408,7 +439,13 @@ class Resolve {
     const std::string display = "archive " + redact_credentials(a.url);
     UnpackResult ur;
     std::string source_format;
-    if (!is_archive_file(archive) && interop::recognize_format(archive.string())) {
+    if (!a.file_name.empty()) {
+      if (::mkdir((staging / content).c_str(), 0755) != 0)
+        throw_error(Code::kIOError, "cannot create " + (staging / content).string() + ": " + std::strerror(errno));
+      fs::rename(archive, staging / content / a.file_name);
+      ur.entries = 1;
+      ur.total_bytes = fr.bytes;
+    } else if (!is_archive_file(archive) && interop::recognize_format(archive.string())) {
       // A model file (ONNX): converted as it is; a download is named by its URL.
       std::vector<std::pair<std::string, std::string>> renames;
       if (a.http) renames.emplace_back(archive.string(), redact_credentials(a.url));
@@ -451,8 +488,9 @@ class Resolve {
         {"handle", a.handle},      {"url", redact_credentials(fr.effective_url.empty() ? a.url : fr.effective_url)},
         {"fetched_at", utc_now()}, {"sha256", fr.sha256},
         {"size", fr.bytes},        {"unpacked_bytes", ur.total_bytes},
-        {"entries", ur.entries},   {"tree_sha256", tree_sha256(staging / "module")},
+        {"entries", ur.entries},   {"tree_sha256", tree_sha256(staging / content)},
     };
+    if (!a.file_name.empty()) desc["kind"] = "file";
     if (!a.registry.empty()) {
       desc["registry"] = a.registry;
       desc["version"] = a.version;
@@ -520,13 +558,14 @@ bool is_archive_file(const fs::path& path) {
 Resolver::Resolver(ResolverOptions options) : options_(std::move(options)) {}
 
 namespace {
-Resolution resolve_with_context(const ResolverOptions& o, const std::string& handle, const std::string& expected,
-                                bool validate_local) {
+// Runs `what` on a Resolve of `handle`; errors start with "<kind> '<handle>': ".
+Resolution run_with_context(const ResolverOptions& o, const std::string& kind, const std::string& handle,
+                            const std::function<Resolution(Resolve&)>& what) {
   InterruptibleScope interruptible;  // SIGINT/SIGTERM: clean up, then the program exits
   Resolve r(o, handle);
-  const std::string context = "module '" + printable(redact_credentials(strip_digest_fragment(handle)), 500) + "'";
+  const std::string context = kind + " '" + printable(redact_credentials(strip_digest_fragment(handle)), 500) + "'";
   try {
-    Resolution result = r.run(handle, expected, validate_local);
+    Resolution result = what(r);
     // A signal that came while nothing polled (unpacking, validating) stops
     // the command here rather than after whatever it does next.
     if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
@@ -537,10 +576,27 @@ Resolution resolve_with_context(const ResolverOptions& o, const std::string& han
     throw Error(Code::kIOError, redact_credentials(context + ": " + e.what()));
   }
 }
+
+Resolution resolve_with_context(const ResolverOptions& o, const std::string& handle, const std::string& expected,
+                                bool validate_local) {
+  return run_with_context(o, "module", handle, [&](Resolve& r) { return r.run(handle, expected, validate_local); });
+}
 }  // namespace
 
 Resolution Resolver::resolve(const std::string& handle, const std::string& expected_sha256) const {
   return resolve_with_context(options_, handle, expected_sha256, /*validate_local=*/true);
+}
+
+FileResolution Resolver::fetch_file(const std::string& url, const std::string& expected_sha256) const {
+  Resolution r =
+      run_with_context(options_, "file", url, [&](Resolve& res) { return res.run_file(url, expected_sha256); });
+  FileResolution out;
+  out.path = r.dir / url_file_name(strip_digest_fragment(url));
+  out.url = r.handle;
+  out.sha256 = r.sha256;
+  out.cached = r.cached;
+  out.offline = r.offline;
+  return out;
 }
 
 ModuleSpec Resolver::load(const std::string& handle, Resolution* resolution) const {

@@ -114,6 +114,15 @@ struct ResolverOptions {
   double lock_poll_s = 0.05;
 };
 
+// A plain file downloaded into the cache by Resolver::fetch_file.
+struct FileResolution {
+  std::filesystem::path path;  // the cached file, named by the URL's last path segment
+  std::string url;             // as given, credentials redacted, no #sha256 fragment
+  std::string sha256;          // the file's SHA-256
+  bool cached = false;         // no download was needed
+  bool offline = false;        // resolved in offline mode
+};
+
 // The outcome of resolving one handle.
 struct Resolution {
   std::filesystem::path dir;  // the module directory
@@ -142,6 +151,18 @@ class Resolver {
   // loaded once, not validated first); `resolution`, when given, receives
   // what resolve() returned.
   ModuleSpec load(const std::string& handle, Resolution* resolution = nullptr) const;
+
+  // Downloads the file at an http(s) `url` into the cache as it is (not
+  // unpacked, not validated as a module): what a data set's source archives
+  // need. The same cache, lock, offline, digest and interrupt rules as
+  // resolve() apply (the fetcher resumes a cut download with Range); the entry
+  // is <cache>/<file_cache_key(url)>/file/<name>, so a file and a module
+  // fetched from one URL never share an entry. `expected_sha256` combines with
+  // a "#sha256=" fragment as in resolve(); a cached file whose digest differs
+  // from the expected one is downloaded again. Errors start with
+  // "file '<url>': " and use resolve()'s codes (kInvalidArgument also for a
+  // URL that is not http(s) or has no file name).
+  FileResolution fetch_file(const std::string& url, const std::string& expected_sha256 = "") const;
 
   const ResolverOptions& options() const { return options_; }
 

@@ -10,11 +10,13 @@
 #include <random>
 #include <sstream>
 
+#include "hub/core/digest.h"
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
 #include "hub/core/logging.h"
 #include "hub/core/parallel.h"
 #include "hub/image/image.h"
+#include "hub/resolver/unpack.h"
 #include "modules/datasets/example.h"
 #include "modules/datasets/sources.h"
 #include "modules/datasets/tfrecord.h"
@@ -30,6 +32,11 @@ std::vector<std::string> fashion_mnist_labels() {
 }
 std::vector<std::string> cifar10_labels() {
   return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+}
+
+std::vector<std::string> mnist_file_names() {
+  return {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+          "t10k-labels-idx1-ubyte.gz"};
 }
 
 std::string shard_file_name(const std::string& name, const std::string& split, int shard, int num_shards) {
@@ -161,8 +168,44 @@ void convert_arrays(const ConvertOptions& o, const std::string& split, const Lab
   result.counts[split] = n;
 }
 
+// A .tgz of photos unpacked into a hidden work folder of dataset_dir,
+// removed with everything in it on destruction.
+class UnpackedPhotos {
+ public:
+  UnpackedPhotos(const std::string& archive, const std::string& dataset_dir)
+      : dir_(fs::path(dataset_dir) / (".unpack.tmp-" + std::to_string(::getpid()))) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    resolver::UnpackOptions uo;
+    uo.validate = false;
+    uo.display_name = archive;
+    resolver::unpack_archive(archive, dir_, uo);
+  }
+  ~UnpackedPhotos() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  UnpackedPhotos(const UnpackedPhotos&) = delete;
+  UnpackedPhotos& operator=(const UnpackedPhotos&) = delete;
+
+  // flower_photos/ if present, else the single top-level folder, else the root.
+  std::string photos() const {
+    if (fs::is_directory(fs::symlink_status(dir_ / "flower_photos"))) return (dir_ / "flower_photos").string();
+    std::vector<fs::path> top;
+    for (const auto& e : fs::directory_iterator(dir_)) top.push_back(e.path());
+    if (top.size() == 1 && fs::is_directory(fs::symlink_status(top[0]))) return top[0].string();
+    return dir_.string();
+  }
+
+ private:
+  fs::path dir_;
+};
+
 void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result, Writers* pending) {
-  ImageFolder folder = list_image_folder(o.source);
+  std::unique_ptr<UnpackedPhotos> unpacked;
+  std::error_code ec;
+  if (fs::is_regular_file(o.source, ec)) unpacked = std::make_unique<UnpackedPhotos>(o.source, o.dataset_dir);
+  ImageFolder folder = list_image_folder(unpacked ? unpacked->photos() : o.source);
   auto& items = folder.items;
   // Fisher-Yates with a fixed engine, so the split is the same on every platform.
   std::mt19937_64 rng(o.seed);
@@ -173,13 +216,17 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
   if (num_val > total)
     throw_error(Code::kInvalidArgument, "--num_validation " + std::to_string(num_val) + " exceeds the " +
                                             std::to_string(total) + " images in " + o.source);
+  // Errors name a file inside an unpacked archive by its place in the archive.
+  const std::string prefix = unpacked ? unpacked->photos() + "/" : "";
   auto make = [&](int64_t offset) {
-    return [&items, offset](int64_t i) {
+    return [&items, &prefix, &o, offset](int64_t i) {
       const auto& item = items[offset + i];
+      const std::string name =
+          prefix.empty() ? item.path : o.source + ": " + fs::path(item.path).lexically_relative(prefix).string();
       const std::string file = read_file_bytes(item.path);
       const std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(file.data()), file.size()};
       // Full decode: a corrupt file must fail here, not during training.
-      const Tensor pixels = image::decode_image_u8(bytes, {}, item.path);
+      const Tensor pixels = image::decode_image_u8(bytes, {}, name);
       ImageExample ex;
       ex.encoded = file;
       ex.format = std::string(image::format_name(image::sniff_format(bytes)));
@@ -199,21 +246,172 @@ void convert_flowers(const ConvertOptions& o, int shards, ConvertResult& result,
   result.labels = folder.classes;
 }
 
+// Non-empty lines of a small text file.
+std::vector<std::string> read_lines(const std::string& path) {
+  std::istringstream in(read_file_bytes(path, 64 << 20));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// `given`, else <source>/<name> when that exists, else "".
+std::string layout_file(const std::string& given, const std::string& source, const char* name) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  const fs::path p = fs::path(source) / name;
+  return fs::exists(p, ec) ? p.string() : "";
+}
+
+// Sorted regular, non-hidden files of a folder.
+std::vector<std::string> list_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && !e.path().filename().string().starts_with(".")) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct LabeledFile {
+  std::string path;
+  int64_t label;  // 1..N
+};
+
+// An ImageNet image as build_imagenet_data.py stores it: JPEG bytes (PNG and
+// CMYK files re-encoded as RGB JPEG at quality 100) and its size.
+std::string imagenet_example(const LabeledFile& f, const std::vector<std::string>& synsets,
+                             const std::map<std::string, std::string>& texts) {
+  std::string file = read_file_bytes(f.path);
+  std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(file.data()), file.size()};
+  const image::ImageInfo info = image::probe_image(bytes, f.path);
+  const Tensor pixels = image::decode_image_u8(bytes, {.channels = 3}, f.path);
+  if (info.format != image::Format::kJpeg || info.channels == 4) {
+    const std::vector<uint8_t> jpeg = image::encode_jpeg(pixels, 100);
+    file.assign(jpeg.begin(), jpeg.end());
+  }
+  const std::string& synset = synsets[static_cast<size_t>(f.label - 1)];
+  auto text = texts.find(synset);
+  ImageExample ex;
+  ex.encoded = std::move(file);
+  ex.format = "JPEG";
+  ex.label = f.label;
+  ex.height = pixels.dim(0);
+  ex.width = pixels.dim(1);
+  ex.colorspace = "RGB";
+  ex.channels = 3;
+  ex.synset = synset;
+  ex.text = text == texts.end() ? synset : text->second;
+  ex.filename = fs::path(f.path).filename().string();
+  return make_image_example(ex);
+}
+
+void convert_imagenet(const ConvertOptions& o, ConvertResult& result, Writers* pending) {
+  const fs::path root(o.source), train_dir = root / "train", val_dir = root / "validation";
+  std::error_code ec;
+  for (const fs::path& d : {train_dir, val_dir})
+    if (!fs::is_directory(d, ec))
+      throw_error(Code::kNotFound, d.string() + ": not a folder (an ILSVRC folder holds train/ and validation/)");
+  // Classes.
+  std::vector<std::string> synsets;
+  const std::string synsets_file = layout_file(o.imagenet.synsets, o.source, "imagenet_lsvrc_2015_synsets.txt");
+  if (!synsets_file.empty()) {
+    synsets = read_lines(synsets_file);
+  } else {
+    for (const auto& e : fs::directory_iterator(train_dir))
+      if (e.is_directory() && !e.path().filename().string().starts_with("."))
+        synsets.push_back(e.path().filename().string());
+    std::sort(synsets.begin(), synsets.end());
+  }
+  if (synsets.empty())
+    throw_error(Code::kInvalidArgument, (synsets_file.empty() ? train_dir.string() : synsets_file) + ": no synsets");
+  std::map<std::string, int64_t> label_of;
+  for (size_t i = 0; i < synsets.size(); ++i)
+    if (!label_of.emplace(synsets[i], static_cast<int64_t>(i) + 1).second)
+      throw_error(Code::kCorruption, (synsets_file.empty() ? train_dir.string() : synsets_file) + ": synset " +
+                                         synsets[i] + " listed twice");
+  std::map<std::string, std::string> texts;
+  if (const std::string meta = layout_file(o.imagenet.metadata, o.source, "imagenet_metadata.txt"); !meta.empty())
+    for (const std::string& line : read_lines(meta)) {
+      const size_t tab = line.find('\t');
+      if (tab == std::string::npos)
+        throw_error(Code::kCorruption, meta + ": line '" + line.substr(0, 80) + "' is not 'synset<TAB>text'");
+      texts[line.substr(0, tab)] = line.substr(tab + 1);
+    }
+  // Files per split.
+  auto by_synset_folders = [&](const fs::path& dir) {
+    std::vector<LabeledFile> files;
+    for (size_t i = 0; i < synsets.size(); ++i)
+      if (fs::is_directory(dir / synsets[i], ec))
+        for (auto& f : list_files(dir / synsets[i])) files.push_back({std::move(f), static_cast<int64_t>(i) + 1});
+    return files;
+  };
+  std::vector<LabeledFile> train = by_synset_folders(train_dir), validation;
+  if (std::vector<std::string> flat = list_files(val_dir); !flat.empty()) {
+    const std::string labels_file =
+        layout_file(o.imagenet.validation_labels, o.source, "imagenet_2012_validation_synset_labels.txt");
+    if (labels_file.empty())
+      throw_error(Code::kNotFound, val_dir.string() +
+                                       " holds images but no synset folders, and there is no validation labels file "
+                                       "(--imagenet_validation_labels, default " +
+                                       (root / "imagenet_2012_validation_synset_labels.txt").string() + ")");
+    const std::vector<std::string> labels = read_lines(labels_file);
+    if (labels.size() != flat.size())
+      throw_error(Code::kCorruption, labels_file + " has " + std::to_string(labels.size()) + " labels for the " +
+                                         std::to_string(flat.size()) + " images in " + val_dir.string());
+    for (size_t i = 0; i < flat.size(); ++i) {
+      auto it = label_of.find(labels[i]);
+      if (it == label_of.end())
+        throw_error(Code::kCorruption, labels_file + ":" + std::to_string(i + 1) + ": synset '" +
+                                           labels[i].substr(0, 80) + "' is not one of the " +
+                                           std::to_string(synsets.size()) + " classes");
+      validation.push_back({flat[i], it->second});
+    }
+  } else {
+    validation = by_synset_folders(val_dir);
+  }
+  const int train_shards = o.train_shards > 0 ? o.train_shards : 1024;
+  const int validation_shards = o.validation_shards > 0 ? o.validation_shards : 128;
+  for (auto& [split, files, shards] : {std::tuple{std::string("train"), &train, train_shards},
+                                       std::tuple{std::string("validation"), &validation, validation_shards}}) {
+    if (files->empty()) throw_error(Code::kNotFound, (root / split).string() + ": no images of the classes");
+    // Mixed classes in every shard, the same order on every run.
+    std::mt19937_64 rng(12345);
+    for (size_t i = files->size(); i > 1; --i) std::swap((*files)[i - 1], (*files)[rng() % i]);
+    const int64_t n = limited(static_cast<int64_t>(files->size()), o.max_per_split);
+    const std::vector<LabeledFile>& list = *files;
+    write_shards(pending, o.dataset_dir, "imagenet", split, shards, n,
+                 [&](int64_t i) { return imagenet_example(list[i], synsets, texts); });
+    result.counts[split] = n;
+  }
+  result.labels = {"background"};
+  for (const auto& s : synsets) result.labels.push_back(texts.count(s) ? texts[s] : s);
+}
+
 }  // namespace
 
 ConvertResult convert_dataset(const ConvertOptions& options) {
   ConvertOptions o = options;
   const std::string& name = o.dataset_name;
-  if (name != "mnist" && name != "fashion_mnist" && name != "cifar10" && name != "flowers")
+  if (name != "mnist" && name != "fashion_mnist" && name != "cifar10" && name != "flowers" && name != "imagenet")
     throw_error(Code::kInvalidArgument,
-                "unknown --dataset_name '" + name + "' (supported: mnist, fashion_mnist, cifar10, flowers)");
+                "unknown --dataset_name '" + name + "' (supported: mnist, fashion_mnist, cifar10, flowers, imagenet)");
   if (o.dataset_dir.empty()) throw_error(Code::kInvalidArgument, "--dataset_dir is required");
-  if (o.source.empty()) {
+  const bool mnist_files = (name == "mnist" || name == "fashion_mnist") && !o.source_files.empty();
+  if (o.source.empty() && !mnist_files) {
     if (name == "fashion_mnist")
       o.source = kFashionMnistDefaultSource;
     else
       throw_error(Code::kInvalidArgument, "--source is required for " + name);
   }
+  if (o.train_shards < 0 || o.validation_shards < 0)
+    throw_error(Code::kInvalidArgument, "--train_shards and --validation_shards must be >= 1");
+  if (name == "imagenet" && o.num_shards != 0)
+    throw_error(Code::kInvalidArgument,
+                "--num_shards does not apply to imagenet (--train_shards, --validation_shards)");
+  if (name != "imagenet" && (o.train_shards != 0 || o.validation_shards != 0))
+    throw_error(Code::kInvalidArgument, "--train_shards and --validation_shards apply to imagenet only (--num_shards)");
   if (o.source.find("://") != std::string::npos)
     throw_error(Code::kUnimplemented, "--source '" + o.source + "': URLs are not supported yet; give a local path");
   if (o.num_shards < 0) throw_error(Code::kInvalidArgument, "--num_shards must be >= 1");
@@ -225,11 +423,15 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
   ConvertResult result;
   Writers pending;
   if (name == "mnist" || name == "fashion_mnist") {
-    const fs::path src(o.source);
-    for (auto [split, prefix] : {std::pair{"train", "train"}, std::pair{"test", "t10k"}}) {
-      const LabeledImages data =
-          read_mnist((src / (std::string(prefix) + "-images-idx3-ubyte.gz")).string(),
-                     (src / (std::string(prefix) + "-labels-idx1-ubyte.gz")).string(), o.max_per_split);
+    auto file = [&](const std::string& file_name) {
+      if (!mnist_files) return (fs::path(o.source) / file_name).string();
+      auto it = o.source_files.find(file_name);
+      if (it == o.source_files.end()) throw_error(Code::kInvalidArgument, "no source file " + file_name + " given");
+      return it->second;
+    };
+    const std::vector<std::string> names = mnist_file_names();
+    for (auto [split, first] : {std::pair{"train", 0}, std::pair{"test", 2}}) {
+      const LabeledImages data = read_mnist(file(names[first]), file(names[first + 1]), o.max_per_split);
       convert_arrays(o, split, data, shards, result, &pending);
     }
     result.labels = name == "mnist" ? mnist_labels() : fashion_mnist_labels();
@@ -239,8 +441,10 @@ ConvertResult convert_dataset(const ConvertOptions& options) {
       convert_arrays(o, split, data, shards, result, &pending);
     }
     result.labels = cifar10_labels();
-  } else {
+  } else if (name == "flowers") {
     convert_flowers(o, shards, result, &pending);
+  } else {
+    convert_imagenet(o, result, &pending);
   }
   for (auto& w : pending) {
     w->commit();
@@ -281,7 +485,8 @@ std::map<int64_t, int64_t> export_image_folder(const ExportImagesOptions& o) {
         ++n;
         fs::path dir = tmp / labels[ex.label];
         fs::create_directories(dir);
-        std::string ext = ex.format == "jpeg" || ex.format == "jpg" ? ".jpg" : ".png";
+        const std::string format = to_lower(ex.format);
+        const std::string ext = format == "jpeg" || format == "jpg" ? ".jpg" : ".png";
         write_file_atomic((dir / (o.split + "_" + std::to_string(index) + ext)).string(), ex.encoded);
       }
     }

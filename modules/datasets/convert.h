@@ -7,14 +7,34 @@
 //                         /usr/share/datasets/fashion-mnist, Debian's
 //                         dataset-fashion-mnist). Writes <name>_train.tfrecord
 //                         and <name>_test.tfrecord; PNG-encoded 28x28x1.
-//   cifar10               source: cifar-10-binary.tar.gz. Writes
-//                         cifar10_train.tfrecord, cifar10_test.tfrecord; PNG 32x32x3.
-//   flowers               source: a folder of class folders (flower_photos/).
+//   cifar10               source: cifar-10-python.tar.gz (slim's download) or
+//                         cifar-10-binary.tar.gz. Writes cifar10_train.tfrecord,
+//                         cifar10_test.tfrecord; PNG 32x32x3.
+//   flowers               source: a folder of class folders, or a .tgz of one
+//                         (flower_photos.tgz: its flower_photos/ folder, else
+//                         its single top-level folder, else its root; unpacked
+//                         with hub/resolver/unpack.h's checks into a hidden
+//                         work folder in dataset_dir, removed afterwards).
 //                         Shuffled with `seed`, split into validation (the
 //                         first num_validation) and train, 5 shards each:
 //                         flowers_<split>_0000i-of-00005.tfrecord. The image
 //                         files are stored as they are (JPEG or PNG, checked by
 //                         decoding), format "jpeg"/"png".
+//   imagenet              source: an ILSVRC folder as build_imagenet_data.py
+//                         takes it (see ImagenetLayout below). Writes
+//                         train-NNNNN-of-01024 and validation-NNNNN-of-00128
+//                         (build_imagenet_data.py's names and counts), records
+//                         without bounding boxes: image/encoded (JPEG; PNG and
+//                         CMYK files re-encoded as RGB JPEG, quality 100, as
+//                         build_imagenet_data.py does), image/format "JPEG",
+//                         image/class/label 1..N (0 is the background class),
+//                         image/class/synset, image/class/text,
+//                         image/filename, image/height, image/width,
+//                         image/colorspace "RGB", image/channels 3. Each split
+//                         is shuffled with a fixed seed (12345) before
+//                         sharding. labels.txt: 0:background, then one line
+//                         per synset (its human text when known, else the
+//                         synset).
 // Every file is written to a temporary; all are renamed to their final names
 // only after every split was written, and labels.txt last, so an error leaves
 // no file (and no temporary) behind.
@@ -29,14 +49,40 @@ namespace hub::data {
 
 inline constexpr const char* kFashionMnistDefaultSource = "/usr/share/datasets/fashion-mnist";
 
+// The ILSVRC folder `source` of the imagenet conversion:
+//   train/<synset>/<image>       training images, one folder per synset
+//   validation/<synset>/<image>  validation images sorted into synset folders
+//                                (after slim's preprocess_imagenet_validation_data.py),
+//   or validation/<image>        the original flat folder, labelled by
+//                                validation_labels: one synset per line, for the
+//                                images in sorted name order (slim's
+//                                imagenet_2012_validation_synset_labels.txt)
+// The classes are the synsets of `synsets` (one per line, as slim's
+// imagenet_lsvrc_2015_synsets.txt) in that order, else the sorted train/
+// folder names; only their folders are read. `metadata` (synset TAB text per
+// line, slim's imagenet_metadata.txt) gives each class its human text.
+// Empty paths default to the file of that name in `source` when it exists.
+struct ImagenetLayout {
+  std::string validation_labels;  // default <source>/imagenet_2012_validation_synset_labels.txt
+  std::string synsets;            // default <source>/imagenet_lsvrc_2015_synsets.txt
+  std::string metadata;           // default <source>/imagenet_metadata.txt
+};
+
 struct ConvertOptions {
-  std::string dataset_name;     // mnist | fashion_mnist | cifar10 | flowers
+  std::string dataset_name;     // mnist | fashion_mnist | cifar10 | flowers | imagenet
   std::string dataset_dir;      // output folder (created if missing)
   std::string source;           // input; empty = the data set's default (if any)
-  int num_shards = 0;           // 0 = default: 5 for flowers, 1 otherwise
+  int num_shards = 0;           // 0 = default: 5 for flowers, 1 otherwise (not imagenet)
   int64_t max_per_split = 0;    // > 0: convert only the first N records of each split
   int64_t num_validation = -1;  // flowers: -1 = 350 as slim (10% if that is over half)
   uint64_t seed = 0;            // flowers shuffle
+  // mnist, fashion_mnist: the four IDX files by their names, each wherever it
+  // is (the download's cache entries), instead of a `source` folder.
+  std::map<std::string, std::string> source_files = {};
+  // imagenet: files per split (0 = 1024 train, 128 validation) and layout.
+  int train_shards = 0;
+  int validation_shards = 0;
+  ImagenetLayout imagenet = {};
 };
 
 struct ConvertResult {
@@ -46,7 +92,8 @@ struct ConvertResult {
 };
 
 // Throws kInvalidArgument for an unknown data set or missing source flag,
-// kNotFound for missing inputs, kCorruption for malformed ones.
+// kNotFound for missing inputs, kCorruption for malformed ones (and the
+// codes of unpack_archive for a hostile flowers .tgz).
 ConvertResult convert_dataset(const ConvertOptions& options);
 
 // slim's names: "<name>_<split>.tfrecord" for one shard, else
@@ -82,5 +129,8 @@ std::map<int64_t, int64_t> export_image_folder(const ExportImagesOptions& option
 std::vector<std::string> mnist_labels();
 std::vector<std::string> fashion_mnist_labels();
 std::vector<std::string> cifar10_labels();
+// The names of MNIST's four IDX files (train images, train labels, test
+// images, test labels), as they are distributed.
+std::vector<std::string> mnist_file_names();
 
 }  // namespace hub::data

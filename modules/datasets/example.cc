@@ -50,6 +50,11 @@ std::string make_image_example(const ImageExample& example) {
   set_int64(f, "image/class/label", example.label);
   set_int64(f, "image/height", example.height);
   set_int64(f, "image/width", example.width);
+  if (!example.colorspace.empty()) set_bytes(f, "image/colorspace", example.colorspace);
+  if (example.channels != 0) set_int64(f, "image/channels", example.channels);
+  if (!example.synset.empty()) set_bytes(f, "image/class/synset", example.synset);
+  if (!example.text.empty()) set_bytes(f, "image/class/text", example.text);
+  if (!example.filename.empty()) set_bytes(f, "image/filename", example.filename);
   // Deterministic map order so that identical inputs give identical files.
   std::string out;
   {

@@ -5,6 +5,9 @@
 //   image/class/label  int64   class index
 //   image/height       int64
 //   image/width        int64
+// and, when set, build_imagenet_data.py's further keys: image/colorspace,
+// image/channels, image/class/synset, image/class/text, image/filename
+// (written only; readers need none of them).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,9 @@ struct ImageExample {
   int64_t label = 0;
   int64_t height = 0;
   int64_t width = 0;
+  // Written when non-empty / non-zero.
+  std::string colorspace = {}, synset = {}, text = {}, filename = {};
+  int64_t channels = 0;
 };
 
 // Serialized tf.Example bytes.

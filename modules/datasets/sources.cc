@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "hub/core/error.h"
+#include "modules/datasets/cifar_pickle.h"
 
 namespace hub::data {
 namespace {
@@ -133,32 +134,41 @@ LabeledImages read_mnist(const std::string& images_gz, const std::string& labels
 }
 
 LabeledImages read_cifar10(const std::string& tar_gz, const std::string& split) {
-  std::vector<std::string> wanted;
+  // The batches of the split, as the binary and the python version name them.
+  std::vector<std::string> python;
   if (split == "train") {
-    for (int i = 1; i <= 5; ++i) wanted.push_back("data_batch_" + std::to_string(i) + ".bin");
+    for (int i = 1; i <= 5; ++i) python.push_back("data_batch_" + std::to_string(i));
   } else if (split == "test") {
-    wanted.push_back("test_batch.bin");
+    python.push_back("test_batch");
   } else {
     throw_error(Code::kInvalidArgument, "CIFAR-10 split '" + split + "' (train or test)");
   }
-  constexpr int64_t kRecord = 3073, kMaxEntry = 4 * 10000 * kRecord;
+  std::vector<std::string> binary;
+  for (const auto& p : python) binary.push_back(p + ".bin");
+  constexpr int64_t kRecord = 3073, kMaxBinaryEntry = 4 * 10000 * kRecord;
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
   archive_read_support_filter_gzip(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), tar_gz.c_str(), 1 << 16) != ARCHIVE_OK)
     throw_error(std::filesystem::exists(tar_gz) ? Code::kCorruption : Code::kNotFound,
                 tar_gz + ": cannot open CIFAR-10 archive: " + archive_error_string(a.get()));
+  auto wanted = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
   std::map<std::string, std::string> found;
   archive_entry* entry = nullptr;
   int rc;
   while ((rc = archive_read_next_header(a.get(), &entry)) == ARCHIVE_OK) {
     const std::string name = std::filesystem::path(archive_entry_pathname(entry)).filename();
-    if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
+    const bool is_binary = wanted(binary, name);
+    if (!is_binary && !wanted(python, name)) continue;
     const int64_t size = archive_entry_size(entry);
-    if (!archive_entry_size_is_set(entry) || size <= 0 || size % kRecord != 0 || size > kMaxEntry)
-      throw_error(Code::kCorruption, tar_gz + ": " + name + " has " + std::to_string(size) +
-                                         " bytes, not a positive multiple of " + std::to_string(kRecord) +
-                                         "-byte records");
+    if (!archive_entry_size_is_set(entry) || size <= 0 ||
+        (is_binary ? size % kRecord != 0 || size > kMaxBinaryEntry : size > static_cast<int64_t>(kMaxPickleBytes)))
+      throw_error(Code::kCorruption,
+                  tar_gz + ": " + name + " has " + std::to_string(size) + " bytes, " +
+                      (is_binary ? "not a positive multiple of " + std::to_string(kRecord) + "-byte records"
+                                 : "not a pickle of 1 to " + std::to_string(kMaxPickleBytes) + " bytes"));
     std::string data(static_cast<size_t>(size), '\0');
     const la_ssize_t n = archive_read_data(a.get(), data.data(), data.size());
     if (n != size)
@@ -168,33 +178,60 @@ LabeledImages read_cifar10(const std::string& tar_gz, const std::string& split) 
     found[name] = std::move(data);
   }
   if (rc != ARCHIVE_EOF) throw_error(Code::kCorruption, tar_gz + ": bad archive: " + archive_error_string(a.get()));
-  int64_t count = 0;
-  for (const auto& w : wanted) {
-    auto it = found.find(w);
-    if (it == found.end())
-      throw_error(Code::kCorruption, tar_gz + ": missing " + w + " (not a CIFAR-10 binary archive?)");
-    count += static_cast<int64_t>(it->second.size()) / kRecord;
-  }
+  auto all_found = [&](const std::vector<std::string>& names) {
+    return std::all_of(names.begin(), names.end(), [&](const std::string& n) { return found.count(n) > 0; });
+  };
   LabeledImages out;
-  out.images = Tensor(DType::kUInt8, Shape{count, 32, 32, 3});
-  out.labels.reserve(count);
-  uint8_t* img = out.images.data<uint8_t>();
-  int64_t i = 0;
-  for (const auto& w : wanted) {
-    const auto* p = reinterpret_cast<const uint8_t*>(found[w].data());
-    const int64_t n = static_cast<int64_t>(found[w].size()) / kRecord;
-    for (int64_t r = 0; r < n; ++r, ++i) {
-      const uint8_t* rec = p + r * kRecord;
-      if (rec[0] > 9)
-        throw_error(Code::kCorruption,
-                    tar_gz + ": " + w + " record " + std::to_string(r) + " has label " + std::to_string(rec[0]));
-      out.labels.push_back(rec[0]);
-      uint8_t* o = img + i * 3072;
-      for (int px = 0; px < 1024; ++px)
-        for (int c = 0; c < 3; ++c) o[px * 3 + c] = rec[1 + c * 1024 + px];
+  if (all_found(binary)) {
+    int64_t count = 0;
+    for (const auto& w : binary) count += static_cast<int64_t>(found[w].size()) / kRecord;
+    out.images = Tensor(DType::kUInt8, Shape{count, 32, 32, 3});
+    out.labels.reserve(count);
+    uint8_t* img = out.images.data<uint8_t>();
+    int64_t i = 0;
+    for (const auto& w : binary) {
+      const auto* p = reinterpret_cast<const uint8_t*>(found[w].data());
+      const int64_t n = static_cast<int64_t>(found[w].size()) / kRecord;
+      for (int64_t r = 0; r < n; ++r, ++i) {
+        const uint8_t* rec = p + r * kRecord;
+        if (rec[0] > 9)
+          throw_error(Code::kCorruption,
+                      tar_gz + ": " + w + " record " + std::to_string(r) + " has label " + std::to_string(rec[0]));
+        out.labels.push_back(rec[0]);
+        cifar_planes_to_hwc(rec + 1, img + i * 3072);
+      }
     }
+    return out;
+  }
+  if (!all_found(python)) {
+    const std::vector<std::string>& closer =
+        std::any_of(python.begin(), python.end(), [&](const std::string& n) { return found.count(n) > 0; }) ? python
+                                                                                                            : binary;
+    for (const auto& w : closer)
+      if (!found.count(w))
+        throw_error(Code::kCorruption,
+                    tar_gz + ": missing " + w + " (not a CIFAR-10 binary or python archive, or an incomplete one)");
+  }
+  std::vector<LabeledImages> parts;
+  int64_t count = 0;
+  for (const auto& w : python) {
+    parts.push_back(parse_cifar_pickle(found[w], tar_gz + ": " + w));
+    found.erase(w);
+    count += parts.back().images.dim(0);
+  }
+  out.images = Tensor(DType::kUInt8, Shape{count, 32, 32, 3});
+  uint8_t* img = out.images.data<uint8_t>();
+  for (const auto& part : parts) {
+    std::memcpy(img, part.images.data<uint8_t>(), static_cast<size_t>(part.images.dim(0)) * 3072);
+    img += part.images.dim(0) * 3072;
+    out.labels.insert(out.labels.end(), part.labels.begin(), part.labels.end());
   }
   return out;
+}
+
+void cifar_planes_to_hwc(const uint8_t* planes, uint8_t* hwc) {
+  for (int px = 0; px < 1024; ++px)
+    for (int c = 0; c < 3; ++c) hwc[px * 3 + c] = planes[c * 1024 + px];
 }
 
 ImageFolder list_image_folder(const std::string& dir) {

@@ -6,6 +6,8 @@
 //  - CIFAR-10 binary (cifar-10-binary.tar.gz): data_batch_1..5.bin (train) and
 //    test_batch.bin (test), each a sequence of 3073-byte records: label byte,
 //    then 1024 R, 1024 G, 1024 B bytes of a 32x32 image (row-major planes).
+//  - CIFAR-10 python (cifar-10-python.tar.gz, TF-Slim's download):
+//    data_batch_1..5 and test_batch, pickles read by cifar_pickle.h.
 //  - A folder of images per class: <dir>/<class>/<image>; classes are the
 //    sorted subfolder names, images the sorted regular files inside them.
 // Malformed input throws kCorruption (or kInvalidArgument for a wrong kind of
@@ -37,10 +39,15 @@ struct LabeledImages {
 // IDX images [N,28,28] (+ labels [N]) -> images [N,28,28,1]; counts must match.
 LabeledImages read_mnist(const std::string& images_gz, const std::string& labels_gz, int64_t max_count = 0);
 
-// Reads the "train" (data_batch_1..5.bin, in order) or "test" (test_batch.bin)
-// split of the CIFAR-10 binary archive -> images [N,32,32,3], labels in 0..9.
+// Reads the "train" (data_batch_1..5, in order) or "test" (test_batch) split
+// of a CIFAR-10 archive, binary (".bin" entries; used when all of the split's
+// are present) or python (pickles) -> images [N,32,32,3], labels in 0..9.
 // Entries are found by base name wherever they are in the archive.
 LabeledImages read_cifar10(const std::string& tar_gz, const std::string& split);
+
+// One CIFAR image as both of its distributions store it (1024 R, then 1024 G,
+// then 1024 B bytes of a row-major 32x32 image) -> 32x32x3 HWC bytes.
+void cifar_planes_to_hwc(const uint8_t* planes, uint8_t* hwc);
 
 struct ImageFolder {
   std::vector<std::string> classes;  // sorted

@@ -356,6 +356,28 @@ TEST_CASE("JPEG decodes within tolerance, gray and RGB") {
   }
 }
 
+TEST_CASE("CMYK JPEGs decode to RGB as TensorFlow's decode_jpeg does (Adobe-inverted or plain)") {
+  const uint8_t ink[4] = {255, 128, 0, 200};
+  // Adobe marker: stored inverted, R = C*K/255 = 200, G = 128*200/255 = 100, B = 0.
+  const Bytes adobe = hub::testing::cmyk_jpeg(16, 8, ink, true);
+  CHECK(probe_image(adobe, "cmyk.jpg").channels == 4);
+  Tensor t = decode_image_u8(adobe, {.channels = 3}, "cmyk.jpg");
+  REQUIRE(t.shape() == Shape{16, 8, 3});
+  for (int i : {0, 77, 127}) {
+    CHECK(std::abs(int{t.data<uint8_t>()[i * 3 + 0]} - 200) <= 2);
+    CHECK(std::abs(int{t.data<uint8_t>()[i * 3 + 1]} - 100) <= 2);
+    CHECK(int{t.data<uint8_t>()[i * 3 + 2]} <= 2);
+  }
+  // Gray: the same weights as everywhere else, (299R + 587G + 114B) / 1000 = 119.
+  Tensor g = decode_image_u8(adobe, {.channels = 1}, "cmyk.jpg");
+  CHECK(std::abs(int{g.data<uint8_t>()[5]} - 119) <= 2);
+  // No Adobe marker: plain ink, R = (255-C)(255-K)/255 = 0, G = 127*55/255 = 27, B = 255*55/255 = 55.
+  Tensor p = decode_image_u8(hub::testing::cmyk_jpeg(8, 8, ink, false), {.channels = 3}, "plain.jpg");
+  CHECK(int{p.data<uint8_t>()[0]} <= 2);
+  CHECK(std::abs(int{p.data<uint8_t>()[1]} - 27) <= 2);
+  CHECK(std::abs(int{p.data<uint8_t>()[2]} - 55) <= 2);
+}
+
 TEST_CASE("JPEG DCT scaling when the target is much smaller") {
   const int h = 64, w = 80;
   const Bytes jpg = stb_jpg(smooth(h, w, 3), h, w, 3);

@@ -54,6 +54,45 @@ std::string cifar_batch(int b, int records) {
   return s;
 }
 
+namespace {
+std::string le32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return s;
+}
+// SHORT_BINSTRING
+std::string pickle_str(const std::string& s) {
+  std::string out(1, 'U');
+  out += static_cast<char>(s.size());
+  return out + s;
+}
+}  // namespace
+
+std::string cifar_pickle(int b, int records) {
+  using namespace std::string_literals;
+  const std::string batch = cifar_batch(b, records);
+  std::string planes, labels;
+  for (int r = 0; r < records; ++r) {
+    labels += 'K';
+    labels += batch[r * 3073];
+    planes += batch.substr(r * 3073 + 1, 3072);
+  }
+  std::string p = "\x80\x02}q\x01(";
+  p += pickle_str("batch_label") + "q\x02" + pickle_str("training batch " + std::to_string(b) + " of 5") + "q\x03";
+  p += pickle_str("labels") + "q\x04]q\x05(" + labels + "e";
+  p += pickle_str("data") + "q\x06";
+  p += "cnumpy.core.multiarray\n_reconstruct\nq\x07"
+       "cnumpy\nndarray\nq\x08K\x00\x85"s +
+       pickle_str("b") + "\x87Rq\x09(K\x01K" + std::string(1, static_cast<char>(records)) + "M\x00\x0c\x86"s;
+  p += "cnumpy\ndtype\nq\x0a" + pickle_str("u1") + "K\x00K\x01\x87Rq\x0b(K\x03"s + pickle_str("|") +
+       "NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"s;
+  p += std::string("\x89T") + le32(static_cast<uint32_t>(planes.size())) + planes + "tb";
+  p += pickle_str("filenames") + "r" + le32(300) + "](";
+  for (int r = 0; r < records; ++r) p += pickle_str("img_" + std::to_string(r) + ".png");
+  p += "eu.";
+  return p;
+}
+
 void write_tar_gz(const std::string& path, const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<TarEntry> entries;
   for (const auto& [name, data] : files) entries.push_back({name, TarEntry::kFile, data});

@@ -22,6 +22,12 @@ std::string idx(uint8_t rank, const std::vector<uint32_t>& dims, const std::stri
 void write_mnist(const std::string& dir, const std::string& prefix, int n, int h = 4, int w = 3);
 // CIFAR record r of batch b: label (b + r) % 10; plane c, pixel p = (b*7 + r*3 + c*5 + p) % 256.
 std::string cifar_batch(int b, int records);
+// The same batch in CIFAR-10's python version, written byte by byte as Python
+// 2's cPickle wrote those files (protocol 2: str as SHORT_BINSTRING and
+// BINSTRING, the array through numpy.core.multiarray._reconstruct and BUILD,
+// labels appended in a MARK ... APPENDS run, memo PUTs short and long), a dict
+// of batch_label, labels, data and filenames.
+std::string cifar_pickle(int b, int records);
 // `files` (name, bytes) as a .tar.gz at `path`.
 void write_tar_gz(const std::string& path, const std::vector<std::pair<std::string, std::string>>& files);
 // Every record of a TFRecord file.

@@ -142,9 +142,9 @@ TEST_CASE("convert mnist end to end") {
   CHECK(fs::is_empty(out2.path));  // the train split, written first, was not committed
   CHECK(no_temp_files(out2.path));
 
-  o.dataset_name = "imagenet";
+  o.dataset_name = "cifar100";
   expect_error(
-      Code::kInvalidArgument, [&] { convert_dataset(o); }, "imagenet");
+      Code::kInvalidArgument, [&] { convert_dataset(o); }, "unknown --dataset_name 'cifar100'");
   o.dataset_name = "mnist";
   o.source = "";
   expect_error(
