@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fixtures.h"
+
 extern char** environ;
 
 namespace hub::testing {
@@ -269,6 +271,26 @@ int run_shell(const std::string& command, double timeout_s) {
   ChildResult r =
       Child::spawn({"/bin/sh", "-c", command}, {.env = {}, .capture_stdout = false}).wait(timeout_s, command);
   return r.exited ? r.code : -1;
+}
+
+std::string hub_exe() {
+  const char* v = std::getenv("HUB_EXE");
+  if (!v) throw std::runtime_error("HUB_EXE is not set (run through meson test)");
+  return v;
+}
+
+HubRun run_hub(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+               double timeout_s) {
+  TempDir tmp("hub_run");
+  std::string cmd = "exec \"$0\"";
+  for (size_t i = 0; i < args.size(); ++i) cmd += " \"${" + std::to_string(i + 1) + "}\"";
+  cmd += " 2>'" + (tmp / "err") + "'";
+  std::vector<std::string> argv = {"/bin/sh", "-c", cmd, hub_exe()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildOptions o;
+  o.env = env;
+  ChildResult r = Child::spawn(argv, o).wait(timeout_s, "hub " + (args.empty() ? "" : args[0]));
+  return {r.exited ? r.code : -1, r.signal, r.output, read_file(tmp.path / "err")};
 }
 
 }  // namespace hub::testing

@@ -84,6 +84,22 @@ class Child {
 // it. Throws as Child::wait() after `timeout_s`.
 int run_shell(const std::string& command, double timeout_s = 60);
 
+// The hub binary under test: $HUB_EXE, which meson test sets (throws
+// std::runtime_error when it is not set).
+std::string hub_exe();
+
+// One run of the hub binary: exit status (-1 when a signal ended it, then
+// `signal`), stdout, stderr.
+struct HubRun {
+  int code = -1;
+  int signal = 0;
+  std::string out, err;
+};
+// Runs `hub ARGS` with `env` added to the environment; stdout captured,
+// stderr through a file. Throws as Child::wait() after `timeout_s`.
+HubRun run_hub(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {},
+               double timeout_s = 120);
+
 // Child modes: `HUB_TEST_CHILD_MODE(name) { ... return code; }` defines a
 // function of `const std::vector<std::string>& args` that Child::self(name,
 // args) runs in a fresh process; its return value is the exit status.

@@ -84,6 +84,13 @@ bool Shape::compatible_with(const Shape& other) const {
   return true;
 }
 
+std::optional<std::vector<int64_t>> Tensor::to_int64_vector() const {
+  if (dtype_ == DType::kInt64) return to_vector<int64_t>();
+  if (dtype_ != DType::kInt32) return std::nullopt;
+  const int32_t* p = data<int32_t>();
+  return std::vector<int64_t>(p, p + num_elements_);
+}
+
 std::string Shape::to_string() const {
   std::string s = "[";
   for (size_t i = 0; i < dims_.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,8 @@ class Tensor {
   T item() const;
   template <class T>
   std::vector<T> to_vector() const;
+  // The elements of an int32 or int64 tensor as int64; nullopt for other dtypes.
+  std::optional<std::vector<int64_t>> to_int64_vector() const;
 
   // View with a new shape of the same element count (one dim may be -1).
   Tensor reshaped(Shape shape) const;

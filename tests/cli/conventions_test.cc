@@ -27,40 +27,14 @@ namespace fs = std::filesystem;
 using hub::testing::Child;
 using hub::testing::ChildOptions;
 using hub::testing::ChildResult;
+using hub::testing::hub_exe;
+using hub::testing::HubRun;
+using hub::testing::run_hub;
 using hub::testing::TempDir;
 
 namespace {
 
-std::string hub_exe() {
-  const char* v = std::getenv("HUB_EXE");
-  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
-  return v;
-}
-
-struct Run {
-  int code = -1;   // exit status, or -1 when killed
-  int signal = 0;  // the killing signal
-  std::string out, err;
-};
-
-// Runs the hub binary with `args` in `env`; stdout captured, stderr in a file.
-Run run_hub(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  TempDir tmp("hub_cli_conventions");
-  std::string cmd = "exec \"$0\"";
-  for (size_t i = 0; i < args.size(); ++i) cmd += " \"$" + std::to_string(i + 1) + "\"";
-  cmd += " 2>" + (tmp / "err");
-  std::vector<std::string> argv = {"/bin/sh", "-c", cmd, hub_exe()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildOptions o;
-  o.env = env;
-  ChildResult r = Child::spawn(argv, o).wait(60, "hub " + (args.empty() ? "" : args[0]));
-  Run run;
-  run.code = r.exited ? r.code : -1;
-  run.signal = r.signal;
-  run.out = r.output;
-  run.err = hub::read_file_bytes(tmp / "err");
-  return run;
-}
+using Run = HubRun;
 
 // A shell pipeline's status of its first command and its stderr.
 Run pipeline(const std::string& script) {

@@ -21,12 +21,6 @@ using namespace hub::testing;
 
 namespace {
 
-std::string hub_exe() {
-  const char* v = std::getenv("HUB_EXE");
-  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
-  return v;
-}
-
 std::string q(const std::string& s) {
   std::string out(1, '\'');
   out += s;

@@ -38,30 +38,11 @@ using namespace hub::testing;
 
 namespace {
 
-std::string hub_exe() {
-  const char* v = std::getenv("HUB_EXE");
-  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
-  return v;
-}
+using Run = HubRun;
 
-struct Run {
-  int code = -1;  // exit status, or -1 when killed
-  std::string out, err;
-};
-
-// Runs the hub binary with `args`; stdout captured, stderr through a file.
-// The cache is `cache` (HUB_CACHE_DIR), so no test touches the user's.
+// `hub ARGS` with the cache in `cache` (HUB_CACHE_DIR), so no test touches the user's.
 Run hub_cli(const std::vector<std::string>& args, const fs::path& cache) {
-  TempDir tmp("hub_cli_import_err");
-  std::string cmd = "exec \"$0\"";
-  for (size_t i = 0; i < args.size(); ++i) cmd += " \"${" + std::to_string(i + 1) + "}\"";
-  cmd += " 2>" + (tmp / "err");
-  std::vector<std::string> argv = {"/bin/sh", "-c", cmd, hub_exe()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildOptions o;
-  o.env = {{"HUB_CACHE_DIR", cache.string()}, {"OMP_WAIT_POLICY", "passive"}};
-  ChildResult r = Child::spawn(argv, o).wait(120, "hub " + (args.empty() ? "" : args[0]));
-  return {r.exited ? r.code : -1, r.output, read_file_bytes(tmp / "err")};
+  return run_hub(args, {{"HUB_CACHE_DIR", cache.string()}, {"OMP_WAIT_POLICY", "passive"}});
 }
 
 std::vector<std::string> names_in(const fs::path& dir) {

@@ -53,15 +53,10 @@ namespace ev = hub::event_test;
 using namespace hub;
 using hub::testing::Child;
 using hub::testing::ChildOptions;
+using hub::testing::hub_exe;
 using hub::testing::TempDir;
 
 namespace {
-
-std::string hub_exe() {
-  const char* v = std::getenv("HUB_EXE");
-  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
-  return v;
-}
 
 bool on_path(const std::string& name) {
   const char* path = std::getenv("PATH");

@@ -12,13 +12,9 @@
 namespace fs = std::filesystem;
 using namespace hub;
 using namespace hub::retrain_test;
+using hub::testing::hub_exe;
 
 namespace {
-std::string hub_exe() {
-  const char* v = std::getenv("HUB_EXE");
-  REQUIRE_MESSAGE(v != nullptr, "HUB_EXE is not set (run through meson test)");
-  return v;
-}
 // Quoted for the shell. (Built with += : `"'" + std::string&&` trips GCC 12's
 // -Wrestrict false positive.)
 std::string q(const fs::path& p) {

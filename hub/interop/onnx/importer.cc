@@ -656,15 +656,9 @@ void NodeContext::fail_attr(const std::string& attr, const std::string& value, c
 std::vector<int64_t> NodeContext::constant_ints(int i, const std::string& what) const {
   std::optional<Tensor> t = constant(i);
   if (!t) fail(what + " (input " + std::to_string(i) + ") must be a constant");
-  std::vector<int64_t> out;
-  if (t->dtype() == DType::kInt64) {
-    out = t->to_vector<int64_t>();
-  } else if (t->dtype() == DType::kInt32) {
-    for (int32_t v : t->to_vector<int32_t>()) out.push_back(v);
-  } else {
-    fail(what + " must be int32 or int64, got " + t->spec_string());
-  }
-  return out;
+  std::optional<std::vector<int64_t>> values = t->to_int64_vector();
+  if (!values) fail(what + " must be int32 or int64, got " + t->spec_string());
+  return *values;
 }
 
 Output NodeContext::weight_or(int i, const std::function<Tensor(const Tensor&)>& transform,

@@ -61,6 +61,15 @@ TEST_CASE("Tensor: from_vector checks the count; values round-trip; typed access
   CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment == 0);
 }
 
+TEST_CASE("Tensor: to_int64_vector widens int32 and int64 and refuses other dtypes") {
+  CHECK(*Tensor::from_vector<int32_t>(Shape{3}, {-2147483647 - 1, 0, 2147483647}).to_int64_vector() ==
+        std::vector<int64_t>{-2147483648LL, 0, 2147483647LL});
+  CHECK(*Tensor::from_vector<int64_t>(Shape{2}, {-(int64_t{1} << 40), 5}).to_int64_vector() ==
+        std::vector<int64_t>{-(int64_t{1} << 40), 5});
+  CHECK(!Tensor::from_vector<float>(Shape{1}, {1}).to_int64_vector());
+  CHECK(!Tensor::from_vector<uint8_t>(Shape{1}, {1}).to_int64_vector());
+}
+
 TEST_CASE("Tensor: reshaped views share storage, clones do not") {
   Tensor t = Tensor::from_vector<float>(Shape{2, 3}, {0, 1, 2, 3, 4, 5});
   Tensor v = t.reshaped(Shape{3, -1});
