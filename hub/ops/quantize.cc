@@ -1,6 +1,9 @@
 // QuantizeLinear and DequantizeLinear (formulas in hub/ops/quantize.h).
 #include "hub/ops/quantize.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -57,6 +60,26 @@ HUB_REGISTER_OP(DequantizeLinear)
     .no_gradient("integer input");
 
 namespace ops {
+
+QuantParams nudged_quant_params(float min, float max, int num_bits, bool narrow_range) {
+  if (!std::isfinite(min) || !std::isfinite(max))
+    throw_error(Code::kInvalidArgument,
+                "quantization range [" + std::to_string(min) + ", " + std::to_string(max) + "] is not finite");
+  if (num_bits < 2 || num_bits > 8)
+    throw_error(Code::kInvalidArgument, "num_bits " + std::to_string(num_bits) + " is outside [2, 8]");
+  min = std::min(min, 0.0f);
+  max = std::max(max, 0.0f);
+  const float qmin = narrow_range ? 1.0f : 0.0f, qmax = static_cast<float>((1 << num_bits) - 1);
+  if (max - min < 1e-30f) max = min + 1e-6f;
+  QuantParams p;
+  p.scale = (max - min) / (qmax - qmin);
+  const float from_min = qmin - min / p.scale;
+  p.zero_point = static_cast<int32_t>(from_min < qmin ? qmin : from_min > qmax ? qmax : std::round(from_min));
+  p.nudged_min = (qmin - static_cast<float>(p.zero_point)) * p.scale;
+  p.nudged_max = (qmax - static_cast<float>(p.zero_point)) * p.scale;
+  return p;
+}
+
 Output quantize_linear(const Scope& s, Output x, Output scale, Output zero_point, int64_t axis,
                        const std::string& name) {
   return s.op("QuantizeLinear", {x, scale, zero_point}, Attrs().set("axis", axis), name);

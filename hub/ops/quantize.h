@@ -27,6 +27,25 @@
 
 namespace hub::ops {
 
+// The uint8 parameters that represent the float range [min, max] (TensorFlow's
+// fake-quant "nudging", shared by fake quantization and `hub quantize` so an
+// exported int8 module uses exactly the grid training saw):
+//   qmin = narrow_range ? 1 : 0, qmax = 2^num_bits - 1,
+//   scale = (max - min) / (qmax - qmin),
+//   zero_point = clamp(round(qmin - min / scale), qmin, qmax),
+//   nudged_min = (qmin - zero_point) * scale, nudged_max = (qmax - zero_point) * scale.
+// The range is first widened to contain 0 (so 0 is exact); an empty range
+// [0, 0] becomes [0, 1e-6]. With narrow_range and
+// min = -max the result is the symmetric int8 grid [-127, 127] * scale shifted
+// by zero_point 128 (hub quantize's weights). Throws InvalidArgument for a
+// non-finite bound or num_bits outside [2, 8].
+struct QuantParams {
+  float scale;
+  int32_t zero_point;
+  float nudged_min, nudged_max;
+};
+QuantParams nudged_quant_params(float min, float max, int num_bits = 8, bool narrow_range = false);
+
 Output quantize_linear(const Scope& s, Output x, Output scale, Output zero_point, int64_t axis = 1,
                        const std::string& name = "QuantizeLinear");
 Output dequantize_linear(const Scope& s, Output x, Output scale, Output zero_point, int64_t axis = 1,

@@ -120,3 +120,29 @@ TEST_CASE("quantization ops refuse bad scales, zero points and axes, naming the 
       },
       "x is int8 but zero_point is uint8");
 }
+
+TEST_CASE("nudged_quant_params: TensorFlow's fake-quant grid, hand-computed") {
+  // [-1, 3]: scale 4/255, zero point round(63.75) = 64, grid [-64, 191] * scale.
+  ops::QuantParams p = ops::nudged_quant_params(-1.0f, 3.0f);
+  CHECK(p.scale == doctest::Approx(4.0 / 255).epsilon(1e-6));
+  CHECK(p.zero_point == 64);
+  CHECK(p.nudged_min == doctest::Approx(-64 * 4.0 / 255).epsilon(1e-6));
+  CHECK(p.nudged_max == doctest::Approx(191 * 4.0 / 255).epsilon(1e-6));
+  // Narrow symmetric range: the int8 grid [-127, 127] * 0.02 around zero point 128.
+  p = ops::nudged_quant_params(-2.54f, 2.54f, 8, true);
+  CHECK(p.scale == doctest::Approx(0.02).epsilon(1e-6));
+  CHECK(p.zero_point == 128);
+  CHECK(p.nudged_min == doctest::Approx(-2.54).epsilon(1e-6));
+  // A positive range is widened to contain 0: [0, 2], zero point 0.
+  p = ops::nudged_quant_params(0.5f, 2.0f);
+  CHECK(p.zero_point == 0);
+  CHECK(p.scale == doctest::Approx(2.0 / 255).epsilon(1e-6));
+  // 4 bits over [-3, 12]: scale 1, zero point 3.
+  p = ops::nudged_quant_params(-3.0f, 12.0f, 4);
+  CHECK(p.scale == doctest::Approx(1.0));
+  CHECK(p.zero_point == 3);
+  p = ops::nudged_quant_params(0.0f, 0.0f);
+  CHECK(p.scale > 0);
+  CHECK_THROWS_WITH_AS(ops::nudged_quant_params(0.0f, INFINITY), doctest::Contains("not finite"), Error);
+  CHECK_THROWS_WITH_AS(ops::nudged_quant_params(0.0f, 1.0f, 9), doctest::Contains("num_bits 9"), Error);
+}
