@@ -10,7 +10,9 @@
 #include <cmath>
 
 #include "fixtures.h"
+#include "hub/ops/conv2d.h"
 #include "hub/ops/fused.h"
+#include "hub/ops/pool.h"
 #include "quantize_testutil.h"
 #include "testutil.h"
 
@@ -144,4 +146,42 @@ TEST_CASE("quantize_module: percentile calibration narrows ranges; bad options a
         quantize_module(plain, [](const auto& feed) { feed(random_tensor({2, 4}, 1)); }, {});
       },
       "no convolution or matmul");
+}
+
+TEST_CASE("quantize_module: a max pool between int8 layers runs on the 8-bit values") {
+  const ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output x = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, 12, 12, 3}, "images");
+    Output h = ops::relu(s, ops::conv2d(s, x, quantize_test::weights(s, "c1", {3, 3, 3, 6}, 1, 0.5f)));
+    h = ops::max_pool(s, h, {2, 2}, {2, 2}, "VALID");
+    h = ops::conv2d(s, h, quantize_test::weights(s, "c2", {3, 3, 6, 4}, 2, 0.5f));
+    b.add_signature("default", x, h, "images");
+  });
+  QuantizeReport report;
+  const ModuleSpec q = quantize_module(
+      spec,
+      [](const auto& feed) {
+        feed(random_tensor({8, 12, 12, 3}, 3, 0.0f, 1.0f));
+      },
+      {}, &report);
+  CHECK(report.notes.empty());
+  // The pool's input and output carry the same parameters.
+  REQUIRE(q.quantization()->activations.size() == 3);
+  Module m(q);
+  const Tensor x = random_tensor({2, 12, 12, 3}, 4, 0.0f, 1.0f);
+  const Tensor got = m(x), want = Module(spec)(x);
+  int pools = 0;
+  for (const Node& n : m.execution_graph().nodes())
+    if (n.op == "MaxPool") {
+      ++pools;
+      CHECK(m.execution_graph().spec(n.inputs[0]).dtype == DType::kUInt8);
+    }
+  CHECK(pools == 1);
+  CHECK(count_int8_layers(m) == 2);
+  double range = 0, err = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    range = std::max(range, std::fabs(static_cast<double>(want.data<float>()[i])));
+    err = std::max(err, std::fabs(static_cast<double>(got.data<float>()[i] - want.data<float>()[i])));
+  }
+  CHECK(err < 0.05 * range);
 }
