@@ -6,13 +6,15 @@
 // sorted by path; when there are more than --calibration_images, that many
 // evenly spaced over the sorted list, so every class folder contributes).
 // Files that do not decode are skipped with a warning; none decoding is an
-// error.
+// error. A module exported from quantization-aware training carries its
+// activation ranges and needs no --calibration_dir.
 #include "hub/module/quantize.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "cli/command.h"
 
@@ -45,6 +47,17 @@ std::vector<std::string> calibration_files(const std::string& dir, int64_t count
   return picked;
 }
 
+// The module's input image size (height, width, channels).
+std::tuple<int64_t, int64_t, int64_t> image_input(const ModuleSpec& spec, const std::string& name) {
+  try {
+    const auto [h, w] = get_expected_image_size(spec);
+    return {h, w, spec.attached().count(kImageChannelsKey) ? get_num_image_channels(spec) : 3};
+  } catch (const Error&) {
+    throw_error(Code::kInvalidArgument,
+                "module " + name + " declares no image input size; hub quantize calibrates image modules");
+  }
+}
+
 RunFn setup_quantize(CLI::App& app) {
   struct Flags {
     ModuleArgs module;
@@ -57,8 +70,8 @@ RunFn setup_quantize(CLI::App& app) {
   add_module_args(app, f->module, "The float image module to quantize");
   app.add_option("--output_dir", f->output_dir, "Where to write the int8 module")->required();
   app.add_option("--calibration_dir", f->calibration_dir,
-                 "Folder of representative JPEG/PNG images (searched recursively)")
-      ->required();
+                 "Folder of representative JPEG/PNG images (searched recursively); not needed for a module from "
+                 "quantization-aware training");
   app.add_option("--calibration_images", f->calibration_images, "How many images calibrate the activation ranges")
       ->capture_default_str();
   app.add_flag("--per_channel", f->per_channel, "Quantize weights per output channel (default: per tensor)");
@@ -76,22 +89,16 @@ RunFn setup_quantize(CLI::App& app) {
       throw_error(Code::kInvalidArgument, "--calibration_method must be minmax or percentile, got '" + f->method + "'");
     if (!(f->percentile > 50 && f->percentile <= 100))
       throw_error(Code::kInvalidArgument, "--percentile must be in (50, 100], got " + std::to_string(f->percentile));
-    const std::vector<std::string> files = calibration_files(f->calibration_dir, f->calibration_images);
+    const std::vector<std::string> files = f->calibration_dir.empty()
+                                               ? std::vector<std::string>{}
+                                               : calibration_files(f->calibration_dir, f->calibration_images);
     ModuleSpec spec = load_module(f->module);
-    std::pair<int64_t, int64_t> size;
-    int64_t channels = 3;
-    try {
-      size = get_expected_image_size(spec);
-      if (spec.attached().count(kImageChannelsKey)) channels = get_num_image_channels(spec);
-    } catch (const Error&) {
-      throw_error(Code::kInvalidArgument, "module " + f->module.module +
-                                              " declares no image input size; hub quantize calibrates image modules");
-    }
-    const auto [h, w] = size;
+    int64_t h = 0, w = 0, channels = 3;
+    if (!files.empty()) std::tie(h, w, channels) = image_input(spec, f->module.module);
     const int64_t per = h * w * channels;
     bool first_pass = true;
     int64_t decoded = 0;
-    CalibrationData data = [&](const std::function<void(const Tensor&)>& feed) {
+    CalibrationData calibration = [&](const std::function<void(const Tensor&)>& feed) {
       std::vector<Tensor> images;
       auto flush = [&] {
         if (images.empty()) return;
@@ -123,7 +130,13 @@ RunFn setup_quantize(CLI::App& app) {
     options.method = f->method;
     options.percentile = f->percentile;
     QuantizeReport report;
-    const ModuleSpec quantized = quantize_module(spec, data, options, &report);
+    ModuleSpec quantized;
+    try {
+      quantized = quantize_module(spec, files.empty() ? CalibrationData() : calibration, options, &report);
+    } catch (const Error& e) {
+      if (!files.empty() || e.message().find("calibration data is needed") == std::string::npos) throw;
+      throw Error(e.code(), e.message() + ": give --calibration_dir");
+    }
     try {
       Module(quantized).export_to(f->output_dir, f->overwrite ? ExistingTarget::kReplace : ExistingTarget::kRefuse);
     } catch (const Error& e) {

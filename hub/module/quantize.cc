@@ -62,6 +62,14 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
 
   const Output input = plan.calibration_tensor(graph.tensor(input_info.tensor_name));
   const std::vector<Output>& observed = plan.observed();
+  size_t trained = 0;
+  for (size_t i = 0; i < observed.size(); ++i) trained += plan.trained_range(i).has_value();
+  const bool calibrate = trained < observed.size();
+  if (calibrate && !data)
+    throw_error(Code::kInvalidArgument, where + ": " + std::to_string(observed.size() - trained) + " of " +
+                                            std::to_string(observed.size()) +
+                                            " activations have no range from quantization-aware training; "
+                                            "calibration data is needed");
   Session session(plan.calibration_graph(), nullptr);
   std::vector<TensorRange> ranges(observed.size(),
                                   {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()});
@@ -73,19 +81,20 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
     examples += batch.rank() > 0 ? batch.dim(0) : 1;
     return session.run({{input, batch}}, observed);
   };
-  data([&](const Tensor& batch) {
-    const std::vector<Tensor> values = run(batch);
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i].num_elements() == 0) continue;
-      CMap v(values[i].data<float>(), values[i].num_elements());
-      ranges[i].min = std::min(ranges[i].min, v.minCoeff());
-      ranges[i].max = std::max(ranges[i].max, v.maxCoeff());
-    }
-  });
-  if (examples == 0) throw_error(Code::kInvalidArgument, where + ": calibration fed no examples");
+  if (calibrate)
+    data([&](const Tensor& batch) {
+      const std::vector<Tensor> values = run(batch);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (values[i].num_elements() == 0) continue;
+        CMap v(values[i].data<float>(), values[i].num_elements());
+        ranges[i].min = std::min(ranges[i].min, v.minCoeff());
+        ranges[i].max = std::max(ranges[i].max, v.maxCoeff());
+      }
+    });
+  if (calibrate && examples == 0) throw_error(Code::kInvalidArgument, where + ": calibration fed no examples");
   for (TensorRange& r : ranges)
     if (r.min > r.max) r = TensorRange{0, 0};  // only empty tensors: any range will do
-  if (percentile) {
+  if (calibrate && percentile) {
     std::vector<std::vector<int64_t>> bins(observed.size(), std::vector<int64_t>(kBins, 0));
     data([&](const Tensor& batch) {
       const std::vector<Tensor> values = run(batch);
@@ -105,7 +114,7 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
       if (full.min >= 0) ranges[i].min = full.min;  // keep a one-sided range one-sided
     }
   }
-  examples /= percentile ? 2 : 1;
+  examples /= calibrate && percentile ? 2 : 1;
 
   QuantizedGraph q = plan.quantize(ranges, options.per_channel);
   std::map<std::string, SignatureInfo> signatures;
@@ -122,8 +131,9 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
     report->examples = examples;
     report->notes = q.notes;
   }
-  QuantizationInfo info{percentile ? "percentile(" + std::to_string(options.percentile) + ")" : "minmax", examples,
-                        options.per_channel, q.activations, q.weights};
+  std::string method = percentile ? "percentile(" + std::to_string(options.percentile) + ")" : "minmax";
+  if (trained > 0) method = calibrate ? method + " + trained fake-quant ranges" : "trained fake-quant ranges";
+  QuantizationInfo info{method, examples, options.per_channel, q.activations, q.weights};
   std::vector<ModuleSpec::TagSetParts> parts;
   parts.push_back({tags, std::move(q.graph), std::move(signatures)});
   TensorMap weights(q.variables.begin(), q.variables.end());

@@ -35,7 +35,10 @@ struct QuantizeOptions {
 };
 
 // Called with `feed`; calls feed(batch) once per calibration batch (the same
-// batches each time: percentile calibration calls it twice).
+// batches each time: percentile calibration calls it twice). May be empty
+// when quantization-aware training gave every activation its range
+// (QuantizationPlan::trained_range): a module exported from `hub train
+// --quantize_delay` or `hub retrain --quantize` needs no calibration.
 using CalibrationData = std::function<void(const std::function<void(const Tensor&)>& feed)>;
 
 struct QuantizeReport {
@@ -46,8 +49,11 @@ struct QuantizeReport {
 };
 
 // Throws InvalidArgument for bad options, a signature without exactly one
-// input, calibration that feeds nothing, or a module with nothing to
-// quantize; errors from running the module propagate.
+// input, calibration that feeds nothing (or no calibration where a range is
+// not trained), or a module with nothing to quantize; errors from running
+// the module propagate. The quantization record's method is "minmax" /
+// "percentile(P)", with " + trained fake-quant ranges" when some came from
+// training, or just "trained fake-quant ranges".
 ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, const QuantizeOptions& options,
                            QuantizeReport* report = nullptr);
 

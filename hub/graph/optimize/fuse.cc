@@ -309,8 +309,8 @@ bool int8_pool(Ir& ir, int p) {
   INode& pool = ir.nodes[p];
   if (pool.op != "MaxPool" && pool.op != "AvgPool") return false;
   Output q;
-  float in_scale, out_scale;
-  int32_t in_zp, out_zp;
+  float in_scale;
+  int32_t in_zp;
   if (!dequantized_activation(ir, pool.inputs[0], &q, &in_scale, &in_zp) || !ir.single_use(Output{p, 0})) return false;
   const auto [c, index] = ir.consumers(Output{p, 0})[0];
   const INode& quantize = ir.nodes[c];

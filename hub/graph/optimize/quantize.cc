@@ -44,6 +44,10 @@ struct QuantizationPlan::Impl {
   // 8-bit values (optimize.h).
   std::map<size_t, size_t> shared;
   std::set<int> int8_pools;
+  // observed_ir index -> the range an activation fake quant
+  // (FakeQuantWithMinMaxVars with constant min, max: its range variables)
+  // trained for it; quantize() uses it and bypasses the fake quant.
+  std::map<size_t, TensorRange> trained;
   Graph calibration;
   std::map<Output, Output> calibration_kept;
   std::vector<Output> observed;  // observed_ir in calibration
@@ -94,6 +98,15 @@ QuantizationPlan::QuantizationPlan(const Graph& graph, const VariableStore& vari
     impl_->shared[i] = static_cast<size_t>(at - impl_->observed_ir.begin());
     impl_->int8_pools.insert(o.node);
   }
+  for (size_t i = 0; i < impl_->observed_ir.size(); ++i) {
+    const INode& fq = ir.nodes[impl_->observed_ir[i].node];
+    if (fq.op != "FakeQuantWithMinMaxVars" || fq.attrs.get_int("num_bits") != 8 || fq.attrs.get_bool("narrow_range"))
+      continue;
+    const Tensor& lo = ir.constant(fq.inputs[1]);
+    const Tensor& hi = ir.constant(fq.inputs[2]);
+    if (lo.defined() && hi.defined() && lo.num_elements() == 1 && hi.num_elements() == 1)
+      impl_->trained[i] = {lo.data<float>()[0], hi.data<float>()[0]};
+  }
   impl_->calibration = ir.emit(&impl_->calibration_kept);
   for (Output o : impl_->observed_ir) {
     const std::optional<int> id = impl_->calibration.find(ir.nodes[o.node].name);
@@ -114,6 +127,12 @@ Output QuantizationPlan::calibration_tensor(Output source) const {
 }
 
 const std::vector<Output>& QuantizationPlan::observed() const { return impl_->observed; }
+
+std::optional<TensorRange> QuantizationPlan::trained_range(size_t i) const {
+  const auto it = impl_->trained.find(i);
+  if (it == impl_->trained.end()) return std::nullopt;
+  return it->second;
+}
 
 int QuantizationPlan::quantizable() const { return static_cast<int>(impl_->layers.size()); }
 
@@ -273,7 +292,17 @@ QuantizedGraph QuantizationPlan::quantize(const std::vector<TensorRange>& ranges
   Rewriter rw{ir, per_channel, out, impl_->int8_pools};
   for (size_t i = 0; i < impl_->observed_ir.size(); ++i) {
     const auto shared = impl_->shared.find(i);
-    rw.insert_qdq(impl_->observed_ir[i], ranges[shared == impl_->shared.end() ? i : shared->second]);
+    const size_t from = shared == impl_->shared.end() ? i : shared->second;
+    const std::optional<TensorRange> trained = trained_range(from);
+    Output t = impl_->observed_ir[i];
+    if (trained_range(i)) {
+      // The QuantizeLinear / DequantizeLinear pair takes the fake quant's place.
+      const Output x = ir.nodes[t.node].inputs[0];
+      ir.replace_uses(t, x);
+      ir.nodes[t.node].dead = true;
+      t = x;
+    }
+    rw.insert_qdq(t, trained ? *trained : ranges[from]);
   }
   const std::set<int> layers(impl_->layers.begin(), impl_->layers.end());
   const size_t n = ir.nodes.size();

@@ -32,6 +32,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ class QuantizationPlan {
   const std::vector<Output>& observed() const;
   // The number of quantizable layers.
   int quantizable() const;
+  // The range quantization-aware training gave observed()[i], if it did: the
+  // tensor is the output of an activation fake quant (FakeQuantWithMinMaxVars,
+  // 8 bits, not narrow_range) with constant min and max (its range
+  // variables). quantize() then uses that range, whatever `ranges` says, and
+  // puts the QuantizeLinear / DequantizeLinear pair in the fake quant's place
+  // (nudged_quant_params(min, max) is the grid the fake quant computes on).
+  // Weight fake quants are constant: they fold into the filter, whose
+  // symmetric int8 grid quantize() re-derives.
+  std::optional<TensorRange> trained_range(size_t i) const;
 
   // `ranges` has one entry per observed() tensor. Throws InvalidArgument
   // for a wrong count or a non-finite range.
