@@ -2,12 +2,15 @@
 // set by tests/meson.build): flower_photos.tgz served on loopback, the cache
 // from $HUB_CACHE_DIR, --offline, and the exit statuses of its failures.
 #include <doctest/doctest.h>
+#include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "../hub/resolver/http_server.h"
 #include "fixtures.h"
@@ -118,19 +121,51 @@ TEST_CASE("hub data download_and_convert: a download cut in one run is continued
   }
   const std::string tgz = make_tar(entries);
   const size_t cut = tgz.size() / 2;
-  std::atomic<bool> first{true};
+  // The first response sends `cut` bytes, then closes the connection (kCut)
+  // or holds it open (kHang); later ones serve the rest.
+  enum Mode { kCut, kHang, kWhole };
+  std::atomic<int> mode{kCut};
   HttpServer server;
   server.route("/flower_photos.tgz", [&](const HttpRequest& r, HttpConn& c) {
-    serve_body(r, c, tgz, "\"f1\"", first.exchange(false) ? cut : static_cast<size_t>(-1));
+    const int m = mode.exchange(kWhole);
+    serve_body(r, c, tgz, "\"f1\"", m == kWhole ? static_cast<size_t>(-1) : cut);
+    for (int waited = 0; m == kHang && waited < 30000 && c.sleep_ms(50);) waited += 50;
   });
-  const std::string common = " --dataset_name flowers --num_validation 2 --num_shards 1 --source_url " +
-                             q(server.url("/flower_photos.tgz") + "#sha256=" + sha256_hex(tgz));
+  const std::string url = server.url("/flower_photos.tgz") + "#sha256=" + sha256_hex(tgz);
+  const std::string common = " --dataset_name flowers --num_validation 2 --num_shards 1 --source_url " + q(url);
 
-  // No retries: the cut ends the run with an error, nothing converted.
-  Run r = download(t, "--dataset_dir " + q(t / "out") + common, "HUB_FETCH_RETRIES=0");
-  CHECK(r.rc != 0);
+  SUBCASE("the connection closes; no retries left") {
+    Run r = download(t, "--dataset_dir " + q(t / "out") + common, "HUB_FETCH_RETRIES=0");
+    CHECK(r.rc != 0);
+  }
+  SUBCASE("SIGINT while the body arrives") {
+    mode = kHang;
+    ChildOptions o;
+    o.env = {{"HUB_CACHE_DIR", t / "cache"}};
+    Child hub = Child::spawn({hub_exe(), "data", "download_and_convert", "--dataset_dir", t / "out", "--dataset_name",
+                              "flowers", "--num_validation", "2", "--num_shards", "1", "--source_url", url},
+                             o);
+    // Interrupt once the first `cut` bytes are in the work folder's file.
+    bool arrived = false;
+    for (int i = 0; i < 400 && !arrived; ++i) {
+      std::error_code ec;
+      for (const auto& e : fs::recursive_directory_iterator(t / "cache", ec))
+        if (e.path().filename() == "download" && fs::file_size(e.path(), ec) == cut) arrived = true;
+      if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(arrived);
+    hub.kill(SIGINT);
+    ChildResult r = hub.wait(30, "hub data download_and_convert");
+    CHECK_FALSE(r.exited);  // cleaned up, then re-raised: the shell's status 130
+    CHECK(r.signal == SIGINT);
+  }
   CHECK_FALSE(fs::exists(t / "out"));
-  r = download(t, "--dataset_dir " + q(t / "out") + common);
+  int kept = 0;
+  for (const auto& e : fs::recursive_directory_iterator(t / "cache/.partial"))
+    if (e.path().filename() == "body.part") kept += fs::file_size(e.path()) == cut;
+  CHECK(kept == 1);
+
+  Run r = download(t, "--dataset_dir " + q(t / "out") + common);
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(r.err.find("at byte " + std::to_string(cut) + " (kept from an earlier run)") != std::string::npos);
   CHECK(count_records(t / "out/flowers_train.tfrecord") == 2);
