@@ -522,10 +522,6 @@ void Cache::keep_partial(const std::string& key, const PartialDownload& state, c
   }
 }
 
-void Cache::drop_partial(const std::string& key) noexcept {
-  if (Fd partial = open_dir_at(root_fd_.get(), kPartial)) remove_partial_at(partial.get(), key, root_ / kPartial / key);
-}
-
 std::vector<Cache::Verdict> Cache::verify() const {
   std::vector<Verdict> out;
   for (const CacheEntry& e : list()) {

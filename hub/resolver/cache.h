@@ -44,7 +44,7 @@
 //     writable by group or others; otherwise every operation fails with
 //     PermissionDenied naming the fix, since another user could plant files or
 //     links in it. Inside the root nothing is followed through a symbolic
-//     link: entries, markers, descriptors, locks, refs/ and .tmp/ are opened
+//     link: entries, markers, descriptors, locks, refs/, .tmp/ and .partial/ are opened
 //     relative to the checked root with O_NOFOLLOW, and a link found where one
 //     of them belongs counts as damage (the entry is absent; a linked .tmp/ or
 //     refs/ is removed and recreated).
@@ -208,8 +208,6 @@ class Cache {
   // Best effort: a failure is logged, not thrown, since it runs while another
   // error is on its way up.
   void keep_partial(const std::string& key, const PartialDownload& state, const std::filesystem::path& body) noexcept;
-  // Removes what was kept for `key` (nothing when nothing was).
-  void drop_partial(const std::string& key) noexcept;
 
  private:
   std::filesystem::path root_;

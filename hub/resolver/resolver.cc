@@ -437,11 +437,14 @@ class Resolve {
               return true;
             },
             &resume);
-      } catch (const Error&) {
-        // Keep what arrived for the next run when it can be continued.
+      } catch (const Error& e) {
+        // Keep what arrived for the next run when the download was cut short
+        // (not refused: 404, size cap, ...) and can be continued.
+        const bool cut =
+            e.code() == Code::kUnavailable || e.code() == Code::kDeadlineExceeded || e.code() == Code::kDataLoss;
         std::error_code ec;
         const uint64_t bytes = fs::is_regular_file(archive, ec) ? fs::file_size(archive, ec) : 0;
-        if (!ec && bytes > 0 && (!resume.validator.empty() || (resume.digest_pinned && resume.total > 0)))
+        if (cut && !ec && bytes > 0 && (!resume.validator.empty() || (resume.digest_pinned && resume.total > 0)))
           c.keep_partial(a.key, {shown_url, resume.validator, resume.total, bytes}, archive);
         throw;
       }

@@ -45,8 +45,9 @@
 // registry). On any failure nothing is added to the cache and the lock and
 // work folder are removed.
 //
-// Downloads continue across runs: when a download fails (connection cut,
-// timeout, interrupted) after some of the body arrived, and the server gave
+// Downloads continue across runs: when a download is cut short (connection
+// cut, timeout, interrupted: kUnavailable, kDeadlineExceeded, kDataLoss)
+// after some of the body arrived, and the server gave
 // a validator (strong ETag or Last-Modified) or, for a download with an
 // expected digest, the total size, the bytes are kept in the cache's
 // .partial/<key>/ (cache.h), never as an entry. The next resolve of the same

@@ -262,6 +262,31 @@ TEST_CASE("fetch_file: a kept body that does not match its state, or is for anot
   CHECK_FALSE(cache.take_partial(resolver::file_cache_key(s.url()), s.url(), sb.cache / "moved"));
   CHECK_FALSE(fs::exists(kept));
   CHECK_FALSE(fs::exists(sb.cache / "moved"));
+  // A link planted as the body is never followed nor moved; the file it names stays.
+  fs::create_directories(kept);
+  write_file(sb.outside / "target", "abc");
+  fs::create_symlink(sb.outside / "target", kept / "body.part");
+  write_file(kept / "state.json",
+             R"({"url": ")" + s.url() + R"(", "validator": "\"v1\"", "total": 60000, "bytes": 3})");
+  CHECK_FALSE(cache.take_partial(resolver::file_cache_key(s.url()), s.url(), sb.cache / "moved"));
+  CHECK_FALSE(fs::exists(fs::symlink_status(kept)));
+  CHECK_FALSE(fs::exists(fs::symlink_status(sb.cache / "moved")));
+  CHECK(read_file(sb.outside / "target") == "abc");
   CHECK(cache.clear() == 1);
   CHECK_FALSE(fs::exists(sb.cache / ".partial"));
+}
+
+TEST_CASE("fetch_file: a download refused rather than cut (size cap) keeps nothing") {
+  Sandbox sb;
+  CutServer s(noise(50000, 5), "\"v1\"");
+  auto o = one_attempt(sb);
+  o.fetch.max_bytes = 20000;
+  try {
+    resolver::Resolver(o).fetch_file(s.url(), sha256_hex(s.body));
+    FAIL("a body over the size cap was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kResourceExhausted);
+  }
+  CHECK_FALSE(fs::exists(partial_dir(sb, s.url())));
+  check_cache_empty(sb);
 }
