@@ -121,7 +121,8 @@ std::string exit_codes_text() {
                   std::string(code_name(static_cast<Code>(c))).c_str());
     s += line;
   }
-  s += "  130, 143  interrupted by SIGINT or SIGTERM (downloads, locks and work folders removed)\n"
+  s += "  130, 143  interrupted by SIGINT or SIGTERM (locks and work folders removed; a download cut short is\n"
+       "            kept in the cache's .partial/ and continued by the next run)\n"
        "  141       stdout was closed early (e.g. `hub ops | head -1`); nothing is printed\n";
   return s;
 }

@@ -20,6 +20,7 @@
 #include "hub/core/fd.h"
 #include "hub/core/interrupt.h"
 #include "hub/core/json.h"
+#include "hub/core/logging.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +29,9 @@ namespace {
 
 constexpr const char* kTmp = ".tmp";
 constexpr const char* kRefs = "refs";
+constexpr const char* kPartial = ".partial";
+constexpr const char* kPartialBody = "body.part";
+constexpr const char* kPartialState = "state.json";
 
 double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -438,7 +442,84 @@ size_t Cache::clear() {
   for (const CacheEntry& e : list()) n += remove(e.key);
   remove_quietly(tmp_dir());
   remove_quietly(root_ / kRefs);
+  remove_quietly(root_ / kPartial);
   return n;
+}
+
+// ------------------------------------------------------ partial downloads
+
+namespace {
+
+// Removes the folder `name` in .partial/ (opened as `partial_fd`) and the
+// two files it may hold; anything else in it (damage) is removed by path.
+void remove_partial_at(int partial_fd, const std::string& name, const fs::path& shown) {
+  if (Fd dir = open_dir_at(partial_fd, name)) {
+    ::unlinkat(dir.get(), kPartialBody, 0);
+    ::unlinkat(dir.get(), kPartialState, 0);
+  }
+  if (::unlinkat(partial_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    if (is_real_dir_at(partial_fd, name))
+      remove_quietly(shown);
+    else
+      ::unlinkat(partial_fd, name.c_str(), 0);  // a planted file or link
+  }
+}
+
+}  // namespace
+
+std::optional<Cache::PartialDownload> Cache::take_partial(const std::string& key, const std::string& url,
+                                                          const fs::path& dest) {
+  Fd partial = open_dir_at(root_fd_.get(), kPartial);
+  if (!partial) return std::nullopt;
+  std::optional<PartialDownload> out;
+  if (Fd dir = open_dir_at(partial.get(), key)) {
+    try {
+      auto j = parse_json(read_small_at(dir.get(), kPartialState, 64 << 10).value_or(""), "partial download state");
+      PartialDownload p;
+      p.url = j.at("url").get<std::string>();
+      p.validator = j.at("validator").get<std::string>();
+      p.total = j.at("total").get<uint64_t>();
+      p.bytes = j.at("bytes").get<uint64_t>();
+      struct stat st;
+      if (p.url == url && p.bytes > 0 && ::fstatat(dir.get(), kPartialBody, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == p.bytes &&
+          ::renameat(dir.get(), kPartialBody, AT_FDCWD, dest.c_str()) == 0)
+        out = p;
+    } catch (const std::exception&) {
+      // Damaged state: dropped below.
+    }
+  }
+  remove_partial_at(partial.get(), key, root_ / kPartial / key);
+  return out;
+}
+
+void Cache::keep_partial(const std::string& key, const PartialDownload& state, const fs::path& body) noexcept {
+  const fs::path shown = root_ / kPartial / key;
+  const std::string stage = "." + key + "." + random_hex(8);
+  Fd partial;
+  try {
+    ensure_dir_at(root_fd_.get(), kPartial, root_ / kPartial);
+    partial = open_dir_at(root_fd_.get(), kPartial);
+    if (!partial || ::mkdirat(partial.get(), stage.c_str(), 0700) != 0)
+      throw_error(Code::kIOError, std::string("cannot create a folder in ") + (root_ / kPartial).string() + ": " +
+                                      std::strerror(errno));
+    Fd dir = open_dir_at(partial.get(), stage);
+    if (!dir || ::renameat(AT_FDCWD, body.c_str(), dir.get(), kPartialBody) != 0)
+      throw_error(Code::kIOError,
+                  "cannot move " + body.string() + " to " + shown.string() + ": " + std::strerror(errno));
+    const nlohmann::json j = {
+        {"url", state.url}, {"validator", state.validator}, {"total", state.total}, {"bytes", state.bytes}};
+    Fd fd = open_fd_at(dir.get(), kPartialState, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600,
+                       (shown / kPartialState).string());
+    write_all(fd.get(), j.dump(2) + "\n", (shown / kPartialState).string());
+    fd.close((shown / kPartialState).string());
+    remove_partial_at(partial.get(), key, shown);
+    if (::renameat(partial.get(), stage.c_str(), partial.get(), key.c_str()) != 0)
+      throw_error(Code::kIOError, "cannot create " + shown.string() + ": " + std::strerror(errno));
+  } catch (const std::exception& e) {
+    HUB_LOG(Warning) << "the partial download is not kept for the next run: " << e.what();
+    if (partial) remove_partial_at(partial.get(), stage, root_ / kPartial / stage);
+  }
 }
 
 std::vector<Cache::Verdict> Cache::verify() const {

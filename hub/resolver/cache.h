@@ -17,6 +17,11 @@
 //   <key>.lock             "pid host unix_time token": held while one writer works
 //   refs/<ref>             what a registry name resolved to last (see resolver.h)
 //   .tmp/                  per-writer work folders <key>.<host>.<pid>.<random>/
+//   .partial/<key>/        a download of <key> cut short, kept for the next
+//                          run to continue with Range (Resolver; see
+//                          fetcher.h): body.part (the bytes received) and
+//                          state.json (url, validator, total, bytes). Never
+//                          an entry: list(), hits and verify() ignore it.
 //
 // Identity (cache_key): a URL or archive path is its text without the
 // "#sha256=" fragment; a registry module is the registry's URL (without
@@ -39,7 +44,7 @@
 //     writable by group or others; otherwise every operation fails with
 //     PermissionDenied naming the fix, since another user could plant files or
 //     links in it. Inside the root nothing is followed through a symbolic
-//     link: entries, markers, descriptors, locks, refs/ and .tmp/ are opened
+//     link: entries, markers, descriptors, locks, refs/, .tmp/ and .partial/ are opened
 //     relative to the checked root with O_NOFOLLOW, and a link found where one
 //     of them belongs counts as damage (the entry is absent; a linked .tmp/ or
 //     refs/ is removed and recreated).
@@ -168,7 +173,8 @@ class Cache {
   // key, or entries whose recorded handle equals it (e.g. "acme/net@1.0.0",
   // from any registry). Returns how many were removed. Takes each entry's lock.
   size_t remove(const std::string& handle_or_key);
-  // Removes every entry, ref and work folder. Returns the number of entries.
+  // Removes every entry, ref, work folder and kept partial download. Returns
+  // the number of entries.
   size_t clear();
 
   struct Verdict {
@@ -182,6 +188,26 @@ class Cache {
   // Removes work folders of `key` left by dead processes on this host (and any
   // older than a day).
   void clean_stale_work(const std::string& key) const;
+
+  // A download cut short (see .partial/ above). Both calls need the key's
+  // lock held.
+  struct PartialDownload {
+    std::string url;        // what it was downloaded from, credentials redacted
+    std::string validator;  // ResumeState::validator
+    uint64_t total = 0;     // ResumeState::total
+    uint64_t bytes = 0;     // the size of body.part when it was kept
+  };
+  // Moves the kept body of `key` to `dest` (a path in this cache's work
+  // folder) and returns its state, when one was kept for this `url` and the
+  // body still has the recorded size; otherwise (none, another URL, damage,
+  // links) nothing is moved, and whatever was kept for `key` is removed.
+  std::optional<PartialDownload> take_partial(const std::string& key, const std::string& url,
+                                              const std::filesystem::path& dest);
+  // Keeps the file `body` (moved, not copied; in this cache's work folder)
+  // with `state` for the next take_partial, replacing what was kept for `key`.
+  // Best effort: a failure is logged, not thrown, since it runs while another
+  // error is on its way up.
+  void keep_partial(const std::string& key, const PartialDownload& state, const std::filesystem::path& body) noexcept;
 
  private:
   std::filesystem::path root_;

@@ -1,6 +1,7 @@
 // The libcurl Fetcher (see fetcher.h for the contract); libcurl's
 // configuration, failure mapping and backoff are hub/resolver/curl.h's.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,9 +33,11 @@ std::string trim(std::string s) {
 // State of one HTTP attempt, shared with libcurl's callbacks.
 struct Attempt {
   int fd = -1;
-  uint64_t start = 0;      // file offset requested with Range (0 = whole body)
-  uint64_t written = 0;    // bytes of the file that are valid (prefix)
-  Sha256* hash = nullptr;  // covers bytes [0, written)
+  uint64_t start = 0;            // file offset requested with Range (0 = whole body)
+  uint64_t written = 0;          // bytes of the file that are valid (prefix)
+  Sha256* hash = nullptr;        // covers bytes [0, written) unless unhashed_prefix
+  bool unhashed_prefix = false;  // the file began with bytes from an earlier call
+  uint64_t expected_total = 0;   // a 206 must report this total (0 = any)
   uint64_t max_bytes = 0;
   const ProgressFn* progress = nullptr;
 
@@ -92,7 +95,24 @@ bool truncate_file(Attempt* at) {
   }
   at->written = 0;
   at->hash->reset();
+  at->unhashed_prefix = false;
   return true;
+}
+
+// Content-Range "bytes FIRST-LAST/TOTAL" (TOTAL may be "*": *total = 0).
+bool parse_content_range(const std::string& value, uint64_t* first, uint64_t* total) {
+  unsigned long long f = 0, l = 0, t = 0;
+  *total = 0;
+  if (std::sscanf(value.c_str(), "bytes %llu-%llu/%llu", &f, &l, &t) == 3) {
+    *first = f;
+    *total = t;
+    return true;
+  }
+  if (std::sscanf(value.c_str(), "bytes %llu-%llu/*", &f, &l) == 2) {
+    *first = f;
+    return true;
+  }
+  return false;
 }
 
 size_t write_cb(char* data, size_t size, size_t n, void* user) {
@@ -105,9 +125,11 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
       return 0;
     }
     if (at->status == 206) {
-      // "bytes START-END/TOTAL": must continue exactly where our file ends.
-      unsigned long long first = 0;
-      if (std::sscanf(at->content_range.c_str(), "bytes %llu-", &first) != 1 || first != at->start) {
+      // "bytes START-END/TOTAL": must continue exactly where our file ends,
+      // of a body of the size we started (when we know it).
+      uint64_t first = 0, total = 0;
+      if (!parse_content_range(at->content_range, &first, &total) || first != at->start ||
+          (at->expected_total > 0 && total != at->expected_total)) {
         at->bad_range = true;
         return 0;
       }
@@ -158,12 +180,16 @@ struct SlistDeleter {
 class CurlFetcher final : public Fetcher {
  public:
   FetchResult fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
-                    const ProgressFn& progress) override;
+                    const ProgressFn& progress, ResumeState* resume) override;
 };
 
 FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
-                               const ProgressFn& progress) {
-  Fd fd = open_fd(dest, O_RDWR | O_CREAT | O_TRUNC, 0644);
+                               const ProgressFn& progress, ResumeState* resume) {
+  Fd fd = open_fd(dest, O_RDWR | O_CREAT | (resume ? 0 : O_TRUNC), 0644);
+  // What identifies the bytes we hold, for Range and If-Range: the caller's
+  // (a body kept from an earlier call) or our own.
+  ResumeState own;
+  ResumeState& held = resume ? *resume : own;
 
   CurlPtr curl = new_curl();
   CURL* c = curl.get();
@@ -173,10 +199,14 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
   at.hash = &hash;
   at.max_bytes = options.max_bytes;
   at.progress = &progress;
+  if (resume) {
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) throw_error(Code::kIOError, dest.string() + ": " + std::strerror(errno));
+    at.written = static_cast<uint64_t>(st.st_size);
+    at.unhashed_prefix = at.written > 0;
+  }
   char errbuf[CURL_ERROR_SIZE];
 
-  // Validator of the bytes we hold, for If-Range.
-  std::string validator;
   bool resumed_any = false;
   FetchResult result;
 
@@ -195,13 +225,16 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
     std::unique_ptr<curl_slist, SlistDeleter> headers;
     std::string range;
     at.start = 0;
-    if (at.written > 0 && !validator.empty()) {
+    at.expected_total = held.total;
+    if (at.written > 0 && (!held.validator.empty() || (held.digest_pinned && held.total > 0))) {
       at.start = at.written;
       range = std::to_string(at.written) + "-";
       curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-      std::string if_range = "If-Range: " + validator;
-      headers.reset(curl_slist_append(nullptr, if_range.c_str()));
-      curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+      if (!held.validator.empty()) {
+        std::string if_range = "If-Range: " + held.validator;
+        headers.reset(curl_slist_append(nullptr, if_range.c_str()));
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+      }
     } else if (at.written > 0) {
       // Nothing to guard a resume with: start over.
       if (!truncate_file(&at)) {
@@ -221,13 +254,19 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
     std::string effective = eff ? eff : url;
     if (at.start > 0 && status == 206 && at.body_started && !at.bad_range) resumed_any = true;
     // Remember what identifies the bytes we now hold.
-    if (at.body_started && !at.discard && (status == 200 || status == 206)) {
+    if (at.body_started && !at.discard && !at.bad_range && (status == 200 || status == 206)) {
       if (!at.etag.empty() && at.etag.rfind("W/", 0) != 0) {
-        validator = at.etag;
+        held.validator = at.etag;
       } else if (!at.last_modified.empty()) {
-        validator = at.last_modified;
+        held.validator = at.last_modified;
       } else {
-        validator.clear();
+        held.validator.clear();
+      }
+      uint64_t first = 0, total = 0;
+      if (status == 206 && parse_content_range(at.content_range, &first, &total)) {
+        held.total = total;
+      } else if (status == 200) {
+        held.total = at.content_length >= 0 ? static_cast<uint64_t>(at.content_length) : 0;
       }
     }
 
@@ -239,7 +278,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
         result.effective_url = effective;
         result.attempts = attempt;
         result.resumed = resumed_any;
-        if (resumed_any) {
+        if (resumed_any || at.unhashed_prefix) {
           // Never trust a stitched body: hash the whole file as it is on disk.
           result.sha256 = sha256_file(dest);
         } else {
@@ -248,7 +287,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
         return result;
       }
       if (status == 416 && at.start > 0) {
-        validator.clear();  // forces a fresh download next time
+        held = ResumeState{"", 0, held.digest_pinned};  // forces a fresh download next time
         fail = CurlFailure{Code::kUnavailable, where + ": HTTP 416 (range not satisfiable)", true};
       } else {
         fail = http_status_failure(status, where, at.retry_after);
@@ -258,7 +297,7 @@ FetchResult CurlFetcher::fetch(const std::string& url, const std::filesystem::pa
           Code::kResourceExhausted,
           where + ": body exceeds the download size limit of " + std::to_string(options.max_bytes) + " bytes", false};
     } else if (rc == CURLE_WRITE_ERROR && at.bad_range) {
-      validator.clear();
+      held = ResumeState{"", 0, held.digest_pinned};
       fail = CurlFailure{
           Code::kUnavailable,
           where + ": server answered the range request with Content-Range '" + printable(at.content_range, 100) + "'",

@@ -6,9 +6,9 @@
 //
 // Contract of Fetcher::fetch(url, dest, options, progress):
 //   - `dest` is a file path private to the caller (the caller chose a unique
-//     temporary name); it is created or truncated, and on success holds exactly
-//     the response body. On failure its content is unspecified (the caller
-//     deletes it).
+//     temporary name); without `resume` it is created or truncated, and on
+//     success holds exactly the response body. On failure its content is
+//     unspecified (the caller deletes it), except as `resume` says below.
 //   - Only http:// and https:// URLs; redirects are followed up to
 //     options.max_redirects and only to http/https. Credentials in the URL are
 //     never sent to another host after a redirect.
@@ -17,6 +17,17 @@
 //     exponential backoff (429/503 honour Retry-After). A download cut short is
 //     resumed with `Range` guarded by `If-Range` (the ETag, else Last-Modified,
 //     of the first response); a server that answers 200 instead restarts it.
+//   - `resume` (optional) carries a body across calls, even across processes
+//     (Resolver keeps it in its cache's .partial/ folder, see cache.h): `dest`
+//     is then opened without truncating, and when it holds K > 0 bytes that
+//     *resume describes, the first request asks for `Range: bytes=K-` (with
+//     `If-Range: <validator>` when there is one; without a validator only when
+//     resume->digest_pinned and the total size is known, and then a 206 whose
+//     Content-Range total differs restarts from zero). A 200, a 206 starting
+//     elsewhere, or a 416 restarts from zero, as within one call. The fetcher
+//     keeps *resume up to date with each response it stores, so after any
+//     failure `dest`'s bytes (its size) and *resume describe what is held and
+//     can be passed to a later call.
 //   - Permanent failures (HTTP 404 and other 4xx, too many redirects, a redirect
 //     to another scheme, the size cap) fail on the first attempt.
 //   - Errors are hub::Error naming the URL and the cause:
@@ -65,6 +76,21 @@ struct FetchOptions {
   static FetchOptions from_env();
 };
 
+// What identifies a partly downloaded body (see the `resume` rule above).
+struct ResumeState {
+  // The strong ETag, else the Last-Modified date, of the response the bytes
+  // came from; empty when the server gave neither.
+  std::string validator;
+  // The whole body's size as the server gave it (a 200's Content-Length, the
+  // total of a 206's Content-Range); 0 when unknown.
+  uint64_t total = 0;
+  // Set by the caller when it verifies a pinned SHA-256 over the whole file
+  // afterwards: then a body without a validator may be continued when the
+  // server reports the same total size (a changed file of the same size is
+  // caught by that digest). Without a pin such a body restarts from zero.
+  bool digest_pinned = false;
+};
+
 struct FetchResult {
   uint64_t bytes = 0;
   std::string sha256;         // lower-case hex of the whole body
@@ -81,7 +107,7 @@ class Fetcher {
  public:
   virtual ~Fetcher() = default;
   virtual FetchResult fetch(const std::string& url, const std::filesystem::path& dest, const FetchOptions& options,
-                            const ProgressFn& progress) = 0;
+                            const ProgressFn& progress, ResumeState* resume = nullptr) = 0;
 
   // The process-wide libcurl fetcher.
   static Fetcher& default_fetcher();

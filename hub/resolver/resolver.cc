@@ -19,6 +19,7 @@
 #include "hub/core/error.h"
 #include "hub/core/fd.h"
 #include "hub/core/interrupt.h"
+#include "hub/core/logging.h"
 #include "hub/core/text.h"
 #include "hub/interop/import.h"
 #include "hub/resolver/cache.h"
@@ -411,16 +412,42 @@ class Resolve {
 
     fs::path archive;
     FetchResult fr;
+    uint64_t kept = 0;  // bytes continued from a download an earlier run left
     if (a.http) {
       archive = work / "download";
       Fetcher& fetcher = o_.fetcher ? *o_.fetcher : Fetcher::default_fetcher();
-      TtyProgress progress(redact_credentials(a.url), !o_.quiet && ::isatty(2));
-      fr = fetcher.fetch(download_url(a.url), archive, o_.fetch, [&](uint64_t now, uint64_t total) {
-        if (interrupted()) return false;
-        progress.update(now, total);
-        lock.heartbeat();
-        return true;
-      });
+      const std::string shown_url = redact_credentials(a.url);
+      ResumeState resume;
+      resume.digest_pinned = !a.expected.empty();
+      if (auto p = c.take_partial(a.key, shown_url, archive)) {
+        resume.validator = p->validator;
+        resume.total = p->total;
+        kept = p->bytes;
+        HUB_LOG(Info) << "continuing the download of " << shown_url << " at byte " << kept
+                      << " (kept from an earlier run)";
+      }
+      TtyProgress progress(shown_url, !o_.quiet && ::isatty(2));
+      try {
+        fr = fetcher.fetch(
+            download_url(a.url), archive, o_.fetch,
+            [&](uint64_t now, uint64_t total) {
+              if (interrupted()) return false;
+              progress.update(now, total);
+              lock.heartbeat();
+              return true;
+            },
+            &resume);
+      } catch (const Error& e) {
+        // Keep what arrived for the next run when the download was cut short
+        // (not refused: 404, size cap, ...) and can be continued.
+        const bool cut =
+            e.code() == Code::kUnavailable || e.code() == Code::kDeadlineExceeded || e.code() == Code::kDataLoss;
+        std::error_code ec;
+        const uint64_t bytes = fs::is_regular_file(archive, ec) ? fs::file_size(archive, ec) : 0;
+        if (cut && !ec && bytes > 0 && (!resume.validator.empty() || (resume.digest_pinned && resume.total > 0)))
+          c.keep_partial(a.key, {shown_url, resume.validator, resume.total, bytes}, archive);
+        throw;
+      }
       progress.finish();
     } else {
       archive = a.local;
@@ -429,8 +456,15 @@ class Resolve {
     }
     if (interrupted()) throw_error(Code::kUnavailable, "interrupted");
     if (!a.expected.empty() && fr.sha256 != a.expected) {
+      // The work folder, with the continued download in it, goes on return.
+      const std::string continued = kept > 0 && fr.resumed
+                                        ? "; it continued " + std::to_string(kept) +
+                                              " bytes kept from an interrupted earlier run, now deleted: run again to "
+                                              "download it from the start"
+                                        : "";
       throw_error(Code::kDataLoss, "sha256 mismatch: expected " + a.expected + ", got " + fr.sha256 + " (" +
-                                       std::to_string(fr.bytes) + " bytes from " + redact_credentials(a.url) + ")");
+                                       std::to_string(fr.bytes) + " bytes from " + redact_credentials(a.url) + ")" +
+                                       continued);
     }
 
     const fs::path staging = work / "entry";

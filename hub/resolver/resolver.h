@@ -45,6 +45,17 @@
 // registry). On any failure nothing is added to the cache and the lock and
 // work folder are removed.
 //
+// Downloads continue across runs: when a download is cut short (connection
+// cut, timeout, interrupted: kUnavailable, kDeadlineExceeded, kDataLoss)
+// after some of the body arrived, and the server gave
+// a validator (strong ETag or Last-Modified) or, for a download with an
+// expected digest, the total size, the bytes are kept in the cache's
+// .partial/<key>/ (cache.h), never as an entry. The next resolve of the same
+// handle asks for the rest with Range (fetcher.h) and restarts from zero when
+// the server answers 200, or the validator or size changed; the expected
+// digest is still checked over the whole file, and a continued file that
+// fails it is deleted (kDataLoss saying so) so the next run starts afresh.
+//
 // Thread- and process-safe: a Resolver is immutable after construction; any
 // number of threads and processes may resolve the same handle at once; one
 // downloads, the others wait for it (or, if the lock is stale, take over),
@@ -155,7 +166,8 @@ class Resolver {
   // Downloads the file at an http(s) `url` into the cache as it is (not
   // unpacked, not validated as a module): what a data set's source archives
   // need. The same cache, lock, offline, digest and interrupt rules as
-  // resolve() apply (the fetcher resumes a cut download with Range); the entry
+  // resolve() apply (a cut download is continued with Range, in the same run
+  // and in the next one); the entry
   // is <cache>/<file_cache_key(url)>/file/<name>, so a file and a module
   // fetched from one URL never share an entry. `expected_sha256` combines with
   // a "#sha256=" fragment as in resolve(); a cached file whose digest differs

@@ -2,7 +2,8 @@
 // Downloads a data set's original archives from the URLs slim's
 // download_and_convert_{mnist,cifar10,flowers}.py use, through the
 // resolver's cache (Resolver::fetch_file: SHA-256 pinned, cached, resumed
-// with Range when a connection drops, offline mode), then converts them
+// with Range when a connection drops, in the same run or the next one,
+// offline mode), then converts them
 // with convert_dataset (convert.h). imagenet is not downloaded (the archives
 // need an account): it converts the ILSVRC folder given as `imagenet_dir`.
 //

@@ -308,7 +308,7 @@ TEST_CASE("fetch: Fetcher interface can be replaced (no network at all)") {
   struct FakeFetcher : resolver::Fetcher {
     int calls = 0;
     resolver::FetchResult fetch(const std::string& url, const fs::path& dest, const resolver::FetchOptions&,
-                                const resolver::ProgressFn& p) override {
+                                const resolver::ProgressFn& p, resolver::ResumeState*) override {
       ++calls;
       write_file(dest, good_archive());
       if (p) p(good_archive().size(), good_archive().size());
