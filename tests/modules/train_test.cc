@@ -646,6 +646,18 @@ TEST_CASE("--quantize_delay: the float graph before the delay, fake quantization
     const double k = (logits.data<float>()[i] - p.nudged_min) / p.scale;
     CHECK(std::fabs(k - std::round(k)) < 1e-3);
   }
+  // Fine-tuning the float checkpoint with fake quantization from the first
+  // step: its missing ranges start fresh and are set from the first batch.
+  TrainConfig tune = t.train_config("tune");
+  tune.max_number_of_steps = 1;
+  tune.quantize_delay = 0;
+  tune.checkpoint_path = fr.checkpoint;
+  const TrainResult tr = hub::train::train(tune);
+  const auto tuned = load_checkpoint(tr.checkpoint);
+  for (const std::string& layer : layers) {
+    CAPTURE(layer);
+    CHECK(tuned.at(layer + "/act_quant/max").data<float>()[0] > 0);
+  }
   // A float checkpoint has no ranges to export.
   ExportConfig from_float = t.export_config(fr.checkpoint, {});
   from_float.quantize = true;
