@@ -20,6 +20,18 @@
 //              residual Add of a same-shaped tensor become post-ops. A node
 //              is absorbed only when the fused node's output has no other
 //              consumer and is not itself an output of the graph.
+//              Quantized (QDQ) graphs: a conv / MatMul whose input is a
+//              per-tensor DequantizeLinear of 8-bit activations and whose
+//              filter is a DequantizeLinear of a constant int8 tensor (zero
+//              point 0, per tensor or per output channel) becomes the fused
+//              op's quantized form on the 8-bit tensors themselves (the int8
+//              filter is kept through the constant folding for this); bias
+//              and activations are absorbed as above (batch norm, Mul and
+//              residual Add are not: they stay float ops), and a following
+//              per-tensor QuantizeLinear becomes the requantization of its
+//              output. So a chain Q -> DQ -> conv -> Q -> DQ -> conv runs on
+//              8-bit tensors from one int8 primitive to the next. Any int8
+//              weights left over are then folded to float constants.
 //   layout.cc  where the backend prefers a channel-blocked layout (oneDNN on
 //              AVX2: nChw8c) each edge between two fused convolutions that
 //              both run blocked stays blocked; _Relayout nodes convert where a
