@@ -315,6 +315,23 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   CHECK(std::count(e2.text.begin(), e2.text.end(), '=') == std::count(e1.text.begin(), e1.text.end(), '='));
 }
 
+TEST_CASE("--quantize_delay on 2 ranks: the activation ranges are averaged like the other moving statistics") {
+  SKIP_UNLESS_MPI();
+  TempDir t("dp_qat");
+  write_dataset(t.path / "data");
+  // The job ends by comparing every rank's variables with rank 0's (ranges
+  // included): a rank that kept its own ranges fails it.
+  Run two = mpi_hub(2, train_args(t.path / "data", t.path / "two", 25, 4, {"--quantize_delay", "2"}));
+  REQUIRE_MESSAGE(two.ok(), two.text);
+  CHECK(contains(two.text, "step 3: fake quantization on (--quantize_delay)"));
+  const auto ckpt = checkpoint(t.path / "two", 4);
+  for (const char* layer : {"conv1", "conv2", "local3", "local4", "softmax_linear"}) {
+    CAPTURE(layer);
+    REQUIRE(ckpt.count(std::string(layer) + "/act_quant/max"));
+    CHECK(ckpt.at(std::string(layer) + "/act_quant/max").data<float>()[0] > 0);
+  }
+}
+
 TEST_CASE("retrain on 2 ranks: each computes half of the bottlenecks, equal to one rank's; rank 0 trains") {
   SKIP_UNLESS_MPI();
   retrain_test::TempDir t;
