@@ -2,9 +2,9 @@
 // inserted into TF-Slim training graphs, built here by the slim layers
 // (modules/slim/layers.h, LayerOptions::quantize) and by retrain's head as
 // they create their nodes, rather than by rewriting a finished graph. The
-// exported module keeps the FakeQuant nodes and range variables, and
-// `hub quantize` turns them into int8 (docs/training.md, "Quantization-aware
-// training", states that contract).
+// exported module keeps the FakeQuant nodes and range variables for
+// `hub quantize` (docs/training.md, "Quantization-aware training", states
+// that contract).
 //
 // Weights (quantize_weights), under <layer>/<weights name>_quant/:
 //   m = max |w| of the current weights (per tensor, no gradient through m)

@@ -635,6 +635,14 @@ void export_module(const ExportConfig& c) {
     ro.what = "--checkpoint_path";
     for (const auto& [name, value] : read_variables(checkpoint, wanted, ro))
       module.variable_map().at(name).assign(value);
+    if (!c.quantize) {
+      const std::vector<std::string> names = checkpoint.names();
+      if (std::any_of(names.begin(), names.end(), slim::is_activation_range)) {
+        HUB_LOG(Warning) << "--checkpoint_path " << checkpoint.path()
+                         << " was trained with fake quantization (--quantize_delay); without --quantize the module "
+                            "is the float network";
+      }
+    }
   }
   module.export_to(c.output_dir);
 }

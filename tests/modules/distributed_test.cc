@@ -330,6 +330,25 @@ TEST_CASE("--quantize_delay on 2 ranks: the activation ranges are averaged like 
     REQUIRE(ckpt.count(std::string(layer) + "/act_quant/max"));
     CHECK(ckpt.at(std::string(layer) + "/act_quant/max").data<float>()[0] > 0);
   }
+  // hub export keeps the fake quantization with --quantize; without, it says
+  // the checkpoint had it.
+  const std::vector<std::string> exp = {
+      "export", "--model_name",  "cifar10", "--checkpoint_path", (t.path / "two").string(), "--image_size",
+      "12",     "--num_classes", "10"};
+  auto with = [&](std::vector<std::string> args, const std::string& out) {
+    args.push_back("--output_dir");
+    args.push_back((t.path / out).string());
+    return args;
+  };
+  Run plain = one_process(with(exp, "plain"));
+  REQUIRE_MESSAGE(plain.ok(), plain.text);
+  CHECK(contains(plain.text, "was trained with fake quantization (--quantize_delay); without --quantize"));
+  std::vector<std::string> quantized = with(exp, "quantized");
+  quantized.push_back("--quantize");
+  Run q = one_process(quantized);
+  REQUIRE_MESSAGE(q.ok(), q.text);
+  CHECK_FALSE(contains(q.text, "without --quantize"));
+  CHECK(fs::exists(t.path / "quantized" / "module.pb"));
 }
 
 TEST_CASE("retrain on 2 ranks: each computes half of the bottlenecks, equal to one rank's; rank 0 trains") {
