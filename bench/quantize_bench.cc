@@ -5,9 +5,7 @@
 //       (default: 5 rounds, mobilenet_v1 1.0/224, batches 1 and 32)
 //
 // The float module is bench/net_module.h's (randomised batch-norm
-// statistics); the int8 one is quantize_module of it, per-channel weights,
-// min/max ranges over 32 calibration images (uniform noise: the weights
-// are random too, so this measures speed, not accuracy). Each round times a
+// statistics); the int8 one its quantized_net_module. Each round times a
 // fixed number of calls of each; a line per batch gives the median images/s
 // of each, GFLOP/s, the int8 logits' largest difference from float relative
 // to the largest float logit, and `ratio=int8/float`.
@@ -18,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "hub/module/quantize.h"
 #include "net_module.h"
 
 namespace {
@@ -47,16 +44,9 @@ int main(int argc, char** argv) {
     const hub::ModuleSpec spec = bench::net_module(name, &macs);
     const hub::nets::NetInfo& info = hub::nets::find_net(name);
     const hub::Shape image{info.image_size, info.image_size, info.channels};
-    hub::QuantizeOptions options;
-    options.per_channel = true;
     hub::QuantizeReport report;
     const auto start = Clock::now();
-    const hub::ModuleSpec q = hub::quantize_module(
-        spec,
-        [&](const std::function<void(const hub::Tensor&)>& feed) {
-          for (uint64_t b = 0; b < 4; ++b) feed(bench::uniform({8, image[0], image[1], image[2]}, 100 + b, 0, 1));
-        },
-        options, &report);
+    const hub::ModuleSpec q = bench::quantized_net_module(spec, info, &report);
     std::printf("%s: %d int8 layers, %d quantized activations, %zu notes; quantize_module %.1f s\n", name.c_str(),
                 report.layers, report.activations, report.notes.size(),
                 std::chrono::duration<double>(Clock::now() - start).count());

@@ -303,6 +303,30 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   return false;
 }
 
+// QuantizeLinear(MaxPool / AvgPool(DequantizeLinear(q))) with one scale and
+// zero point on both sides -> the pool on the 8-bit q itself.
+bool int8_pool(Ir& ir, int p) {
+  INode& pool = ir.nodes[p];
+  if (pool.op != "MaxPool" && pool.op != "AvgPool") return false;
+  Output q;
+  float in_scale, out_scale;
+  int32_t in_zp, out_zp;
+  if (!dequantized_activation(ir, pool.inputs[0], &q, &in_scale, &in_zp) || !ir.single_use(Output{p, 0})) return false;
+  const auto [c, index] = ir.consumers(Output{p, 0})[0];
+  const INode& quantize = ir.nodes[c];
+  if (quantize.op != "QuantizeLinear" || ir.spec(quantize.inputs[1]).shape.rank() != 0) return false;
+  const std::optional<float> s = scalar(ir, quantize.inputs[1]), z = scalar(ir, quantize.inputs[2]);
+  if (!s || !z || *s != in_scale || static_cast<int32_t>(*z) != in_zp ||
+      ir.spec(quantize.inputs[2]).dtype != ir.spec(q).dtype)
+    return false;
+  pool.inputs[0] = q;
+  ir.infer(p);
+  ir.replace_uses(Output{c, 0}, Output{p, 0});
+  ir.nodes[p].position = ir.nodes[c].position;
+  ir.nodes[c].dead = true;
+  return true;
+}
+
 }  // namespace
 
 FuseCounts fuse(Ir& ir) {
@@ -317,6 +341,8 @@ FuseCounts fuse(Ir& ir) {
       if (!ir.nodes[id].dead && is_fused(ir.nodes[id]))
         while (fuse_consumer(ir, static_cast<int>(id), counts)) changed = true;
   }
+  for (size_t id = 0; id < ir.nodes.size(); ++id)
+    if (!ir.nodes[id].dead && int8_pool(ir, static_cast<int>(id))) ++counts.absorbed;
   return counts;
 }
 

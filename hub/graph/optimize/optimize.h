@@ -30,8 +30,11 @@
 //              residual Add are not: they stay float ops), and a following
 //              per-tensor QuantizeLinear becomes the requantization of its
 //              output. So a chain Q -> DQ -> conv -> Q -> DQ -> conv runs on
-//              8-bit tensors from one int8 primitive to the next. Any int8
-//              weights left over are then folded to float constants.
+//              8-bit tensors from one int8 primitive to the next; a
+//              MaxPool / AvgPool between a DequantizeLinear and a
+//              QuantizeLinear of the same parameters runs on the 8-bit
+//              tensor. Any int8 weights left over are then folded to float
+//              constants.
 //   layout.cc  where the backend prefers a channel-blocked layout (oneDNN on
 //              AVX2: nChw8c) each edge between two fused convolutions that
 //              both run blocked stays blocked; _Relayout nodes convert where a

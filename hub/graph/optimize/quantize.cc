@@ -39,6 +39,11 @@ struct QuantizationPlan::Impl {
   Ir ir;
   std::vector<int> layers;          // quantizable fused nodes, in position order
   std::vector<Output> observed_ir;  // tensors of ir to measure
+  // observed_ir index -> the index whose parameters it takes: the output of
+  // a pool between int8 layers shares its input's, so the pool runs on the
+  // 8-bit values (optimize.h).
+  std::map<size_t, size_t> shared;
+  std::set<int> int8_pools;
   Graph calibration;
   std::map<Output, Output> calibration_kept;
   std::vector<Output> observed;  // observed_ir in calibration
@@ -78,6 +83,16 @@ QuantizationPlan::QuantizationPlan(const Graph& graph, const VariableStore& vari
     observe(ir.nodes[f].inputs[0]);
     for (const auto& [c, index] : ir.consumers(Output{f, 0}))
       if (index == 0 && layer_set.count(c)) observe(Output{f, 0});
+  }
+  const size_t layer_inputs = impl_->observed_ir.size();
+  for (size_t i = 0; i < layer_inputs; ++i) {
+    const Output o = impl_->observed_ir[i];
+    const INode& p = ir.nodes[o.node];
+    if (p.op != "MaxPool" && p.op != "AvgPool") continue;
+    observe(p.inputs[0]);
+    const auto at = std::find(impl_->observed_ir.begin(), impl_->observed_ir.end(), p.inputs[0]);
+    impl_->shared[i] = static_cast<size_t>(at - impl_->observed_ir.begin());
+    impl_->int8_pools.insert(o.node);
   }
   impl_->calibration = ir.emit(&impl_->calibration_kept);
   for (Output o : impl_->observed_ir) {
@@ -148,6 +163,7 @@ struct Rewriter {
   Ir& ir;
   bool per_channel;
   QuantizedGraph& out;
+  const std::set<int>& int8_pools;
 
   // Writes fused node f as standard ops; with quantize, its filter as
   // DequantizeLinear of int8 weights.
@@ -218,7 +234,7 @@ struct Rewriter {
     const Output dq = add(ir, "DequantizeLinear", base + "/act_dequantized", {q, scale, zp}, Attrs(), first);
     for (const auto& [c, i] : uses) {
       ir.nodes[c].inputs[i] = dq;
-      if (!is_fused(ir.nodes[c]))
+      if (!is_fused(ir.nodes[c]) && !int8_pools.count(c))
         out.notes.push_back("node '" + ir.nodes[c].name + "' (" + ir.nodes[c].op +
                             ") runs in float on dequantized int8 values");
     }
@@ -254,8 +270,11 @@ QuantizedGraph QuantizationPlan::quantize(const std::vector<TensorRange>& ranges
   QuantizedGraph out;
   out.notes = impl_->notes;
   Ir ir = impl_->ir;
-  Rewriter rw{ir, per_channel, out};
-  for (size_t i = 0; i < impl_->observed_ir.size(); ++i) rw.insert_qdq(impl_->observed_ir[i], ranges[i]);
+  Rewriter rw{ir, per_channel, out, impl_->int8_pools};
+  for (size_t i = 0; i < impl_->observed_ir.size(); ++i) {
+    const auto shared = impl_->shared.find(i);
+    rw.insert_qdq(impl_->observed_ir[i], ranges[shared == impl_->shared.end() ? i : shared->second]);
+  }
   const std::set<int> layers(impl_->layers.begin(), impl_->layers.end());
   const size_t n = ir.nodes.size();
   for (size_t f = 0; f < n; ++f)

@@ -11,7 +11,9 @@
 // bias and activations fused; no layouts), so calibration measures the
 // tensors the int8 network will actually carry. Every fused convolution
 // (not grouped) and MatMul (not transpose_a) is quantizable; observed() are
-// their inputs, and their outputs where another quantizable layer reads them.
+// their inputs, their outputs where another quantizable layer reads them,
+// and the input of a MaxPool / AvgPool whose output a layer reads (the pool's
+// output then takes its input's parameters, so it runs on 8-bit values).
 //
 // quantize() writes the graph back in standard ops (QDQ form, as ONNX's
 // quantized models): each quantizable layer becomes
@@ -23,8 +25,8 @@
 // scale max|w| / 127, per output channel (per_channel; a depthwise filter
 // with channel multiplier > 1 stays per tensor) or per tensor. Everything
 // else stays as it was, in float: layers that are not quantizable and ops
-// between int8 layers (pooling, concatenation, a residual Add) run on the
-// dequantized tensors, and QuantizedGraph::notes says which. The inference
+// between int8 layers other than pooling (concatenation, a residual Add) run
+// on the dequantized tensors, and QuantizedGraph::notes says which. The inference
 // optimiser turns the QDQ form into int8 oneDNN primitives (optimize.h).
 #pragma once
 

@@ -10,59 +10,18 @@
 #include <cmath>
 
 #include "fixtures.h"
-#include "hub/ops/activation.h"
-#include "hub/ops/array.h"
-#include "hub/ops/batch_norm.h"
 #include "hub/ops/conv2d.h"
-#include "hub/ops/elementwise.h"
 #include "hub/ops/fused.h"
-#include "hub/ops/matmul.h"
 #include "hub/ops/pool.h"
-#include "hub/ops/softmax.h"
-#include "hub/ops/state.h"
+#include "quantize_testutil.h"
 #include "testutil.h"
 
 using namespace hub;
 using namespace hub::testing;
+using hub::quantize_test::images;
+using hub::quantize_test::small_net;
 
 namespace {
-
-Output weights(const Scope& s, const std::string& name, const Shape& shape, uint64_t seed, float scale) {
-  return ops::constant(s, random_tensor(shape, seed, -scale, scale), name);
-}
-
-// Batch norm with non-trivial statistics (folded into the filter first).
-Output batch_norm(const Scope& s, Output x, int64_t c, uint64_t seed) {
-  return ops::fused_batch_norm(s, x, weights(s, "gamma" + std::to_string(seed), {c}, seed, 1.0f),
-                               weights(s, "beta" + std::to_string(seed), {c}, seed + 1, 0.2f),
-                               weights(s, "mean" + std::to_string(seed), {c}, seed + 2, 0.1f),
-                               ops::constant(s, random_tensor({c}, seed + 3, 0.5f, 1.5f), "var" + std::to_string(seed)),
-                               0.001f, false)[0];
-}
-
-ModuleSpec small_net() {
-  return create_module_spec([](ModuleBuilder& b) {
-    Scope s = b.scope();
-    Output x = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, 16, 16, 3}, "images");
-    // Variables, so the module has weights to write: the first filter and the dense layer.
-    Output w1 = ops::variable(s, "conv1/weights", {3, 3, 3, 8}, {.initializer = "glorot_uniform", .seed = 1});
-    Output h = ops::relu6(s, batch_norm(s, ops::conv2d(s, x, w1, {{2, 2}, "SAME"}), 8, 10));
-    h = ops::relu(s, batch_norm(s, ops::depthwise_conv2d(s, h, weights(s, "dw", {3, 3, 8, 1}, 2, 0.6f)), 8, 20));
-    h = ops::relu6(s, ops::conv2d(s, h, weights(s, "pw", {1, 1, 8, 16}, 3, 0.5f)));
-    h = ops::reshape(s, ops::avg_pool(s, h, {1, 8, 8, 1}, {1, 1, 1, 1}, "VALID"), {-1, 16});
-    Output fc = ops::variable(s, "logits/weights", {16, 5}, {.initializer = "glorot_uniform", .seed = 4});
-    Output logits = ops::matmul(s, h, fc);
-    b.add_signature("default", {{"images", x}}, {{"default", ops::softmax(s, logits)}, {"logits", logits}});
-    b.set_image_info(16, 16, 3);
-  });
-}
-
-// `count` deterministic images in [0, 1), batches of 8.
-CalibrationData images(int count, uint64_t seed) {
-  return [=](const std::function<void(const Tensor&)>& feed) {
-    for (int i = 0; i < count; i += 8) feed(random_tensor({std::min(8, count - i), 16, 16, 3}, seed + i, 0.0f, 1.0f));
-  };
-}
 
 int count_int8_layers(Module& m) {
   int n = 0;
@@ -187,4 +146,42 @@ TEST_CASE("quantize_module: percentile calibration narrows ranges; bad options a
         quantize_module(plain, [](const auto& feed) { feed(random_tensor({2, 4}, 1)); }, {});
       },
       "no convolution or matmul");
+}
+
+TEST_CASE("quantize_module: a max pool between int8 layers runs on the 8-bit values") {
+  const ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output x = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, 12, 12, 3}, "images");
+    Output h = ops::relu(s, ops::conv2d(s, x, quantize_test::weights(s, "c1", {3, 3, 3, 6}, 1, 0.5f)));
+    h = ops::max_pool(s, h, {2, 2}, {2, 2}, "VALID");
+    h = ops::conv2d(s, h, quantize_test::weights(s, "c2", {3, 3, 6, 4}, 2, 0.5f));
+    b.add_signature("default", x, h, "images");
+  });
+  QuantizeReport report;
+  const ModuleSpec q = quantize_module(
+      spec,
+      [](const auto& feed) {
+        feed(random_tensor({8, 12, 12, 3}, 3, 0.0f, 1.0f));
+      },
+      {}, &report);
+  CHECK(report.notes.empty());
+  // The pool's input and output carry the same parameters.
+  REQUIRE(q.quantization()->activations.size() == 3);
+  Module m(q);
+  const Tensor x = random_tensor({2, 12, 12, 3}, 4, 0.0f, 1.0f);
+  const Tensor got = m(x), want = Module(spec)(x);
+  int pools = 0;
+  for (const Node& n : m.execution_graph().nodes())
+    if (n.op == "MaxPool") {
+      ++pools;
+      CHECK(m.execution_graph().spec(n.inputs[0]).dtype == DType::kUInt8);
+    }
+  CHECK(pools == 1);
+  CHECK(count_int8_layers(m) == 2);
+  double range = 0, err = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    range = std::max(range, std::fabs(static_cast<double>(want.data<float>()[i])));
+    err = std::max(err, std::fabs(static_cast<double>(got.data<float>()[i] - want.data<float>()[i])));
+  }
+  CHECK(err < 0.05 * range);
 }
