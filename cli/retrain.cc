@@ -49,6 +49,8 @@ RunFn setup_retrain(CLI::App& app) {
   app.add_option("--saved_model_dir", c->saved_model_dir, "Also export the module here");
   app.add_option("--random_seed", c->seed, "Seed for batch sampling, initialization and distortions")
       ->capture_default_str();
+  app.add_flag("--quantize", c->quantize,
+               "Train the head with fake quantization of its input, weights and logits (for hub quantize)");
   app.add_flag("--fine_tune", c->fine_tune,
                "Train the module's own variables with the head (TF Hub's trainable=True; its {train} tag set when it "
                "has one); distortions apply on the fly and the bottleneck cache is not used");

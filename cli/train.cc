@@ -77,6 +77,9 @@ RunFn setup_train(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--label_smoothing", c->label_smoothing, "Label smoothing amount (0: none)")->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "0: no moving averages")->capture_default_str();
+  app.add_option("--quantize_delay", c->quantize_delay,
+                 "Train with fake quantization (int8 weights and activations) from this step; -1: off")
+      ->capture_default_str();
   app.add_option("--checkpoint_format", c->checkpoint_format,
                  "Checkpoints written to --train_dir: safetensors or tf (TensorFlow V2, model.ckpt-N.index + .data-*)")
       ->capture_default_str();
@@ -147,6 +150,7 @@ RunFn setup_eval(CLI::App& app) {
                  "Threads decoding and preprocessing images")
       ->capture_default_str();
   app.add_option("--moving_average_decay", c->moving_average_decay, "> 0: evaluate the moving averages");
+  app.add_flag("--quantize", c->quantize, "Evaluate the fake-quantized graph (trained with --quantize_delay)");
   app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
   app.add_flag("--json", *json, "Print JSON: examples, accuracy, recall_at_5");
   return [c, classes, json] {
@@ -176,6 +180,8 @@ RunFn setup_export(CLI::App& app) {
   app.add_option("--image_size", c->image_size, "Input image size (default: the network's)");
   app.add_flag("--is_training", c->is_training,
                "The default tag set holds the training-mode graph (batch norm on batch statistics, dropout on)");
+  app.add_flag("--quantize", c->quantize,
+               "Keep the fake quantization of training with --quantize_delay (FakeQuant nodes, range variables)");
   app.add_option("--output_dir,--output_file", c->output_dir,
                  "The module folder to create (must not exist); --output_file is slim's name for it")
       ->required();

@@ -58,7 +58,8 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
   return f;
 }
 
-Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, const std::string& final_name) {
+Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, const std::string& final_name,
+              const slim::QuantizeOptions& quantize) {
   Scope fr = s.sub("final_retrain_ops");
   ops::VariableOptions w;
   w.initializer = "truncated_normal";
@@ -66,15 +67,18 @@ Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, con
   Head h;
   h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
   h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
-  h.logits = ops::add(fr.sub("Wx_plus_b"), ops::matmul(fr.sub("Wx_plus_b"), features, h.weights), h.biases);
+  Output x = slim::quantize_activation(fr.sub("bottleneck"), features, quantize);
+  Output weights = slim::quantize_weights(fr.sub("weights"), h.weights, quantize);
+  Scope wx = fr.sub("Wx_plus_b");
+  h.logits = slim::quantize_activation(wx, ops::add(wx, ops::matmul(wx, x, weights), h.biases), quantize);
   h.probabilities = ops::softmax(s, h.logits, -1, final_name);
   return h;
 }
 
 TrainingHead add_training_head(const Scope& s, Output features, int64_t dim, int64_t classes,
-                               const std::string& final_name) {
+                               const std::string& final_name, const slim::QuantizeOptions& quantize) {
   TrainingHead h;
-  static_cast<Head&>(h) = add_head(s, features, dim, classes, final_name);
+  static_cast<Head&>(h) = add_head(s, features, dim, classes, final_name, quantize);
   h.labels = ops::placeholder(s.sub("input"), DType::kInt64, {kUnknownDim}, "GroundTruthInput");
   h.loss = ops::sparse_softmax_cross_entropy(s.sub("cross_entropy"), h.logits, h.labels);
   return h;

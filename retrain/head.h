@@ -9,6 +9,7 @@
 
 #include "hub/graph/graph.h"
 #include "hub/module/module.h"
+#include "modules/slim/quantize.h"
 
 namespace hub::retrain {
 
@@ -32,10 +33,16 @@ FeatureModule check_feature_module(const ModuleSpec& spec, const std::string& ha
 //   stddev 0.001), final_retrain_ops/biases/final_biases [classes] (zeros),
 //   logits = features * final_weights + final_biases (final_retrain_ops/Wx_plus_b),
 //   probabilities = softmax(logits), a node named `final_name`.
+// With quantize.mode kFakeQuant (retrain.py's quantized head, `hub retrain
+// --quantize`; modules/slim/quantize.h), fake quantization on the features
+// (range final_retrain_ops/bottleneck/act_quant/{min,max}), the weights and
+// the logits (final_retrain_ops/Wx_plus_b/act_quant/{min,max}); weights and
+// logits are then the fake-quantized tensors.
 struct Head {
   Output weights, biases, logits, probabilities;
 };
-Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, const std::string& final_name);
+Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, const std::string& final_name,
+              const slim::QuantizeOptions& quantize = {});
 
 // add_head plus what training needs: labels, int64 [batch], the placeholder
 // input/GroundTruthInput, and loss, the mean sparse softmax cross entropy of
@@ -44,6 +51,6 @@ struct TrainingHead : Head {
   Output labels, loss;
 };
 TrainingHead add_training_head(const Scope& s, Output features, int64_t dim, int64_t classes,
-                               const std::string& final_name);
+                               const std::string& final_name, const slim::QuantizeOptions& quantize = {});
 
 }  // namespace hub::retrain

@@ -289,11 +289,20 @@ struct BottleneckHead {
   GradientOps grads;
 };
 
-void build_head(BottleneckHead& h, int64_t dim, int64_t classes, const std::string& final_name, uint64_t seed) {
-  h.graph.set_seed(seed);
+// The fake quantization of the head with --quantize (training: with the
+// activation ranges' updates).
+slim::QuantizeOptions head_quantization(const RetrainConfig& c, bool training) {
+  slim::QuantizeOptions q;
+  q.mode = c.quantize ? slim::QuantizeMode::kFakeQuant : slim::QuantizeMode::kOff;
+  q.is_training = training;
+  return q;
+}
+
+void build_head(BottleneckHead& h, int64_t dim, int64_t classes, const RetrainConfig& c) {
+  h.graph.set_seed(c.seed);
   Scope s(h.graph);
   h.input = ops::placeholder(s.sub("input"), DType::kFloat32, {kUnknownDim, dim}, "BottleneckInputPlaceholder");
-  h.head = add_training_head(s, h.input, dim, classes, final_name);
+  h.head = add_training_head(s, h.input, dim, classes, c.final_tensor_name, head_quantization(c, true));
   h.grads = build_gradients(s, h.head.loss, {h.graph.node(h.head.weights).name, h.graph.node(h.head.biases).name});
 }
 
@@ -481,7 +490,7 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     Scope s = b.scope();
     Output images = ops::placeholder(s, DType::kFloat32, {kUnknownDim, f.height, f.width, f.channels}, "images");
     Output x = features.apply(b, s, {{f.input, images}}, f.signature).at(f.output);
-    Head head = add_head(s, x, f.dim, classes, c.final_tensor_name);
+    Head head = add_head(s, x, f.dim, classes, c.final_tensor_name, head_quantization(c, false));
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", head.probabilities}});
     b.add_signature("logits", {{"images", images}}, {{"default", head.logits}});
     b.add_signature("feature_vector", {{"images", images}}, {{"default", x}});
@@ -497,8 +506,9 @@ void export_retrained(const std::string& dir, const Module& features, const Feat
     b.add_asset("labels.txt", labels);
   };
   Module out(create_module_spec(fn));
-  for (const char* name : {"final_retrain_ops/weights/final_weights", "final_retrain_ops/biases/final_biases"})
-    out.variable_map().at(name).assign(head_vars.at(name));
+  // The head's variables: weights, biases and, with --quantize, its ranges.
+  for (const std::string& name : out.variable_map().names())
+    if (name.rfind("final_retrain_ops/", 0) == 0) out.variable_map().at(name).assign(head_vars.at(name));
   out.export_to(dir);
 }
 
@@ -513,6 +523,9 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
     throw_error(Code::kInvalidArgument, "--fine_tune_scopes needs --fine_tune");
   if (!c.fine_tune && c.fine_tune_learning_rate)
     throw_error(Code::kInvalidArgument, "--fine_tune_learning_rate needs --fine_tune");
+  if (c.fine_tune && c.quantize)
+    throw_error(Code::kInvalidArgument,
+                "--quantize trains a quantized head on bottlenecks and cannot be combined with --fine_tune");
   const double module_learning_rate = c.fine_tune_learning_rate.value_or(c.learning_rate / 10);
   if (c.fine_tune && !(module_learning_rate > 0))
     throw_error(Code::kInvalidArgument,
@@ -591,7 +604,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   }
 
   BottleneckHead head;
-  build_head(head, f.dim, classes, c.final_tensor_name, c.seed);
+  build_head(head, f.dim, classes, c);
   // The head's variables: its own, or with fine-tuning the fine-tuner's
   // (the same names, the same initial values).
   VariableStore head_vars;
@@ -651,6 +664,8 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
       } else {
         batch = make_batch(picked, f.dim);
       }
+      // With --quantize, the first batch sets the head's fresh ranges.
+      if (step == 0) slim::initialize_activation_ranges(session, head.graph, vars, {{head.input, batch.x}});
       std::vector<Tensor> before = session.run({{head.input, batch.x}}, {head.head.logits, head.head.probabilities});
       logits = before[0];
       probabilities = before[1];

@@ -63,6 +63,11 @@ struct RetrainConfig {
   bool fine_tune = false;
   std::string fine_tune_scopes;
   std::optional<double> fine_tune_learning_rate;
+  // retrain.py's --quantize (its quantized head): the head trains with fake
+  // quantization on its input bottleneck, its weights and its logits
+  // (head.h), and the new module keeps them for `hub quantize`. The head
+  // trains on bottlenecks, so not with fine_tune (InvalidArgument).
+  bool quantize = false;
 };
 
 struct RetrainResult {

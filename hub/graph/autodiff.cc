@@ -16,7 +16,9 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
   for (Output x : xs)
     if (x.node < n) from_x[x.node] = 1;
   for (int id = 0; id < n; ++id) {
-    if (from_x[id]) continue;
+    // StopGradient cuts the path: what it outputs does not depend on x for
+    // differentiation (TensorFlow's stop_gradient).
+    if (from_x[id] || g.node(id).op == "StopGradient") continue;
     for (const Output& in : g.node(id).inputs)
       if (from_x[in.node]) {
         from_x[id] = 1;

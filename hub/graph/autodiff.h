@@ -2,8 +2,9 @@
 //
 // gradients() appends nodes that compute d y / d x for each x, using each op's
 // registered gradient function, and sums contributions from every path. Only
-// nodes on a path from an x to y are differentiated; reaching an op without a
-// gradient on such a path throws InvalidArgument naming the op and node.
+// nodes on a path from an x to y are differentiated (a StopGradient node ends
+// a path); reaching an op without a gradient on such a path throws
+// InvalidArgument naming the op and node.
 #pragma once
 
 #include <vector>

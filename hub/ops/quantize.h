@@ -19,6 +19,35 @@
 // non-positive or non-finite scale fails naming the node). Neither op has a
 // gradient: QuantizeLinear's output and DequantizeLinear's input are integers
 // (quantization-aware training uses fake quantization instead).
+//
+// Fake quantization (TensorFlow's ops of the same names): float in, float out,
+// the values snapped to the grid the int8 module will use. Attributes
+// num_bits (int, 8, in [2, 8]) and narrow_range (bool, false).
+//
+//   FakeQuantWithMinMaxVars(x float32 [...], min float32 [], max float32 []) -> y float32 [...]
+//     (scale, nudged_min, nudged_max) = nudged_quant_params(min, max, num_bits, narrow_range)
+//     clamped = min(max(x, nudged_min), nudged_max)
+//     y = floor((clamped - nudged_min) / scale + 0.5) * scale + nudged_min
+//     min = max = 0 gives y = 0 (as TensorFlow).
+//   FakeQuantWithMinMaxVarsPerChannel(x float32 [..., C], min float32 [C], max float32 [C]) -> y
+//     the same with min[c], max[c] for channel c of the last dim (x rank 1 to 4).
+//
+//   Gradients (straight-through inside the range), g = d loss / d y:
+//   (dx, dmin, dmax) = FakeQuantWithMinMaxVarsGradient(g, x, min, max):
+//     dx   = g * [nudged_min <= x <= nudged_max]   [x's shape]
+//     dmin = sum of g * [x < nudged_min]           []
+//     dmax = sum of g * [x > nudged_max]           []
+//     (min = max = 0: dx = g, dmin = dmax = 0)
+//   FakeQuantWithMinMaxVarsPerChannelGradient(g, x, min, max): the same per
+//     channel, dmin and dmax [C] summed over all but the last dim.
+//   The gradient ops take the forward op's attributes and have no gradient.
+//
+// nudged_quant_params first widens [min, max] to contain 0; TensorFlow's
+// kernel instead shifts a range that lies wholly above or below 0. The two
+// agree whenever min <= 0 <= max, which every range hub's training makes
+// satisfies (modules/slim/quantize.h). min > max is InvalidArgument when the
+// kernel runs. Backends: reference (Eigen); oneDNN has no such primitive, so
+// the onednn backend falls back to it.
 #pragma once
 
 #include <string>
@@ -45,6 +74,12 @@ struct QuantParams {
   float nudged_min, nudged_max;
 };
 QuantParams nudged_quant_params(float min, float max, int num_bits = 8, bool narrow_range = false);
+
+Output fake_quant_with_min_max_vars(const Scope& s, Output x, Output min, Output max, int num_bits = 8,
+                                    bool narrow_range = false, const std::string& name = "FakeQuantWithMinMaxVars");
+Output fake_quant_with_min_max_vars_per_channel(const Scope& s, Output x, Output min, Output max, int num_bits = 8,
+                                                bool narrow_range = false,
+                                                const std::string& name = "FakeQuantWithMinMaxVarsPerChannel");
 
 Output quantize_linear(const Scope& s, Output x, Output scale, Output zero_point, int64_t axis = 1,
                        const std::string& name = "QuantizeLinear");

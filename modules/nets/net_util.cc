@@ -18,6 +18,7 @@ double keep_prob_or(const NetOptions& o, double net_default) {
 slim::LayerOptions base_options(const NetOptions& o, double default_weight_decay) {
   slim::LayerOptions lo;
   lo.is_training = o.is_training;
+  lo.quantize = o.quantize;
   lo.weight_decay = weight_decay_or(o, default_weight_decay);
   return lo;
 }
@@ -107,6 +108,7 @@ ops::LrnOptions cifar_lrn() {
 CifarLayers cifar_layers(const NetOptions& o) {
   CifarLayers l;
   l.conv.is_training = o.is_training;
+  l.conv.quantize = o.quantize;
   l.conv.weights_init.initializer = "truncated_normal";
   l.conv.weights_init.init_params = {0.0, 5e-2};
   l.fc = l.conv;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hub/graph/graph.h"
+#include "modules/slim/quantize.h"
 
 namespace hub::nets {
 
@@ -27,6 +28,9 @@ struct NetOptions {
   // inception_v4, inception_resnet_v2, NASNet, PNASNet) as end point
   // "AuxLogits" (training; their checkpoints hold its variables).
   bool create_aux_logits = false;
+  // Quantization-aware training: the slim layers' fake quantization
+  // (modules/slim/quantize.h; LayerOptions::quantize).
+  slim::QuantizeMode quantize = slim::QuantizeMode::kOff;
 };
 
 struct Net {

@@ -72,7 +72,19 @@ Output batch_norm(const Scope& s, Output x, const ops::BatchNormOptions& o) {
 }
 
 namespace {
-// (batch norm | bias) then activation.
+QuantizeOptions quantize_options(const LayerOptions& o) {
+  QuantizeOptions q;
+  q.mode = o.quantize;
+  q.is_training = o.is_training;
+  return q;
+}
+
+// A layer's weights variable as its op reads it (fake-quantized when asked).
+Output layer_weights(const Scope& ls, const Shape& shape, const LayerOptions& o, const std::string& name = "weights") {
+  return quantize_weights(ls, weights_variable(ls, shape, o, name), quantize_options(o));
+}
+
+// (batch norm | bias) then activation, then the output's fake quant.
 Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o) {
   if (o.use_batch_norm) {
     ops::BatchNormOptions bn = o.batch_norm;
@@ -81,7 +93,7 @@ Output finish(const Scope& ls, Output y, int64_t channels, const LayerOptions& o
   } else if (o.use_biases) {
     y = ops::bias_add(ls, y, biases_variable(ls, channels, o));
   }
-  return o.activation ? o.activation(ls, y) : y;
+  return quantize_activation(ls, o.activation ? o.activation(ls, y) : y, quantize_options(o));
 }
 
 int64_t channels_of(const Scope& s, Output x, const std::string& layer) {
@@ -97,7 +109,7 @@ Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t
               const LayerOptions& o, std::vector<int64_t> stride, int64_t rate) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = weights_variable(ls, {kernel[0], kernel[1], c, num_outputs}, o);
+  Output w = layer_weights(ls, {kernel[0], kernel[1], c, num_outputs}, o);
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -109,7 +121,7 @@ Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, c
                         const LayerOptions& o, std::vector<int64_t> stride, int64_t depth_multiplier) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = weights_variable(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
+  Output w = layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -121,8 +133,8 @@ Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vect
                         int64_t depth_multiplier) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output dw = weights_variable(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
-  Output pw = weights_variable(ls, {1, 1, c * depth_multiplier, num_outputs}, o, "pointwise_weights");
+  Output dw = layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
+  Output pw = layer_weights(ls, {1, 1, c * depth_multiplier, num_outputs}, o, "pointwise_weights");
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -135,7 +147,7 @@ Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vect
 Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name, const LayerOptions& o) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = weights_variable(ls, {c, num_outputs}, o);
+  Output w = layer_weights(ls, {c, num_outputs}, o);
   return finish(ls, ops::matmul(ls, x, w), num_outputs, o);
 }
 

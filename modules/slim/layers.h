@@ -15,6 +15,7 @@
 #include "hub/graph/graph.h"
 #include "hub/ops/batch_norm.h"
 #include "hub/ops/state.h"
+#include "modules/slim/quantize.h"
 
 namespace hub::slim {
 
@@ -40,6 +41,11 @@ struct LayerOptions {
   bool is_training = false;
   bool trainable = true;
   std::string padding = "SAME";
+  // Quantization-aware training (modules/slim/quantize.h): conv2d,
+  // depthwise_conv2d, separable_conv2d and fully_connected fake-quantize their
+  // weights and their output (after the activation, or after the bias / batch
+  // norm when linear), with ranges under <layer>/act_quant/.
+  QuantizeMode quantize = QuantizeMode::kOff;
 };
 
 // Variables of a layer: weights with the options' initializer and weight

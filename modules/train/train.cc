@@ -25,6 +25,7 @@
 #include "modules/datasets/tfrecord.h"
 #include "modules/nets/nets.h"
 #include "modules/preprocessing/preprocessing.h"
+#include "modules/slim/quantize.h"
 #include "modules/train/checkpoint.h"
 #include "modules/train/summary.h"
 
@@ -128,7 +129,8 @@ struct Model {
 };
 
 void build_model(Model& m, const std::string& model_name, int64_t size, int64_t num_classes, bool training,
-                 double weight_decay, double label_smoothing, uint64_t seed) {
+                 double weight_decay, double label_smoothing, uint64_t seed,
+                 slim::QuantizeMode quantize = slim::QuantizeMode::kOff) {
   const nets::NetInfo& info = nets::find_net(model_name);
   m.graph.set_seed(seed);
   Scope s(m.graph);
@@ -138,6 +140,7 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
   o.num_classes = num_classes;
   o.is_training = training;
   o.weight_decay = weight_decay;
+  o.quantize = quantize;
   // As slim's nets default to when training: inception_v3/v4,
   // inception_resnet_v2, NASNet and PNASNet add "AuxLogits" (the others
   // have none), weighted 0.4 in the loss as train_image_classifier does.
@@ -153,6 +156,26 @@ void build_model(Model& m, const std::string& model_name, int64_t size, int64_t 
         ops::mul(ls, ops::scalar(ls, 0.4f),
                  ops::sparse_softmax_cross_entropy(ls, aux->second, m.labels, static_cast<float>(label_smoothing))));
   m.total_loss = ops::total_loss(ls, loss);
+}
+
+// The training graph and what runs it. With --quantize_delay N it is built
+// twice: the float graph with the activation ranges tracked before step N,
+// the fake-quantized graph from step N (the same variables in both).
+struct StepGraph {
+  slim::QuantizeMode mode = slim::QuantizeMode::kOff;
+  Model m;
+  GradientOps grads;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<DataParallelStep> data_parallel;
+  // What a summary step also fetches: the end points (slim's activation
+  // histograms and sparsity), in the map's order.
+  DataParallelStep::Extras extras;
+};
+
+// The graph's mode at global step `step` for --quantize_delay.
+slim::QuantizeMode quantize_mode_at(int64_t quantize_delay, int64_t step) {
+  if (quantize_delay < 0) return slim::QuantizeMode::kOff;
+  return step >= quantize_delay ? slim::QuantizeMode::kFakeQuant : slim::QuantizeMode::kTrackRanges;
 }
 
 // batch: the global batch (all ranks' examples of one step).
@@ -184,7 +207,10 @@ void restore_for_fine_tuning(const TrainConfig& c, const Graph& g, VariableStore
   o.exclude_scopes = split_scopes(c.checkpoint_exclude_scopes);
   o.ignore_missing = c.ignore_missing_vars;
   o.what = "--checkpoint_path";
-  auto values = read_variables(checkpoint, variable_specs(g), o);
+  std::map<std::string, TensorSpec> specs = variable_specs(g);
+  std::erase_if(specs,
+                [&](const auto& v) { return slim::is_activation_range(v.first) && !checkpoint.contains(v.first); });
+  auto values = read_variables(checkpoint, specs, o);
   for (const auto& [name, value] : values) vars.assign(name, value);
   HUB_LOG(Info) << "fine-tuning from " << checkpoint.path() << ": restored " << values.size() << " variables";
 }
@@ -220,7 +246,7 @@ void restore_training_state(const std::string& path, VariableStore& vars, Optimi
     }
   }
   for (auto& [name, t] : vars.items())
-    if (!checkpoint.contains(name))
+    if (!checkpoint.contains(name) && !slim::is_activation_range(name))
       throw_error(Code::kCorruption, "checkpoint " + path + " lacks variable '" + name + "'");
   opt.load_state(opt_state);
   if (ema && !ema_state.empty()) ema->load_state(ema_state);
@@ -271,22 +297,38 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   const CheckpointFormat format = parse_checkpoint_format(c.checkpoint_format);
   const nets::NetInfo& info = nets::find_net(c.model_name);
   int64_t size = c.train_image_size > 0 ? c.train_image_size : info.image_size;
+  if (c.quantize_delay < -1)
+    throw_error(Code::kInvalidArgument, "--quantize_delay must be -1 (no quantization) or a step >= 0, got " +
+                                            std::to_string(c.quantize_delay));
   Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
-  Model m;
-  build_model(m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed);
-  Scope s(m.graph);
-  std::vector<std::string> trainable;
-  std::vector<std::string> scopes = split_scopes(c.trainable_scopes);
-  for (int id : m.graph.variables(true)) {
-    const std::string& name = m.graph.node(id).name;
-    if (scopes.empty() || in_scopes(name, scopes)) trainable.push_back(name);
-  }
-  if (trainable.empty())
-    throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
-  GradientOps grads = build_gradients(s, m.total_loss, trainable);
-  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples, global_batch), c.optimizer_options);
+  const std::vector<std::string> scopes = split_scopes(c.trainable_scopes);
   VariableStore vars;
-  vars.initialize(m.graph);
+  std::unique_ptr<StepGraph> graph;
+  auto build = [&](slim::QuantizeMode mode) {
+    graph.reset();  // its session refers to its graph
+    auto g = std::make_unique<StepGraph>();
+    g->mode = mode;
+    build_model(g->m, c.model_name, size, split.num_classes, true, c.weight_decay, c.label_smoothing, c.seed, mode);
+    std::vector<std::string> trainable;
+    for (int id : g->m.graph.variables(true)) {
+      const std::string& name = g->m.graph.node(id).name;
+      if (scopes.empty() || in_scopes(name, scopes)) trainable.push_back(name);
+    }
+    if (trainable.empty())
+      throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
+    g->grads = build_gradients(Scope(g->m.graph), g->m.total_loss, trainable);
+    g->session = std::make_unique<Session>(g->m.graph, &vars);
+    g->data_parallel =
+        std::make_unique<DataParallelStep>(job, g->m.graph, g->grads, g->m.total_loss, c.gradient_bucket_bytes);
+    for (const auto& [name, out] : g->m.net.end_points) g->extras.fetches.push_back(out);
+    graph = std::move(g);
+  };
+  build(quantize_mode_at(c.quantize_delay, 0));
+  if (c.quantize_delay >= 0 && slim::count_activation_ranges(graph->m.graph) == 0)
+    throw_error(Code::kInvalidArgument, "--quantize_delay " + std::to_string(c.quantize_delay) + ": model " +
+                                            c.model_name + " has no layer to quantize");
+  auto optimizer = make_optimizer(c.optimizer, schedule_of(c, split.num_samples, global_batch), c.optimizer_options);
+  vars.initialize(graph->m.graph);
   std::unique_ptr<ExponentialMovingAverage> ema;
   if (c.moving_average_decay > 0) ema = std::make_unique<ExponentialMovingAverage>(c.moving_average_decay);
   // Rank 0 restores; broadcast_training_state gives its state to the others.
@@ -294,14 +336,17 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     restore_training_state(*latest, vars, *optimizer, ema.get());
     HUB_LOG(Info) << "resuming from " << *latest << " at step " << optimizer->global_step();
   } else if (job.chief() && !c.checkpoint_path.empty()) {
-    restore_for_fine_tuning(c, m.graph, vars);
+    restore_for_fine_tuning(c, graph->m.graph, vars);
   }
   // slim.get_model_variables(): every variable of the net, trained or not,
   // batch-norm moving statistics included (optimizer slots live outside the graph).
   std::vector<std::string> model_variables;
-  for (int id : m.graph.variables(false)) model_variables.push_back(m.graph.node(id).name);
+  for (int id : graph->m.graph.variables(false)) model_variables.push_back(graph->m.graph.node(id).name);
   if (ema) ema->track(vars, model_variables);
   broadcast_training_state(job, vars, *optimizer, ema.get());
+  // Every rank has the restored step, so all build the same graph.
+  if (quantize_mode_at(c.quantize_delay, optimizer->global_step()) != graph->mode)
+    build(quantize_mode_at(c.quantize_delay, optimizer->global_step()));
 
   int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / global_batch);
   int64_t max_steps = c.max_number_of_steps;
@@ -313,17 +358,11 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
           : 0;
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
                                             c.num_preprocessing_threads, c.seed, c.only_classes, job));
-  Session session(m.graph, &vars);
-  DataParallelStep data_parallel(job, m.graph, grads, m.total_loss, c.gradient_bucket_bytes);
   std::optional<SummaryWriter> summaries;
   if (job.chief()) {
     summaries.emplace(c.train_dir);
-    summaries->graph(tf::display_graph_def(m.graph).SerializeAsString());
+    summaries->graph(tf::display_graph_def(graph->m.graph).SerializeAsString());
   }
-  // What a summary step also fetches: the end points (slim's activation
-  // histograms and sparsity), in the map's order.
-  DataParallelStep::Extras extras;
-  for (const auto& [name, out] : m.net.end_points) extras.fetches.push_back(out);
   TrainResult result;
   auto save = [&] {
     if (!job.chief()) return;
@@ -343,9 +382,20 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     const int64_t next_step = optimizer->global_step() + 1;
     const bool summarize =
         summaries && (seconds_since(last_summary) >= c.save_summaries_secs || next_step == 1 || next_step % 100 == 0);
-    float loss = data_parallel.run(session, *optimizer, vars,
-                                   {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}},
-                                   summarize ? &extras : nullptr);
+    if (quantize_mode_at(c.quantize_delay, optimizer->global_step()) != graph->mode) {
+      build(quantize_mode_at(c.quantize_delay, optimizer->global_step()));
+      HUB_LOG(Info) << "step " << next_step << ": fake quantization on (--quantize_delay)";
+    }
+    const Model& m = graph->m;
+    const FeedList feeds = {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}};
+    if (c.quantize_delay >= 0 && result.losses.empty()) {
+      const int fresh = slim::initialize_activation_ranges(*graph->session, m.graph, vars, feeds);
+      if (fresh > 0) {
+        HUB_LOG(Info) << fresh << " activation ranges set from the first batch";
+      }
+    }
+    float loss =
+        graph->data_parallel->run(*graph->session, *optimizer, vars, feeds, summarize ? &graph->extras : nullptr);
     int64_t step = optimizer->global_step();
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
@@ -365,7 +415,8 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     }
     if (summarize) {
       summaries->write(
-          training_summary(m, model_variables, vars, batch.images, extras, loss, lr, c.summarize_gradients), step);
+          training_summary(m, model_variables, vars, batch.images, graph->extras, loss, lr, c.summarize_gradients),
+          step);
       last_summary = Clock::now();
     }
     if (job.chief() && seconds_since(last_save) >= c.save_interval_secs) {
@@ -385,6 +436,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
       e.eval_image_size = size;
       e.num_preprocessing_threads = c.num_preprocessing_threads;
       e.only_classes = c.only_classes;
+      e.quantize = graph->mode == slim::QuantizeMode::kFakeQuant;
       EvalResult r = evaluate_on(job, e, &vars.items());
       result.last_eval_accuracy = r.accuracy;
       if (job.chief()) {  // every rank has the same accuracy, so all stop together
@@ -430,7 +482,8 @@ EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string
   int64_t size = c.eval_image_size > 0 ? c.eval_image_size : info.image_size;
   Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   Model m;
-  build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0);
+  build_model(m, c.model_name, size, split.num_classes, false, 0, 0, 0,
+              c.quantize ? slim::QuantizeMode::kFakeQuant : slim::QuantizeMode::kOff);
   Scope s(m.graph);
   Output top5 = ops::top_k(s, m.net.logits, std::min<int64_t>(5, split.num_classes)).indices;
   std::map<std::string, Tensor> values;
@@ -548,6 +601,7 @@ void export_module(const ExportConfig& c) {
     nets::NetOptions o;
     o.num_classes = classes;
     o.is_training = args.get_bool("is_training");
+    o.quantize = c.quantize ? slim::QuantizeMode::kFakeQuant : slim::QuantizeMode::kOff;
     nets::Net net = nets::build_net(c.model_name, s, input_transform(s.sub("input"), images, info.preprocessing), o);
     b.add_signature(kDefaultSignature, {{"images", images}}, {{"default", net.features}});
     b.add_signature("logits", {{"images", images}}, {{"default", net.logits}});
@@ -581,6 +635,14 @@ void export_module(const ExportConfig& c) {
     ro.what = "--checkpoint_path";
     for (const auto& [name, value] : read_variables(checkpoint, wanted, ro))
       module.variable_map().at(name).assign(value);
+    if (!c.quantize) {
+      const std::vector<std::string> names = checkpoint.names();
+      if (std::any_of(names.begin(), names.end(), slim::is_activation_range)) {
+        HUB_LOG(Warning) << "--checkpoint_path " << checkpoint.path()
+                         << " was trained with fake quantization (--quantize_delay); without --quantize the module "
+                            "is the float network";
+      }
+    }
   }
   module.export_to(c.output_dir);
 }

@@ -44,6 +44,10 @@ struct TrainConfig {
   double num_epochs_per_decay = 2.0;
   double label_smoothing = 0.0;
   double moving_average_decay = 0;  // 0: none
+  // slim's --quantize_delay: -1 trains the float graph; N >= 0 trains with
+  // fake quantization (modules/slim/quantize.h) from global step N, the
+  // activation ranges tracked from the first step (docs/training.md).
+  int64_t quantize_delay = -1;
   // Checkpoints written to train_dir: "safetensors" or "tf" (modules/train/checkpoint.h).
   std::string checkpoint_format = "safetensors";
   // Fine-tuning, as train_image_classifier.py: variables from checkpoint_path
@@ -101,6 +105,9 @@ struct EvalConfig {
   int64_t max_num_batches = 0;  // 0: the whole split
   int num_preprocessing_threads = 4;
   double moving_average_decay = 0;  // > 0: evaluate the moving averages
+  // eval_image_classifier's --quantize: evaluate the fake-quantized graph (a
+  // checkpoint trained with --quantize_delay).
+  bool quantize = false;
   std::vector<int64_t> only_classes;
 };
 
@@ -125,6 +132,10 @@ struct ExportConfig {
   // export_inference_graph's --is_training: the default tag set {} holds the
   // training-mode graph too (batch norm on batch statistics, dropout on).
   bool is_training = false;
+  // export_inference_graph's --quantize: the graphs keep the fake
+  // quantization of training with --quantize_delay, and the module its range
+  // variables (from the checkpoint), for `hub quantize`.
+  bool quantize = false;
   std::string output_dir;
   std::vector<int64_t> only_classes;  // labels kept when training used a class subset
 };

@@ -315,6 +315,42 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   CHECK(std::count(e2.text.begin(), e2.text.end(), '=') == std::count(e1.text.begin(), e1.text.end(), '='));
 }
 
+TEST_CASE("--quantize_delay on 2 ranks: the activation ranges are averaged like the other moving statistics") {
+  SKIP_UNLESS_MPI();
+  TempDir t("dp_qat");
+  write_dataset(t.path / "data");
+  // The job ends by comparing every rank's variables with rank 0's (ranges
+  // included): a rank that kept its own ranges fails it.
+  Run two = mpi_hub(2, train_args(t.path / "data", t.path / "two", 25, 4, {"--quantize_delay", "2"}));
+  REQUIRE_MESSAGE(two.ok(), two.text);
+  CHECK(contains(two.text, "step 3: fake quantization on (--quantize_delay)"));
+  const auto ckpt = checkpoint(t.path / "two", 4);
+  for (const char* layer : {"conv1", "conv2", "local3", "local4", "softmax_linear"}) {
+    CAPTURE(layer);
+    REQUIRE(ckpt.count(std::string(layer) + "/act_quant/max"));
+    CHECK(ckpt.at(std::string(layer) + "/act_quant/max").data<float>()[0] > 0);
+  }
+  // hub export keeps the fake quantization with --quantize; without, it says
+  // the checkpoint had it.
+  const std::vector<std::string> exp = {
+      "export", "--model_name",  "cifar10", "--checkpoint_path", (t.path / "two").string(), "--image_size",
+      "12",     "--num_classes", "10"};
+  auto with = [&](std::vector<std::string> args, const std::string& out) {
+    args.push_back("--output_dir");
+    args.push_back((t.path / out).string());
+    return args;
+  };
+  Run plain = one_process(with(exp, "plain"));
+  REQUIRE_MESSAGE(plain.ok(), plain.text);
+  CHECK(contains(plain.text, "was trained with fake quantization (--quantize_delay); without --quantize"));
+  std::vector<std::string> quantized = with(exp, "quantized");
+  quantized.push_back("--quantize");
+  Run q = one_process(quantized);
+  REQUIRE_MESSAGE(q.ok(), q.text);
+  CHECK_FALSE(contains(q.text, "without --quantize"));
+  CHECK(fs::exists(t.path / "quantized" / "module.pb"));
+}
+
 TEST_CASE("retrain on 2 ranks: each computes half of the bottlenecks, equal to one rank's; rank 0 trains") {
   SKIP_UNLESS_MPI();
   retrain_test::TempDir t;

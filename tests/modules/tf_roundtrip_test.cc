@@ -1,7 +1,8 @@
 // Every built-in network, exported as `hub export` does (initial weights),
 // converted to a TensorFlow SavedModel (hub convert --to savedmodel) and
 // imported back (hub import), gives the module's own outputs on every
-// signature, with the same variables (names, values, trainability).
+// signature, with the same variables (names, values, trainability). So does
+// a quantization-aware export (FakeQuant nodes and range variables).
 //
 // To keep the suite fast, one net of each family runs (each family's
 // variants differ only in depth or width: the same ops and attributes);
@@ -18,6 +19,7 @@
 #include "hub/interop/tf/saved_model_export.h"
 #include "hub/module/module.h"
 #include "modules/nets/nets.h"
+#include "modules/slim/quantize.h"
 #include "modules/train/train.h"
 #include "testutil.h"
 
@@ -33,15 +35,39 @@ int64_t test_size(const std::string& name) {
   return 0;
 }
 
-void round_trip(const std::string& name, const TempDir& dir) {
-  INFO("net " << name);
+int fake_quants(const Graph& g) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == "FakeQuantWithMinMaxVars";
+  return n;
+}
+
+// quantize: exported as `hub export --quantize` does, with the activation
+// ranges set to [-1 - k/10, 2 + k/10] for the k-th range (not the fresh
+// [0, 0], whose fake quant outputs zeros).
+void round_trip(const std::string& name, const TempDir& dir, bool quantize = false) {
+  INFO("net " << name << (quantize ? " (fake-quantized)" : ""));
   train::ExportConfig c;
   c.model_name = name;
   c.num_classes = 7;
   c.image_size = test_size(name);
   c.output_dir = (dir.path / name).string();
+  c.quantize = quantize;
   train::export_module(c);
   ModuleSpec spec = load_module_spec(c.output_dir);
+  if (quantize) {
+    Module m(spec);
+    int k = 0;
+    for (const std::string& v : m.variable_map().names()) {
+      if (!slim::is_activation_range(v)) continue;
+      const bool is_min = v.substr(v.size() - 4) == "/min";
+      m.variable_map().at(v).assign(Tensor::scalar<float>(is_min ? -1.0f - 0.1f * k : 2.0f + 0.1f * k));
+      k += is_min ? 0 : 1;
+    }
+    REQUIRE(k > 0);
+    m.export_to((dir.path / (name + "_ranges")).string());
+    spec = load_module_spec((dir.path / (name + "_ranges")).string());
+    CHECK(fake_quants(spec.graph()) == 2 * k);
+  }
   const std::string saved = (dir.path / (name + ".savedmodel")).string();
   tf::export_saved_model(spec, saved);
   ModuleSpec back = tf::import_saved_model(saved);
@@ -54,6 +80,7 @@ void round_trip(const std::string& name, const TempDir& dir) {
     const Tensor &wa = spec.weights().at(a.name), &wb = back.weights().at(b.name);
     CHECK((wa.shape() == wb.shape() && std::memcmp(wa.raw_data(), wb.raw_data(), wa.nbytes()) == 0));
   }
+  CHECK(fake_quants(back.graph()) == fake_quants(spec.graph()));
   auto [h, w] = get_expected_image_size(spec);
   Tensor images = random_tensor({2, h, w, get_num_image_channels(spec)}, 17, 0, 1);
   for (const std::string& sig : spec.signature_names()) {
@@ -83,4 +110,10 @@ TEST_CASE("built-in nets survive hub -> TensorFlow SavedModel -> hub") {
     std::error_code ec;  // the files of one net at a time
     for (const auto& e : fs::directory_iterator(dir.path)) fs::remove_all(e.path(), ec);
   }
+}
+
+TEST_CASE("a quantization-aware export survives hub -> TensorFlow SavedModel -> hub") {
+  TempDir dir("tf_roundtrip_qat");
+  round_trip("lenet", dir, true);
+  round_trip("mobilenet_v1_025_128", dir, true);
 }

@@ -27,6 +27,7 @@
 #include "hub/interop/tf/table.h"
 #include "hub/module/module.h"
 #include "hub/module/safetensors.h"
+#include "hub/ops/quantize.h"
 #include "hub/ops/state.h"
 #include "hub/ops/variables.h"
 #include "modules/datasets/convert.h"
@@ -34,6 +35,7 @@
 #include "modules/datasets/tfrecord.h"
 #include "modules/nets/nets.h"
 #include "modules/preprocessing/preprocessing.h"
+#include "modules/slim/quantize.h"
 #include "modules/train/checkpoint.h"
 #include "modules/train/event.pb.h"
 #include "testutil.h"
@@ -545,6 +547,131 @@ TEST_CASE("export_module: signatures, image size, labels, classification = softm
       CHECK(std::abs(mlogits.data<float>()[i * 5 + k] - logits.data<float>()[i * 5 + k]) <= 1e-4);
     }
   }
+}
+
+TEST_CASE("--quantize_delay: the float graph before the delay, fake quantization after; ranges saved and exported") {
+  TinyRgb t("qat");
+  TrainConfig f = t.train_config("float");
+  f.max_number_of_steps = 4;
+  const TrainResult fr = hub::train::train(f);
+  TrainConfig q = t.train_config("qat");
+  q.max_number_of_steps = 4;
+  q.quantize_delay = 2;
+  const TrainResult qr = hub::train::train(q);
+  REQUIRE(fr.losses.size() == 4);
+  REQUIRE(qr.losses.size() == 4);
+  // Steps 0 and 1 run the float graph (the ranges are only tracked): the same
+  // losses bit for bit; from step 2 the fake-quantized graph.
+  CHECK(qr.losses[0] == fr.losses[0]);
+  CHECK(qr.losses[1] == fr.losses[1]);
+  CHECK(qr.losses[2] != fr.losses[2]);
+  CHECK(qr.losses[3] != fr.losses[3]);
+
+  // One range per layer, in the checkpoint; none in the float run's.
+  const auto ckpt = load_checkpoint(qr.checkpoint);
+  std::set<std::string> layers;
+  for (const auto& [name, value] : ckpt) {
+    const size_t at = name.find("/act_quant/");
+    if (at == std::string::npos || name.rfind("optimizer/", 0) == 0) continue;
+    layers.insert(name.substr(0, at));
+  }
+  CHECK(layers == std::set<std::string>{"conv1", "conv2", "local3", "local4", "softmax_linear"});
+  for (const std::string& layer : layers) {
+    CAPTURE(layer);
+    const float lo = ckpt.at(layer + "/act_quant/min").data<float>()[0];
+    const float hi = ckpt.at(layer + "/act_quant/max").data<float>()[0];
+    CHECK(lo <= 0);
+    CHECK(hi > 0);
+    CHECK(std::isfinite(lo));
+    CHECK(std::isfinite(hi));
+  }
+  for (const auto& [name, value] : load_checkpoint(fr.checkpoint)) CHECK(name.find("act_quant") == std::string::npos);
+
+  // Resuming restores the ranges (no step runs; the checkpoint is written again).
+  TrainResult again = hub::train::train(q);
+  CHECK(again.losses.empty());
+  const auto resumed = load_checkpoint(again.checkpoint);
+  for (const std::string& layer : layers)
+    for (const char* bound : {"/act_quant/min", "/act_quant/max"})
+      CHECK(bit_equal(resumed.at(layer + bound), ckpt.at(layer + bound)));
+
+  // hub eval --quantize runs the fake-quantized graph on the checkpoint.
+  EvalConfig e;
+  e.checkpoint_path = qr.checkpoint;
+  e.model_name = "cifar10";
+  e.dataset_name = "tiny";
+  e.dataset_dir = t / "data";
+  e.eval_image_size = 24;
+  e.quantize = true;
+  const EvalResult er = hub::train::evaluate(e);
+  CHECK(er.examples == 50);
+
+  // hub export --quantize: the inference graph keeps the FakeQuant nodes and
+  // the module holds the trained ranges.
+  ExportConfig x = t.export_config(qr.checkpoint, {});
+  x.quantize = true;
+  export_module(x);
+  ModuleSpec spec = load_module_spec(x.output_dir);
+  const Graph& g = spec.graph();
+  int weight_quants = 0, activation_quants = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op != "FakeQuantWithMinMaxVars") continue;
+    if (g.node(n.inputs[0]).op == "Variable") {
+      ++weight_quants;
+      CHECK(n.attrs.get_bool("narrow_range"));
+    } else {
+      ++activation_quants;
+      CHECK_FALSE(n.attrs.get_bool("narrow_range"));
+      CHECK(g.node(n.inputs[1]).op == "Variable");
+      CHECK(slim::is_activation_range(g.node(n.inputs[1]).name));
+      CHECK(slim::is_activation_range(g.node(n.inputs[2]).name));
+    }
+  }
+  CHECK(weight_quants == 5);
+  CHECK(activation_quants == 5);
+  Module module(spec);
+  for (const std::string& layer : layers)
+    for (const char* bound : {"/act_quant/min", "/act_quant/max"})
+      CHECK(bit_equal(module.variable_map().at(layer + bound).value(), ckpt.at(layer + bound)));
+  // The logits lie on the grid of softmax_linear's range.
+  Tensor batch = Tensor::zeros(DType::kFloat32, {2, 24, 24, 3});
+  for (int i = 0; i < 2; ++i) {
+    Tensor img = hub::image::resize_bilinear(class_image(i * 5, i, 32, 3), 24, 24);
+    std::memcpy(batch.data<float>() + i * 24 * 24 * 3, img.data<float>(), 24 * 24 * 3 * sizeof(float));
+  }
+  Tensor logits = module.call_single("logits", batch);
+  const ops::QuantParams p = ops::nudged_quant_params(ckpt.at("softmax_linear/act_quant/min").data<float>()[0],
+                                                      ckpt.at("softmax_linear/act_quant/max").data<float>()[0]);
+  for (int64_t i = 0; i < logits.num_elements(); ++i) {
+    const double k = (logits.data<float>()[i] - p.nudged_min) / p.scale;
+    CHECK(std::fabs(k - std::round(k)) < 1e-3);
+  }
+  // Fine-tuning the float checkpoint with fake quantization from the first
+  // step: its missing ranges start fresh and are set from the first batch.
+  TrainConfig tune = t.train_config("tune");
+  tune.max_number_of_steps = 1;
+  tune.quantize_delay = 0;
+  tune.checkpoint_path = fr.checkpoint;
+  const TrainResult tr = hub::train::train(tune);
+  const auto tuned = load_checkpoint(tr.checkpoint);
+  for (const std::string& layer : layers) {
+    CAPTURE(layer);
+    CHECK(tuned.at(layer + "/act_quant/max").data<float>()[0] > 0);
+  }
+  // A float checkpoint has no ranges to export.
+  ExportConfig from_float = t.export_config(fr.checkpoint, {});
+  from_float.quantize = true;
+  from_float.output_dir = t / "float_module";
+  expect_error(Code::kNotFound, [&] { export_module(from_float); }, {"act_quant", "--checkpoint_path"});
+  CHECK_FALSE(fs::exists(from_float.output_dir));
+}
+
+TEST_CASE("--quantize_delay: values other than -1 below 0 fail naming the flag") {
+  TinyRgb t("qat_bad");
+  TrainConfig c = t.train_config();
+  c.quantize_delay = -2;
+  expect_error(Code::kInvalidArgument, [&] { hub::train::train(c); }, {"--quantize_delay", "-2"});
+  CHECK_FALSE(fs::exists(t / "train"));
 }
 
 TEST_CASE("resuming restores the moving averages") {

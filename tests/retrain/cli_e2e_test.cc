@@ -110,6 +110,35 @@ TEST_CASE("hub retrain, then hub classify --json") {
   CHECK_MESSAGE(bad.err.find("notes.png") != std::string::npos, bad.err);
 }
 
+TEST_CASE("hub retrain --quantize: the module's head keeps its fake quantization and classifies") {
+  TempDir t;
+  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
+  write_class_images(images, 25);
+  export_feature_module(module);
+  Run r = run_hub(t.path, "retrain --image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
+                              q(t.path / "bottlenecks") + " --summaries_dir " + q(t.path / "logs") +
+                              " --output_graph " + q(out) + " --output_labels " + q(t.path / "labels.txt") +
+                              " --how_many_training_steps 300 --learning_rate 0.5 --testing_percentage 20"
+                              " --eval_step_interval 100 --random_seed 3 --quantize");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  r = run_hub(t.path, "info --graph " + q(out));
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  for (const char* name :
+       {"final_retrain_ops/bottleneck/act_quant/FakeQuantWithMinMaxVars",
+        "final_retrain_ops/weights/final_weights_quant/FakeQuantWithMinMaxVars",
+        "final_retrain_ops/Wx_plus_b/act_quant/FakeQuantWithMinMaxVars", "final_retrain_ops/Wx_plus_b/act_quant/max"})
+    CHECK_MESSAGE(r.out.find(name) != std::string::npos, name);
+  r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " " +
+                          q(images / "blue" / image_name(1)) + " " + q(images / "green" / image_name(2)) +
+                          " --json --top_k 1");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 3);
+  CHECK(j[0]["predictions"][0]["label"] == "red");
+  CHECK(j[1]["predictions"][0]["label"] == "blue");
+  CHECK(j[2]["predictions"][0]["label"] == "green");
+}
+
 TEST_CASE("hub retrain --fine_tune, then hub classify") {
   TempDir t;
   fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";

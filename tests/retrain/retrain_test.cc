@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "hub/core/error.h"
@@ -17,6 +18,7 @@
 #include "hub/image/resize.h"
 #include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/module/module.h"
+#include "hub/ops/quantize.h"
 #include "modules/train/event_reader.h"
 #include "retrain/bottleneck_cache.h"
 #include "retrain/distort.h"
@@ -104,6 +106,91 @@ TEST_CASE("retrain: end to end on generated colour classes") {
   // Logs for TensorBoard.
   CHECK(!list_dir(w.tmp.path / "logs" / "train").empty());
   CHECK(!list_dir(w.tmp.path / "logs" / "validation").empty());
+}
+
+namespace {
+// TensorFlow's fake quantization, written out for one value (the test's own
+// copy of the formula in hub/ops/quantize.h, on the op's nudged grid).
+float fake_quant(float x, float lo, float hi, bool narrow = false) {
+  const ops::QuantParams p = ops::nudged_quant_params(lo, hi, 8, narrow);
+  const float clamped = std::min(std::max(x, p.nudged_min), p.nudged_max);
+  return std::floor((clamped - p.nudged_min) / p.scale + 0.5f) * p.scale + p.nudged_min;
+}
+}  // namespace
+
+TEST_CASE("retrain --quantize: a fake-quantized head on cached bottlenecks, kept in the module") {
+  Workspace w;
+  RetrainResult plain = retrain::retrain(w.config("float"), local_modules());
+  CHECK(plain.bottlenecks_computed == 75);
+  RetrainConfig c = w.config("quantized");
+  c.quantize = true;
+  RetrainResult r = retrain::retrain(c, local_modules());
+  // The fake quantization is in the head, after the cache.
+  CHECK(r.bottlenecks_cached == 75);
+  CHECK(r.bottlenecks_computed == 0);
+  CHECK(r.final_test_accuracy >= 0.9);
+
+  ModuleSpec spec = load_module_spec(c.output_graph);
+  const Graph& g = spec.graph();
+  std::map<std::string, const Node*> quants;  // by the scope that holds them
+  for (const Node& n : g.nodes())
+    if (n.op == "FakeQuantWithMinMaxVars") quants[n.name.substr(0, n.name.rfind('/'))] = &n;
+  REQUIRE(quants.size() == 3);
+  for (const char* layer : {"final_retrain_ops/bottleneck", "final_retrain_ops/Wx_plus_b"}) {
+    CAPTURE(layer);
+    const std::string scope = std::string(layer) + "/act_quant";
+    REQUIRE(quants.count(scope));
+    const Node& n = *quants.at(scope);
+    CHECK_FALSE(n.attrs.get_bool("narrow_range"));
+    CHECK(g.node(n.inputs[1]).name == scope + "/min");
+    CHECK(g.node(n.inputs[2]).name == scope + "/max");
+    CHECK(g.node(n.inputs[1]).op == "Variable");
+  }
+  REQUIRE(quants.count("final_retrain_ops/weights/final_weights_quant"));
+  const Node& wq = *quants.at("final_retrain_ops/weights/final_weights_quant");
+  CHECK(wq.attrs.get_bool("narrow_range"));
+  CHECK(g.node(wq.inputs[0]).name == "final_retrain_ops/weights/final_weights");
+
+  // The module's logits are the head computed by hand from its variables:
+  // fq(fq(features) fq_narrow(W, -max|W|, max|W|) + b).
+  Module m(spec);
+  auto var = [&](const std::string& name) { return m.variable_map().at(name).value().to_vector<float>(); };
+  const std::vector<float> weights = var("final_retrain_ops/weights/final_weights");
+  const std::vector<float> biases = var("final_retrain_ops/biases/final_biases");
+  const float in_lo = var("final_retrain_ops/bottleneck/act_quant/min")[0];
+  const float in_hi = var("final_retrain_ops/bottleneck/act_quant/max")[0];
+  const float out_lo = var("final_retrain_ops/Wx_plus_b/act_quant/min")[0];
+  const float out_hi = var("final_retrain_ops/Wx_plus_b/act_quant/max")[0];
+  CHECK(in_hi > in_lo);
+  CHECK(out_hi > 0);
+  CHECK(out_lo < 0);
+  float max_abs = 0;
+  for (float v : weights) max_abs = std::max(max_abs, std::fabs(v));
+  int correct = 0, total = 0;
+  for (size_t k = 0; k < class_names().size(); ++k)
+    for (int i : {0, 1, 2, 3}) {
+      Tensor img = load_batch(w.images / class_names()[k] / image_name(i));
+      const std::vector<float> features = m.call_single("feature_vector", img).to_vector<float>();
+      const std::vector<float> logits = m.call_single("logits", img).to_vector<float>();
+      REQUIRE(logits.size() == 3);
+      for (size_t o = 0; o < 3; ++o) {
+        double sum = biases[o];
+        for (size_t j = 0; j < features.size(); ++j)
+          sum += fake_quant(features[j], in_lo, in_hi) * fake_quant(weights[j * 3 + o], -max_abs, max_abs, true);
+        CHECK(logits[o] == doctest::Approx(fake_quant(static_cast<float>(sum), out_lo, out_hi)).epsilon(1e-5));
+      }
+      const std::vector<float> p = m(img).to_vector<float>();
+      correct += std::max_element(p.begin(), p.end()) - p.begin() == static_cast<std::ptrdiff_t>(k);
+      ++total;
+    }
+  CHECK(correct == total);
+
+  // Not with --fine_tune; nothing written.
+  RetrainConfig both = w.config("both");
+  both.quantize = true;
+  both.fine_tune = true;
+  expect_retrain_error(both, Code::kInvalidArgument, {"--quantize", "--fine_tune"},
+                       {"float", "float_labels.txt", "quantized", "quantized_labels.txt"});
 }
 
 TEST_CASE("retrain: summaries as retrain.py writes them, in a --summaries_dir wiped first") {

@@ -177,6 +177,17 @@ void map_lrn(OpContext& c) {
   c.set_output(0, c.add("LRN", {c.input(0)}, a));
 }
 
+// FakeQuantWithMinMaxVars(PerChannel): the same hub ops. A constant min/max
+// (a frozen graph) becomes a non-trainable variable when weights are imported
+// as variables, so the range reads a variable as in a training graph.
+void map_fake_quant(OpContext& c) {
+  const int64_t bits = c.attr_int("num_bits");
+  if (bits < 2 || bits > 8) c.unsupported("num_bits = " + std::to_string(bits) + ": hub fake-quantizes to 2..8 bits");
+  Attrs a;
+  a.set("num_bits", bits).set("narrow_range", c.attr_bool("narrow_range"));
+  c.set_output(0, c.add(c.op(), {c.input(0), c.weight(1, false), c.weight(2, false)}, a));
+}
+
 // ---- Exporters -------------------------------------------------------------------------
 
 std::vector<int64_t> nhwc4(const std::vector<int64_t>& hw) {
@@ -240,6 +251,13 @@ void export_activation(ExportContext& c) {
   auto& n = c.add("", op, {c.input(0)});
   set_type(n, "T", DType::kFloat32);
   if (op == "LeakyRelu") (*n.mutable_attr())["alpha"].set_f(static_cast<float>(c.node().attrs.get_float("alpha")));
+  c.set_output(0, n.name());
+}
+
+void export_fake_quant(ExportContext& c) {
+  auto& n = c.add("", c.node().op, {c.input(0), c.input(1), c.input(2)});
+  (*n.mutable_attr())["num_bits"].set_i(c.node().attrs.get_int("num_bits"));
+  (*n.mutable_attr())["narrow_range"].set_b(c.node().attrs.get_bool("narrow_range"));
   c.set_output(0, n.name());
 }
 
@@ -371,6 +389,8 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
     m[op] = {map_resize,
              {{"T", T}, {"align_corners", attr_b(false)}, {"half_pixel_centers", attr_b(false)}},
              {"resized_images"}};
+  for (const char* op : {"FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel"})
+    m[op] = {map_fake_quant, {{"num_bits", attr_i(8)}, {"narrow_range", attr_b(false)}}, {"outputs"}};
   m["LRN"] = {
       map_lrn,
       {{"T", T}, {"depth_radius", attr_i(5)}, {"bias", attr_f(1.0f)}, {"alpha", attr_f(1.0f)}, {"beta", attr_f(0.5f)}}};
@@ -386,6 +406,8 @@ void add_nn_exporters(std::map<std::string, OpExporter>& m) {
   m["MaxPool"] = export_pool;
   m["AvgPool"] = export_pool;
   m["LRN"] = export_lrn;
+  m["FakeQuantWithMinMaxVars"] = export_fake_quant;
+  m["FakeQuantWithMinMaxVarsPerChannel"] = export_fake_quant;
   m["Resize"] = export_resize;
 }
 

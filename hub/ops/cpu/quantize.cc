@@ -2,6 +2,12 @@
 // hub/ops/quantize.h): x viewed as [outer, C, inner] around the axis (C = 1
 // per tensor); each (outer, c) row of `inner` elements is one Eigen array
 // expression with its channel's scale and zero point. Parallel over rows.
+//
+// Fake quantization: per tensor, one Eigen expression over chunks of x;
+// per channel, x viewed as [rows, C] and one expression per row with the
+// channels' grids as C-vectors.
+#include "hub/ops/quantize.h"
+
 #include <Eigen/Core>
 #include <cmath>
 #include <limits>
@@ -104,8 +110,104 @@ void dequantize_kernel(KernelContext& c) {
   }
 }
 
+// The grids of fake quantization's min/max inputs (at `first`, `first`+1):
+// clamp bounds lo/hi and step scale per channel (one entry per tensor), and
+// the bounds inside which the gradient passes. min = max = 0 is TensorFlow's
+// "output zero, pass every gradient" case: grid [0, 0] step 1, unbounded pass.
+struct Grids {
+  Eigen::ArrayXf lo, hi, scale, pass_lo, pass_hi;
+};
+Grids grids_of(const KernelContext& c, int first) {
+  const Tensor& min = c.input(first);
+  const Tensor& max = c.input(first + 1);
+  const int64_t n = min.num_elements();
+  const int bits = static_cast<int>(c.attrs().get_int("num_bits"));
+  const bool narrow = c.attrs().get_bool("narrow_range");
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Grids g{Eigen::ArrayXf(n), Eigen::ArrayXf(n), Eigen::ArrayXf(n), Eigen::ArrayXf(n), Eigen::ArrayXf(n)};
+  for (int64_t i = 0; i < n; ++i) {
+    const float lo = min.data<float>()[i], hi = max.data<float>()[i];
+    const std::string where = "node '" + c.node().name + "' (" + c.node().op + ")";
+    if (lo > hi)
+      throw_error(Code::kInvalidArgument, where + ": min " + std::to_string(lo) + " > max " + std::to_string(hi) +
+                                              (n > 1 ? " in channel " + std::to_string(i) : std::string()));
+    if (lo == 0 && hi == 0) {
+      g.lo[i] = g.hi[i] = 0;
+      g.scale[i] = 1;
+      g.pass_lo[i] = -inf;
+      g.pass_hi[i] = inf;
+      continue;
+    }
+    ops::QuantParams p;
+    try {
+      p = ops::nudged_quant_params(lo, hi, bits, narrow);
+    } catch (const Error& e) {
+      throw e.with_context(where);
+    }
+    g.lo[i] = g.pass_lo[i] = p.nudged_min;
+    g.hi[i] = g.pass_hi[i] = p.nudged_max;
+    g.scale[i] = p.scale;
+  }
+  return g;
+}
+
+// y = floor((clamp(x, lo, hi) - lo) / scale + 0.5) * scale + lo, for a chunk
+// with scalar bounds or a row with C-vector ones.
+template <class X, class B>
+auto snapped(const X& x, const B& lo, const B& hi, const B& scale) {
+  return ((x.min(hi).max(lo) - lo) / scale + 0.5f).floor() * scale + lo;
+}
+
+// Rows of C channels; C = 1 per tensor, where chunks of x are the rows.
+void fake_quant_kernel(KernelContext& c) {
+  const Grids g = grids_of(c, 1);
+  const int64_t n = c.input(0).num_elements(), channels = g.lo.size();
+  const float* x = c.input(0).data<float>();
+  float* y = c.output(0).data<float>();
+  if (channels == 1) {
+    parallel_for(n, 16384, [&](int64_t b, int64_t e) {
+      Eigen::Map<Row>(y + b, e - b) = snapped(Eigen::Map<const Row>(x + b, e - b), g.lo[0], g.hi[0], g.scale[0]);
+    });
+    return;
+  }
+  parallel_for(n / channels, std::max<int64_t>(1, 16384 / channels), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      Eigen::Map<Row>(y + r * channels, channels) =
+          snapped(Eigen::Map<const Row>(x + r * channels, channels), g.lo, g.hi, g.scale);
+  });
+}
+
+// (g, x, min, max) -> dx, dmin, dmax (sums in double over the rows).
+void fake_quant_grad_kernel(KernelContext& c) {
+  const Grids grid = grids_of(c, 2);
+  const int64_t n = c.input(1).num_elements(), channels = grid.lo.size();
+  const float* g = c.input(0).data<float>();
+  const float* x = c.input(1).data<float>();
+  float* dx = c.output(0).data<float>();
+  Eigen::ArrayXd below = Eigen::ArrayXd::Zero(channels), above = Eigen::ArrayXd::Zero(channels);
+  if (channels == 1) {
+    Eigen::Map<const Row> gs(g, n), xs(x, n);
+    Eigen::Map<Row>(dx, n) = (xs >= grid.pass_lo[0] && xs <= grid.pass_hi[0]).select(gs, 0.0f);
+    below[0] = (xs < grid.pass_lo[0]).select(gs, 0.0f).cast<double>().sum();
+    above[0] = (xs > grid.pass_hi[0]).select(gs, 0.0f).cast<double>().sum();
+  } else {
+    for (int64_t r = 0; r < n / channels; ++r) {
+      Eigen::Map<const Row> gs(g + r * channels, channels), xs(x + r * channels, channels);
+      Eigen::Map<Row>(dx + r * channels, channels) = (xs >= grid.pass_lo && xs <= grid.pass_hi).select(gs, 0.0f);
+      below += (xs < grid.pass_lo).select(gs, 0.0f).cast<double>();
+      above += (xs > grid.pass_hi).select(gs, 0.0f).cast<double>();
+    }
+  }
+  Eigen::Map<Row>(c.output(1).data<float>(), channels) = below.cast<float>();
+  Eigen::Map<Row>(c.output(2).data<float>(), channels) = above.cast<float>();
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(FakeQuantWithMinMaxVars, reference, fake_quant_kernel);
+HUB_REGISTER_KERNEL(FakeQuantWithMinMaxVarsPerChannel, reference, fake_quant_kernel);
+HUB_REGISTER_KERNEL(FakeQuantWithMinMaxVarsGradient, reference, fake_quant_grad_kernel);
+HUB_REGISTER_KERNEL(FakeQuantWithMinMaxVarsPerChannelGradient, reference, fake_quant_grad_kernel);
 HUB_REGISTER_KERNEL(QuantizeLinear, reference, quantize_kernel);
 HUB_REGISTER_KERNEL(DequantizeLinear, reference, dequantize_kernel);
 

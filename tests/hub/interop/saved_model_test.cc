@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "hub/core/fileio.h"
 #include "hub/graph/session.h"
@@ -616,4 +617,46 @@ TEST_CASE("bad SavedModels: each a clear error naming the file, the node and the
     CHECK(names == std::vector<std::string>{"saved_model.pb", "variables", "variables/variables.data-00000-of-00001",
                                             "variables/variables.index"});
   }
+}
+
+TEST_CASE("a quantization-aware training graph: FakeQuant ops on variables and on constants") {
+  // tf.contrib.quantize's activation quant: min/max variables read through
+  // Identity; per channel with constant ranges. 2 bits, worked by hand:
+  // [-1, 2] has grid {-1, 0, 1, 2}; channels [-1, 2], [0, 0] (zeros), [-2, 1].
+  tfp::SavedModel sm;
+  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+  mg->mutable_meta_info_def()->add_tags("serve");
+  TfGraph g(mg->mutable_graph_def());
+  g.placeholder("x", {-1, 3});
+  std::string lo = g.variable_v2("act_quant/min", {});
+  std::string hi = g.variable_v2("act_quant/max", {});
+  auto& fq = g.add("act_quant/FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars", {"x", lo, hi});
+  attr_int(fq, "num_bits", 2);
+  g.constant("pc/min", make({3}, {-1, 0, -2}));
+  g.constant("pc/max", make({3}, {2, 0, 1}));
+  auto& pc = g.add("pc/FakeQuant", "FakeQuantWithMinMaxVarsPerChannel", {"x", "pc/min", "pc/max"});
+  attr_int(pc, "num_bits", 2);
+  attr_bool(pc, "narrow_range", false);
+  *mg->mutable_saver_def() = g.saver({{"act_quant/min", "act_quant/min"}, {"act_quant/max", "act_quant/max"}});
+  (*mg->mutable_signature_def())["serving_default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 3}}}},
+                   {{"y", {"act_quant/FakeQuantWithMinMaxVars:0", DType::kFloat32, {-1, 3}}},
+                    {"pc", {"pc/FakeQuant:0", DType::kFloat32, {-1, 3}}}});
+  TempDir dir("saved_model");
+  write_saved_model(dir / "m", sm,
+                    {{"act_quant/min", Tensor::scalar<float>(-1)}, {"act_quant/max", Tensor::scalar<float>(2)}});
+  ModuleSpec spec = tf::import_saved_model(dir / "m");
+  Module m(spec);
+  TensorMap out = m("serving_default", {{"x", make({2, 3}, {-3, 0.4f, 0.5f, 1.5f, -1, -2.6f})}});
+  // Per tensor: -3 -> -1, 0.4 -> 0, 0.5 -> 1, 1.5 -> 2, -1 -> -1, -2.6 -> -1.
+  expect_close(out.at("y"), make({2, 3}, {-1, 0, 1, 2, -1, -1}), 0, 0);
+  // Per channel: -3 -> -1, 0.4 -> 0 (zeros), 0.5 -> floor(2.5 + 0.5) - 2 = 1; 1.5 -> 2, -1 -> 0, -2.6 -> -2.
+  expect_close(out.at("pc"), make({2, 3}, {-1, 0, 1, 2, 0, -2}), 0, 0);
+  // The activation range reads the module's variables, as hub quantize expects.
+  std::set<std::string> variables;
+  for (const auto& v : spec.variables()) variables.insert(v.name);
+  CHECK(variables == std::set<std::string>{"act_quant/max", "act_quant/min"});
+  int fake_quants = 0;
+  for (const Node& n : spec.graph().nodes()) fake_quants += n.op.rfind("FakeQuantWithMinMaxVars", 0) == 0;
+  CHECK(fake_quants == 2);
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -89,6 +91,22 @@ TEST_CASE("Identity: y = x, gradient passes through") {
   Tensor x = make({2, 2}, {1, -2, 3.5f, 0});
   expect_close(run_op("Identity", {x})[0], x);
   check_gradients("Identity", {random_tensor({2, 3}, 5)});
+}
+
+TEST_CASE("StopGradient: y = x; autodiff stops there") {
+  // L = x * x + StopGradient(x * x): dL/dx = 2x, the stopped term adds nothing.
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {3}, "x");
+  Output sq = ops::mul(s, x, x);
+  Output y = ops::add(s, sq, ops::stop_gradient(s, sq));
+  Output dx = gradients(s, y, {x})[0];
+  Session session(g, nullptr);
+  std::vector<Tensor> out = session.run({{x, make({3}, {1, -2, 3})}}, {y, dx});
+  expect_close(out[0], make({3}, {2, 8, 18}), 0, 0);
+  expect_close(out[1], make({3}, {2, -4, 6}), 0, 0);
+  // Only through StopGradient: no path, no gradient.
+  CHECK_FALSE(gradients(s, ops::stop_gradient(s, x), {x}, ops::constant(s, make({3}, {1, 1, 1})))[0].valid());
 }
 
 TEST_CASE("Pow: hand-computed, std::pow's special cases, broadcasting") {

@@ -1,6 +1,7 @@
 // QuantizeLinear / DequantizeLinear: hand-computed vectors (ties to even,
 // saturation, NaN, per channel on a middle axis), round trips, int8 through
-// .npy and safetensors, and bad input.
+// .npy and safetensors, and bad input. Fake quantization: hand-computed grids
+// and gradients, values on the nudged grid, the onednn fallback, bad input.
 #include "hub/ops/quantize.h"
 
 #include <doctest/doctest.h>
@@ -8,7 +9,10 @@
 #include <cmath>
 #include <limits>
 
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
 #include "hub/module/safetensors.h"
+#include "hub/ops/state.h"
 #include "hub/tensor/npy.h"
 #include "testutil.h"
 
@@ -145,4 +149,146 @@ TEST_CASE("nudged_quant_params: TensorFlow's fake-quant grid, hand-computed") {
   CHECK(p.scale > 0);
   CHECK_THROWS_WITH_AS(ops::nudged_quant_params(0.0f, INFINITY), doctest::Contains("not finite"), Error);
   CHECK_THROWS_WITH_AS(ops::nudged_quant_params(0.0f, 1.0f, 9), doctest::Contains("num_bits 9"), Error);
+}
+
+namespace {
+Attrs bits(int64_t num_bits, bool narrow_range = false) {
+  return Attrs().set("num_bits", num_bits).set("narrow_range", narrow_range);
+}
+Tensor fake_quant(const Tensor& x, float min, float max, const Attrs& attrs = {}) {
+  return run_op("FakeQuantWithMinMaxVars", {x, Tensor::scalar<float>(min), Tensor::scalar<float>(max)}, attrs)[0];
+}
+}  // namespace
+
+TEST_CASE("FakeQuantWithMinMaxVars: hand-computed grids") {
+  // 2 bits over [-1, 2]: scale 3/3 = 1, zero point 1, grid {-1, 0, 1, 2}.
+  // y = floor(clamp(x) + 1 + 0.5) - 1: -3 -> -1; -0.6 -> floor(0.9) - 1 = -1;
+  // -0.5 -> floor(1.0) - 1 = 0 (halves round up); 0.4 -> 0; 0.5 -> 1; 1.49 -> 1; 2.5 -> 2.
+  Tensor x = make({8}, {-3, -1, -0.6f, -0.5f, 0.4f, 0.5f, 1.49f, 2.5f});
+  expect_close(fake_quant(x, -1, 2, bits(2)), make({8}, {-1, -1, -1, 0, 0, 1, 1, 2}), 0, 0);
+  // [-0.3, 2.7] is nudged: scale 1, zero point round(0.3) = 0, grid {0, 1, 2, 3}.
+  expect_close(fake_quant(make({4}, {-0.2f, 1.4f, 2.6f, 2.9f}), -0.3f, 2.7f, bits(2)), make({4}, {0, 1, 3, 3}), 1e-6,
+               0);
+  // narrow_range, 2 bits over [-1, 1]: levels 1..3, zero point 2, grid {-1, 0, 1}.
+  expect_close(fake_quant(make({4}, {-5, -0.4f, 0.6f, 7}), -1, 1, bits(2, true)), make({4}, {-1, 0, 1, 1}), 0, 0);
+  // min = max = 0: zeros, as TensorFlow.
+  expect_close(fake_quant(make({3}, {-2, 0, 3}), 0, 0), make({3}, {0, 0, 0}), 0, 0);
+}
+
+TEST_CASE("FakeQuantWithMinMaxVars: 8-bit outputs lie on the nudged grid, nearest level") {
+  // [-1, 1], 8 bits: scale 2/255; every y is nudged_min + k * scale with k in
+  // [0, 255], within half a step of clamped x.
+  Tensor x = random_tensor({3, 5, 7}, 11, -1.5f, 1.5f);
+  Tensor y = fake_quant(x, -1, 1);
+  const ops::QuantParams p = ops::nudged_quant_params(-1, 1);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float v = y.data<float>()[i];
+    const float clamped = std::min(std::max(x.data<float>()[i], p.nudged_min), p.nudged_max);
+    const double k = (v - p.nudged_min) / p.scale;
+    CHECK(std::fabs(k - std::round(k)) < 1e-3);
+    CHECK(std::round(k) >= 0);
+    CHECK(std::round(k) <= 255);
+    CHECK(std::fabs(v - clamped) <= p.scale / 2 + 1e-6);
+  }
+}
+
+TEST_CASE("FakeQuantWithMinMaxVarsPerChannel: one grid per channel of the last dim") {
+  // 2 bits. Channel 0 [-1, 2]: grid {-1..2}; channel 1 [0, 0]: zeros;
+  // channel 2 [-2, 1]: scale 1, zero point 2, grid {-2..1}.
+  // Row 0: -3 -> -1; 5 -> 0; 0.6 -> floor(2.6 + 0.5) - 2 = 1.
+  // Row 1: 1.5 -> floor(2.5 + 0.5) - 1 = 2; -1 -> 0; -2.6 -> -2.
+  Tensor x = make({2, 3}, {-3, 5, 0.6f, 1.5f, -1, -2.6f});
+  Tensor y = run_op("FakeQuantWithMinMaxVarsPerChannel", {x, make({3}, {-1, 0, -2}), make({3}, {2, 0, 1})}, bits(2))[0];
+  expect_close(y, make({2, 3}, {-1, 0, 1, 2, 0, -2}), 1e-6, 0);
+  // One channel per tensor element agrees with the per-tensor op.
+  Tensor x1 = random_tensor({4, 1}, 5, -3, 3);
+  expect_close(run_op("FakeQuantWithMinMaxVarsPerChannel", {x1, make({1}, {-2}), make({1}, {1.5f})})[0],
+               fake_quant(x1, -2, 1.5f), 0, 0);
+}
+
+TEST_CASE("fake quantization gradients: straight through inside the range, hand-computed") {
+  // Per tensor, 2 bits over [-1, 2]: x = {-3, -1, 0.5, 2, 2.5}, g = {1, 2, 3, 4, 5}:
+  // dx = g inside [-1, 2] = {0, 2, 3, 4, 0}; dmin = g where x < -1 = 1; dmax = g where x > 2 = 5.
+  std::vector<Tensor> out = run_op("FakeQuantWithMinMaxVarsGradient",
+                                   {make({5}, {1, 2, 3, 4, 5}), make({5}, {-3, -1, 0.5f, 2, 2.5f}),
+                                    Tensor::scalar<float>(-1), Tensor::scalar<float>(2)},
+                                   bits(2));
+  expect_close(out[0], make({5}, {0, 2, 3, 4, 0}), 0, 0);
+  expect_close(out[1], Tensor::scalar<float>(1), 0, 0);
+  expect_close(out[2], Tensor::scalar<float>(5), 0, 0);
+  // Per channel (grids as in the forward case), x = [[-3, 5, 1.7], [1.5, -1, -2.6]],
+  // g = [[1, 2, 3], [4, 5, 6]]: channel 0 [-1, 2]: -3 below (dmin 1), 1.5 inside;
+  // channel 1 [0, 0] passes everything; channel 2 [-2, 1]: 1.7 above (dmax 3), -2.6 below (dmin 6).
+  out = run_op("FakeQuantWithMinMaxVarsPerChannelGradient",
+               {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({2, 3}, {-3, 5, 1.7f, 1.5f, -1, -2.6f}), make({3}, {-1, 0, -2}),
+                make({3}, {2, 0, 1})},
+               bits(2));
+  expect_close(out[0], make({2, 3}, {0, 2, 0, 4, 5, 0}), 0, 0);
+  expect_close(out[1], make({3}, {1, 0, 6}), 0, 0);
+  expect_close(out[2], make({3}, {0, 0, 3}), 0, 0);
+
+  // Through autodiff: L = sum(w * FakeQuant(x, min, max)) gives the same
+  // gradient op's values for x, min and max.
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {5}, "x");
+  Output lo = ops::placeholder(s, DType::kFloat32, {}, "min");
+  Output hi = ops::placeholder(s, DType::kFloat32, {}, "max");
+  Output y = ops::fake_quant_with_min_max_vars(s, x, lo, hi, 2);
+  Output w = ops::constant(s, make({5}, {1, 2, 3, 4, 5}), "w");
+  std::vector<Output> grads = gradients(s, y, {x, lo, hi}, w);
+  Session session(g, nullptr);
+  std::vector<Tensor> got = session.run(
+      {{x, make({5}, {-3, -1, 0.5f, 2, 2.5f})}, {lo, Tensor::scalar<float>(-1)}, {hi, Tensor::scalar<float>(2)}},
+      grads);
+  expect_close(got[0], make({5}, {0, 2, 3, 4, 0}), 0, 0);
+  expect_close(got[1], Tensor::scalar<float>(1), 0, 0);
+  expect_close(got[2], Tensor::scalar<float>(5), 0, 0);
+}
+
+TEST_CASE("fake quantization: finite differences where the gradient is the derivative") {
+  // Outside the range the output is constant in x and the gradient is 0 (the
+  // straight-through part inside is checked by hand above; no finite
+  // difference can show it, the forward function being a staircase).
+  check_gradients("FakeQuantWithMinMaxVars",
+                  {make({4}, {-3, -2.5f, 4, 5}), Tensor::scalar<float>(-1), Tensor::scalar<float>(2)}, bits(2),
+                  {.inputs = {0}});
+  check_gradients("FakeQuantWithMinMaxVarsPerChannel",
+                  {make({2, 2}, {-3, 4, 5, -6}), make({2}, {-1, -2}), make({2}, {2, 1})}, bits(2), {.inputs = {0}});
+}
+
+TEST_CASE("fake quantization runs on the reference kernel under onednn") {
+  Tensor x = random_tensor({2, 3, 3, 5}, 2);
+  CHECK(backend_used("FakeQuantWithMinMaxVars", {x, Tensor::scalar<float>(-0.5f), Tensor::scalar<float>(0.5f)}, {}) ==
+        "reference");
+  CHECK(backend_used("FakeQuantWithMinMaxVarsPerChannel",
+                     {x, random_tensor({5}, 3, -1, 0), random_tensor({5}, 4, 0, 1)}, {}) == "reference");
+}
+
+TEST_CASE("fake quantization refuses bad ranges, shapes and num_bits, naming the node") {
+  Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_error(
+      Code::kInvalidArgument, [&] { fake_quant(x, 1, -1); }, "min 1.000000 > max -1.000000");
+  expect_error(
+      Code::kInvalidArgument, [&] { fake_quant(x, -1, INFINITY); }, "not finite");
+  expect_error(
+      Code::kInvalidArgument, [&] { fake_quant(x, -1, 1, bits(9)); }, "num_bits = 9 is outside [2, 8]");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("FakeQuantWithMinMaxVars", {x, make({1}, {-1}), Tensor::scalar<float>(1)});
+      },
+      "min must be a scalar, got [1]");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("FakeQuantWithMinMaxVarsPerChannel", {x, make({2}, {-1, -1}), make({3}, {1, 1, 1})});
+      },
+      "min [2] must be [C] with C the last dim of x [2,3]");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("FakeQuantWithMinMaxVarsPerChannel", {make({3}, {1, 2, 3}), make({3}, {0, 0, 1}), make({3}, {1, 0, 0})});
+      },
+      "min 1.000000 > max 0.000000 in channel 2");
 }
