@@ -12,7 +12,6 @@
 // images/s of each, GFLOP/s (2 flops per multiply-add of the convolutions
 // and matmuls) and `ratio=opt/noopt`.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,8 +23,6 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // A module built with $HUB_GRAPH_OPT as given.
 hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
   if (optimise)
@@ -35,11 +32,6 @@ hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
   hub::Module m(spec);
   ::unsetenv("HUB_GRAPH_OPT");
   return m;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -77,28 +69,15 @@ int main(int argc, char** argv) {
       // Warm up (the optimiser, primitive creation, weight reorders), and
       // check both give the same logits.
       const hub::Tensor a = opt(x), b = noopt(x);
-      double max_diff = 0, max_abs = 0;
-      for (int64_t i = 0; i < a.num_elements(); ++i) {
-        max_diff = std::max(max_diff, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-        max_abs = std::max(max_abs, static_cast<double>(std::abs(b.data<float>()[i])));
-      }
-      const int calls = std::max<int>(2, static_cast<int>(64 / batch));
-      std::vector<double> t_opt, t_noopt;
-      for (int r = 0; r < rounds; ++r) {
-        for (int variant = 0; variant < 2; ++variant) {
-          hub::Module& m = variant == 0 ? opt : noopt;
-          auto start = Clock::now();
-          for (int c = 0; c < calls; ++c) m(x);
-          (variant == 0 ? t_opt : t_noopt)
-              .push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
-        }
-      }
-      const double s_opt = median(t_opt), s_noopt = median(t_noopt);
+      const double rel = bench::max_rel_diff(b.data<float>(), a.data<float>(), a.num_elements());
+      const std::vector<double> seconds = bench::time_alternating(
+          rounds, std::max<int>(2, static_cast<int>(64 / batch)), {[&] { opt(x); }, [&] { noopt(x); }});
+      const double s_opt = seconds[0], s_noopt = seconds[1];
       const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
       std::printf(
           "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
           name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt, gflop / s_noopt,
-          max_abs > 0 ? max_diff / max_abs : max_diff, s_noopt / s_opt);
+          rel, s_noopt / s_opt);
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {
