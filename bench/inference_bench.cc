@@ -2,7 +2,7 @@
 // (hub/graph/optimize/optimize.h) against the same module with
 // HUB_GRAPH_OPT=0, alternating in one run so both see the same load.
 //
-//   ./build/bench/inference_bench [rounds [net [batch...]]]
+//   ./build/bench/inference_bench [--profile] [rounds [net [batch...]]]
 //       (default: 5 rounds, mobilenet_v1 1.0/224, batches 1 and 32)
 //
 // The module is the net with randomised batch-norm statistics, as
@@ -11,6 +11,11 @@
 // fixed number of calls of each variant; a line per batch gives the median
 // images/s of each, GFLOP/s (2 flops per multiply-add of the convolutions
 // and matmuls) and `ratio=opt/noopt`.
+//
+// --profile adds, per batch, where the optimised graph's time goes: the
+// optimised graph run as the module runs it (a memory-planned Session) with
+// SessionOptions::profile, each node's median time over `rounds` runs, as a
+// share of their sum, and the same summed per op and backend.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "hub/graph/optimize/optimize.h"
+#include "hub/graph/session.h"
 #include "hub/module/module.h"
 #include "net_module.h"
 
@@ -34,9 +40,59 @@ hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
   return m;
 }
 
+// Prints each node's median time over `runs` profiled runs, and the sums per op.
+void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables, hub::Output images, hub::Output logits,
+                   const hub::Tensor& x, int runs) {
+  hub::SessionOptions options;
+  options.plan_memory = true;
+  options.profile = true;
+  hub::Session session(og.graph(), &variables, options);
+  const hub::FeedList feeds{{og.tensor(images), x}};
+  session.run(feeds, {og.tensor(logits)});  // warm up: primitives, weight reorders, the memory plan
+  std::vector<hub::NodeTime> nodes;
+  std::vector<std::vector<double>> times;
+  for (int r = 0; r < runs; ++r) {
+    session.run(feeds, {og.tensor(logits)});
+    nodes = session.last_profile();
+    times.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) times[i].push_back(nodes[i].seconds);
+  }
+  double total = 0;
+  std::vector<std::pair<std::string, double>> per_op;  // "op (backend)", in order of first appearance
+  std::vector<int> count;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    nodes[i].seconds = times[i][times[i].size() / 2];
+    total += nodes[i].seconds;
+    const std::string key = nodes[i].op + " (" + nodes[i].backend + ")";
+    auto it = std::find_if(per_op.begin(), per_op.end(), [&](const auto& e) { return e.first == key; });
+    if (it == per_op.end()) {
+      per_op.emplace_back(key, 0);
+      count.push_back(0);
+      it = per_op.end() - 1;
+    }
+    it->second += nodes[i].seconds;
+    ++count[it - per_op.begin()];
+  }
+  std::printf("  per node (median of %d runs; sum %.3f ms):\n", runs, total * 1e3);
+  for (const hub::NodeTime& n : nodes)
+    if (n.op != "Const")
+      std::printf("    %-58s %-14s %-9s %8.3f ms %5.1f%%\n", n.node.c_str(), n.op.c_str(), n.backend.c_str(),
+                  n.seconds * 1e3, 100 * n.seconds / total);
+  std::printf("  per op:\n");
+  for (size_t i = 0; i < per_op.size(); ++i)
+    std::printf("    %-32s %3d nodes %8.3f ms %5.1f%%\n", per_op[i].first.c_str(), count[i], per_op[i].second * 1e3,
+                100 * per_op[i].second / total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
+  if (profile) {
+    --argc;
+    ++argv;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
   const std::string name = argc > 2 ? argv[2] : "mobilenet_v1";
   std::vector<int64_t> batches;
@@ -51,13 +107,13 @@ int main(int argc, char** argv) {
     const hub::ModuleSpec spec = bench::net_module(name, &macs);
     const hub::nets::NetInfo& info = hub::nets::find_net(name);
     hub::Module opt = make_module(spec, true), noopt = make_module(spec, false);
-    {  // What the optimiser made of the graph (the module makes the same on its first call).
-      const hub::Graph& g = opt.graph();
-      const hub::SignatureInfo& si = spec.signature();
-      const hub::OptimizeStats st = hub::optimize_for_inference(g, opt.variables(),
-                                                                {g.tensor(si.inputs.at("images").tensor_name),
-                                                                 g.tensor(si.outputs.at("default").tensor_name)})
-                                        .stats();
+    // What the optimiser made of the graph (the module makes the same on its first call).
+    const hub::Graph& g = opt.graph();
+    const hub::Output images = g.tensor(spec.signature().inputs.at("images").tensor_name);
+    const hub::Output logits = g.tensor(spec.signature().outputs.at("default").tensor_name);
+    const hub::OptimizedGraph optimized = hub::optimize_for_inference(g, opt.variables(), {images, logits});
+    {
+      const hub::OptimizeStats& st = optimized.stats();
       std::printf(
           "%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
           "block %lld, %d relayouts\n",
@@ -78,6 +134,7 @@ int main(int argc, char** argv) {
           "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
           name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt, gflop / s_noopt,
           rel, s_noopt / s_opt);
+      if (profile) print_profile(optimized, opt.variables(), images, logits, x, rounds);
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {
