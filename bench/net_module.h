@@ -13,6 +13,7 @@
 
 #include "hub/core/random.h"
 #include "hub/module/module.h"
+#include "hub/module/quantize.h"
 #include "hub/ops/state.h"
 #include "modules/nets/nets.h"
 
@@ -50,6 +51,22 @@ inline hub::ModuleSpec net_module(const std::string& name, int64_t* macs) {
         b.initial_values().set(v, uniform(shape, seed++, -0.2f, 0.2f));
     }
   });
+}
+
+// The int8 module of a net_module (hub/module/quantize.h): per-channel
+// weights, min/max ranges over 32 calibration images of uniform noise (the
+// weights are random too: this is for timing, not accuracy).
+inline hub::ModuleSpec quantized_net_module(const hub::ModuleSpec& spec, const hub::nets::NetInfo& info,
+                                            hub::QuantizeReport* report = nullptr) {
+  hub::QuantizeOptions options;
+  options.per_channel = true;
+  return hub::quantize_module(
+      spec,
+      [&](const std::function<void(const hub::Tensor&)>& feed) {
+        for (uint64_t b = 0; b < 4; ++b)
+          feed(uniform({8, info.image_size, info.image_size, info.channels}, 100 + b, 0, 1));
+      },
+      options, report);
 }
 
 // max |a - b| / max |a| over n values (max |a - b| when a is all zero).

@@ -1,8 +1,9 @@
 // The hub side of bench/run_ort_bench.sh (hub vs ONNX Runtime on the same
 // weights).
 //
-//   ort_bench export DIR [NET]          writes DIR/module (the net as bench/net_module.h makes it,
-//                                       default mobilenet_v1) and DIR/model.onnx (its ONNX export)
+//   ort_bench export DIR [NET [int8]]   writes DIR/module (the net as bench/net_module.h makes it,
+//                                       default mobilenet_v1; with int8 its quantized_net_module)
+//                                       and DIR/model.onnx (its ONNX export: a QDQ model for int8)
 //   ort_bench time DIR BATCH SECONDS    loads DIR/module for inference (the optimised graph unless
 //                                       HUB_GRAPH_OPT=0), one warm-up call, then calls for SECONDS;
 //                                       prints `hub IMAGES_PER_SECOND`
@@ -19,7 +20,7 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: ort_bench export DIR [NET] | ort_bench time DIR BATCH SECONDS\n");
+  std::fprintf(stderr, "usage: ort_bench export DIR [NET [int8]] | ort_bench time DIR BATCH SECONDS\n");
   return 2;
 }
 
@@ -28,10 +29,12 @@ int usage() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 2 ? argv[1] : "";
   try {
-    if (mode == "export" && argc <= 4) {
+    if (mode == "export" && argc <= 5 && (argc < 5 || std::string(argv[4]) == "int8")) {
       const std::filesystem::path dir = argv[2];
+      const std::string net = argc > 3 ? argv[3] : "mobilenet_v1";
       int64_t macs = 0;
-      const hub::ModuleSpec spec = bench::net_module(argc > 3 ? argv[3] : "mobilenet_v1", &macs);
+      hub::ModuleSpec spec = bench::net_module(net, &macs);
+      if (argc == 5) spec = bench::quantized_net_module(spec, hub::nets::find_net(net));
       hub::Module(spec).export_to((dir / "module").string());
       hub::onnx_interop::export_onnx(spec, (dir / "model.onnx").string());
       std::printf("macs %lld\n", static_cast<long long>(macs));

@@ -1,6 +1,8 @@
 #!/bin/sh
 # hub vs ONNX Runtime (npm onnxruntime-node, CPU) on the same weights:
 # MobileNet v1 1.0/224 and ResNet v1 50 as bench/net_module.h makes them,
+# and MobileNet's int8 module (hub quantize's QDQ form, which ONNX Runtime
+# fuses into its integer kernels),
 # run by hub as a module (the optimised inference graph) and by ONNX Runtime
 # as its ONNX export, at batch 1 and 32, two threads each. hub, hub with
 # HUB_GRAPH_OPT=0 and ONNX
@@ -27,12 +29,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-for spec in "mobilenet_v1 224 1 32" "resnet_v1_50 224 1 32"; do
+for spec in "mobilenet_v1 float 224 1 32" "resnet_v1_50 float 224 1 32" "mobilenet_v1 int8 224 1 32"; do
 set -- $spec
-net=$1 size=$2
-shift 2
+net=$1 kind=$2 size=$3
+shift 3
 rm -rf "$work/module" "$work/model.onnx"
-"$bench" export "$work" "$net" >/dev/null
+if [ "$kind" = int8 ]; then "$bench" export "$work" "$net" int8 >/dev/null; else "$bench" export "$work" "$net" >/dev/null; fi
 for batch in "$@"; do
   : > "$work/hub" ; : > "$work/noopt" ; : > "$work/ort"
   r=0
@@ -48,7 +50,7 @@ for batch in "$@"; do
   hub=$(median < "$work/hub")
   noopt=$(median < "$work/noopt")
   ort=$(median < "$work/ort")
-  awk -v net="$net" -v b="$batch" -v h="$hub" -v n="$noopt" -v o="$ort" \
-    'BEGIN { printf "%s batch=%d hub=%.1f img/s hub_noopt=%.1f img/s ort=%.1f img/s ratio=%.2f\n", net, b, h, n, o, h / o }'
+  awk -v net="$net" -v k="$kind" -v b="$batch" -v h="$hub" -v n="$noopt" -v o="$ort" \
+    'BEGIN { printf "%s %s batch=%d hub=%.1f img/s hub_noopt=%.1f img/s ort=%.1f img/s ratio=%.2f\n", net, k, b, h, n, o, h / o }'
 done
 done

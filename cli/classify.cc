@@ -7,8 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "hub/image/image.h"
-#include "hub/image/resize.h"
 #include "hub/module/module.h"
 
 namespace hub::cli {
@@ -63,11 +61,7 @@ RunFn setup_classify(CLI::App& app) {
     Tensor batch(DType::kFloat32, {static_cast<int64_t>(f->images.size()), h, w, channels});
     int64_t per = h * w * channels;
     for (size_t i = 0; i < f->images.size(); ++i) {
-      image::DecodeOptions d;
-      d.channels = static_cast<int>(channels);
-      d.min_height = h;
-      d.min_width = w;
-      Tensor img = image::resize_bilinear(image::read_image(f->images[i], d), h, w);
+      Tensor img = read_module_image(f->images[i], h, w, channels);
       std::copy(img.data<float>(), img.data<float>() + per, batch.data<float>() + static_cast<int64_t>(i) * per);
     }
     Tensor probs = m.call_single(sig, batch);

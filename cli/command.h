@@ -64,6 +64,11 @@ ModuleSpec load_module(const ModuleArgs& args, bool quiet = false);
 // The note above, for a Resolution (nothing when it resolved to itself).
 void note_resolution(const resolver::Resolution& r);
 
+// An image file decoded and resized (bilinear) to a module's input size
+// [h, w, channels] in [0, 1], as classify and quantize feed it. Errors name
+// the file.
+Tensor read_module_image(const std::string& path, int64_t height, int64_t width, int64_t channels);
+
 // Prints `doc` as indented JSON on stdout (the --json output of every
 // command); bytes that are not UTF-8 become U+FFFD.
 void print_json(const nlohmann::json& doc);

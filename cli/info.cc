@@ -1,4 +1,5 @@
-// `hub info MODULE`: signatures, tag sets, variables, attached info, metadata.
+// `hub info MODULE`: signatures, tag sets, variables, attached info, metadata,
+// and a quantized module's quantization parameters.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -69,6 +70,37 @@ void print_text(const ModuleSpec& spec) {
       std::printf("x%lld", static_cast<long long>(get_num_image_channels(spec)));
     std::printf("\n");
   }
+  if (const std::optional<QuantizationInfo>& q = spec.quantization()) {
+    std::printf("quantization: int8, calibration %s over %lld examples, weights per %s\n", q->method.c_str(),
+                static_cast<long long>(q->calibration_images), q->per_channel ? "output channel" : "tensor");
+    std::printf("  activations (uint8):\n  %-48s %12s %5s %12s %12s\n", "tensor", "scale", "zero", "min", "max");
+    for (const QuantizedActivation& a : q->activations)
+      std::printf("  %-48s %12.6g %5d %12.6g %12.6g\n", a.tensor.c_str(), a.scale, a.zero_point, a.range.min,
+                  a.range.max);
+    std::printf("  weights (int8, symmetric):\n  %-48s %7s %12s %12s\n", "variable", "scales", "min scale",
+                "max scale");
+    for (const QuantizedWeights& w : q->weights)
+      std::printf("  %-48s %7lld %12.6g %12.6g\n", w.variable.c_str(), static_cast<long long>(w.scales), w.min_scale,
+                  w.max_scale);
+  }
+}
+
+nlohmann::json quantization_json(const QuantizationInfo& q) {
+  nlohmann::json j = {{"method", q.method},
+                      {"calibration_examples", q.calibration_images},
+                      {"per_channel", q.per_channel},
+                      {"activations", nlohmann::json::array()},
+                      {"weights", nlohmann::json::array()}};
+  for (const QuantizedActivation& a : q.activations)
+    j["activations"].push_back({{"tensor", a.tensor},
+                                {"scale", a.scale},
+                                {"zero_point", a.zero_point},
+                                {"min", a.range.min},
+                                {"max", a.range.max}});
+  for (const QuantizedWeights& w : q.weights)
+    j["weights"].push_back(
+        {{"variable", w.variable}, {"scales", w.scales}, {"min_scale", w.min_scale}, {"max_scale", w.max_scale}});
+  return j;
 }
 
 nlohmann::json spec_json(const ModuleSpec& spec) {
@@ -111,6 +143,7 @@ nlohmann::json spec_json(const ModuleSpec& spec) {
   j["total_parameters"] = total;
   j["attached"] = nlohmann::json::object();
   for (const auto& [k, v] : spec.attached()) j["attached"][k] = attached_json(v);
+  if (spec.quantization()) j["quantization"] = quantization_json(*spec.quantization());
   return j;
 }
 

@@ -5,9 +5,18 @@
 
 namespace hub {
 
+namespace {
+
+// Version 2 added what version 1 could not hold (int8 tensors and
+// quantization ops in graphs, ModuleDef.quantization); every version-1 field
+// keeps its meaning, so there is nothing to rewrite.
+void upgrade_v1_to_v2(ModuleDef&) {}
+
+}  // namespace
+
 const std::vector<FormatUpgrade>& format_upgrades() {
   // {from_version, "upgrade_vN_to_vN+1", function}, in order.
-  static const std::vector<FormatUpgrade> kUpgrades = {};
+  static const std::vector<FormatUpgrade> kUpgrades = {{1, "upgrade_v1_to_v2", upgrade_v1_to_v2}};
   return kUpgrades;
 }
 

@@ -24,7 +24,7 @@ namespace hub {
 
 class ModuleDef;
 
-inline constexpr unsigned kModuleFormatVersion = 1;
+inline constexpr unsigned kModuleFormatVersion = 2;
 
 struct FormatUpgrade {
   unsigned from_version;      // turns a version `from_version` ModuleDef into from_version + 1
@@ -32,7 +32,9 @@ struct FormatUpgrade {
   void (*apply)(ModuleDef&);  // may throw hub::Error
 };
 
-// The upgrades this hub knows, by from_version (empty while version 1 is current).
+// The upgrades this hub knows, by from_version: upgrade_v1_to_v2 (version 2
+// only added int8 data and ModuleDef.quantization, so a version-1 module is a
+// valid version-2 module as it stands).
 const std::vector<FormatUpgrade>& format_upgrades();
 
 // Brings `def` to `current` (the default: kModuleFormatVersion). `where` names

@@ -157,6 +157,14 @@ ModuleSpec load_module_spec(const std::string& dir) {
   } catch (const Error& e) {
     throw Error(e.code() == Code::kInvalidArgument ? Code::kCorruption : e.code(), e.message());
   }
+  if (def.has_quantization()) {
+    const QuantizationDef& qd = def.quantization();
+    QuantizationInfo q{qd.method(), qd.calibration_images(), qd.per_channel(), {}, {}};
+    for (const auto& a : qd.activations())
+      q.activations.push_back({a.tensor(), a.scale(), a.zero_point(), TensorRange{a.min(), a.max()}});
+    for (const auto& w : qd.weights()) q.weights.push_back({w.variable(), w.scales(), w.min_scale(), w.max_scale()});
+    spec = spec.with_quantization(std::move(q));
+  }
   // Trainability is declared in module.pb; keep it as written.
   return spec;
 }

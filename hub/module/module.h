@@ -35,6 +35,7 @@
 
 #include "hub/core/fileio.h"
 #include "hub/graph/graph.h"
+#include "hub/graph/optimize/quantize.h"
 #include "hub/ops/attr.h"
 #include "hub/ops/variables.h"
 #include "hub/tensor/tensor.h"
@@ -78,6 +79,15 @@ struct ModuleMetadata {
 };
 
 using AttachedValue = std::variant<int64_t, double, std::string>;
+
+// How a quantized module was made (`hub quantize`, hub/module/quantize.h).
+struct QuantizationInfo {
+  std::string method;  // "minmax" or "percentile(P)"
+  int64_t calibration_images = 0;
+  bool per_channel = false;
+  std::vector<QuantizedActivation> activations;
+  std::vector<QuantizedWeights> weights;
+};
 
 // "{}" or "{train}" / "{a,b}" for messages.
 std::string tag_set_string(const TagSet& tags);
@@ -177,6 +187,10 @@ class ModuleSpec {
   // Asset files added by ModuleBuilder::add_asset (name -> contents); written
   // into assets/ on export next to those of assets_dir().
   const std::map<std::string, std::string>& asset_files() const;
+  // The quantization record of a quantized module (none for a float one).
+  const std::optional<QuantizationInfo>& quantization() const;
+  // This spec with `info` as its quantization record.
+  ModuleSpec with_quantization(QuantizationInfo info) const;
 
  private:
   struct Impl;

@@ -26,6 +26,7 @@ struct ModuleSpec::Impl {
   std::string source;
   std::string assets_dir;
   std::map<std::string, std::string> asset_files;
+  std::optional<QuantizationInfo> quantization;
 };
 
 namespace module_internal {

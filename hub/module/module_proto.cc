@@ -22,7 +22,8 @@ void shape_to_proto(const Shape& shape, ShapeProto* out) {
 }
 
 DType dtype_from_proto(int value, const std::string& where) {
-  if (value < 1 || value > 5) corrupt(where, "invalid dtype value " + std::to_string(value));
+  if (value < static_cast<int>(DType::kFloat32) || value > static_cast<int>(DType::kInt8))
+    corrupt(where, "invalid dtype value " + std::to_string(value));
   return static_cast<DType>(value);
 }
 
@@ -214,6 +215,27 @@ TensorInfo tensor_info_from_proto(const TensorInfoDef& p, const std::string& whe
 ModuleDef spec_to_proto(const ModuleSpec& spec) {
   ModuleDef def;
   def.set_format_version(kModuleFormatVersion);
+  if (const std::optional<QuantizationInfo>& q = spec.quantization()) {
+    QuantizationDef* qd = def.mutable_quantization();
+    qd->set_method(q->method);
+    qd->set_calibration_images(q->calibration_images);
+    qd->set_per_channel(q->per_channel);
+    for (const QuantizedActivation& a : q->activations) {
+      QuantizationDef::Activation* p = qd->add_activations();
+      p->set_tensor(a.tensor);
+      p->set_scale(a.scale);
+      p->set_zero_point(a.zero_point);
+      p->set_min(a.range.min);
+      p->set_max(a.range.max);
+    }
+    for (const QuantizedWeights& w : q->weights) {
+      QuantizationDef::Weights* p = qd->add_weights();
+      p->set_variable(w.variable);
+      p->set_scales(w.scales);
+      p->set_min_scale(w.min_scale);
+      p->set_max_scale(w.max_scale);
+    }
+  }
   for (const VariableInfo& v : spec.variables()) {
     VariableDef* vd = def.add_variables();
     vd->set_name(v.name);

@@ -129,6 +129,15 @@ const std::vector<VariableInfo>& ModuleSpec::variables() const { return impl().v
 const TensorMap& ModuleSpec::weights() const { return impl().weights; }
 const ModuleMetadata& ModuleSpec::metadata() const { return impl().metadata; }
 const std::map<std::string, AttachedValue>& ModuleSpec::attached() const { return impl().attached; }
+const std::optional<QuantizationInfo>& ModuleSpec::quantization() const { return impl().quantization; }
+
+ModuleSpec ModuleSpec::with_quantization(QuantizationInfo info) const {
+  auto impl = std::make_shared<Impl>(this->impl());
+  impl->quantization = std::move(info);
+  ModuleSpec spec;
+  spec.impl_ = std::move(impl);
+  return spec;
+}
 const std::string& ModuleSpec::assets_dir() const { return impl().assets_dir; }
 const std::map<std::string, std::string>& ModuleSpec::asset_files() const { return impl().asset_files; }
 const std::string& ModuleSpec::source() const { return impl().source; }

@@ -1,6 +1,7 @@
 #include "hub/ops/fused.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "hub/ops/conv2d.h"
 #include "hub/ops/registry.h"
@@ -42,6 +43,26 @@ void set_post_ops(Attrs& attrs, const std::vector<PostOp>& post_ops) {
   attrs.set("post_ops", names).set("post_op_args", args);
 }
 
+FusedQuantization quantization_of(const Attrs& attrs) {
+  FusedQuantization q;
+  q.src_scale = static_cast<float>(attrs.get_float("src_scale"));
+  q.src_zero_point = static_cast<int32_t>(attrs.get_int("src_zero_point"));
+  for (double v : attrs.get_floats("filter_scales")) q.filter_scales.push_back(static_cast<float>(v));
+  q.dst_scale = static_cast<float>(attrs.get_float("dst_scale"));
+  q.dst_zero_point = static_cast<int32_t>(attrs.get_int("dst_zero_point"));
+  q.dst_type = attrs.get_dtype("dst_type");
+  return q;
+}
+
+void set_quantization(Attrs& attrs, const FusedQuantization& q) {
+  attrs.set("src_scale", static_cast<double>(q.src_scale))
+      .set("src_zero_point", static_cast<int64_t>(q.src_zero_point))
+      .set("filter_scales", std::vector<double>(q.filter_scales.begin(), q.filter_scales.end()))
+      .set("dst_scale", static_cast<double>(q.dst_scale))
+      .set("dst_zero_point", static_cast<int64_t>(q.dst_zero_point))
+      .set("dst_type", q.dst_type);
+}
+
 Shape blocked_shape(const Shape& nhwc, int64_t block) {
   int64_t c = nhwc[3];
   return Shape{nhwc[0], c >= 0 ? (c + block - 1) / block : kUnknownDim, nhwc[1], nhwc[2], block};
@@ -77,6 +98,43 @@ void check_post_ops(const InferContext& c, int side, const Shape& y) {
   }
 }
 
+bool is_int8(DType d) { return d == DType::kInt8 || d == DType::kUInt8; }
+
+// Checks the dtypes of x (input 0), the filter (input 1) and the other
+// inputs against the quantization attributes; returns y's dtype.
+DType check_quantization(const InferContext& c, int64_t channels) {
+  const ops::FusedQuantization q = ops::quantization_of(c.attrs());
+  for (int i = 2; i < c.num_inputs(); ++i) c.expect_dtype(i, DType::kFloat32);
+  auto check_zero_point = [&](const char* name, int32_t zp, DType type) {
+    const int32_t lo = type == DType::kUInt8 ? 0 : -128, hi = type == DType::kUInt8 ? 255 : 127;
+    if (zp < lo || zp > hi)
+      c.fail(std::string(name) + " " + std::to_string(zp) + " is outside " + std::string(dtype_name(type)));
+  };
+  if (!q.quantized()) {
+    c.expect_dtype(0, DType::kFloat32);
+    c.expect_dtype(1, DType::kFloat32);
+    if (!q.filter_scales.empty() || q.quantized_output())
+      c.fail("filter_scales and dst_scale need a quantized input (src_scale > 0)");
+    return DType::kFloat32;
+  }
+  if (!is_int8(c.dtype(0))) c.fail("a quantized input must be uint8 or int8, got " + c.input(0).to_string());
+  check_zero_point("src_zero_point", q.src_zero_point, c.dtype(0));
+  c.expect_dtype(1, DType::kInt8);
+  const int64_t n = static_cast<int64_t>(q.filter_scales.size());
+  if (n != 1 && !(channels >= 0 && n == channels))
+    c.fail("filter_scales has " + std::to_string(n) + " entries; expected 1 or " + std::to_string(channels));
+  for (float v : q.filter_scales)
+    if (!(v > 0) || !std::isfinite(v)) c.fail("filter scale " + std::to_string(v) + " must be > 0");
+  if (c.num_inputs() > 3) c.fail("a quantized fused op takes no side input");
+  if (c.attrs().has("src_block") && (c.attrs().get_int("src_block") != 0 || c.attrs().get_int("dst_block") != 0))
+    c.fail("a quantized fused op runs in NHWC only");
+  if (!q.quantized_output()) return DType::kFloat32;
+  if (!std::isfinite(q.dst_scale)) c.fail("dst_scale must be finite");
+  if (!is_int8(q.dst_type)) c.fail("dst_type must be uint8 or int8, got " + std::string(dtype_name(q.dst_type)));
+  check_zero_point("dst_zero_point", q.dst_zero_point, q.dst_type);
+  return q.dst_type;
+}
+
 void check_bias(const InferContext& c, int64_t channels) {
   c.expect_dtype(2, DType::kFloat32);
   c.expect_rank(2, 1);
@@ -85,7 +143,6 @@ void check_bias(const InferContext& c, int64_t channels) {
 }
 
 std::vector<TensorSpec> fused_conv_shape(const InferContext& c) {
-  for (int i = 0; i < c.num_inputs(); ++i) c.expect_dtype(i, DType::kFloat32);
   const bool depthwise = c.attrs().get_bool("depthwise");
   const int64_t src_block = c.attrs().get_int("src_block"), dst_block = c.attrs().get_int("dst_block");
   if (!valid_block(src_block) || !valid_block(dst_block))
@@ -114,11 +171,10 @@ std::vector<TensorSpec> fused_conv_shape(const InferContext& c) {
     y = ops::blocked_shape(y, dst_block);
   }
   check_post_ops(c, 3, y);
-  return {{DType::kFloat32, y}};
+  return {{check_quantization(c, g.oc), y}};
 }
 
 std::vector<TensorSpec> fused_matmul_shape(const InferContext& c) {
-  for (int i = 0; i < c.num_inputs(); ++i) c.expect_dtype(i, DType::kFloat32);
   c.expect_rank(0, 2);
   c.expect_rank(1, 2);
   const bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
@@ -129,7 +185,9 @@ std::vector<TensorSpec> fused_matmul_shape(const InferContext& c) {
   check_bias(c, n);
   Shape y{m, n};
   check_post_ops(c, 3, y);
-  return {{DType::kFloat32, y}};
+  const DType type = check_quantization(c, n);
+  if (ta && ops::quantization_of(c.attrs()).quantized()) c.fail("a quantized MatMul does not take transpose_a");
+  return {{type, y}};
 }
 
 std::vector<TensorSpec> relayout_shape(const InferContext& c) {
@@ -169,6 +227,12 @@ HUB_REGISTER_OP(_FusedConv2D)
     .attr("post_op_args", AttrType::kFloats, std::vector<double>{})
     .attr("src_block", AttrType::kInt, int64_t{0})
     .attr("dst_block", AttrType::kInt, int64_t{0})
+    .attr("src_scale", AttrType::kFloat, 0.0)
+    .attr("src_zero_point", AttrType::kInt, int64_t{0})
+    .attr("filter_scales", AttrType::kFloats, std::vector<double>{})
+    .attr("dst_scale", AttrType::kFloat, 0.0)
+    .attr("dst_zero_point", AttrType::kInt, int64_t{0})
+    .attr("dst_type", AttrType::kDType, DType::kFloat32)
     .shape_fn(fused_conv_shape)
     .in_place(3, 0)
     .no_gradient(kInferenceOnly)
@@ -180,6 +244,12 @@ HUB_REGISTER_OP(_FusedMatMul)
     .attr("transpose_b", AttrType::kBool, false)
     .attr("post_ops", AttrType::kStrings, std::vector<std::string>{})
     .attr("post_op_args", AttrType::kFloats, std::vector<double>{})
+    .attr("src_scale", AttrType::kFloat, 0.0)
+    .attr("src_zero_point", AttrType::kInt, int64_t{0})
+    .attr("filter_scales", AttrType::kFloats, std::vector<double>{})
+    .attr("dst_scale", AttrType::kFloat, 0.0)
+    .attr("dst_zero_point", AttrType::kInt, int64_t{0})
+    .attr("dst_type", AttrType::kDType, DType::kFloat32)
     .shape_fn(fused_matmul_shape)
     .in_place(3, 0)
     .no_gradient(kInferenceOnly)

@@ -34,9 +34,24 @@
 //   layout pass guarantees it); with a blocked x the input channels are
 //   the filter's (groups are not supported there).
 //
+// Quantized form (int8 inference; the optimiser makes it from a
+// DequantizeLinear -> conv -> QuantizeLinear chain, hub/graph/optimize):
+//   attrs src_scale (float, default 0 = float x), src_zero_point (int),
+//   filter_scales (floats: 1 or O entries), dst_scale (float, default 0 =
+//   float32 y), dst_zero_point (int), dst_type (dtype uint8 / int8 when
+//   dst_scale > 0).
+//   With src_scale > 0, x is uint8 or int8, the filter int8 with zero point
+//   0 and filter_scales per tensor (1) or per output channel (O), and
+//     z = Conv2D((x - src_zero_point) * src_scale, filter * filter_scales) + bias
+//   (bias float32), then the post-ops as above on z; with dst_scale > 0
+//     y = saturate(round_half_even(z / dst_scale) + dst_zero_point) as dst_type,
+//   else y = z (float32). No side input and no blocked layouts in this form.
+//
 // _FusedMatMul(a, b, bias [N] [, side]) -> y
 //   attrs: transpose_a, transpose_b (as MatMul), post_ops, post_op_args.
 //   z = MatMul(a, b) [M,N] + bias, then the post-ops as above (side [M,N]).
+//   Quantized form as for _FusedConv2D (a quantized, b int8 with N scales
+//   or one; transpose_b allowed, transpose_a not).
 //
 // _Relayout(x) -> y: attrs from_block, to_block (ints, one of them 0),
 //   channels (int, the true C). Converts between NHWC [N,H,W,C] and the
@@ -46,7 +61,8 @@
 // MatMul reject, a bias that is not [O] ([N]), an unknown post-op, an
 // "Add" without a side input or a side input without "Add", a side whose
 // shape differs from y's, post_op_args of the wrong length, a block other
-// than 0, 8 or 16, and blocked input without a known channel count.
+// than 0, 8 or 16, blocked input without a known channel count, and a
+// quantized form whose dtypes, scale counts or zero points do not fit.
 #pragma once
 
 #include <string>
@@ -67,6 +83,20 @@ std::vector<PostOp> post_ops_of(const Attrs& attrs);
 void set_post_ops(Attrs& attrs, const std::vector<PostOp>& post_ops);
 // Whether `op` can be a fused post-op.
 bool is_post_op(const std::string& op);
+
+// The quantization attributes of a fused node (see above).
+struct FusedQuantization {
+  float src_scale = 0;
+  int32_t src_zero_point = 0;
+  std::vector<float> filter_scales;
+  float dst_scale = 0;
+  int32_t dst_zero_point = 0;
+  DType dst_type = DType::kFloat32;
+  bool quantized() const { return src_scale > 0; }
+  bool quantized_output() const { return dst_scale > 0; }
+};
+FusedQuantization quantization_of(const Attrs& attrs);
+void set_quantization(Attrs& attrs, const FusedQuantization& q);
 
 // Shape [N, ceil(C/b), H, W, b] of the NHWC shape [N,H,W,C] in block b (b > 0).
 Shape blocked_shape(const Shape& nhwc, int64_t block);

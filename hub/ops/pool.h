@@ -1,6 +1,9 @@
 // 2-D pooling over NHWC float32 tensors: TensorFlow's semantics, extended so
 // that ONNX's MaxPool / AveragePool (and PyTorch's max_pool2d / avg_pool2d)
-// are expressible exactly.
+// are expressible exactly. MaxPool and AvgPool also take uint8 / int8
+// tensors (an int8 model's quantized activations: one scale and zero point
+// for input and output), giving the same dtype; an 8-bit average is rounded
+// to the nearest integer, ties to even.
 //
 // Attributes:
 //   ksize             [kh, kw] (or TF's [1, kh, kw, 1]), each >= 1      (all four ops)

@@ -171,3 +171,72 @@ TEST_CASE("hub retrain --fine_tune, then hub classify") {
     CHECK(!fs::exists(t.path / "bottlenecks"));
   }
 }
+
+TEST_CASE("hub quantize: a retrained classifier in int8 agrees with the float one; bad calibration input") {
+  TempDir t;
+  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
+  write_class_images(images, 25);
+  export_feature_module(module);
+  Run r = run_hub(t.path, "retrain --image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
+                              q(t.path / "bottlenecks") + " --output_graph " + q(out) + " --output_labels " +
+                              q(t.path / "labels.txt") + " --how_many_training_steps 200 --learning_rate 0.5" +
+                              " --summaries_dir " + q(t.path / "logs") + " --random_seed 3");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const fs::path int8 = t.path / "int8";
+  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8) + " --calibration_dir " + q(images) +
+                          " --calibration_images 30 --per_channel --json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  CHECK(report["layers"] == 2);  // the feature projection and the new head
+  CHECK(report["examples"] == 30);
+  r = run_hub(t.path, "info " + q(int8) + " --json");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json info = nlohmann::json::parse(r.out);
+  CHECK(info["quantization"]["method"] == "minmax");
+  CHECK(info["quantization"]["per_channel"] == true);
+  CHECK(info["quantization"]["weights"].size() == 2);
+  r = run_hub(t.path, "info " + q(int8));
+  CHECK(r.out.find("quantization: int8, calibration minmax over 30 examples") != std::string::npos);
+
+  // Top-1 of the float and the int8 classifier on all 75 images.
+  std::string files;
+  for (const std::string& c : class_names())
+    for (int i = 0; i < 25; ++i) files += " " + q(images / c / image_name(i));
+  auto top1 = [&](const fs::path& m) {
+    Run c = run_hub(t.path, "classify --module " + q(m) + files + " --json --top_k 1");
+    REQUIRE_MESSAGE(c.rc == 0, c.err);
+    std::vector<std::string> labels;
+    for (const auto& e : nlohmann::json::parse(c.out)) labels.push_back(e["predictions"][0]["label"]);
+    return labels;
+  };
+  const std::vector<std::string> f = top1(out), i8 = top1(int8);
+  REQUIRE(f.size() == 75);
+  REQUIRE(i8.size() == 75);
+  int agree = 0, right = 0;
+  for (size_t k = 0; k < f.size(); ++k) {
+    agree += f[k] == i8[k];
+    right += i8[k] == class_names()[k / 25];
+  }
+  CHECK(agree * 100 >= 98 * 75);
+  CHECK(right >= 70);
+
+  // Bad input: nothing to calibrate with, files that do not decode, an existing output.
+  fs::create_directories(t.path / "empty");
+  r = run_hub(t.path,
+              "quantize " + q(out) + " --output_dir " + q(t.path / "x") + " --calibration_dir " + q(t.path / "empty"));
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("has no JPEG or PNG files") != std::string::npos);
+  write_text(t.path / "junk" / "a.jpg", "not a jpeg");
+  r = run_hub(t.path,
+              "quantize " + q(out) + " --output_dir " + q(t.path / "x") + " --calibration_dir " + q(t.path / "junk"));
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("none of its 1 image files decodes") != std::string::npos);
+  CHECK(!fs::exists(t.path / "x"));
+  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8) + " --calibration_dir " + q(images));
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("--output_dir") != std::string::npos);
+  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(t.path / "x") + " --calibration_dir " + q(images) +
+                          " --calibration_images 0");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("--calibration_images must be >= 1") != std::string::npos);
+}

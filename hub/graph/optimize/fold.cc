@@ -32,7 +32,7 @@ void bypass_identities(Ir& ir) {
   }
 }
 
-int fold_constants(Ir& ir) {
+int fold_constants(Ir& ir, bool keep_quantized_weights) {
   std::vector<int> order;
   for (size_t i = 0; i < ir.nodes.size(); ++i) order.push_back(static_cast<int>(i));
   std::stable_sort(order.begin(), order.end(),
@@ -42,6 +42,7 @@ int fold_constants(Ir& ir) {
   for (int id : order) {
     const INode& n = ir.nodes[id];
     if (n.dead || n.inputs.empty() || n.op == "Const" || OpRegistry::global().find(n.op).stateful) continue;
+    if (keep_quantized_weights && n.op == "DequantizeLinear" && ir.spec(n.inputs[0]).dtype == DType::kInt8) continue;
     bool all_constant =
         std::all_of(n.inputs.begin(), n.inputs.end(), [&](Output in) { return ir.constant(in).defined(); });
     bool known =

@@ -22,6 +22,87 @@ using MapVector = Eigen::Map<const Vector>;
 
 bool is_fused(const INode& n) { return n.op == "_FusedConv2D" || n.op == "_FusedMatMul"; }
 
+// A scalar constant as float (its dtype float32, int8, uint8 or int32).
+std::optional<float> scalar(const Ir& ir, Output o) {
+  const Tensor& t = ir.constant(o);
+  if (!t.defined() || t.num_elements() != 1) return std::nullopt;
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      return t.data<float>()[0];
+    case DType::kInt8:
+      return t.data<int8_t>()[0];
+    case DType::kUInt8:
+      return t.data<uint8_t>()[0];
+    default:
+      return std::nullopt;
+  }
+}
+
+bool is_int8(DType d) { return d == DType::kInt8 || d == DType::kUInt8; }
+
+// o = DequantizeLinear(q, scale, zero_point) per tensor with q uint8/int8 and
+// constant parameters: fills q, scale and zero point.
+bool dequantized_activation(const Ir& ir, Output o, Output* q, float* scale, int32_t* zero_point) {
+  const INode& d = ir.nodes[o.node];
+  if (d.op != "DequantizeLinear" || !is_int8(ir.spec(d.inputs[0]).dtype)) return false;
+  const std::optional<float> s = scalar(ir, d.inputs[1]), z = scalar(ir, d.inputs[2]);
+  if (!s || !z || ir.spec(d.inputs[1]).shape.rank() != 0) return false;
+  *q = d.inputs[0];
+  *scale = *s;
+  *zero_point = static_cast<int32_t>(*z);
+  return true;
+}
+
+// o = DequantizeLinear(w, scale, 0) of a constant int8 filter, per tensor or
+// per output channel (`channel_axis` of the filter, `channels` output
+// channels, `repeat` consecutive output channels per scale: a depthwise
+// filter's multiplier). Fills the int8 filter and one scale per output
+// channel (or a single one).
+bool quantized_filter(const Ir& ir, Output o, int channel_axis, int64_t channels, int64_t repeat, Output* w,
+                      std::vector<float>* scales) {
+  const INode& d = ir.nodes[o.node];
+  if (d.op != "DequantizeLinear" || ir.spec(d.inputs[0]).dtype != DType::kInt8) return false;
+  const Tensor& q = ir.constant(d.inputs[0]);
+  const Tensor& scale = ir.constant(d.inputs[1]);
+  const Tensor& zp = ir.constant(d.inputs[2]);
+  if (!q.defined() || !scale.defined() || !zp.defined() || scale.dtype() != DType::kFloat32) return false;
+  for (int64_t i = 0; i < zp.num_elements(); ++i)
+    if (zp.data<int8_t>()[i] != 0) return false;
+  scales->clear();
+  if (scale.rank() == 0) {
+    scales->push_back(scale.data<float>()[0]);
+  } else {
+    int64_t axis = d.attrs.get_int("axis");
+    if (axis < 0) axis += q.rank();
+    if (axis != channel_axis || scale.num_elements() * repeat != channels) return false;
+    for (int64_t c = 0; c < channels; ++c) scales->push_back(scale.data<float>()[c / repeat]);
+  }
+  for (float v : *scales)
+    if (!(v > 0) || !std::isfinite(v)) return false;
+  *w = d.inputs[0];
+  return true;
+}
+
+// Conv2D / DepthwiseConv2dNative / MatMul (not transpose_a) reading
+// DequantizeLinear'd 8-bit activations and a DequantizeLinear'd constant int8
+// filter: the quantized form's inputs and attributes (hub/ops/fused.h).
+bool quantized_operands(const Ir& ir, const INode& n, Output* x, Output* w, ops::FusedQuantization* q) {
+  if (n.op == "MatMul" && n.attrs.get_bool("transpose_a")) return false;
+  if (!dequantized_activation(ir, n.inputs[0], x, &q->src_scale, &q->src_zero_point)) return false;
+  const Shape& wshape = ir.spec(n.inputs[1]).shape;
+  const int64_t channels = n.outputs[0].shape.dim(-1);
+  if (channels < 0 || !wshape.is_fully_defined()) return false;
+  int axis = wshape.rank() - 1;
+  int64_t repeat = 1;
+  if (n.op == "DepthwiseConv2dNative") {  // [KH,KW,C,M]: output channel c*M + m
+    axis = 2;
+    repeat = wshape[3];
+  } else if (n.op == "MatMul" && n.attrs.get_bool("transpose_b")) {
+    axis = 0;
+  }
+  return quantized_filter(ir, n.inputs[1], axis, channels, repeat, w, &q->filter_scales);
+}
+
 // The values of a per-channel constant `o` with `channels` entries that
 // broadcasts along the last dim of a tensor of rank `rank` (shape [C],
 // [1,C], [1,1,1,C], ...); undefined otherwise.
@@ -98,29 +179,35 @@ std::optional<ops::PostOp> activation(const INode& c) {
 }
 
 // Conv2D / DepthwiseConv2dNative / MatMul with a constant float32 filter ->
-// the fused op with a zero bias and no post-ops.
+// the fused op with a zero bias and no post-ops; with dequantized 8-bit
+// operands (quantized_operands) -> its quantized form, float output.
 bool to_fused(Ir& ir, int id) {
   INode& n = ir.nodes[id];
   const bool conv = n.op == "Conv2D" || n.op == "DepthwiseConv2dNative";
   if (!conv && n.op != "MatMul") return false;
-  const Tensor& w = ir.constant(n.inputs[1]);
-  if (!w.defined() || w.dtype() != DType::kFloat32 || n.outputs[0].dtype != DType::kFloat32) return false;
+  if (n.outputs[0].dtype != DType::kFloat32) return false;
   const int64_t channels = n.outputs[0].shape.dim(-1);
   if (channels < 0) return false;
+  Output x = n.inputs[0], filter = n.inputs[1];
+  ops::FusedQuantization q;
+  if (!quantized_operands(ir, n, &x, &filter, &q)) {
+    const Tensor& w = ir.constant(n.inputs[1]);
+    if (!w.defined() || w.dtype() != DType::kFloat32) return false;
+  }
+  const Shape& w = ir.spec(filter).shape;
   // Grouped convolutions (filter input channels C/G < C) stay as they are.
-  if (n.op == "Conv2D" &&
-      (w.rank() != 4 || ir.spec(n.inputs[0]).shape.rank() != 4 || ir.spec(n.inputs[0]).shape[3] != w.dim(2)))
-    return false;
+  if (n.op == "Conv2D" && (w.rank() != 4 || ir.spec(x).shape.rank() != 4 || ir.spec(x).shape[3] != w[2])) return false;
   Attrs attrs = n.attrs;
   if (conv) attrs.set("depthwise", n.op == "DepthwiseConv2dNative");
   ops::set_post_ops(attrs, {});
+  ops::set_quantization(attrs, q);
   const std::string op = conv ? "_FusedConv2D" : "_FusedMatMul";
   const std::string name = n.name;
   Output bias = ir.add_constant(Tensor::zeros(DType::kFloat32, Shape{channels}), name + "/bias", id);
   INode& fused = ir.nodes[id];  // add_constant may have moved the nodes
   fused.op = op;
   fused.attrs = attrs;
-  fused.inputs.push_back(bias);
+  fused.inputs = {x, filter, bias};
   ir.infer(id);
   return true;
 }
@@ -133,9 +220,24 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   const INode& cn = ir.nodes[c];
   const int64_t channels = ir.spec(ir.nodes[f].inputs[2]).shape[0];
   const int rank = ir.spec(out).shape.rank();
-  const bool plain = no_post_ops(ir.nodes[f]);
+  const ops::FusedQuantization q = ops::quantization_of(ir.nodes[f].attrs);
+  if (q.quantized_output()) return false;
+  // Folds that rescale the filter or add a side input apply to float filters only.
+  const bool plain = no_post_ops(ir.nodes[f]), float_filter = !q.quantized();
+  if (cn.op == "QuantizeLinear" && index == 0 && q.quantized()) {
+    const std::optional<float> scale = scalar(ir, cn.inputs[1]), zero_point = scalar(ir, cn.inputs[2]);
+    if (!scale || !zero_point || ir.spec(cn.inputs[1]).shape.rank() != 0) return false;
+    ops::FusedQuantization requantized = q;
+    requantized.dst_scale = *scale;
+    requantized.dst_zero_point = static_cast<int32_t>(*zero_point);
+    requantized.dst_type = ir.spec(cn.inputs[2]).dtype;
+    ops::set_quantization(ir.nodes[f].attrs, requantized);
+    absorb(ir, f, c);
+    ++counts.absorbed;
+    return true;
+  }
 
-  if (cn.op == "FusedBatchNorm" && index == 0 && plain && !cn.attrs.get_bool("is_training")) {
+  if (cn.op == "FusedBatchNorm" && index == 0 && plain && float_filter && !cn.attrs.get_bool("is_training")) {
     for (int i = 1; i < 4; ++i)
       if (!ir.consumers(Output{c, i}).empty() || ir.kept(Output{c, i})) return false;
     // Const: these may share a variable's storage, and mutable access would
@@ -161,7 +263,7 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   }
   if ((cn.op == "BiasAdd" && index == 0) || cn.op == "Add" || cn.op == "Mul") {
     const Output other = cn.inputs[1 - index];
-    if (cn.inputs.size() == 2 && plain) {
+    if (cn.inputs.size() == 2 && plain && (float_filter || cn.op != "Mul")) {
       const Tensor v = per_channel(ir, other, channels, rank);
       if (v.defined() && ir.spec(Output{c, 0}).shape == ir.spec(out).shape) {
         Tensor bias = bias_of(ir, f);
@@ -182,7 +284,7 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
     // A residual Add of a same-shaped tensor.
     const INode& fn = ir.nodes[f];
     bool has_add = fn.inputs.size() > 3;
-    if (cn.op == "Add" && !has_add && ir.spec(other).dtype == DType::kFloat32 &&
+    if (cn.op == "Add" && !has_add && float_filter && ir.spec(other).dtype == DType::kFloat32 &&
         ir.spec(other).shape == ir.spec(out).shape && ir.spec(Output{c, 0}).shape == ir.spec(out).shape) {
       append_post_op(ir, f, ops::PostOp{"Add"});
       ir.nodes[f].inputs.push_back(other);
@@ -237,6 +339,30 @@ bool batch_norm_to_fused(Ir& ir, int id) {
   return true;
 }
 
+// QuantizeLinear(MaxPool / AvgPool(DequantizeLinear(q))) with one scale and
+// zero point on both sides -> the pool on the 8-bit q itself.
+bool int8_pool(Ir& ir, int p) {
+  INode& pool = ir.nodes[p];
+  if (pool.op != "MaxPool" && pool.op != "AvgPool") return false;
+  Output q;
+  float in_scale, out_scale;
+  int32_t in_zp, out_zp;
+  if (!dequantized_activation(ir, pool.inputs[0], &q, &in_scale, &in_zp) || !ir.single_use(Output{p, 0})) return false;
+  const auto [c, index] = ir.consumers(Output{p, 0})[0];
+  const INode& quantize = ir.nodes[c];
+  if (quantize.op != "QuantizeLinear" || ir.spec(quantize.inputs[1]).shape.rank() != 0) return false;
+  const std::optional<float> s = scalar(ir, quantize.inputs[1]), z = scalar(ir, quantize.inputs[2]);
+  if (!s || !z || *s != in_scale || static_cast<int32_t>(*z) != in_zp ||
+      ir.spec(quantize.inputs[2]).dtype != ir.spec(q).dtype)
+    return false;
+  pool.inputs[0] = q;
+  ir.infer(p);
+  ir.replace_uses(Output{c, 0}, Output{p, 0});
+  ir.nodes[p].position = ir.nodes[c].position;
+  ir.nodes[c].dead = true;
+  return true;
+}
+
 }  // namespace
 
 FuseCounts fuse(Ir& ir) {
@@ -262,6 +388,8 @@ FuseCounts fuse(Ir& ir) {
       ++counts.batch_norms;
     }
   absorb_consumers();
+  for (size_t id = 0; id < ir.nodes.size(); ++id)
+    if (!ir.nodes[id].dead && int8_pool(ir, static_cast<int>(id))) ++counts.absorbed;
   return counts;
 }
 

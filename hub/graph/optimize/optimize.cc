@@ -36,8 +36,11 @@ OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& v
   optimize::bypass_identities(ir);
   OptimizeStats& st = result.stats_;
   st.nodes_before = graph.num_nodes();
-  st.constants_folded = optimize::fold_constants(ir);
+  st.constants_folded = optimize::fold_constants(ir, true);
   optimize::FuseCounts fc = optimize::fuse(ir);
+  // Quantized weights no quantized convolution took run dequantized once.
+  ir.drop_unused();
+  st.constants_folded += optimize::fold_constants(ir, false);
   st.fused = fc.fused;
   st.batch_norms_folded = fc.batch_norms;
   st.post_ops = fc.absorbed;

@@ -25,6 +25,21 @@
 //              1x1 depthwise _FusedConv2D (filter s, bias offset - mean * s),
 //              which then takes the activation after it as a post-op: one
 //              pass over the tensor instead of two.
+//              Quantized (QDQ) graphs: a conv / MatMul whose input is a
+//              per-tensor DequantizeLinear of 8-bit activations and whose
+//              filter is a DequantizeLinear of a constant int8 tensor (zero
+//              point 0, per tensor or per output channel) becomes the fused
+//              op's quantized form on the 8-bit tensors themselves (the int8
+//              filter is kept through the constant folding for this); bias
+//              and activations are absorbed as above (batch norm, Mul and
+//              residual Add are not: they stay float ops), and a following
+//              per-tensor QuantizeLinear becomes the requantization of its
+//              output. So a chain Q -> DQ -> conv -> Q -> DQ -> conv runs on
+//              8-bit tensors from one int8 primitive to the next; a
+//              MaxPool / AvgPool between a DequantizeLinear and a
+//              QuantizeLinear of the same parameters runs on the 8-bit
+//              tensor. Any int8 weights left over are then folded to float
+//              constants.
 //   layout.cc  where the backend prefers a channel-blocked layout (oneDNN on
 //              AVX2: nChw8c) each edge between two fused convolutions that
 //              both run blocked stays blocked; _Relayout nodes convert where a

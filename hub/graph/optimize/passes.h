@@ -22,8 +22,10 @@ struct FrozenVariable {
 // fold.cc
 void freeze_variables(Ir& ir, const VariableStore& variables, std::vector<FrozenVariable>* frozen);
 void bypass_identities(Ir& ir);
-// Returns the number of nodes evaluated.
-int fold_constants(Ir& ir);
+// Returns the number of nodes evaluated. With keep_quantized_weights a
+// DequantizeLinear of an int8 tensor stays (fuse makes quantized
+// convolutions of it).
+int fold_constants(Ir& ir, bool keep_quantized_weights);
 
 // fuse.cc
 struct FuseCounts {

@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -161,9 +162,56 @@ std::string Exporter::nchw(Output o) {
   return v.nchw ? v.name : convert(o, true);
 }
 
+namespace {
+
+// The axis of transform(t) that channel axis `axis` of t became: found by
+// transforming a tensor holding each element's index along `axis` (exact in
+// float for any real filter size).
+int64_t transformed_axis(const Tensor& t, int64_t axis, const std::function<Tensor(const Tensor&)>& transform) {
+  Tensor probe(DType::kFloat32, t.shape());
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < t.rank(); ++d) inner *= t.dim(d);
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    probe.data<float>()[i] = static_cast<float>((i / inner) % t.dim(static_cast<int>(axis)));
+  const Tensor p = transform(probe);
+  for (int a = 0; a < p.rank(); ++a) {
+    int64_t in = 1;
+    for (int d = a + 1; d < p.rank(); ++d) in *= p.dim(d);
+    bool match = p.dim(a) == t.dim(static_cast<int>(axis));
+    for (int64_t i = 0; match && i < p.num_elements(); ++i)
+      match = p.data<float>()[i] == static_cast<float>((i / in) % p.dim(a));
+    if (match) return a;
+  }
+  throw_error(Code::kInternal, "the weight transform does not keep the quantization axis whole");
+}
+
+Tensor cast(const Tensor& t, DType to) { return evaluate("Cast", {t}, Attrs().set("dtype", to)); }
+
+}  // namespace
+
 std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
                              const std::function<std::string(const std::string&)>& runtime) {
   if (std::optional<Tensor> t = constant(o)) return initializer(transform(*t), g_.node(o).name);
+  // Quantized weights stay quantized, as the QDQ pattern runtimes fuse into
+  // integer convolutions: DequantizeLinear of the transformed int8 tensor,
+  // its channel axis followed through the transform.
+  const Node& d = g_.node(o);
+  if (d.op == "DequantizeLinear") {
+    const std::optional<Tensor> q = constant(d.inputs[0]), scale = constant(d.inputs[1]), zp = constant(d.inputs[2]);
+    if (q && scale && zp) {
+      int64_t axis = d.attrs.get_int("axis");
+      if (axis < 0) axis += q->rank();
+      const Tensor moved = cast(transform(cast(*q, DType::kFloat32)), q->dtype());
+      const int64_t onnx_axis = scale->rank() == 0 ? 1 : transformed_axis(*q, axis, transform);
+      const std::string y = fresh(d.name);
+      NodeProto* p = add("DequantizeLinear",
+                         {initializer(moved, g_.node(d.inputs[0]).name), initializer(*scale, g_.node(d.inputs[1]).name),
+                          initializer(*zp, g_.node(d.inputs[2]).name)},
+                         y, d.name);
+      set_int(p, "axis", onnx_axis);
+      return y;
+    }
+  }
   return runtime(nhwc(o));
 }
 
@@ -250,6 +298,15 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     vi->set_name(name);
     *vi->mutable_type() = type_of({info.dtype, info.shape});
   }
+  // Weights are written where a layer reads them, transformed to ONNX's
+  // layout; the variables' untransformed initializers then go unused.
+  std::set<std::string> used;
+  for (const NodeProto& n : out_->node())
+    for (const std::string& i : n.input()) used.insert(i);
+  auto* inits = out_->mutable_initializer();
+  inits->erase(
+      std::remove_if(inits->begin(), inits->end(), [&](const ::onnx::TensorProto& t) { return !used.count(t.name()); }),
+      inits->end());
   try {
     ::onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -405,9 +462,41 @@ void export_softmax(Exporter& e, const Node& n) {
 constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
 
 // 2-D MatMul with transposes: Gemm.
-void export_matmul(Exporter& e, const Node& n) {
+// Whether every use of o is the weight input of a convolution or MatMul
+// (which export it through Exporter::weight).
+bool only_weight_uses(const Graph& g, Output o) {
+  for (const Node& c : g.nodes())
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      if (c.inputs[i] == o && (i != 1 || (c.op != "Conv2D" && c.op != "DepthwiseConv2dNative" && c.op != "MatMul")))
+        return false;
+  return true;
+}
+
+// QuantizeLinear / DequantizeLinear: per tensor they act element by element,
+// so the value keeps its layout; a per-channel axis follows an NCHW value.
+// Dequantized constant weights are written where a layer reads them.
+void export_quantize(Exporter& e, const Node& n) {
+  if (n.op == "DequantizeLinear" && e.constant(in(n, 0)) && only_weight_uses(e.graph(), out0(n))) return;
+  Output x = in(n, 0);
+  const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  int64_t axis = n.attrs.get_int("axis");
+  if (axis < 0) axis += e.spec(x).shape.rank();
+  if (nchw) axis = std::vector<int64_t>{0, 2, 3, 1}[static_cast<size_t>(axis)];
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("Gemm", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name);
+  NodeProto* p = e.add(n.op, {nchw ? e.nchw(x) : e.nhwc(x), e.nhwc(in(n, 1)), e.nhwc(in(n, 2))}, y, n.name);
+  set_int(p, "axis", axis);
+  e.set(out0(n), y, nchw);
+}
+
+void export_matmul(Exporter& e, const Node& n) {
+  // Quantized weights as DequantizeLinear of the int8 initializer (see weight()).
+  const bool quantized = e.node(in(n, 1)).op == "DequantizeLinear";
+  const std::string b = quantized
+                            ? e.weight(
+                                  in(n, 1), [](const Tensor& t) { return t; }, [](const std::string& v) { return v; })
+                            : e.nhwc(in(n, 1));
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("Gemm", {e.nhwc(in(n, 0)), b}, y, n.name);
   set_int(p, "transA", n.attrs.get_bool("transpose_a"));
   set_int(p, "transB", n.attrs.get_bool("transpose_b"));
   e.set(out0(n), y);
@@ -764,6 +853,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Softmax", export_softmax<kSoftmax>},
       {"LogSoftmax", export_softmax<kLogSoftmax>},
       {"MatMul", export_matmul},
+      {"QuantizeLinear", export_quantize},
+      {"DequantizeLinear", export_quantize},
       {"BatchMatMul", export_batch_matmul},
       {"BiasAdd", export_bias_add},
       {"Conv2D", export_conv},

@@ -3,12 +3,18 @@
 // DepthwiseConv2dNative / MatMul computes z into the output, then bias and
 // post-ops are applied in place with Eigen, one row of O channels at a time.
 // Blocked inputs and outputs are converted with the _Relayout routines below
-// around that, so the arithmetic is exactly the unfused graph's.
+// around that, so the arithmetic is exactly the unfused graph's. The
+// quantized form dequantizes x and the filter into float temporaries first
+// and quantizes z into the output last (DequantizeLinear / QuantizeLinear's
+// formulas), so it is the float graph it was made from, step for step.
 #include "hub/ops/fused.h"
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "hub/core/parallel.h"
 #include "hub/ops/registry.h"
@@ -92,6 +98,65 @@ void bias_and_post_ops(float* z, int64_t rows, int64_t o, const float* bias, con
   });
 }
 
+// (x - zero_point) * scale as a float32 temporary of x's shape.
+template <class Q>
+Tensor dequantized_as(KernelContext& c, const Tensor& x, float scale, int32_t zero_point) {
+  Tensor out = c.temp(DType::kFloat32, x.shape());
+  Eigen::Map<const Eigen::Array<Q, Eigen::Dynamic, 1>> q(x.data<Q>(), x.num_elements());
+  Map(out.data<float>(), x.num_elements()) = (q.template cast<float>() - static_cast<float>(zero_point)) * scale;
+  return out;
+}
+Tensor dequantized(KernelContext& c, const Tensor& x, float scale, int32_t zero_point) {
+  return x.dtype() == DType::kInt8 ? dequantized_as<int8_t>(c, x, scale, zero_point)
+                                   : dequantized_as<uint8_t>(c, x, scale, zero_point);
+}
+
+// The int8 filter times its scales (one, or one per output channel: the
+// last dim, or the rows of a transposed MatMul operand).
+Tensor dequantized_filter(KernelContext& c, const Tensor& w, const std::vector<float>& scales, bool by_rows) {
+  Tensor out = dequantized_as<int8_t>(c, w, 1.0f, 0);
+  const int64_t channels = static_cast<int64_t>(scales.size()), rows = w.num_elements() / channels;
+  CMap s(scales.data(), channels);
+  using M = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  if (by_rows)
+    M(out.data<float>(), channels, rows).colwise() *= s;
+  else
+    M(out.data<float>(), rows, channels).rowwise() *= s.transpose();
+  return out;
+}
+
+// y = saturate(round_half_even(z / scale) + zero_point) in y's dtype.
+template <class Q>
+void quantize_as(const Tensor& z, Tensor& y, float scale, int32_t zero_point) {
+  const float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+  parallel_for(z.num_elements(), 16384, [&](int64_t b, int64_t e) {
+    CMap v(z.data<float>() + b, e - b);
+    Eigen::Map<Eigen::Array<Q, Eigen::Dynamic, 1>>(y.data<Q>() + b, e - b) =
+        ((v / scale).unaryExpr([](float t) { return std::rint(t); }) + static_cast<float>(zero_point))
+            .max(lo)
+            .min(hi)
+            .template cast<Q>();
+  });
+}
+
+// The fused node's x and filter as float32: themselves, or dequantized.
+std::pair<Tensor, Tensor> float_operands(KernelContext& c, const Tensor& x, const ops::FusedQuantization& q,
+                                         bool filter_by_rows) {
+  if (!q.quantized()) return {x, c.input(1)};
+  return {dequantized(c, x, q.src_scale, q.src_zero_point),
+          dequantized_filter(c, c.input(1), q.filter_scales, filter_by_rows)};
+}
+
+// Writes z into the output: quantized when the node says so (z is then a
+// temporary), else z is the output already.
+void store(KernelContext& c, const Tensor& z, const ops::FusedQuantization& q) {
+  if (!q.quantized_output()) return;
+  if (q.dst_type == DType::kInt8)
+    quantize_as<int8_t>(z, c.output(0), q.dst_scale, q.dst_zero_point);
+  else
+    quantize_as<uint8_t>(z, c.output(0), q.dst_scale, q.dst_zero_point);
+}
+
 // Runs the reference kernel of `op` on `inputs` (attributes of `fused`),
 // writing its one output into `out`.
 void run_reference(KernelContext& c, const std::string& op, std::vector<const Tensor*> inputs, Tensor out) {
@@ -134,28 +199,35 @@ void finish(KernelContext& c, Tensor z, const Tensor& side, int64_t channels, in
 void fused_conv2d_kernel(KernelContext& c) {
   const bool depthwise = c.attrs().get_bool("depthwise");
   const int64_t src_block = c.attrs().get_int("src_block"), dst_block = c.attrs().get_int("dst_block");
-  const Tensor& w = c.input(1);
-  Tensor x = src_block > 0 ? unblock(c, c.input(0), w.dim(2)) : c.input(0);
+  const ops::FusedQuantization q = ops::quantization_of(c.attrs());
   const int64_t channels = c.input(2).dim(0);
   Tensor side = side_input(c, channels, dst_block);
   Tensor z;
   if (dst_block > 0) {
     const Shape& y = c.output_spec(0).shape;  // [N, CB, OH, OW, b]
     z = c.temp(DType::kFloat32, Shape{y[0], y[2], y[3], channels});
+  } else if (q.quantized_output()) {
+    z = c.temp(DType::kFloat32, c.output_spec(0).shape);
   } else {
     z = c.output(0);
   }
   if (z.num_elements() == 0) return;
+  const auto [x, w] =
+      float_operands(c, src_block > 0 ? unblock(c, c.input(0), c.input(1).dim(2)) : c.input(0), q, false);
   run_reference(c, depthwise ? "DepthwiseConv2dNative" : "Conv2D", {&x, &w}, z);
   finish(c, z, side, channels, dst_block);
+  store(c, z, q);
 }
 
 void fused_matmul_kernel(KernelContext& c) {
+  const ops::FusedQuantization q = ops::quantization_of(c.attrs());
   Tensor side = side_input(c, c.output_spec(0).shape[1], 0);
-  Tensor z = c.output(0);
+  Tensor z = q.quantized_output() ? c.temp(DType::kFloat32, c.output_spec(0).shape) : c.output(0);
   if (z.num_elements() == 0) return;
-  run_reference(c, "MatMul", {&c.input(0), &c.input(1)}, z);
+  const auto [a, b] = float_operands(c, c.input(0), q, c.attrs().get_bool("transpose_b"));
+  run_reference(c, "MatMul", {&a, &b}, z);
   finish(c, z, side, z.dim(1), 0);
+  store(c, z, q);
 }
 
 void relayout_kernel(KernelContext& c) {

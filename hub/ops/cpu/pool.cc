@@ -1,4 +1,5 @@
-// Reference pooling kernels (NHWC float32): Eigen arrays over the channel
+// Reference pooling kernels (NHWC; forward float32, uint8 or int8, backward
+// float32): Eigen arrays over the channel
 // dimension, parallel over output rows (forward) or (batch, channel block)
 // pairs (backward, whose windows overlap in the input). Windows visit only
 // their in-bounds taps (hub/ops/pool.h: PoolGeometry::row_taps / col_taps),
@@ -7,7 +8,9 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "hub/core/parallel.h"
 #include "hub/ops/registry.h"
@@ -33,35 +36,59 @@ void for_each_tap(const ops::PoolGeometry& g, const ops::PoolTaps& rows, const o
   }
 }
 
-template <bool kMax>
-void pool_kernel(KernelContext& c) {
+// One window's result (float, over C channels) into the output of type T:
+// 8-bit averages rounded half to even (exact for maxima).
+template <class T>
+void store(const Eigen::ArrayXf& acc, T* out) {
+  if constexpr (std::is_same_v<T, float>)
+    Vec(out, acc.size()) = acc;
+  else
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, acc.size()) =
+        acc.unaryExpr([](float v) { return std::rint(v); }).template cast<T>();
+}
+
+template <bool kMax, class T>
+void pool(KernelContext& c) {
   ops::PoolGeometry g = geometry_of(c);
-  const float* x = c.input(0).data<float>();
-  float* y = c.output(0).data<float>();
+  const T* x = c.input(0).data<T>();
+  T* y = c.output(0).data<T>();
   const int64_t C = g.c;
   parallel_for(g.n * g.oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ow * C)), [&](int64_t b, int64_t e) {
+    Eigen::ArrayXf acc(C);
     for (int64_t r = b; r < e; ++r) {
       int64_t n = r / g.oh, i = r % g.oh;
-      const float* xn = x + n * g.h * g.w * C;
+      const T* xn = x + n * g.h * g.w * C;
       const ops::PoolTaps rows = g.row_taps(i);
       for (int64_t j = 0; j < g.ow; ++j) {
         const ops::PoolTaps cols = g.col_taps(j);
-        Vec out(y + ((r * g.ow) + j) * C, C);
         if (kMax)
-          out.setConstant(-std::numeric_limits<float>::infinity());
+          acc.setConstant(-std::numeric_limits<float>::infinity());
         else
-          out.setZero();
+          acc.setZero();
         for_each_tap(g, rows, cols, [&](int64_t pos) {
-          CVec in(xn + pos * C, C);
+          auto in = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(xn + pos * C, C).template cast<float>();
           if (kMax)
-            out = out.max(in);
+            acc = acc.max(in);
           else
-            out += in;
+            acc += in;
         });
-        if (!kMax) out *= 1.0f / static_cast<float>(g.divisor(rows, cols));
+        if (!kMax) acc *= 1.0f / static_cast<float>(g.divisor(rows, cols));
+        store<T>(acc, y + ((r * g.ow) + j) * C);
       }
     }
   });
+}
+
+template <bool kMax>
+void pool_kernel(KernelContext& c) {
+  switch (c.input(0).dtype()) {
+    case DType::kUInt8:
+      return pool<kMax, uint8_t>(c);
+    case DType::kInt8:
+      return pool<kMax, int8_t>(c);
+    default:
+      return pool<kMax, float>(c);
+  }
 }
 
 // The backward kernels' shared driver: zeroes dx (output 0) and runs

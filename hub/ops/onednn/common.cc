@@ -19,10 +19,25 @@ dnnl::stream& stream() {
 
 dims to_dims(const Shape& shape) { return dims(shape.dims().begin(), shape.dims().end()); }
 
-dnnl::memory::desc desc(const dims& d, tag layout) { return dnnl::memory::desc(d, dt::f32, layout); }
+dt data_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return dt::f32;
+    case DType::kInt32:
+      return dt::s32;
+    case DType::kInt8:
+      return dt::s8;
+    case DType::kUInt8:
+      return dt::u8;
+    default:
+      throw_error(Code::kInternal, "no oneDNN data type for " + std::string(dtype_name(dtype)));
+  }
+}
+
+dnnl::memory::desc desc(const dims& d, tag layout, dt type) { return dnnl::memory::desc(d, type, layout); }
 
 dnnl::memory memory(const Tensor& t, const dims& d, tag layout) {
-  return dnnl::memory(desc(d, layout), engine(), const_cast<void*>(t.raw_data()));
+  return dnnl::memory(desc(d, layout, data_type(t.dtype())), engine(), const_cast<void*>(t.raw_data()));
 }
 
 void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
@@ -89,7 +104,7 @@ namespace {
 // no reorder is needed).
 std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, tag layout,
                                                const dnnl::memory::desc& want) {
-  dnnl::memory::desc have = desc(d, layout);
+  dnnl::memory::desc have = desc(d, layout, data_type(w.dtype()));
   if (have == want) return {memory(w, d, layout), w};
   std::string key = std::to_string(reinterpret_cast<uintptr_t>(w.storage().get())) + "@" + std::to_string(w.offset()) +
                     ":" + key_of(d) + ":" + std::to_string(static_cast<int>(layout)) + ":" +

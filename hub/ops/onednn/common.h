@@ -33,9 +33,11 @@ using dt = dnnl::memory::data_type;
 
 // Dims of a tensor as oneDNN dims.
 dims to_dims(const Shape& shape);
-// A memory object viewing a float32 tensor's buffer with the given layout.
+// oneDNN's data type for float32, int32, int8 and uint8 (Internal otherwise).
+dt data_type(DType dtype);
+// A memory object viewing a tensor's buffer (its dtype) with the given layout.
 dnnl::memory memory(const Tensor& t, const dims& d, tag layout);
-dnnl::memory::desc desc(const dims& d, tag layout);
+dnnl::memory::desc desc(const dims& d, tag layout, dt type = dt::f32);
 
 // Runs reorder src -> dst.
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);

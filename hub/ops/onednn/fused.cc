@@ -15,6 +15,15 @@
 // objects at this call's buffers and executes. Primitive descriptors are
 // also shared across sessions through the primitive cache (common.h).
 //
+// The quantized form (hub/ops/fused.h) is the same primitive on u8/s8 source
+// and s8 weights (int32 accumulation): output scales src_scale *
+// filter_scales (per output channel when there are several; part of the
+// primitive, since oneDNN 2.6's int8 kernels take no run-time scales, so
+// their exact bytes are part of the cache key), the bias divided by those
+// scales (oneDNN v2 adds the bias before scaling), the float post-ops, then
+// eltwise_linear(1 / dst_scale) and the destination zero point into u8/s8,
+// or f32 when the output is float.
+//
 // `supports` builds the primitive for the node's shapes and declines when
 // oneDNN has no implementation for that post-op chain or layout, or only its
 // slow reference one ("ref:"): those nodes run on the reference kernel.
@@ -23,6 +32,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hub/core/error.h"
 #include "hub/ops/conv2d.h"
@@ -61,11 +71,73 @@ dnnl::post_ops make_post_ops(const std::vector<ops::PostOp>& post_ops) {
   return po;
 }
 
-std::string post_ops_key(const Attrs& a) {
+// src_scale * filter_scales: the quantized form's output scales.
+std::vector<float> output_scales(const ops::FusedQuantization& q) {
+  std::vector<float> s;
+  for (float f : q.filter_scales) s.push_back(q.src_scale * f);
+  return s;
+}
+
+// The attributes of a fused primitive: post-ops and, for the quantized
+// form, output scales, zero points and the requantization to the
+// destination.
+dnnl::primitive_attr make_attr(const Attrs& a) {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops po = make_post_ops(ops::post_ops_of(a));
+  const ops::FusedQuantization q = ops::quantization_of(a);
+  if (q.quantized()) {
+    attr.set_output_scales(q.filter_scales.size() > 1 ? 1 << 1 : 0, output_scales(q));
+    if (q.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.src_zero_point});
+  }
+  if (q.quantized_output()) {
+    po.append_eltwise(1.0f, algo::eltwise_linear, 1.0f / q.dst_scale, 0.0f);
+    if (q.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {q.dst_zero_point});
+  }
+  attr.set_post_ops(po);
+  return attr;
+}
+
+std::string attr_key(const Attrs& a) {
   std::string k;
   for (const ops::PostOp& p : ops::post_ops_of(a))
     k += p.op + "(" + std::to_string(p.alpha) + "," + std::to_string(p.beta) + ")";
+  const ops::FusedQuantization q = ops::quantization_of(a);
+  if (q.quantized()) {
+    const std::vector<float> scales = output_scales(q);
+    k += "|q" + std::to_string(q.src_zero_point) + "," + std::to_string(q.dst_scale) + "," +
+         std::to_string(q.dst_zero_point) + ":" +
+         std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
+  }
   return k;
+}
+
+// The quantized form's bias in accumulator units (the bias divided by the
+// output scales), recomputed on every call into a buffer kept with the node.
+struct ScaledBias {
+  std::vector<float> scales, bias;
+
+  void init(const ops::FusedQuantization& q, int64_t channels) {
+    const std::vector<float> s = output_scales(q);
+    for (int64_t c = 0; c < channels; ++c) scales.push_back(s[s.size() > 1 ? c : 0]);
+    bias.resize(scales.size());
+  }
+  void* of(const Tensor& b) {
+    const float* v = b.data<float>();
+    for (size_t c = 0; c < bias.size(); ++c) bias[c] = v[c] / scales[c];
+    return bias.data();
+  }
+};
+
+// The input dtypes and non-empty, fully known shapes a fused primitive takes:
+// float32 throughout, or the quantized form's dtypes (its shape function
+// checked those).
+bool supported_specs(const Node& node, const std::vector<TensorSpec>& in) {
+  for (const TensorSpec& s : in) {
+    if (!s.shape.is_fully_defined()) return false;
+    for (int64_t d : s.shape.dims())
+      if (d <= 0) return false;
+  }
+  return ops::quantization_of(node.attrs).quantized() || float32_nonempty(in);
 }
 
 bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
@@ -75,6 +147,7 @@ bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref",
 struct ConvSetup {
   dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
   tag weights_tag, src_tag, dst_tag;
+  dt src_type, weights_type, dst_type;
   std::string key;
 };
 
@@ -110,9 +183,14 @@ ConvSetup conv_setup(const Node& node, const std::vector<TensorSpec>& in) {
   s.pad_r = {g.pad_bottom, g.pad_right};
   s.src_tag = activation_tag(src_block);
   s.dst_tag = activation_tag(dst_block);
-  s.key = "fconv:" + key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) + "|" +
+  const ops::FusedQuantization q = ops::quantization_of(a);
+  s.src_type = data_type(in[0].dtype);
+  s.weights_type = data_type(in[1].dtype);
+  s.dst_type = data_type(q.quantized_output() ? q.dst_type : DType::kFloat32);
+  s.key = "fconv:" + std::to_string(static_cast<int>(s.src_type)) + std::to_string(static_cast<int>(s.dst_type)) + "|" +
+          key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) + "|" +
           key_of(s.strides) + "|" + key_of(s.dilates) + "|" + key_of(s.pad_l) + "|" + key_of(s.pad_r) + "|" +
-          std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + post_ops_key(a);
+          std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + attr_key(a);
   return s;
 }
 
@@ -124,12 +202,10 @@ struct ConvPrimitive {
 std::shared_ptr<ConvPrimitive> conv_primitive(const Node& node, const ConvSetup& s) {
   return cached_as<ConvPrimitive>(s.key, [&] {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
-                                      desc(s.src, s.src_tag), dnnl::memory::desc(s.weights, dt::f32, tag::any),
-                                      desc(s.bias, tag::a), desc(s.dst, s.dst_tag), s.strides, s.dilates, s.pad_l,
-                                      s.pad_r);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(make_post_ops(ops::post_ops_of(node.attrs)));
-    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+                                      desc(s.src, s.src_tag, s.src_type),
+                                      dnnl::memory::desc(s.weights, s.weights_type, tag::any), desc(s.bias, tag::a),
+                                      desc(s.dst, s.dst_tag, s.dst_type), s.strides, s.dilates, s.pad_l, s.pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, make_attr(node.attrs), engine());
     return std::make_shared<ConvPrimitive>(ConvPrimitive{pd, dnnl::convolution_forward(pd)});
   });
 }
@@ -139,6 +215,8 @@ struct ConvState {
   ConvSetup setup;
   std::shared_ptr<ConvPrimitive> p;
   WeightsMemo weights;
+  ops::FusedQuantization q;
+  ScaledBias scaled_bias;
   dnnl::memory src, bias, dst;
   std::unordered_map<int, dnnl::memory> args;
 };
@@ -151,10 +229,13 @@ void fused_conv2d(KernelContext& c) {
     for (int i = 0; i < c.num_inputs(); ++i) in.push_back({c.input(i).dtype(), c.input(i).shape()});
     st->setup = conv_setup(c.node(), in);
     st->p = conv_primitive(c.node(), st->setup);
-    st->src = dnnl::memory(desc(st->setup.src, st->setup.src_tag), engine(), DNNL_MEMORY_NONE);
-    st->bias = dnnl::memory(desc(st->setup.bias, tag::a), engine(), DNNL_MEMORY_NONE);
-    st->dst = dnnl::memory(desc(st->setup.dst, st->setup.dst_tag), engine(), DNNL_MEMORY_NONE);
+    const ConvSetup& s = st->setup;
+    st->src = dnnl::memory(desc(s.src, s.src_tag, s.src_type), engine(), DNNL_MEMORY_NONE);
+    st->bias = dnnl::memory(desc(s.bias, tag::a), engine(), DNNL_MEMORY_NONE);
+    st->dst = dnnl::memory(desc(s.dst, s.dst_tag, s.dst_type), engine(), DNNL_MEMORY_NONE);
     st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_BIAS, st->bias}, {DNNL_ARG_DST, st->dst}};
+    st->q = ops::quantization_of(c.attrs());
+    if (st->q.quantized()) st->scaled_bias.init(st->q, s.dst[1]);
     slot = st;
   }
   auto& st = *static_cast<ConvState*>(slot.get());
@@ -165,7 +246,7 @@ void fused_conv2d(KernelContext& c) {
       std::memcpy(y.raw_data(), side.raw_data(), side.nbytes());
   }
   st.src.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
-  st.bias.set_data_handle(const_cast<void*>(c.input(2).raw_data()));
+  st.bias.set_data_handle(st.q.quantized() ? st.scaled_bias.of(c.input(2)) : const_cast<void*>(c.input(2).raw_data()));
   st.dst.set_data_handle(y.raw_data());
   st.args[DNNL_ARG_WEIGHTS] =
       st.weights.get(c.input(1), st.setup.weights, st.setup.weights_tag, st.p->pd.weights_desc());
@@ -173,9 +254,7 @@ void fused_conv2d(KernelContext& c) {
 }
 
 bool supports_fused_conv2d(const Node& node, const std::vector<TensorSpec>& in) {
-  if (!float32_nonempty(in)) return false;
-  for (const TensorSpec& s : in)
-    if (!s.shape.is_fully_defined()) return false;
+  if (!supported_specs(node, in)) return false;
   try {
     return !is_reference_impl(conv_primitive(node, conv_setup(node, in))->pd.impl_info_str());
   } catch (const dnnl::error&) {
@@ -188,6 +267,7 @@ bool supports_fused_conv2d(const Node& node, const std::vector<TensorSpec>& in) 
 struct MatMulSetup {
   dims a, b, bias, y;
   tag a_tag, b_tag;
+  dt a_type, b_type, y_type;
   std::string key;
 };
 
@@ -203,7 +283,12 @@ MatMulSetup matmul_setup(const Node& node, const std::vector<TensorSpec>& in) {
   s.y = {m, n};
   s.a_tag = ta ? tag::ba : tag::ab;
   s.b_tag = tb ? tag::ba : tag::ab;
-  s.key = "fmatmul:" + key_of({m, k, n}) + (ta ? "T" : "N") + (tb ? "T" : "N") + "|" + post_ops_key(node.attrs);
+  const ops::FusedQuantization q = ops::quantization_of(node.attrs);
+  s.a_type = data_type(in[0].dtype);
+  s.b_type = data_type(in[1].dtype);
+  s.y_type = data_type(q.quantized_output() ? q.dst_type : DType::kFloat32);
+  s.key = "fmatmul:" + std::to_string(static_cast<int>(s.a_type)) + std::to_string(static_cast<int>(s.y_type)) +
+          key_of({m, k, n}) + (ta ? "T" : "N") + (tb ? "T" : "N") + "|" + attr_key(node.attrs);
   return s;
 }
 
@@ -214,11 +299,9 @@ struct MatMulPrimitive {
 
 std::shared_ptr<MatMulPrimitive> matmul_primitive(const Node& node, const MatMulSetup& s) {
   return cached_as<MatMulPrimitive>(s.key, [&] {
-    dnnl::matmul::desc d(desc(s.a, s.a_tag), dnnl::memory::desc(s.b, dt::f32, tag::any), desc(s.bias, tag::ab),
-                         desc(s.y, tag::ab));
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(make_post_ops(ops::post_ops_of(node.attrs)));
-    dnnl::matmul::primitive_desc pd(d, attr, engine());
+    dnnl::matmul::desc d(desc(s.a, s.a_tag, s.a_type), dnnl::memory::desc(s.b, s.b_type, tag::any),
+                         desc(s.bias, tag::ab), desc(s.y, tag::ab, s.y_type));
+    dnnl::matmul::primitive_desc pd(d, make_attr(node.attrs), engine());
     return std::make_shared<MatMulPrimitive>(MatMulPrimitive{pd, dnnl::matmul(pd)});
   });
 }
@@ -227,6 +310,8 @@ struct MatMulState {
   MatMulSetup setup;
   std::shared_ptr<MatMulPrimitive> p;
   WeightsMemo weights;
+  ops::FusedQuantization q;
+  ScaledBias scaled_bias;
   dnnl::memory a, bias, y;
   std::unordered_map<int, dnnl::memory> args;
 };
@@ -239,10 +324,13 @@ void fused_matmul(KernelContext& c) {
     for (int i = 0; i < c.num_inputs(); ++i) in.push_back({c.input(i).dtype(), c.input(i).shape()});
     st->setup = matmul_setup(c.node(), in);
     st->p = matmul_primitive(c.node(), st->setup);
-    st->a = dnnl::memory(desc(st->setup.a, st->setup.a_tag), engine(), DNNL_MEMORY_NONE);
-    st->bias = dnnl::memory(desc(st->setup.bias, tag::ab), engine(), DNNL_MEMORY_NONE);
-    st->y = dnnl::memory(desc(st->setup.y, tag::ab), engine(), DNNL_MEMORY_NONE);
+    const MatMulSetup& s = st->setup;
+    st->a = dnnl::memory(desc(s.a, s.a_tag, s.a_type), engine(), DNNL_MEMORY_NONE);
+    st->bias = dnnl::memory(desc(s.bias, tag::ab), engine(), DNNL_MEMORY_NONE);
+    st->y = dnnl::memory(desc(s.y, tag::ab, s.y_type), engine(), DNNL_MEMORY_NONE);
     st->args = {{DNNL_ARG_SRC, st->a}, {DNNL_ARG_BIAS, st->bias}, {DNNL_ARG_DST, st->y}};
+    st->q = ops::quantization_of(c.attrs());
+    if (st->q.quantized()) st->scaled_bias.init(st->q, s.y[1]);
     slot = st;
   }
   auto& st = *static_cast<MatMulState*>(slot.get());
@@ -253,16 +341,14 @@ void fused_matmul(KernelContext& c) {
       std::memcpy(y.raw_data(), side.raw_data(), side.nbytes());
   }
   st.a.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
-  st.bias.set_data_handle(const_cast<void*>(c.input(2).raw_data()));
+  st.bias.set_data_handle(st.q.quantized() ? st.scaled_bias.of(c.input(2)) : const_cast<void*>(c.input(2).raw_data()));
   st.y.set_data_handle(y.raw_data());
   st.args[DNNL_ARG_WEIGHTS] = st.weights.get(c.input(1), st.setup.b, st.setup.b_tag, st.p->pd.weights_desc());
   execute(st.p->prim, st.args);
 }
 
 bool supports_fused_matmul(const Node& node, const std::vector<TensorSpec>& in) {
-  if (!float32_nonempty(in)) return false;
-  for (const TensorSpec& s : in)
-    if (!s.shape.is_fully_defined()) return false;
+  if (!supported_specs(node, in)) return false;
   try {
     return !is_reference_impl(matmul_primitive(node, matmul_setup(node, in))->pd.impl_info_str());
   } catch (const dnnl::error&) {

@@ -1,4 +1,5 @@
-// oneDNN pooling kernels (NHWC viewed as oneDNN's nhwc layout, float32), through
+// oneDNN pooling kernels (NHWC viewed as oneDNN's nhwc layout, float32; the
+// forward ones uint8 / int8 too, which oneDNN averages rounding to nearest), through
 // pooling_v2 (dilated pooling; oneDNN's dilation is ours minus one).
 // Padding maps to padding_l = pad_before and padding_r = the padding the last
 // window actually reaches: pad_after, or more with a ceil_mode overhang.
@@ -61,9 +62,9 @@ Geometry geometry_of(const KernelContext& c, bool max) {
   return geometry_of(ops::pool_geometry(c.attrs(), c.input(0).shape(), c.node().name), max);
 }
 
-dnnl::pooling_v2_forward::desc forward_desc(const Geometry& r, dnnl::prop_kind kind) {
-  return dnnl::pooling_v2_forward::desc(kind, r.algorithm, desc(r.src, tag::nhwc), desc(r.dst, tag::nhwc), r.strides,
-                                        r.kernel, r.dilation, r.pad_l, r.pad_r);
+dnnl::pooling_v2_forward::desc forward_desc(const Geometry& r, dnnl::prop_kind kind, dt type = dt::f32) {
+  return dnnl::pooling_v2_forward::desc(kind, r.algorithm, desc(r.src, tag::nhwc, type), desc(r.dst, tag::nhwc, type),
+                                        r.strides, r.kernel, r.dilation, r.pad_l, r.pad_r);
 }
 
 struct Forward {
@@ -74,8 +75,10 @@ struct Forward {
 template <bool kMax>
 void pool_kernel(KernelContext& c) {
   Geometry r = geometry_of(c, kMax);
-  auto f = cached_as<Forward>("pool:" + r.key, [&] {
-    auto pd = dnnl::pooling_v2_forward::primitive_desc(forward_desc(r, dnnl::prop_kind::forward_inference), engine());
+  const dt type = data_type(c.input(0).dtype());
+  auto f = cached_as<Forward>("pool:" + std::to_string(static_cast<int>(type)) + r.key, [&] {
+    auto pd =
+        dnnl::pooling_v2_forward::primitive_desc(forward_desc(r, dnnl::prop_kind::forward_inference, type), engine());
     return std::make_shared<Forward>(Forward{pd, dnnl::pooling_v2_forward(pd)});
   });
   dnnl::memory src = memory(c.input(0), r.src, tag::nhwc);
@@ -122,11 +125,16 @@ void pool_grad_kernel(KernelContext& c) {
   stream().wait();
 }
 
-// Float32 NHWC with no empty dimension (oneDNN rejects zero-sized pooling),
-// pads smaller than the window, and count_include_pad only without a
-// ceil_mode overhang (see the top of this file).
+// Float32 NHWC (uint8 / int8 too for the forward ops) with no empty
+// dimension (oneDNN rejects zero-sized pooling), pads smaller than the
+// window, and count_include_pad only without a ceil_mode overhang (see the
+// top of this file).
 bool supports(const Node& node, const std::vector<TensorSpec>& inputs) {
-  if (!float32_nonempty(inputs, 4)) return false;
+  std::vector<TensorSpec> as_float = inputs;
+  const bool forward = node.op == "MaxPool" || node.op == "AvgPool";
+  if (forward && (inputs[0].dtype == DType::kUInt8 || inputs[0].dtype == DType::kInt8))
+    as_float[0].dtype = DType::kFloat32;
+  if (!float32_nonempty(as_float, 4)) return false;
   const Geometry r = geometry_of(ops::pool_geometry(node.attrs, inputs[0].shape, node.name), false);
   const ops::PoolGeometry& g = r.g;
   const int64_t span_h = (g.kh - 1) * g.dh + 1, span_w = (g.kw - 1) * g.dw + 1;

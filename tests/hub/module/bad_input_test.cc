@@ -82,7 +82,7 @@ TEST_CASE("newer format_version is refused clearly") {
   std::string dir = export_good(tmp);
   edit_module_pb(dir, [](ModuleDef& d) { d.set_format_version(99); });
   expect_error([&] { load_module_spec(dir); }, Code::kFailedPrecondition,
-               {"module " + dir + " has format_version 99; this hub reads up to 1; upgrade hub"});
+               {"module " + dir + " has format_version 99; this hub reads up to 2; upgrade hub"});
 }
 
 TEST_CASE("unknown op names the op and the node") {

@@ -289,10 +289,16 @@ TEST_CASE("format upgrades are named functions chained on load") {
   CHECK_THROWS_AS(upgrade_module_def(def, "m", {}, 2), Error);  // gap in the chain
   def.set_format_version(0);
   CHECK_THROWS_AS(upgrade_module_def(def, "m"), Error);
-  // The real chain: version 1 is current and loads unchanged.
+  // The real chain: version 2 is current (it added int8 data and quantization records); a
+  // version-1 module goes through upgrade_v1_to_v2 and is otherwise unchanged.
+  CHECK(kModuleFormatVersion == 2);
   def.set_format_version(1);
+  def.mutable_metadata()->set_name("kept");
   upgrade_module_def(def, "m");
-  CHECK(def.format_version() == kModuleFormatVersion);
+  CHECK(def.format_version() == 2);
+  CHECK(def.metadata().name() == "kept");
+  CHECK(format_upgrades().size() == 1);
+  CHECK(std::string(format_upgrades()[0].name) == "upgrade_v1_to_v2");
 }
 
 TEST_CASE("load_module_spec reads local directories only; handles need a Resolver (issue 15)") {

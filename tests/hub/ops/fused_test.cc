@@ -305,3 +305,182 @@ TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
       [&] { run_op("_Relayout", {x}, Attrs().set("from_block", 0).set("to_block", 8).set("channels", 5)); },
       "does not have 5 channels");
 }
+
+namespace {
+
+template <class T>
+Tensor int_tensor(DType dtype, const Shape& shape, const std::vector<int>& values) {
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = static_cast<T>(values[i]);
+  return t;
+}
+Tensor u8(const Shape& shape, const std::vector<int>& v) { return int_tensor<uint8_t>(DType::kUInt8, shape, v); }
+Tensor s8(const Shape& shape, const std::vector<int>& v) { return int_tensor<int8_t>(DType::kInt8, shape, v); }
+
+// Uniformly random 8-bit values of `dtype`, deterministic for the seed.
+Tensor random_q(DType dtype, const Shape& shape, uint64_t seed) {
+  Tensor r =
+      random_tensor(shape, seed, dtype == DType::kUInt8 ? 0.0f : -127.0f, dtype == DType::kUInt8 ? 255.0f : 127.0f);
+  std::vector<int> v;
+  for (int64_t i = 0; i < r.num_elements(); ++i) v.push_back(static_cast<int>(std::floor(r.data<float>()[i])));
+  return dtype == DType::kUInt8 ? u8(shape, v) : s8(shape, v);
+}
+
+std::vector<int> ints_of(const Tensor& t) {
+  std::vector<int> v;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    v.push_back(t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i]);
+  return v;
+}
+
+// Quantized outputs of two backends: at most one step apart (the reference
+// rounds float sums of the dequantized operands, oneDNN scales exact int32
+// sums), and equal almost everywhere.
+void expect_quantized_close(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.dtype() == want.dtype());
+  REQUIRE(got.shape() == want.shape());
+  const std::vector<int> g = ints_of(got), w = ints_of(want);
+  size_t differ = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i);
+    CHECK(std::abs(g[i] - w[i]) <= 1);
+    differ += g[i] != w[i];
+  }
+  CHECK(differ * 100 <= g.size());
+}
+
+Attrs quantized(Attrs a, float src_scale, int src_zp, std::vector<float> filter_scales, float dst_scale = 0,
+                int dst_zp = 0, DType dst_type = DType::kFloat32) {
+  ops::FusedQuantization q;
+  q.src_scale = src_scale;
+  q.src_zero_point = src_zp;
+  q.filter_scales = std::move(filter_scales);
+  q.dst_scale = dst_scale;
+  q.dst_zero_point = dst_zp;
+  q.dst_type = dst_type;
+  ops::set_quantization(a, q);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("_FusedConv2D quantized: hand-computed 1x1 convolution, per-channel scales, Relu, uint8 out") {
+  // x: two pixels of two channels, scale 0.5, zero point 10: real (1, -1) and (0, 2).
+  Tensor x = u8({1, 1, 2, 2}, {12, 8, 10, 14});
+  // w [1,1,2,2] with per-output-channel scales (0.25, 1): real w[c0] = (0.5, -1), w[c1] = (1, 3).
+  Tensor w = s8({1, 1, 2, 2}, {2, -1, 4, 3});
+  Tensor bias = make({2}, {0.25f, 1.0f});
+  // z = pixel0: (1*0.5 - 1*1, 1*-1 - 1*3) + bias = (-0.25, -3); pixel1: (2*1, 2*3) + bias = (2.25, 7).
+  // Relu: (0, 0), (2.25, 7); uint8 with scale 0.25, zero point 3: (3, 3), (12, 31).
+  const Attrs relu = conv_attrs({{"Relu"}});
+  for (const char* be : kBackends) {
+    INFO(be);
+    Tensor y =
+        run_op("_FusedConv2D", {x, w, bias}, quantized(relu, 0.5f, 10, {0.25f, 1.0f}, 0.25f, 3, DType::kUInt8), be)[0];
+    CHECK(y.dtype() == DType::kUInt8);
+    CHECK(ints_of(y) == std::vector<int>{3, 3, 12, 31});
+    // Float output: z itself.
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(relu, 0.5f, 10, {0.25f, 1.0f}), be)[0],
+                 make({1, 1, 2, 2}, {0, 0, 2.25f, 7}));
+    // int8 output with a negative zero point, no activation: round(z / 0.25) - 5 = (-6, -17), (4, 23).
+    Tensor s = run_op("_FusedConv2D", {x, w, bias},
+                      quantized(conv_attrs({}), 0.5f, 10, {0.25f, 1.0f}, 0.25f, -5, DType::kInt8), be)[0];
+    CHECK(ints_of(s) == std::vector<int>{-6, -17, 4, 23});
+  }
+  CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(relu, 0.5f, 10, {0.25f, 1.0f}, 0.25f, 3, DType::kUInt8),
+                     "onednn") == "onednn");
+}
+
+TEST_CASE("_FusedConv2D quantized: oneDNN's int8 primitives against the reference") {
+  uint64_t seed = 700;
+  struct Case {
+    DType src;
+    int src_zp;
+    bool per_channel, depthwise;
+    int64_t stride;
+    std::vector<ops::PostOp> post_ops;
+    DType dst;
+    int dst_zp;
+  };
+  const std::vector<Case> cases = {
+      {DType::kUInt8, 0, true, false, 1, {{"Relu6"}}, DType::kUInt8, 0},
+      {DType::kUInt8, 128, false, false, 2, {}, DType::kInt8, -3},
+      {DType::kInt8, 0, true, false, 1, {{"Relu"}}, DType::kUInt8, 7},
+      {DType::kUInt8, 0, true, true, 1, {{"Relu6"}}, DType::kUInt8, 0},
+      {DType::kUInt8, 5, false, true, 2, {{"Clip", -1.0f, 2.0f}}, DType::kUInt8, 100},
+      {DType::kUInt8, 0, true, false, 1, {{"Sigmoid"}}, DType::kFloat32, 0},
+  };
+  for (const Case& k : cases) {
+    INFO("case " << (&k - cases.data()));
+    const int64_t c = 11, o = k.depthwise ? 11 : 13;
+    Tensor x = random_q(k.src, {2, 7, 5, c}, seed++);
+    Tensor w = random_q(DType::kInt8, {3, 3, c, k.depthwise ? 1 : o}, seed++);
+    Tensor bias = random_tensor({o}, seed++);
+    std::vector<float> scales;
+    for (int64_t i = 0; i < (k.per_channel ? o : 1); ++i) scales.push_back(0.001f * static_cast<float>(1 + i % 5));
+    Attrs a = quantized(conv_attrs(k.post_ops, k.depthwise, k.stride), 0.02f, k.src_zp, scales,
+                        k.dst == DType::kFloat32 ? 0.0f : 0.03f, k.dst_zp, k.dst);
+    REQUIRE(backend_used("_FusedConv2D", {x, w, bias}, a, "onednn") == "onednn");
+    Tensor want = run_op("_FusedConv2D", {x, w, bias}, a)[0],
+           got = run_op("_FusedConv2D", {x, w, bias}, a, "onednn")[0];
+    if (k.dst == DType::kFloat32)
+      expect_close(got, want, 1e-5, 1e-4);
+    else
+      expect_quantized_close(got, want);
+  }
+}
+
+TEST_CASE("_FusedMatMul quantized: hand-computed, transpose_b, oneDNN against the reference") {
+  // a [1,2] uint8 scale 0.5 zero point 0: real (1, 2). b [2,2] int8 per-tensor scale 0.5: real [[1, -1], [0.5, 2]].
+  // a*b = (1 + 1, -1 + 4) = (2, 3); + bias (0, -1) = (2, 2); float out.
+  Tensor a = u8({1, 2}, {2, 4}), b = s8({2, 2}, {2, -2, 1, 4});
+  for (const char* be : kBackends)
+    expect_close(run_op("_FusedMatMul", {a, b, make({2}, {0, -1})}, quantized(Attrs(), 0.5f, 0, {0.5f}), be)[0],
+                 make({1, 2}, {2, 2}));
+  Tensor x = random_q(DType::kUInt8, {9, 37}, 900), wt = random_q(DType::kInt8, {21, 37}, 901);
+  Tensor bias = random_tensor({21}, 902);
+  std::vector<float> scales;
+  for (int i = 0; i < 21; ++i) scales.push_back(0.0005f * static_cast<float>(1 + i % 3));
+  Attrs t;
+  t.set("transpose_b", true);
+  ops::set_post_ops(t, {{"Relu"}});
+  Attrs q = quantized(t, 0.01f, 3, scales, 0.02f, 0, DType::kUInt8);
+  REQUIRE(backend_used("_FusedMatMul", {x, wt, bias}, q, "onednn") == "onednn");
+  expect_quantized_close(run_op("_FusedMatMul", {x, wt, bias}, q, "onednn")[0],
+                         run_op("_FusedMatMul", {x, wt, bias}, q)[0]);
+}
+
+TEST_CASE("fused ops quantized: inconsistent dtypes, scales and zero points are rejected") {
+  Tensor x = u8({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), w = s8({1, 1, 2, 2}, {1, 1, 1, 1});
+  Tensor bias = make({2}, {0, 0});
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({}));
+      },
+      "float32");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 0, {1, 2, 3}));
+      },
+      "filter_scales has 3 entries");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 300, {1.0f}));
+      },
+      "src_zero_point 300 is outside uint8");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 0, {1.0f}, 0.5f, 0, DType::kInt32));
+      },
+      "dst_type must be uint8 or int8");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedConv2D", {x, make({1, 1, 2, 2}, {1, 1, 1, 1}), bias}, quantized(conv_attrs({}), 0.1f, 0, {1.0f}));
+      },
+      "int8");
+}
