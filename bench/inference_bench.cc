@@ -2,7 +2,7 @@
 // (hub/graph/optimize/optimize.h) against the same module with
 // HUB_GRAPH_OPT=0, alternating in one run so both see the same load.
 //
-//   ./build/bench/inference_bench [rounds [net [batch...]]]
+//   ./build/bench/inference_bench [--profile] [rounds [net [batch...]]]
 //       (default: 5 rounds, mobilenet_v1 1.0/224, batches 1 and 32)
 //
 // The module is the net with randomised batch-norm statistics, as
@@ -11,20 +11,23 @@
 // fixed number of calls of each variant; a line per batch gives the median
 // images/s of each, GFLOP/s (2 flops per multiply-add of the convolutions
 // and matmuls) and `ratio=opt/noopt`.
+//
+// --profile adds, per batch, where the optimised graph's time goes: the
+// optimised graph run as the module runs it (a memory-planned Session) with
+// SessionOptions::profile, each node's median and fastest time over `rounds`
+// runs, each as a share of the sum, and the medians summed per op and backend.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "hub/graph/optimize/optimize.h"
+#include "hub/graph/session.h"
 #include "hub/module/module.h"
 #include "net_module.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A module built with $HUB_GRAPH_OPT as given.
 hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
@@ -37,14 +40,65 @@ hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
   return m;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// Prints each node's median and fastest time over `runs` profiled runs, and
+// the medians summed per op. On a loaded machine a node's median can hold a
+// wait for a descheduled OpenMP thread; its fastest run is what the kernel
+// itself costs.
+void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables, hub::Output images, hub::Output logits,
+                   const hub::Tensor& x, int runs) {
+  hub::SessionOptions options;
+  options.plan_memory = true;
+  options.profile = true;
+  hub::Session session(og.graph(), &variables, options);
+  const hub::FeedList feeds{{og.tensor(images), x}};
+  session.run(feeds, {og.tensor(logits)});  // warm up: primitives, weight reorders, the memory plan
+  std::vector<hub::NodeTime> nodes;
+  std::vector<std::vector<double>> times;
+  for (int r = 0; r < runs; ++r) {
+    session.run(feeds, {og.tensor(logits)});
+    nodes = session.last_profile();
+    times.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) times[i].push_back(nodes[i].seconds);
+  }
+  double total = 0, total_min = 0;
+  std::vector<std::pair<std::string, double>> per_op;  // "op (backend)", in order of first appearance
+  std::vector<int> count;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    nodes[i].seconds = times[i][times[i].size() / 2];
+    total += nodes[i].seconds;
+    total_min += times[i][0];
+    const std::string key = nodes[i].op + " (" + nodes[i].backend + ")";
+    auto it = std::find_if(per_op.begin(), per_op.end(), [&](const auto& e) { return e.first == key; });
+    if (it == per_op.end()) {
+      per_op.emplace_back(key, 0);
+      count.push_back(0);
+      it = per_op.end() - 1;
+    }
+    it->second += nodes[i].seconds;
+    ++count[it - per_op.begin()];
+  }
+  std::printf("  per node (%d runs; sum of medians %.3f ms, of fastest %.3f ms):\n", runs, total * 1e3,
+              total_min * 1e3);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].op != "Const")
+      std::printf("    %-58s %-14s %-9s median %8.3f ms %5.1f%%  fastest %8.3f ms %5.1f%%\n", nodes[i].node.c_str(),
+                  nodes[i].op.c_str(), nodes[i].backend.c_str(), nodes[i].seconds * 1e3, 100 * nodes[i].seconds / total,
+                  times[i][0] * 1e3, 100 * times[i][0] / total_min);
+  std::printf("  per op (medians):\n");
+  for (size_t i = 0; i < per_op.size(); ++i)
+    std::printf("    %-32s %3d nodes %8.3f ms %5.1f%%\n", per_op[i].first.c_str(), count[i], per_op[i].second * 1e3,
+                100 * per_op[i].second / total);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
+  if (profile) {
+    --argc;
+    ++argv;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
   const std::string name = argc > 2 ? argv[2] : "mobilenet_v1";
   std::vector<int64_t> batches;
@@ -59,13 +113,13 @@ int main(int argc, char** argv) {
     const hub::ModuleSpec spec = bench::net_module(name, &macs);
     const hub::nets::NetInfo& info = hub::nets::find_net(name);
     hub::Module opt = make_module(spec, true), noopt = make_module(spec, false);
-    {  // What the optimiser made of the graph (the module makes the same on its first call).
-      const hub::Graph& g = opt.graph();
-      const hub::SignatureInfo& si = spec.signature();
-      const hub::OptimizeStats st = hub::optimize_for_inference(g, opt.variables(),
-                                                                {g.tensor(si.inputs.at("images").tensor_name),
-                                                                 g.tensor(si.outputs.at("default").tensor_name)})
-                                        .stats();
+    // What the optimiser made of the graph (the module makes the same on its first call).
+    const hub::Graph& g = opt.graph();
+    const hub::Output images = g.tensor(spec.signature().inputs.at("images").tensor_name);
+    const hub::Output logits = g.tensor(spec.signature().outputs.at("default").tensor_name);
+    const hub::OptimizedGraph optimized = hub::optimize_for_inference(g, opt.variables(), {images, logits});
+    {
+      const hub::OptimizeStats& st = optimized.stats();
       std::printf(
           "%s: %d nodes -> %d; %d fused, %d batch norms folded, %d post-ops, %d constants folded, "
           "block %lld, %d relayouts\n",
@@ -77,28 +131,16 @@ int main(int argc, char** argv) {
       // Warm up (the optimiser, primitive creation, weight reorders), and
       // check both give the same logits.
       const hub::Tensor a = opt(x), b = noopt(x);
-      double max_diff = 0, max_abs = 0;
-      for (int64_t i = 0; i < a.num_elements(); ++i) {
-        max_diff = std::max(max_diff, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-        max_abs = std::max(max_abs, static_cast<double>(std::abs(b.data<float>()[i])));
-      }
-      const int calls = std::max<int>(2, static_cast<int>(64 / batch));
-      std::vector<double> t_opt, t_noopt;
-      for (int r = 0; r < rounds; ++r) {
-        for (int variant = 0; variant < 2; ++variant) {
-          hub::Module& m = variant == 0 ? opt : noopt;
-          auto start = Clock::now();
-          for (int c = 0; c < calls; ++c) m(x);
-          (variant == 0 ? t_opt : t_noopt)
-              .push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
-        }
-      }
-      const double s_opt = median(t_opt), s_noopt = median(t_noopt);
+      const double rel = bench::max_rel_diff(b.data<float>(), a.data<float>(), a.num_elements());
+      const std::vector<double> seconds = bench::time_alternating(
+          rounds, std::max<int>(2, static_cast<int>(64 / batch)), {[&] { opt(x); }, [&] { noopt(x); }});
+      const double s_opt = seconds[0], s_noopt = seconds[1];
       const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
       std::printf(
           "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
           name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt, gflop / s_noopt,
-          max_abs > 0 ? max_diff / max_abs : max_diff, s_noopt / s_opt);
+          rel, s_noopt / s_opt);
+      if (profile) print_profile(optimized, opt.variables(), images, logits, x, rounds);
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {

@@ -3,9 +3,16 @@
 //
 //   mnist    training images/s, batch 100, Adam (TF official MNIST CNN)
 //   cifar10  training images/s, batch 128, 24x24x3, SGD (CIFAR-10 tutorial model)
-//   mobilenet_v1 1.0/224 inference images/s at batch 1 and batch 32
+//   mobilenet_v1 1.0/224 training images/s, batch 32, SGD, 1001 classes, batch
+//            norm in training mode (batch statistics, moving averages updated);
+//            LibTorch both in NCHW and channels-last, the ratio against the faster
+//   mobilenet_v1 1.0/224 inference images/s at batch 1 and batch 32 (hub: a
+//            hub::Module, so the optimised inference graph)
 //
-// Each case is timed `--repeats` times alternating hub and LibTorch; the line
+//   ./build/bench/model_bench [repeats [seconds [case]]]   (3 3; case: a
+//       substring of the case names below, e.g. "mobilenet_v1 train")
+//
+// Each case is timed `repeats` times alternating hub and LibTorch; the line
 // printed per case gives both medians and ends with ratio=hub/LibTorch.
 // Run it through bench/run_model_bench.sh, which sets LibTorch's best
 // configuration on this machine (OMP_NUM_THREADS = cores,
@@ -26,6 +33,7 @@
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
 #include "modules/nets/nets.h"
+#include "net_module.h"
 
 namespace {
 
@@ -62,13 +70,13 @@ struct HubTrain {
   std::unique_ptr<hub::Session> session;
   hub::Tensor x, y;
 
-  HubTrain(const std::string& net, int64_t batch, int64_t size, int64_t channels, const std::string& optimizer,
-           double lr) {
+  HubTrain(const std::string& net, int64_t batch, int64_t size, int64_t channels, int64_t classes,
+           const std::string& optimizer, double lr) {
     hub::Scope s(graph);
     images = hub::ops::placeholder(s, hub::DType::kFloat32, {batch, size, size, channels}, "images");
     labels = hub::ops::placeholder(s, hub::DType::kInt64, {batch}, "labels");
     hub::nets::NetOptions o;
-    o.num_classes = 10;
+    o.num_classes = classes;
     o.is_training = true;
     hub::nets::Net n = hub::nets::build_net(net, s, images, o);
     loss = hub::ops::sparse_softmax_cross_entropy(s, n.logits, labels);
@@ -77,31 +85,21 @@ struct HubTrain {
     vars.initialize(graph);
     session = std::make_unique<hub::Session>(graph, &vars);
     x = hub::Tensor(hub::DType::kFloat32, {batch, size, size, channels});
-    x.fill(0.5);
+    hub::fill_uniform(x.data<float>(), x.num_elements(), 7, 0, 1);
     y = hub::Tensor::zeros(hub::DType::kInt64, {batch});
     for (int64_t i = 0; i < batch; ++i) y.data<int64_t>()[i] = i % 10;
   }
   void step() { hub::train_step(*session, *opt, vars, grads, loss, {{images, x}, {labels, y}}); }
 };
 
+// Inference as a module runs it (the optimised graph, hub/module/module.h).
 struct HubInfer {
-  hub::Graph graph;
-  hub::VariableStore vars;
-  hub::Output images, logits;
-  std::unique_ptr<hub::Session> session;
+  int64_t macs = 0;
+  hub::Module module;
   hub::Tensor x;
-  HubInfer(const std::string& net, int64_t batch) {
-    hub::Scope s(graph);
-    images = hub::ops::placeholder(s, hub::DType::kFloat32, {batch, 224, 224, 3}, "images");
-    hub::nets::NetOptions o;
-    o.num_classes = 1001;
-    logits = hub::nets::build_net(net, s, images, o).logits;
-    vars.initialize(graph);
-    session = std::make_unique<hub::Session>(graph, &vars);
-    x = hub::Tensor(hub::DType::kFloat32, {batch, 224, 224, 3});
-    x.fill(0.1);
-  }
-  void run() { session->run({{images, x}}, {logits}); }
+  HubInfer(const std::string& net, int64_t batch)
+      : module(bench::net_module(net, &macs)), x(bench::uniform({batch, 224, 224, 3}, 7, 0, 1)) {}
+  void run() { module(x); }
 };
 
 // ---- LibTorch side: the same architectures (NCHW, LibTorch's native layout) ------
@@ -172,15 +170,38 @@ struct MobileNet : torch::nn::Module {
   }
   torch::Tensor forward(torch::Tensor x) {
     x = torch::adaptive_avg_pool2d(body->forward(x), {1, 1});
-    return fc(x.flatten(1));
+    return fc(torch::dropout(x.flatten(1), 0.001, is_training()));  // slim's keep_prob 0.999
   }
 };
 
-void report(const char* name, const std::vector<double>& ours, const std::vector<double>& theirs) {
+// `note` says which LibTorch configuration `theirs` is, where there are several.
+void report(const char* name, const std::vector<double>& ours, const std::vector<double>& theirs,
+            const std::string& note = "") {
   double a = median(ours), b = median(theirs);
-  std::printf("%-28s hub %9.1f img/s   libtorch %9.1f img/s   ratio=%.2f\n", name, a, b, a / b);
+  std::printf("%-28s hub %9.1f img/s   libtorch %9.1f img/s %s  ratio=%.2f\n", name, a, b, note.c_str(), a / b);
   std::fflush(stdout);
 }
+
+// LibTorch's MobileNet training step (SGD), activations and filters in NCHW
+// or channels-last (NHWC in memory): LibTorch's oneDNN convolutions and its
+// batch norm run either way, and which is faster depends on the machine.
+struct TorchMobilenetTrain {
+  std::shared_ptr<MobileNet> net = std::make_shared<MobileNet>();
+  torch::optim::SGD sgd{net->parameters(), torch::optim::SGDOptions(0.01)};
+  torch::Tensor x = torch::rand({32, 3, 224, 224}), y = torch::arange(32) % 10;
+  explicit TorchMobilenetTrain(bool channels_last) {
+    if (!channels_last) return;
+    x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& p : net->parameters())
+      if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  void step() {
+    sgd.zero_grad();
+    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+    sgd.step();
+  }
+};
 
 }  // namespace
 
@@ -189,9 +210,11 @@ int main(int argc, char** argv) {
   double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
   int threads = hub::num_threads();
   torch::set_num_threads(threads);
+  const std::string only = argc > 3 ? argv[3] : "";
+  auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   std::printf("threads=%d repeats=%d seconds/measure=%.1f\n", threads, repeats, seconds);
-  {
-    HubTrain hub_mnist("mnist", 100, 28, 1, "adam", 1e-3);
+  if (wanted("mnist train (batch 100)")) {
+    HubTrain hub_mnist("mnist", 100, 28, 1, 10, "adam", 1e-3);
     auto net = std::make_shared<MnistNet>();
     torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
     torch::Tensor x = torch::full({100, 1, 28, 28}, 0.5f), y = torch::arange(100) % 10;
@@ -208,8 +231,8 @@ int main(int argc, char** argv) {
     }
     report("mnist train (batch 100)", a, b);
   }
-  {
-    HubTrain hub_cifar("cifar10", 128, 24, 3, "sgd", 0.1);
+  if (wanted("cifar10 train (batch 128)")) {
+    HubTrain hub_cifar("cifar10", 128, 24, 3, 10, "sgd", 0.1);
     auto net = std::make_shared<Cifar10Net>();
     torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1));
     torch::Tensor x = torch::full({128, 3, 24, 24}, 0.5f), y = torch::arange(128) % 10;
@@ -226,18 +249,35 @@ int main(int argc, char** argv) {
     }
     report("cifar10 train (batch 128)", a, b);
   }
+  if (wanted("mobilenet_v1 train (batch 32)")) {
+    HubTrain hub_mobilenet("mobilenet_v1", 32, 224, 3, 1001, "sgd", 0.01);
+    TorchMobilenetTrain nchw(false), channels_last(true);
+    std::vector<double> a, b, c;
+    for (int r = 0; r < repeats; ++r) {
+      a.push_back(throughput([&] { hub_mobilenet.step(); }, 32, seconds));
+      b.push_back(throughput([&] { nchw.step(); }, 32, seconds));
+      c.push_back(throughput([&] { channels_last.step(); }, 32, seconds));
+    }
+    // Against LibTorch's faster layout.
+    const bool cl = median(c) > median(b);
+    char note[96];
+    std::snprintf(note, sizeof note, "(%s; %s %.1f img/s)", cl ? "channels_last" : "NCHW",
+                  cl ? "NCHW" : "channels_last", median(cl ? b : c));
+    report("mobilenet_v1 train (batch 32)", a, cl ? c : b, note);
+  }
   for (int64_t batch : {1, 32}) {
+    const std::string name = "mobilenet_v1 infer (batch " + std::to_string(batch) + ")";
+    if (!wanted(name)) continue;
     HubInfer hub_mobilenet("mobilenet_v1", batch);
     auto net = std::make_shared<MobileNet>();
     net->eval();
     torch::NoGradGuard no_grad;
-    torch::Tensor x = torch::full({batch, 3, 224, 224}, 0.1f);
+    torch::Tensor x = torch::rand({batch, 3, 224, 224});
     std::vector<double> a, b;
     for (int r = 0; r < repeats; ++r) {
       a.push_back(throughput([&] { hub_mobilenet.run(); }, batch, seconds));
       b.push_back(throughput([&] { net->forward(x); }, batch, seconds));
     }
-    std::string name = "mobilenet_v1 infer (batch " + std::to_string(batch) + ")";
     report(name.c_str(), a, b);
   }
   return 0;

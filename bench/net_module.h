@@ -4,8 +4,12 @@
 // them is not a no-op.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "hub/core/random.h"
 #include "hub/module/module.h"
@@ -63,6 +67,34 @@ inline hub::ModuleSpec quantized_net_module(const hub::ModuleSpec& spec, const h
           feed(uniform({8, info.image_size, info.image_size, info.channels}, 100 + b, 0, 1));
       },
       options, report);
+}
+
+// max |a - b| / max |a| over n values (max |a - b| when a is all zero).
+inline double max_rel_diff(const float* a, const float* b, int64_t n) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(a[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+// Times the variants in turn, `rounds` times, each `calls` calls in a row,
+// so they all see the same load; returns each one's median seconds per call.
+inline std::vector<double> time_alternating(int rounds, int calls, const std::vector<std::function<void()>>& variants) {
+  std::vector<std::vector<double>> times(variants.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int c = 0; c < calls; ++c) variants[v]();
+      times[v].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls);
+    }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace bench

@@ -5,7 +5,7 @@
 # with the widest kernels the CPU runs, and tcmalloc. Without these LibTorch
 # runs 2-11x slower here, and beating that would prove nothing.
 # Bench-only packages: libtorch-dev libopenblas0-openmp libtcmalloc-minimal4.
-# Usage: bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [SECONDS]
+# Usage: bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [SECONDS] [CASE]
 set -euo pipefail
 build=${1:-build}
 cores=$(nproc)
@@ -20,4 +20,4 @@ esac
 if grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX; else coretype=Haswell; fi
 echo "LibTorch: OMP_NUM_THREADS=$cores OPENBLAS_CORETYPE=$coretype LD_PRELOAD=$tcmalloc ($blas)"
 exec env OMP_NUM_THREADS="$cores" HUB_NUM_THREADS="$cores" OPENBLAS_CORETYPE="$coretype" LD_PRELOAD="$tcmalloc" \
-  "$build/bench/model_bench" "${2:-3}" "${3:-3}"
+  "$build/bench/model_bench" "${2:-3}" "${3:-3}" "${4:-}"

@@ -1,6 +1,7 @@
 #include "hub/graph/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "hub/core/random.h"
@@ -80,7 +81,8 @@ Session::Session(const Graph& graph, VariableStore* variables, SessionOptions op
     : graph_(graph),
       variables_(variables),
       backend_(options.backend ? options.backend : &default_backend()),
-      plan_memory_(options.plan_memory) {
+      plan_memory_(options.plan_memory),
+      profile_(options.profile) {
   allocators_[Device::kCPU] = std::make_unique<PoolAllocator>();
 }
 
@@ -271,6 +273,7 @@ void Session::lay_out(Plan& plan, std::vector<Buffer>& buffers, const std::vecto
 
 std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output>& fetches,
                                  const std::vector<Output>& targets, const FetchReady& ready) {
+  last_profile_.clear();
   Plan& plan = plan_for(feeds, fetches, targets);
   last_plan_ = &plan;
   uint64_t run_number = run_counter_++;
@@ -340,6 +343,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       }
       const Backend& backend = *step.placement.backend;
       const Device device = backend.device();
+      const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       if (recording && device != Device::kCPU) recording = false;  // host plans only
       moved.clear();
       moved.reserve(inputs.size());
@@ -365,6 +369,9 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       } catch (const Error& e) {
         throw e.with_context("node '" + node.name + "' (" + node.op + ") on " + backend.name());
       }
+      if (profile_)
+        last_profile_.push_back({node.name, node.op, backend.name(),
+                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
       for (size_t i = 0; i < step.output_slots.size(); ++i) {
         Tensor& out = ctx.outputs()[i];
         if (!out.defined()) out = ctx.output(static_cast<int>(i));  // kernel wrote nothing: allocated zero-size
@@ -414,6 +421,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
     }
   } catch (...) {
     for (Tensor& t : plan.values) t = Tensor();
+    last_profile_.clear();  // a partial profile would read as a whole run
     throw;
   }
   std::vector<Tensor> out;

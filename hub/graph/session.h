@@ -54,6 +54,17 @@ struct SessionOptions {
   // Static memory plan (see below): intermediates of host backends live in
   // one arena per plan, laid out once per set of feed shapes.
   bool plan_memory = false;
+  // Times every node of each run (last_profile()). Costs two clock reads per
+  // node; for finding where a run's time goes, not for production runs.
+  bool profile = false;
+};
+
+// One node of a profiled run (SessionOptions::profile): wall time of its
+// kernel call, including input copies across devices, excluding shape
+// inference and planning.
+struct NodeTime {
+  std::string node, op, backend;
+  double seconds = 0;
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
@@ -89,6 +100,9 @@ class Session {
   const Allocator& allocator() const { return *allocators_.at(Device::kCPU); }
   // Which backend ran each node in the last run (node name -> backend name).
   std::map<std::string, std::string> last_kernels() const;
+  // With SessionOptions::profile, the nodes the last run ran, in the order
+  // they ran, with their times; empty otherwise (and after a run that threw).
+  const std::vector<NodeTime>& last_profile() const { return last_profile_; }
   // Tensors copied between devices in the last run.
   int64_t last_copies() const { return last_copies_; }
   // Bytes of the memory-plan arena used by the last run (0 without one).
@@ -117,6 +131,8 @@ class Session {
   VariableStore* variables_;
   const Backend* backend_;
   bool plan_memory_;
+  bool profile_;
+  std::vector<NodeTime> last_profile_;
   std::map<Device, std::unique_ptr<Allocator>> allocators_;
   int64_t last_copies_ = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans_;

@@ -303,6 +303,42 @@ bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   return false;
 }
 
+// An inference FusedBatchNorm with constant parameters that no convolution
+// absorbed (resnet_v2's pre-activation follows a residual Add whose sum also
+// feeds the shortcut) -> a 1x1 depthwise _FusedConv2D with filter s and bias
+// offset - mean * s (s = scale / sqrt(variance + epsilon)), so that a
+// following activation becomes its post-op: one pass over the tensor instead
+// of one for the batch norm and one for the activation.
+bool batch_norm_to_fused(Ir& ir, int id) {
+  const INode& n = ir.nodes[id];
+  if (n.op != "FusedBatchNorm" || n.attrs.get_bool("is_training")) return false;
+  const TensorSpec& x = ir.spec(n.inputs[0]);
+  if (x.dtype != DType::kFloat32 || x.shape.rank() != 4 || x.shape[3] < 1) return false;
+  for (int i = 1; i < 4; ++i)
+    if (!ir.consumers(Output{id, i}).empty() || ir.kept(Output{id, i})) return false;
+  const int64_t channels = x.shape[3];
+  const Tensor scale = per_channel(ir, n.inputs[1], channels, 1), offset = per_channel(ir, n.inputs[2], channels, 1);
+  const Tensor mean = per_channel(ir, n.inputs[3], channels, 1), var = per_channel(ir, n.inputs[4], channels, 1);
+  if (!scale.defined() || !offset.defined() || !mean.defined() || !var.defined()) return false;
+  const float eps = static_cast<float>(n.attrs.get_float("epsilon"));
+  Tensor filter(DType::kFloat32, Shape{1, 1, channels, 1}), bias(DType::kFloat32, Shape{channels});
+  Eigen::Map<Vector> s(filter.data<float>(), channels);
+  s = MapVector(scale.data<float>(), channels) / (MapVector(var.data<float>(), channels) + eps).sqrt();
+  Eigen::Map<Vector>(bias.data<float>(), channels) =
+      MapVector(offset.data<float>(), channels) - MapVector(mean.data<float>(), channels) * s;
+  const std::string name = n.name;
+  const Output x_in = n.inputs[0];
+  const Output w = ir.add_constant(filter, name + "/folded_filter", id);
+  const Output b = ir.add_constant(bias, name + "/folded_bias", id);
+  INode& fused = ir.nodes[id];  // add_constant may have moved the nodes
+  fused.op = "_FusedConv2D";
+  fused.inputs = {x_in, w, b};
+  fused.attrs = Attrs();
+  fused.attrs.set("depthwise", true).set("padding", std::string("VALID"));
+  ir.infer(id);
+  return true;
+}
+
 // QuantizeLinear(MaxPool / AvgPool(DequantizeLinear(q))) with one scale and
 // zero point on both sides -> the pool on the 8-bit q itself.
 bool int8_pool(Ir& ir, int p) {
@@ -334,13 +370,24 @@ FuseCounts fuse(Ir& ir) {
   const size_t n = ir.nodes.size();
   for (size_t id = 0; id < n; ++id)
     if (!ir.nodes[id].dead && to_fused(ir, static_cast<int>(id))) ++counts.fused;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t id = 0; id < ir.nodes.size(); ++id)
-      if (!ir.nodes[id].dead && is_fused(ir.nodes[id]))
-        while (fuse_consumer(ir, static_cast<int>(id), counts)) changed = true;
-  }
+  auto absorb_consumers = [&] {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (size_t id = 0; id < ir.nodes.size(); ++id)
+        if (!ir.nodes[id].dead && is_fused(ir.nodes[id]))
+          while (fuse_consumer(ir, static_cast<int>(id), counts)) changed = true;
+    }
+  };
+  absorb_consumers();
+  // Batch norms left over become convolutions of their own, which may then
+  // take the activation after them.
+  for (size_t id = 0; id < ir.nodes.size(); ++id)
+    if (!ir.nodes[id].dead && batch_norm_to_fused(ir, static_cast<int>(id))) {
+      ++counts.fused;
+      ++counts.batch_norms;
+    }
+  absorb_consumers();
   for (size_t id = 0; id < ir.nodes.size(); ++id)
     if (!ir.nodes[id].dead && int8_pool(ir, static_cast<int>(id))) ++counts.absorbed;
   return counts;

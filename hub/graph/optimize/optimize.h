@@ -19,7 +19,12 @@
 //              LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, ClipByValue) and a
 //              residual Add of a same-shaped tensor become post-ops. A node
 //              is absorbed only when the fused node's output has no other
-//              consumer and is not itself an output of the graph.
+//              consumer and is not itself an output of the graph. An
+//              inference batch norm left over (resnet_v2's pre-activation,
+//              after a residual Add that also feeds the shortcut) becomes a
+//              1x1 depthwise _FusedConv2D (filter s, bias offset - mean * s),
+//              which then takes the activation after it as a post-op: one
+//              pass over the tensor instead of two.
 //              Quantized (QDQ) graphs: a conv / MatMul whose input is a
 //              per-tensor DequantizeLinear of 8-bit activations and whose
 //              filter is a DequantizeLinear of a constant int8 tensor (zero

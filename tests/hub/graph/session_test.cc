@@ -60,6 +60,36 @@ TEST_CASE("run reports each fetch as soon as it is computed, in node order") {
   expect_close(session.run({{x, make({2}, {0, 1})}}, {c})[0], make({2}, {1, 9}));
 }
 
+TEST_CASE("a profiled session times each node it ran, in the order they ran") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {2}, "x");
+  Output a = ops::mul(s, x, ops::scalar(s, 2.0f), "a");
+  Output b = ops::add(s, a, ops::scalar(s, 1.0f), "b");
+  ops::add(s, b, b, "not_fetched");
+  SessionOptions o;
+  o.profile = true;
+  Session profiled(g, nullptr, o);
+  expect_close(profiled.run({{x, make({2}, {1, 2})}}, {b})[0], make({2}, {3, 5}));
+  const std::vector<NodeTime>& p = profiled.last_profile();
+  REQUIRE(p.size() == 4);  // the two scalar constants, a, b; not the placeholder nor not_fetched
+  CHECK(p[1].node == "a");
+  CHECK(p[1].op == g.node(a).op);
+  CHECK(p[3].node == "b");
+  CHECK(p[3].op == g.node(b).op);
+  for (const NodeTime& t : p) {
+    CHECK(t.backend == profiled.last_kernels().at(t.node));
+    CHECK(t.seconds >= 0);
+    CHECK(t.seconds < 60);
+  }
+  // A run that fails leaves no profile; a session without the option keeps none.
+  CHECK_THROWS_AS(profiled.run({{x, make({3}, {1, 2, 3})}}, {b}), Error);
+  CHECK(profiled.last_profile().empty());
+  Session plain(g, nullptr);
+  plain.run({{x, make({2}, {1, 2})}}, {b});
+  CHECK(plain.last_profile().empty());
+}
+
 TEST_CASE("feeding a wrong shape or dtype names the placeholder") {
   Graph g;
   Scope s(g);
