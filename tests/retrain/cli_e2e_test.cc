@@ -35,6 +35,32 @@ Run run_hub(const fs::path& dir, const std::string& args) {
   const int rc = hub::testing::run_shell(cmd, 120);
   return {rc, read_text(out), read_text(err)};
 }
+// The images of write_class_images(dir, per_class), quoted for the shell.
+std::string class_image_args(const fs::path& dir, int per_class) {
+  std::string files;
+  for (const std::string& c : class_names())
+    for (int i = 0; i < per_class; ++i) {
+      files += ' ';
+      files += q(dir / c / image_name(i));
+    }
+  return files;
+}
+
+// `hub classify --json --top_k 1` of `module` on `files`: the top label of each.
+std::vector<std::string> top1(const fs::path& dir, const fs::path& module, const std::string& files) {
+  Run c = run_hub(dir, "classify --module " + q(module) + files + " --json --top_k 1");
+  REQUIRE_MESSAGE(c.rc == 0, c.err);
+  std::vector<std::string> labels;
+  for (const auto& e : nlohmann::json::parse(c.out)) labels.push_back(e["predictions"][0]["label"]);
+  return labels;
+}
+
+int agreement(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  REQUIRE(a.size() == b.size());
+  int n = 0;
+  for (size_t k = 0; k < a.size(); ++k) n += a[k] == b[k];
+  return n;
+}
 }  // namespace
 
 TEST_CASE("hub retrain, then hub classify --json") {
@@ -137,6 +163,23 @@ TEST_CASE("hub retrain --quantize: the module's head keeps its fake quantization
   CHECK(j[0]["predictions"][0]["label"] == "red");
   CHECK(j[1]["predictions"][0]["label"] == "blue");
   CHECK(j[2]["predictions"][0]["label"] == "green");
+
+  // hub quantize takes the head's trained ranges; the feature projection's input has none, so
+  // it needs calibration images.
+  const fs::path int8 = t.path / "int8";
+  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8));
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("1 of 2 activations have no range from quantization-aware training") != std::string::npos);
+  CHECK(r.err.find("give --calibration_dir") != std::string::npos);
+  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8) + " --calibration_dir " + q(images));
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  r = run_hub(t.path, "info --json " + q(int8));
+  REQUIRE(r.rc == 0);
+  CHECK(nlohmann::json::parse(r.out)["quantization"]["method"] == "minmax + trained fake-quant ranges");
+  r = run_hub(t.path, "info --graph " + q(int8));
+  CHECK(r.out.find("bottleneck/act_quant/FakeQuantWithMinMaxVars") == std::string::npos);  // a QDQ pair instead
+  const std::string files = class_image_args(images, 25);
+  CHECK(agreement(top1(t.path, out, files), top1(t.path, int8, files)) * 100 >= 98 * 75);
 }
 
 TEST_CASE("hub retrain --fine_tune, then hub classify") {
@@ -228,25 +271,12 @@ TEST_CASE("hub quantize: a retrained classifier in int8 agrees with the float on
   CHECK(r.out.find("quantization: int8, calibration minmax over 30 examples") != std::string::npos);
 
   // Top-1 of the float and the int8 classifier on all 75 images.
-  std::string files;
-  for (const std::string& c : class_names())
-    for (int i = 0; i < 25; ++i) files += " " + q(images / c / image_name(i));
-  auto top1 = [&](const fs::path& m) {
-    Run c = run_hub(t.path, "classify --module " + q(m) + files + " --json --top_k 1");
-    REQUIRE_MESSAGE(c.rc == 0, c.err);
-    std::vector<std::string> labels;
-    for (const auto& e : nlohmann::json::parse(c.out)) labels.push_back(e["predictions"][0]["label"]);
-    return labels;
-  };
-  const std::vector<std::string> f = top1(out), i8 = top1(int8);
+  const std::string files = class_image_args(images, 25);
+  const std::vector<std::string> f = top1(t.path, out, files), i8 = top1(t.path, int8, files);
   REQUIRE(f.size() == 75);
-  REQUIRE(i8.size() == 75);
-  int agree = 0, right = 0;
-  for (size_t k = 0; k < f.size(); ++k) {
-    agree += f[k] == i8[k];
-    right += i8[k] == class_names()[k / 25];
-  }
-  CHECK(agree * 100 >= 98 * 75);
+  int right = 0;
+  for (size_t k = 0; k < i8.size(); ++k) right += i8[k] == class_names()[k / 25];
+  CHECK(agreement(f, i8) * 100 >= 98 * 75);
   CHECK(right >= 70);
 
   // Bad input: nothing to calibrate with, files that do not decode, an existing output.

@@ -38,12 +38,16 @@ inline ModuleSpec small_net() {
     Scope s = b.scope();
     Output x = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, 16, 16, 3}, "images");
     // Variables, so the module has weights to write: the first filter and the dense layer.
-    Output w1 = ops::variable(s, "conv1/weights", {3, 3, 3, 8}, {.initializer = "glorot_uniform", .seed = 1});
+    ops::VariableOptions glorot;
+    glorot.initializer = "glorot_uniform";
+    glorot.seed = 1;
+    Output w1 = ops::variable(s, "conv1/weights", {3, 3, 3, 8}, glorot);
     Output h = ops::relu6(s, batch_norm(s, ops::conv2d(s, x, w1, {{2, 2}, "SAME"}), 8, 10));
     h = ops::relu(s, batch_norm(s, ops::depthwise_conv2d(s, h, weights(s, "dw", {3, 3, 8, 1}, 2, 0.6f)), 8, 20));
     h = ops::relu6(s, ops::conv2d(s, h, weights(s, "pw", {1, 1, 8, 16}, 3, 0.5f)));
     h = ops::reshape(s, ops::avg_pool(s, h, {1, 8, 8, 1}, {1, 1, 1, 1}, "VALID"), {-1, 16});
-    Output fc = ops::variable(s, "logits/weights", {16, 5}, {.initializer = "glorot_uniform", .seed = 4});
+    glorot.seed = 4;
+    Output fc = ops::variable(s, "logits/weights", {16, 5}, glorot);
     Output logits = ops::matmul(s, h, fc);
     b.add_signature("default", {{"images", x}}, {{"default", ops::softmax(s, logits)}, {"logits", logits}});
     b.set_image_info(16, 16, 3);
