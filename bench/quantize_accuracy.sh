@@ -1,7 +1,8 @@
 #!/bin/sh
 # Top-1 accuracy of an image classifier module and of its int8 quantization
-# (`hub quantize`) on a labelled image folder (one sub-folder per class, named
-# as the module's labels), and how often the two agree.
+# (`hub quantize`) on a labelled image folder (one sub-folder per class, the
+# folder name being the label as retrain derives it), and how often the two
+# agree.
 #
 #   bench/quantize_accuracy.sh BUILD_DIR MODULE CALIBRATION_DIR TEST_DIR [QUANTIZE_FLAGS...]
 #
@@ -24,7 +25,7 @@ classify() {
   for chunk in "$work"/chunk.*; do
     xargs -d '\n' "$hub" classify --module "$1" --top_k 1 --json < "$chunk" |
       python3 -c 'import json, sys
-for e in json.load(sys.stdin): print(e["image"], e["predictions"][0]["label"])' >> "$work/$2.txt"
+for e in json.load(sys.stdin): print(e["image"], e["predictions"][0]["label"], sep="\t")' >> "$work/$2.txt"
   done
   rm -f "$work"/chunk.*
 }
@@ -34,11 +35,12 @@ middle=$(date +%s)
 classify "$work/int8" int8
 end=$(date +%s)
 python3 - "$work/float.txt" "$work/int8.txt" "$((middle - start))" "$((end - middle))" <<'PY'
-import os, sys
+import os, re, sys
 def read(path):
-    return dict(line.split() for line in open(path))
+    return dict(line.rstrip("\n").split("\t") for line in open(path))
 f, q = read(sys.argv[1]), read(sys.argv[2])
-truth = {img: os.path.basename(os.path.dirname(img)) for img in f}
+# Labels as retrain writes them: the folder name lower-cased, runs of other characters a space.
+truth = {img: re.sub(r"[^a-z0-9]+", " ", os.path.basename(os.path.dirname(img)).lower()) for img in f}
 n = len(f)
 acc_f = sum(f[i] == truth[i] for i in f) / n
 acc_q = sum(q[i] == truth[i] for i in f) / n
