@@ -229,7 +229,7 @@ void map_unary(NodeContext& c) {
 
 constexpr char kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs", kNeg[] = "Neg",
                kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal",
-               kHardSwish[] = "HardSwish", kIdentity[] = "Identity", kSign[] = "Sign";
+               kHardSwish[] = "HardSwish", kSign[] = "Sign";
 
 void map_elu(NodeContext& c) {
   bool nhwc;
