@@ -99,15 +99,11 @@ int main(int argc, char** argv) {
     --argc;
     ++argv;
   }
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
-  const std::string name = argc > 2 ? argv[2] : "mobilenet_v1";
-  std::vector<int64_t> batches;
-  for (int i = 3; i < argc; ++i) batches.push_back(std::atoll(argv[i]));
-  if (batches.empty()) batches = {1, 32};
-  if (rounds < 1) {
-    std::fprintf(stderr, "inference_bench: rounds must be >= 1, got '%s'\n", argv[1]);
-    return 2;
-  }
+  bench::NetArgs args;
+  if (!bench::parse_net_args(argc, argv, "inference_bench", &args)) return 2;
+  const int rounds = args.rounds;
+  const std::string& name = args.net;
+  const std::vector<int64_t>& batches = args.batches;
   try {
     int64_t macs = 0;
     const hub::ModuleSpec spec = bench::net_module(name, &macs);

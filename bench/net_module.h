@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -77,6 +79,24 @@ inline double max_rel_diff(const float* a, const float* b, int64_t n) {
     scale = std::max(scale, static_cast<double>(std::abs(a[i])));
   }
   return scale > 0 ? diff / scale : diff;
+}
+
+// The `[rounds [net [batch...]]]` arguments of the per-net benchmarks
+// (default 5 rounds, mobilenet_v1, batches 1 and 32); rounds < 1 is an error
+// (false, with a message naming `program`).
+struct NetArgs {
+  int rounds = 5;
+  std::string net = "mobilenet_v1";
+  std::vector<int64_t> batches{1, 32};
+};
+inline bool parse_net_args(int argc, char** argv, const char* program, NetArgs* args) {
+  if (argc > 1) args->rounds = std::atoi(argv[1]);
+  if (argc > 2) args->net = argv[2];
+  if (argc > 3) args->batches.clear();
+  for (int i = 3; i < argc; ++i) args->batches.push_back(std::atoll(argv[i]));
+  if (args->rounds >= 1) return true;
+  std::fprintf(stderr, "%s: rounds must be >= 1, got '%s'\n", program, argv[1]);
+  return false;
 }
 
 // Times the variants in turn, `rounds` times, each `calls` calls in a row,

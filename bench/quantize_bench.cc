@@ -22,23 +22,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
-  const std::string name = argc > 2 ? argv[2] : "mobilenet_v1";
-  std::vector<int64_t> batches;
-  for (int i = 3; i < argc; ++i) batches.push_back(std::atoll(argv[i]));
-  if (batches.empty()) batches = {1, 32};
-  if (rounds < 1) {
-    std::fprintf(stderr, "quantize_bench: rounds must be >= 1, got '%s'\n", argv[1]);
-    return 2;
-  }
+  bench::NetArgs args;
+  if (!bench::parse_net_args(argc, argv, "quantize_bench", &args)) return 2;
+  const std::string& name = args.net;
   try {
     int64_t macs = 0;
     const hub::ModuleSpec spec = bench::net_module(name, &macs);
@@ -51,30 +40,18 @@ int main(int argc, char** argv) {
                 report.layers, report.activations, report.notes.size(),
                 std::chrono::duration<double>(Clock::now() - start).count());
     hub::Module fm(spec), qm(q);
-    for (int64_t batch : batches) {
+    for (int64_t batch : args.batches) {
       const hub::Tensor x = bench::uniform({batch, image[0], image[1], image[2]}, 7, 0, 1);
       const hub::Tensor a = qm(x), b = fm(x);  // warm up both
-      double max_diff = 0, max_abs = 0;
-      for (int64_t i = 0; i < a.num_elements(); ++i) {
-        max_diff = std::max(max_diff, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
-        max_abs = std::max(max_abs, static_cast<double>(std::abs(b.data<float>()[i])));
-      }
-      const int calls = std::max<int>(2, static_cast<int>(64 / batch));
-      std::vector<double> t_int8, t_float;
-      for (int r = 0; r < rounds; ++r)
-        for (int variant = 0; variant < 2; ++variant) {
-          hub::Module& m = variant == 0 ? qm : fm;
-          auto t0 = Clock::now();
-          for (int c = 0; c < calls; ++c) m(x);
-          (variant == 0 ? t_int8 : t_float).push_back(std::chrono::duration<double>(Clock::now() - t0).count() / calls);
-        }
-      const double s8 = median(t_int8), s32 = median(t_float);
+      const double rel = bench::max_rel_diff(b.data<float>(), a.data<float>(), a.num_elements());
+      const std::vector<double> seconds = bench::time_alternating(
+          args.rounds, std::max<int>(2, static_cast<int>(64 / batch)), {[&] { qm(x); }, [&] { fm(x); }});
+      const double s8 = seconds[0], s32 = seconds[1];
       const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
       std::printf(
           "%s batch=%lld int8=%.1f img/s (%.1f GOP/s) float=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e "
           "ratio=int8/float=%.2f\n",
-          name.c_str(), static_cast<long long>(batch), batch / s8, gflop / s8, batch / s32, gflop / s32,
-          max_abs > 0 ? max_diff / max_abs : max_diff, s32 / s8);
+          name.c_str(), static_cast<long long>(batch), batch / s8, gflop / s8, batch / s32, gflop / s32, rel, s32 / s8);
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {
