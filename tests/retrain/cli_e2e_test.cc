@@ -55,6 +55,23 @@ std::vector<std::string> top1(const fs::path& dir, const fs::path& module, const
   return labels;
 }
 
+// A classifier retrained (`hub retrain … flags`, learning rate 0.5, seed 3) on
+// 25 generated images per class over the tiny feature module, all under t.
+struct Classifier {
+  fs::path images, module, out;
+};
+Classifier retrained_classifier(const TempDir& t, const std::string& flags) {
+  Classifier c{t.path / "images", t.path / "features", t.path / "classifier"};
+  write_class_images(c.images, 25);
+  export_feature_module(c.module);
+  Run r = run_hub(t.path, "retrain --image-dir " + q(c.images) + " --module " + q(c.module) + " --bottleneck_dir " +
+                              q(t.path / "bottlenecks") + " --summaries_dir " + q(t.path / "logs") +
+                              " --output_graph " + q(c.out) + " --output_labels " + q(t.path / "labels.txt") +
+                              " --learning_rate 0.5 --random_seed 3 " + flags);
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  return c;
+}
+
 int agreement(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   REQUIRE(a.size() == b.size());
   int n = 0;
@@ -138,16 +155,9 @@ TEST_CASE("hub retrain, then hub classify --json") {
 
 TEST_CASE("hub retrain --quantize: the module's head keeps its fake quantization and classifies") {
   TempDir t;
-  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
-  write_class_images(images, 25);
-  export_feature_module(module);
-  Run r = run_hub(t.path, "retrain --image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
-                              q(t.path / "bottlenecks") + " --summaries_dir " + q(t.path / "logs") +
-                              " --output_graph " + q(out) + " --output_labels " + q(t.path / "labels.txt") +
-                              " --how_many_training_steps 300 --learning_rate 0.5 --testing_percentage 20"
-                              " --eval_step_interval 100 --random_seed 3 --quantize");
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
-  r = run_hub(t.path, "info --graph " + q(out));
+  const auto [images, module, out] = retrained_classifier(
+      t, "--how_many_training_steps 300 --testing_percentage 20 --eval_step_interval 100 --quantize");
+  Run r = run_hub(t.path, "info --graph " + q(out));
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   for (const char* name :
        {"final_retrain_ops/bottleneck/act_quant/FakeQuantWithMinMaxVars",
@@ -246,17 +256,10 @@ TEST_CASE("hub retrain --fine_tune, then hub classify") {
 
 TEST_CASE("hub quantize: a retrained classifier in int8 agrees with the float one; bad calibration input") {
   TempDir t;
-  fs::path images = t.path / "images", module = t.path / "features", out = t.path / "classifier";
-  write_class_images(images, 25);
-  export_feature_module(module);
-  Run r = run_hub(t.path, "retrain --image-dir " + q(images) + " --module " + q(module) + " --bottleneck_dir " +
-                              q(t.path / "bottlenecks") + " --output_graph " + q(out) + " --output_labels " +
-                              q(t.path / "labels.txt") + " --how_many_training_steps 200 --learning_rate 0.5" +
-                              " --summaries_dir " + q(t.path / "logs") + " --random_seed 3");
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const auto [images, module, out] = retrained_classifier(t, "--how_many_training_steps 200");
   const fs::path int8 = t.path / "int8";
-  r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8) + " --calibration_dir " + q(images) +
-                          " --calibration_images 30 --per_channel --json");
+  Run r = run_hub(t.path, "quantize " + q(out) + " --output_dir " + q(int8) + " --calibration_dir " + q(images) +
+                              " --calibration_images 30 --per_channel --json");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   const nlohmann::json report = nlohmann::json::parse(r.out);
   CHECK(report["layers"] == 2);  // the feature projection and the new head
