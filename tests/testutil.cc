@@ -91,6 +91,29 @@ void expect_close(const Tensor& got, const Tensor& want, double atol, double rto
 }
 
 namespace {
+template <class T>
+Tensor int_tensor(DType dtype, const Shape& shape, const std::vector<int>& values) {
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = static_cast<T>(values[i]);
+  return t;
+}
+}  // namespace
+
+Tensor u8(const Shape& shape, const std::vector<int>& values) {
+  return int_tensor<uint8_t>(DType::kUInt8, shape, values);
+}
+Tensor s8(const Shape& shape, const std::vector<int>& values) {
+  return int_tensor<int8_t>(DType::kInt8, shape, values);
+}
+
+std::vector<int> ints_of(const Tensor& t) {
+  std::vector<int> v;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    v.push_back(t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i]);
+  return v;
+}
+
+namespace {
 bool g_skipped = false;
 }  // namespace
 

@@ -52,6 +52,10 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float 
 
 // float32 tensor with the given shape and values.
 Tensor make(const Shape& shape, const std::vector<float>& values);
+// uint8 / int8 tensors with the given values, and an 8-bit tensor's values as ints.
+Tensor u8(const Shape& shape, const std::vector<int>& values);
+Tensor s8(const Shape& shape, const std::vector<int>& values);
+std::vector<int> ints_of(const Tensor& t);
 
 // CHECKs dtype, shape and |got - want| <= atol + rtol*|want| element-wise;
 // a failure prints the first differing index and both values.

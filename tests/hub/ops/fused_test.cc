@@ -308,15 +308,6 @@ TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
 
 namespace {
 
-template <class T>
-Tensor int_tensor(DType dtype, const Shape& shape, const std::vector<int>& values) {
-  Tensor t(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = static_cast<T>(values[i]);
-  return t;
-}
-Tensor u8(const Shape& shape, const std::vector<int>& v) { return int_tensor<uint8_t>(DType::kUInt8, shape, v); }
-Tensor s8(const Shape& shape, const std::vector<int>& v) { return int_tensor<int8_t>(DType::kInt8, shape, v); }
-
 // Uniformly random 8-bit values of `dtype`, deterministic for the seed.
 Tensor random_q(DType dtype, const Shape& shape, uint64_t seed) {
   Tensor r =
@@ -324,13 +315,6 @@ Tensor random_q(DType dtype, const Shape& shape, uint64_t seed) {
   std::vector<int> v;
   for (int64_t i = 0; i < r.num_elements(); ++i) v.push_back(static_cast<int>(std::floor(r.data<float>()[i])));
   return dtype == DType::kUInt8 ? u8(shape, v) : s8(shape, v);
-}
-
-std::vector<int> ints_of(const Tensor& t) {
-  std::vector<int> v;
-  for (int64_t i = 0; i < t.num_elements(); ++i)
-    v.push_back(t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i]);
-  return v;
 }
 
 // Quantized outputs of two backends: at most one step apart (the reference

@@ -434,40 +434,24 @@ TEST_CASE("pooling: bad attributes and shapes name the node") {
 }
 
 TEST_CASE("pooling on uint8 / int8: hand-computed, averages rounded half to even, oneDNN against the reference") {
-  auto q8 = [](DType t, const Shape& s, const std::vector<int>& v) {
-    Tensor x(t, s);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (t == DType::kUInt8)
-        x.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]);
-      else
-        x.data<int8_t>()[i] = static_cast<int8_t>(v[i]);
-    }
-    return x;
-  };
-  auto ints = [](const Tensor& t) {
-    std::vector<int> v;
-    for (int64_t i = 0; i < t.num_elements(); ++i)
-      v.push_back(t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i]);
-    return v;
-  };
   // [1,2,4,1]: 2x2 windows, stride 2: {1,2,3,5} -> avg 2.75 -> 3, max 5; {250,251,253,254} -> 252, 254.
-  const Tensor x = q8(DType::kUInt8, {1, 2, 4, 1}, {1, 2, 250, 251, 3, 5, 253, 254});
+  const Tensor x = u8({1, 2, 4, 1}, {1, 2, 250, 251, 3, 5, 253, 254});
   const Attrs a = Attrs()
                       .set("ksize", std::vector<int64_t>{2, 2})
                       .set("strides", std::vector<int64_t>{2, 2})
                       .set("padding", std::string("VALID"));
   // int8, with a tie: {-1, -2, -3, -4} averages -2.5 -> -2; {1, 2, 3, 5} -> 3.
-  const Tensor s = q8(DType::kInt8, {1, 2, 4, 1}, {-1, -2, 1, 2, -3, -4, 3, 5});
+  const Tensor s = s8({1, 2, 4, 1}, {-1, -2, 1, 2, -3, -4, 3, 5});
   for (const char* backend : {"reference", "onednn"}) {
     INFO(backend);
     const Tensor avg = run_op("AvgPool", {x}, a, backend)[0];
     CHECK(avg.dtype() == DType::kUInt8);
-    CHECK(ints(avg) == std::vector<int>{3, 252});
-    CHECK(ints(run_op("MaxPool", {x}, a, backend)[0]) == std::vector<int>{5, 254});
-    CHECK(ints(run_op("MaxPool", {s}, a, backend)[0]) == std::vector<int>{-1, 5});
-    CHECK(ints(run_op("AvgPool", {s}, a, backend)[0])[1] == 3);
+    CHECK(ints_of(avg) == std::vector<int>{3, 252});
+    CHECK(ints_of(run_op("MaxPool", {x}, a, backend)[0]) == std::vector<int>{5, 254});
+    CHECK(ints_of(run_op("MaxPool", {s}, a, backend)[0]) == std::vector<int>{-1, 5});
+    CHECK(ints_of(run_op("AvgPool", {s}, a, backend)[0])[1] == 3);
   }
-  CHECK(ints(run_op("AvgPool", {s}, a)[0])[0] == -2);
+  CHECK(ints_of(run_op("AvgPool", {s}, a)[0])[0] == -2);
   CHECK(backend_used("AvgPool", {x}, a, "onednn") == "onednn");
   // Awkward shapes, SAME padding: oneDNN agrees with the reference (averages within one step
   // where a sum's float rounding lands on the other side of a half).
@@ -480,7 +464,7 @@ TEST_CASE("pooling on uint8 / int8: hand-computed, averages rounded half to even
                          .set("padding", std::string("SAME"));
   for (const char* op : {"MaxPool", "AvgPool"}) {
     INFO(op);
-    const std::vector<int> want = ints(run_op(op, {r}, same)[0]), got = ints(run_op(op, {r}, same, "onednn")[0]);
+    const std::vector<int> want = ints_of(run_op(op, {r}, same)[0]), got = ints_of(run_op(op, {r}, same, "onednn")[0]);
     REQUIRE(want.size() == got.size());
     for (size_t i = 0; i < want.size(); ++i)
       CHECK(std::abs(want[i] - got[i]) <= (std::string(op) == "MaxPool" ? 0 : 1));
