@@ -98,8 +98,6 @@ void check_post_ops(const InferContext& c, int side, const Shape& y) {
   }
 }
 
-bool is_int8(DType d) { return d == DType::kInt8 || d == DType::kUInt8; }
-
 // Checks the dtypes of x (input 0), the filter (input 1) and the other
 // inputs against the quantization attributes; returns y's dtype.
 DType check_quantization(const InferContext& c, int64_t channels) {
@@ -117,7 +115,7 @@ DType check_quantization(const InferContext& c, int64_t channels) {
       c.fail("filter_scales and dst_scale need a quantized input (src_scale > 0)");
     return DType::kFloat32;
   }
-  if (!is_int8(c.dtype(0))) c.fail("a quantized input must be uint8 or int8, got " + c.input(0).to_string());
+  if (!is_8bit(c.dtype(0))) c.fail("a quantized input must be uint8 or int8, got " + c.input(0).to_string());
   check_zero_point("src_zero_point", q.src_zero_point, c.dtype(0));
   c.expect_dtype(1, DType::kInt8);
   const int64_t n = static_cast<int64_t>(q.filter_scales.size());
@@ -130,7 +128,7 @@ DType check_quantization(const InferContext& c, int64_t channels) {
     c.fail("a quantized fused op runs in NHWC only");
   if (!q.quantized_output()) return DType::kFloat32;
   if (!std::isfinite(q.dst_scale)) c.fail("dst_scale must be finite");
-  if (!is_int8(q.dst_type)) c.fail("dst_type must be uint8 or int8, got " + std::string(dtype_name(q.dst_type)));
+  if (!is_8bit(q.dst_type)) c.fail("dst_type must be uint8 or int8, got " + std::string(dtype_name(q.dst_type)));
   check_zero_point("dst_zero_point", q.dst_zero_point, q.dst_type);
   return q.dst_type;
 }

@@ -87,7 +87,7 @@ ops::PoolGeometry geometry(const Attrs& attrs, const Shape& in, Fail fail) {
 std::vector<TensorSpec> pool_shape_fn(const InferContext& c) {
   c.expect_rank(0, 4);
   const DType t = c.dtype(0);
-  if (t != DType::kFloat32 && t != DType::kUInt8 && t != DType::kInt8)
+  if (t != DType::kFloat32 && !is_8bit(t))
     c.fail("input " + c.input(0).to_string() + " must be float32, uint8 or int8");
   ops::PoolGeometry g = geometry(c.attrs(), c.shape(0), [&](const std::string& m) { c.fail(m); });
   return {{t, Shape{g.n, g.oh, g.ow, g.c}}};

@@ -38,13 +38,11 @@ std::optional<float> scalar(const Ir& ir, Output o) {
   }
 }
 
-bool is_int8(DType d) { return d == DType::kInt8 || d == DType::kUInt8; }
-
 // o = DequantizeLinear(q, scale, zero_point) per tensor with q uint8/int8 and
 // constant parameters: fills q, scale and zero point.
 bool dequantized_activation(const Ir& ir, Output o, Output* q, float* scale, int32_t* zero_point) {
   const INode& d = ir.nodes[o.node];
-  if (d.op != "DequantizeLinear" || !is_int8(ir.spec(d.inputs[0]).dtype)) return false;
+  if (d.op != "DequantizeLinear" || !is_8bit(ir.spec(d.inputs[0]).dtype)) return false;
   const std::optional<float> s = scalar(ir, d.inputs[1]), z = scalar(ir, d.inputs[2]);
   if (!s || !z || ir.spec(d.inputs[1]).shape.rank() != 0) return false;
   *q = d.inputs[0];

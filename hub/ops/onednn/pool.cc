@@ -132,8 +132,7 @@ void pool_grad_kernel(KernelContext& c) {
 bool supports(const Node& node, const std::vector<TensorSpec>& inputs) {
   std::vector<TensorSpec> as_float = inputs;
   const bool forward = node.op == "MaxPool" || node.op == "AvgPool";
-  if (forward && (inputs[0].dtype == DType::kUInt8 || inputs[0].dtype == DType::kInt8))
-    as_float[0].dtype = DType::kFloat32;
+  if (forward && is_8bit(inputs[0].dtype)) as_float[0].dtype = DType::kFloat32;
   if (!float32_nonempty(as_float, 4)) return false;
   const Geometry r = geometry_of(ops::pool_geometry(node.attrs, inputs[0].shape, node.name), false);
   const ops::PoolGeometry& g = r.g;
