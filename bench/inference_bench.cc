@@ -40,10 +40,9 @@ hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
   return m;
 }
 
-// Prints each node's median and fastest time over `runs` profiled runs, and
-// the medians summed per op. On a loaded machine a node's median can hold a
-// wait for a descheduled OpenMP thread; its fastest run is what the kernel
-// itself costs.
+// The optimised graph run as the module runs it (a memory-planned Session)
+// with SessionOptions::profile, after a warm-up run (primitives, weight
+// reorders, the memory plan).
 void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables, hub::Output images, hub::Output logits,
                    const hub::Tensor& x, int runs) {
   hub::SessionOptions options;
@@ -51,44 +50,9 @@ void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables,
   options.profile = true;
   hub::Session session(og.graph(), &variables, options);
   const hub::FeedList feeds{{og.tensor(images), x}};
-  session.run(feeds, {og.tensor(logits)});  // warm up: primitives, weight reorders, the memory plan
-  std::vector<hub::NodeTime> nodes;
-  std::vector<std::vector<double>> times;
-  for (int r = 0; r < runs; ++r) {
-    session.run(feeds, {og.tensor(logits)});
-    nodes = session.last_profile();
-    times.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) times[i].push_back(nodes[i].seconds);
-  }
-  double total = 0, total_min = 0;
-  std::vector<std::pair<std::string, double>> per_op;  // "op (backend)", in order of first appearance
-  std::vector<int> count;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::sort(times[i].begin(), times[i].end());
-    nodes[i].seconds = times[i][times[i].size() / 2];
-    total += nodes[i].seconds;
-    total_min += times[i][0];
-    const std::string key = nodes[i].op + " (" + nodes[i].backend + ")";
-    auto it = std::find_if(per_op.begin(), per_op.end(), [&](const auto& e) { return e.first == key; });
-    if (it == per_op.end()) {
-      per_op.emplace_back(key, 0);
-      count.push_back(0);
-      it = per_op.end() - 1;
-    }
-    it->second += nodes[i].seconds;
-    ++count[it - per_op.begin()];
-  }
-  std::printf("  per node (%d runs; sum of medians %.3f ms, of fastest %.3f ms):\n", runs, total * 1e3,
-              total_min * 1e3);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].op != "Const")
-      std::printf("    %-58s %-14s %-9s median %8.3f ms %5.1f%%  fastest %8.3f ms %5.1f%%\n", nodes[i].node.c_str(),
-                  nodes[i].op.c_str(), nodes[i].backend.c_str(), nodes[i].seconds * 1e3, 100 * nodes[i].seconds / total,
-                  times[i][0] * 1e3, 100 * times[i][0] / total_min);
-  std::printf("  per op (medians):\n");
-  for (size_t i = 0; i < per_op.size(); ++i)
-    std::printf("    %-32s %3d nodes %8.3f ms %5.1f%%\n", per_op[i].first.c_str(), count[i], per_op[i].second * 1e3,
-                100 * per_op[i].second / total);
+  session.run(feeds, {og.tensor(logits)});
+  bench::print_profile(
+      session, [&] { session.run(feeds, {og.tensor(logits)}); }, runs, true);
 }
 
 }  // namespace

@@ -9,8 +9,11 @@
 //   mobilenet_v1 1.0/224 inference images/s at batch 1 and batch 32 (hub: a
 //            hub::Module, so the optimised inference graph)
 //
-//   ./build/bench/model_bench [repeats [seconds [case]]]   (3 3; case: a
-//       substring of the case names below, e.g. "mobilenet_v1 train")
+//   ./build/bench/model_bench [--profile] [repeats [seconds [case]]]   (3 3;
+//       case: a substring of the case names below, e.g. "mobilenet_v1 train")
+//
+// --profile adds, after each training case, where hub's step goes: `repeats`
+// steps with SessionOptions::profile, the node times summed per op.
 //
 // Each case is timed `repeats` times alternating hub and LibTorch; the line
 // printed per case gives both medians and ends with ratio=hub/LibTorch.
@@ -71,7 +74,7 @@ struct HubTrain {
   hub::Tensor x, y;
 
   HubTrain(const std::string& net, int64_t batch, int64_t size, int64_t channels, int64_t classes,
-           const std::string& optimizer, double lr) {
+           const std::string& optimizer, double lr, bool profile) {
     hub::Scope s(graph);
     images = hub::ops::placeholder(s, hub::DType::kFloat32, {batch, size, size, channels}, "images");
     labels = hub::ops::placeholder(s, hub::DType::kInt64, {batch}, "labels");
@@ -83,13 +86,20 @@ struct HubTrain {
     grads = hub::build_gradients(s, loss);
     opt = hub::make_optimizer(optimizer, hub::LearningRateSchedule::fixed(lr));
     vars.initialize(graph);
-    session = std::make_unique<hub::Session>(graph, &vars);
+    hub::SessionOptions options;
+    options.profile = profile;
+    session = std::make_unique<hub::Session>(graph, &vars, options);
     x = hub::Tensor(hub::DType::kFloat32, {batch, size, size, channels});
     hub::fill_uniform(x.data<float>(), x.num_elements(), 7, 0, 1);
     y = hub::Tensor::zeros(hub::DType::kInt64, {batch});
     for (int64_t i = 0; i < batch; ++i) y.data<int64_t>()[i] = i % 10;
   }
   void step() { hub::train_step(*session, *opt, vars, grads, loss, {{images, x}, {labels, y}}); }
+  // Made with `profile`: where `steps` steps' time goes (bench::print_profile).
+  void print_profile(int steps) {
+    bench::print_profile(
+        *session, [&] { step(); }, steps, false);
+  }
 };
 
 // Inference as a module runs it (the optimised graph, hub/module/module.h).
@@ -206,6 +216,11 @@ struct TorchMobilenetTrain {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
+  if (profile) {
+    --argc;
+    ++argv;
+  }
   int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
   double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
   int threads = hub::num_threads();
@@ -214,7 +229,7 @@ int main(int argc, char** argv) {
   auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   std::printf("threads=%d repeats=%d seconds/measure=%.1f\n", threads, repeats, seconds);
   if (wanted("mnist train (batch 100)")) {
-    HubTrain hub_mnist("mnist", 100, 28, 1, 10, "adam", 1e-3);
+    HubTrain hub_mnist("mnist", 100, 28, 1, 10, "adam", 1e-3, profile);
     auto net = std::make_shared<MnistNet>();
     torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
     torch::Tensor x = torch::full({100, 1, 28, 28}, 0.5f), y = torch::arange(100) % 10;
@@ -230,9 +245,10 @@ int main(int argc, char** argv) {
           100, seconds));
     }
     report("mnist train (batch 100)", a, b);
+    if (profile) hub_mnist.print_profile(repeats);
   }
   if (wanted("cifar10 train (batch 128)")) {
-    HubTrain hub_cifar("cifar10", 128, 24, 3, 10, "sgd", 0.1);
+    HubTrain hub_cifar("cifar10", 128, 24, 3, 10, "sgd", 0.1, profile);
     auto net = std::make_shared<Cifar10Net>();
     torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1));
     torch::Tensor x = torch::full({128, 3, 24, 24}, 0.5f), y = torch::arange(128) % 10;
@@ -248,9 +264,10 @@ int main(int argc, char** argv) {
           128, seconds));
     }
     report("cifar10 train (batch 128)", a, b);
+    if (profile) hub_cifar.print_profile(repeats);
   }
   if (wanted("mobilenet_v1 train (batch 32)")) {
-    HubTrain hub_mobilenet("mobilenet_v1", 32, 224, 3, 1001, "sgd", 0.01);
+    HubTrain hub_mobilenet("mobilenet_v1", 32, 224, 3, 1001, "sgd", 0.01, profile);
     TorchMobilenetTrain nchw(false), channels_last(true);
     std::vector<double> a, b, c;
     for (int r = 0; r < repeats; ++r) {
@@ -264,6 +281,7 @@ int main(int argc, char** argv) {
     std::snprintf(note, sizeof note, "(%s; %s %.1f img/s)", cl ? "channels_last" : "NCHW",
                   cl ? "NCHW" : "channels_last", median(cl ? b : c));
     report("mobilenet_v1 train (batch 32)", a, cl ? c : b, note);
+    if (profile) hub_mobilenet.print_profile(repeats);
   }
   for (int64_t batch : {1, 32}) {
     const std::string name = "mobilenet_v1 infer (batch " + std::to_string(batch) + ")";

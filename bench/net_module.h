@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hub/core/random.h"
+#include "hub/graph/session.h"
 #include "hub/module/module.h"
 #include "hub/module/quantize.h"
 #include "hub/ops/state.h"
@@ -115,6 +116,55 @@ inline std::vector<double> time_alternating(int rounds, int calls, const std::ve
     medians.push_back(t[t.size() / 2]);
   }
   return medians;
+}
+
+// Calls `run` (one run of `session`, made with SessionOptions::profile)
+// `runs` times and prints where the time goes: the medians of each node's
+// time summed per op and backend (largest first), each with its share of the sum, and with
+// `per_node` each node's median and fastest time too. On a loaded machine a
+// node's median can hold a wait for a descheduled OpenMP thread; its fastest
+// run is what the kernel itself costs.
+inline void print_profile(const hub::Session& session, const std::function<void()>& run, int runs, bool per_node) {
+  std::vector<hub::NodeTime> nodes;
+  std::vector<std::vector<double>> times;
+  for (int r = 0; r < runs; ++r) {
+    run();
+    nodes = session.last_profile();
+    times.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) times[i].push_back(nodes[i].seconds);
+  }
+  double total = 0, total_min = 0;
+  struct OpTime {
+    std::string key;  // "op (backend)"
+    double seconds = 0;
+    int nodes = 0;
+  };
+  std::vector<OpTime> per_op;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    nodes[i].seconds = times[i][times[i].size() / 2];
+    total += nodes[i].seconds;
+    total_min += times[i][0];
+    const std::string key = nodes[i].op + " (" + nodes[i].backend + ")";
+    auto it = std::find_if(per_op.begin(), per_op.end(), [&](const OpTime& e) { return e.key == key; });
+    if (it == per_op.end()) it = per_op.insert(per_op.end(), OpTime{key});
+    it->seconds += nodes[i].seconds;
+    ++it->nodes;
+  }
+  std::printf("  per node (%d runs; sum of medians %.3f ms, of fastest %.3f ms)%s\n", runs, total * 1e3,
+              total_min * 1e3, per_node ? ":" : "");
+  if (per_node)
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].op != "Const")
+        std::printf("    %-58s %-14s %-9s median %8.3f ms %5.1f%%  fastest %8.3f ms %5.1f%%\n", nodes[i].node.c_str(),
+                    nodes[i].op.c_str(), nodes[i].backend.c_str(), nodes[i].seconds * 1e3,
+                    100 * nodes[i].seconds / total, times[i][0] * 1e3, 100 * times[i][0] / total_min);
+  std::stable_sort(per_op.begin(), per_op.end(),
+                   [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  std::printf("  per op (medians, largest first):\n");
+  for (const OpTime& o : per_op)
+    std::printf("    %-44s %3d nodes %9.3f ms %5.1f%%\n", o.key.c_str(), o.nodes, o.seconds * 1e3,
+                100 * o.seconds / total);
 }
 
 }  // namespace bench

@@ -20,4 +20,4 @@ esac
 if grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX; else coretype=Haswell; fi
 echo "LibTorch: OMP_NUM_THREADS=$cores OPENBLAS_CORETYPE=$coretype LD_PRELOAD=$tcmalloc ($blas)"
 exec env OMP_NUM_THREADS="$cores" HUB_NUM_THREADS="$cores" OPENBLAS_CORETYPE="$coretype" LD_PRELOAD="$tcmalloc" \
-  "$build/bench/model_bench" "${2:-3}" "${3:-3}" "${4:-}"
+  "$build/bench/model_bench" ${HUB_BENCH_PROFILE:+--profile} "${2:-3}" "${3:-3}" "${4:-}"

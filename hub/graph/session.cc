@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "hub/core/random.h"
+#include "hub/graph/optimize/optimize.h"
+#include "hub/graph/step_fusion.h"
 
 namespace hub {
 
@@ -42,6 +44,9 @@ constexpr int64_t kArenaAlign = static_cast<int64_t>(kTensorAlignment);
 struct Session::Plan {
   struct Step {
     int node;
+    const Node* run_as = nullptr;  // a fused node run in place of `node` (in `replaced`), or null
+    // The node this step runs: `node` of g, or the fused node replacing it.
+    const Node& to_run(const Graph& g) const { return run_as ? *run_as : g.node(node); }
     std::vector<int> input_slots;       // slot of each input tensor
     std::vector<int> output_slots;      // slot of each output (-1: unused)
     std::vector<int> release_after;     // slots whose last use is this step
@@ -57,9 +62,10 @@ struct Session::Plan {
   std::map<Output, int> slot_of;  // tensor -> slot
   std::vector<int> feed_slots;    // per feed, its slot
   std::vector<int> fetch_slots;
-  std::vector<int> last_use;        // per slot: step index, -1 never used, -2 fetched
-  std::vector<size_t> fetches_fed;  // fetches no step computes
-  std::vector<Tensor> values;       // per slot
+  std::vector<int> last_use;                        // per slot: step index, -1 never used, -2 fetched
+  std::vector<size_t> fetches_fed;                  // fetches no step computes
+  std::vector<Tensor> values;                       // per slot
+  std::map<int, StepFusion::Replacement> replaced;  // fused nodes (step_fusion.h), by source node
 
   // Memory plan (SessionOptions::plan_memory).
   std::vector<TensorSpec> planned_feeds;  // feed specs the layout was made for
@@ -82,7 +88,8 @@ Session::Session(const Graph& graph, VariableStore* variables, SessionOptions op
       variables_(variables),
       backend_(options.backend ? options.backend : &default_backend()),
       plan_memory_(options.plan_memory),
-      profile_(options.profile) {
+      profile_(options.profile),
+      fuse_(options.fuse && graph_optimization_enabled()) {
   allocators_[Device::kCPU] = std::make_unique<PoolAllocator>();
 }
 
@@ -161,22 +168,35 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
     return pos->second;
   };
   for (auto& [o, t] : feeds) plan->feed_slots.push_back(slot(o));
-  std::vector<int> uses;
+  std::vector<char> runs(n, 0);
   for (int id = 0; id < n; ++id) {
     if (!needed[id] || fed_node[id]) continue;
     const Node& node = graph_.node(id);
     if (node.op == "Placeholder")
       throw_error(Code::kInvalidArgument,
                   "placeholder '" + node.name + "' (" + node.outputs[0].to_string() + ") must be fed");
-    Plan::Step step;
-    step.node = id;
-    for (const Output& in : node.inputs) {
+    for (const Output& in : node.inputs)
       if (fed_node[in.node] && !plan->slot_of.count(in))
         throw_error(Code::kInvalidArgument, "node '" + node.name + "' needs output " + std::to_string(in.index) +
                                                 " of '" + graph_.node(in).name + "', which is fed only in part");
-      step.input_slots.push_back(slot(in));
-    }
-    for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) step.output_slots.push_back(slot({id, i}));
+    runs[id] = 1;
+  }
+  // The fused kernels are host kernels: fuse only where the nodes run on the host.
+  StepFusion fusion;
+  if (fuse_ && backend_->device() == Device::kCPU) fusion = fuse_steps(graph_, runs, fetches);
+  plan->replaced = std::move(fusion.replaced);
+  for (int id = 0; id < n; ++id) {
+    if (!runs[id] || fusion.skipped.count(id)) continue;
+    Plan::Step step;
+    step.node = id;
+    auto r = plan->replaced.find(id);
+    if (r != plan->replaced.end()) step.run_as = &r->second.node;
+    for (const Output& in : step.to_run(graph_).inputs) step.input_slots.push_back(slot(in));
+    if (step.run_as)
+      for (Output o : r->second.produces) step.output_slots.push_back(slot(o));
+    else
+      for (int i = 0; i < static_cast<int>(graph_.node(id).outputs.size()); ++i)
+        step.output_slots.push_back(slot({id, i}));
     plan->steps.push_back(std::move(step));
   }
   for (Output o : fetches) plan->fetch_slots.push_back(slot(o));
@@ -220,7 +240,7 @@ void Session::lay_out(Plan& plan, std::vector<Buffer>& buffers, const std::vecto
   for (size_t b = 0; b < buffers.size(); ++b) owner[b] = static_cast<int>(b);
   for (int s = 0; s < num_steps; ++s) {
     const Plan::Step& step = plan.steps[s];
-    for (const auto& [in, out] : OpRegistry::global().find(graph_.node(step.node).op).in_place) {
+    for (const auto& [in, out] : OpRegistry::global().find(step.to_run(graph_).op).in_place) {
       if (in >= static_cast<int>(step.input_slots.size()) || out >= static_cast<int>(step.output_slots.size()))
         continue;
       const int src = slot_buffer[step.input_slots[in]];
@@ -316,7 +336,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       for (size_t f : plan.fetches_fed) ready(f, on_device(plan.values[plan.fetch_slots[f]], Device::kCPU));
     for (size_t step_index = 0; step_index < plan.steps.size(); ++step_index) {
       Plan::Step& step = plan.steps[step_index];
-      const Node& node = graph_.node(step.node);
+      const Node& node = step.to_run(graph_);
       inputs.clear();
       bool same = step.inferred && step.in_specs.size() == step.input_slots.size();
       for (size_t i = 0; i < step.input_slots.size(); ++i) {

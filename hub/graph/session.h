@@ -57,6 +57,12 @@ struct SessionOptions {
   // Times every node of each run (last_profile()). Costs two clock reads per
   // node; for finding where a run's time goes, not for production runs.
   bool profile = false;
+  // Exact fusions of the nodes a plan runs on a host backend (batch norm
+  // with the Relu / Relu6 after it, and their gradients: fewer passes over
+  // memory, same results within float rounding; step_fusion.h). The graph
+  // is not changed. Off when false or when $HUB_GRAPH_OPT is "0" (for
+  // debugging, as for modules' inference optimiser).
+  bool fuse = true;
 };
 
 // One node of a profiled run (SessionOptions::profile): wall time of its
@@ -132,6 +138,7 @@ class Session {
   const Backend* backend_;
   bool plan_memory_;
   bool profile_;
+  bool fuse_;
   std::vector<NodeTime> last_profile_;
   std::map<Device, std::unique_ptr<Allocator>> allocators_;
   int64_t last_copies_ = 0;

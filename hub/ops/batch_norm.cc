@@ -42,6 +42,28 @@ std::vector<TensorSpec> fused_batch_norm_grad_shape_fn(const InferContext& c) {
   return {c.input(1), stat, stat};
 }
 
+std::vector<TensorSpec> fused_batch_norm_activation_shape_fn(const InferContext& c) {
+  const std::string& act = c.attrs().get_string("activation");
+  if (act != "Relu" && act != "Relu6") c.fail("activation must be Relu or Relu6, got '" + act + "'");
+  return fused_batch_norm_shape_fn(c);
+}
+
+// (dz, features, x, scale, mean, variance): FusedBatchNormGrad's checks on
+// (dz, x, scale, mean, variance), and features like x.
+std::vector<TensorSpec> fused_batch_norm_activation_grad_shape_fn(const InferContext& c) {
+  const std::string& act = c.attrs().get_string("activation");
+  if (act != "Relu" && act != "Relu6") c.fail("activation must be Relu or Relu6, got '" + act + "'");
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_dtype(1, DType::kFloat32);
+  for (int i : {0, 1})
+    if (!c.shape(i).compatible_with(c.shape(2)))
+      c.fail(std::string(i == 0 ? "dz " : "features ") + c.input(i).to_string() + " does not match x " +
+             c.input(2).to_string());
+  int64_t channels = check_channels(c, 2, {{3, "scale"}, {4, "mean"}, {5, "variance"}});
+  TensorSpec stat{DType::kFloat32, Shape{channels}};
+  return {c.input(2), stat, stat};
+}
+
 std::vector<Output> fused_batch_norm_grad(const GradContext& c) {
   bool training = c.node.attrs.get_bool("is_training");
   Output mean = training ? c.outputs[1] : c.inputs[3];
@@ -70,6 +92,26 @@ HUB_REGISTER_OP(FusedBatchNormGrad)
     .attr("is_training", AttrType::kBool, true)
     .shape_fn(fused_batch_norm_grad_shape_fn)
     .doc("Gradient of FusedBatchNorm: (dy, x, scale, mean, variance) -> (dx, dscale, doffset).")
+    .no_gradient("a gradient op; second-order gradients are not supported");
+
+HUB_REGISTER_OP(_FusedBatchNormActivation)
+    .inputs(5)
+    .outputs(4)
+    .attr("epsilon", AttrType::kFloat, 0.001)
+    .attr("is_training", AttrType::kBool, true)
+    .attr("activation", AttrType::kString, std::string("Relu6"))
+    .shape_fn(fused_batch_norm_activation_shape_fn)
+    .doc("FusedBatchNorm then Relu / Relu6 on y, in one pass (made by a Session; see batch_norm.h).")
+    .no_gradient("made by a Session from an already differentiated graph");
+
+HUB_REGISTER_OP(_FusedBatchNormActivationGrad)
+    .inputs(6)
+    .outputs(3)
+    .attr("epsilon", AttrType::kFloat, 0.001)
+    .attr("is_training", AttrType::kBool, true)
+    .attr("activation", AttrType::kString, std::string("Relu6"))
+    .shape_fn(fused_batch_norm_activation_grad_shape_fn)
+    .doc("(dz, features, x, scale, mean, variance) -> FusedBatchNormGrad of the activation's gradient.")
     .no_gradient("a gradient op; second-order gradients are not supported");
 
 namespace ops {

@@ -31,6 +31,28 @@
 //       training:  dx = scale * rstd * (dy - doffset/M - xhat * dscale/M)
 //       inference: dx = scale * rstd * dy
 //     FusedBatchNormGrad has no gradient.
+//
+// Batch norm followed by an activation, fused (made only by a Session from
+// a FusedBatchNorm whose y feeds nothing but a Relu / Relu6 and that
+// activation's gradient, and from the FusedBatchNormGrad of the activation's
+// gradient; hub/graph/session.h). They compute exactly what the ops they
+// replace compute, in one pass over the activation instead of two.
+//
+//   _FusedBatchNormActivation(x, scale, offset, mean, variance)
+//       -> (z like x, batch_mean, batch_variance, unbiased_variance)
+//   attrs: epsilon, is_training as FusedBatchNorm; activation ("Relu" or "Relu6").
+//     z = act(y), y = FusedBatchNorm(...) output 0, act(v) = max(v, 0) (Relu)
+//     or min(max(v, 0), 6) (Relu6); outputs 1..3 as FusedBatchNorm's.
+//   _FusedBatchNormActivationGrad(dz like x, features like x, x, scale [C], mean [C], variance [C])
+//       -> (dx like x, dscale [C], doffset [C]); attrs as above.
+//     = FusedBatchNormGrad(g, x, scale, mean, variance) with
+//       g = ReluGrad(dz, features) = dz * [features > 0]           (Relu)
+//       g = Relu6Grad(dz, features) = dz * [0 < features < 6]      (Relu6).
+//     features may be the activation's input y or its output z: the mask
+//     is the same for both (z = act(y) lies strictly inside the open
+//     interval exactly when y does), so the activation's input need not
+//     be kept for the backward pass.
+//   Neither has a gradient.
 #pragma once
 
 #include <string>

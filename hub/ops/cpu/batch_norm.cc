@@ -1,10 +1,25 @@
-// Reference batch-norm kernels: x viewed as [M, C] rows; per-channel sums are
-// taken over row chunks in parallel (float within a chunk, double across
-// chunks), and the element-wise passes run over row chunks in parallel.
+// Reference batch-norm kernels, and the fused batch norm + activation ops
+// (formulas in hub/ops/batch_norm.h). x is viewed as [M, C] rows.
+//
+// Memory traffic is what these kernels cost, so each pass over the tensor
+// does as much as it can:
+// - the training statistics come from blocks of rows small enough to stay
+//   in cache: each block's mean, then its sum of squared deviations from
+//   that mean, are taken while the block is cached (float within a block),
+//   and the blocks are combined in double (the pairwise-update formula of
+//   Chan, Golub and LeVeque), so x is read from memory once for both;
+// - y = x * a + b and the activation (when fused) are one pass;
+// - the gradient takes sum g and sum g * (x - mean) in one pass and dx in
+//   a second; a fused activation's mask is applied on the fly in both, so
+//   its gradient is never written out.
+// The row loops are plain loops the compiler vectorises, built for AVX-512,
+// AVX2 and the baseline and picked when the library loads (GCC's
+// target_clones): the library is built for the baseline ISA, and these
+// passes are where the time goes.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
-#include <vector>
+#include <limits>
 
 #include "hub/core/parallel.h"
 #include "hub/ops/registry.h"
@@ -12,38 +27,15 @@
 namespace hub::cpu {
 namespace {
 
-using Rows = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using CRowsMap = Eigen::Map<const Rows>;
-using RowsMap = Eigen::Map<Rows>;
 using RowVec = Eigen::Array<float, 1, Eigen::Dynamic>;
 using CRowMap = Eigen::Map<const RowVec>;
+using DRowVec = Eigen::Array<double, 1, Eigen::Dynamic>;
+using DRows = Eigen::Array<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-constexpr int64_t kRowGrain = 256;
+#define HUB_BN_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
 
-// Per-channel sums over the M rows: add_row(r, acc) adds row r's term to
-// acc [1, C]. Rows are split into chunks summed in parallel (float within a
-// chunk, double across chunks), without materializing the terms.
-template <class AddRow>
-RowVec column_sums(int64_t M, int64_t C, AddRow add_row) {
-  int64_t chunks = std::clamp<int64_t>(M / kRowGrain, 1, 4 * num_threads());
-  std::vector<Eigen::Array<double, 1, Eigen::Dynamic>> partial(chunks);
-  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
-    RowVec acc(C);
-    for (int64_t k = b; k < e; ++k) {
-      acc.setZero();
-      for (int64_t r = M * k / chunks, r1 = M * (k + 1) / chunks; r < r1; ++r) add_row(r, acc);
-      partial[k] = acc.cast<double>();
-    }
-  });
-  Eigen::Array<double, 1, Eigen::Dynamic> total = Eigen::Array<double, 1, Eigen::Dynamic>::Zero(C);
-  for (const auto& p : partial) total += p;
-  return total.cast<float>();
-}
-
-template <class F>
-void for_rows(int64_t M, int64_t C, F fn) {
-  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)), [&](int64_t b, int64_t e) { fn(b, e - b); });
-}
+// Bytes of x per block of rows (well inside a core's L2 cache).
+constexpr int64_t kBlockBytes = 128 * 1024;
 
 struct View {
   int64_t M, C;
@@ -53,23 +45,133 @@ View view_of(const Tensor& x) {
   return {C ? x.num_elements() / C : 0, C};
 }
 
+// Rows per block for C channels, and the number of blocks for M rows.
+int64_t block_rows(int64_t C) { return std::max<int64_t>(1, kBlockBytes / (4 * std::max<int64_t>(C, 1))); }
+int64_t num_blocks(int64_t M, int64_t C) { return (M + block_rows(C) - 1) / block_rows(C); }
+
+// fn(r0, r1) over blocks of rows [r0, r1) of [0, M), spread over the threads.
+template <class F>
+void for_blocks(int64_t M, int64_t C, F fn) {
+  const int64_t rows = block_rows(C);
+  parallel_for(num_blocks(M, C), 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t k = b0; k < b1; ++k) fn(k, k * rows, std::min(M, (k + 1) * rows));
+  });
+}
+
+// Over rows [r0, r1) of x [*, C]: mean[j] of the rows, then m2[j] = the sum
+// of squared deviations from it (the block is in cache for the second pass).
+HUB_BN_CLONES void block_moments(const float* px, int64_t r0, int64_t r1, int64_t C, float* mean, float* m2) {
+  std::fill(mean, mean + C, 0.0f);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < C; ++j) mean[j] += px[r * C + j];
+  const float inv = 1.0f / static_cast<float>(r1 - r0);
+  for (int64_t j = 0; j < C; ++j) mean[j] *= inv;
+  std::fill(m2, m2 + C, 0.0f);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < C; ++j) {
+      const float d = px[r * C + j] - mean[j];
+      m2[j] += d * d;
+    }
+}
+
+// y = x * a + b over rows [r0, r1), then (kActivation) min(max(y, 0), hi).
+template <bool kActivation>
+HUB_BN_CLONES void normalize_rows(const float* px, float* py, int64_t r0, int64_t r1, int64_t C, const float* a,
+                                  const float* b, float hi) {
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < C; ++j) {
+      const float y = px[r * C + j] * a[j] + b[j];
+      if constexpr (kActivation)
+        py[r * C + j] = std::min(std::max(y, 0.0f), hi);
+      else
+        py[r * C + j] = y;
+    }
+}
+
+// The gradient reaching batch norm's output: dy, or (kMasked) dz where
+// 0 < features < hi and 0 elsewhere; branch-free, so the loops vectorise.
+template <bool kMasked>
+inline float masked(const float* dy, const float* f, int64_t i, float hi) {
+  if constexpr (kMasked) return ((f[i] > 0.0f) & (f[i] < hi)) ? dy[i] : 0.0f;
+  return dy[i];
+}
+
+// Over rows [r0, r1): sg[j] = sum g, sgx[j] = sum g * (x - mean[j]).
+template <bool kMasked>
+HUB_BN_CLONES void grad_sums(const float* pdy, const float* pf, const float* px, int64_t r0, int64_t r1, int64_t C,
+                             const float* mean, float hi, float* sg, float* sgx) {
+  std::fill(sg, sg + C, 0.0f);
+  std::fill(sgx, sgx + C, 0.0f);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < C; ++j) {
+      const int64_t i = r * C + j;
+      const float g = masked<kMasked>(pdy, pf, i, hi);
+      sg[j] += g;
+      sgx[j] += g * (px[i] - mean[j]);
+    }
+}
+
+// dx = ((g - shift) - (x - mean) * xs) * k over rows [r0, r1).
+template <bool kMasked>
+HUB_BN_CLONES void grad_rows(const float* pdy, const float* pf, const float* px, float* pdx, int64_t r0, int64_t r1,
+                             int64_t C, const float* mean, const float* shift, const float* xs, const float* k,
+                             float hi) {
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < C; ++j) {
+      const int64_t i = r * C + j;
+      pdx[i] = ((masked<kMasked>(pdy, pf, i, hi) - shift[j]) - (px[i] - mean[j]) * xs[j]) * k[j];
+    }
+}
+
+// Per-channel mean and biased variance of the M rows of px (M > 0).
+void moments(const float* px, int64_t M, int64_t C, RowVec* mean, RowVec* var) {
+  const int64_t rows = block_rows(C), blocks = num_blocks(M, C);
+  DRows block_mean(blocks, C), block_m2(blocks, C);
+  for_blocks(M, C, [&](int64_t k, int64_t r0, int64_t r1) {
+    RowVec m(C), m2(C);
+    block_moments(px, r0, r1, C, m.data(), m2.data());
+    block_mean.row(k) = m.cast<double>();
+    block_m2.row(k) = m2.cast<double>();
+  });
+  // mean = sum_k n_k mean_k / M; M2 = sum_k M2_k + n_k (mean_k - mean)^2.
+  auto rows_in = [&](int64_t k) { return static_cast<double>(std::min(M, (k + 1) * rows) - k * rows); };
+  DRowVec total = DRowVec::Zero(C);
+  for (int64_t k = 0; k < blocks; ++k) total += block_mean.row(k) * rows_in(k);
+  const DRowVec mu = total / static_cast<double>(M);
+  DRowVec m2 = DRowVec::Zero(C);
+  for (int64_t k = 0; k < blocks; ++k) m2 += block_m2.row(k) + (block_mean.row(k) - mu).square() * rows_in(k);
+  *mean = mu.cast<float>();
+  *var = (m2 / static_cast<double>(M)).cast<float>();
+}
+
 void copy_to(const Tensor& from, Tensor& to) { std::memcpy(to.raw_data(), from.raw_data(), from.nbytes()); }
 
-// Inputs: x, scale, offset, mean, variance. Outputs: y, batch_mean, batch_variance, unbiased_variance.
-void fused_batch_norm_kernel(KernelContext& c) {
+// The upper clip of the fused activation: z = min(max(y, 0), hi), gradient
+// mask [0 < features < hi]; hi = +inf for Relu.
+float activation_hi(const KernelContext& c) {
+  return c.attrs().get_string("activation") == "Relu6" ? 6.0f : std::numeric_limits<float>::infinity();
+}
+
+// Inputs: x, scale, offset, mean, variance. Outputs: y (kActivation: z =
+// min(max(y, 0), hi)), batch_mean, batch_variance, unbiased_variance.
+template <bool kActivation>
+void batch_norm_forward(KernelContext& c, float hi) {
   const Tensor& x = c.input(0);
   auto [M, C] = view_of(x);
-  float eps = static_cast<float>(c.attrs().get_float("epsilon"));
-  bool training = c.attrs().get_bool("is_training");
+  const float eps = static_cast<float>(c.attrs().get_float("epsilon"));
+  const bool training = c.attrs().get_bool("is_training");
   const float* px = x.data<float>();
   RowVec mean(C), var(C);
   if (training) {
-    float inv_m = M > 0 ? 1.0f / static_cast<float>(M) : 0.0f;
-    mean = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(px + r * C, C); }) * inv_m;
-    var = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += (CRowMap(px + r * C, C) - mean).square(); }) * inv_m;
+    if (M > 0) {
+      moments(px, M, C, &mean, &var);
+    } else {
+      mean.setZero();
+      var.setZero();
+    }
     Eigen::Map<RowVec>(c.output(1).data<float>(), C) = mean;
     Eigen::Map<RowVec>(c.output(2).data<float>(), C) = var;
-    float bessel = static_cast<float>(M) / static_cast<float>(std::max<int64_t>(M - 1, 1));
+    const float bessel = static_cast<float>(M) / static_cast<float>(std::max<int64_t>(M - 1, 1));
     Eigen::Map<RowVec>(c.output(3).data<float>(), C) = var * bessel;
   } else {
     mean = CRowMap(c.input(3).data<float>(), C);
@@ -79,54 +181,64 @@ void fused_batch_norm_kernel(KernelContext& c) {
     copy_to(c.input(4), c.output(3));
   }
   // y = x * a + b with a = scale * rstd, b = offset - mean * a.
-  RowVec a = CRowMap(c.input(1).data<float>(), C) * (var + eps).rsqrt();
-  RowVec b = CRowMap(c.input(2).data<float>(), C) - mean * a;
+  const RowVec a = CRowMap(c.input(1).data<float>(), C) * (var + eps).rsqrt();
+  const RowVec b = CRowMap(c.input(2).data<float>(), C) - mean * a;
   float* py = c.output(0).data<float>();
-  for_rows(M, C, [&](int64_t r0, int64_t n) {
-    RowsMap(py + r0 * C, n, C) = (CRowsMap(px + r0 * C, n, C).rowwise() * a).rowwise() + b;
+  for_blocks(M, C, [&](int64_t, int64_t r0, int64_t r1) {
+    normalize_rows<kActivation>(px, py, r0, r1, C, a.data(), b.data(), hi);
   });
 }
 
-// Inputs: dy, x, scale, mean, variance. Outputs: dx, dscale, doffset.
-void fused_batch_norm_grad_kernel(KernelContext& c) {
-  const Tensor& x = c.input(1);
+// FusedBatchNormGrad of g, where g = dy (kMasked false) or g = dz masked
+// by [0 < features < hi]. Inputs: dy (or dz, features), then x, scale,
+// mean, variance. Outputs: dx, dscale, doffset.
+template <bool kMasked>
+void batch_norm_backward(KernelContext& c, float hi) {
+  const int first = kMasked ? 2 : 1;  // index of x
+  const Tensor& x = c.input(first);
   auto [M, C] = view_of(x);
-  float eps = static_cast<float>(c.attrs().get_float("epsilon"));
-  bool training = c.attrs().get_bool("is_training");
+  const float eps = static_cast<float>(c.attrs().get_float("epsilon"));
+  const bool training = c.attrs().get_bool("is_training");
   const float* pdy = c.input(0).data<float>();
+  const float* pf = kMasked ? c.input(1).data<float>() : nullptr;
   const float* px = x.data<float>();
-  CRowMap scale(c.input(2).data<float>(), C), mean(c.input(3).data<float>(), C);
-  RowVec rstd = (CRowMap(c.input(4).data<float>(), C) + eps).rsqrt();
-  RowVec doffset = column_sums(M, C, [&](int64_t r, RowVec& acc) { acc += CRowMap(pdy + r * C, C); });
-  // dscale = sum dy * (x - mean) * rstd
-  RowVec dscale =
-      column_sums(M, C,
-                  [&](int64_t r, RowVec& acc) { acc += CRowMap(pdy + r * C, C) * (CRowMap(px + r * C, C) - mean); }) *
-      rstd;
+  const RowVec mean = CRowMap(c.input(first + 2).data<float>(), C);
+  const RowVec rstd = (CRowMap(c.input(first + 3).data<float>(), C) + eps).rsqrt();
+  // sum g and sum g * (x - mean) in one pass (float within a block, double
+  // across blocks).
+  DRows part_g(num_blocks(M, C), C), part_gx(num_blocks(M, C), C);
+  for_blocks(M, C, [&](int64_t k, int64_t r0, int64_t r1) {
+    RowVec sg(C), sgx(C);
+    grad_sums<kMasked>(pdy, pf, px, r0, r1, C, mean.data(), hi, sg.data(), sgx.data());
+    part_g.row(k) = sg.cast<double>();
+    part_gx.row(k) = sgx.cast<double>();
+  });
+  const RowVec doffset = part_g.colwise().sum().cast<float>();
+  const RowVec dscale = part_gx.colwise().sum().cast<float>() * rstd;
   Eigen::Map<RowVec>(c.output(1).data<float>(), C) = dscale;
   Eigen::Map<RowVec>(c.output(2).data<float>(), C) = doffset;
+  // Training: dx = k * (g - doffset/M - xhat * dscale/M), xhat = (x - mean)
+  // * rstd; inference: dx = k * g (shift and xs zero).
+  const RowVec k = CRowMap(c.input(first + 1).data<float>(), C) * rstd;
+  const float inv_m = training && M > 0 ? 1.0f / static_cast<float>(M) : 0.0f;
+  const RowVec xs = rstd * dscale * inv_m;  // coefficient of (x - mean)
+  const RowVec shift = doffset * inv_m;
   float* pdx = c.output(0).data<float>();
-  RowVec k = scale * rstd;
-  if (training && M > 0) {
-    // dx = k * (dy - doffset/M - xhat * dscale/M), xhat = (x - mean) * rstd.
-    float inv_m = 1.0f / static_cast<float>(M);
-    RowVec xs = rstd * dscale * inv_m;  // coefficient of (x - mean)
-    RowVec shift = doffset * inv_m;
-    for_rows(M, C, [&](int64_t r0, int64_t n) {
-      RowsMap(pdx + r0 * C, n, C) = ((CRowsMap(pdy + r0 * C, n, C).rowwise() - shift) -
-                                     (CRowsMap(px + r0 * C, n, C).rowwise() - mean).rowwise() * xs)
-                                        .rowwise() *
-                                    k;
-    });
-  } else {
-    for_rows(M, C,
-             [&](int64_t r0, int64_t n) { RowsMap(pdx + r0 * C, n, C) = CRowsMap(pdy + r0 * C, n, C).rowwise() * k; });
-  }
+  for_blocks(M, C, [&](int64_t, int64_t r0, int64_t r1) {
+    grad_rows<kMasked>(pdy, pf, px, pdx, r0, r1, C, mean.data(), shift.data(), xs.data(), k.data(), hi);
+  });
 }
+
+void fused_batch_norm_kernel(KernelContext& c) { batch_norm_forward<false>(c, 0.0f); }
+void fused_batch_norm_grad_kernel(KernelContext& c) { batch_norm_backward<false>(c, 0.0f); }
+void fused_batch_norm_activation_kernel(KernelContext& c) { batch_norm_forward<true>(c, activation_hi(c)); }
+void fused_batch_norm_activation_grad_kernel(KernelContext& c) { batch_norm_backward<true>(c, activation_hi(c)); }
 
 }  // namespace
 
 HUB_REGISTER_KERNEL(FusedBatchNorm, reference, fused_batch_norm_kernel);
 HUB_REGISTER_KERNEL(FusedBatchNormGrad, reference, fused_batch_norm_grad_kernel);
+HUB_REGISTER_KERNEL(_FusedBatchNormActivation, reference, fused_batch_norm_activation_kernel);
+HUB_REGISTER_KERNEL(_FusedBatchNormActivationGrad, reference, fused_batch_norm_activation_grad_kernel);
 
 }  // namespace hub::cpu

@@ -200,3 +200,65 @@ TEST_CASE("batch_norm: bad input") {
   ops::batch_norm(s.sub("a"), x);
   CHECK_THROWS_AS(ops::batch_norm(s.sub("a"), x), Error);  // AlreadyExists: one BatchNorm per scope
 }
+
+// The fused ops against the ops they replace (hub/ops/batch_norm.h), the
+// composition run both on reference and on oneDNN (an independent batch
+// norm and activation): awkward shapes, both modes, Relu and Relu6, and x
+// spread so that y falls below 0, inside (0, 6) and above 6.
+TEST_CASE("_FusedBatchNormActivation and its gradient equal batch norm then the activation") {
+  const std::vector<Shape> shapes = {{2, 3, 4, 5},  {1, 1, 1, 1}, {7, 3},       {3, 5, 1, 17},
+                                     {1, 9, 7, 64}, {2, 1},       {4, 2, 3, 33}};
+  uint64_t seed = 70;
+  for (const Shape& shape : shapes) {
+    const int64_t C = shape.dim(-1);
+    Tensor x = random_tensor(shape, ++seed, -2, 3);
+    Tensor scale = random_tensor({C}, ++seed, 1.0f, 5.0f), offset = random_tensor({C}, ++seed, -1.0f, 4.0f);
+    Tensor mean = random_tensor({C}, ++seed), var = random_tensor({C}, ++seed, 0.1f, 1);
+    Tensor dz = random_tensor(shape, ++seed);
+    for (const char* act : {"Relu6", "Relu"}) {
+      for (bool training : {true, false}) {
+        for (const char* backend : {"reference", "onednn"}) {
+          INFO("shape " << shape.to_string() << " " << act << " is_training " << training << " composition on "
+                        << backend);
+          Attrs fused = bn(training).set("activation", act);
+          auto bn_out = run_op("FusedBatchNorm", {x, scale, offset, mean, var}, bn(training), backend);
+          Tensor z = run_op(act, {bn_out[0]}, {}, backend)[0];
+          auto f = run_op("_FusedBatchNormActivation", {x, scale, offset, mean, var}, fused);
+          expect_close(f[0], z, 1e-4, 1e-4);
+          for (int i = 1; i < 4; ++i) expect_close(f[i], bn_out[i], 1e-5, 1e-5);
+          // Gradient: the activation's gradient at y, then batch norm's.
+          Tensor g = run_op(std::string(act) + "Grad", {dz, bn_out[0]}, {}, backend)[0];
+          auto want = run_op("FusedBatchNormGrad", {g, x, scale, bn_out[1], bn_out[2]}, bn(training), backend);
+          // features = y (the activation's input) or z (its output): the same mask.
+          for (const Tensor& features : {bn_out[0], z}) {
+            auto got = run_op("_FusedBatchNormActivationGrad", {dz, features, x, scale, bn_out[1], bn_out[2]}, fused);
+            for (int i = 0; i < 3; ++i) expect_close(got[i], want[i], 2e-4, 2e-4);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("_FusedBatchNormActivation: bad attributes and shapes") {
+  Tensor x = random_tensor({4, 3}, 1), c3 = random_tensor({3}, 2, 0.5f, 1), c2 = random_tensor({2}, 3, 0.5f, 1);
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedBatchNormActivation", {x, c3, c3, c3, c3}, bn(true).set("activation", "Tanh"));
+      },
+      "activation must be Relu or Relu6, got 'Tanh'");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedBatchNormActivationGrad", {x, random_tensor({4, 2}, 4), x, c3, c3, c3},
+               bn(true).set("activation", "Relu"));
+      },
+      "features");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("_FusedBatchNormActivationGrad", {x, x, x, c2, c3, c3}, bn(true).set("activation", "Relu"));
+      },
+      "scale");
+}
