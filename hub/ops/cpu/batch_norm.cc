@@ -74,52 +74,44 @@ HUB_BN_CLONES void block_moments(const float* px, int64_t r0, int64_t r1, int64_
     }
 }
 
-// y = x * a + b over rows [r0, r1), then (kActivation) min(max(y, 0), hi).
-template <bool kActivation>
+// min(max(x * a + b, lo), hi) over rows [r0, r1): the activation with lo =
+// 0, none with lo = -inf and hi = +inf (which keeps NaN: std::max and
+// std::min return their first argument when a comparison fails).
 HUB_BN_CLONES void normalize_rows(const float* px, float* py, int64_t r0, int64_t r1, int64_t C, const float* a,
-                                  const float* b, float hi) {
+                                  const float* b, float lo, float hi) {
   for (int64_t r = r0; r < r1; ++r)
-    for (int64_t j = 0; j < C; ++j) {
-      const float y = px[r * C + j] * a[j] + b[j];
-      if constexpr (kActivation)
-        py[r * C + j] = std::min(std::max(y, 0.0f), hi);
-      else
-        py[r * C + j] = y;
-    }
+    for (int64_t j = 0; j < C; ++j) py[r * C + j] = std::min(std::max(px[r * C + j] * a[j] + b[j], lo), hi);
 }
 
-// The gradient reaching batch norm's output: dy, or (kMasked) dz where
-// 0 < features < hi and 0 elsewhere; branch-free, so the loops vectorise.
-template <bool kMasked>
-inline float masked(const float* dy, const float* f, int64_t i, float hi) {
-  if constexpr (kMasked) return ((f[i] > 0.0f) & (f[i] < hi)) ? dy[i] : 0.0f;
-  return dy[i];
+// The gradient reaching batch norm's output: dy, or (with a mask) dz where
+// 0 < features < hi and 0 elsewhere; branch-free, so the loops vectorise
+// (the compiler makes one loop per value of `mask`).
+inline float grad_at(const float* dy, const float* f, int64_t i, bool mask, float hi) {
+  return mask ? (((f[i] > 0.0f) & (f[i] < hi)) ? dy[i] : 0.0f) : dy[i];
 }
 
 // Over rows [r0, r1): sg[j] = sum g, sgx[j] = sum g * (x - mean[j]).
-template <bool kMasked>
 HUB_BN_CLONES void grad_sums(const float* pdy, const float* pf, const float* px, int64_t r0, int64_t r1, int64_t C,
-                             const float* mean, float hi, float* sg, float* sgx) {
+                             const float* mean, bool mask, float hi, float* sg, float* sgx) {
   std::fill(sg, sg + C, 0.0f);
   std::fill(sgx, sgx + C, 0.0f);
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t j = 0; j < C; ++j) {
       const int64_t i = r * C + j;
-      const float g = masked<kMasked>(pdy, pf, i, hi);
+      const float g = grad_at(pdy, pf, i, mask, hi);
       sg[j] += g;
       sgx[j] += g * (px[i] - mean[j]);
     }
 }
 
 // dx = ((g - shift) - (x - mean) * xs) * k over rows [r0, r1).
-template <bool kMasked>
 HUB_BN_CLONES void grad_rows(const float* pdy, const float* pf, const float* px, float* pdx, int64_t r0, int64_t r1,
                              int64_t C, const float* mean, const float* shift, const float* xs, const float* k,
-                             float hi) {
+                             bool mask, float hi) {
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t j = 0; j < C; ++j) {
       const int64_t i = r * C + j;
-      pdx[i] = ((masked<kMasked>(pdy, pf, i, hi) - shift[j]) - (px[i] - mean[j]) * xs[j]) * k[j];
+      pdx[i] = ((grad_at(pdy, pf, i, mask, hi) - shift[j]) - (px[i] - mean[j]) * xs[j]) * k[j];
     }
 }
 
@@ -146,18 +138,19 @@ void moments(const float* px, int64_t M, int64_t C, RowVec* mean, RowVec* var) {
 
 void copy_to(const Tensor& from, Tensor& to) { std::memcpy(to.raw_data(), from.raw_data(), from.nbytes()); }
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
 // The upper clip of the fused activation: z = min(max(y, 0), hi), gradient
 // mask [0 < features < hi]; hi = +inf for Relu.
-float activation_hi(const KernelContext& c) {
-  return c.attrs().get_string("activation") == "Relu6" ? 6.0f : std::numeric_limits<float>::infinity();
-}
+float activation_hi(const KernelContext& c) { return c.attrs().get_string("activation") == "Relu6" ? 6.0f : kInf; }
 
-// Inputs: x, scale, offset, mean, variance. Outputs: y (kActivation: z =
-// min(max(y, 0), hi)), batch_mean, batch_variance, unbiased_variance.
-template <bool kActivation>
-void batch_norm_forward(KernelContext& c, float hi) {
+// Inputs: x, scale, offset, mean, variance. Outputs: min(max(y, lo), hi)
+// (y itself for lo = -inf, hi = +inf), batch_mean, batch_variance,
+// unbiased_variance.
+void batch_norm_forward(KernelContext& c, float lo, float hi) {
   const Tensor& x = c.input(0);
-  auto [M, C] = view_of(x);
+  const View v = view_of(x);
+  const int64_t M = v.M, C = v.C;
   const float eps = static_cast<float>(c.attrs().get_float("epsilon"));
   const bool training = c.attrs().get_bool("is_training");
   const float* px = x.data<float>();
@@ -184,23 +177,22 @@ void batch_norm_forward(KernelContext& c, float hi) {
   const RowVec a = CRowMap(c.input(1).data<float>(), C) * (var + eps).rsqrt();
   const RowVec b = CRowMap(c.input(2).data<float>(), C) - mean * a;
   float* py = c.output(0).data<float>();
-  for_blocks(M, C, [&](int64_t, int64_t r0, int64_t r1) {
-    normalize_rows<kActivation>(px, py, r0, r1, C, a.data(), b.data(), hi);
-  });
+  for_blocks(M, C,
+             [&](int64_t, int64_t r0, int64_t r1) { normalize_rows(px, py, r0, r1, C, a.data(), b.data(), lo, hi); });
 }
 
-// FusedBatchNormGrad of g, where g = dy (kMasked false) or g = dz masked
-// by [0 < features < hi]. Inputs: dy (or dz, features), then x, scale,
-// mean, variance. Outputs: dx, dscale, doffset.
-template <bool kMasked>
-void batch_norm_backward(KernelContext& c, float hi) {
-  const int first = kMasked ? 2 : 1;  // index of x
+// FusedBatchNormGrad of g, where g = dy (no mask) or g = dz masked by
+// [0 < features < hi]. Inputs: dy (or dz, features), then x, scale, mean,
+// variance. Outputs: dx, dscale, doffset.
+void batch_norm_backward(KernelContext& c, bool mask, float hi) {
+  const int first = mask ? 2 : 1;  // index of x
   const Tensor& x = c.input(first);
-  auto [M, C] = view_of(x);
+  const View v = view_of(x);
+  const int64_t M = v.M, C = v.C;
   const float eps = static_cast<float>(c.attrs().get_float("epsilon"));
   const bool training = c.attrs().get_bool("is_training");
   const float* pdy = c.input(0).data<float>();
-  const float* pf = kMasked ? c.input(1).data<float>() : nullptr;
+  const float* pf = mask ? c.input(1).data<float>() : nullptr;
   const float* px = x.data<float>();
   const RowVec mean = CRowMap(c.input(first + 2).data<float>(), C);
   const RowVec rstd = (CRowMap(c.input(first + 3).data<float>(), C) + eps).rsqrt();
@@ -209,7 +201,7 @@ void batch_norm_backward(KernelContext& c, float hi) {
   DRows part_g(num_blocks(M, C), C), part_gx(num_blocks(M, C), C);
   for_blocks(M, C, [&](int64_t k, int64_t r0, int64_t r1) {
     RowVec sg(C), sgx(C);
-    grad_sums<kMasked>(pdy, pf, px, r0, r1, C, mean.data(), hi, sg.data(), sgx.data());
+    grad_sums(pdy, pf, px, r0, r1, C, mean.data(), mask, hi, sg.data(), sgx.data());
     part_g.row(k) = sg.cast<double>();
     part_gx.row(k) = sgx.cast<double>();
   });
@@ -225,14 +217,14 @@ void batch_norm_backward(KernelContext& c, float hi) {
   const RowVec shift = doffset * inv_m;
   float* pdx = c.output(0).data<float>();
   for_blocks(M, C, [&](int64_t, int64_t r0, int64_t r1) {
-    grad_rows<kMasked>(pdy, pf, px, pdx, r0, r1, C, mean.data(), shift.data(), xs.data(), k.data(), hi);
+    grad_rows(pdy, pf, px, pdx, r0, r1, C, mean.data(), shift.data(), xs.data(), k.data(), mask, hi);
   });
 }
 
-void fused_batch_norm_kernel(KernelContext& c) { batch_norm_forward<false>(c, 0.0f); }
-void fused_batch_norm_grad_kernel(KernelContext& c) { batch_norm_backward<false>(c, 0.0f); }
-void fused_batch_norm_activation_kernel(KernelContext& c) { batch_norm_forward<true>(c, activation_hi(c)); }
-void fused_batch_norm_activation_grad_kernel(KernelContext& c) { batch_norm_backward<true>(c, activation_hi(c)); }
+void fused_batch_norm_kernel(KernelContext& c) { batch_norm_forward(c, -kInf, kInf); }
+void fused_batch_norm_grad_kernel(KernelContext& c) { batch_norm_backward(c, false, kInf); }
+void fused_batch_norm_activation_kernel(KernelContext& c) { batch_norm_forward(c, 0.0f, activation_hi(c)); }
+void fused_batch_norm_activation_grad_kernel(KernelContext& c) { batch_norm_backward(c, true, activation_hi(c)); }
 
 }  // namespace
 
