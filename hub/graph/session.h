@@ -57,10 +57,10 @@ struct SessionOptions {
   // Times every node of each run (last_profile()). Costs two clock reads per
   // node; for finding where a run's time goes, not for production runs.
   bool profile = false;
-  // Exact fusions of the nodes a plan runs on a host backend (batch norm
-  // with the Relu / Relu6 after it, and their gradients: fewer passes over
-  // memory, same results within float rounding; step_fusion.h). The graph
-  // is not changed. Off when false or when $HUB_GRAPH_OPT is "0" (for
+  // Exact fusions of the nodes a plan runs on a host backend (training-mode
+  // batch norm with the Relu / Relu6 after it, and their gradients: fewer
+  // passes over memory, same results within float rounding; step_fusion.h).
+  // The graph is not changed. Off when false or when $HUB_GRAPH_OPT is "0" (for
   // debugging, as for modules' inference optimiser).
   bool fuse = true;
 };

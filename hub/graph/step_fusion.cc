@@ -23,7 +23,7 @@ StepFusion fuse_steps(const Graph& graph, const std::vector<char>& runs, const s
   std::map<int, std::vector<Output>> rewired;  // activation gradients now taking the activation's output
 
   for (int id = 0; id < n; ++id) {
-    if (!runs[id] || graph.node(id).op != "FusedBatchNorm") continue;
+    if (!runs[id] || graph.node(id).op != "FusedBatchNorm" || !graph.node(id).attrs.get_bool("is_training")) continue;
     const Output y{id, 0};
     if (fetched.count(y) || !consumers.count(y)) continue;
     int act = -1;
@@ -53,6 +53,7 @@ StepFusion fuse_steps(const Graph& graph, const std::vector<char>& runs, const s
   for (int id = 0; id < n; ++id) {
     if (!runs[id] || graph.node(id).op != "FusedBatchNormGrad") continue;
     const Node& bn = graph.node(id);
+    if (!bn.attrs.get_bool("is_training")) continue;
     const Output dy = bn.inputs[0];
     if (dy.index != 0 || !runs[dy.node] || !only_consumer(dy, id, 0)) continue;
     const std::string& grad_op = graph.node(dy.node).op;

@@ -3,17 +3,20 @@
 // fused node runs in place of one source node, under that node's name, and
 // produces tensors of the source graph, so fetches, feeds and the graph a
 // module exports are unaffected. Each fusion computes what the nodes it
-// replaces compute (within float rounding) in fewer passes over memory:
+// replaces compute (within float rounding) in fewer passes over memory.
+// Only training-mode batch norm (is_training) is fused: an inference graph
+// gets the inference optimiser instead (hub/graph/optimize/optimize.h), and
+// a plain run of one stays the graph itself, op by op.
 //
-//   FusedBatchNorm A -> Relu / Relu6 R, where A's y is not fetched and its
-//   only consumers are R and gradients of R (ReluGrad / Relu6Grad with y as
-//   features): A runs as _FusedBatchNormActivation producing R's output and
-//   A's outputs 1..3; R does not run; those gradients take R's output as
-//   features instead of y (the same mask, hub/ops/batch_norm.h), so y is
-//   never made.
+//   FusedBatchNorm A (training) -> Relu / Relu6 R, where A's y is not
+//   fetched and its only consumers are R and gradients of R (ReluGrad /
+//   Relu6Grad with y as features): A runs as _FusedBatchNormActivation
+//   producing R's output and A's outputs 1..3; R does not run; those
+//   gradients take R's output as features instead of y (the same mask,
+//   hub/ops/batch_norm.h), so y is never made.
 //
-//   ReluGrad / Relu6Grad G -> FusedBatchNormGrad B (as B's dy), where G's
-//   output is not fetched and feeds only B: B runs as
+//   ReluGrad / Relu6Grad G -> FusedBatchNormGrad B (training; as B's dy),
+//   where G's output is not fetched and feeds only B: B runs as
 //   _FusedBatchNormActivationGrad(G's dz, G's features, B's other inputs);
 //   G does not run.
 #pragma once

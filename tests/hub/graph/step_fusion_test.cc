@@ -26,8 +26,9 @@ using namespace hub::testing;
 
 namespace {
 
-// x [2,5,3,7] -> Conv2D 3x3 (7 -> 9) -> slim batch_norm (training, with
-// gamma) -> activation -> L = sum(w * a), and dL / d(x, filter, beta, gamma).
+// x [2,5,3,7] -> Conv2D 3x3 (7 -> 9) -> slim batch_norm (with gamma; training
+// unless told) -> activation -> L = sum(w * a), and dL / d(x, filter, beta,
+// gamma).
 struct Net {
   Graph graph;
   VariableStore variables;
@@ -35,13 +36,14 @@ struct Net {
   std::vector<Output> grads;  // d loss / d x, filter, beta, gamma
   Tensor x_value;
 
-  explicit Net(const std::string& activation) {
+  explicit Net(const std::string& activation, bool training = true) {
     Scope s(graph);
     x = ops::placeholder(s, DType::kFloat32, {2, 5, 3, 7}, "x");
     Output filter = ops::constant(s, random_tensor({3, 3, 7, 9}, 11, -0.5f, 0.5f), "filter");
     Output h = ops::conv2d(s, x, filter);
     ops::BatchNormOptions bn;
     bn.scale = true;
+    bn.is_training = training;
     y = ops::batch_norm(s.sub("bn"), h, bn);
     act = activation == "Relu6" ? ops::relu6(s, y) : ops::relu(s, y);
     loss = ops::sum(s, ops::mul(s, act, ops::constant(s, random_tensor({2, 5, 3, 9}, 12), "w")));
@@ -200,6 +202,15 @@ TEST_CASE("the fusion steps aside when a tensor it would drop is wanted") {
     session.run(feeds, {extra});
     CHECK(ran(ops_run(session), "FusedBatchNorm"));
     CHECK_FALSE(ran(ops_run(session), "_FusedBatchNormActivation"));
+  }
+  SUBCASE("inference-mode batch norm: left to the inference optimiser") {
+    Net inference("Relu6", false);
+    Session session(inference.graph, &inference.variables, profiled(true));
+    session.run({{inference.x, inference.x_value}}, inference.grads);
+    CHECK(ran(ops_run(session), "FusedBatchNorm"));
+    CHECK(ran(ops_run(session), "FusedBatchNormGrad"));
+    CHECK_FALSE(ran(ops_run(session), "_FusedBatchNormActivation"));
+    CHECK_FALSE(ran(ops_run(session), "_FusedBatchNormActivationGrad"));
   }
   SUBCASE("SessionOptions::fuse off") {
     Session session(net.graph, &net.variables, profiled(false));
