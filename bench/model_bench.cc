@@ -5,6 +5,8 @@
 //   cifar10  training images/s, batch 128, 24x24x3, SGD (CIFAR-10 tutorial model)
 //   mobilenet_v1 1.0/224 training images/s, batch 32, SGD, 1001 classes, batch
 //            norm in training mode (batch statistics, moving averages updated);
+//            hub also without the session's batch-norm + ReLU6 fusion
+//            (SessionOptions::fuse, shown in the note, not in the ratio);
 //            LibTorch both in NCHW and channels-last, the ratio against the faster
 //   mobilenet_v1 1.0/224 inference images/s at batch 1 and batch 32 (hub: a
 //            hub::Module, so the optimised inference graph)
@@ -74,7 +76,7 @@ struct HubTrain {
   hub::Tensor x, y;
 
   HubTrain(const std::string& net, int64_t batch, int64_t size, int64_t channels, int64_t classes,
-           const std::string& optimizer, double lr, bool profile) {
+           const std::string& optimizer, double lr, bool profile, bool fuse = true) {
     hub::Scope s(graph);
     images = hub::ops::placeholder(s, hub::DType::kFloat32, {batch, size, size, channels}, "images");
     labels = hub::ops::placeholder(s, hub::DType::kInt64, {batch}, "labels");
@@ -88,6 +90,7 @@ struct HubTrain {
     vars.initialize(graph);
     hub::SessionOptions options;
     options.profile = profile;
+    options.fuse = fuse;
     session = std::make_unique<hub::Session>(graph, &vars, options);
     x = hub::Tensor(hub::DType::kFloat32, {batch, size, size, channels});
     hub::fill_uniform(x.data<float>(), x.num_elements(), 7, 0, 1);
@@ -268,18 +271,22 @@ int main(int argc, char** argv) {
   }
   if (wanted("mobilenet_v1 train (batch 32)")) {
     HubTrain hub_mobilenet("mobilenet_v1", 32, 224, 3, 1001, "sgd", 0.01, profile);
+    // The same step without the session's batch-norm + ReLU6 fusion, for
+    // its gain measured under the same load (SessionOptions::fuse).
+    HubTrain unfused("mobilenet_v1", 32, 224, 3, 1001, "sgd", 0.01, false, false);
     TorchMobilenetTrain nchw(false), channels_last(true);
-    std::vector<double> a, b, c;
+    std::vector<double> a, b, c, d;
     for (int r = 0; r < repeats; ++r) {
       a.push_back(throughput([&] { hub_mobilenet.step(); }, 32, seconds));
       b.push_back(throughput([&] { nchw.step(); }, 32, seconds));
       c.push_back(throughput([&] { channels_last.step(); }, 32, seconds));
+      d.push_back(throughput([&] { unfused.step(); }, 32, seconds));
     }
     // Against LibTorch's faster layout.
     const bool cl = median(c) > median(b);
-    char note[96];
-    std::snprintf(note, sizeof note, "(%s; %s %.1f img/s)", cl ? "channels_last" : "NCHW",
-                  cl ? "NCHW" : "channels_last", median(cl ? b : c));
+    char note[128];
+    std::snprintf(note, sizeof note, "(%s; %s %.1f img/s; hub unfused %.1f img/s)", cl ? "channels_last" : "NCHW",
+                  cl ? "NCHW" : "channels_last", median(cl ? b : c), median(d));
     report("mobilenet_v1 train (batch 32)", a, cl ? c : b, note);
     if (profile) hub_mobilenet.print_profile(repeats);
   }
