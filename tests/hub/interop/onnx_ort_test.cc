@@ -57,23 +57,28 @@ TEST_CASE("an int8 module exports as an ONNX QDQ model that ONNX Runtime runs li
   const std::string model = (dir.path / "int8.onnx").string();
   onnx_interop::export_onnx(q, model);
   // Every convolution and Gemm reads its weights straight from a DequantizeLinear of an int8
-  // initializer (with the channel axis of ONNX's layout), the QDQ pattern runtimes fuse.
+  // initializer (with the channel axis of ONNX's layout) and its bias from one of an int32
+  // initializer (scale input_scale * weight_scale), the QDQ pattern runtimes fuse.
   ::onnx::ModelProto m;
   REQUIRE(m.ParseFromString(read_file_bytes(model)));
   std::map<std::string, const ::onnx::NodeProto*> producer;
   for (const auto& n : m.graph().node()) producer[n.output(0)] = &n;
-  std::map<std::string, int> int8_initializers;
-  for (const auto& t : m.graph().initializer())
-    int8_initializers[t.name()] = t.data_type() == ::onnx::TensorProto::INT8;
+  std::map<std::string, int> initializer_type;
+  for (const auto& t : m.graph().initializer()) initializer_type[t.name()] = t.data_type();
   int layers = 0;
   for (const auto& n : m.graph().node()) {
+    CHECK(n.op_type() != "Add");
     if (n.op_type() != "Conv" && n.op_type() != "Gemm") continue;
     ++layers;
+    REQUIRE(n.input_size() == 3);
     const ::onnx::NodeProto* w = producer.at(n.input(1));
     CHECK(w->op_type() == "DequantizeLinear");
-    CHECK(int8_initializers[w->input(0)] == 1);
+    CHECK(initializer_type[w->input(0)] == ::onnx::TensorProto::INT8);
     for (const auto& a : w->attribute())
       if (a.name() == "axis") CHECK(a.i() == (n.op_type() == "Conv" ? 0 : 1));
+    const ::onnx::NodeProto* b = producer.at(n.input(2));
+    CHECK(b->op_type() == "DequantizeLinear");
+    CHECK(initializer_type[b->input(0)] == ::onnx::TensorProto::INT32);
   }
   CHECK(layers == 4);
   std::set<std::string> read;
@@ -88,4 +93,61 @@ TEST_CASE("an int8 module exports as an ONNX QDQ model that ONNX Runtime runs li
   // Outputs in key order: default (probabilities), logits. Both compute in int8; rounding may
   // move an 8-bit value by a step, so the probabilities agree to about a percent.
   expect_close(ort[0], want, 0.02, 0.0);
+  // Imported back, the QDQ model runs like the int8 module it came from.
+  expect_close(run_signature(onnx_interop::import_onnx(model), "default", {{"images", x}}, "onednn").at("default"),
+               want, 0.02, 0.0);
+}
+
+TEST_CASE("ONNX Runtime's own int8 form of the float model (python3-onnx QDQ) runs like hub's int8 module") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_ort_qdq");
+  QuantizeOptions o;
+  o.per_channel = true;
+  const ModuleSpec f = quantize_test::small_net();
+  const ModuleSpec q = quantize_module(f, quantize_test::images(32, 5), o);
+  onnx_interop::export_onnx(f, (dir.path / "float.onnx").string());
+  // The activation records as `hub info --json` prints them; the script reads only these.
+  nlohmann::json activations = nlohmann::json::array();
+  for (const QuantizedActivation& a : q.quantization()->activations)
+    activations.push_back({{"tensor", a.tensor}, {"scale", a.scale}, {"zero_point", a.zero_point}});
+  write_file_atomic((dir.path / "info.json").string(),
+                    nlohmann::json{{"quantization", {{"activations", activations}}}}.dump());
+  INFO("activations " << activations.dump());
+  const fs::path model = dir.path / "ort_int8.onnx";
+  const std::string summary = write_ort_qdq_model(dir.path / "float.onnx", dir.path / "info.json", model);
+  // The pointwise layer's output, its average pool and the transpose before the reshape take the
+  // reshape's parameters (hub shares them the same way).
+  CHECK_MESSAGE(summary.find("4 int8 layers, 4 activations from") != std::string::npos, summary);
+  CHECK_MESSAGE(summary.find(", 3 sharing a later one's parameters") != std::string::npos, summary);
+
+  // ONNX Runtime's pattern: each Conv/Gemm reads its input, int8 weights and int32 bias through
+  // DequantizeLinear; no batch norm, bias Add or Relu6 Clip is left (all folded or implied).
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(model.string())));
+  std::map<std::string, const ::onnx::NodeProto*> producer;
+  for (const auto& n : m.graph().node()) producer[n.output(0)] = &n;
+  std::map<std::string, int> initializer_type;
+  for (const auto& t : m.graph().initializer()) initializer_type[t.name()] = t.data_type();
+  int layers = 0;
+  for (const auto& n : m.graph().node()) {
+    CHECK(n.op_type() != "BatchNormalization");
+    CHECK_MESSAGE(n.op_type() != "Clip", n.output(0) << " is still clipped");
+    if (n.op_type() != "Conv" && n.op_type() != "Gemm") continue;
+    ++layers;
+    REQUIRE(n.input_size() == 3);
+    const int types[3] = {0, ::onnx::TensorProto::INT8, ::onnx::TensorProto::INT32};
+    for (int i = 0; i < 3; ++i) {
+      const ::onnx::NodeProto* dq = producer.at(n.input(i));
+      CHECK(dq->op_type() == "DequantizeLinear");
+      if (i > 0) CHECK(initializer_type[dq->input(0)] == types[i]);
+    }
+  }
+  CHECK(layers == 4);
+
+  const Tensor x = random_tensor({4, 16, 16, 3}, 77, 0.0f, 1.0f);
+  const std::vector<Tensor> ort = run_onnx_runtime(model.string(), {{"images", x}}, dir.path / "ort_int8");
+  REQUIRE(ort.size() == 2);
+  // Same activation grid, weights quantized on each side from the same float weights: the
+  // probabilities agree to about a percent (a rounding may move an 8-bit value by a step).
+  expect_close(ort[0], Module(q)({{"images", x}}).at("default"), 0.02, 0.0);
 }
