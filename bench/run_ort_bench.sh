@@ -16,7 +16,8 @@
 # The variants alternate, ROUNDS times per batch, each timing SECONDS after a
 # warm-up call; each line gives the medians (images per second), GFLOP/s
 # (2 x multiply-adds per image) as a fraction of the FMA peak (PEAK_GFLOPS,
-# default 456: 2 cores of this machine) and ends `ratio=hub/ort`.
+# default 456: 2 cores of this machine; int8 lines: GOP/s against 4x that,
+# VNNI's four 8-bit multiply-adds per 32-bit lane) and ends `ratio=hub/ort`.
 #
 #   bench/run_ort_bench.sh [BUILD_DIR [ROUNDS [SECONDS]]]     (build 5 3)
 #
@@ -77,7 +78,8 @@ for spec in "mobilenet_v1 float 224 1 32" "resnet_v1_50 float 224 1 8" "inceptio
     awk -v net="$net" -v k="$kind" -v b="$batch" -v h="$(median < "$work/hub.t")" -v a="$(median < "$work/alt.t")" \
         -v o="$(median < "$work/ort.t")" -v alt="$alt" -v macs="$macs" -v peak="$peak" 'BEGIN {
       gh = 2 * macs * h / 1e9; go = 2 * macs * o / 1e9
-      printf "%s %s batch=%d hub=%.1f img/s (%.0f GFLOP/s, %.0f%% of peak) %s=%.1f img/s ort=%.1f img/s (%.0f GFLOP/s, %.0f%% of peak) ratio=%.2f\n",
-        net, k, b, h, gh, 100 * gh / peak, alt, a, o, go, 100 * go / peak, h / o }'
+      unit = k == "int8" ? "GOP/s" : "GFLOP/s"; top = k == "int8" ? 4 * peak : peak
+      printf "%s %s batch=%d hub=%.1f img/s (%.0f %s, %.0f%% of peak) %s=%.1f img/s ort=%.1f img/s (%.0f %s, %.0f%% of peak) ratio=%.2f\n",
+        net, k, b, h, gh, unit, 100 * gh / top, alt, a, o, go, unit, 100 * go / top, h / o }'
   done
 done
