@@ -15,9 +15,10 @@
 #
 # The variants alternate, ROUNDS times per batch, each timing SECONDS after a
 # warm-up call; each line gives the medians (images per second), GFLOP/s
-# (2 x multiply-adds per image) as a fraction of the FMA peak (PEAK_GFLOPS,
-# default 456: 2 cores of this machine; int8 lines: GOP/s against 4x that,
-# VNNI's four 8-bit multiply-adds per 32-bit lane) and ends `ratio=hub/ort`.
+# (2 x multiply-adds per image) as a fraction of the FMA peak of two threads
+# (PEAK_GFLOPS, else measured first by `ort_bench peak 2`, bench/fma_peak.h;
+# int8 lines: GOP/s against 4x that, VNNI's four 8-bit multiply-adds per
+# 32-bit lane) and ends `ratio=hub/ort`.
 #
 #   bench/run_ort_bench.sh [BUILD_DIR [ROUNDS [SECONDS]]]     (build 5 3)
 #
@@ -29,11 +30,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 rounds=${2:-5}
 seconds=${3:-3}
-peak=${PEAK_GFLOPS:-456}
 bench=$build/bench/ort_bench
 for exe in "$bench" "$build/cli/hub"; do
   [ -x "$exe" ] || { echo "run_ort_bench: $exe missing: ninja -C $build bench/ort_bench cli/hub" >&2; exit 1; }
 done
+peak=${PEAK_GFLOPS:-$("$bench" peak 2)}
+echo "FMA peak of 2 threads: $peak GFLOP/s${PEAK_GFLOPS:+ (PEAK_GFLOPS)}"
 command -v node >/dev/null || { echo "run_ort_bench: node not found (apt-get install nodejs npm)" >&2; exit 1; }
 [ -d /usr/lib/python3/dist-packages/onnx ] ||
   { echo "run_ort_bench: Debian's python3-onnx is not installed" >&2; exit 1; }
