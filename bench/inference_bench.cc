@@ -2,7 +2,7 @@
 // (hub/graph/optimize/optimize.h) against the same module with
 // HUB_GRAPH_OPT=0, alternating in one run so both see the same load.
 //
-//   ./build/bench/inference_bench [--profile] [rounds [net [batch...]]]
+//   ./build/bench/inference_bench [--profile] [--int8] [rounds [net [batch...]]]
 //       (default: 5 rounds, mobilenet_v1 1.0/224, batches 1 and 32)
 //
 // The module is the net with randomised batch-norm statistics, as
@@ -16,6 +16,8 @@
 // optimised graph run as the module runs it (a memory-planned Session) with
 // SessionOptions::profile, each node's median and fastest time over `rounds`
 // runs, each as a share of the sum, and the medians summed per op and backend.
+// --int8 times the net's int8 module (bench::quantized_net_module) instead:
+// noopt is then its QDQ graph run op by op.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +60,9 @@ void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
-  if (profile) {
+  bool profile = false, int8 = false;
+  while (argc > 1 && (std::string(argv[1]) == "--profile" || std::string(argv[1]) == "--int8")) {
+    (std::string(argv[1]) == "--profile" ? profile : int8) = true;
     --argc;
     ++argv;
   }
@@ -70,8 +73,9 @@ int main(int argc, char** argv) {
   const std::vector<int64_t>& batches = args.batches;
   try {
     int64_t macs = 0;
-    const hub::ModuleSpec spec = bench::net_module(name, &macs);
     const hub::nets::NetInfo& info = hub::nets::find_net(name);
+    hub::ModuleSpec spec = bench::net_module(name, &macs);
+    if (int8) spec = bench::quantized_net_module(spec, info);
     hub::Module opt = make_module(spec, true), noopt = make_module(spec, false);
     // What the optimiser made of the graph (the module makes the same on its first call).
     const hub::Graph& g = opt.graph();

@@ -7,12 +7,15 @@
 //   ort_bench time DIR BATCH SECONDS    loads DIR/module for inference (the optimised graph unless
 //                                       HUB_GRAPH_OPT=0), one warm-up call, then calls for SECONDS;
 //                                       prints `hub IMAGES_PER_SECOND`
+//   ort_bench peak THREADS              prints the measured FP32 FMA peak of THREADS threads in
+//                                       GFLOP/s (bench/fma_peak.h)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "fma_peak.h"
 #include "hub/interop/onnx/exporter.h"
 #include "hub/module/module.h"
 #include "net_module.h"
@@ -20,7 +23,8 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: ort_bench export DIR [NET [int8]] | ort_bench time DIR BATCH SECONDS\n");
+  std::fprintf(
+      stderr, "usage: ort_bench export DIR [NET [int8]] | ort_bench time DIR BATCH SECONDS | ort_bench peak THREADS\n");
   return 2;
 }
 
@@ -38,6 +42,10 @@ int main(int argc, char** argv) {
       hub::Module(spec).export_to((dir / "module").string());
       hub::onnx_interop::export_onnx(spec, (dir / "model.onnx").string());
       std::printf("macs %lld\n", static_cast<long long>(macs));
+      return 0;
+    }
+    if (mode == "peak" && argc == 3 && std::atoi(argv[2]) >= 1) {
+      std::printf("%.0f\n", bench::fma_peak_gflops(std::atoi(argv[2])));
       return 0;
     }
     if (mode == "time" && argc == 5) {

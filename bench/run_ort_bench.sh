@@ -1,27 +1,44 @@
 #!/bin/sh
-# hub vs ONNX Runtime (npm onnxruntime-node, CPU) on the same weights:
-# MobileNet v1 1.0/224 and ResNet v1 50 as bench/net_module.h makes them,
-# and MobileNet's int8 module (hub quantize's QDQ form, which ONNX Runtime
-# fuses into its integer kernels),
-# run by hub as a module (the optimised inference graph) and by ONNX Runtime
-# as its ONNX export, at batch 1 and 32, two threads each. hub, hub with
-# HUB_GRAPH_OPT=0 and ONNX
-# Runtime alternate, ROUNDS times per batch, each timing SECONDS after a
-# warm-up call; each line gives the medians (images per second) and ends
-# `ratio=hub/ort`.
+# hub vs ONNX Runtime (npm onnxruntime-node, CPU) on the same weights, two
+# threads each: MobileNet v1 1.0/224 at batch 1 and 32, ResNet v1 50 and
+# Inception v3 at batch 1 and 8 (float, as bench/net_module.h makes them), and
+# MobileNet's int8 module at batch 1 and 32.
+#
+# Float: hub runs the module (the optimised inference graph; hub_noopt with
+# HUB_GRAPH_OPT=0), ONNX Runtime its `hub convert --to onnx` export.
+# int8: hub runs `hub quantize`'s module; ONNX Runtime runs its own int8 form
+# of the float export, made by bench/ort_qdq_model.py with Debian's
+# python3-onnx (batch norms folded, int8 per-channel weights, int32 biases,
+# the activation grid of the same calibration), which its CPU provider fuses
+# into integer kernels; ort_hub_export is ONNX Runtime on hub's own QDQ export
+# of the int8 module.
+#
+# The variants alternate, ROUNDS times per batch, each timing SECONDS after a
+# warm-up call; each line gives the medians (images per second), GFLOP/s
+# (2 x multiply-adds per image) as a fraction of the FMA peak of two threads
+# (PEAK_GFLOPS, else measured first by `ort_bench peak 2`, bench/fma_peak.h;
+# int8 lines: GOP/s against 4x that, VNNI's four 8-bit multiply-adds per
+# 32-bit lane) and ends `ratio=hub/ort`.
 #
 #   bench/run_ort_bench.sh [BUILD_DIR [ROUNDS [SECONDS]]]     (build 5 3)
 #
 # Needs node and tests/js/node_modules (installed here with
-# `npm install --ignore-scripts` when absent) and BUILD_DIR/bench/ort_bench.
+# `npm install --ignore-scripts` when absent), /usr/bin/python3 with
+# python3-onnx, BUILD_DIR/bench/ort_bench and BUILD_DIR/cli/hub.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 rounds=${2:-5}
 seconds=${3:-3}
 bench=$build/bench/ort_bench
-[ -x "$bench" ] || { echo "run_ort_bench: $bench missing: ninja -C $build bench/ort_bench" >&2; exit 1; }
+for exe in "$bench" "$build/cli/hub"; do
+  [ -x "$exe" ] || { echo "run_ort_bench: $exe missing: ninja -C $build bench/ort_bench cli/hub" >&2; exit 1; }
+done
+peak=${PEAK_GFLOPS:-$("$bench" peak 2)}
+echo "FMA peak of 2 threads: $peak GFLOP/s${PEAK_GFLOPS:+ (PEAK_GFLOPS)}"
 command -v node >/dev/null || { echo "run_ort_bench: node not found (apt-get install nodejs npm)" >&2; exit 1; }
+[ -d /usr/lib/python3/dist-packages/onnx ] ||
+  { echo "run_ort_bench: Debian's python3-onnx is not installed" >&2; exit 1; }
 if [ ! -d "$here/../tests/js/node_modules/onnxruntime-node" ]; then
   (cd "$here/../tests/js" && npm install --ignore-scripts)
 fi
@@ -29,28 +46,42 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-for spec in "mobilenet_v1 float 224 1 32" "resnet_v1_50 float 224 1 32" "mobilenet_v1 int8 224 1 32"; do
-set -- $spec
-net=$1 kind=$2 size=$3
-shift 3
-rm -rf "$work/module" "$work/model.onnx"
-if [ "$kind" = int8 ]; then "$bench" export "$work" "$net" int8 >/dev/null; else "$bench" export "$work" "$net" >/dev/null; fi
-for batch in "$@"; do
-  : > "$work/hub" ; : > "$work/noopt" ; : > "$work/ort"
-  r=0
-  while [ "$r" -lt "$rounds" ]; do
-    "$bench" time "$work" "$batch" "$seconds" | awk '$1 == "hub" { print $2 }' >> "$work/hub"
-    HUB_GRAPH_OPT=0 "$bench" time "$work" "$batch" "$seconds" | awk '$1 == "hub" { print $2 }' >> "$work/noopt"
-    NODE_PATH="$here/../tests/js/node_modules" node "$here/ort_bench.js" "$work/model.onnx" images "$batch" "$size" "$size" "$seconds" |
-      awk '$1 == "ort" { print $2 }' >> "$work/ort"
-    r=$((r + 1))
+ort() { NODE_PATH="$here/../tests/js/node_modules" node "$here/ort_bench.js" "$1" images "$2" "$size" "$size" "$seconds" | awk '$1 == "ort" { print $2 }'; }
+hub() { "$bench" time "$work" "$1" "$seconds" | awk '$1 == "hub" { print $2 }'; }
+for spec in "mobilenet_v1 float 224 1 32" "resnet_v1_50 float 224 1 8" "inception_v3 float 299 1 8" \
+            "mobilenet_v1 int8 224 1 32"; do
+  set -- $spec
+  net=$1 kind=$2 size=$3
+  shift 3
+  rm -rf "$work/module" "$work/model.onnx" "$work/float"
+  mkdir "$work/float"
+  macs=$("$bench" export "$work/float" "$net" | awk '$1 == "macs" { print $2 }')
+  if [ "$kind" = int8 ]; then
+    "$bench" export "$work" "$net" int8 >/dev/null
+    "$build/cli/hub" info "$work/module" --json > "$work/quantization.json"
+    /usr/bin/python3 "$here/ort_qdq_model.py" "$work/float/model.onnx" "$work/quantization.json" "$work/ort.onnx" >/dev/null
+  else
+    mv "$work/float/module" "$work/float/model.onnx" "$work/"
+    cp "$work/model.onnx" "$work/ort.onnx"
+  fi
+  for batch in "$@"; do
+    : > "$work/hub.t"; : > "$work/alt.t"; : > "$work/ort.t"
+    r=0
+    while [ "$r" -lt "$rounds" ]; do
+      hub "$batch" >> "$work/hub.t"
+      if [ "$kind" = int8 ]; then ort "$work/model.onnx" "$batch" >> "$work/alt.t"
+      else HUB_GRAPH_OPT=0 hub "$batch" >> "$work/alt.t"; fi
+      ort "$work/ort.onnx" "$batch" >> "$work/ort.t"
+      r=$((r + 1))
+    done
+    [ "$(cat "$work/hub.t" "$work/alt.t" "$work/ort.t" | wc -l)" -eq $((3 * rounds)) ] ||
+      { echo "run_ort_bench: a timing run failed (see above)" >&2; exit 1; }
+    if [ "$kind" = int8 ]; then alt=ort_hub_export; else alt=hub_noopt; fi
+    awk -v net="$net" -v k="$kind" -v b="$batch" -v h="$(median < "$work/hub.t")" -v a="$(median < "$work/alt.t")" \
+        -v o="$(median < "$work/ort.t")" -v alt="$alt" -v macs="$macs" -v peak="$peak" 'BEGIN {
+      gh = 2 * macs * h / 1e9; go = 2 * macs * o / 1e9
+      unit = k == "int8" ? "GOP/s" : "GFLOP/s"; top = k == "int8" ? 4 * peak : peak
+      printf "%s %s batch=%d hub=%.1f img/s (%.0f %s, %.0f%% of peak) %s=%.1f img/s ort=%.1f img/s (%.0f %s, %.0f%% of peak) ratio=%.2f\n",
+        net, k, b, h, gh, unit, 100 * gh / top, alt, a, o, go, unit, 100 * go / top, h / o }'
   done
-  [ "$(cat "$work/hub" "$work/noopt" "$work/ort" | wc -l)" -eq $((3 * rounds)) ] ||
-    { echo "run_ort_bench: a timing run failed (see above)" >&2; exit 1; }
-  hub=$(median < "$work/hub")
-  noopt=$(median < "$work/noopt")
-  ort=$(median < "$work/ort")
-  awk -v net="$net" -v k="$kind" -v b="$batch" -v h="$hub" -v n="$noopt" -v o="$ort" \
-    'BEGIN { printf "%s %s batch=%d hub=%.1f img/s hub_noopt=%.1f img/s ort=%.1f img/s ratio=%.2f\n", net, k, b, h, n, o, h / o }'
-done
 done

@@ -25,6 +25,8 @@
 #include "hub/interop/tf/saved_model.h"
 #include "hub/interop/tf/saved_model_export.h"
 #include "hub/module/module.h"
+#include "hub/ops/array.h"
+#include "hub/ops/conv2d.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 #include "modules/nets/nets.h"
@@ -105,9 +107,15 @@ void check_net(const std::string& name) {
   for (const Node& n : g.nodes())
     for (Output in : n.inputs) ++uses[in];
   std::vector<std::string> relus_after_batch_norm;
+  // Zero pads of the spatial dims read only by a convolution (slim's conv2d_same): each one
+  // taken into the convolution's padding.
+  std::vector<std::string> pads_before_conv;
   for (const Node& n : g.nodes()) {
     if (n.op == "Relu" && g.node(n.inputs[0].node).op == "FusedBatchNorm" && uses[n.inputs[0]] == 1)
       relus_after_batch_norm.push_back(n.name);
+    if ((n.op == "Conv2D" || n.op == "DepthwiseConv2dNative") && g.node(n.inputs[0].node).op == "Pad" &&
+        uses[n.inputs[0]] == 1)
+      pads_before_conv.push_back(g.node(n.inputs[0].node).name);
     const std::string& in = n.op == "FusedBatchNorm" ? g.node(n.inputs[0].node).op : "";
     batch_norms_after_conv += in == "Conv2D" || in == "DepthwiseConv2dNative" || in == "MatMul";
   }
@@ -134,6 +142,7 @@ void check_net(const std::string& name) {
     CHECK(og.stats().batch_norms_folded == batch_norms);
     CHECK(count_ops(fast, "FusedBatchNorm") == 0);
     for (const std::string& relu : relus_after_batch_norm) CHECK_MESSAGE(!fast.find(relu), relu);
+    for (const std::string& pad : pads_before_conv) CHECK_MESSAGE(!fast.find(pad), pad);
     CHECK(og.stats().post_ops > 0);
     CHECK(og.stats().nodes_after < og.stats().nodes_before);
     if (v.block > 0) CHECK(og.stats().relayouts > 0);
@@ -276,4 +285,53 @@ TEST_CASE("an imported TensorFlow SavedModel goes through the same passes") {
   Module original(spec);
   expect_same(m(x), original(x));
   expect_same(m(x), run_plain(m, x));
+}
+
+TEST_CASE("a zero Pad of the spatial dims becomes the convolution's own padding; other pads stay") {
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 9, 10, 5}, "x");
+  Output w = ops::constant(s, random_tensor({3, 3, 5, 4}, 3, -1, 1), "w");
+  Output dw = ops::constant(s, random_tensor({3, 3, 5, 1}, 4, -1, 1), "dw");
+  // Asymmetric, before a strided VALID convolution: absorbed.
+  Output a = ops::conv2d(s, ops::pad(s, x, {0, 0, 1, 2, 2, 1, 0, 0}, "pad_a"), w, {{2, 2}, "VALID"}, "conv_a");
+  // Before an EXPLICIT depthwise convolution: the pads add up.
+  ops::ConvOptions explicit_pads{{1, 1}, "EXPLICIT"};
+  explicit_pads.explicit_paddings = {1, 0, 2, 2};
+  Output b = ops::depthwise_conv2d(s, ops::pad(s, x, {0, 0, 1, 0, 0, 1, 0, 0}, "pad_b"), dw, explicit_pads, "conv_b");
+  // Not zeros, not constant, over the channels, or before a SAME convolution: they stay.
+  Output c = ops::conv2d(s, ops::pad(s, x, {0, 0, 1, 1, 1, 1, 0, 0}, ops::PadMode::kConstant, 0.5, "pad_c"), w,
+                         {{1, 1}, "VALID"}, "conv_c");
+  Output d = ops::conv2d(s, ops::pad(s, x, {0, 0, 1, 1, 1, 1, 0, 0}, ops::PadMode::kReflect, 0, "pad_d"), w,
+                         {{1, 1}, "VALID"}, "conv_d");
+  Output e = ops::depthwise_conv2d(s, ops::pad(s, x, {0, 0, 1, 1, 1, 1, 0, 1}, "pad_e"),
+                                   ops::constant(s, random_tensor({3, 3, 6, 1}, 5, -1, 1), "dw6"), {{1, 1}, "VALID"},
+                                   "conv_e");
+  Output f = ops::conv2d(s, ops::pad(s, x, {0, 0, 1, 1, 1, 1, 0, 0}, "pad_f"), w, {{1, 1}, "SAME"}, "conv_f");
+  const std::vector<Output> outs{a, b, c, d, e, f};
+  VariableStore vars;
+  const Tensor in = random_tensor({2, 9, 10, 5}, 6, -1, 1);
+  for (const char* name : {"reference", "onednn"}) {
+    INFO("backend " << name);
+    const Backend& backend = find_backend(name);
+    Session plain(g, &vars, {&backend});
+    const std::vector<Tensor> want = plain.run({{x, in}}, outs);
+    std::vector<Output> keep{x};
+    keep.insert(keep.end(), outs.begin(), outs.end());
+    OptimizeOptions opt;
+    opt.backend = &backend;
+    OptimizedGraph og = optimize_for_inference(g, vars, keep, opt);
+    const Graph& fast = og.graph();
+    CHECK(!fast.find("pad_a"));
+    CHECK(!fast.find("pad_b"));
+    for (const char* kept : {"pad_c", "pad_d", "pad_e", "pad_f"}) CHECK_MESSAGE(fast.find(kept), kept);
+    std::vector<Output> fast_outs;
+    for (Output o : outs) fast_outs.push_back(og.tensor(o));
+    Session session(fast, &vars, {&backend});
+    const std::vector<Tensor> got = session.run({{og.tensor(x), in}}, fast_outs);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      INFO("output " << i);
+      expect_close(got[i], want[i], 1e-5, 1e-5);
+    }
+  }
 }

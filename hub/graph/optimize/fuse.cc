@@ -210,6 +210,38 @@ bool to_fused(Ir& ir, int id) {
   return true;
 }
 
+// A float _FusedConv2D whose input is a zero constant Pad of only the
+// spatial dims (slim's conv2d_same before a strided convolution) and whose
+// own padding is VALID or EXPLICIT -> the convolution reads the Pad's input
+// with the pads added to its explicit padding: one pass over the tensor
+// fewer. (The quantized form is left alone: its kernels pad with the zero
+// point.)
+bool absorb_pad(Ir& ir, int f) {
+  const INode& n = ir.nodes[f];
+  if (n.op != "_FusedConv2D" || ops::quantization_of(n.attrs).quantized()) return false;
+  const INode& p = ir.nodes[n.inputs[0].node];
+  if (p.op != "Pad" || p.attrs.get_string("mode") != "CONSTANT" || p.attrs.get_float("constant_value") != 0)
+    return false;
+  const std::vector<int64_t> pads = p.attrs.get_ints("paddings");  // [before_0, after_0, ...]
+  if (pads.size() != 8 || pads[0] != 0 || pads[1] != 0 || pads[6] != 0 || pads[7] != 0) return false;
+  const std::string padding = n.attrs.get_string("padding");
+  std::vector<int64_t> own{0, 0, 0, 0};  // [top, bottom, left, right]
+  if (padding == "EXPLICIT") {
+    own = n.attrs.get_ints("explicit_paddings");
+    if (own.size() == 8) own = {own[2], own[3], own[4], own[5]};  // TensorFlow's form
+  } else if (padding != "VALID") {
+    return false;
+  }
+  const Output source = p.inputs[0];
+  INode& conv = ir.nodes[f];
+  conv.inputs[0] = source;
+  conv.attrs.set("padding", std::string("EXPLICIT"))
+      .set("explicit_paddings",
+           std::vector<int64_t>{own[0] + pads[2], own[1] + pads[3], own[2] + pads[4], own[3] + pads[5]});
+  ir.infer(f);
+  return true;
+}
+
 // One rewrite at fused node f's single consumer, if one applies.
 bool fuse_consumer(Ir& ir, int f, FuseCounts& counts) {
   const Output out{f, 0};
@@ -367,7 +399,10 @@ FuseCounts fuse(Ir& ir) {
   FuseCounts counts;
   const size_t n = ir.nodes.size();
   for (size_t id = 0; id < n; ++id)
-    if (!ir.nodes[id].dead && to_fused(ir, static_cast<int>(id))) ++counts.fused;
+    if (!ir.nodes[id].dead && to_fused(ir, static_cast<int>(id))) {
+      ++counts.fused;
+      if (absorb_pad(ir, static_cast<int>(id))) ++counts.absorbed;
+    }
   auto absorb_consumers = [&] {
     bool changed = true;
     while (changed) {

@@ -10,7 +10,10 @@
 //              kernels and becomes a constant.
 //   fuse.cc    Conv2D (not grouped) / DepthwiseConv2dNative with a constant filter, and
 //              MatMul with a constant right operand, become _FusedConv2D /
-//              _FusedMatMul (hub/ops/fused.h); then, while something changes:
+//              _FusedMatMul (hub/ops/fused.h), a float convolution taking
+//              the zero constant Pad of the spatial dims before it (slim's
+//              conv2d_same) into its explicit padding; then, while something
+//              changes:
 //              an inference FusedBatchNorm with constant parameters is folded
 //              into the filter and bias (w' = w * s, b' = (b - mean) * s +
 //              offset, s = scale / sqrt(variance + epsilon), per output

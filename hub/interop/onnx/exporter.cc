@@ -54,6 +54,8 @@ class Exporter {
   std::string nhwc(Output o);
   std::string nchw(Output o);
   bool is_nchw(Output o) const { return vals_.at(o).nchw; }
+  // How many node inputs and signature outputs read o.
+  int uses(Output o) const;
   void set(Output o, std::string name, bool nchw = false) { vals_[o] = Val{std::move(name), nchw, ""}; }
   // A fresh value name based on `base`.
   std::string fresh(const std::string& base);
@@ -139,6 +141,13 @@ std::optional<Tensor> Exporter::constant(Output o) const {
   if (n.op == "Const") return n.attrs.get_tensor("value");
   if (n.op == "Variable") return variables_.at(n.name);
   return std::nullopt;
+}
+
+int Exporter::uses(Output o) const {
+  int count = 0;
+  for (const Node& c : g_.nodes()) count += static_cast<int>(std::count(c.inputs.begin(), c.inputs.end(), o));
+  for (const auto& [key, info] : spec_.signature(options_.signature).outputs) count += g_.tensor(info.tensor_name) == o;
+  return count;
 }
 
 std::string Exporter::convert(Output o, bool to_nchw) {
@@ -488,6 +497,66 @@ void export_quantize(Exporter& e, const Node& n) {
   e.set(out0(n), y, nchw);
 }
 
+// A BiasAdd of constant biases that is the only reader of a Conv2D,
+// DepthwiseConv2dNative or MatMul becomes that layer's bias input (ONNX's
+// Conv and Gemm take one): the layer's node, else null.
+const Node* bias_layer(const Exporter& e, const Node& bias_add) {
+  const Node& layer = e.node(in(bias_add, 0));
+  if (layer.op != "Conv2D" && layer.op != "DepthwiseConv2dNative" && layer.op != "MatMul") return nullptr;
+  if (layer.op == "MatMul" && layer.attrs.get_bool("transpose_a")) return nullptr;
+  if (e.uses(in(bias_add, 0)) != 1 || !e.constant(in(bias_add, 1))) return nullptr;
+  return &layer;
+}
+
+// The BiasAdd folded into `layer` (see bias_layer), else null.
+const Node* folded_bias(const Exporter& e, const Node& layer) {
+  for (const Node& c : e.graph().nodes())
+    if (c.op == "BiasAdd" && c.inputs[0].node == layer.id && bias_layer(e, c) == &layer) return &c;
+  return nullptr;
+}
+
+// The inputs of `layer`'s ONNX node: x and w, then its bias if one is folded
+// into it.
+// When the layer reads a dequantized activation and int8 weights (the QDQ
+// form), the bias is int32 with scale input_scale * weight_scale[c], as
+// runtimes want it to fuse the layer into an integer kernel.
+std::vector<std::string> layer_inputs(Exporter& e, const Node& layer, const std::string& x_name,
+                                      const std::string& w_name) {
+  const Node* bias_add = folded_bias(e, layer);
+  if (bias_add == nullptr) return {x_name, w_name};
+  const Tensor b = *e.constant(in(*bias_add, 1));
+  const Node& x = e.node(in(layer, 0));
+  const Node& w = e.node(in(layer, 1));
+  std::optional<Tensor> sx, sw;
+  if (x.op == "DequantizeLinear" && w.op == "DequantizeLinear") {
+    sx = e.constant(x.inputs[1]);
+    sw = e.constant(w.inputs[1]);
+  }
+  const int64_t c = b.num_elements();
+  if (!sx || !sw || b.dtype() != DType::kFloat32 || sx->num_elements() != 1 ||
+      (sw->num_elements() != 1 && sw->num_elements() != c)) {
+    return {x_name, w_name, e.initializer(b, bias_add->name)};
+  }
+  std::vector<float> scale(static_cast<size_t>(c));
+  std::vector<int32_t> q(static_cast<size_t>(c));
+  const float* bv = b.data<float>();
+  const float* swv = sw->data<float>();
+  for (int64_t i = 0; i < c; ++i) {
+    scale[i] = sx->data<float>()[0] * swv[sw->num_elements() == 1 ? 0 : i];
+    const double v = std::nearbyint(static_cast<double>(bv[i]) / scale[i]);
+    q[i] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
+  }
+  const std::string y = e.fresh(bias_add->name + "/dequantized");
+  NodeProto* d = e.add("DequantizeLinear",
+                       {e.initializer(Tensor::from_vector<int32_t>({c}, q), bias_add->name + "/int32"),
+                        e.initializer(Tensor::from_vector<float>({c}, scale), bias_add->name + "/scale"),
+                        e.initializer(Tensor::from_vector<int32_t>({c}, std::vector<int32_t>(q.size(), 0)),
+                                      bias_add->name + "/zero_point")},
+                       y, y);
+  set_int(d, "axis", 0);
+  return {x_name, w_name, y};
+}
+
 void export_matmul(Exporter& e, const Node& n) {
   // Quantized weights as DequantizeLinear of the int8 initializer (see weight()).
   const bool quantized = e.node(in(n, 1)).op == "DequantizeLinear";
@@ -496,7 +565,7 @@ void export_matmul(Exporter& e, const Node& n) {
                                   in(n, 1), [](const Tensor& t) { return t; }, [](const std::string& v) { return v; })
                             : e.nhwc(in(n, 1));
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("Gemm", {e.nhwc(in(n, 0)), b}, y, n.name);
+  NodeProto* p = e.add("Gemm", layer_inputs(e, n, e.nhwc(in(n, 0)), b), y, n.name);
   set_int(p, "transA", n.attrs.get_bool("transpose_a"));
   set_int(p, "transB", n.attrs.get_bool("transpose_b"));
   e.set(out0(n), y);
@@ -524,10 +593,15 @@ void export_batch_matmul(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
-// BiasAdd adds along hub's last dim: NCHW values get it as [C, 1, 1].
+// BiasAdd adds along hub's last dim: NCHW values get it as [C, 1, 1]; one
+// folded into its layer (bias_layer) is that layer's output.
 void export_bias_add(Exporter& e, const Node& n) {
   Output x = in(n, 0);
   const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
+  if (bias_layer(e, n)) {
+    e.set(out0(n), nchw ? e.nchw(x) : e.nhwc(x), nchw);
+    return;
+  }
   std::string bias = e.weight(
       in(n, 1),
       [&](const Tensor& t) {
@@ -576,7 +650,7 @@ void export_conv(Exporter& e, const Node& n) {
         return t;
       });
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("Conv", {e.nchw(in(n, 0)), f}, y, n.name);
+  NodeProto* p = e.add("Conv", layer_inputs(e, n, e.nchw(in(n, 0)), f), y, n.name);
   set_ints(p, "kernel_shape", {w[0], w[1]});
   set_int(p, "group", groups);
   window_attrs(p, n, true);
@@ -597,7 +671,7 @@ void export_depthwise(Exporter& e, const Node& n) {
     return r;
   });
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("Conv", {e.nchw(in(n, 0)), f}, y, n.name);
+  NodeProto* p = e.add("Conv", layer_inputs(e, n, e.nchw(in(n, 0)), f), y, n.name);
   set_ints(p, "kernel_shape", {w[0], w[1]});
   set_int(p, "group", c);
   window_attrs(p, n, true);

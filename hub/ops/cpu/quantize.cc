@@ -1,7 +1,8 @@
 // Reference QuantizeLinear / DequantizeLinear kernels (formulas in
 // hub/ops/quantize.h): x viewed as [outer, C, inner] around the axis (C = 1
-// per tensor); each (outer, c) row of `inner` elements is one Eigen array
-// expression with its channel's scale and zero point. Parallel over rows.
+// per tensor); each chunk of an (outer, c) row of `inner` elements is one
+// Eigen array expression with its channel's scale and zero point. Parallel
+// over the chunks.
 //
 // Fake quantization: per tensor, one Eigen expression over chunks of x;
 // per channel, x viewed as [rows, C] and one expression per row with the
@@ -49,47 +50,55 @@ void check_scales(const KernelContext& c) {
   }
 }
 
-template <class Q>
-void quantize(KernelContext& c) {
-  check_scales(c);
-  const Layout l = layout_of(c);
-  const float* x = c.input(0).data<float>();
-  const float* scale = c.input(1).data<float>();
-  const Q* zp = c.input(2).data<Q>();
-  Q* y = c.output(0).data<Q>();
-  constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
-  parallel_for(l.outer * l.channels, std::max<int64_t>(1, 4096 / std::max<int64_t>(l.inner, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t r = b; r < e; ++r) {
-                   const int64_t ch = r % l.channels;
-                   Eigen::Map<const Row> xs(x + r * l.inner, l.inner);
-                   // rint rounds half to even in the default rounding mode; NaN -> 0.
-                   Row q = (xs / scale[ch]).unaryExpr([](float v) { return std::isnan(v) ? 0.0f : std::rint(v); });
-                   Eigen::Map<Eigen::Array<Q, Eigen::Dynamic, 1>>(y + r * l.inner, l.inner) =
-                       (q + static_cast<float>(zp[ch])).max(lo).min(hi).template cast<Q>();
+// Calls f(channel, offset, length) over `l` in chunks of at most
+// kChunk elements of one row, in parallel: a per-tensor (de)quantization is
+// one long row.
+constexpr int64_t kChunk = 16384;
+template <class F>
+void for_each_chunk(const Layout& l, const F& f) {
+  const int64_t chunks = (l.inner + kChunk - 1) / kChunk;
+  parallel_for(l.outer * l.channels * chunks,
+               std::max<int64_t>(1, 4096 / std::min(std::max<int64_t>(l.inner, 1), kChunk)), [&](int64_t b, int64_t e) {
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t r = t / chunks, offset = (t % chunks) * kChunk;
+                   f(r % l.channels, r * l.inner + offset, std::min(kChunk, l.inner - offset));
                  }
                });
 }
 
 template <class Q>
+void quantize(KernelContext& c) {
+  check_scales(c);
+  const float* x = c.input(0).data<float>();
+  const float* scale = c.input(1).data<float>();
+  const Q* zp = c.input(2).data<Q>();
+  Q* y = c.output(0).data<Q>();
+  constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+  for_each_chunk(layout_of(c), [&](int64_t ch, int64_t offset, int64_t n) {
+    Eigen::Map<const Row> xs(x + offset, n);
+    // rint rounds half to even in the default rounding mode; NaN -> 0.
+    Eigen::Map<Eigen::Array<Q, Eigen::Dynamic, 1>>(y + offset, n) =
+        ((xs == xs).select((xs / scale[ch]).rint(), 0.0f) + static_cast<float>(zp[ch]))
+            .max(lo)
+            .min(hi)
+            .template cast<Q>();
+  });
+}
+
+template <class Q>
 void dequantize(KernelContext& c) {
   check_scales(c);
-  const Layout l = layout_of(c);
   const Q* x = c.input(0).data<Q>();
   const float* scale = c.input(1).data<float>();
   const Q* zp = c.input(2).data<Q>();
   float* y = c.output(0).data<float>();
-  parallel_for(l.outer * l.channels, std::max<int64_t>(1, 4096 / std::max<int64_t>(l.inner, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t r = b; r < e; ++r) {
-                   const int64_t ch = r % l.channels;
-                   Eigen::Map<const Eigen::Array<Q, Eigen::Dynamic, 1>> xs(x + r * l.inner, l.inner);
-                   // In double: int32 values and zero points differ by up to 2^32.
-                   Eigen::Map<Row>(y + r * l.inner, l.inner) =
-                       ((xs.template cast<double>() - static_cast<double>(zp[ch])) * static_cast<double>(scale[ch]))
-                           .template cast<float>();
-                 }
-               });
+  for_each_chunk(layout_of(c), [&](int64_t ch, int64_t offset, int64_t n) {
+    Eigen::Map<const Eigen::Array<Q, Eigen::Dynamic, 1>> xs(x + offset, n);
+    // In double: int32 values and zero points differ by up to 2^32.
+    Eigen::Map<Row>(y + offset, n) =
+        ((xs.template cast<double>() - static_cast<double>(zp[ch])) * static_cast<double>(scale[ch]))
+            .template cast<float>();
+  });
 }
 
 void quantize_kernel(KernelContext& c) {

@@ -37,6 +37,14 @@ void write_pytorch_style_models(const fs::path& dir) {
   REQUIRE_MESSAGE((r.exited && r.code == 0), "make_onnx_models.py failed: " << r.output);
 }
 
+std::string write_ort_qdq_model(const fs::path& float_model, const fs::path& quantization_json, const fs::path& out) {
+  Child c = Child::spawn({kPython, (fs::path(HUB_SOURCE_DIR) / "bench/ort_qdq_model.py").string(), float_model.string(),
+                          quantization_json.string(), out.string()});
+  ChildResult r = c.wait(120, "ort_qdq_model.py");
+  REQUIRE_MESSAGE((r.exited && r.code == 0), "ort_qdq_model.py failed: " << r.output);
+  return r.output;
+}
+
 Tensor read_float_bin(const fs::path& path, const Shape& shape) {
   std::string bytes = read_file_bytes(path.string());
   Tensor t(DType::kFloat32, shape);

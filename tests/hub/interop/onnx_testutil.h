@@ -22,6 +22,12 @@ std::string onnx_references_missing();
 // manifest.json).
 void write_pytorch_style_models(const std::filesystem::path& dir);
 
+// Runs bench/ort_qdq_model.py: ONNX Runtime's int8 QDQ form of `float_model`
+// with the activation parameters of `quantization_json` (`hub info --json`'s
+// layout) written to `out`; returns the script's summary line.
+std::string write_ort_qdq_model(const std::filesystem::path& float_model,
+                                const std::filesystem::path& quantization_json, const std::filesystem::path& out);
+
 // Float32 little-endian raw file <-> tensor.
 Tensor read_float_bin(const std::filesystem::path& path, const Shape& shape);
 void write_float_bin(const std::filesystem::path& path, const Tensor& t);

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -41,6 +42,38 @@ TEST_CASE("QuantizeLinear per tensor: ties to even, saturation, NaN, uint8 and i
   Tensor y8 = run_op("QuantizeLinear", {x8, Tensor::scalar<float>(0.5f), Tensor::scalar<int8_t>(-3)})[0];
   CHECK(y8.dtype() == DType::kInt8);
   CHECK(values<int8_t>(y8) == std::vector<int8_t>{-23, 127, -128, -1});
+}
+
+TEST_CASE("QuantizeLinear / DequantizeLinear over a tensor of several chunks, per tensor and per channel") {
+  // Long rows are cut into chunks run in parallel: every element, the ones at chunk edges
+  // included, gets its channel's parameters. x_i = (i mod 1000) / 4 - 100 has ties (x / 0.5 = .5
+  // steps) and saturates both ways; a NaN sits at the very end.
+  const int64_t n = 3 * 16384 + 77;
+  std::vector<float> xs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) xs[i] = static_cast<float>(i % 1000) / 4 - 100;
+  xs.back() = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::from_vector<float>({n}, xs);
+  const Tensor q = run_op("QuantizeLinear", {x, Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(100)})[0];
+  const Tensor back = run_op("DequantizeLinear", {q, Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(100)})[0];
+  for (int64_t i = 0; i < n; ++i) {
+    // 2 x_i = (i mod 1000) / 2 - 200: an integer or a tie, which rounds to the even neighbour.
+    const int64_t twice = i % 1000;  // 2 x_i + 200 = twice / 2
+    int64_t want = twice / 2 + (twice % 2 == 1 && (twice / 2) % 2 == 1 ? 1 : 0) - 200 + 100;
+    if (i == n - 1) want = 100;
+    want = std::clamp<int64_t>(want, 0, 255);
+    REQUIRE_MESSAGE(q.data<uint8_t>()[i] == want, "element " << i);
+    REQUIRE(back.data<float>()[i] == static_cast<float>(want - 100) * 0.5f);
+  }
+  // Per channel along axis 0 of [2, 24614]: rows of two chunks each.
+  const int64_t inner = 24614;
+  const Tensor x2 = Tensor::from_vector<float>({2, inner}, std::vector<float>(xs.begin(), xs.begin() + 2 * inner));
+  const Tensor q2 = run_op("QuantizeLinear", {x2, make({2}, {0.5f, 0.25f}), Tensor::from_vector<int8_t>({2}, {0, -20})},
+                           Attrs().set("axis", int64_t{0}))[0];
+  for (int64_t i = 0; i < 2 * inner; ++i) {
+    const float v = xs[static_cast<size_t>(i)] / (i < inner ? 0.5f : 0.25f);
+    const int64_t want = std::clamp<int64_t>(std::lrint(v) + (i < inner ? 0 : -20), -128, 127);
+    REQUIRE_MESSAGE(q2.data<int8_t>()[i] == want, "element " << i);
+  }
 }
 
 TEST_CASE("QuantizeLinear / DequantizeLinear per channel along a middle axis") {
