@@ -60,8 +60,8 @@ struct SessionOptions {
   // Exact fusions of the nodes a plan runs on a host backend (training-mode
   // batch norm with the Relu / Relu6 after it, and their gradients: fewer
   // passes over memory, same results within float rounding; step_fusion.h).
-  // The graph is not changed. Off when false or when $HUB_GRAPH_OPT is "0" (for
-  // debugging, as for modules' inference optimiser).
+  // The graph is not changed. Off when false or when $HUB_GRAPH_OPT is "0"
+  // (for debugging, as for modules' inference optimiser).
   bool fuse = true;
 };
 

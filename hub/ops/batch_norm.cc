@@ -42,17 +42,20 @@ std::vector<TensorSpec> fused_batch_norm_grad_shape_fn(const InferContext& c) {
   return {c.input(1), stat, stat};
 }
 
-std::vector<TensorSpec> fused_batch_norm_activation_shape_fn(const InferContext& c) {
+void check_activation(const InferContext& c) {
   const std::string& act = c.attrs().get_string("activation");
   if (act != "Relu" && act != "Relu6") c.fail("activation must be Relu or Relu6, got '" + act + "'");
+}
+
+std::vector<TensorSpec> fused_batch_norm_activation_shape_fn(const InferContext& c) {
+  check_activation(c);
   return fused_batch_norm_shape_fn(c);
 }
 
 // (dz, features, x, scale, mean, variance): FusedBatchNormGrad's checks on
 // (dz, x, scale, mean, variance), and features like x.
 std::vector<TensorSpec> fused_batch_norm_activation_grad_shape_fn(const InferContext& c) {
-  const std::string& act = c.attrs().get_string("activation");
-  if (act != "Relu" && act != "Relu6") c.fail("activation must be Relu or Relu6, got '" + act + "'");
+  check_activation(c);
   c.expect_dtype(0, DType::kFloat32);
   c.expect_dtype(1, DType::kFloat32);
   for (int i : {0, 1})
