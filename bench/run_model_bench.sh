@@ -6,6 +6,7 @@
 # runs 2-11x slower here, and beating that would prove nothing.
 # Bench-only packages: libtorch-dev libopenblas0-openmp libtcmalloc-minimal4.
 # Usage: bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [SECONDS] [CASE]
+# HUB_BENCH_PROFILE=1 adds model_bench --profile (where hub's training steps go).
 set -euo pipefail
 build=${1:-build}
 cores=$(nproc)
