@@ -28,10 +28,6 @@ inline hub::Tensor uniform(const hub::Shape& shape, uint64_t seed, float lo, flo
   return t;
 }
 
-inline bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // `macs`: multiply-adds per image (nets::count_macs).
 inline hub::ModuleSpec net_module(const std::string& name, int64_t* macs) {
   return hub::create_module_spec([&](hub::ModuleBuilder& b) {
@@ -48,9 +44,9 @@ inline hub::ModuleSpec net_module(const std::string& name, int64_t* macs) {
     uint64_t seed = 1;
     for (const std::string& v : vars.names()) {
       const hub::Shape shape = vars.at(v).shape();
-      if (ends_with(v, "moving_variance"))
+      if (v.ends_with("moving_variance"))
         b.initial_values().set(v, uniform(shape, seed++, 0.5f, 2.0f));
-      else if (ends_with(v, "moving_mean") || ends_with(v, "beta"))
+      else if (v.ends_with("moving_mean") || v.ends_with("beta"))
         b.initial_values().set(v, uniform(shape, seed++, -0.2f, 0.2f));
     }
   });

@@ -28,10 +28,6 @@ std::string leaf_name(const std::string& name) { return name.substr(name.rfind('
 constexpr const char* kMinSuffix = "/act_quant/min";
 constexpr const char* kMaxSuffix = "/act_quant/max";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 Output quantize_weights(const Scope& layer, Output w, const QuantizeOptions& o) {
@@ -64,12 +60,12 @@ Output quantize_activation(const Scope& layer, Output x, const QuantizeOptions& 
 }
 
 bool is_activation_range(const std::string& variable) {
-  return ends_with(variable, kMinSuffix) || ends_with(variable, kMaxSuffix);
+  return variable.ends_with(kMinSuffix) || variable.ends_with(kMaxSuffix);
 }
 
 int count_activation_ranges(const GraphBuilder& graph) {
   int n = 0;
-  for (int id : graph.variables()) n += ends_with(graph.node(id).name, kMinSuffix);
+  for (int id : graph.variables()) n += graph.node(id).name.ends_with(kMinSuffix);
   return n;
 }
 

@@ -45,23 +45,19 @@ int64_t test_size(const nets::NetInfo& info) {
   return info.image_size;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // Batch-norm statistics, scales, offsets and biases drawn at random (the
 // initializers make them 0 and 1, which folding would leave unchanged).
 void randomise(VariableStore& vars, uint64_t seed) {
   for (const std::string& name : vars.names()) {
     const Shape shape = vars.at(name).shape();
     float lo = 0, hi = 0;
-    if (ends_with(name, "moving_variance"))
+    if (name.ends_with("moving_variance"))
       lo = 0.5f, hi = 2.0f;
-    else if (ends_with(name, "moving_mean"))
+    else if (name.ends_with("moving_mean"))
       lo = -0.5f, hi = 0.5f;
-    else if (ends_with(name, "gamma"))
+    else if (name.ends_with("gamma"))
       lo = 0.5f, hi = 1.5f;
-    else if (ends_with(name, "beta") || ends_with(name, "biases"))
+    else if (name.ends_with("beta") || name.ends_with("biases"))
       lo = -0.2f, hi = 0.2f;
     else
       continue;
