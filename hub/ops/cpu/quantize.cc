@@ -4,7 +4,8 @@
 // Eigen array expression with its channel's scale and zero point. Parallel
 // over the chunks.
 //
-// Fake quantization: per tensor, one Eigen expression over chunks of x;
+// Fake quantization: per tensor, one Eigen expression per chunk of x (the
+// gradient's sums per chunk, added in order);
 // per channel, x viewed as [rows, C] and one expression per row with the
 // channels' grids as C-vectors.
 #include "hub/ops/quantize.h"
@@ -12,6 +13,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "hub/core/parallel.h"
 #include "hub/ops/registry.h"
@@ -174,8 +176,8 @@ void fake_quant_kernel(KernelContext& c) {
   const float* x = c.input(0).data<float>();
   float* y = c.output(0).data<float>();
   if (channels == 1) {
-    parallel_for(n, 16384, [&](int64_t b, int64_t e) {
-      Eigen::Map<Row>(y + b, e - b) = snapped(Eigen::Map<const Row>(x + b, e - b), g.lo[0], g.hi[0], g.scale[0]);
+    for_each_chunk(Layout{1, 1, n}, [&](int64_t, int64_t offset, int64_t len) {
+      Eigen::Map<Row>(y + offset, len) = snapped(Eigen::Map<const Row>(x + offset, len), g.lo[0], g.hi[0], g.scale[0]);
     });
     return;
   }
@@ -195,10 +197,20 @@ void fake_quant_grad_kernel(KernelContext& c) {
   float* dx = c.output(0).data<float>();
   Eigen::ArrayXd below = Eigen::ArrayXd::Zero(channels), above = Eigen::ArrayXd::Zero(channels);
   if (channels == 1) {
-    Eigen::Map<const Row> gs(g, n), xs(x, n);
-    Eigen::Map<Row>(dx, n) = (xs >= grid.pass_lo[0] && xs <= grid.pass_hi[0]).select(gs, 0.0f);
-    below[0] = (xs < grid.pass_lo[0]).select(gs, 0.0f).cast<double>().sum();
-    above[0] = (xs > grid.pass_hi[0]).select(gs, 0.0f).cast<double>().sum();
+    // Per chunk, in parallel; the chunks' sums are added in order, so the
+    // result does not depend on the number of threads.
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> chunk_below(static_cast<size_t>(chunks)), chunk_above(static_cast<size_t>(chunks));
+    for_each_chunk(Layout{1, 1, n}, [&](int64_t, int64_t offset, int64_t len) {
+      Eigen::Map<const Row> gs(g + offset, len), xs(x + offset, len);
+      Eigen::Map<Row>(dx + offset, len) = (xs >= grid.pass_lo[0] && xs <= grid.pass_hi[0]).select(gs, 0.0f);
+      chunk_below[static_cast<size_t>(offset / kChunk)] = (xs < grid.pass_lo[0]).select(gs, 0.0f).cast<double>().sum();
+      chunk_above[static_cast<size_t>(offset / kChunk)] = (xs > grid.pass_hi[0]).select(gs, 0.0f).cast<double>().sum();
+    });
+    for (int64_t k = 0; k < chunks; ++k) {
+      below[0] += chunk_below[static_cast<size_t>(k)];
+      above[0] += chunk_above[static_cast<size_t>(k)];
+    }
   } else {
     for (int64_t r = 0; r < n / channels; ++r) {
       Eigen::Map<const Row> gs(g + r * channels, channels), xs(x + r * channels, channels);

@@ -279,6 +279,35 @@ TEST_CASE("fake quantization gradients: straight through inside the range, hand-
   expect_close(got[2], Tensor::scalar<float>(5), 0, 0);
 }
 
+TEST_CASE("fake quantization over a tensor of several chunks: forward and gradient sums by hand") {
+  // Per tensor over [-1, 2] (8 bits: the grid's ends are exactly -1 and 2, zero point 85), on
+  // three and a bit chunks of 16,384. x_i = (i mod 100) / 10 - 3.05 stays off the range's ends:
+  // 21 of each 100 lie below -1, 49 above 2; g_i = 1 + (i mod 7).
+  const int64_t n = 3 * 16384 + 5;
+  std::vector<float> xs(static_cast<size_t>(n)), gs(static_cast<size_t>(n));
+  double below = 0, above = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    xs[i] = static_cast<float>(i % 100) / 10 - 3.05f;
+    gs[i] = static_cast<float>(1 + i % 7);
+    below += xs[i] < -1 ? gs[i] : 0;
+    above += xs[i] > 2 ? gs[i] : 0;
+  }
+  const Tensor x = Tensor::from_vector<float>({n}, xs), g = Tensor::from_vector<float>({n}, gs);
+  const std::vector<Tensor> out =
+      run_op("FakeQuantWithMinMaxVarsGradient", {g, x, Tensor::scalar<float>(-1), Tensor::scalar<float>(2)});
+  CHECK(out[1].data<float>()[0] == static_cast<float>(below));
+  CHECK(out[2].data<float>()[0] == static_cast<float>(above));
+  const Tensor y = run_op("FakeQuantWithMinMaxVars", {x, Tensor::scalar<float>(-1), Tensor::scalar<float>(2)})[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const bool inside = xs[i] > -1 && xs[i] < 2;
+    REQUIRE_MESSAGE(out[0].data<float>()[i] == (inside ? gs[i] : 0.0f), "element " << i);
+    // Clamped to [-1, 2], then on the grid of step 3/255 from -1.
+    const double clamped = std::clamp<double>(xs[i], -1, 2);
+    const double level = std::floor((clamped + 1) / (3.0 / 255) + 0.5);
+    REQUIRE_MESSAGE(std::fabs(y.data<float>()[i] - (level * 3.0 / 255 - 1)) < 1e-5, "element " << i);
+  }
+}
+
 TEST_CASE("fake quantization: finite differences where the gradient is the derivative") {
   // Outside the range the output is constant in x and the gradient is 0 (the
   // straight-through part inside is checked by hand above; no finite
