@@ -54,7 +54,9 @@ class Exporter {
   std::string nhwc(Output o);
   std::string nchw(Output o);
   bool is_nchw(Output o) const { return vals_.at(o).nchw; }
-  // How many node inputs and signature outputs read o.
+  // The node inputs that read o, as (node id, input index), and how many
+  // node inputs and signature outputs read it (counted once in run()).
+  const std::vector<std::pair<int, int>>& readers(Output o) const;
   int uses(Output o) const;
   void set(Output o, std::string name, bool nchw = false) { vals_[o] = Val{std::move(name), nchw, ""}; }
   // A fresh value name based on `base`.
@@ -82,6 +84,8 @@ class Exporter {
   OnnxExportOptions options_;
   ::onnx::GraphProto* out_ = nullptr;
   std::map<Output, Val> vals_;
+  std::map<Output, std::vector<std::pair<int, int>>> readers_;
+  std::map<Output, int> signature_uses_;
   std::map<std::string, Tensor> variables_;
   std::set<std::string> names_;
 };
@@ -143,11 +147,15 @@ std::optional<Tensor> Exporter::constant(Output o) const {
   return std::nullopt;
 }
 
+const std::vector<std::pair<int, int>>& Exporter::readers(Output o) const {
+  static const std::vector<std::pair<int, int>> kNone;
+  const auto it = readers_.find(o);
+  return it == readers_.end() ? kNone : it->second;
+}
+
 int Exporter::uses(Output o) const {
-  int count = 0;
-  for (const Node& c : g_.nodes()) count += static_cast<int>(std::count(c.inputs.begin(), c.inputs.end(), o));
-  for (const auto& [key, info] : spec_.signature(options_.signature).outputs) count += g_.tensor(info.tensor_name) == o;
-  return count;
+  const auto it = signature_uses_.find(o);
+  return static_cast<int>(readers(o).size()) + (it == signature_uses_.end() ? 0 : it->second);
 }
 
 std::string Exporter::convert(Output o, bool to_nchw) {
@@ -244,6 +252,10 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " (supported: 13 to " +
                                             std::to_string(kMaxOpset) + ")");
   const SignatureInfo& sig = spec_.signature(options_.signature);
+  // Who reads each tensor (the per-op functions ask).
+  for (const Node& n : g_.nodes())
+    for (size_t i = 0; i < n.inputs.size(); ++i) readers_[n.inputs[i]].emplace_back(n.id, static_cast<int>(i));
+  for (const auto& [key, info] : sig.outputs) ++signature_uses_[g_.tensor(info.tensor_name)];
   // Variable values: the stored weights, else the initial values.
   Module m(spec_);
   for (const auto& [name, t] : m.variables().items()) variables_[name] = t;
@@ -470,14 +482,13 @@ void export_softmax(Exporter& e, const Node& n) {
 }
 constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
 
-// 2-D MatMul with transposes: Gemm.
 // Whether every use of o is the weight input of a convolution or MatMul
 // (which export it through Exporter::weight).
-bool only_weight_uses(const Graph& g, Output o) {
-  for (const Node& c : g.nodes())
-    for (size_t i = 0; i < c.inputs.size(); ++i)
-      if (c.inputs[i] == o && (i != 1 || (c.op != "Conv2D" && c.op != "DepthwiseConv2dNative" && c.op != "MatMul")))
-        return false;
+bool only_weight_uses(const Exporter& e, Output o) {
+  for (const auto& [c, i] : e.readers(o)) {
+    const std::string& op = e.graph().node(c).op;
+    if (i != 1 || (op != "Conv2D" && op != "DepthwiseConv2dNative" && op != "MatMul")) return false;
+  }
   return true;
 }
 
@@ -485,7 +496,7 @@ bool only_weight_uses(const Graph& g, Output o) {
 // so the value keeps its layout; a per-channel axis follows an NCHW value.
 // Dequantized constant weights are written where a layer reads them.
 void export_quantize(Exporter& e, const Node& n) {
-  if (n.op == "DequantizeLinear" && e.constant(in(n, 0)) && only_weight_uses(e.graph(), out0(n))) return;
+  if (n.op == "DequantizeLinear" && e.constant(in(n, 0)) && only_weight_uses(e, out0(n))) return;
   Output x = in(n, 0);
   const bool nchw = e.spec(x).shape.rank() == 4 && e.is_nchw(x);
   int64_t axis = n.attrs.get_int("axis");
@@ -510,8 +521,10 @@ const Node* bias_layer(const Exporter& e, const Node& bias_add) {
 
 // The BiasAdd folded into `layer` (see bias_layer), else null.
 const Node* folded_bias(const Exporter& e, const Node& layer) {
-  for (const Node& c : e.graph().nodes())
-    if (c.op == "BiasAdd" && c.inputs[0].node == layer.id && bias_layer(e, c) == &layer) return &c;
+  for (const auto& [c, i] : e.readers(out0(layer))) {
+    const Node& n = e.graph().node(c);
+    if (n.op == "BiasAdd" && i == 0 && bias_layer(e, n) == &layer) return &n;
+  }
   return nullptr;
 }
 
@@ -557,6 +570,7 @@ std::vector<std::string> layer_inputs(Exporter& e, const Node& layer, const std:
   return {x_name, w_name, y};
 }
 
+// 2-D MatMul with transposes: Gemm.
 void export_matmul(Exporter& e, const Node& n) {
   // Quantized weights as DequantizeLinear of the int8 initializer (see weight()).
   const bool quantized = e.node(in(n, 1)).op == "DequantizeLinear";
