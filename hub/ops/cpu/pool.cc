@@ -8,7 +8,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -43,8 +42,7 @@ void store(const Eigen::ArrayXf& acc, T* out) {
   if constexpr (std::is_same_v<T, float>)
     Vec(out, acc.size()) = acc;
   else
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, acc.size()) =
-        acc.unaryExpr([](float v) { return std::rint(v); }).template cast<T>();
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out, acc.size()) = acc.rint().template cast<T>();
 }
 
 template <bool kMax, class T>
