@@ -130,13 +130,9 @@ RunFn setup_quantize(CLI::App& app) {
     options.method = f->method;
     options.percentile = f->percentile;
     QuantizeReport report;
-    ModuleSpec quantized;
-    try {
-      quantized = quantize_module(spec, files.empty() ? CalibrationData() : calibration, options, &report);
-    } catch (const Error& e) {
-      if (!files.empty() || e.message().find("calibration data is needed") == std::string::npos) throw;
-      throw Error(e.code(), e.message() + ": give --calibration_dir");
-    }
+    options.no_calibration_hint = "give --calibration_dir";
+    const ModuleSpec quantized =
+        quantize_module(spec, files.empty() ? CalibrationData() : calibration, options, &report);
     try {
       Module(quantized).export_to(f->output_dir, f->overwrite ? ExistingTarget::kReplace : ExistingTarget::kRefuse);
     } catch (const Error& e) {

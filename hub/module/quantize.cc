@@ -66,10 +66,11 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
   for (size_t i = 0; i < observed.size(); ++i) trained += plan.trained_range(i).has_value();
   const bool calibrate = trained < observed.size();
   if (calibrate && !data)
-    throw_error(Code::kInvalidArgument, where + ": " + std::to_string(observed.size() - trained) + " of " +
-                                            std::to_string(observed.size()) +
-                                            " activations have no range from quantization-aware training; "
-                                            "calibration data is needed");
+    throw_error(Code::kInvalidArgument,
+                where + ": " + std::to_string(observed.size() - trained) + " of " + std::to_string(observed.size()) +
+                    " activations have no range from quantization-aware training; "
+                    "calibration data is needed" +
+                    (options.no_calibration_hint.empty() ? "" : ": " + options.no_calibration_hint));
   Session session(plan.calibration_graph(), nullptr);
   std::vector<TensorRange> ranges(observed.size(),
                                   {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()});

@@ -32,6 +32,9 @@ struct QuantizeOptions {
   std::string method = "minmax";              // or "percentile"
   double percentile = 99.99;                  // for "percentile", in (50, 100]
   std::string signature = kDefaultSignature;  // whose single input calibration feeds
+  // Appended to the error when calibration data is needed and none was given
+  // (a command names its flag here).
+  std::string no_calibration_hint;
 };
 
 // Called with `feed`; calls feed(batch) once per calibration batch (the same
