@@ -132,12 +132,15 @@ void pow_grad_kernel(KernelContext& c) {
   broadcast_apply<float, float>(c.input(1), c.input(2), a, [](const auto& x, const auto&) { return x; });
   broadcast_apply<float, float>(c.input(1), c.input(2), b, [](const auto&, const auto& y) { return y; });
   using Arr = Eigen::ArrayXf;
+  // Both outputs allocated here, once: output() allocates lazily, so calling
+  // it inside the parallel loop raced (threads wrote into buffers then lost).
+  float* da = c.output(0).data<float>();
+  float* db = c.output(1).data<float>();
   parallel_for(g.num_elements(), 16384, [&](int64_t lo, int64_t hi) {
     int64_t n = hi - lo;
     Eigen::Map<const Arr> gv(g.data<float>() + lo, n), av(a.data<float>() + lo, n), bv(b.data<float>() + lo, n);
-    Eigen::Map<Arr>(c.output(0).data<float>() + lo, n) = gv * bv * av.binaryExpr(bv - 1.0f, PowFn{});
-    Eigen::Map<Arr>(c.output(1).data<float>() + lo, n) =
-        (av > 0.0f).select(gv * av.binaryExpr(bv, PowFn{}) * av.log(), 0.0f);
+    Eigen::Map<Arr>(da + lo, n) = gv * bv * av.binaryExpr(bv - 1.0f, PowFn{});
+    Eigen::Map<Arr>(db + lo, n) = (av > 0.0f).select(gv * av.binaryExpr(bv, PowFn{}) * av.log(), 0.0f);
   });
 }
 

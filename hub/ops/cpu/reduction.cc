@@ -62,6 +62,7 @@ void accumulate(O& o, const V& row, Reduce op) {
 template <class T>
 void reduce3(const T* in, T* out, int64_t A, int64_t R, int64_t B, Reduce op) {
   using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+  if (A * B == 0) return;  // no output (a kept dim of size 0)
   if (R == 0) {
     std::fill(out, out + A * B, init_value<T>(op));
     return;

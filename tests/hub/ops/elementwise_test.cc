@@ -136,6 +136,19 @@ TEST_CASE("PowGrad: d/da = g b a^(b-1); d/db = g a^b ln a for a > 0, 0 for a <= 
   auto e = run_op("PowGrad", {make({2, 2}, {1, 1, 1, 1}), make({2, 1}, {1, 2}), make({2}, {2, 3})});
   expect_close(e[0], make({2, 2}, {2, 3, 4, 12}));
   expect_close(e[1], make({2, 2}, {0, 0, 4 * 0.69314718f, 8 * 0.69314718f}));
+  // Large enough for several threads (the outputs were once allocated inside
+  // the parallel loop, a race that lost whole chunks): every element checked.
+  const int64_t n = 70001;
+  Tensor ga = random_tensor({n}, 1), aa = random_tensor({n}, 2, 0.5f, 2.0f), ba = random_tensor({n}, 3);
+  auto big = run_op("PowGrad", {ga, aa, ba});
+  for (int64_t k = 0; k < n; k += 997) {
+    const double gk = ga.data<float>()[k], ak = aa.data<float>()[k], bk = ba.data<float>()[k];
+    CHECK(big[0].data<float>()[k] == doctest::Approx(gk * bk * std::pow(ak, bk - 1)).epsilon(1e-4));
+    CHECK(big[1].data<float>()[k] == doctest::Approx(gk * std::pow(ak, bk) * std::log(ak)).epsilon(1e-4));
+  }
+  auto empty = run_op("PowGrad", {Tensor(DType::kFloat32, {0, 2}), Tensor(DType::kFloat32, {0, 2}), make({2}, {1, 2})});
+  CHECK(empty[0].shape() == Shape{0, 2});
+  CHECK(empty[1].shape() == Shape{0, 2});
 }
 
 TEST_CASE("Pow: gradients match finite differences, summed over broadcast dims") {

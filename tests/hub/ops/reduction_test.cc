@@ -91,6 +91,10 @@ TEST_CASE("Sum, Mean, Max: integers and empty reductions") {
   expect_close(run_op("Max", {empty}, red({0}))[0], make({3}, {lowest, lowest, lowest}));
   CHECK(std::isnan(run_op("Mean", {empty}, red({0}))[0].to_vector<float>()[0]));
   CHECK(run_op("Sum", {empty}, red({1}))[0].shape() == Shape{0});
+  // A kept dim of size 0 after the reduced one: an empty output (this divided
+  // by zero once, SIGFPE).
+  CHECK(run_op("Sum", {Tensor::zeros(DType::kFloat32, {3, 0})}, red({0}))[0].shape() == Shape{0});
+  CHECK(run_op("Max", {Tensor::zeros(DType::kFloat32, {2, 3, 0})}, red({1}))[0].shape() == Shape{2, 0});
 }
 
 TEST_CASE("Sum, Mean, Max agree with a naive reference on awkward shapes") {
