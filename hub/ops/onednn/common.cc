@@ -50,6 +50,21 @@ void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::me
   stream().wait();
 }
 
+bool int8_exact() {
+  static const bool vnni = [] {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::avx2_vnni:
+      case dnnl::cpu_isa::avx512_core_vnni:
+      case dnnl::cpu_isa::avx512_core_bf16:
+      case dnnl::cpu_isa::avx512_core_amx:
+        return true;
+      default:
+        return false;
+    }
+  }();
+  return vnni;
+}
+
 bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank) {
   for (const TensorSpec& s : inputs) {
     if (s.dtype != DType::kFloat32 || (rank >= 0 && s.shape.rank() != rank)) return false;

@@ -45,6 +45,12 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 // Runs `prim` with `args` on the calling thread's stream and waits for it.
 void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
 
+// Whether oneDNN's int8 convolutions and products equal exact int32 sums on
+// this CPU: only with VNNI. Without it oneDNN adds the u8 x s8 products in
+// pairs into int16 with saturation (vpmaddubsw), which loses whole units of
+// the result; the quantized fused ops then run on the reference kernels.
+bool int8_exact();
+
 // Common `supports` test: every input is float32 with all dimensions known and
 // positive (oneDNN rejects zero-sized tensors), and of rank `rank` when rank >= 0.
 bool float32_nonempty(const std::vector<TensorSpec>& inputs, int rank = -1);

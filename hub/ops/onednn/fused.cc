@@ -137,7 +137,7 @@ bool supported_specs(const Node& node, const std::vector<TensorSpec>& in) {
     for (int64_t d : s.shape.dims())
       if (d <= 0) return false;
   }
-  return ops::quantization_of(node.attrs).quantized() || float32_nonempty(in);
+  return ops::quantization_of(node.attrs).quantized() ? int8_exact() : float32_nonempty(in);
 }
 
 bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
