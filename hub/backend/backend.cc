@@ -93,8 +93,79 @@ const Backend& reference_backend() { return find_backend("reference"); }
 
 const Backend& backend_for_device(Device device) {
   for (const Backend* b : registered_backends())
-    if (b->device() == device) return *b;
+    if (b->device() == device && b->unavailable_reason().empty()) return *b;
   throw_error(Code::kInternal, "no backend for device " + std::string(device_name(device)));
+}
+
+Node standalone_node(const std::string& op, const std::string& name, const Attrs& attrs) {
+  Node node;
+  node.name = name;
+  node.op = op;
+  node.attrs = complete_attrs(OpRegistry::global().find(op), name, attrs);
+  return node;
+}
+
+std::vector<Tensor> run_standalone(const Node& node, const std::vector<Tensor>& inputs) {
+  HUB_CHECK(!inputs.empty(), "run_standalone of '" + node.name + "' without inputs");
+  const Device device = inputs[0].device();
+  std::vector<TensorSpec> specs;
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) {
+    if (t.device() != device)
+      throw_error(Code::kInvalidArgument, "'" + node.name + "' (" + node.op + "): inputs on both " +
+                                              std::string(device_name(device)) + " and " +
+                                              std::string(device_name(t.device())));
+    specs.push_back({t.dtype(), t.shape()});
+    pointers.push_back(&t);
+  }
+  const OpDef& def = OpRegistry::global().find(node.op);
+  const std::vector<TensorSpec> out_specs = def.shape_fn(InferContext(node.name, node.op, specs, node.attrs));
+  const Backend& backend = backend_for_device(device);
+  const Placement placement = place(node, specs, backend);
+  if (placement.backend->device() != device)
+    throw_error(Code::kUnimplemented, "'" + node.name + "' (" + node.op + "): no kernel on " +
+                                          std::string(device_name(device)) + ", where its inputs live");
+  std::unique_ptr<Allocator> alloc = placement.backend->make_allocator();
+  KernelContext context(node, pointers, out_specs, *alloc, nullptr, 0);
+  placement.backend->run(*placement.kernel, context);
+  std::vector<Tensor> out;
+  for (int i = 0; i < context.num_outputs(); ++i) out.push_back(context.output(i));
+  return out;
+}
+
+namespace {
+
+// An uninitialised tensor like t on `device`.
+Tensor empty_on(const Tensor& t, Device device) {
+  return device == Device::kCPU ? Tensor(t.dtype(), t.shape())
+                                : backend_for_device(device).make_allocator()->allocate_tensor(t.dtype(), t.shape());
+}
+
+}  // namespace
+
+void copy_into(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.shape() != dst.shape())
+    throw_error(Code::kInvalidArgument, "cannot copy " + src.spec_string() + " into " + dst.spec_string());
+  // The backend of the side that is not the host (both host: any host backend).
+  backend_for_device(src.device() != Device::kCPU ? src.device() : dst.device()).copy(src, dst);
+}
+
+Tensor to_device(const Tensor& t, Device device) {
+  if (!t.defined() || t.device() == device) return t;
+  Tensor out = empty_on(t, device);
+  copy_into(t, out);
+  return out;
+}
+
+void move_variables(VariableStore& store, Device device) {
+  for (const std::string& name : store.names()) store.set(name, to_device(store.at(name), device));
+}
+
+Tensor copy_of(const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor out = empty_on(t, t.device());
+  copy_into(t, out);
+  return out;
 }
 
 Placement place(const Node& node, const std::vector<TensorSpec>& inputs, const Backend& preferred) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "hub/ops/registry.h"
+#include "hub/ops/variables.h"
 #include "hub/tensor/allocator.h"
 
 namespace hub {
@@ -75,9 +76,33 @@ const Backend& find_backend(std::string_view name);
 // $HUB_BACKEND if set (validated by find_backend), else "onednn".
 const Backend& default_backend();
 const Backend& reference_backend();
-// The first registered backend whose device is `device` (for copies of
-// tensors living there); throws Internal if none.
+// The first available registered backend whose device is `device` (for
+// copies of tensors living there); throws Internal if none.
 const Backend& backend_for_device(Device device);
+
+// A node for running `op` outside a graph (run_standalone): named `name`,
+// attributes checked against the op's schema and completed. Throws
+// InvalidArgument naming the op and attribute.
+Node standalone_node(const std::string& op, const std::string& name, const Attrs& attrs);
+// Runs `node`'s op once on `inputs`, which all live on one device, with the
+// kernel place() picks on that device's first available backend: for state
+// updates outside a graph (optimizer steps, moving averages) that write
+// their inputs in place, so no input is ever copied. Returns the outputs.
+// Throws Unimplemented when no backend of that device has a kernel for it.
+std::vector<Tensor> run_standalone(const Node& node, const std::vector<Tensor>& inputs);
+
+// `t` on `device`: t itself when it lives there, else a copy (made by the
+// backend of the device side; waits for it when the copy is to the host).
+Tensor to_device(const Tensor& t, Device device);
+inline Tensor to_host(const Tensor& t) { return to_device(t, Device::kCPU); }
+// Moves every variable of `store` to `device` (a copy each; the store then
+// holds the copies): a model trained on a GPU keeps its variables there.
+void move_variables(VariableStore& store, Device device);
+// A copy of t with storage of its own, on t's device.
+Tensor copy_of(const Tensor& t);
+// Copies src's contents into dst's storage (same dtype and shape, throws
+// InvalidArgument otherwise), wherever either lives.
+void copy_into(const Tensor& src, Tensor& dst);
 
 // The kernel and backend that run `node` with `inputs` when `preferred` is
 // asked for: preferred's kernel if it supports them, else its fallback's,

@@ -14,31 +14,18 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
 }
 
 std::array<uint32_t, 4> Philox::block(uint64_t hi, uint64_t lo) const {
-  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
   std::array<uint32_t, 4> c = {static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
                                static_cast<uint32_t>(hi >> 32)};
-  uint32_t k0 = key_[0], k1 = key_[1];
-  for (int round = 0; round < 10; ++round) {
-    uint64_t p0 = static_cast<uint64_t>(kM0) * c[0];
-    uint64_t p1 = static_cast<uint64_t>(kM1) * c[2];
-    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
-         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1, static_cast<uint32_t>(p0)};
-    k0 += kW0;
-    k1 += kW1;
-  }
+  philox_rounds(c.data(), key_[0], key_[1]);
   return c;
 }
 
-namespace {
-inline float to_unit(uint32_t x) { return (x >> 8) * (1.0f / 16777216.0f); }
-}  // namespace
-
-float Philox::uniform(uint64_t index, uint64_t stream) const { return to_unit(block(stream, index)[0]); }
+float Philox::uniform(uint64_t index, uint64_t stream) const { return philox_unit(block(stream, index)[0]); }
 
 float Philox::normal(uint64_t index, uint64_t stream) const {
   auto b = block(stream, index);
   float u1 = ((b[0] >> 8) + 1) * (1.0f / 16777217.0f);  // (0, 1]
-  float u2 = to_unit(b[1]);
+  float u2 = philox_unit(b[1]);
   return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.28318530717958647692f * u2);
 }
 

@@ -1,24 +1,21 @@
 #include "hub/graph/optimizer.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-#include "hub/core/parallel.h"
+#include "hub/backend/backend.h"
 #include "hub/graph/autodiff.h"
 #include "hub/ops/elementwise.h"
+#include "hub/ops/optimizer.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 
 namespace hub {
 namespace {
 
-using Arr = Eigen::Array<float, Eigen::Dynamic, 1>;
-using Map = Eigen::Map<Arr>;
-using CMap = Eigen::Map<const Arr>;
-
-constexpr int64_t kGrain = 16384;
+// A host copy of t that shares nothing with it (state handed out for checkpoints).
+Tensor host_copy(const Tensor& t) { return t.device() == Device::kCPU ? t.clone() : to_host(t); }
 
 }  // namespace
 
@@ -86,8 +83,12 @@ int64_t slim_decay_steps(int64_t num_samples_per_epoch, int64_t batch_size, doub
 
 // ---- Optimizer ---------------------------------------------------------------------
 
-Optimizer::Optimizer(std::string name, LearningRateSchedule schedule, std::vector<SlotSpec> slots)
-    : name_(std::move(name)), schedule_(std::move(schedule)), slot_specs_(std::move(slots)) {
+Optimizer::Optimizer(std::string name, std::string update_op, LearningRateSchedule schedule,
+                     std::vector<SlotSpec> slots)
+    : name_(std::move(name)),
+      update_op_(std::move(update_op)),
+      schedule_(std::move(schedule)),
+      slot_specs_(std::move(slots)) {
   schedule_.at(0);  // validates type and decay_steps
 }
 
@@ -109,10 +110,10 @@ void Optimizer::apply_gradients(VariableStore& variables, const GradientList& gr
         fail("slot '" + it->first + "' is " + it->second.spec_string() + " but the variable is " + w.spec_string());
     }
   }
-  begin_step(static_cast<float>(learning_rate()));
+  const Node update = standalone_node(update_op_, name_, step_attrs(learning_rate()));
   for (const auto& [name, g] : grads) {
     Tensor& w = variables.at(name);
-    std::vector<float*> slot_ptrs;
+    std::vector<Tensor> inputs{w, to_device(g, w.device())};
     for (const SlotSpec& spec : slot_specs_) {
       std::string key = name + "/" + spec.suffix;
       auto it = slots_.find(key);
@@ -121,15 +122,10 @@ void Optimizer::apply_gradients(VariableStore& variables, const GradientList& gr
         t.fill(spec.initial_value);
         it = slots_.emplace(key, t).first;
       }
-      slot_ptrs.push_back(it->second.data<float>());
+      it->second = to_device(it->second, w.device());  // slots live with their variable
+      inputs.push_back(it->second);
     }
-    float* pw = w.data<float>();
-    const float* pg = g.data<float>();
-    parallel_for(w.num_elements(), kGrain, [&](int64_t b, int64_t e) {
-      std::vector<float*> local(slot_ptrs.size());
-      for (size_t i = 0; i < local.size(); ++i) local[i] = slot_ptrs[i] + b;
-      update(pw + b, pg + b, local.data(), e - b);
-    });
+    run_standalone(update, inputs);
   }
   end_step();
   ++global_step_;
@@ -137,7 +133,7 @@ void Optimizer::apply_gradients(VariableStore& variables, const GradientList& gr
 
 std::map<std::string, Tensor> Optimizer::state() const {
   std::map<std::string, Tensor> out;
-  for (const auto& [k, v] : slots_) out[k] = v.clone();
+  for (const auto& [k, v] : slots_) out[k] = host_copy(v);
   for (auto& [k, v] : extra_state()) out[k] = v;
   out["global_step"] = Tensor::scalar<int64_t>(global_step_);
   return out;
@@ -164,7 +160,7 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
         if (key.compare(slash + 1, std::string::npos, spec.suffix) == 0) is_slot = true;
     if (is_slot) {
       if (value.dtype() != DType::kFloat32) fail("expected float32, got " + value.spec_string());
-      slots[key] = value.clone();
+      slots[key] = host_copy(value);  // moved to its variable's device at the next step
       continue;
     }
     if (!load_extra(key, value)) fail("not a state entry of this optimizer");
@@ -180,27 +176,24 @@ const Tensor& Optimizer::slot(const std::string& variable, const std::string& sl
   return it->second;
 }
 
-// ---- the update rules ---------------------------------------------------------------
+// ---- the update rules: each an update op with its step's attributes ---------------------
 namespace {
+
+Attrs lr_attrs(double lr) { return Attrs().set("lr", lr); }
 
 class GradientDescent final : public Optimizer {
  public:
-  explicit GradientDescent(const LearningRateSchedule& s) : Optimizer("GradientDescent", s, {}) {}
-  void update(float* w, const float* g, float* const*, int64_t n) const override { Map(w, n) -= lr_ * CMap(g, n); }
+  explicit GradientDescent(const LearningRateSchedule& s)
+      : Optimizer("GradientDescent", "ApplyGradientDescent", s, {}) {}
+  Attrs step_attrs(double lr) const override { return lr_attrs(lr); }
 };
 
 class Momentum final : public Optimizer {
  public:
   Momentum(const LearningRateSchedule& s, float momentum, bool nesterov)
-      : Optimizer("Momentum", s, {{"Momentum", 0.0f}}), momentum_(momentum), nesterov_(nesterov) {}
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), a(slots[0], n);
-    CMap gv(g, n);
-    a = a * momentum_ + gv;
-    if (nesterov_)
-      wv -= gv * lr_ + a * (momentum_ * lr_);
-    else
-      wv -= lr_ * a;
+      : Optimizer("Momentum", "ApplyMomentum", s, {{"Momentum", 0.0f}}), momentum_(momentum), nesterov_(nesterov) {}
+  Attrs step_attrs(double lr) const override {
+    return lr_attrs(lr).set("momentum", momentum_).set("use_nesterov", nesterov_);
   }
 
  private:
@@ -211,16 +204,12 @@ class Momentum final : public Optimizer {
 class RMSProp final : public Optimizer {
  public:
   RMSProp(const LearningRateSchedule& s, float decay, float momentum, float epsilon)
-      : Optimizer("RMSProp", s, {{"RMSProp", 1.0f}, {"RMSProp_1", 0.0f}}),
+      : Optimizer("RMSProp", "ApplyRMSProp", s, {{"RMSProp", 1.0f}, {"RMSProp_1", 0.0f}}),
         decay_(decay),
         momentum_(momentum),
         epsilon_(epsilon) {}
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), ms(slots[0], n), mom(slots[1], n);
-    CMap gv(g, n);
-    ms += (gv.square() - ms) * (1.0f - decay_);
-    mom = mom * momentum_ + gv * lr_ / (ms + epsilon_).sqrt();
-    wv -= mom;
+  Attrs step_attrs(double lr) const override {
+    return lr_attrs(lr).set("decay", decay_).set("momentum", momentum_).set("epsilon", epsilon_);
   }
 
  private:
@@ -230,22 +219,15 @@ class RMSProp final : public Optimizer {
 class Adam final : public Optimizer {
  public:
   Adam(const LearningRateSchedule& s, float beta1, float beta2, float epsilon)
-      : Optimizer("Adam", s, {{"Adam", 0.0f}, {"Adam_1", 0.0f}}),
+      : Optimizer("Adam", "ApplyAdam", s, {{"Adam", 0.0f}, {"Adam_1", 0.0f}}),
         beta1_(beta1),
         beta2_(beta2),
         epsilon_(epsilon),
         beta1_power_(beta1),
         beta2_power_(beta2) {}
-  void begin_step(float lr) override {
-    lr_ = lr;
-    lr_t_ = lr * std::sqrt(1.0f - beta2_power_) / (1.0f - beta1_power_);
-  }
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), m(slots[0], n), v(slots[1], n);
-    CMap gv(g, n);
-    m += (gv - m) * (1.0f - beta1_);
-    v += (gv.square() - v) * (1.0f - beta2_);
-    wv -= m * lr_t_ / (v.sqrt() + epsilon_);
+  Attrs step_attrs(double lr) const override {
+    const float lr_t = static_cast<float>(lr) * std::sqrt(1.0f - beta2_power_) / (1.0f - beta1_power_);
+    return lr_attrs(lr_t).set("beta1", beta1_).set("beta2", beta2_).set("epsilon", epsilon_);
   }
   void end_step() override {
     beta1_power_ *= beta1_;
@@ -266,33 +248,22 @@ class Adam final : public Optimizer {
  private:
   float beta1_, beta2_, epsilon_;
   float beta1_power_, beta2_power_;
-  float lr_t_ = 0.0f;
 };
 
 class Adagrad final : public Optimizer {
  public:
   Adagrad(const LearningRateSchedule& s, float initial_accumulator_value)
-      : Optimizer("Adagrad", s, {{"Adagrad", initial_accumulator_value}}) {}
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), acc(slots[0], n);
-    CMap gv(g, n);
-    acc += gv.square();
-    wv -= gv * lr_ * acc.rsqrt();
-  }
+      : Optimizer("Adagrad", "ApplyAdagrad", s, {{"Adagrad", initial_accumulator_value}}) {}
+  Attrs step_attrs(double lr) const override { return lr_attrs(lr); }
 };
 
 class Adadelta final : public Optimizer {
  public:
   Adadelta(const LearningRateSchedule& s, float rho, float epsilon)
-      : Optimizer("Adadelta", s, {{"Adadelta", 0.0f}, {"Adadelta_1", 0.0f}}), rho_(rho), epsilon_(epsilon) {}
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), acc(slots[0], n), acc_u(slots[1], n);
-    CMap gv(g, n);
-    acc = acc * rho_ + gv.square() * (1.0f - rho_);
-    Arr u = (acc_u + epsilon_).sqrt() * (acc + epsilon_).rsqrt() * gv;
-    acc_u = acc_u * rho_ + u.square() * (1.0f - rho_);
-    wv -= u * lr_;
-  }
+      : Optimizer("Adadelta", "ApplyAdadelta", s, {{"Adadelta", 0.0f}, {"Adadelta_1", 0.0f}}),
+        rho_(rho),
+        epsilon_(epsilon) {}
+  Attrs step_attrs(double lr) const override { return lr_attrs(lr).set("rho", rho_).set("epsilon", epsilon_); }
 
  private:
   float rho_, epsilon_;
@@ -301,24 +272,12 @@ class Adadelta final : public Optimizer {
 class Ftrl final : public Optimizer {
  public:
   Ftrl(const LearningRateSchedule& s, float lr_power, float initial_accumulator_value, float l1, float l2)
-      : Optimizer("Ftrl", s, {{"Ftrl", initial_accumulator_value}, {"Ftrl_1", 0.0f}}),
+      : Optimizer("Ftrl", "ApplyFtrl", s, {{"Ftrl", initial_accumulator_value}, {"Ftrl_1", 0.0f}}),
         lr_power_(lr_power),
         l1_(l1),
         l2_(l2) {}
-  void update(float* w, const float* g, float* const* slots, int64_t n) const override {
-    Map wv(w, n), acc(slots[0], n), lin(slots[1], n);
-    CMap gv(g, n);
-    if (lr_power_ == -0.5f) {
-      lin += gv - ((acc + gv.square()).sqrt() - acc.sqrt()) / lr_ * wv;
-      acc += gv.square();
-      Arr y = acc.sqrt() / lr_ + 2.0f * l2_;
-      wv = (lin.abs() > l1_).select((l1_ * lin.sign() - lin) / y, 0.0f);
-    } else {
-      lin += gv - ((acc + gv.square()).pow(-lr_power_) - acc.pow(-lr_power_)) / lr_ * wv;
-      acc += gv.square();
-      Arr y = acc.pow(-lr_power_) / lr_ + 2.0f * l2_;
-      wv = (lin.abs() > l1_).select((l1_ * lin.sign() - lin) / y, 0.0f);
-    }
+  Attrs step_attrs(double lr) const override {
+    return lr_attrs(lr).set("lr_power", lr_power_).set("l1", l1_).set("l2", l2_);
   }
 
  private:
@@ -419,7 +378,7 @@ float compute_gradients(Session& session, const GradientOps& grads, Output loss,
   for (size_t i = 0; i < grads.variables.size(); ++i) gradients->push_back({grads.variables[i], values[i + 1]});
   if (also_values)
     also_values->assign(values.begin() + 1 + static_cast<std::ptrdiff_t>(grads.variables.size()), values.end());
-  return values[0].item<float>();
+  return to_host(values[0]).item<float>();
 }
 
 float train_step(Session& session, Optimizer& optimizer, VariableStore& variables, const GradientOps& grads,
@@ -445,7 +404,7 @@ void ExponentialMovingAverage::track(const VariableStore& variables, const std::
     if (v.dtype() != DType::kFloat32)
       throw_error(Code::kInvalidArgument, "ExponentialMovingAverage: variable '" + name + "' is " + v.spec_string() +
                                               "; only float32 is averaged");
-    shadows_[name] = v.clone();
+    shadows_[name] = copy_of(v);
   }
 }
 
@@ -461,14 +420,13 @@ void ExponentialMovingAverage::apply(const VariableStore& variables, const std::
   double d = decay_;
   if (num_updates)
     d = std::min(d, (1.0 + static_cast<double>(*num_updates)) / (10.0 + static_cast<double>(*num_updates)));
-  float one_minus = static_cast<float>(1.0 - d);
+  // shadow -= (shadow - var)*(1 - d), on the variable's device.
+  const Node update = standalone_node("AssignMovingAverage", "ExponentialMovingAverage", Attrs().set("decay", d));
   for (const std::string& name : names) {
-    const float* pv = variables.at(name).data<float>();
-    float* ps = shadows_.at(name).data<float>();
-    parallel_for(shadows_.at(name).num_elements(), kGrain, [&](int64_t b, int64_t e) {
-      Map s(ps + b, e - b);
-      s -= (s - CMap(pv + b, e - b)) * one_minus;
-    });
+    const Tensor& v = variables.at(name);
+    Tensor& shadow = shadows_.at(name);
+    shadow = to_device(shadow, v.device());
+    run_standalone(update, {shadow, v});
   }
 }
 
@@ -489,19 +447,19 @@ void ExponentialMovingAverage::swap_in(VariableStore& variables) {
                                               " but its average is " + shadow.spec_string());
   }
   for (const auto& [name, shadow] : shadows_) {
-    backup_[name] = variables.at(name).clone();
-    variables.assign(name, shadow);
+    backup_[name] = copy_of(variables.at(name));
+    copy_into(shadow, variables.at(name));
   }
 }
 
 void ExponentialMovingAverage::restore(VariableStore& variables) {
-  for (const auto& [name, value] : backup_) variables.assign(name, value);
+  for (const auto& [name, value] : backup_) copy_into(value, variables.at(name));
   backup_.clear();
 }
 
 std::map<std::string, Tensor> ExponentialMovingAverage::state() const {
   std::map<std::string, Tensor> out;
-  for (const auto& [name, shadow] : shadows_) out[average_name(name)] = shadow.clone();
+  for (const auto& [name, shadow] : shadows_) out[average_name(name)] = host_copy(shadow);
   return out;
 }
 
@@ -513,7 +471,7 @@ void ExponentialMovingAverage::load_state(const std::map<std::string, Tensor>& s
       throw_error(Code::kInvalidArgument, "ExponentialMovingAverage state: '" + key + "' is not an average name");
     if (!value.defined() || value.dtype() != DType::kFloat32)
       throw_error(Code::kInvalidArgument, "ExponentialMovingAverage state '" + key + "': expected float32");
-    shadows[key.substr(0, key.size() - kSuffix.size())] = value.clone();
+    shadows[key.substr(0, key.size() - kSuffix.size())] = host_copy(value);
   }
   shadows_ = std::move(shadows);
 }

@@ -7,24 +7,19 @@
 // its slot variables (per-variable accumulators) itself, named as TensorFlow
 // names them ("<var>/Adam", "<var>/Adam_1", ...), plus the global step and any
 // non-slot state ("beta1_power", "beta2_power"); state() / load_state() move all
-// of it in and out for checkpoints. Updates write through Tensor's mutable
+// of it in and out for checkpoints (on the host). Each rule is an update op
+// (hub/ops/optimizer.h: the formulas, e.g. ApplyAdam) run on the device the
+// variable lives on, with its slots kept there too: a model trained on a GPU
+// never leaves it between steps. Updates write through Tensor's mutable
 // accessors, which bump the storage generation that kernel caches check.
 //
-// Update rules (lr = schedule.at(global_step); g = gradient; all element-wise):
-//   sgd        w -= lr*g
-//   momentum   a = momentum*a + g;  w -= lr*a
-//              (nesterov: w -= lr*g + lr*momentum*a)                 slot Momentum (0)
-//   rmsprop    ms += (g^2 - ms)*(1 - decay);  mom = momentum*mom + lr*g/sqrt(ms + eps);
-//              w -= mom                               slots RMSProp (ms, 1), RMSProp_1 (mom, 0)
-//   adam       t-th step, b1p = beta1^t, b2p = beta2^t; lr_t = lr*sqrt(1 - b2p)/(1 - b1p);
-//              m += (g - m)*(1 - beta1); v += (g^2 - v)*(1 - beta2);
-//              w -= lr_t*m/(sqrt(v) + eps)             slots Adam (m, 0), Adam_1 (v, 0)
-//   adagrad    acc += g^2;  w -= lr*g/sqrt(acc)        slot Adagrad (initial_accumulator_value)
-//   adadelta   acc = rho*acc + (1 - rho)*g^2;  u = sqrt(acc_u + eps)/sqrt(acc + eps)*g;
-//              acc_u = rho*acc_u + (1 - rho)*u^2;  w -= lr*u   slots Adadelta, Adadelta_1 (0)
-//   ftrl       n' = n + g^2;  z += g - (n'^(-p) - n^(-p))/lr*w;  (p = learning_rate_power)
-//              w = |z| > l1 ? (l1*sign(z) - z)/(n'^(-p)/lr + 2*l2) : 0;  n = n'
-//                                          slots Ftrl (n, initial_accumulator_value), Ftrl_1 (z, 0)
+// Rules (slim's --optimizer): sgd (ApplyGradientDescent), momentum
+// (ApplyMomentum, slot Momentum = 0), rmsprop (ApplyRMSProp, slots RMSProp = 1,
+// RMSProp_1 = 0), adam (ApplyAdam, slots Adam, Adam_1 = 0; the step's rate is
+// lr*sqrt(1 - beta2^t)/(1 - beta1^t)), adagrad (ApplyAdagrad, slot Adagrad =
+// initial_accumulator_value), adadelta (ApplyAdadelta, slots Adadelta,
+// Adadelta_1 = 0), ftrl (ApplyFtrl, slots Ftrl = initial_accumulator_value,
+// Ftrl_1 = 0); lr = schedule.at(global_step).
 //
 // Not thread-safe; one optimizer per training loop.
 #pragma once
@@ -107,13 +102,15 @@ class Optimizer {
   // The learning rate the next apply_gradients() uses.
   double learning_rate() const { return schedule_.at(global_step_); }
 
-  // Updates each named variable in place with its gradient, then increments
-  // the global step. All pairs are checked first (variable exists: NotFound;
-  // gradient defined, float32, the variable's shape: InvalidArgument, naming
-  // the variable), so on error nothing has changed.
+  // Updates each named variable in place with its gradient (copied to the
+  // variable's device if it lives elsewhere), then increments the global
+  // step. All pairs are checked first (variable exists: NotFound; gradient
+  // defined, float32, the variable's shape: InvalidArgument, naming the
+  // variable), so on error nothing has changed.
   void apply_gradients(VariableStore& variables, const GradientList& grads);
 
-  // Slots ("<var>/<Slot>"), "global_step" (int64 scalar) and non-slot state.
+  // Slots ("<var>/<Slot>"), "global_step" (int64 scalar) and non-slot state,
+  // as host copies.
   std::map<std::string, Tensor> state() const;
   // Replaces the state with `state` (as returned by state()); throws
   // InvalidArgument naming a key this optimizer does not know or a bad tensor.
@@ -126,12 +123,11 @@ class Optimizer {
     std::string suffix;  // "Adam", "Adam_1"
     float initial_value;
   };
-  Optimizer(std::string name, LearningRateSchedule schedule, std::vector<SlotSpec> slots);
-  // Per-step scalars (e.g. Adam's lr_t), before any variable is updated.
-  virtual void begin_step(float lr) { lr_ = lr; }
-  // Updates elements [0, n) of w from g with this variable's slots (in the
-  // order of the SlotSpecs). Called on disjoint chunks, concurrently.
-  virtual void update(float* w, const float* g, float* const* slots, int64_t n) const = 0;
+  // `update_op`: the op that applies the rule (hub/ops/optimizer.h).
+  Optimizer(std::string name, std::string update_op, LearningRateSchedule schedule, std::vector<SlotSpec> slots);
+  // The update op's attributes for the coming step at learning rate lr
+  // (called once per step, before any variable is updated).
+  virtual Attrs step_attrs(double lr) const = 0;
   // After all variables of a step were updated.
   virtual void end_step() {}
   // Non-slot state beyond the global step.
@@ -142,10 +138,9 @@ class Optimizer {
     return false;
   }
 
-  float lr_ = 0.0f;
-
  private:
   std::string name_;
+  std::string update_op_;
   LearningRateSchedule schedule_;
   std::vector<SlotSpec> slot_specs_;
   std::map<std::string, Tensor> slots_;

@@ -89,19 +89,29 @@ Session::Session(const Graph& graph, VariableStore* variables, SessionOptions op
       backend_(options.backend ? options.backend : &default_backend()),
       plan_memory_(options.plan_memory),
       profile_(options.profile),
+      fetch_to_host_(options.fetch_to_host),
       fuse_(options.fuse && graph_optimization_enabled()) {
   allocators_[Device::kCPU] = std::make_unique<PoolAllocator>();
 }
 
-Allocator& Session::allocator_for(Device device) {
+const Backend& Session::backend_of(Device device) const {
+  auto it = device_backends_.find(device);
+  return it != device_backends_.end() ? *it->second : backend_for_device(device);
+}
+
+Allocator& Session::allocator_for(Device device, const Backend* owner) {
   auto& a = allocators_[device];
-  if (!a) a = backend_for_device(device).make_allocator();
+  if (!a) {
+    const Backend& maker = owner ? *owner : backend_of(device);
+    a = maker.make_allocator();
+    device_backends_.emplace(device, &maker);
+  }
   return *a;
 }
 
 Tensor Session::on_device(const Tensor& t, Device device) {
   if (t.device() == device) return t;
-  const Backend& copier = backend_for_device(device == Device::kCPU ? t.device() : device);
+  const Backend& copier = backend_of(device == Device::kCPU ? t.device() : device);
   Tensor out(t.dtype(), t.shape(), allocator_for(device).allocate(t.nbytes()));
   copier.copy(t, out);
   ++last_copies_;
@@ -365,6 +375,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       const Device device = backend.device();
       const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       if (recording && device != Device::kCPU) recording = false;  // host plans only
+      Allocator& device_alloc = allocator_for(device, &backend);   // before any copy there: its backend copies
       moved.clear();
       moved.reserve(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -375,7 +386,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
         moved.push_back(it->second);
         inputs[i] = &moved.back();
       }
-      Allocator& alloc = recording ? static_cast<Allocator&>(recorder) : allocator_for(device);
+      Allocator& alloc = recording ? static_cast<Allocator&>(recorder) : device_alloc;
       KernelContext ctx(node, inputs, step.out_specs, alloc, variables_,
                         mix_seed(mix_seed(graph_.seed(), static_cast<uint64_t>(step.node)), run_number));
       ctx.set_state_slot(&step.kernel_state);
@@ -446,7 +457,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
   }
   std::vector<Tensor> out;
   out.reserve(fetches.size());
-  for (int s : plan.fetch_slots) out.push_back(on_device(plan.values[s], Device::kCPU));
+  for (int s : plan.fetch_slots)
+    out.push_back(fetch_to_host_ ? on_device(plan.values[s], Device::kCPU) : plan.values[s]);
   for (Tensor& t : plan.values) t = Tensor();
   if (recording) {
     lay_out(plan, buffers, buffer_of_output, slot_buffer, slot_whole);

@@ -4,7 +4,8 @@
 // session's preferred backend if it has a kernel for the node, else that
 // backend's fallback. Outputs are allocated on the running backend's device;
 // an input living on another device is copied across first (once per run and
-// device), and fetched tensors are returned on the host.
+// device), and fetched tensors are returned on the host (or where they were
+// computed: SessionOptions::fetch_to_host).
 //
 // For each distinct (feeds, fetches, targets) a plan is made once and cached:
 // the needed nodes in topological order and, for every tensor, how many
@@ -57,6 +58,11 @@ struct SessionOptions {
   // Times every node of each run (last_profile()). Costs two clock reads per
   // node; for finding where a run's time goes, not for production runs.
   bool profile = false;
+  // Fetched tensors come back on the host (copied, waiting for the device).
+  // When false, each stays on the device that computed it: a training loop
+  // on a GPU hands the gradients to the optimizer there (hub::to_host reads
+  // one on the host). The `ready` callback of run() always gets host values.
+  bool fetch_to_host = true;
   // Exact fusions of the nodes a plan runs on a host backend (training-mode
   // batch norm with the Relu / Relu6 after it, and their gradients: fewer
   // passes over memory, same results within float rounding; step_fusion.h).
@@ -128,7 +134,12 @@ class Session {
   // The memory plan's layout from a recording run (session.cc).
   void lay_out(Plan& plan, std::vector<Buffer>& buffers, const std::vector<int>& buffer_of_output,
                const std::vector<int>& slot_buffer, const std::vector<char>& slot_whole);
-  Allocator& allocator_for(Device device);
+  // The allocator of `device`, made on first use by `owner` (the backend
+  // about to run a kernel there) or else by backend_of(); that backend then
+  // makes the session's copies to and from the device.
+  Allocator& allocator_for(Device device, const Backend* owner = nullptr);
+  // The backend that made `device`'s allocator, else backend_for_device().
+  const Backend& backend_of(Device device) const;
   // `t` on `device`: t itself, or a copy made by the backend owning the
   // non-host side (counted in last_copies()).
   Tensor on_device(const Tensor& t, Device device);
@@ -138,9 +149,11 @@ class Session {
   const Backend* backend_;
   bool plan_memory_;
   bool profile_;
+  bool fetch_to_host_;
   bool fuse_;
   std::vector<NodeTime> last_profile_;
   std::map<Device, std::unique_ptr<Allocator>> allocators_;
+  std::map<Device, const Backend*> device_backends_;  // who made each allocator
   int64_t last_copies_ = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   std::map<std::string, std::vector<std::string>> shape_plans_;  // plan_memory: most recent first

@@ -44,7 +44,13 @@ Graph rebuild_graph(const Graph& src, const std::function<void(const Node&, Attr
 
 const Tensor& VariableRef::value() const { return store_->at(name_); }
 
-void VariableRef::assign(const Tensor& value) { store_->assign(name_, value); }
+void VariableRef::assign(const Tensor& value) {
+  try {
+    copy_into(value, store_->at(name_));  // from or to a device too
+  } catch (const Error& e) {
+    throw e.with_context("variable '" + name_ + "'");
+  }
+}
 
 void VariableRef::assign(float value) {
   const Tensor& cur = store_->at(name_);

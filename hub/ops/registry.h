@@ -100,6 +100,7 @@ class KernelContext {
   void set_state_slot(std::shared_ptr<void>* slot) { state_ = slot ? slot : &local_state_; }
   // Variable storage; throws FailedPrecondition if the run has none.
   VariableStore& variables() const;
+  bool has_variables() const { return variables_ != nullptr; }
   // Deterministic per (seed, node, run): the seed random kernels start from.
   uint64_t seed() const { return seed_; }
   std::vector<Tensor>& outputs() { return outputs_; }

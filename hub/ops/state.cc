@@ -1,5 +1,6 @@
 // Placeholder, Const, Variable: graph inputs with no gradient of their own
-// (autodiff stops at them). AssignMovingAverage: v <- v*decay + x*(1-decay).
+// (autodiff stops at them). AssignMovingAverage: v -= (v - x)*(1-decay), TF's
+// form, exact where v == x.
 #include "hub/ops/state.h"
 
 #include "hub/ops/registry.h"
@@ -57,7 +58,7 @@ HUB_REGISTER_OP(AssignMovingAverage)
         c.fail("value " + c.input(1).to_string() + " does not match variable " + c.input(0).to_string());
       return {c.input(0)};
     })
-    .doc("variable <- variable*decay + value*(1-decay); input 0 must be a Variable.")
+    .doc("variable -= (variable - value)*(1-decay) (TF's assign_moving_average); input 0 must be a Variable.")
     .no_gradient("a state update run for its side effect");
 
 namespace ops {

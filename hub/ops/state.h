@@ -26,7 +26,7 @@ struct VariableOptions {
 // A variable named s.prefix()/name, whose value lives in the VariableStore.
 Output variable(const Scope& s, const std::string& name, const Shape& shape, const VariableOptions& options = {});
 
-// Side effect: variable = variable * decay + value * (1 - decay). Output: the
+// Side effect: variable -= (variable - value) * (1 - decay). Output: the
 // variable's new value. Run it as a target (it is listed in kUpdateOps).
 Output assign_moving_average(const Scope& s, Output variable, Output value, float decay,
                              const std::string& name = "AssignMovingAvg");

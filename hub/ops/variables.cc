@@ -22,6 +22,10 @@ void VariableStore::assign(const std::string& name, const Tensor& value) {
   if (var.dtype() != value.dtype() || var.shape() != value.shape())
     throw_error(Code::kInvalidArgument,
                 "cannot assign " + value.spec_string() + " to variable '" + name + "' of " + var.spec_string());
+  if (var.device() != Device::kCPU || value.device() != Device::kCPU)
+    throw_error(Code::kFailedPrecondition,
+                "cannot assign to variable '" + name + "' on " + std::string(device_name(var.device())) + " from " +
+                    std::string(device_name(value.device())) + " here (hub::copy_into copies across devices)");
   std::memcpy(var.raw_data(), value.raw_data(), value.nbytes());
 }
 

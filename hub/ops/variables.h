@@ -24,7 +24,8 @@ class VariableStore {
   // Adds or replaces a variable's tensor (taken as is, shared).
   void set(const std::string& name, Tensor value);
   // Copies value into the existing variable's storage; throws InvalidArgument
-  // naming the variable when dtype or shape differ.
+  // naming the variable when dtype or shape differ, FailedPrecondition when
+  // either lives on a device (hub::copy_into in hub/backend copies there).
   void assign(const std::string& name, const Tensor& value);
   void erase(const std::string& name) { vars_.erase(name); }
   std::vector<std::string> names() const;

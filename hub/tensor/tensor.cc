@@ -185,6 +185,9 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
+  if (device() != Device::kCPU)
+    throw_error(Code::kFailedPrecondition, "clone of " + spec_string() + " on " + std::string(device_name(device())) +
+                                               " (copy it with hub::to_device)");
   Tensor t(dtype_, shape_);
   std::memcpy(t.raw_data(), raw_data(), nbytes());
   return t;
@@ -201,8 +204,12 @@ void Tensor::fill(double value) {
 
 std::string Tensor::spec_string() const { return std::string(dtype_name(dtype_)) + shape_.to_string(); }
 
-void Tensor::check_type(DType requested) const {
+void Tensor::check_type(DType requested, bool on_host) const {
   if (!defined()) throw_error(Code::kFailedPrecondition, "access to an undefined tensor");
+  if (on_host && storage_->device != Device::kCPU)
+    throw_error(Code::kFailedPrecondition, "host access to " + spec_string() + " on " +
+                                               std::string(device_name(storage_->device)) +
+                                               " (copy it to the host first)");
   if (requested != dtype_)
     throw_error(Code::kInvalidArgument,
                 "tensor is " + spec_string() + ", accessed as " + std::string(dtype_name(requested)));
@@ -211,6 +218,7 @@ void Tensor::check_type(DType requested) const {
 bool identical(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
+  HUB_CHECK(a.device() == Device::kCPU && b.device() == Device::kCPU, "identical() compares host tensors");
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 

@@ -82,14 +82,28 @@ class Tensor {
     return static_cast<char*>(storage_->data) + offset_;
   }
   const void* raw_data() const { return static_cast<const char*>(storage_->data) + offset_; }
+  // The elements, for code on the host: throws FailedPrecondition when the
+  // tensor lives on a device (copy it to the host first).
   template <class T>
   T* data() {
-    check_type(dtype_of<T>);
+    check_type(dtype_of<T>, true);
     return static_cast<T*>(raw_data());
   }
   template <class T>
   const T* data() const {
-    check_type(dtype_of<T>);
+    check_type(dtype_of<T>, true);
+    return static_cast<const T*>(raw_data());
+  }
+  // The elements wherever the tensor lives: for a device backend's kernels,
+  // which pass the pointer to their device.
+  template <class T>
+  T* device_data() {
+    check_type(dtype_of<T>, false);
+    return static_cast<T*>(raw_data());
+  }
+  template <class T>
+  const T* device_data() const {
+    check_type(dtype_of<T>, false);
     return static_cast<const T*>(raw_data());
   }
   template <class T>
@@ -101,6 +115,8 @@ class Tensor {
 
   // View with a new shape of the same element count (one dim may be -1).
   Tensor reshaped(Shape shape) const;
+  // A copy of a host tensor's bytes (FailedPrecondition on a device:
+  // hub::to_device in hub/backend/backend.h copies across devices).
   Tensor clone() const;
   // Fills every element with value (converted to the dtype).
   void fill(double value);
@@ -112,7 +128,7 @@ class Tensor {
   std::string spec_string() const;
 
  private:
-  void check_type(DType requested) const;
+  void check_type(DType requested, bool on_host) const;
 
   DType dtype_ = DType::kFloat32;
   Shape shape_;

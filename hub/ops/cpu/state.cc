@@ -29,7 +29,7 @@ void assign_moving_average_kernel(KernelContext& c) {
   float decay = static_cast<float>(c.attrs().get_float("decay"));
   Eigen::Map<Eigen::ArrayXf> v(var.data<float>(), var.num_elements());
   Eigen::Map<const Eigen::ArrayXf> xv(x.data<float>(), x.num_elements());
-  v = v * decay + xv * (1.0f - decay);
+  v -= (v - xv) * (1.0f - decay);
   c.set_output(0, var);
 }
 

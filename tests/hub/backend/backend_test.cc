@@ -64,8 +64,8 @@ void device_relu(KernelContext& c) {
   REQUIRE(x.device() == Device::kCUDA);
   Tensor& y = c.output(0);
   REQUIRE(y.device() == Device::kCUDA);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
+  const float* px = x.device_data<float>();
+  float* py = y.device_data<float>();
   for (int64_t i = 0; i < x.num_elements(); ++i) py[i] = px[i] > 0 ? px[i] : 0;
 }
 
