@@ -154,6 +154,12 @@ void note_skip(const std::string& why) {
 
 bool any_skipped() { return g_skipped; }
 
+std::string cuda_unavailable_reason() {
+  for (const Backend* b : registered_backends())
+    if (b->name() == "cuda") return b->unavailable_reason();
+  return "this build has no CUDA backend (meson -Dcuda=enabled)";
+}
+
 namespace {
 std::set<std::string>& gradient_checked() {
   static std::set<std::string> ops;

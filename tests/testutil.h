@@ -33,6 +33,16 @@ namespace hub::testing {
 void note_skip(const std::string& why);
 bool any_skipped();
 
+// Empty when the `cuda` backend is built and has a device, else why not.
+// CUDA cases begin with HUB_SKIP_UNLESS_CUDA(), so a suite without a GPU
+// reports SKIP.
+std::string cuda_unavailable_reason();
+#define HUB_SKIP_UNLESS_CUDA()                                                   \
+  do {                                                                           \
+    const std::string hub_cuda_why_ = ::hub::testing::cuda_unavailable_reason(); \
+    HUB_SKIP_UNLESS(hub_cuda_why_.empty(), hub_cuda_why_);                       \
+  } while (0)
+
 // A solid h x w JPEG of CMYK samples `cmyk`, written by libjpeg itself
 // (jpeg_set_colorspace(JCS_CMYK), quality 100). With `adobe_marker` (what
 // Photoshop writes, and libjpeg by default for CMYK) readers take the samples

@@ -22,7 +22,7 @@ cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 
 if [ ! -f "$dir/build.ninja" ]; then
-  CC=$cc CXX=$cxx meson setup "$dir" -Dfuzz=true -Dtests=false \
+  CC=$cc CXX=$cxx meson setup "$dir" -Dfuzz=true -Dtests=false -Dcuda=disabled \
     -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=false \
     -Dcpp_args="-O1 -g -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
 fi

@@ -1,0 +1,184 @@
+// The CUDA convolution, matmul and fused kernels (cuDNN graph API, cuBLAS)
+// against the reference on awkward shapes, their gradients by finite
+// differences, and float32 numerics (no TF32 unless asked for). Every case
+// skips where there is no CUDA device.
+#include "hub/ops/conv2d.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "hub/ops/fused.h"
+#include "testutil.h"
+
+using namespace hub;
+using namespace hub::testing;
+
+namespace {
+
+Attrs conv_attrs(const std::string& padding, std::vector<int64_t> strides = {1, 1},
+                 std::vector<int64_t> dilations = {1, 1}) {
+  return ops::ConvOptions{strides, padding, dilations}.to_attrs();
+}
+
+Attrs explicit_attrs(std::vector<int64_t> pads, std::vector<int64_t> strides = {1, 1},
+                     std::vector<int64_t> dilations = {1, 1}) {
+  return ops::ConvOptions{strides, "EXPLICIT", dilations, pads}.to_attrs();
+}
+
+Attrs matmul_attrs(bool ta, bool tb) { return Attrs().set("transpose_a", ta).set("transpose_b", tb); }
+
+}  // namespace
+
+TEST_CASE("cuda Conv2D, DepthwiseConv2dNative and their backprops match the reference on awkward shapes") {
+  HUB_SKIP_UNLESS_CUDA();
+  struct Case {
+    bool depthwise;
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {false, {1, 7, 7, 3}, {3, 3, 3, 5}, conv_attrs("SAME", {2, 2})},  // batch 1, stride 2: asymmetric SAME pad
+      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},          // 5x5, odd channels
+      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},          // 1x1
+      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},
+      {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
+      {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},         // one input channel
+      {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},    // stride > kernel
+      {false, {1, 7, 6, 3}, {3, 3, 3, 4}, explicit_attrs({2, 0, 1, 3}, {2, 1})},
+      {false, {2, 5, 5, 8}, {2, 2, 8, 3}, explicit_attrs({3, 1, 0, 4}, {1, 2})},
+      // grouped: G = 2, G = C/2 (odd), G = C
+      {false, {2, 6, 5, 4}, {3, 3, 2, 6}, conv_attrs("SAME", {2, 1})},
+      {false, {1, 7, 7, 6}, {3, 2, 2, 9}, explicit_attrs({1, 1, 0, 2})},
+      {false, {1, 5, 6, 5}, {3, 3, 1, 10}, conv_attrs("VALID", {1, 1}, {1, 2})},
+      {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},  // multiplier 2
+      {true, {2, 8, 9, 5}, {3, 3, 5, 1}, conv_attrs("SAME")},
+      {true, {1, 9, 9, 4}, {5, 5, 4, 1}, conv_attrs("VALID", {2, 2})},
+      {true, {2, 6, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {1, 1}, {2, 2})},
+      {true, {1, 6, 7, 3}, {3, 3, 3, 2}, explicit_attrs({0, 2, 1, 1}, {2, 2})},
+      // the MNIST tutorial's and a MobileNet block's shapes (many blocks of work)
+      {false, {16, 28, 28, 1}, {5, 5, 1, 32}, conv_attrs("SAME")},
+      {false, {16, 14, 14, 32}, {5, 5, 32, 64}, conv_attrs("SAME")},
+      {true, {4, 56, 56, 64}, {3, 3, 64, 1}, conv_attrs("SAME", {2, 2})},
+      {false, {4, 28, 28, 64}, {1, 1, 64, 128}, conv_attrs("SAME")},
+  };
+  int seed = 200;
+  for (const Case& k : cases) {
+    INFO((k.depthwise ? "depthwise" : "conv") << " x " << k.x.to_string() << " w " << k.w.to_string());
+    const std::string fwd = k.depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+    Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
+    Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
+    Tensor dy = random_tensor(y.shape(), ++seed);
+    compare_backends(fwd, {x, w}, k.attrs, "cuda", 2e-4, 2e-4);
+    compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs, "cuda", 2e-4, 2e-4);
+    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, "cuda", 5e-4, 5e-4);
+  }
+}
+
+TEST_CASE("cuda Conv2D and DepthwiseConv2dNative: gradients by finite differences") {
+  HUB_SKIP_UNLESS_CUDA();
+  GradCheckOptions o;
+  o.backend = "cuda";
+  check_gradients("Conv2D", {random_tensor({2, 5, 5, 3}, 1), random_tensor({3, 3, 3, 4}, 2)},
+                  conv_attrs("SAME", {2, 2}), o);
+  check_gradients("DepthwiseConv2dNative", {random_tensor({1, 6, 5, 3}, 3), random_tensor({3, 3, 3, 2}, 4)},
+                  conv_attrs("SAME"), o);
+}
+
+TEST_CASE("cuda MatMul, BatchMatMul, BiasAdd and BiasAddGrad match the reference") {
+  HUB_SKIP_UNLESS_CUDA();
+  int seed = 300;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("transpose_a " << ta << " transpose_b " << tb);
+      const int64_t m = 7, k = 13, n = 5;
+      Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, ++seed);
+      Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, ++seed);
+      compare_backends("MatMul", {a, b}, matmul_attrs(ta, tb), "cuda");
+    }
+  compare_backends("MatMul", {random_tensor({300, 257}, 1), random_tensor({257, 129}, 2)}, matmul_attrs(false, false),
+                   "cuda", 2e-4, 2e-4);
+  compare_backends("MatMul", {random_tensor({1, 9}, 3), random_tensor({9, 1}, 4)}, matmul_attrs(false, false), "cuda");
+  struct Batched {
+    Shape x, y;
+    bool adj_x, adj_y;
+  };
+  for (const Batched& b : std::vector<Batched>{{{3, 4, 5}, {3, 5, 2}, false, false},
+                                               {{2, 3, 4, 5}, {5, 6}, false, false},       // y broadcast
+                                               {{1, 4, 5}, {3, 2, 5}, false, true},        // x broadcast
+                                               {{2, 1, 5, 4}, {1, 3, 5, 6}, true, false},  // both broadcast
+                                               {{4, 6}, {2, 6, 3}, false, false}}) {
+    INFO("BatchMatMul " << b.x.to_string() << " x " << b.y.to_string());
+    compare_backends("BatchMatMul", {random_tensor(b.x, ++seed), random_tensor(b.y, ++seed)},
+                     Attrs().set("adj_x", b.adj_x).set("adj_y", b.adj_y), "cuda");
+  }
+  compare_backends("BiasAdd", {random_tensor({3, 4, 5}, 5), random_tensor({5}, 6)}, {}, "cuda");
+  compare_backends("BiasAdd", {random_tensor({70000, 3}, 7), random_tensor({3}, 8)}, {}, "cuda");
+  compare_backends("BiasAddGrad", {random_tensor({3, 4, 5}, 9)}, {}, "cuda");
+  compare_backends("BiasAddGrad", {random_tensor({50000, 7}, 10)}, {}, "cuda", 1e-3, 1e-4);
+  GradCheckOptions o;
+  o.backend = "cuda";
+  check_gradients("MatMul", {random_tensor({3, 4}, 11), random_tensor({4, 2}, 12)}, matmul_attrs(false, true), o);
+  check_gradients("BatchMatMul", {random_tensor({2, 3, 4}, 13), random_tensor({4, 2}, 14)}, {}, o);
+  check_gradients("BiasAdd", {random_tensor({2, 3, 4}, 15), random_tensor({4}, 16)}, {}, o);
+}
+
+TEST_CASE("cuda float32 products are float32: no TF32 rounding unless HUB_CUDA_TF32=1") {
+  HUB_SKIP_UNLESS_CUDA();
+  // With inputs rounded to TF32's 10-bit mantissa, a K = 2048 product is off
+  // by about 1e-3 relative; float32 accumulation stays near 1e-6.
+  compare_backends("MatMul", {random_tensor({64, 2048}, 21), random_tensor({2048, 64}, 22)}, matmul_attrs(false, false),
+                   "cuda", 1e-4, 1e-4);
+  compare_backends("Conv2D", {random_tensor({8, 16, 16, 256}, 23), random_tensor({3, 3, 256, 64}, 24)},
+                   conv_attrs("SAME"), "cuda", 1e-4, 1e-4);
+}
+
+TEST_CASE("cuda _FusedConv2D and _FusedMatMul: bias, residual add and every post-op") {
+  HUB_SKIP_UNLESS_CUDA();
+  auto fused = [](const std::vector<ops::PostOp>& post, bool depthwise, int64_t stride, const char* padding) {
+    Attrs a;
+    a.set("depthwise", depthwise).set("strides", std::vector<int64_t>{stride, stride}).set("padding", padding);
+    ops::set_post_ops(a, post);
+    return a;
+  };
+  struct Case {
+    Shape x;
+    int64_t kernel, out;  // out: output channels (depthwise: multiplier)
+    bool depthwise;
+    int64_t stride;
+    const char* padding;
+    std::vector<ops::PostOp> post_ops;
+  };
+  const Case cases[] = {
+      {{2, 7, 5, 3}, 3, 5, false, 1, "SAME", {{"Relu"}}},
+      {{1, 8, 8, 6}, 3, 4, false, 2, "SAME", {{"Add"}, {"Relu6"}}},
+      {{3, 6, 7, 5}, 1, 9, false, 1, "VALID", {{"Add"}}},
+      {{2, 9, 9, 7}, 3, 1, true, 2, "SAME", {{"Relu6"}}},
+      {{1, 5, 6, 4}, 3, 2, true, 1, "VALID", {{"Add"}, {"Tanh"}}},
+      {{2, 5, 6, 4}, 3, 6, false, 1, "VALID", {{"Sigmoid"}, {"Add"}, {"Tanh"}}},
+      {{2, 4, 4, 3}, 2, 3, false, 1, "SAME", {{"Elu", 1.0f}}},
+      {{1, 6, 6, 3}, 3, 4, false, 1, "SAME", {{"LeakyRelu", 0.1f}, {"Clip", -0.5f, 2}, {"HardSwish"}}},
+      {{8, 28, 28, 32}, 1, 64, false, 1, "SAME", {{"Relu6"}}},
+  };
+  uint64_t seed = 1;
+  for (const Case& k : cases) {
+    const int64_t c = k.x[3], o = k.depthwise ? c * k.out : k.out;
+    Tensor x = random_tensor(k.x, seed++);
+    Tensor w = random_tensor({k.kernel, k.kernel, c, k.out}, seed++);
+    Tensor bias = random_tensor({o}, seed++);
+    Tensor probe = run_op(k.depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, w},
+                          ops::ConvOptions{{k.stride, k.stride}, k.padding}.to_attrs())[0];
+    std::vector<Tensor> inputs{x, w, bias};
+    for (const ops::PostOp& p : k.post_ops)
+      if (p.op == "Add") inputs.push_back(random_tensor(probe.shape(), seed++));
+    INFO("x " << k.x.to_string() << " depthwise " << k.depthwise << " stride " << k.stride << " " << k.padding);
+    compare_backends("_FusedConv2D", inputs, fused(k.post_ops, k.depthwise, k.stride, k.padding), "cuda", 2e-4, 2e-4);
+  }
+  Attrs mm = Attrs().set("transpose_a", false).set("transpose_b", true);
+  ops::set_post_ops(mm, {{"Add"}, {"Relu"}});
+  compare_backends(
+      "_FusedMatMul",
+      {random_tensor({6, 10}, 41), random_tensor({4, 10}, 42), random_tensor({4}, 43), random_tensor({6, 4}, 44)}, mm,
+      "cuda");
+}
