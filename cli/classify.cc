@@ -27,7 +27,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 RunFn setup_classify(CLI::App& app) {
   struct Flags {
     ModuleArgs module;
-    std::string labels, signature;
+    std::string labels, signature, backend;
     std::vector<std::string> images;
     int top_k = 5;
     bool json = false;
@@ -40,8 +40,10 @@ RunFn setup_classify(CLI::App& app) {
   app.add_option("--signature", f->signature,
                  "Signature giving probabilities (default: classification if present, else default)");
   app.add_flag("--json", f->json, "Print JSON");
+  add_backend_flag(app, f->backend);
   return [f] {
     if (f->top_k < 1) throw_error(Code::kInvalidArgument, "--top_k must be >= 1");
+    use_backend(f->backend);
     ModuleSpec spec = load_module(f->module);
     std::string sig = f->signature;
     if (sig.empty()) {

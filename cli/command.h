@@ -64,6 +64,14 @@ ModuleSpec load_module(const ModuleArgs& args, bool quiet = false);
 // The note above, for a Resolution (nothing when it resolved to itself).
 void note_resolution(const resolver::Resolution& r);
 
+// --backend NAME: the backend the command's sessions prefer (reference,
+// onednn, cuda; default $HUB_BACKEND, else onednn). use_backend() checks it
+// (an unknown backend, or cuda without a GPU, is an error naming the flag)
+// and makes it the process's default ($HUB_BACKEND), so every Session and
+// Module the command makes runs on it. Nothing when empty.
+void add_backend_flag(CLI::App& app, std::string& backend);
+void use_backend(const std::string& backend);
+
 // An image file decoded and resized (bilinear) to a module's input size
 // [h, w, channels] in [0, 1], as classify and quantize feed it. Errors name
 // the file.

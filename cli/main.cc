@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "cli/command.h"
+#include "hub/backend/backend.h"
 #include "hub/core/error.h"
 #include "hub/core/interrupt.h"
 #include "hub/core/text.h"
@@ -76,6 +77,21 @@ std::string registry_url(const std::string& flag) {
   if (!flag.empty()) return flag;
   const char* env = std::getenv("HUB_REGISTRY");
   return env ? env : "";
+}
+
+void add_backend_flag(CLI::App& app, std::string& backend) {
+  app.add_option("--backend", backend,
+                 "Backend to run on: reference, onednn or cuda (default: $HUB_BACKEND, else onednn)");
+}
+
+void use_backend(const std::string& backend) {
+  if (backend.empty()) return;
+  try {
+    find_backend(backend);
+  } catch (const Error& e) {
+    throw e.with_context("--backend");
+  }
+  ::setenv("HUB_BACKEND", backend.c_str(), 1);
 }
 
 resolver::Resolver make_resolver(const ModuleArgs& args, bool quiet) {

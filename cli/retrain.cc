@@ -61,7 +61,10 @@ RunFn setup_retrain(CLI::App& app) {
   CLI::Option* module_rate_flag =
       app.add_option("--fine_tune_learning_rate", *module_rate,
                      "With --fine_tune: learning rate of the module's variables (default: --learning_rate / 10)");
-  return [c, module, module_rate, module_rate_flag] {
+  auto backend = std::make_shared<std::string>();
+  add_backend_flag(app, *backend);
+  return [c, module, module_rate, module_rate_flag, backend] {
+    use_backend(*backend);
     c->module = module->module;
     if (module_rate_flag->count()) c->fine_tune_learning_rate = *module_rate;
     retrain::RetrainResult r = retrain::retrain(*c, make_resolver(*module));

@@ -51,9 +51,11 @@ RunFn setup_run(CLI::App& app) {
     std::vector<std::string> inputs;
     std::string output_dir;
     std::string tags;
+    std::string backend;
   };
   auto o = std::make_shared<Opts>();
   add_module_args(app, o->module, "The module to run");
+  add_backend_flag(app, o->backend);
   app.add_option("--signature", o->signature, "Signature to run")->capture_default_str();
   app.add_option("--input", o->inputs, "name=FILE.npy (repeatable); FILE.npy alone for a single-input signature")
       ->required()
@@ -61,6 +63,7 @@ RunFn setup_run(CLI::App& app) {
   app.add_option("--output_dir", o->output_dir, "Write each output as NAME.npy here (default: print)");
   app.add_option("--tags", o->tags, "Tag set, comma-separated (default: the inference tag set {})");
   return [o] {
+    use_backend(o->backend);
     ModuleSpec spec = load_module(o->module);
     TagSet tags = parse_tags(o->tags);
     const SignatureInfo& si = spec.signature(o->signature, tags);

@@ -110,7 +110,9 @@ RunFn setup_train(CLI::App& app) {
   app.add_option("--replicas_to_aggregate", c->replica_flags.replicas_to_aggregate,
                  "Gradients averaged per step: the processes mpirun starts");
   app.add_option("--num_ps_tasks", c->replica_flags.num_ps_tasks, "Parameter servers: 0 (gradients are all-reduced)");
+  add_backend_flag(app, c->backend);
   return [c, classes, bucket_mb, sync, sync_flag] {
+    use_backend(c->backend);
     c->only_classes = parse_class_list(*classes, "--classes");
     if (!(*bucket_mb > 0 && *bucket_mb <= 1 << 20))
       throw_error(Code::kInvalidArgument,
@@ -153,7 +155,9 @@ RunFn setup_eval(CLI::App& app) {
   app.add_flag("--quantize", c->quantize, "Evaluate the fake-quantized graph (trained with --quantize_delay)");
   app.add_option("--classes", *classes, "Evaluate on these class ids only (as trained with --classes)");
   app.add_flag("--json", *json, "Print JSON: examples, accuracy, recall_at_5");
+  add_backend_flag(app, c->backend);
   return [c, classes, json] {
+    use_backend(c->backend);
     c->only_classes = parse_class_list(*classes, "--classes");
     train::EvalResult r = train::evaluate(*c);
     if (!train::job().chief()) return 0;

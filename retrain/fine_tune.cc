@@ -80,7 +80,11 @@ FineTuner::FineTuner(const ModuleSpec& spec, const FeatureModule& f, int64_t cla
 
   for (const auto& [name, value] : module_values.items()) variables_.set(name, value);
   variables_.initialize(graph_);  // the head: the frozen head's initial values (same seed and names)
-  session_ = std::make_unique<Session>(graph_, &variables_);
+  // On a device backend the variables, gradients and updates stay there.
+  SessionOptions options;
+  options.fetch_to_host = false;
+  session_ = std::make_unique<Session>(graph_, &variables_, options);
+  if (session_->backend().device() != Device::kCPU) move_variables(variables_, session_->backend().device());
   head_sgd_ = make_optimizer("sgd", LearningRateSchedule::fixed(o.head_learning_rate));
   module_sgd_ = make_optimizer("sgd", LearningRateSchedule::fixed(o.learning_rate));
 }
@@ -96,8 +100,8 @@ float FineTuner::step(const Tensor& images, const Tensor& labels, Tensor* logits
   std::vector<Tensor> outputs;
   float value = compute_gradients(*session_, grads_, head_.loss, feeds(images, labels), &all,
                                   {head_.logits, head_.probabilities}, &outputs);
-  if (logits) *logits = outputs[0];
-  if (probabilities) *probabilities = outputs[1];
+  if (logits) *logits = to_host(outputs[0]);
+  if (probabilities) *probabilities = to_host(outputs[1]);
   const std::string prefix = std::string(kModuleScope) + "/";
   for (auto& g : all) (g.first.rfind(prefix, 0) == 0 ? module : head).push_back(std::move(g));
   head_sgd_->apply_gradients(variables_, head);
@@ -106,11 +110,11 @@ float FineTuner::step(const Tensor& images, const Tensor& labels, Tensor* logits
 }
 
 float FineTuner::loss(const Tensor& images, const Tensor& labels) {
-  return session_->run_one(feeds(images, labels), head_.loss).item<float>();
+  return to_host(session_->run_one(feeds(images, labels), head_.loss)).item<float>();
 }
 
 Tensor FineTuner::probabilities(const Tensor& images) {
-  return session_->run_one({{images_, images}}, head_.probabilities);
+  return to_host(session_->run_one({{images_, images}}, head_.probabilities));
 }
 
 void FineTuner::copy_module_variables(Module& to) const {

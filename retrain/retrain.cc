@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "hub/core/digest.h"
@@ -161,27 +162,33 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
     std::fprintf(stderr, "Creating %zu bottlenecks (%lld cached) with batches of %lld%s\n", ids.size(),
                  static_cast<long long>(r.bottlenecks_cached), static_cast<long long>(c.bottleneck_batch_size),
                  job.size() > 1 ? (" on " + std::to_string(job.size()) + " ranks").c_str() : "");
-  // Decode + resize of batch k+1 runs on a second thread, kept to one core,
-  // while the module runs batch k on the pool.
+  // Decode + resize of batch k+1 runs on a second thread while the module
+  // runs batch k: kept to one core when the module runs on the host's pool,
+  // on the whole pool when it runs on a device (the host is idle then).
   struct Decoded {
     std::vector<Tensor> images;
     std::vector<std::string> errors;
   };
   const size_t batch = static_cast<size_t>(c.bottleneck_batch_size);
+  const bool module_on_device = default_backend().device() != Device::kCPU;
   auto decode = [&](size_t b) {
-    SerialScope one_core;
+    std::optional<SerialScope> one_core;
+    if (!module_on_device) one_core.emplace();
+    const size_t end = std::min(missing.size(), b + batch);
     Decoded d;
-    for (size_t i = b; i < std::min(missing.size(), b + batch); ++i) {
-      const Item& it = *missing[i];
-      d.images.emplace_back();
-      d.errors.emplace_back();
-      try {
-        d.images.back() =
-            image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
-      } catch (const Error& err) {
-        d.errors.back() = err.what();
+    d.images.resize(end - b);
+    d.errors.resize(end - b);
+    parallel_for(static_cast<int64_t>(end - b), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const Item& it = *missing[b + static_cast<size_t>(i)];
+        try {
+          d.images[i] =
+              image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
+        } catch (const Error& err) {
+          d.errors[i] = err.what();
+        }
       }
-    }
+    });
     return d;
   };
   auto start = std::chrono::steady_clock::now();
@@ -417,8 +424,8 @@ void add_variable_summaries(tensorboard::Summary* s, const std::string& scope, c
 // cross_entropy is added by the caller.
 tensorboard::Summary head_summary(const BottleneckHead& head, const VariableStore& vars) {
   tensorboard::Summary s;
-  add_variable_summaries(&s, "final_retrain_ops/weights", vars.at(head.graph.node(head.head.weights).name));
-  add_variable_summaries(&s, "final_retrain_ops/biases", vars.at(head.graph.node(head.head.biases).name));
+  add_variable_summaries(&s, "final_retrain_ops/weights", to_host(vars.at(head.graph.node(head.head.weights).name)));
+  add_variable_summaries(&s, "final_retrain_ops/biases", to_host(vars.at(head.graph.node(head.head.biases).name)));
   return s;
 }
 
@@ -611,6 +618,9 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   VariableStore& vars = tuner ? tuner->variables() : head_vars;
   if (!tuner) head_vars.initialize(head.graph);
   Session session(head.graph, &vars);
+  // On a device backend the head's variables live there too (its updates and
+  // the --quantize ranges' moving averages run on the device).
+  if (!tuner && session.backend().device() != Device::kCPU) move_variables(vars, session.backend().device());
   auto sgd = make_optimizer("sgd", LearningRateSchedule::fixed(c.learning_rate));
   std::mt19937_64 rng(c.seed);
   fs::remove_all(summaries_dir, ec);

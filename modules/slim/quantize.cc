@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "hub/backend/backend.h"
 #include "hub/core/error.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
@@ -81,7 +82,8 @@ int initialize_activation_ranges(Session& session, const GraphBuilder& graph, Va
   std::set<std::string> fresh;  // variables of the ranges still to set
   for (const auto& [layer, bounds] : ranges) {
     bool zero = true;
-    for (const auto& [variable, batch] : bounds) zero = zero && variables.at(variable).data<float>()[0] == 0.0f;
+    for (const auto& [variable, batch] : bounds)
+      zero = zero && to_host(variables.at(variable)).data<float>()[0] == 0.0f;
     if (zero)
       for (const auto& [variable, batch] : bounds) fresh.insert(variable);
   }
@@ -107,7 +109,7 @@ int initialize_activation_ranges(Session& session, const GraphBuilder& graph, Va
     HUB_CHECK(!fetches.empty(), "activation ranges depend on each other in a cycle");
     std::vector<Tensor> values = session.run(feeds, fetches);
     for (size_t i = 0; i < names.size(); ++i) {
-      variables.assign(names[i], values[i]);
+      copy_into(values[i], variables.at(names[i]));  // wherever the variables live
       fresh.erase(names[i]);
     }
   }

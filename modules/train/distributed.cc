@@ -301,7 +301,7 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
     for (const Entry& e : entries_) values.push_back(e.averaged);
     values.insert(values.end(), produced.begin() + static_cast<std::ptrdiff_t>(fetches_.size()), produced.end());
     // (On one process the update ops changed the variables in place.)
-    for (size_t k = 0; k < moving_.size(); ++k) variables.assign(moving_[k], values[1 + k]);
+    for (size_t k = 0; k < moving_.size(); ++k) copy_into(values[1 + k], variables.at(moving_[k]));
   }
   GradientList list;
   for (size_t j = 0; j < variables_.size(); ++j) list.push_back({variables_[j], values[1 + moving_.size() + j]});
@@ -310,7 +310,7 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
     extras->values.assign(values.begin() + static_cast<std::ptrdiff_t>(fetches_.size()), values.end());
     extras->gradients = std::move(list);
   }
-  return values[0].item<float>();
+  return to_host(values[0]).item<float>();  // after the updates are queued: the one wait of a step
 }
 
 }  // namespace hub::train

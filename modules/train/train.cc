@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "hub/backend/backend.h"
 #include "hub/core/logging.h"
 #include "hub/graph/optimizer.h"
 #include "hub/graph/session.h"
@@ -215,9 +216,19 @@ void restore_for_fine_tuning(const TrainConfig& c, const Graph& g, VariableStore
   HUB_LOG(Info) << "fine-tuning from " << checkpoint.path() << ": restored " << values.size() << " variables";
 }
 
+// The backend named by a --backend flag (empty: the default).
+const Backend& backend_named(const std::string& name) {
+  try {
+    return name.empty() ? default_backend() : find_backend(name);
+  } catch (const Error& e) {
+    throw e.with_context("--backend");
+  }
+}
+
 std::map<std::string, Tensor> checkpoint_tensors(const VariableStore& vars, const Optimizer& opt,
                                                  const ExponentialMovingAverage* ema) {
-  std::map<std::string, Tensor> out = vars.items();
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, value] : vars.items()) out[name] = to_host(value);
   for (auto& [k, v] : opt.state()) out["optimizer/" + k] = v;
   if (ema)
     for (auto& [k, v] : ema->state()) out[k] = v;
@@ -267,16 +278,17 @@ tensorboard::Summary training_summary(const Model& m, const std::vector<std::str
   add_scalar(&s, "learning_rate", learning_rate);
   size_t k = 0;
   for (const auto& [name, out] : m.net.end_points) {
-    const Tensor& x = extras.values.at(k++);
+    const Tensor x = to_host(extras.values.at(k++));
     add_histogram(&s, "activations/" + name, x);
     const float* p = x.data<float>();
     const int64_t n = x.num_elements();
     add_scalar(&s, "sparsity/" + name,
                n == 0 ? 0.0 : static_cast<double>(std::count(p, p + n, 0.0f)) / static_cast<double>(n));
   }
-  for (const std::string& name : model_variables) add_histogram(&s, name, vars.at(name));
+  for (const std::string& name : model_variables) add_histogram(&s, name, to_host(vars.at(name)));
   if (summarize_gradients)
-    for (const auto& [name, g] : extras.gradients) {
+    for (const auto& [name, device_g] : extras.gradients) {
+      const Tensor g = to_host(device_g);
       // tf.summary.histogram makes "<var>:gradient" the tag "<var>_gradient".
       add_histogram(&s, name + "_gradient", g);
       const float* p = g.data<float>();
@@ -302,7 +314,15 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
                                             std::to_string(c.quantize_delay));
   Split split = open_split(job, c.dataset_dir, c.dataset_name, c.dataset_split_name, c.only_classes, c.labels_offset);
   const std::vector<std::string> scopes = split_scopes(c.trainable_scopes);
+  const Backend& backend = backend_named(c.backend);
+  SessionOptions session_options;
+  session_options.backend = &backend;
+  session_options.fetch_to_host = false;  // gradients go to the optimizer where they were computed
   VariableStore vars;
+  // On a device backend the variables live there from the first step on.
+  auto place_variables = [&] {
+    if (backend.device() != Device::kCPU) move_variables(vars, backend.device());
+  };
   std::unique_ptr<StepGraph> graph;
   auto build = [&](slim::QuantizeMode mode) {
     graph.reset();  // its session refers to its graph
@@ -317,7 +337,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     if (trainable.empty())
       throw_error(Code::kInvalidArgument, "--trainable_scopes '" + c.trainable_scopes + "' selects no variable");
     g->grads = build_gradients(Scope(g->m.graph), g->m.total_loss, trainable);
-    g->session = std::make_unique<Session>(g->m.graph, &vars);
+    g->session = std::make_unique<Session>(g->m.graph, &vars, session_options);
     g->data_parallel =
         std::make_unique<DataParallelStep>(job, g->m.graph, g->grads, g->m.total_loss, c.gradient_bucket_bytes);
     for (const auto& [name, out] : g->m.net.end_points) g->extras.fetches.push_back(out);
@@ -347,6 +367,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   // Every rank has the restored step, so all build the same graph.
   if (quantize_mode_at(c.quantize_delay, optimizer->global_step()) != graph->mode)
     build(quantize_mode_at(c.quantize_delay, optimizer->global_step()));
+  place_variables();
 
   int64_t steps_per_epoch = std::max<int64_t>(1, split.num_samples / global_batch);
   int64_t max_steps = c.max_number_of_steps;
@@ -384,6 +405,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
         summaries && (seconds_since(last_summary) >= c.save_summaries_secs || next_step == 1 || next_step % 100 == 0);
     if (quantize_mode_at(c.quantize_delay, optimizer->global_step()) != graph->mode) {
       build(quantize_mode_at(c.quantize_delay, optimizer->global_step()));
+      place_variables();
       HUB_LOG(Info) << "step " << next_step << ": fake quantization on (--quantize_delay)";
     }
     const Model& m = graph->m;
@@ -437,6 +459,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
       e.num_preprocessing_threads = c.num_preprocessing_threads;
       e.only_classes = c.only_classes;
       e.quantize = graph->mode == slim::QuantizeMode::kFakeQuant;
+      e.backend = c.backend;
       EvalResult r = evaluate_on(job, e, &vars.items());
       result.last_eval_accuracy = r.accuracy;
       if (job.chief()) {  // every rank has the same accuracy, so all stop together
@@ -507,7 +530,9 @@ EvalResult evaluate_on(Job& job, const EvalConfig& c, const std::map<std::string
   for (auto& [name, value] : values) vars.set(name, value);
   data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, false, c.batch_size,
                                             c.num_preprocessing_threads, 0, c.only_classes, job));
-  Session session(m.graph, &vars);
+  SessionOptions session_options;
+  session_options.backend = &backend_named(c.backend);
+  Session session(m.graph, &vars, session_options);
   EvalResult r;
   int64_t correct = 0, in_top5 = 0, batches = 0;
   data::Batch batch;

@@ -65,6 +65,10 @@ struct TrainConfig {
   std::string eval_split = "test";
   double stop_threshold = 0;  // > 0: stop once eval accuracy >= this
   uint64_t seed = 0;
+  // The backend the step runs on (hub/backend/backend.h; empty: $HUB_BACKEND,
+  // else onednn). On a device backend (cuda) the variables, their gradients
+  // and the optimizer's slots stay on the device; checkpoints copy them out.
+  std::string backend;
   // Classes to keep (labels outside are skipped); empty = all.
   std::vector<int64_t> only_classes;
   // Data parallelism (`mpirun -np N hub train`, docs/distributed.md):
@@ -109,6 +113,7 @@ struct EvalConfig {
   // checkpoint trained with --quantize_delay).
   bool quantize = false;
   std::vector<int64_t> only_classes;
+  std::string backend;  // as TrainConfig::backend
 };
 
 struct EvalResult {
