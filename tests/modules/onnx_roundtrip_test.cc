@@ -59,7 +59,11 @@ void round_trip(const std::string& name, const TempDir& dir, bool with_ort) {
   if (with_ort) {
     std::vector<Tensor> ort = run_onnx_runtime(onnx, {{"images", images}}, dir.path / (name + ".ort"));
     REQUIRE(ort.size() == 1);
-    expect_close(ort[0], want, 1e-5, 1e-4);
+    // Two independent float32 implementations (ONNX Runtime's MLAS, oneDNN)
+    // through up to ~100 layers of random, unnormalised weights, whose
+    // activations grow to 1e3..1e10: they agree to a few 1e-4 relative (on
+    // AVX2, inception_v3's logits to 2.3e-4).
+    expect_close(ort[0], want, 1e-5, 5e-4);
   }
 }
 
