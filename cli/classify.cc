@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "hub/core/parallel.h"
 #include "hub/module/module.h"
 
 namespace hub::cli {
@@ -30,6 +31,7 @@ RunFn setup_classify(CLI::App& app) {
     std::string labels, signature, backend;
     std::vector<std::string> images;
     int top_k = 5;
+    int64_t batch_size = 64;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
@@ -39,10 +41,13 @@ RunFn setup_classify(CLI::App& app) {
   app.add_option("--labels", f->labels, "Labels file (default: the module's assets/labels.txt)");
   app.add_option("--signature", f->signature,
                  "Signature giving probabilities (default: classification if present, else default)");
+  app.add_option("--batch_size", f->batch_size, "Images per call of the module (decoded on all cores)")
+      ->capture_default_str();
   app.add_flag("--json", f->json, "Print JSON");
   add_backend_flag(app, f->backend);
   return [f] {
     if (f->top_k < 1) throw_error(Code::kInvalidArgument, "--top_k must be >= 1");
+    if (f->batch_size < 1) throw_error(Code::kInvalidArgument, "--batch_size must be >= 1");
     use_backend(f->backend);
     ModuleSpec spec = load_module(f->module);
     std::string sig = f->signature;
@@ -60,38 +65,45 @@ RunFn setup_classify(CLI::App& app) {
              std::filesystem::exists(std::filesystem::path(spec.assets_dir()) / "labels.txt"))
       labels = read_lines((std::filesystem::path(spec.assets_dir()) / "labels.txt").string());
     Module m(spec);
-    Tensor batch(DType::kFloat32, {static_cast<int64_t>(f->images.size()), h, w, channels});
-    int64_t per = h * w * channels;
-    for (size_t i = 0; i < f->images.size(); ++i) {
-      Tensor img = read_module_image(f->images[i], h, w, channels);
-      std::copy(img.data<float>(), img.data<float>() + per, batch.data<float>() + static_cast<int64_t>(i) * per);
-    }
-    Tensor probs = m.call_single(sig, batch);
-    if (probs.rank() != 2 || probs.dim(0) != batch.dim(0))
-      throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module.module + " gives " +
-                                              probs.spec_string() + ", expected [batch, classes]");
-    int64_t k = probs.dim(1);
-    if (!labels.empty() && static_cast<int64_t>(labels.size()) != k)
-      throw_error(Code::kInvalidArgument, "the module has " + std::to_string(k) + " classes but the labels file has " +
-                                              std::to_string(labels.size()));
+    const int64_t per = h * w * channels, n = static_cast<int64_t>(f->images.size());
     nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < f->images.size(); ++i) {
-      const float* row = probs.data<float>() + static_cast<int64_t>(i) * k;
-      std::vector<int64_t> order(k);
-      for (int64_t j = 0; j < k; ++j) order[j] = j;
-      int64_t top = std::min<int64_t>(f->top_k, k);
-      std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                        [&](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-      nlohmann::json preds = nlohmann::json::array();
-      if (!f->json) std::printf("%s\n", f->images[i].c_str());
-      for (int64_t j = 0; j < top; ++j) {
-        std::string label = labels.empty() ? std::to_string(order[j]) : labels[order[j]];
-        if (f->json)
-          preds.push_back({{"label", label}, {"index", order[j]}, {"probability", row[order[j]]}});
-        else
-          std::printf("  %-30s %.5f\n", label.c_str(), row[order[j]]);
+    for (int64_t first = 0; first < n; first += f->batch_size) {
+      const int64_t count = std::min(f->batch_size, n - first);
+      Tensor batch(DType::kFloat32, {count, h, w, channels});
+      float* pixels = batch.data<float>();
+      parallel_for(count, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const Tensor img = read_module_image(f->images[static_cast<size_t>(first + i)], h, w, channels);
+          std::copy(img.data<float>(), img.data<float>() + per, pixels + i * per);
+        }
+      });
+      const Tensor probs = m.call_single(sig, batch);
+      if (probs.rank() != 2 || probs.dim(0) != count)
+        throw_error(Code::kInvalidArgument, "signature '" + sig + "' of " + f->module.module + " gives " +
+                                                probs.spec_string() + ", expected [batch, classes]");
+      const int64_t k = probs.dim(1);
+      if (!labels.empty() && static_cast<int64_t>(labels.size()) != k)
+        throw_error(Code::kInvalidArgument, "the module has " + std::to_string(k) +
+                                                " classes but the labels file has " + std::to_string(labels.size()));
+      for (int64_t i = 0; i < count; ++i) {
+        const std::string& image = f->images[static_cast<size_t>(first + i)];
+        const float* row = probs.data<float>() + i * k;
+        std::vector<int64_t> order(k);
+        for (int64_t j = 0; j < k; ++j) order[j] = j;
+        int64_t top = std::min<int64_t>(f->top_k, k);
+        std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                          [&](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+        nlohmann::json preds = nlohmann::json::array();
+        if (!f->json) std::printf("%s\n", image.c_str());
+        for (int64_t j = 0; j < top; ++j) {
+          std::string label = labels.empty() ? std::to_string(order[j]) : labels[order[j]];
+          if (f->json)
+            preds.push_back({{"label", label}, {"index", order[j]}, {"probability", row[order[j]]}});
+          else
+            std::printf("  %-30s %.5f\n", label.c_str(), row[order[j]]);
+        }
+        if (f->json) out.push_back({{"image", image}, {"predictions", preds}});
       }
-      if (f->json) out.push_back({{"image", f->images[i]}, {"predictions", preds}});
     }
     if (f->json) print_json(out);
     return 0;

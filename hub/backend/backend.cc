@@ -38,6 +38,8 @@ std::string names() {
 Backend::Backend(std::string name, Device device, std::string fallback)
     : name_(std::move(name)), device_(device), fallback_(std::move(fallback)) {}
 
+std::unique_ptr<Allocator> Backend::make_host_allocator() const { return std::make_unique<PoolAllocator>(); }
+
 const Backend* Backend::fallback() const {
   if (fallback_.empty()) return nullptr;
   const Backend* b = lookup(fallback_);

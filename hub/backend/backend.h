@@ -48,6 +48,10 @@ class Backend {
   virtual std::string unavailable_reason() const { return ""; }
   // A new allocator for this backend's device (sessions keep one per device).
   virtual std::unique_ptr<Allocator> make_allocator() const = 0;
+  // A new allocator of host memory for tensors that will be copied to this
+  // backend's device (input batches): page-locked for a device backend, so
+  // such a copy is queued without the host waiting; a plain pool otherwise.
+  virtual std::unique_ptr<Allocator> make_host_allocator() const;
   // Copies src's contents into dst (same dtype and shape); each of them is on
   // the host or on this backend's device.
   virtual void copy(const Tensor& src, Tensor& dst) const = 0;

@@ -7,6 +7,7 @@
 namespace hub::cuda {
 
 void fail(const char* call, cudaError_t status, const char* file, int line) {
+  (void)cudaGetLastError();  // a recoverable error must not surface again at the next launch check
   const Code code = status == cudaErrorMemoryAllocation ? Code::kResourceExhausted : Code::kInternal;
   throw_error(code, std::string("CUDA call ") + call + " failed at " + file + ":" + std::to_string(line) + ": " +
                         cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");

@@ -207,8 +207,11 @@ bool DatasetReader::next(Batch* batch) {
   ++batches_;
   const Shape& s = items[0].image.shape();
   const int64_t n = static_cast<int64_t>(items.size()), per = items[0].image.num_elements();
-  batch->images = Tensor(DType::kFloat32, Shape{n, s[0], s[1], s[2]});
-  batch->labels = Tensor(options_.label_dtype, Shape{n});
+  const Shape images{n, s[0], s[1], s[2]};
+  Allocator* alloc = options_.batch_allocator.get();
+  batch->images = alloc ? alloc->allocate_tensor(DType::kFloat32, images) : Tensor(DType::kFloat32, images);
+  batch->labels =
+      alloc ? alloc->allocate_tensor(options_.label_dtype, Shape{n}) : Tensor(options_.label_dtype, Shape{n});
   float* out = batch->images.data<float>();
   for (int64_t i = 0; i < n; ++i) {
     if (items[i].image.shape() != s)

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "hub/tensor/allocator.h"
 #include "hub/tensor/tensor.h"
 #include "modules/datasets/tfrecord.h"
 
@@ -67,6 +68,10 @@ struct ReaderOptions {
   std::vector<int64_t> keep_labels;
   // Default (when empty): bilinear resize (TF semantics) to height x width.
   PreprocessFn preprocess;
+  // Where batches are allocated (default: plain host memory): a device
+  // backend's host allocator (Backend::make_host_allocator) makes their
+  // copies to the device asynchronous.
+  std::shared_ptr<Allocator> batch_allocator;
 };
 
 struct Batch {

@@ -263,8 +263,8 @@ void DataParallelStep::start_ready_buckets() {
   }
 }
 
-float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
-                            Extras* extras) {
+Tensor DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
+                             Extras* extras) {
   std::vector<Output> fetches = fetches_;
   if (extras) fetches.insert(fetches.end(), extras->fetches.begin(), extras->fetches.end());
   std::vector<Tensor> values;
@@ -310,7 +310,7 @@ float DataParallelStep::run(Session& session, Optimizer& optimizer, VariableStor
     extras->values.assign(values.begin() + static_cast<std::ptrdiff_t>(fetches_.size()), values.end());
     extras->gradients = std::move(list);
   }
-  return to_host(values[0]).item<float>();  // after the updates are queued: the one wait of a step
+  return values[0];
 }
 
 }  // namespace hub::train

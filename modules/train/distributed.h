@@ -164,9 +164,12 @@ class DataParallelStep {
     GradientList gradients;
   };
 
-  // Returns the loss averaged over the ranks (before the update).
-  float run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
-            Extras* extras = nullptr);
+  // Returns the loss averaged over the ranks (before the update), a scalar
+  // where the step computed it: with the session on a device, the step and
+  // its updates are only queued when this returns, and reading the loss
+  // (hub::to_host) waits for them.
+  Tensor run(Session& session, Optimizer& optimizer, VariableStore& variables, const FeedList& feeds,
+             Extras* extras = nullptr);
 
   // Floats summed per step (gradients, moving statistics, the loss) and the
   // number of buckets they travel in.

@@ -377,8 +377,10 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
       c.epochs_between_evals > 0
           ? std::max<int64_t>(1, static_cast<int64_t>(c.epochs_between_evals * static_cast<double>(steps_per_epoch)))
           : 0;
-  data::DatasetReader reader(reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
-                                            c.num_preprocessing_threads, c.seed, c.only_classes, job));
+  data::ReaderOptions read = reader_options(split, info, size, c.preprocessing_name, true, c.batch_size,
+                                            c.num_preprocessing_threads, c.seed, c.only_classes, job);
+  if (backend.device() != Device::kCPU) read.batch_allocator = backend.make_host_allocator();
+  data::DatasetReader reader(std::move(read));
   std::optional<SummaryWriter> summaries;
   if (job.chief()) {
     summaries.emplace(c.train_dir);
@@ -392,13 +394,27 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
   };
   auto last_save = Clock::now(), last_summary = Clock::now(), window = Clock::now();
   int64_t window_steps = 0;
-  data::Batch batch;
+  // A step's batch: as read (the summaries' images) and as fed, on the
+  // backend's device. The next one is read, and its copy queued, while the
+  // device still runs the current step (see below).
+  struct StepBatch {
+    data::Batch read;
+    Tensor images, labels;
+  };
+  auto fetch = [&](StepBatch* b) {
+    if (!reader.next(&b->read)) return false;
+    b->images = to_device(b->read.images, backend.device());
+    b->labels = to_device(offset_labels(b->read.labels, c.labels_offset), backend.device());
+    return true;
+  };
+  auto more_steps = [&] { return max_steps <= 0 || optimizer->global_step() < max_steps; };
+  StepBatch batch, next_batch;
+  bool have_batch = more_steps() && fetch(&batch);
   HUB_LOG(Info) << "training " << c.model_name << " on " << c.dataset_name << "/" << c.dataset_split_name << " ("
                 << split.num_samples << " examples, " << split.num_classes << " classes), batch " << c.batch_size
                 << (job.size() > 1 ? " per rank on " + std::to_string(job.size()) + " ranks" : std::string()) << ", "
                 << (max_steps > 0 ? std::to_string(max_steps) + " steps" : std::string("no step limit"));
-  while (max_steps <= 0 || optimizer->global_step() < max_steps) {
-    if (!reader.next(&batch)) break;
+  for (; have_batch; std::swap(batch, next_batch)) {
     double lr = optimizer->learning_rate();
     const int64_t next_step = optimizer->global_step() + 1;
     const bool summarize =
@@ -409,15 +425,19 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
       HUB_LOG(Info) << "step " << next_step << ": fake quantization on (--quantize_delay)";
     }
     const Model& m = graph->m;
-    const FeedList feeds = {{m.images, batch.images}, {m.labels, offset_labels(batch.labels, c.labels_offset)}};
+    const FeedList feeds = {{m.images, batch.images}, {m.labels, batch.labels}};
     if (c.quantize_delay >= 0 && result.losses.empty()) {
       const int fresh = slim::initialize_activation_ranges(*graph->session, m.graph, vars, feeds);
       if (fresh > 0) {
         HUB_LOG(Info) << fresh << " activation ranges set from the first batch";
       }
     }
-    float loss =
+    const Tensor loss_value =
         graph->data_parallel->run(*graph->session, *optimizer, vars, feeds, summarize ? &graph->extras : nullptr);
+    // On a device the step is only queued: read the next batch and queue its
+    // copy now, then wait for the loss.
+    have_batch = more_steps() && fetch(&next_batch);
+    const float loss = to_host(loss_value).item<float>();
     int64_t step = optimizer->global_step();
     if (!std::isfinite(loss))
       throw_error(Code::kFailedPrecondition, "model diverged with loss = " + std::to_string(loss) + " at step " +
@@ -437,7 +457,7 @@ TrainResult train_on(Job& job, const TrainConfig& c) {
     }
     if (summarize) {
       summaries->write(
-          training_summary(m, model_variables, vars, batch.images, graph->extras, loss, lr, c.summarize_gradients),
+          training_summary(m, model_variables, vars, batch.read.images, graph->extras, loss, lr, c.summarize_gradients),
           step);
       last_summary = Clock::now();
     }

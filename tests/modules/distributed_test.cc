@@ -291,7 +291,10 @@ TEST_CASE("2 ranks x batch 50 end with the variables of 1 rank x batch 100; hub 
   const auto a = checkpoint(t.path / "one", 20), b = checkpoint(t.path / "two", 20);
   const double diff = max_difference(a, b);
   MESSAGE("largest difference of 1 x 100 and 2 x 50 after 20 steps: " << diff);
-  CHECK(diff < 1e-6);
+  // The same sums, in another order where a kernel splits batch 50 and
+  // batch 100 differently: exact on AVX-512 machines, about 2e-4 after 20
+  // steps with oneDNN's AVX2 kernels. The control below is far from both.
+  CHECK(diff < 1e-3);
   // Control: one rank with batch 50 (half of the data per step) ends elsewhere.
   Run half = one_process(train_args(t.path / "data", t.path / "half", 50, 20));
   REQUIRE_MESSAGE(half.ok(), half.text);
@@ -570,7 +573,7 @@ TEST_CASE("on one process the data-parallel step is train_step: same losses, bit
     Tensor x = hub::testing::random_tensor({8, 6}, 100 + i);
     Tensor y = Tensor::from_vector<int64_t>({8}, {0, 1, 2, 3, 4, 0, 1, 2});
     float la = train_step(sa, *oa, va, a.grads, a.loss, {{a.x, x}, {a.labels, y}});
-    float lb = step.run(sb, *ob, vb, {{b.x, x}, {b.labels, y}});
+    float lb = step.run(sb, *ob, vb, {{b.x, x}, {b.labels, y}}).item<float>();
     CHECK(la == lb);
   }
   for (const auto& [name, value] : va.items()) {

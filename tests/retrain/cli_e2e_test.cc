@@ -116,6 +116,24 @@ TEST_CASE("hub retrain, then hub classify --json") {
     CHECK(preds[0]["probability"].get<double>() + preds[1]["probability"].get<double>() <= 1.0 + 1e-6);
   }
   CHECK(j[0]["image"] == (images / "red" / image_name(0)).string());
+  // In batches of 2 (the third image alone in the second): the same
+  // predictions (their probabilities within rounding: kernels may sum in
+  // another order for another batch size).
+  Run batched = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " " +
+                                    q(images / "blue" / image_name(1)) + " " + q(images / "green" / image_name(2)) +
+                                    " --json --top_k 2 --batch_size 2");
+  REQUIRE_MESSAGE(batched.rc == 0, batched.err);
+  const nlohmann::json b = nlohmann::json::parse(batched.out);
+  REQUIRE(b.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(b[i]["image"] == j[i]["image"]);
+    for (size_t p = 0; p < 2; ++p) {
+      CHECK(b[i]["predictions"][p]["label"] == j[i]["predictions"][p]["label"]);
+      CHECK(b[i]["predictions"][p]["probability"].get<double>() ==
+            doctest::Approx(j[i]["predictions"][p]["probability"].get<double>()).epsilon(1e-5));
+    }
+  }
 
   // Text output names the top label on the line after the image.
   r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "green" / image_name(3)) + " --top_k 1");
@@ -139,7 +157,11 @@ TEST_CASE("hub retrain, then hub classify --json") {
            {"retrain --image-dir " + q(t.path / "missing") + " --module " + q(module) + " --output_graph " + q(out2),
             "--image_dir"},
            {"retrain --image-dir " + q(images), "--module"},
-           {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " --top_k 0", "--top_k"}}) {
+           {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " --top_k 0", "--top_k"},
+           {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " --batch_size 0",
+            "--batch_size"},
+           {"classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " --backend nosuch",
+            "--backend"}}) {
     CAPTURE(b.args);
     Run bad = run_hub(t.path, b.args);
     CHECK(bad.rc != 0);

@@ -144,3 +144,27 @@ TEST_CASE("the cuda backend: listed, and its errors name what is missing") {
   CHECK(find_backend("cuda").device() == Device::kCUDA);
   CHECK(find_backend("cuda").fallback()->name() == "onednn");
 }
+
+TEST_CASE("cuda host allocator: page-locked batches copy to the device, a block is reused only after its copy") {
+  HUB_SKIP_UNLESS_CUDA();
+  const Backend& cuda = find_backend("cuda");
+  std::unique_ptr<Allocator> host = cuda.make_host_allocator();
+  const Shape shape{257, 1021};  // a size no other case allocates
+  Tensor first = host->allocate_tensor(DType::kFloat32, shape);
+  CHECK(first.device() == Device::kCPU);
+  const Tensor want = random_tensor(shape, 5);
+  copy_into(want, first);
+  Tensor on_device = to_device(first, Device::kCUDA);  // queued from page-locked memory
+  const void* block = first.raw_data();
+  first = Tensor();
+  // The same size again: the same block, handed out only once the copy above
+  // has read it, so overwriting it now cannot change the device's copy.
+  Tensor second = host->allocate_tensor(DType::kFloat32, shape);
+  CHECK(second.raw_data() == block);
+  second.fill(-1.0);
+  expect_close(to_host(on_device), want, 0, 0);
+  const int64_t made = host->system_allocations();
+  second = Tensor();
+  host->allocate_tensor(DType::kFloat32, shape);
+  CHECK(host->system_allocations() == made);
+}
