@@ -670,5 +670,17 @@ Output strided_slice(const Scope& s, Output x, const std::vector<int64_t>& begin
   return s.op("StridedSlice", {x}, a, name);
 }
 
+GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs) {
+  int axis = static_cast<int>(attrs.get_int("axis"));
+  if (axis < 0) axis += params.rank();
+  int bd = static_cast<int>(attrs.get_int("batch_dims"));
+  if (bd < 0) bd += indices.rank();
+  GatherView v;
+  for (int d = 0; d < params.rank(); ++d)
+    (d < bd ? v.batch : d < axis ? v.outer : d == axis ? v.axis : v.inner) *= params[d];
+  for (int d = bd; d < indices.rank(); ++d) v.n *= indices[d];
+  return v;
+}
+
 }  // namespace ops
 }  // namespace hub

@@ -150,4 +150,13 @@ struct StridedSliceSpec {
 };
 StridedSliceSpec strided_slice_spec(const Shape& in, const Attrs& attrs);
 
+// Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]
+// (batch dims, dims before the axis, the axis, dims after it), indices as
+// [B, N], the result as [B, P, N, I]. Its fields are plain data, so device
+// kernels take it by value.
+struct GatherView {
+  int64_t batch = 1, outer = 1, axis = 1, inner = 1, n = 1;
+};
+GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs);
+
 }  // namespace hub::ops

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "hub/core/error.h"
+
 namespace hub {
 
 // Values are part of the module format (signatures/module.proto): never reuse.
@@ -70,6 +72,22 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
       return f(int8_t{});
   }
   return f(float{});
+}
+
+// Calls f(T{}) with T float, int32_t or int64_t, the arithmetic dtypes;
+// InvalidArgument naming any other.
+template <class F>
+decltype(auto) dispatch_arith(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    default:
+      throw_error(Code::kInvalidArgument, "arithmetic on " + std::string(dtype_name(dtype)));
+  }
 }
 
 }  // namespace hub

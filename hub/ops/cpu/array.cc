@@ -342,28 +342,11 @@ void split_kernel(KernelContext& c) {
 
 // ---- Gather ---------------------------------------------------------------------
 //
-// params viewed as [B, P, S, I] (batch dims, dims before the axis, the axis,
-// dims after it), indices as [B, N], the result as [B, P, N, I].
-
-struct GatherView {
-  int64_t batch = 1, outer = 1, axis = 1, inner = 1, n = 1;
-};
-
-GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs) {
-  int axis = static_cast<int>(attrs.get_int("axis"));
-  if (axis < 0) axis += params.rank();
-  int bd = static_cast<int>(attrs.get_int("batch_dims"));
-  if (bd < 0) bd += indices.rank();
-  GatherView v;
-  for (int d = 0; d < params.rank(); ++d)
-    (d < bd ? v.batch : d < axis ? v.outer : d == axis ? v.axis : v.inner) *= params[d];
-  for (int d = bd; d < indices.rank(); ++d) v.n *= indices[d];
-  return v;
-}
+// Gather's geometry: ops::GatherView (hub/ops/array.h).
 
 // The indices as int64, each checked to lie in [-v.axis, v.axis); negative
 // ones count from the end.
-std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, const GatherView& v,
+std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, const ops::GatherView& v,
                                      const Shape& params) {
   std::vector<int64_t> out(idx.num_elements());
   auto read = [&](const auto* p) {
@@ -389,7 +372,7 @@ void gather_kernel(KernelContext& c) {
   const Tensor& params = c.input(0);
   const Tensor& idx = c.input(1);
   Tensor& y = c.output(0);
-  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  ops::GatherView v = ops::gather_view(params.shape(), idx.shape(), c.attrs());
   std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
   if (y.num_elements() == 0) return;
   const size_t row = static_cast<size_t>(v.inner) * elem_size(params);
@@ -414,7 +397,7 @@ void gather_grad_kernel(KernelContext& c) {
   const Tensor& idx = c.input(1);
   const Tensor& params = c.input(2);
   Tensor& out = c.output(0);
-  GatherView v = gather_view(params.shape(), idx.shape(), c.attrs());
+  ops::GatherView v = ops::gather_view(params.shape(), idx.shape(), c.attrs());
   std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
   float* po = out.data<float>();
   std::fill(po, po + out.num_elements(), 0.0f);

@@ -82,22 +82,4 @@ void sum_to_shape(const Tensor& x, Tensor& out) {
 // dtype: elements are moved as integers of their size.
 void broadcast_copy(const Tensor& x, Tensor& out);
 
-// Dispatches T over float32, int32 and int64.
-template <class F>
-void dispatch_arith(DType d, F&& f) {
-  switch (d) {
-    case DType::kFloat32:
-      f(float{});
-      return;
-    case DType::kInt32:
-      f(int32_t{});
-      return;
-    case DType::kInt64:
-      f(int64_t{});
-      return;
-    default:
-      throw_error(Code::kInvalidArgument, "arithmetic on " + std::string(dtype_name(d)));
-  }
-}
-
 }  // namespace hub::cpu

@@ -794,29 +794,12 @@ void pad_grad(KernelContext& c) {
 
 // ---- Gather ---------------------------------------------------------------------------------
 //
-// params viewed as [B, P, S, I] (batch dims, dims before the axis, the axis,
-// dims after it), indices as [B, N], the result as [B, P, N, I].
-
-struct GatherView {
-  int64_t batch = 1, outer = 1, axis = 1, inner = 1, n = 1;
-};
-
-GatherView gather_view(const Shape& params, const Shape& indices, const Attrs& attrs) {
-  int axis = static_cast<int>(attrs.get_int("axis"));
-  if (axis < 0) axis += params.rank();
-  int bd = static_cast<int>(attrs.get_int("batch_dims"));
-  if (bd < 0) bd += indices.rank();
-  GatherView v;
-  for (int d = 0; d < params.rank(); ++d)
-    (d < bd ? v.batch : d < axis ? v.outer : d == axis ? v.axis : v.inner) *= params[d];
-  for (int d = bd; d < indices.rank(); ++d) v.n *= indices[d];
-  return v;
-}
+// Gather's geometry: ops::GatherView (hub/ops/array.h).
 
 // For element i of [B, P, N, I]: its offset in params' [B, P, S, I], or -1
 // when its index lies outside [-S, S).
 template <class I, class Index>
-__device__ int64_t gather_source(const I* indices, int64_t i, const GatherView& v) {
+__device__ int64_t gather_source(const I* indices, int64_t i, const ops::GatherView& v) {
   Index rem = static_cast<Index>(i);
   const Index k = rem % static_cast<Index>(v.inner);
   rem /= static_cast<Index>(v.inner);
@@ -828,7 +811,7 @@ __device__ int64_t gather_source(const I* indices, int64_t i, const GatherView& 
 }
 
 template <class T, class I, class Index>
-__global__ void gather_kernel(const T* params, const I* indices, T* out, int64_t n, GatherView v) {
+__global__ void gather_kernel(const T* params, const I* indices, T* out, int64_t n, ops::GatherView v) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t s = gather_source<I, Index>(indices, i, v);
@@ -837,7 +820,7 @@ __global__ void gather_kernel(const T* params, const I* indices, T* out, int64_t
 }
 
 template <class I, class Index>
-__global__ void gather_grad_kernel(const float* g, const I* indices, float* out, int64_t n, GatherView v) {
+__global__ void gather_grad_kernel(const float* g, const I* indices, float* out, int64_t n, ops::GatherView v) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t s = gather_source<I, Index>(indices, i, v);
@@ -860,7 +843,7 @@ void gather(KernelContext& c) {
   Tensor& y = c.output(0);
   const int64_t n = y.num_elements();
   if (n == 0) return;
-  const GatherView v = gather_view(params.shape(), indices.shape(), c.attrs());
+  const ops::GatherView v = ops::gather_view(params.shape(), indices.shape(), c.attrs());
   with_element(elem_size(params), [&](auto element) {
     using T = decltype(element);
     with_indices(indices, [&](auto index_type) {
@@ -882,7 +865,7 @@ void gather_grad(KernelContext& c) {
   HUB_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0, out.nbytes(), stream()));
   const int64_t n = g.num_elements();
   if (n == 0) return;
-  const GatherView v = gather_view(c.input(2).shape(), indices.shape(), c.attrs());
+  const ops::GatherView v = ops::gather_view(c.input(2).shape(), indices.shape(), c.attrs());
   with_indices(indices, [&](auto index_type) {
     using I = decltype(index_type);
     with_index(n, [&](auto index) {

@@ -260,20 +260,4 @@ void broadcast_map2(const F& f, Tensor& out0, Tensor& out1, const Operands&... o
                                    Inputs<T, K>{{operands.template device_data<T>()...}}, {&operands.shape()...});
 }
 
-// Calls f(T{}) with T float, int32_t or int64_t: the arithmetic dtypes of
-// hub/ops/elementwise.h and hub/ops/math.h (shape functions reject others).
-template <class F>
-void dispatch_arith(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kInt32:
-      return f(int32_t{});
-    case DType::kInt64:
-      return f(int64_t{});
-    default:
-      throw_error(Code::kInternal, "no CUDA arithmetic on " + std::string(dtype_name(dtype)));
-  }
-}
-
 }  // namespace hub::cuda

@@ -41,25 +41,6 @@ constexpr int64_t kFillBlocks = 1024;
 // Reduced elements per thread below which splitting a row further does not pay.
 constexpr int64_t kMinPerThread = 16;
 
-// Calls f(T{}) for float32, int32 and int64, the dtypes shape inference lets
-// through to these kernels.
-template <class F>
-void dispatch_arith(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32:
-      f(float{});
-      return;
-    case DType::kInt32:
-      f(int32_t{});
-      return;
-    case DType::kInt64:
-      f(int64_t{});
-      return;
-    default:
-      HUB_CHECK(false, "reduction kernel on " + std::string(dtype_name(dtype)));
-  }
-}
-
 // The identity of max: -inf for floats, so that a row of -inf stays -inf.
 template <class T>
 T max_identity() {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../conv_cases.h"
 #include "hub/ops/fused.h"
 #include "testutil.h"
 
@@ -17,54 +18,21 @@ using namespace hub::testing;
 
 namespace {
 
-Attrs conv_attrs(const std::string& padding, std::vector<int64_t> strides = {1, 1},
-                 std::vector<int64_t> dilations = {1, 1}) {
-  return ops::ConvOptions{strides, padding, dilations}.to_attrs();
-}
-
-Attrs explicit_attrs(std::vector<int64_t> pads, std::vector<int64_t> strides = {1, 1},
-                     std::vector<int64_t> dilations = {1, 1}) {
-  return ops::ConvOptions{strides, "EXPLICIT", dilations, pads}.to_attrs();
-}
-
 Attrs matmul_attrs(bool ta, bool tb) { return Attrs().set("transpose_a", ta).set("transpose_b", tb); }
 
 }  // namespace
 
 TEST_CASE("cuda Conv2D, DepthwiseConv2dNative and their backprops match the reference on awkward shapes") {
   HUB_SKIP_UNLESS_CUDA();
-  struct Case {
-    bool depthwise;
-    Shape x, w;
-    Attrs attrs;
-  };
-  std::vector<Case> cases{
-      {false, {1, 7, 7, 3}, {3, 3, 3, 5}, conv_attrs("SAME", {2, 2})},  // batch 1, stride 2: asymmetric SAME pad
-      {false, {2, 9, 8, 5}, {5, 5, 5, 4}, conv_attrs("SAME")},          // 5x5, odd channels
-      {false, {3, 6, 6, 7}, {1, 1, 7, 3}, conv_attrs("SAME")},          // 1x1
-      {false, {2, 7, 5, 3}, {1, 1, 3, 6}, conv_attrs("VALID", {2, 2})},
-      {false, {1, 10, 9, 3}, {3, 3, 3, 4}, conv_attrs("VALID", {1, 1}, {2, 2})},  // dilation
-      {false, {2, 11, 11, 1}, {5, 5, 1, 32}, conv_attrs("SAME", {2, 2})},         // one input channel
-      {false, {1, 5, 6, 2}, {2, 4, 2, 3}, conv_attrs("SAME", {3, 2}, {2, 1})},    // stride > kernel
-      {false, {1, 7, 6, 3}, {3, 3, 3, 4}, explicit_attrs({2, 0, 1, 3}, {2, 1})},
-      {false, {2, 5, 5, 8}, {2, 2, 8, 3}, explicit_attrs({3, 1, 0, 4}, {1, 2})},
-      // grouped: G = 2, G = C/2 (odd), G = C
-      {false, {2, 6, 5, 4}, {3, 3, 2, 6}, conv_attrs("SAME", {2, 1})},
-      {false, {1, 7, 7, 6}, {3, 2, 2, 9}, explicit_attrs({1, 1, 0, 2})},
-      {false, {1, 5, 6, 5}, {3, 3, 1, 10}, conv_attrs("VALID", {1, 1}, {1, 2})},
-      {true, {1, 7, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {2, 2})},  // multiplier 2
-      {true, {2, 8, 9, 5}, {3, 3, 5, 1}, conv_attrs("SAME")},
-      {true, {1, 9, 9, 4}, {5, 5, 4, 1}, conv_attrs("VALID", {2, 2})},
-      {true, {2, 6, 7, 3}, {3, 3, 3, 2}, conv_attrs("SAME", {1, 1}, {2, 2})},
-      {true, {1, 6, 7, 3}, {3, 3, 3, 2}, explicit_attrs({0, 2, 1, 1}, {2, 2})},
-      // the MNIST tutorial's and a MobileNet block's shapes (many blocks of work)
-      {false, {16, 28, 28, 1}, {5, 5, 1, 32}, conv_attrs("SAME")},
-      {false, {16, 14, 14, 32}, {5, 5, 32, 64}, conv_attrs("SAME")},
-      {true, {4, 56, 56, 64}, {3, 3, 64, 1}, conv_attrs("SAME", {2, 2})},
-      {false, {4, 28, 28, 64}, {1, 1, 64, 128}, conv_attrs("SAME")},
-  };
+  // The oneDNN comparison's cases, and the MNIST tutorial's and a MobileNet
+  // block's shapes (many blocks of work).
+  std::vector<ConvCase> cases = awkward_conv_cases();
+  cases.push_back({false, {16, 28, 28, 1}, {5, 5, 1, 32}, conv_attrs("SAME")});
+  cases.push_back({false, {16, 14, 14, 32}, {5, 5, 32, 64}, conv_attrs("SAME")});
+  cases.push_back({true, {4, 56, 56, 64}, {3, 3, 64, 1}, conv_attrs("SAME", {2, 2})});
+  cases.push_back({false, {4, 28, 28, 64}, {1, 1, 64, 128}, conv_attrs("SAME")});
   int seed = 200;
-  for (const Case& k : cases) {
+  for (const ConvCase& k : cases) {
     INFO((k.depthwise ? "depthwise" : "conv") << " x " << k.x.to_string() << " w " << k.w.to_string());
     const std::string fwd = k.depthwise ? "DepthwiseConv2dNative" : "Conv2D";
     Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
