@@ -68,7 +68,7 @@ Head add_head(const Scope& s, Output features, int64_t dim, int64_t classes, con
   h.weights = ops::variable(fr.sub("weights"), "final_weights", {dim, classes}, w);
   h.biases = ops::variable(fr.sub("biases"), "final_biases", {classes});
   Output x = slim::quantize_activation(fr.sub("bottleneck"), features, quantize);
-  Output weights = slim::quantize_weights(fr.sub("weights"), h.weights, quantize);
+  Output weights = slim::quantize_weights(fr.sub("weights"), h.weights, classes, quantize);
   Scope wx = fr.sub("Wx_plus_b");
   h.logits = slim::quantize_activation(wx, ops::add(wx, ops::matmul(wx, x, weights), h.biases), quantize);
   h.probabilities = ops::softmax(s, h.logits, -1, final_name);

@@ -117,7 +117,16 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
   }
   examples /= calibrate && percentile ? 2 : 1;
 
-  QuantizedGraph q = plan.quantize(ranges, options.per_channel);
+  // Weights that quantization-aware training fake-quantized per channel
+  // (modules/slim/quantize.h) are quantized per channel, as trained: the
+  // same int8 weights after batch-norm folding.
+  bool trained_per_channel = false;
+  for (const Node& n : graph.nodes())
+    trained_per_channel |= n.op == "FakeQuantWithMinMaxVarsPerChannel" && n.attrs.get_bool("narrow_range");
+  const bool per_channel = options.per_channel || trained_per_channel;
+  QuantizedGraph q = plan.quantize(ranges, per_channel);
+  if (trained_per_channel && !options.per_channel)
+    q.notes.push_back("weights quantized per output channel, as quantization-aware training quantized them");
   std::map<std::string, SignatureInfo> signatures;
   for (const std::string& name : spec.signature_names(tags)) {
     SignatureInfo si = spec.signature(name, tags);
@@ -134,7 +143,7 @@ ModuleSpec quantize_module(const ModuleSpec& spec, const CalibrationData& data, 
   }
   std::string method = percentile ? "percentile(" + std::to_string(options.percentile) + ")" : "minmax";
   if (trained > 0) method = calibrate ? method + " + trained fake-quant ranges" : "trained fake-quant ranges";
-  QuantizationInfo info{method, examples, options.per_channel, q.activations, q.weights};
+  QuantizationInfo info{method, examples, per_channel, q.activations, q.weights};
   std::vector<ModuleSpec::TagSetParts> parts;
   parts.push_back({tags, std::move(q.graph), std::move(signatures)});
   TensorMap weights(q.variables.begin(), q.variables.end());

@@ -28,7 +28,8 @@
 namespace hub {
 
 struct QuantizeOptions {
-  bool per_channel = false;                   // weights: per output channel instead of per tensor
+  bool per_channel = false;                   // weights: per output channel instead of per tensor (always for a
+                                              // module whose weights quantization-aware training quantized per channel)
   std::string method = "minmax";              // or "percentile"
   double percentile = 99.99;                  // for "percentile", in (50, 100]
   std::string signature = kDefaultSignature;  // whose single input calibration feeds
@@ -48,7 +49,7 @@ struct QuantizeReport {
   int layers = 0;                  // convolutions and matmuls running in int8
   int activations = 0;             // quantized activation tensors
   int64_t examples = 0;            // calibration examples seen (per pass)
-  std::vector<std::string> notes;  // what stays float, and why
+  std::vector<std::string> notes;  // what stays float and why, and weights quantized per channel as trained
 };
 
 // Throws InvalidArgument for bad options, a signature without exactly one

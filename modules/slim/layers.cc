@@ -79,9 +79,11 @@ QuantizeOptions quantize_options(const LayerOptions& o) {
   return q;
 }
 
-// A layer's weights variable as its op reads it (fake-quantized when asked).
-Output layer_weights(const Scope& ls, const Shape& shape, const LayerOptions& o, const std::string& name = "weights") {
-  return quantize_weights(ls, weights_variable(ls, shape, o, name), quantize_options(o));
+// A layer's weights variable as its op reads it (fake-quantized when asked),
+// `out_channels` its output channels (the shape's trailing dims).
+Output layer_weights(const Scope& ls, const Shape& shape, int64_t out_channels, const LayerOptions& o,
+                     const std::string& name = "weights") {
+  return quantize_weights(ls, weights_variable(ls, shape, o, name), out_channels, quantize_options(o));
 }
 
 // (batch norm | bias) then activation, then the output's fake quant.
@@ -109,7 +111,7 @@ Output conv2d(const Scope& s, Output x, int64_t num_outputs, std::vector<int64_t
               const LayerOptions& o, std::vector<int64_t> stride, int64_t rate) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = layer_weights(ls, {kernel[0], kernel[1], c, num_outputs}, o);
+  Output w = layer_weights(ls, {kernel[0], kernel[1], c, num_outputs}, num_outputs, o);
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -121,7 +123,8 @@ Output depthwise_conv2d(const Scope& s, Output x, std::vector<int64_t> kernel, c
                         const LayerOptions& o, std::vector<int64_t> stride, int64_t depth_multiplier) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
+  Output w =
+      layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, c * depth_multiplier, o, "depthwise_weights");
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -133,8 +136,9 @@ Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vect
                         int64_t depth_multiplier) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output dw = layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, o, "depthwise_weights");
-  Output pw = layer_weights(ls, {1, 1, c * depth_multiplier, num_outputs}, o, "pointwise_weights");
+  Output dw =
+      layer_weights(ls, {kernel[0], kernel[1], c, depth_multiplier}, c * depth_multiplier, o, "depthwise_weights");
+  Output pw = layer_weights(ls, {1, 1, c * depth_multiplier, num_outputs}, num_outputs, o, "pointwise_weights");
   ops::ConvOptions co;
   co.strides = stride;
   co.padding = o.padding;
@@ -147,7 +151,7 @@ Output separable_conv2d(const Scope& s, Output x, int64_t num_outputs, std::vect
 Output fully_connected(const Scope& s, Output x, int64_t num_outputs, const std::string& name, const LayerOptions& o) {
   Scope ls = s.sub(name);
   int64_t c = channels_of(s, x, ls.prefix());
-  Output w = layer_weights(ls, {c, num_outputs}, o);
+  Output w = layer_weights(ls, {c, num_outputs}, num_outputs, o);
   return finish(ls, ops::matmul(ls, x, w), num_outputs, o);
 }
 

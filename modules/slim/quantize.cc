@@ -7,6 +7,7 @@
 
 #include "hub/backend/backend.h"
 #include "hub/core/error.h"
+#include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/quantize.h"
@@ -31,11 +32,14 @@ constexpr const char* kMaxSuffix = "/act_quant/max";
 
 }  // namespace
 
-Output quantize_weights(const Scope& layer, Output w, const QuantizeOptions& o) {
+Output quantize_weights(const Scope& layer, Output w, int64_t out_channels, const QuantizeOptions& o) {
   if (o.mode != QuantizeMode::kFakeQuant) return w;
   Scope q = layer.sub(leaf_name(layer.graph().node(w).name) + "_quant");
-  Output m = ops::stop_gradient(q, ops::max(q, ops::abs(q, w), all_axes(q, w)), "AbsMax");
-  return ops::fake_quant_with_min_max_vars(q, w, ops::neg(q, m), m, 8, true);
+  const Shape shape = q.graph().spec(w).shape;
+  Output rows = ops::reshape(q, w, {-1, out_channels}, "PerChannel");
+  Output m = ops::stop_gradient(q, ops::max(q, ops::abs(q, rows), {0}), "AbsMax");
+  Output wq = ops::fake_quant_with_min_max_vars_per_channel(q, rows, ops::neg(q, m), m, 8, true);
+  return ops::reshape(q, wq, shape.dims(), "Weights");
 }
 
 Output quantize_activation(const Scope& layer, Output x, const QuantizeOptions& o) {

@@ -6,10 +6,18 @@
 // `hub quantize` (docs/training.md, "Quantization-aware training", states
 // that contract).
 //
-// Weights (quantize_weights), under <layer>/<weights name>_quant/:
-//   m = max |w| of the current weights (per tensor, no gradient through m)
-//   w_q = FakeQuantWithMinMaxVars(w, -m, m; num_bits 8, narrow_range true)
-//   the symmetric int8 grid [-127, 127] * m / 127 hub quantize uses.
+// Weights (quantize_weights), under <layer>/<weights name>_quant/, per
+// output channel (o, the index over the filter's trailing dims: O of an
+// HWIO filter, c*M+m of a depthwise HWCM one, N of matmul weights [K, N]):
+//   m_o = max |w| over channel o's weights (no gradient through m)
+//   w_q = FakeQuantWithMinMaxVarsPerChannel(w as [-1, O], -m, m;
+//         num_bits 8, narrow_range true), reshaped back
+//   the symmetric int8 grid [-127, 127] * m_o / 127 per channel. Per channel
+//   so that what training saw survives batch-norm folding exactly: folding
+//   scales channel o by s_o = gamma_o / sqrt(variance_o + epsilon), which
+//   scales its grid by |s_o| and leaves the integers alone, so `hub quantize`
+//   (which quantizes a module trained this way per channel) gives the
+//   folded layer the same int8 weights training used.
 // Activations (quantize_activation), under <layer>/act_quant/:
 //   variables min, max: float32 [], zeros, not trainable (model variables:
 //   checkpointed, exported);
@@ -46,8 +54,9 @@ struct QuantizeOptions {
 // The collection listing the activation ranges' AssignMovingAverage nodes.
 inline constexpr const char* kActivationRangeUpdates = "activation_range_updates";
 
-// w_q for a weights variable w (mode kFakeQuant), else w itself.
-Output quantize_weights(const Scope& layer, Output w, const QuantizeOptions& o);
+// w_q for a weights variable w of `out_channels` output channels (its
+// trailing dims, see above) in mode kFakeQuant, else w itself.
+Output quantize_weights(const Scope& layer, Output w, int64_t out_channels, const QuantizeOptions& o);
 // The activation fake quant of a layer's output x (mode kFakeQuant), else x;
 // creates the range variables unless mode is kOff. A layer scope that already
 // has them is AlreadyExists.

@@ -37,7 +37,8 @@ int64_t test_size(const std::string& name) {
 
 int fake_quants(const Graph& g) {
   int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == "FakeQuantWithMinMaxVars";
+  for (const Node& node : g.nodes())
+    n += node.op == "FakeQuantWithMinMaxVars" || node.op == "FakeQuantWithMinMaxVarsPerChannel";
   return n;
 }
 

@@ -617,11 +617,11 @@ TEST_CASE("--quantize_delay: the float graph before the delay, fake quantization
   const Graph& g = spec.graph();
   int weight_quants = 0, activation_quants = 0;
   for (const Node& n : g.nodes()) {
-    if (n.op != "FakeQuantWithMinMaxVars") continue;
-    if (g.node(n.inputs[0]).op == "Variable") {
+    if (n.op == "FakeQuantWithMinMaxVarsPerChannel") {  // the weights, per output channel
       ++weight_quants;
       CHECK(n.attrs.get_bool("narrow_range"));
-    } else {
+      CHECK(g.node(g.node(n.inputs[0]).inputs[0]).op == "Variable");
+    } else if (n.op == "FakeQuantWithMinMaxVars") {
       ++activation_quants;
       CHECK_FALSE(n.attrs.get_bool("narrow_range"));
       CHECK(g.node(n.inputs[1]).op == "Variable");

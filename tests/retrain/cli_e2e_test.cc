@@ -183,7 +183,7 @@ TEST_CASE("hub retrain --quantize: the module's head keeps its fake quantization
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   for (const char* name :
        {"final_retrain_ops/bottleneck/act_quant/FakeQuantWithMinMaxVars",
-        "final_retrain_ops/weights/final_weights_quant/FakeQuantWithMinMaxVars",
+        "final_retrain_ops/weights/final_weights_quant/FakeQuantWithMinMaxVarsPerChannel",
         "final_retrain_ops/Wx_plus_b/act_quant/FakeQuantWithMinMaxVars", "final_retrain_ops/Wx_plus_b/act_quant/max"})
     CHECK_MESSAGE(r.out.find(name) != std::string::npos, name);
   r = run_hub(t.path, "classify --module " + q(out) + " " + q(images / "red" / image_name(0)) + " " +

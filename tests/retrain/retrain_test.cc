@@ -134,7 +134,8 @@ TEST_CASE("retrain --quantize: a fake-quantized head on cached bottlenecks, kept
   const Graph& g = spec.graph();
   std::map<std::string, const Node*> quants;  // by the scope that holds them
   for (const Node& n : g.nodes())
-    if (n.op == "FakeQuantWithMinMaxVars") quants[n.name.substr(0, n.name.rfind('/'))] = &n;
+    if (n.op == "FakeQuantWithMinMaxVars" || n.op == "FakeQuantWithMinMaxVarsPerChannel")
+      quants[n.name.substr(0, n.name.rfind('/'))] = &n;
   REQUIRE(quants.size() == 3);
   for (const char* layer : {"final_retrain_ops/bottleneck", "final_retrain_ops/Wx_plus_b"}) {
     CAPTURE(layer);
@@ -148,11 +149,12 @@ TEST_CASE("retrain --quantize: a fake-quantized head on cached bottlenecks, kept
   }
   REQUIRE(quants.count("final_retrain_ops/weights/final_weights_quant"));
   const Node& wq = *quants.at("final_retrain_ops/weights/final_weights_quant");
+  CHECK(wq.op == "FakeQuantWithMinMaxVarsPerChannel");  // per class (the weights' columns)
   CHECK(wq.attrs.get_bool("narrow_range"));
-  CHECK(g.node(wq.inputs[0]).name == "final_retrain_ops/weights/final_weights");
+  CHECK(g.node(g.node(wq.inputs[0]).inputs[0]).name == "final_retrain_ops/weights/final_weights");
 
   // The module's logits are the head computed by hand from its variables:
-  // fq(fq(features) fq_narrow(W, -max|W|, max|W|) + b).
+  // fq(fq(features) fq_narrow(W[:, o], -max|W[:, o]|, max|W[:, o]|) + b).
   Module m(spec);
   auto var = [&](const std::string& name) { return m.variable_map().at(name).value().to_vector<float>(); };
   const std::vector<float> weights = var("final_retrain_ops/weights/final_weights");
@@ -164,8 +166,8 @@ TEST_CASE("retrain --quantize: a fake-quantized head on cached bottlenecks, kept
   CHECK(in_hi > in_lo);
   CHECK(out_hi > 0);
   CHECK(out_lo < 0);
-  float max_abs = 0;
-  for (float v : weights) max_abs = std::max(max_abs, std::fabs(v));
+  std::vector<float> max_abs(3, 0.0f);  // per class
+  for (size_t j = 0; j < weights.size(); ++j) max_abs[j % 3] = std::max(max_abs[j % 3], std::fabs(weights[j]));
   int correct = 0, total = 0;
   for (size_t k = 0; k < class_names().size(); ++k)
     for (int i : {0, 1, 2, 3}) {
@@ -176,7 +178,7 @@ TEST_CASE("retrain --quantize: a fake-quantized head on cached bottlenecks, kept
       for (size_t o = 0; o < 3; ++o) {
         double sum = biases[o];
         for (size_t j = 0; j < features.size(); ++j)
-          sum += fake_quant(features[j], in_lo, in_hi) * fake_quant(weights[j * 3 + o], -max_abs, max_abs, true);
+          sum += fake_quant(features[j], in_lo, in_hi) * fake_quant(weights[j * 3 + o], -max_abs[o], max_abs[o], true);
         CHECK(logits[o] == doctest::Approx(fake_quant(static_cast<float>(sum), out_lo, out_hi)).epsilon(1e-5));
       }
       const std::vector<float> p = m(img).to_vector<float>();
