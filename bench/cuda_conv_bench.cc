@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "conv_case.h"
 #include "hub/backend/backend.h"
 #include "hub/core/random.h"
 #include "hub/graph/session.h"
@@ -36,6 +37,8 @@
 
 namespace {
 
+using bench::build_conv;
+using bench::ConvCase;
 using Clock = std::chrono::steady_clock;
 
 #define CHECK_CUDA(expr)                                                                \
@@ -106,13 +109,6 @@ std::pair<double, double> measure(const std::function<void()>& fn) {
   return {median(t), median(tg)};
 }
 
-struct ConvCase {
-  std::string name;
-  bool depthwise;
-  hub::Shape x, w;
-  hub::ops::ConvOptions options;
-};
-
 void report(const std::string& name, const std::function<void()>& fn, double flops, double bytes,
             const hub::Session& session, const std::string& node) {
   auto [s, sg] = measure(fn);
@@ -127,22 +123,13 @@ void bench_conv(const ConvCase& k) {
   using namespace hub;
   if (k.name.find(g_filter) == std::string::npos) return;
   Graph g;
-  Scope s(g);
-  Output x = ops::placeholder(s, DType::kFloat32, k.x, "x");
-  Output w = ops::placeholder(s, DType::kFloat32, k.w, "w");
-  Output y = k.depthwise ? ops::depthwise_conv2d(s, x, w, k.options) : ops::conv2d(s, x, w, k.options);
-  Output dy = ops::placeholder(s, DType::kFloat32, g.spec(y).shape, "dy");
-  Output dx = k.depthwise ? ops::depthwise_conv2d_backprop_input(s, x, w, dy, k.options)
-                          : ops::conv2d_backprop_input(s, x, w, dy, k.options);
-  Output dw = k.depthwise ? ops::depthwise_conv2d_backprop_filter(s, x, w, dy, k.options)
-                          : ops::conv2d_backprop_filter(s, x, w, dy, k.options);
+  const auto [x, w, y, dy, dx, dw, flops] = build_conv(g, k);
   Tensor xt = device_random(k.x, 1), wt = device_random(k.w, 2), dyt = device_random(g.spec(y).shape, 3);
   SessionOptions o;
   o.backend = g_cuda;
   o.fetch_to_host = false;
   Session session(g, nullptr, o);
   const Shape& out = g.spec(y).shape;
-  const double flops = 2.0 * static_cast<double>(out.num_elements()) * k.w[0] * k.w[1] * (k.depthwise ? 1 : k.w[2]);
   const double bytes = 4.0 * static_cast<double>(k.x.num_elements() + k.w.num_elements() + out.num_elements());
   FeedList feeds{{x, xt}, {w, wt}, {dy, dyt}};
   report(

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "conv_case.h"
 #include "hub/core/parallel.h"
 #include "hub/core/random.h"
 #include "hub/graph/session.h"
@@ -30,6 +31,8 @@
 
 namespace {
 
+using bench::build_conv;
+using bench::ConvCase;
 using Clock = std::chrono::steady_clock;
 
 hub::Tensor random(const hub::Shape& shape, uint64_t seed) {
@@ -97,37 +100,14 @@ void report(const std::string& name, std::string backend, const std::function<vo
   std::fflush(stdout);
 }
 
-struct ConvCase {
-  std::string name;
-  bool depthwise;
-  hub::Shape x, w;
-  hub::ops::ConvOptions options;
-};
-
-// Multiply-adds of one convolution pass (forward = backprop-input = backprop-filter).
-double conv_flops(const hub::Graph& g, hub::Output y, const ConvCase& k) {
-  const hub::Shape& out = g.spec(y).shape;
-  double macs = static_cast<double>(out.num_elements()) * k.w[0] * k.w[1] * (k.depthwise ? 1 : k.w[2]);
-  return 2 * macs;
-}
-
 void bench_conv(const ConvCase& k) {
   using namespace hub;
   for (const char* backend : {"onednn", "reference"}) {
     Graph g;
-    Scope s(g);
-    Output x = ops::placeholder(s, DType::kFloat32, k.x, "x");
-    Output w = ops::placeholder(s, DType::kFloat32, k.w, "w");
-    Output y = k.depthwise ? ops::depthwise_conv2d(s, x, w, k.options) : ops::conv2d(s, x, w, k.options);
-    Output dy = ops::placeholder(s, DType::kFloat32, g.spec(y).shape, "dy");
-    Output dx = k.depthwise ? ops::depthwise_conv2d_backprop_input(s, x, w, dy, k.options)
-                            : ops::conv2d_backprop_input(s, x, w, dy, k.options);
-    Output dw = k.depthwise ? ops::depthwise_conv2d_backprop_filter(s, x, w, dy, k.options)
-                            : ops::conv2d_backprop_filter(s, x, w, dy, k.options);
+    const auto [x, w, y, dy, dx, dw, flops] = build_conv(g, k);
     Tensor xt = random(k.x, 1), wt = random(k.w, 2), dyt = random(g.spec(y).shape, 3);
     FeedList feeds{{x, xt}, {w, wt}, {dy, dyt}};
     Session session(g, nullptr, {&find_backend(backend)});
-    const double flops = conv_flops(g, y, k);
     const std::string b(backend);
     report(
         k.name + " fwd", b,
