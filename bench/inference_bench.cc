@@ -12,8 +12,13 @@
 // images/s of each, GFLOP/s (2 flops per multiply-add of the convolutions
 // and matmuls) and `ratio=opt/noopt`.
 //
+// Each line names the activation layout the module timed faster for that
+// batch and runs in (optimize.h: nhwc or nChw<b>c), and times a third
+// module fixed to the other layout (HUB_GRAPH_LAYOUT) beside the two:
+// `layout_ratio=opt/other` (>= 1 when the timed choice was right).
+//
 // --profile adds, per batch, where the optimised graph's time goes: the
-// optimised graph run as the module runs it (a memory-planned Session) with
+// optimised graph in that layout run as the module runs it (a memory-planned Session) with
 // SessionOptions::profile, each node's median and fastest time over `rounds`
 // runs, each as a share of the sum, and the medians summed per op and backend.
 // --int8 times the net's int8 module (bench::quantized_net_module) instead:
@@ -31,14 +36,25 @@
 
 namespace {
 
-// A module built with $HUB_GRAPH_OPT as given.
-hub::Module make_module(const hub::ModuleSpec& spec, bool optimise) {
+// The activation layout of the graph a module's last call ran: the channel
+// block its convolutions exchange tensors in, 0 for NHWC.
+int64_t block_of(const hub::Graph& g) {
+  for (const hub::Node& n : g.nodes())
+    if (n.op == "_Relayout" && n.attrs.get_int("to_block") > 0) return n.attrs.get_int("to_block");
+  return 0;
+}
+
+// A module built with $HUB_GRAPH_OPT and $HUB_GRAPH_LAYOUT as given (null:
+// unset).
+hub::Module make_module(const hub::ModuleSpec& spec, bool optimise, const char* layout = nullptr) {
   if (optimise)
     ::unsetenv("HUB_GRAPH_OPT");
   else
     ::setenv("HUB_GRAPH_OPT", "0", 1);
+  if (layout) ::setenv("HUB_GRAPH_LAYOUT", layout, 1);
   hub::Module m(spec);
   ::unsetenv("HUB_GRAPH_OPT");
+  ::unsetenv("HUB_GRAPH_LAYOUT");
   return m;
 }
 
@@ -95,16 +111,31 @@ int main(int argc, char** argv) {
       // Warm up (the optimiser, primitive creation, weight reorders), and
       // check both give the same logits.
       const hub::Tensor a = opt(x), b = noopt(x);
+      // The layout the module timed faster for this batch, and a module fixed
+      // to the other one.
+      const int64_t block = block_of(opt.execution_graph());
+      hub::Module other = make_module(spec, true, block > 0 ? "nhwc" : "blocked");
+      other(x);
+      const int64_t other_block = block_of(other.execution_graph());
+      auto name_of = [](int64_t b) { return b > 0 ? "nChw" + std::to_string(b) + "c" : std::string("nhwc"); };
       const double rel = bench::max_rel_diff(b.data<float>(), a.data<float>(), a.num_elements());
-      const std::vector<double> seconds = bench::time_alternating(
-          rounds, std::max<int>(2, static_cast<int>(64 / batch)), {[&] { opt(x); }, [&] { noopt(x); }});
-      const double s_opt = seconds[0], s_noopt = seconds[1];
+      const std::vector<double> seconds =
+          bench::time_alternating(rounds, std::max<int>(2, static_cast<int>(64 / batch)),
+                                  {[&] { opt(x); }, [&] { noopt(x); }, [&] { other(x); }});
+      const double s_opt = seconds[0], s_noopt = seconds[1], s_other = seconds[2];
       const double gflop = 2.0 * static_cast<double>(macs) * static_cast<double>(batch) / 1e9;
       std::printf(
-          "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s) noopt=%.1f img/s (%.1f GFLOP/s) max_rel_diff=%.1e ratio=%.2f\n",
-          name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, batch / s_noopt, gflop / s_noopt,
-          rel, s_noopt / s_opt);
-      if (profile) print_profile(optimized, opt.variables(), images, logits, x, rounds);
+          "%s batch=%lld opt=%.1f img/s (%.1f GFLOP/s, %s) %s=%.1f img/s noopt=%.1f img/s (%.1f GFLOP/s) "
+          "max_rel_diff=%.1e layout_ratio=%.2f ratio=%.2f\n",
+          name.c_str(), static_cast<long long>(batch), batch / s_opt, gflop / s_opt, name_of(block).c_str(),
+          name_of(other_block).c_str(), batch / s_other, batch / s_noopt, gflop / s_noopt, rel, s_other / s_opt,
+          s_noopt / s_opt);
+      if (profile) {
+        hub::OptimizeOptions layout_options;
+        layout_options.block = block;
+        print_profile(hub::optimize_for_inference(g, opt.variables(), {images, logits}, layout_options),
+                      opt.variables(), images, logits, x, rounds);
+      }
       std::fflush(stdout);
     }
   } catch (const hub::Error& e) {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "hub/core/fileio.h"
 #include "hub/graph/optimize/optimize.h"
@@ -69,15 +71,25 @@ VariableRef VariableMap::at(const std::string& name) const {
 
 // ---- Module -----------------------------------------------------------------------
 
+struct Module::Variant {
+  std::unique_ptr<OptimizedGraph> graph;
+  std::unique_ptr<Session> session;
+};
+
 struct Module::State {
   Graph graph;
   VariableStore variables;
   std::unique_ptr<Session> session;  // runs `graph`
-  // Inference instances with the optimiser on: the optimised graph (made on
-  // the first call, again when stale) and the session that runs it.
+  // Inference instances with the optimiser on: an optimised graph and the
+  // session that runs it per activation layout in use (channel block, 0 for
+  // NHWC; made when needed, again when stale); the layouts to try
+  // (layout_candidates()), the one each set of input shapes runs in (timed
+  // on its first call) and the one the last call ran.
   bool optimize = false;
-  std::unique_ptr<OptimizedGraph> optimized;
-  std::unique_ptr<Session> optimized_session;
+  std::map<int64_t, Variant> variants;
+  std::vector<int64_t> layouts;
+  std::map<std::string, int64_t> layout_of;
+  int64_t last_layout = -1;
 };
 
 Module::Module(ModuleSpec spec, TagSet tags, bool trainable)
@@ -94,6 +106,7 @@ Module::Module(ModuleSpec spec, TagSet tags, bool trainable)
   }
   state_->session = std::make_unique<Session>(state_->graph, &state_->variables);
   state_->optimize = !trainable_ && !tags_.count("train") && graph_optimization_enabled();
+  if (state_->optimize) state_->layouts = layout_candidates(default_backend());
 }
 
 Module::~Module() = default;
@@ -101,39 +114,68 @@ Module::Module(Module&&) noexcept = default;
 
 Graph& Module::graph() { return state_->graph; }
 
-Session& Module::session_for_call(std::function<Output(Output)>* graph_tensor) {
+Module::Variant& Module::optimized(int64_t layout) {
   State& st = *state_;
-  if (!st.optimize) {
-    *graph_tensor = [](Output o) { return o; };
-    return *st.session;
+  Variant& v = st.variants[layout];
+  if (v.graph && !v.graph->stale(st.variables)) return v;
+  std::vector<Output> keep;  // every signature's inputs and outputs
+  for (const std::string& name : spec_.signature_names(tags_)) {
+    const SignatureInfo& si = spec_.signature(name, tags_);
+    for (const auto& [k, info] : si.inputs) keep.push_back(st.graph.tensor(info.tensor_name));
+    for (const auto& [k, info] : si.outputs) keep.push_back(st.graph.tensor(info.tensor_name));
   }
-  if (!st.optimized || st.optimized->stale(st.variables)) {
-    std::vector<Output> keep;  // every signature's inputs and outputs
-    for (const std::string& name : spec_.signature_names(tags_)) {
-      const SignatureInfo& si = spec_.signature(name, tags_);
-      for (const auto& [k, info] : si.inputs) keep.push_back(st.graph.tensor(info.tensor_name));
-      for (const auto& [k, info] : si.outputs) keep.push_back(st.graph.tensor(info.tensor_name));
-    }
-    st.optimized_session.reset();
-    st.optimized.reset();
-    try {
-      st.optimized = std::make_unique<OptimizedGraph>(optimize_for_inference(st.graph, st.variables, keep));
-    } catch (const Error& e) {
-      throw e.with_context("optimising the graph for inference (HUB_GRAPH_OPT=0 skips it)");
-    }
-    SessionOptions options;
-    options.plan_memory = true;  // intermediates in one arena, laid out per set of input shapes
-    st.optimized_session = std::make_unique<Session>(st.optimized->graph(), &st.variables, options);
+  v.session.reset();
+  v.graph.reset();
+  OptimizeOptions options;
+  options.block = layout;
+  try {
+    v.graph = std::make_unique<OptimizedGraph>(optimize_for_inference(st.graph, st.variables, keep, options));
+  } catch (const Error& e) {
+    st.variants.erase(layout);
+    throw e.with_context("optimising the graph for inference (HUB_GRAPH_OPT=0 skips it)");
   }
-  const OptimizedGraph* g = st.optimized.get();
-  *graph_tensor = [g](Output o) { return g->tensor(o); };
-  return *st.optimized_session;
+  SessionOptions session_options;
+  session_options.plan_memory = true;  // intermediates in one arena, laid out per set of input shapes
+  v.session = std::make_unique<Session>(v.graph->graph(), &st.variables, session_options);
+  return v;
+}
+
+std::vector<Tensor> Module::run(const FeedList& feeds, const std::vector<Output>& fetches) {
+  State& st = *state_;
+  if (!st.optimize) return st.session->run(feeds, fetches);
+  auto run_in = [&](int64_t layout) {
+    Variant& v = optimized(layout);
+    FeedList f = feeds;
+    for (auto& [o, t] : f) o = v.graph->tensor(o);
+    std::vector<Output> out = fetches;
+    for (Output& o : out) o = v.graph->tensor(o);
+    st.last_layout = layout;
+    return v.session->run(f, out);
+  };
+  std::string shapes;
+  for (const auto& [o, t] : feeds) shapes += t.shape().to_string();
+  if (auto it = st.layout_of.find(shapes); it != st.layout_of.end()) return run_in(it->second);
+  // First call with these shapes: time the layouts that differ (a blocked
+  // graph with no _Relayout has no blocked convolution: it is the NHWC one).
+  std::vector<int64_t> tried;
+  for (int64_t layout : st.layouts)
+    if (layout == 0 || optimized(layout).graph->stats().relayouts > 0) tried.push_back(layout);
+  std::vector<std::vector<Tensor>> results(tried.size());
+  std::vector<std::function<void()>> runs;
+  for (size_t i = 0; i < tried.size(); ++i) runs.push_back([&, i] { results[i] = run_in(tried[i]); });
+  const size_t best = tried.size() == 1 ? (runs[0](), 0) : fastest(runs);
+  st.layout_of[shapes] = st.last_layout = tried[best];
+  // Keep only the layouts some shapes run in.
+  std::set<int64_t> used;
+  for (const auto& [k, layout] : st.layout_of) used.insert(layout);
+  std::erase_if(st.variants, [&](const auto& v) { return !used.count(v.first); });
+  return std::move(results[best]);
 }
 
 const Graph& Module::execution_graph() {
-  std::function<Output(Output)> unused;
-  session_for_call(&unused);
-  return state_->optimize ? state_->optimized->graph() : state_->graph;
+  State& st = *state_;
+  if (!st.optimize) return st.graph;
+  return optimized(st.last_layout >= 0 ? st.last_layout : st.layouts.front()).graph->graph();
 }
 VariableStore& Module::variables() { return state_->variables; }
 
@@ -161,11 +203,7 @@ TensorMap Module::operator()(const std::string& signature, const TensorMap& inpu
   for (const auto& [k, info] : si.outputs) fetches.push_back(state_->graph.tensor(info.tensor_name));
   std::vector<Tensor> values;
   try {
-    std::function<Output(Output)> to_run;
-    Session& session = session_for_call(&to_run);
-    for (auto& [o, t] : feeds) o = to_run(o);
-    for (Output& o : fetches) o = to_run(o);
-    values = session.run(feeds, fetches);
+    values = run(feeds, fetches);
   } catch (const Error& e) {
     throw e.with_context(where);
   }

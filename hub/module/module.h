@@ -277,8 +277,12 @@ class Module {
   // convolutions), made on the first call from the current variable values
   // and made again on the next call after a variable changes; its session
   // keeps intermediates in one arena laid out for the last input shapes
-  // (SessionOptions::plan_memory). Results equal the graph's within float
-  // rounding. $HUB_GRAPH_OPT=0 at construction turns both off. Training
+  // (SessionOptions::plan_memory). Where the backend offers two activation
+  // layouts (oneDNN: NHWC and its channel-blocked one) the first call with
+  // each set of input shapes times both and those shapes run in the faster
+  // from then on (optimize.h; $HUB_GRAPH_LAYOUT=nhwc / blocked at
+  // construction fixes one). Results equal the graph's within float
+  // rounding. $HUB_GRAPH_OPT=0 at construction turns all this off. Training
   // instances always run graph() as it is.
   explicit Module(ModuleSpec spec, TagSet tags = {}, bool trainable = false);
   ~Module();
@@ -306,9 +310,10 @@ class Module {
   bool trainable() const { return trainable_; }
   // The instance's graph (variables marked per `trainable`).
   Graph& graph();
-  // The graph signature calls run: the optimised graph of an inference
-  // instance (made now if there is none, or a variable changed since), else
-  // graph().
+  // The graph signature calls run: for an inference instance the optimised
+  // graph the last call ran (before any call, the one in the backend's
+  // preferred layout; made now if there is none, or a variable changed
+  // since), else graph().
   const Graph& execution_graph();
 
   // Writes the module (this tag set's graph and every other tag set of the
@@ -339,11 +344,15 @@ class Module {
   ModuleSpec spec_;
   TagSet tags_;
   bool trainable_;
-  struct State;  // graph, variables, session (heap-held so moves keep the session's references valid)
+  struct State;    // graph, variables, session (heap-held so moves keep the session's references valid)
+  struct Variant;  // an optimised graph and its session
   std::unique_ptr<State> state_;
-  // The session signature calls run in, on execution_graph(); `graph` maps a
-  // tensor of graph() to that graph.
-  Session& session_for_call(std::function<Output(Output)>* graph_tensor);
+  // Runs graph() tensors: on graph() itself, or for an inference instance
+  // on the optimised graph of the layout these input shapes run in (timed
+  // on their first call).
+  std::vector<Tensor> run(const std::vector<std::pair<Output, Tensor>>& feeds, const std::vector<Output>& fetches);
+  // The optimised graph and session of a layout, made if missing or stale.
+  Variant& optimized(int64_t layout);
 };
 
 }  // namespace hub

@@ -71,13 +71,13 @@ const OpDef& OpRegistry::find(const std::string& op) const {
   return it->second;
 }
 
-void OpRegistry::set_activation_block(const std::string& backend, ActivationBlockFn fn) {
+void OpRegistry::set_activation_blocks(const std::string& backend, ActivationBlocksFn fn) {
   activation_blocks_[backend] = fn;
 }
 
-int64_t OpRegistry::activation_block(const std::string& backend) const {
+std::vector<int64_t> OpRegistry::activation_blocks(const std::string& backend) const {
   auto it = activation_blocks_.find(backend);
-  return it == activation_blocks_.end() ? 0 : it->second();
+  return it == activation_blocks_.end() ? std::vector<int64_t>{0} : it->second();
 }
 
 const KernelDef* OpRegistry::kernel(const std::string& op, const std::string& backend) const {

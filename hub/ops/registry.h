@@ -235,17 +235,19 @@ class OpRegistry {
   const KernelDef* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> op_names() const;
 
-  // The activation layout a backend's convolution kernels prefer: 0 for
-  // NHWC, else the channel block b of oneDNN's nChw{b}c (hub/ops/fused.h).
-  // Registered by the backend's kernel files; 0 for a backend that did not.
-  // The inference optimiser asks it when it lays out edges.
-  using ActivationBlockFn = int64_t (*)();
-  void set_activation_block(const std::string& backend, ActivationBlockFn fn);
-  int64_t activation_block(const std::string& backend) const;
+  // The activation layouts a backend's convolution kernels run well, its
+  // preferred one first: 0 for NHWC, else the channel block b of oneDNN's
+  // nChw{b}c (hub/ops/fused.h). Registered by the backend's kernel files;
+  // {0} for a backend that did not. The inference optimiser lays out edges
+  // in the first unless told another (OptimizeOptions::block); inference
+  // modules time each per set of input shapes and keep the fastest.
+  using ActivationBlocksFn = std::vector<int64_t> (*)();
+  void set_activation_blocks(const std::string& backend, ActivationBlocksFn fn);
+  std::vector<int64_t> activation_blocks(const std::string& backend) const;
 
  private:
   std::map<std::string, OpDef> ops_;
-  std::map<std::string, ActivationBlockFn> activation_blocks_;
+  std::map<std::string, ActivationBlocksFn> activation_blocks_;
   std::map<std::pair<std::string, std::string>, KernelDef> kernels_;
 };
 

@@ -1,8 +1,9 @@
 // The inference optimiser (hub/graph/optimize/optimize.h) on the built-in
 // networks: the optimised graph gives the unoptimised graph's logits within
 // 1e-4 relative on the reference backend, on oneDNN with the layout oneDNN
-// prefers here, and on oneDNN with the other layout (channel-blocked nChw8c
-// where oneDNN prefers NHWC, else NHWC), so both paths run on any CPU. Batch-norm statistics and
+// prefers here, and on oneDNN with the other layout (channel-blocked nChw16c
+// or nChw8c where oneDNN prefers NHWC, else NHWC), so both paths run on any
+// CPU; an inference Module times the two per batch size. Batch-norm statistics and
 // biases are randomised first, so folding them is not a no-op. Modules use
 // it for inference instances (HUB_GRAPH_OPT=0 turns it off), and an ONNX
 // import goes through the same passes.
@@ -12,9 +13,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <thread>
 
 #include "default_nets.h"
 #include "hub/backend/backend.h"
@@ -115,8 +119,8 @@ void check_net(const std::string& name) {
     const std::string& in = n.op == "FusedBatchNorm" ? g.node(n.inputs[0].node).op : "";
     batch_norms_after_conv += in == "Conv2D" || in == "DepthwiseConv2dNative" || in == "MatMul";
   }
-  // oneDNN's preferred layout here, and the other one (NHWC if it prefers blocks, else nChw8c).
-  const int64_t other_block = OpRegistry::global().activation_block("onednn") > 0 ? 0 : 8;
+  // oneDNN's preferred layout here, and the other one (NHWC if it prefers blocks, else the CPU's block).
+  const int64_t other_block = OpRegistry::global().activation_blocks("onednn").at(1);
   for (const Variant& v : {Variant{"reference", 0}, Variant{"onednn", -1}, Variant{"onednn", other_block}}) {
     INFO("backend " << std::string(v.backend) << ", block " << v.block);
     const Backend& backend = find_backend(v.backend);
@@ -206,7 +210,9 @@ Tensor run_plain(Module& m, const Tensor& x) {
 TEST_CASE("inference modules run the optimised graph; training modules and HUB_GRAPH_OPT=0 the graph itself") {
   const ModuleSpec spec = small_mobilenet();
   const Tensor x = random_tensor({3, 32, 32, 3}, 5, 0, 1);
+  ::setenv("HUB_GRAPH_LAYOUT", "blocked", 1);  // one optimised graph for every batch size
   Module m(spec);
+  ::unsetenv("HUB_GRAPH_LAYOUT");
   const Graph& fast = m.execution_graph();
   CHECK(&fast != &m.graph());
   CHECK(count_ops(fast, "_FusedConv2D") ==
@@ -248,6 +254,64 @@ TEST_CASE("inference modules run the optimised graph; training modules and HUB_G
   SUBCASE("trainable and {train} instances are not optimised") {
     Module trainable(spec, {}, true);
     CHECK(&trainable.execution_graph() == &trainable.graph());
+  }
+}
+
+TEST_CASE("fastest() runs each candidate untimed once, then in rounds, and picks the fastest run") {
+  std::vector<int> calls(3, 0);
+  auto sleeper = [&calls](int i, int ms) {
+    return [&calls, i, ms] {
+      ++calls[i];
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    };
+  };
+  CHECK(fastest({sleeper(0, 20), sleeper(1, 1), sleeper(2, 40)}, 0) == 1);
+  CHECK(calls == std::vector<int>{4, 4, 4});  // the untimed run and three rounds at least
+  calls.assign(3, 0);
+  CHECK(fastest({sleeper(0, 0), sleeper(1, 20), sleeper(2, 10)}, 60) == 0);
+  CHECK(calls == std::vector<int>{9, 9, 9});  // at most 8 rounds
+}
+
+TEST_CASE("an inference module times its layouts per set of input shapes; HUB_GRAPH_LAYOUT fixes one") {
+  const ModuleSpec spec = small_mobilenet();
+  const std::vector<int64_t> offered = OpRegistry::global().activation_blocks(default_backend().name());
+  REQUIRE(offered.size() == 2);  // oneDNN: NHWC and its channel-blocked layout, preferred first
+  CHECK(std::count(offered.begin(), offered.end(), int64_t{0}) == 1);
+  auto blocked = [](Module& m) { return count_ops(m.execution_graph(), "_Relayout") > 0; };
+  auto input = [](int64_t batch) { return random_tensor({batch, 32, 32, 3}, 60 + batch, 0, 1); };
+
+  SUBCASE("fixed") {
+    for (const std::string mode : {"nhwc", "blocked"}) {
+      INFO(mode);
+      ::setenv("HUB_GRAPH_LAYOUT", mode.c_str(), 1);
+      Module m(spec);
+      ::unsetenv("HUB_GRAPH_LAYOUT");
+      for (int64_t batch : {1, 4}) {
+        expect_same(m(input(batch)), run_plain(m, input(batch)));
+        CHECK(blocked(m) == (mode == "blocked"));
+      }
+    }
+  }
+  SUBCASE("auto: before any call the preferred layout; each batch size keeps the layout its first call chose") {
+    Module m(spec);
+    CHECK(blocked(m) == (offered[0] > 0));
+    std::map<int64_t, const Graph*> chosen;
+    for (int64_t batch : {1, 4, 1, 4, 2}) {
+      expect_same(m(input(batch)), run_plain(m, input(batch)));
+      const Graph* ran = &m.execution_graph();
+      auto [it, first] = chosen.emplace(batch, ran);
+      if (!first) CHECK(it->second == ran);
+      // A (layout) graph is kept only while some batch size runs in it.
+      std::set<const Graph*> kept;
+      for (auto [b, g] : chosen) kept.insert(g);
+      CHECK(kept.size() <= 2);
+    }
+  }
+  SUBCASE("an unknown layout is refused at construction") {
+    ::setenv("HUB_GRAPH_LAYOUT", "nchw", 1);
+    CHECK_THROWS_WITH_AS(Module{spec}, doctest::Contains("HUB_GRAPH_LAYOUT='nchw': expected auto, nhwc or blocked"),
+                         Error);
+    ::unsetenv("HUB_GRAPH_LAYOUT");
   }
 }
 

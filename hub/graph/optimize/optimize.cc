@@ -1,7 +1,10 @@
 #include "hub/graph/optimize/optimize.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "hub/graph/optimize/passes.h"
 
@@ -44,7 +47,7 @@ OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& v
   st.fused = fc.fused;
   st.batch_norms_folded = fc.batch_norms;
   st.post_ops = fc.absorbed;
-  st.block = options.block >= 0 ? options.block : OpRegistry::global().activation_block(backend.name());
+  st.block = options.block >= 0 ? options.block : OpRegistry::global().activation_blocks(backend.name()).front();
   st.relayouts = optimize::assign_layouts(ir, st.block, backend);
   ir.drop_unused();
   result.graph_ = ir.emit(&result.tensors_);
@@ -55,6 +58,36 @@ OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& v
 bool graph_optimization_enabled() {
   const char* env = std::getenv("HUB_GRAPH_OPT");
   return !(env && std::strcmp(env, "0") == 0);
+}
+
+std::vector<int64_t> layout_candidates(const Backend& backend) {
+  const std::vector<int64_t> offered = OpRegistry::global().activation_blocks(backend.name());
+  const char* env = std::getenv("HUB_GRAPH_LAYOUT");
+  const std::string mode = env ? env : "auto";
+  if (mode == "auto" || mode.empty()) return offered;
+  if (mode == "nhwc") return {0};
+  if (mode == "blocked") {
+    for (int64_t b : offered)
+      if (b > 0) return {b};
+    return {0};
+  }
+  throw_error(Code::kInvalidArgument, "HUB_GRAPH_LAYOUT='" + mode + "': expected auto, nhwc or blocked");
+}
+
+size_t fastest(const std::vector<std::function<void()>>& candidates, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  for (const auto& run : candidates) run();
+  std::vector<double> best(candidates.size(), std::numeric_limits<double>::infinity());
+  const Clock::time_point start = Clock::now();
+  for (int round = 0; round < 8; ++round) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Clock::time_point t = Clock::now();
+      candidates[i]();
+      best[i] = std::min(best[i], std::chrono::duration<double>(Clock::now() - t).count());
+    }
+    if (round >= 2 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+  }
+  return static_cast<size_t>(std::min_element(best.begin(), best.end()) - best.begin());
 }
 
 }  // namespace hub

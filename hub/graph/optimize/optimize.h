@@ -56,10 +56,20 @@
 // was written since (Storage::generation) or replaced, and the caller must
 // optimise again.
 //
+// Which layout is faster depends on the net, the batch size and the CPU
+// (measured: MobileNet v1 runs NHWC faster at batch 1 and nChw8c / nChw16c
+// faster at batch 32, ResNet v1 50 blocked at every batch), and oneDNN's
+// own preference cannot tell; so an inference Module optimises the graph
+// once per layout the backend offers (layout_candidates()) and times them
+// on the first call of each set of input shapes (fastest()), keeping the
+// faster.
+//
 // HUB_GRAPH_OPT=0 in the environment turns the optimiser off for modules
-// (graph_optimization_enabled()), for debugging.
+// (graph_optimization_enabled()), for debugging; HUB_GRAPH_LAYOUT=nhwc or
+// =blocked fixes the layout instead of timing (auto, the default, times).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,7 +86,7 @@ struct OptimizeOptions {
   // asked); default_backend() when null.
   const Backend* backend = nullptr;
   // Channel block for activations between fused convolutions: -1 asks the
-  // backend (OpRegistry::activation_block), 0 keeps NHWC, 8 or 16 forces it.
+  // backend (its preferred: OpRegistry::activation_blocks), 0 keeps NHWC, 8 or 16 forces it.
   int64_t block = -1;
 };
 
@@ -124,5 +134,19 @@ OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& v
 
 // False when $HUB_GRAPH_OPT is "0" (read on every call).
 bool graph_optimization_enabled();
+
+// The activation layouts (channel blocks, 0 for NHWC) worth trying on
+// `backend`, preferred first, as $HUB_GRAPH_LAYOUT allows: unset or "auto"
+// all that the backend offers (OpRegistry::activation_blocks), "nhwc" {0},
+// "blocked" the backend's channel block ({0} on a backend without one).
+// Throws InvalidArgument naming the variable for any other value.
+std::vector<int64_t> layout_candidates(const Backend& backend);
+
+// The index of the fastest of `candidates`: each runs once untimed (its
+// first run makes primitives, reorders weights, plans memory), then they
+// run in turn, one timed run each per round, for at least three rounds and
+// until the rounds took `seconds` (at most 8 rounds); the fastest single
+// run wins (the least disturbed by a noisy machine).
+size_t fastest(const std::vector<std::function<void()>>& candidates, double seconds = 0.2);
 
 }  // namespace hub

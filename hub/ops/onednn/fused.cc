@@ -388,10 +388,14 @@ bool supports_relayout(const Node&, const std::vector<TensorSpec>& in) {
 }
 
 // The layout oneDNN itself picks (format `any`) for a typical convolution's
-// activations on this CPU: NHWC for its AVX-512 brgemm kernels, nChw8c on
-// AVX2, nChw16c on older AVX-512 paths. Computed once.
-int64_t preferred_block() {
-  static const int64_t block = [] {
+// activations on this CPU first: NHWC for its AVX-512 brgemm kernels, nChw8c
+// on AVX2, nChw16c on older AVX-512 paths; then the other of NHWC and the
+// CPU's channel block (16 with AVX-512, else 8), which some nets and batch
+// sizes run faster (a blocked MobileNet at batch 32, NHWC at batch 1).
+// Computed once.
+std::vector<int64_t> activation_blocks() {
+  static const std::vector<int64_t> blocks = [] {
+    int64_t preferred = 0;
     try {
       const dims src{1, 64, 28, 28}, w{64, 64, 1, 1};
       dnnl::convolution_forward::desc d(
@@ -401,16 +405,20 @@ int64_t preferred_block() {
       const auto& blocking = pd.src_desc().data.format_desc.blocking;
       if (blocking.inner_nblks == 1 && blocking.inner_idxs[0] == 1 &&
           (blocking.inner_blks[0] == 8 || blocking.inner_blks[0] == 16))
-        return static_cast<int64_t>(blocking.inner_blks[0]);
+        preferred = static_cast<int64_t>(blocking.inner_blks[0]);
     } catch (const dnnl::error&) {
     }
-    return int64_t{0};
+    if (preferred > 0) return std::vector<int64_t>{preferred, 0};
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());  // ISA sets are bit masks
+    const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    const bool avx512 = (isa & avx512_core) == avx512_core;
+    return std::vector<int64_t>{0, avx512 ? 16 : 8};
   }();
-  return block;
+  return blocks;
 }
 
-const bool kBlockRegistered = [] {
-  OpRegistry::global().set_activation_block("onednn", preferred_block);
+const bool kBlocksRegistered = [] {
+  OpRegistry::global().set_activation_blocks("onednn", activation_blocks);
   return true;
 }();
 
