@@ -13,8 +13,9 @@
 # into integer kernels; ort_hub_export is ONNX Runtime on hub's own QDQ export
 # of the int8 module.
 #
-# The variants alternate, ROUNDS times per batch, each timing SECONDS after a
-# warm-up call; each line gives the medians (images per second), GFLOP/s
+# The variants alternate, ROUNDS times per batch, each timing SECONDS after
+# warm-up (ORT: one call; hub: its first call and its module's timed turns
+# between activation layouts, 12 calls); each line gives the medians (images per second), GFLOP/s
 # (2 x multiply-adds per image) as a fraction of the FMA peak of two threads
 # (PEAK_GFLOPS, else measured first by `ort_bench peak 2`, bench/fma_peak.h;
 # int8 lines: GOP/s against 4x that, VNNI's four 8-bit multiply-adds per

@@ -2,6 +2,7 @@
 // and application into another graph (hub/module/module.h).
 #include "hub/module/module.h"
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -83,12 +84,13 @@ struct Module::State {
   // Inference instances with the optimiser on: an optimised graph and the
   // session that runs it per activation layout in use (channel block, 0 for
   // NHWC; made when needed, again when stale); the layouts to try
-  // (layout_candidates()), the one each set of input shapes runs in (timed
-  // on its first call) and the one the last call ran.
+  // (layout_candidates(), less a blocked one that came out the same as
+  // NHWC), the contest of layouts per set of input shapes and the layout
+  // the last call ran.
   bool optimize = false;
   std::map<int64_t, Variant> variants;
   std::vector<int64_t> layouts;
-  std::map<std::string, int64_t> layout_of;
+  std::map<std::string, Contest> contests;
   int64_t last_layout = -1;
 };
 
@@ -154,22 +156,30 @@ std::vector<Tensor> Module::run(const FeedList& feeds, const std::vector<Output>
   };
   std::string shapes;
   for (const auto& [o, t] : feeds) shapes += t.shape().to_string();
-  if (auto it = st.layout_of.find(shapes); it != st.layout_of.end()) return run_in(it->second);
-  // First call with these shapes: time the layouts that differ (a blocked
-  // graph with no _Relayout has no blocked convolution: it is the NHWC one).
-  std::vector<int64_t> tried;
-  for (int64_t layout : st.layouts)
-    if (layout == 0 || optimized(layout).graph->stats().relayouts > 0) tried.push_back(layout);
-  std::vector<std::vector<Tensor>> results(tried.size());
-  std::vector<std::function<void()>> runs;
-  for (size_t i = 0; i < tried.size(); ++i) runs.push_back([&, i] { results[i] = run_in(tried[i]); });
-  const size_t best = tried.size() == 1 ? (runs[0](), 0) : fastest(runs);
-  st.layout_of[shapes] = st.last_layout = tried[best];
-  // Keep only the layouts some shapes run in.
-  std::set<int64_t> used;
-  for (const auto& [k, layout] : st.layout_of) used.insert(layout);
-  std::erase_if(st.variants, [&](const auto& v) { return !used.count(v.first); });
-  return std::move(results[best]);
+  Contest& contest = st.contests.try_emplace(shapes, st.layouts).first->second;
+  if (contest.settled()) return run_in(contest.next());
+  // A blocked graph with no _Relayout has no blocked convolution: it is the
+  // NHWC one, and no contest needs to try it.
+  const int64_t layout = contest.next();
+  if (layout != 0 && optimized(layout).graph->stats().relayouts == 0) {
+    std::erase(st.layouts, layout);
+    for (auto& [k, c] : st.contests) c.drop(layout);
+    st.variants.erase(layout);
+    return run(feeds, fetches);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> result = run_in(layout);
+  contest.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (contest.settled()) {  // keep only the layouts some contest still runs
+    std::set<int64_t> used;
+    for (const auto& [k, c] : st.contests)
+      if (c.settled())
+        used.insert(c.next());
+      else
+        used.insert(c.ways().begin(), c.ways().end());
+    std::erase_if(st.variants, [&](const auto& v) { return !used.count(v.first); });
+  }
+  return result;
 }
 
 const Graph& Module::execution_graph() {

@@ -278,10 +278,12 @@ class Module {
   // and made again on the next call after a variable changes; its session
   // keeps intermediates in one arena laid out for the last input shapes
   // (SessionOptions::plan_memory). Where the backend offers two activation
-  // layouts (oneDNN: NHWC and its channel-blocked one) the first call with
-  // each set of input shapes times both and those shapes run in the faster
-  // from then on (optimize.h; $HUB_GRAPH_LAYOUT=nhwc / blocked at
-  // construction fixes one). Results equal the graph's within float
+  // layouts (oneDNN: NHWC and its channel-blocked one) the first calls with
+  // each set of input shapes take turns between them, timed (the preferred
+  // layout first, then the other; Contest in optimize.h: 12 calls), and
+  // those shapes run in the faster from then on; no call runs the graph
+  // more than once ($HUB_GRAPH_LAYOUT=nhwc / blocked at construction fixes
+  // one). Results equal the graph's within float
   // rounding. $HUB_GRAPH_OPT=0 at construction turns all this off. Training
   // instances always run graph() as it is.
   explicit Module(ModuleSpec spec, TagSet tags = {}, bool trainable = false);

@@ -13,12 +13,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "default_nets.h"
 #include "hub/backend/backend.h"
@@ -257,19 +255,33 @@ TEST_CASE("inference modules run the optimised graph; training modules and HUB_G
   }
 }
 
-TEST_CASE("fastest() runs each candidate untimed once, then in rounds, and picks the fastest run") {
-  std::vector<int> calls(3, 0);
-  auto sleeper = [&calls](int i, int ms) {
-    return [&calls, i, ms] {
-      ++calls[i];
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    };
-  };
-  CHECK(fastest({sleeper(0, 20), sleeper(1, 1), sleeper(2, 40)}, 0) == 1);
-  CHECK(calls == std::vector<int>{4, 4, 4});  // the untimed run and three rounds at least
-  calls.assign(3, 0);
-  CHECK(fastest({sleeper(0, 0), sleeper(1, 20), sleeper(2, 10)}, 60) == 0);
-  CHECK(calls == std::vector<int>{9, 9, 9});  // at most 8 rounds
+TEST_CASE("a contest runs each way once untimed, then in timed turns, and settles on the fastest call") {
+  Contest c({0, 8, 16}, 2);
+  CHECK_FALSE(c.settled());
+  // Untimed first calls: way 8's slow first call does not count against it.
+  const std::vector<std::pair<int64_t, double>> calls = {{0, 1.0}, {8, 100.0}, {16, 1.0},   // untimed
+                                                         {0, 3.0}, {8, 2.5},   {16, 4.0},   // round 1
+                                                         {0, 2.0}, {8, 2.4},   {16, 0.5}};  // round 2
+  for (const auto& [way, seconds] : calls) {
+    REQUIRE_FALSE(c.settled());
+    CHECK(c.next() == way);
+    c.record(seconds);
+  }
+  CHECK(c.settled());
+  CHECK(c.next() == 16);  // its 0.5 s call beats 2.0 and 2.4
+  c.record(9.0);          // settled: later calls are not timed
+  CHECK(c.next() == 16);
+
+  Contest d({0, 8});
+  CHECK(d.next() == 0);
+  d.record(1.0);
+  d.drop(8);  // the same as way 0: a single way is settled
+  CHECK(d.settled());
+  CHECK(d.ways() == std::vector<int64_t>{0});
+  d.drop(0);  // the last way stays
+  CHECK(d.next() == 0);
+  CHECK(Contest({8}).settled());
+  CHECK_THROWS_AS(Contest({}), Error);
 }
 
 TEST_CASE("an inference module times its layouts per set of input shapes; HUB_GRAPH_LAYOUT fixes one") {
@@ -292,19 +304,27 @@ TEST_CASE("an inference module times its layouts per set of input shapes; HUB_GR
       }
     }
   }
-  SUBCASE("auto: before any call the preferred layout; each batch size keeps the layout its first call chose") {
+  SUBCASE("auto: the preferred layout first, then turns, then each batch size keeps the faster") {
     Module m(spec);
     CHECK(blocked(m) == (offered[0] > 0));
+    const int turns = 2 * (1 + Contest::kRounds);
     std::map<int64_t, const Graph*> chosen;
-    for (int64_t batch : {1, 4, 1, 4, 2}) {
-      expect_same(m(input(batch)), run_plain(m, input(batch)));
-      const Graph* ran = &m.execution_graph();
-      auto [it, first] = chosen.emplace(batch, ran);
-      if (!first) CHECK(it->second == ran);
-      // A (layout) graph is kept only while some batch size runs in it.
-      std::set<const Graph*> kept;
-      for (auto [b, g] : chosen) kept.insert(g);
-      CHECK(kept.size() <= 2);
+    for (int64_t batch : {1, 4, 2}) {
+      INFO("batch " << batch);
+      const Tensor want = run_plain(m, input(batch));
+      for (int call = 0; call < turns + 2; ++call) {
+        expect_same(m(input(batch)), want);
+        if (call < turns) CHECK(blocked(m) == (offered[call % 2] > 0));  // turns, preferred first
+        if (call >= turns) {                                             // settled
+          auto [it, first] = chosen.emplace(batch, &m.execution_graph());
+          if (!first) CHECK(it->second == &m.execution_graph());
+        }
+      }
+    }
+    // Settled batch sizes keep only the graphs they run in.
+    for (int64_t batch : {1, 4, 2}) {
+      m(input(batch));
+      CHECK(&m.execution_graph() == chosen[batch]);
     }
   }
   SUBCASE("an unknown layout is refused at construction") {

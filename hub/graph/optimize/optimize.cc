@@ -1,7 +1,6 @@
 #include "hub/graph/optimize/optimize.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -74,20 +73,36 @@ std::vector<int64_t> layout_candidates(const Backend& backend) {
   throw_error(Code::kInvalidArgument, "HUB_GRAPH_LAYOUT='" + mode + "': expected auto, nhwc or blocked");
 }
 
-size_t fastest(const std::vector<std::function<void()>>& candidates, double seconds) {
-  using Clock = std::chrono::steady_clock;
-  for (const auto& run : candidates) run();
-  std::vector<double> best(candidates.size(), std::numeric_limits<double>::infinity());
-  const Clock::time_point start = Clock::now();
-  for (int round = 0; round < 8; ++round) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const Clock::time_point t = Clock::now();
-      candidates[i]();
-      best[i] = std::min(best[i], std::chrono::duration<double>(Clock::now() - t).count());
-    }
-    if (round >= 2 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
-  }
-  return static_cast<size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+Contest::Contest(std::vector<int64_t> ways, int rounds)
+    : ways_(std::move(ways)),
+      calls_(ways_.size(), 0),
+      best_(ways_.size(), std::numeric_limits<double>::infinity()),
+      rounds_(rounds) {
+  if (ways_.empty()) throw_error(Code::kInvalidArgument, "a contest needs at least one way");
+}
+
+bool Contest::settled() const { return ways_.size() == 1 || *std::min_element(calls_.begin(), calls_.end()) > rounds_; }
+
+size_t Contest::next_index() const {
+  if (settled()) return static_cast<size_t>(std::min_element(best_.begin(), best_.end()) - best_.begin());
+  return static_cast<size_t>(std::min_element(calls_.begin(), calls_.end()) - calls_.begin());
+}
+
+int64_t Contest::next() const { return ways_[next_index()]; }
+
+void Contest::record(double seconds) {
+  if (settled()) return;
+  const size_t i = next_index();
+  if (calls_[i]++ > 0) best_[i] = std::min(best_[i], seconds);
+}
+
+void Contest::drop(int64_t way) {
+  auto it = std::find(ways_.begin(), ways_.end(), way);
+  if (it == ways_.end() || ways_.size() == 1) return;
+  const auto i = it - ways_.begin();
+  ways_.erase(it);
+  calls_.erase(calls_.begin() + i);
+  best_.erase(best_.begin() + i);
 }
 
 }  // namespace hub

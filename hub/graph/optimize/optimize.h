@@ -61,7 +61,7 @@
 // faster at batch 32, ResNet v1 50 blocked at every batch), and oneDNN's
 // own preference cannot tell; so an inference Module optimises the graph
 // once per layout the backend offers (layout_candidates()) and times them
-// on the first call of each set of input shapes (fastest()), keeping the
+// on the first calls of each set of input shapes (Contest), keeping the
 // faster.
 //
 // HUB_GRAPH_OPT=0 in the environment turns the optimiser off for modules
@@ -69,7 +69,6 @@
 // =blocked fixes the layout instead of timing (auto, the default, times).
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -142,11 +141,33 @@ bool graph_optimization_enabled();
 // Throws InvalidArgument naming the variable for any other value.
 std::vector<int64_t> layout_candidates(const Backend& backend);
 
-// The index of the fastest of `candidates`: each runs once untimed (its
-// first run makes primitives, reorders weights, plans memory), then they
-// run in turn, one timed run each per round, for at least three rounds and
-// until the rounds took `seconds` (at most 8 rounds); the fastest single
-// run wins (the least disturbed by a noisy machine).
-size_t fastest(const std::vector<std::function<void()>>& candidates, double seconds = 0.2);
+// Settles which of several interchangeable ways of making one call (here
+// activation layouts) is fastest by timing the real calls, so no call costs
+// more than one run: the first call of each way is untimed (it makes
+// primitives, reorders weights, plans memory), then the ways take turns,
+// one timed call each, for `rounds` rounds; from then on next() is the way
+// whose fastest timed call was the fastest (the least disturbed by a noisy
+// machine). A single way is settled from the start.
+class Contest {
+ public:
+  static constexpr int kRounds = 5;
+  explicit Contest(std::vector<int64_t> ways, int rounds = kRounds);
+  // The way the next call should run: while unsettled, the way with the
+  // fewest calls (the earlier of equals).
+  int64_t next() const;
+  // The call next() named took `seconds`.
+  void record(double seconds);
+  bool settled() const;
+  const std::vector<int64_t>& ways() const { return ways_; }
+  // Takes `way` out (found to be the same as another); the last way stays.
+  void drop(int64_t way);
+
+ private:
+  size_t next_index() const;
+  std::vector<int64_t> ways_;
+  std::vector<int> calls_;
+  std::vector<double> best_;
+  int rounds_;
+};
 
 }  // namespace hub
