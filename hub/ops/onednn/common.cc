@@ -115,8 +115,19 @@ std::string key_of(const dims& d) {
 }
 
 namespace {
+// w reordered to `want` and the tensor owning its buffer.
+std::pair<dnnl::memory, Tensor> reorder_copy(const Tensor& w, const dims& d, tag layout,
+                                             const dnnl::memory::desc& want) {
+  Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
+  dnnl::memory dst(want, engine(), holder.raw_data());
+  dnnl::memory src = memory(w, d, layout);
+  dnnl::reorder(src, dst).execute(stream(), src, dst);
+  stream().wait();
+  return {dst, holder};
+}
+
 // The reordered copy of w and the tensor owning its buffer (w itself when
-// no reorder is needed).
+// no reorder is needed), shared through the weight cache.
 std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, tag layout,
                                                const dnnl::memory::desc& want) {
   dnnl::memory::desc have = desc(d, layout, data_type(w.dtype()));
@@ -130,11 +141,7 @@ std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, t
   auto it = weights().find(key);
   if (it != weights().end() && it->second.generation == generation && it->second.storage.lock() == w.storage())
     return {it->second.mem, it->second.holder};
-  Tensor holder(DType::kUInt8, Shape{static_cast<int64_t>(want.get_size())});
-  dnnl::memory dst(want, engine(), holder.raw_data());
-  dnnl::memory src = memory(w, d, layout);
-  dnnl::reorder(src, dst).execute(stream(), src, dst);
-  stream().wait();
+  auto [dst, holder] = reorder_copy(w, d, layout, want);
   // Entries of freed tensors (e.g. a filter computed by another op, whose
   // storage is gone) would otherwise pile up with their reordered copies.
   std::erase_if(weights(), [](const auto& kv) { return kv.second.storage.expired(); });
@@ -147,15 +154,33 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   return reorder_shared(w, d, layout, want).first;
 }
 
-dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
-  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ && storage_.lock() == w.storage())
-    return mem_;
-  generation_ = w.storage()->generation.load();
-  auto [mem, holder] = reorder_shared(w, d, layout, want);
-  mem_ = mem;
-  holder_ = holder;
+bool WeightsMemo::fresh(const Tensor& w) const {
+  return mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ &&
+         storage_.lock() == w.storage();
+}
+
+void WeightsMemo::remember(const Tensor& w, uint64_t generation, std::pair<dnnl::memory, Tensor> reordered) {
+  generation_ = generation;
+  mem_ = reordered.first;
+  holder_ = std::move(reordered.second);
   storage_ = w.storage();
   offset_ = w.offset();
+}
+
+dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
+  if (!fresh(w)) {
+    const uint64_t generation = w.storage()->generation.load();
+    remember(w, generation, reorder_shared(w, d, layout, want));
+  }
+  return mem_;
+}
+
+dnnl::memory WeightsMemo::get(const Tensor& w, const std::function<Tensor(const Tensor&)>& prepare, const dims& d,
+                              tag layout, const dnnl::memory::desc& want) {
+  if (!fresh(w)) {
+    const uint64_t generation = w.storage()->generation.load();
+    remember(w, generation, reorder_copy(prepare(w), d, layout, want));
+  }
   return mem_;
 }
 

@@ -46,9 +46,11 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
 
 // Whether oneDNN's int8 convolutions and products equal exact int32 sums on
-// this CPU: only with VNNI. Without it oneDNN adds the u8 x s8 products in
-// pairs into int16 with saturation (vpmaddubsw), which loses whole units of
-// the result; the quantized fused ops then run on the reference kernels.
+// this CPU for any 8-bit weights: only with VNNI. Without it oneDNN adds the
+// u8 x s8 products in pairs into int16 with saturation (vpmaddubsw), which
+// loses whole units of the result; the quantized fused convolution then
+// splits its weights into 7-bit halves (hub/ops/onednn/fused.cc) and the
+// quantized products run on the reference kernels.
 bool int8_exact();
 
 // Common `supports` test: every input is float32 with all dimensions known and
@@ -91,11 +93,17 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
 class WeightsMemo {
  public:
   dnnl::memory get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
+  // The same for prepare(w), a tensor of dims `d` made from w (only when w
+  // changed), which is reordered for this memo alone.
+  dnnl::memory get(const Tensor& w, const std::function<Tensor(const Tensor&)>& prepare, const dims& d, tag layout,
+                   const dnnl::memory::desc& want);
 
  private:
   std::weak_ptr<Storage> storage_;
   size_t offset_ = 0;
   uint64_t generation_ = 0;
+  bool fresh(const Tensor& w) const;
+  void remember(const Tensor& w, uint64_t generation, std::pair<dnnl::memory, Tensor> reordered);
   dnnl::memory mem_;
   Tensor holder_;
 };

@@ -24,17 +24,32 @@
 // eltwise_linear(1 / dst_scale) and the destination zero point into u8/s8,
 // or f32 when the output is float.
 //
+// Without VNNI (onednn::int8_exact() false) oneDNN's int8 kernels add pairs
+// of u8 x s8 products into int16 with saturation (vpmaddubsw), so a dense
+// quantized convolution on NHWC runs on split weights instead: each s8
+// weight w as floor(w / 2) and w - floor(w / 2), both in [-64, 64], stacked
+// along the input channels, and the input twice ([x; x], copied into a
+// buffer kept with the node). The sums are the same, no pair exceeds
+// 2 * 255 * 64 = 32640, and every post-op stays as it was; the input
+// channels and so the multiply-adds double. An s8 input becomes u8 in that
+// copy (+128, the zero point moving with it), since oneDNN's own remedy for
+// s8 inputs without VNNI, halving the weights, rounds odd ones. Depthwise convolutions add no
+// pairs and run as they are; quantized matmuls and grouped convolutions run
+// on the reference kernels there.
+//
 // `supports` builds the primitive for the node's shapes and declines when
 // oneDNN has no implementation for that post-op chain or layout, or only its
 // slow reference one ("ref:"): those nodes run on the reference kernel.
 #include "hub/ops/fused.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "hub/core/error.h"
+#include "hub/core/parallel.h"
 #include "hub/ops/conv2d.h"
 #include "hub/ops/onednn/common.h"
 #include "hub/ops/registry.h"
@@ -79,15 +94,15 @@ std::vector<float> output_scales(const ops::FusedQuantization& q) {
 }
 
 // The attributes of a fused primitive: post-ops and, for the quantized
-// form, output scales, zero points and the requantization to the
-// destination.
-dnnl::primitive_attr make_attr(const Attrs& a) {
+// form, output scales, zero points (the source's moved by `src_shift`) and
+// the requantization to the destination.
+dnnl::primitive_attr make_attr(const Attrs& a, int src_shift = 0) {
   dnnl::primitive_attr attr;
   dnnl::post_ops po = make_post_ops(ops::post_ops_of(a));
   const ops::FusedQuantization q = ops::quantization_of(a);
   if (q.quantized()) {
     attr.set_output_scales(q.filter_scales.size() > 1 ? 1 << 1 : 0, output_scales(q));
-    if (q.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.src_zero_point});
+    if (q.src_zero_point + src_shift != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.src_zero_point + src_shift});
   }
   if (q.quantized_output()) {
     po.append_eltwise(1.0f, algo::eltwise_linear, 1.0f / q.dst_scale, 0.0f);
@@ -137,7 +152,7 @@ bool supported_specs(const Node& node, const std::vector<TensorSpec>& in) {
     for (int64_t d : s.shape.dims())
       if (d <= 0) return false;
   }
-  return ops::quantization_of(node.attrs).quantized() ? int8_exact() : float32_nonempty(in);
+  return ops::quantization_of(node.attrs).quantized() || float32_nonempty(in);
 }
 
 bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
@@ -148,6 +163,14 @@ struct ConvSetup {
   dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
   tag weights_tag, src_tag, dst_tag;
   dt src_type, weights_type, dst_type;
+  // > 0: the input's channels, doubled in `src` and `weights` for a
+  // quantized convolution on split weights (int8_exact() false); 128 when
+  // its s8 input is doubled into u8 (src_type).
+  int64_t split_channels = 0;
+  int src_shift = 0;
+  // The primitive equals exact int32 sums (always, unless a quantized
+  // convolution has to add pairs of products without VNNI).
+  bool exact = true;
   std::string key;
 };
 
@@ -185,12 +208,25 @@ ConvSetup conv_setup(const Node& node, const std::vector<TensorSpec>& in) {
   s.dst_tag = activation_tag(dst_block);
   const ops::FusedQuantization q = ops::quantization_of(a);
   s.src_type = data_type(in[0].dtype);
+  if (q.quantized() && !int8_exact() && !depthwise) {
+    s.exact = wshape[2] == g.c && src_block == 0;  // dense on NHWC: split weights
+    if (s.exact) {
+      s.split_channels = g.c;
+      s.src[1] *= 2;
+      s.weights[1] *= 2;
+      if (s.src_type == dt::s8) {
+        s.src_type = dt::u8;
+        s.src_shift = 128;
+      }
+    }
+  }
   s.weights_type = data_type(in[1].dtype);
   s.dst_type = data_type(q.quantized_output() ? q.dst_type : DType::kFloat32);
   s.key = "fconv:" + std::to_string(static_cast<int>(s.src_type)) + std::to_string(static_cast<int>(s.dst_type)) + "|" +
           key_of(s.src) + "|" + key_of(s.weights) + std::to_string(static_cast<int>(s.weights_tag)) + "|" +
           key_of(s.strides) + "|" + key_of(s.dilates) + "|" + key_of(s.pad_l) + "|" + key_of(s.pad_r) + "|" +
-          std::to_string(src_block) + "," + std::to_string(dst_block) + "|" + attr_key(a);
+          std::to_string(src_block) + "," + std::to_string(dst_block) + "," + std::to_string(s.src_shift) + "|" +
+          attr_key(a);
   return s;
 }
 
@@ -199,13 +235,57 @@ struct ConvPrimitive {
   dnnl::convolution_forward prim;
 };
 
+// s8 weights [KH, KW, C, O] as two halves stacked along the input channels,
+// [KH, KW, 2C, O]: floor(w / 2) in [-64, 63], then w - floor(w / 2) in
+// [-64, 64]. Made once per weights (WeightsMemo).
+Tensor split_weights(const Tensor& w) {
+  const Shape& s = w.shape();
+  const int64_t block = s[2] * s[3];
+  Tensor out(DType::kInt8, Shape{s[0], s[1], 2 * s[2], s[3]});
+  const int8_t* from = w.data<int8_t>();
+  int8_t* to = out.data<int8_t>();
+  for (int64_t tap = 0; tap < s[0] * s[1]; ++tap, from += block, to += 2 * block)
+    for (int64_t i = 0; i < block; ++i) {
+      to[i] = static_cast<int8_t>(from[i] >> 1);
+      to[block + i] = static_cast<int8_t>(from[i] - to[i]);
+    }
+  return out;
+}
+
+// The input of a convolution on split weights twice along its channels
+// ([x; x], NHWC) in a buffer kept with the node; an s8 input becomes u8
+// (src_shift: +128 is its sign bit flipped).
+struct DoubledInput {
+  Tensor buffer;
+  int64_t pixels = 0, channels = 0;
+  uint8_t flip = 0;
+
+  void init(const ConvSetup& s) {
+    pixels = s.src[0] * s.src[2] * s.src[3];
+    channels = s.split_channels;
+    flip = s.src_shift != 0 ? 0x80 : 0;
+    buffer = Tensor(DType::kUInt8, Shape{pixels, 2 * channels});
+  }
+  void* of(const Tensor& x) {
+    const auto* from = static_cast<const uint8_t*>(x.raw_data());
+    auto* to = static_cast<uint8_t*>(buffer.raw_data());
+    const int64_t c = channels;
+    const uint8_t bit = flip;
+    parallel_for(pixels, std::max<int64_t>(1, 16384 / c), [=](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p)
+        for (int64_t i = 0; i < c; ++i) to[2 * c * p + i] = to[2 * c * p + c + i] = from[c * p + i] ^ bit;
+    });
+    return to;
+  }
+};
+
 std::shared_ptr<ConvPrimitive> conv_primitive(const Node& node, const ConvSetup& s) {
   return cached_as<ConvPrimitive>(s.key, [&] {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo::convolution_direct,
                                       desc(s.src, s.src_tag, s.src_type),
                                       dnnl::memory::desc(s.weights, s.weights_type, tag::any), desc(s.bias, tag::a),
                                       desc(s.dst, s.dst_tag, s.dst_type), s.strides, s.dilates, s.pad_l, s.pad_r);
-    dnnl::convolution_forward::primitive_desc pd(d, make_attr(node.attrs), engine());
+    dnnl::convolution_forward::primitive_desc pd(d, make_attr(node.attrs, s.src_shift), engine());
     return std::make_shared<ConvPrimitive>(ConvPrimitive{pd, dnnl::convolution_forward(pd)});
   });
 }
@@ -217,6 +297,7 @@ struct ConvState {
   WeightsMemo weights;
   ops::FusedQuantization q;
   ScaledBias scaled_bias;
+  DoubledInput doubled;  // with split weights
   dnnl::memory src, bias, dst;
   std::unordered_map<int, dnnl::memory> args;
 };
@@ -236,27 +317,32 @@ void fused_conv2d(KernelContext& c) {
     st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_BIAS, st->bias}, {DNNL_ARG_DST, st->dst}};
     st->q = ops::quantization_of(c.attrs());
     if (st->q.quantized()) st->scaled_bias.init(st->q, s.dst[1]);
+    if (s.split_channels > 0) st->doubled.init(s);
     slot = st;
   }
   auto& st = *static_cast<ConvState*>(slot.get());
+  const ConvSetup& s = st.setup;
   Tensor& y = c.output(0);
   if (c.num_inputs() > 3) {  // sum post-op: y starts as the side input
     const Tensor& side = c.input(3);
     if (side.raw_data() != static_cast<const Tensor&>(y).raw_data())
       std::memcpy(y.raw_data(), side.raw_data(), side.nbytes());
   }
-  st.src.set_data_handle(const_cast<void*>(c.input(0).raw_data()));
+  st.src.set_data_handle(s.split_channels > 0 ? st.doubled.of(c.input(0)) : const_cast<void*>(c.input(0).raw_data()));
   st.bias.set_data_handle(st.q.quantized() ? st.scaled_bias.of(c.input(2)) : const_cast<void*>(c.input(2).raw_data()));
   st.dst.set_data_handle(y.raw_data());
   st.args[DNNL_ARG_WEIGHTS] =
-      st.weights.get(c.input(1), st.setup.weights, st.setup.weights_tag, st.p->pd.weights_desc());
+      s.split_channels > 0
+          ? st.weights.get(c.input(1), split_weights, s.weights, s.weights_tag, st.p->pd.weights_desc())
+          : st.weights.get(c.input(1), s.weights, s.weights_tag, st.p->pd.weights_desc());
   execute(st.p->prim, st.args);
 }
 
 bool supports_fused_conv2d(const Node& node, const std::vector<TensorSpec>& in) {
   if (!supported_specs(node, in)) return false;
   try {
-    return !is_reference_impl(conv_primitive(node, conv_setup(node, in))->pd.impl_info_str());
+    const ConvSetup s = conv_setup(node, in);
+    return s.exact && !is_reference_impl(conv_primitive(node, s)->pd.impl_info_str());
   } catch (const dnnl::error&) {
     return false;
   }
@@ -348,7 +434,7 @@ void fused_matmul(KernelContext& c) {
 }
 
 bool supports_fused_matmul(const Node& node, const std::vector<TensorSpec>& in) {
-  if (!supported_specs(node, in)) return false;
+  if (!supported_specs(node, in) || (ops::quantization_of(node.attrs).quantized() && !int8_exact())) return false;
   try {
     return !is_reference_impl(matmul_primitive(node, matmul_setup(node, in))->pd.impl_info_str());
   } catch (const dnnl::error&) {

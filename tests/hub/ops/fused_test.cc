@@ -323,10 +323,11 @@ TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
 
 namespace {
 
-// Where the onednn backend runs the quantized fused ops: oneDNN where its
-// int8 sums are exact (VNNI), else the reference kernels
-// (hub/ops/onednn/common.h).
-const std::string kInt8Backend = onednn::int8_exact() ? "onednn" : "reference";
+// Where the onednn backend runs quantized matmuls: oneDNN where its int8
+// sums are exact (VNNI), else the reference kernel. Quantized convolutions
+// run on oneDNN everywhere (on split weights without VNNI;
+// hub/ops/onednn/fused.cc).
+const std::string kInt8MatMulBackend = onednn::int8_exact() ? "onednn" : "reference";
 
 // Uniformly random 8-bit values of `dtype`, deterministic for the seed.
 Tensor random_q(DType dtype, const Shape& shape, uint64_t seed) {
@@ -392,7 +393,46 @@ TEST_CASE("_FusedConv2D quantized: hand-computed 1x1 convolution, per-channel sc
     CHECK(ints_of(s) == std::vector<int>{-6, -17, 4, 23});
   }
   CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(relu, 0.5f, 10, {0.25f, 1.0f}, 0.25f, 3, DType::kUInt8),
-                     "onednn") == kInt8Backend);
+                     "onednn") == "onednn");
+}
+
+TEST_CASE("_FusedConv2D quantized: sums past int16 are exact (split weights without VNNI)") {
+  // 1x1 convolution over 8 channels of 255 with weights of 127 and -128: the
+  // sums 8 * 255 * 127 = 259080 and -8 * 255 * 128 = -261120 are far past
+  // int16, and every pair of products (64770, -65280) is past it too: a
+  // kernel that adds pairs into int16 with saturation gets them wrong.
+  const int64_t c = 8;
+  Tensor x = u8({1, 1, 1, c}, std::vector<int>(c, 255));
+  std::vector<int> wv;
+  for (int64_t i = 0; i < c; ++i) wv.insert(wv.end(), {127, -128, i % 2 ? 127 : -128});
+  Tensor w = s8({1, 1, c, 3}, wv);
+  // Channel 2: four of 127 and four of -128: 255 * 4 * (127 - 128) = -1020.
+  Tensor bias = make({3}, {0, 0, 0});
+  for (const char* be : kBackends) {
+    INFO(be);
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
+                 make({1, 1, 1, 3}, {259080, -261120, -1020}));
+    // With a zero point of 255 on the input the same sums are all zero; a
+    // zero point of 0 on an s8 input of 127s: 8 * 127 * 127 = 129032.
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 255, {1.0f}), be)[0],
+                 make({1, 1, 1, 3}, {0, 0, 0}));
+    Tensor xs = s8({1, 1, 1, c}, std::vector<int>(c, 127));
+    expect_close(run_op("_FusedConv2D", {xs, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
+                 make({1, 1, 1, 3}, {129032, -130048, -508}));
+  }
+  CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), "onednn") == "onednn");
+  // Depthwise 3x3 over 255s (VALID, one output pixel) with 127s and -128s:
+  // 9 * 255 * 127 = 291465, 9 * 255 * -128 = -293760.
+  Tensor xd = u8({1, 3, 3, 2}, std::vector<int>(18, 255));
+  std::vector<int> wd;
+  for (int tap = 0; tap < 9; ++tap) wd.insert(wd.end(), {127, -128});
+  const Attrs dw = quantized(conv_attrs({}, true, 1, "VALID"), 1.0f, 0, {1.0f});
+  for (const char* be : kBackends) {
+    INFO(be);
+    expect_close(run_op("_FusedConv2D", {xd, s8({3, 3, 2, 1}, wd), make({2}, {0, 0})}, dw, be)[0],
+                 make({1, 1, 1, 2}, {291465, -293760}));
+  }
+  CHECK(backend_used("_FusedConv2D", {xd, s8({3, 3, 2, 1}, wd), make({2}, {0, 0})}, dw, "onednn") == "onednn");
 }
 
 TEST_CASE("_FusedConv2D quantized: oneDNN's int8 primitives against the reference") {
@@ -424,7 +464,7 @@ TEST_CASE("_FusedConv2D quantized: oneDNN's int8 primitives against the referenc
     for (int64_t i = 0; i < (k.per_channel ? o : 1); ++i) scales.push_back(0.001f * static_cast<float>(1 + i % 5));
     Attrs a = quantized(conv_attrs(k.post_ops, k.depthwise, k.stride), 0.02f, k.src_zp, scales,
                         k.dst == DType::kFloat32 ? 0.0f : 0.03f, k.dst_zp, k.dst);
-    REQUIRE(backend_used("_FusedConv2D", {x, w, bias}, a, "onednn") == kInt8Backend);
+    REQUIRE(backend_used("_FusedConv2D", {x, w, bias}, a, "onednn") == "onednn");
     Tensor want = run_op("_FusedConv2D", {x, w, bias}, a)[0],
            got = run_op("_FusedConv2D", {x, w, bias}, a, "onednn")[0];
     if (k.dst == DType::kFloat32)
@@ -449,7 +489,7 @@ TEST_CASE("_FusedMatMul quantized: hand-computed, transpose_b, oneDNN against th
   t.set("transpose_b", true);
   ops::set_post_ops(t, {{"Relu"}});
   Attrs q = quantized(t, 0.01f, 3, scales, 0.02f, 0, DType::kUInt8);
-  REQUIRE(backend_used("_FusedMatMul", {x, wt, bias}, q, "onednn") == kInt8Backend);
+  REQUIRE(backend_used("_FusedMatMul", {x, wt, bias}, q, "onednn") == kInt8MatMulBackend);
   expect_quantized_close(run_op("_FusedMatMul", {x, wt, bias}, q, "onednn")[0],
                          run_op("_FusedMatMul", {x, wt, bias}, q)[0]);
 }
