@@ -9,6 +9,7 @@
 #   tests/fuzz/run.sh                     # every harness, 25 s each
 #   FUZZ_SECONDS=3600 tests/fuzz/run.sh png unpack   # longer, some harnesses
 #   FUZZ_JOBS=2 ...                       # parallel fuzzing processes per harness
+#   FUZZ_PARALLEL=1 ...                   # harnesses at once (default: one per core)
 #
 # New inputs that reach new code go to build-fuzz/corpus/<harness>/ (kept
 # between runs, never into the committed seeds); copy small interesting ones
@@ -40,13 +41,14 @@ ninja -C "$dir" $targets
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-failed=""
 root=$(pwd)
-for h in $harnesses; do
-  corpus="$root/$dir/corpus/$h"
-  findings="$root/$dir/findings/$h"
+# One harness: prints its result, returns non-zero on a finding.
+fuzz_one() {
+  local h=$1
+  local corpus="$root/$dir/corpus/$h"
+  local findings="$root/$dir/findings/$h"
   mkdir -p "$corpus" "$findings"
-  echo "== fuzz $h for ${seconds} s"
+  rm -f "$findings"/fuzz-*.log
   # The first corpus folder receives new inputs; the committed seeds are only
   # read. Run inside the findings folder: with -jobs, libFuzzer writes its
   # fuzz-N.log files to the working directory.
@@ -56,11 +58,28 @@ for h in $harnesses; do
     tail -n 60 "$findings/log.txt"
     for log in "$findings"/fuzz-*.log; do [ -f "$log" ] && tail -n 60 "$log"; done
     echo "== fuzz $h FAILED: input in $findings/; reproduce with $dir/tests/fuzz/fuzz_$h $findings/<crash-file>"
-    failed="$failed $h"
-  else
-    grep -hE "^Done" "$findings/log.txt" "$findings"/fuzz-*.log 2>/dev/null | tail -n 1 || true
+    return 1
   fi
+  echo "== fuzz $h for ${seconds} s: $(grep -hE "^Done" "$findings/log.txt" "$findings"/fuzz-*.log 2>/dev/null | tail -n 1 || true)"
+}
+# FUZZ_PARALLEL harnesses at once (default: one per core); each one's result
+# is printed whole when it ends.
+parallel=${FUZZ_PARALLEL:-$(nproc)}
+mkdir -p "$dir/results"
+failed=""
+declare -A name_of
+collect() {  # waits for any running harness
+  local pid
+  if wait -n -p pid; then :; else failed="$failed ${name_of[$pid]}"; fi
+  cat "$dir/results/${name_of[$pid]}"
+  unset "name_of[$pid]"
+}
+for h in $harnesses; do
+  if [ ${#name_of[@]} -ge "$parallel" ]; then collect; fi
+  fuzz_one "$h" >"$dir/results/$h" 2>&1 &
+  name_of[$!]=$h
 done
+while [ ${#name_of[@]} -gt 0 ]; do collect; done
 if [ -n "$failed" ]; then
   echo "== fuzzing failed:$failed"
   exit 1
