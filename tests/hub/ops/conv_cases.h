@@ -1,13 +1,15 @@
 // Convolution cases shared by the backend comparisons of the Conv2D family
-// (oneDNN in conv2d_test.cc, CUDA in cuda/conv2d_test.cc): attribute
-// helpers and the awkward shapes every fast kernel must match the reference
-// on.
+// (oneDNN in conv2d_test.cc and fused_test.cc, CUDA in cuda/conv2d_test.cc):
+// attribute helpers and the awkward shapes every fast kernel must match the
+// reference on.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "hub/ops/conv2d.h"
+#include "hub/ops/fused.h"
+#include "testutil.h"
 
 namespace hub::testing {
 
@@ -62,6 +64,58 @@ inline std::vector<ConvCase> awkward_conv_cases() {
       {false, {1, 5, 6, 5}, {3, 3, 1, 10}, conv_attrs("VALID", {1, 1}, {1, 2})},
       {false, {1, 6, 6, 16}, {3, 3, 8, 6}, conv_attrs("SAME", {2, 2})},
       {false, {2, 5, 4, 24}, {1, 1, 8, 9}, conv_attrs("SAME")},
+  };
+}
+
+// A _FusedConv2D's attributes: its post-ops, depthwise or not, square
+// strides and padding.
+inline Attrs fused_conv_attrs(const std::vector<ops::PostOp>& post_ops, bool depthwise = false, int64_t stride = 1,
+                              const std::string& padding = "SAME") {
+  Attrs a;
+  a.set("depthwise", depthwise).set("strides", std::vector<int64_t>{stride, stride}).set("padding", padding);
+  ops::set_post_ops(a, post_ops);
+  return a;
+}
+
+// The _FusedConv2D cases the reference, oneDNN and CUDA kernels are
+// compared on: post-op chains with and without a residual Add (first, last
+// or between activations), depthwise, strides and both paddings.
+struct FusedConvCase {
+  Shape x;
+  int64_t kernel, out;  // out: output channels (depthwise: multiplier)
+  bool depthwise;
+  int64_t stride;
+  const char* padding;
+  std::vector<ops::PostOp> post_ops;
+
+  Attrs attrs() const { return fused_conv_attrs(post_ops, depthwise, stride, padding); }
+  // x, w, bias and, with an Add post-op, the side input; seeds from `seed`.
+  std::vector<Tensor> inputs(uint64_t& seed) const {
+    const int64_t c = x[3], o = depthwise ? c * out : out;
+    std::vector<Tensor> in{random_tensor(x, seed), random_tensor({kernel, kernel, c, out}, seed + 1),
+                           random_tensor({o}, seed + 2)};
+    seed += 3;
+    for (const ops::PostOp& p : post_ops)
+      if (p.op == "Add") {
+        const Tensor probe = run_op(depthwise ? "DepthwiseConv2dNative" : "Conv2D", {in[0], in[1]},
+                                    ops::ConvOptions{{stride, stride}, padding}.to_attrs())[0];
+        in.push_back(random_tensor(probe.shape(), seed++));
+      }
+    return in;
+  }
+};
+
+inline std::vector<FusedConvCase> fused_conv_cases() {
+  return {
+      {{2, 7, 5, 3}, 3, 5, false, 1, "SAME", {{"Relu"}}},
+      {{1, 8, 8, 6}, 3, 4, false, 2, "SAME", {{"Add"}, {"Relu6"}}},
+      {{3, 6, 7, 5}, 1, 9, false, 1, "VALID", {{"Add"}}},
+      {{2, 9, 9, 7}, 3, 1, true, 2, "SAME", {{"Relu6"}}},
+      {{1, 5, 6, 4}, 3, 2, true, 1, "VALID", {{"Add"}, {"Tanh"}}},
+      {{2, 5, 6, 4}, 3, 6, false, 1, "VALID", {{"Sigmoid"}, {"Add"}, {"Tanh"}}},
+      {{2, 4, 4, 3}, 2, 3, false, 1, "SAME", {{"Elu", 1.0f}}},
+      {{1, 6, 6, 3}, 3, 4, false, 1, "SAME", {{"LeakyRelu", 0.1f}, {"Clip", -0.5f, 2}, {"HardSwish"}}},
+      {{8, 28, 28, 32}, 1, 64, false, 1, "SAME", {{"Relu6"}}},
   };
 }
 

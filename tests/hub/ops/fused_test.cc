@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "conv_cases.h"
 #include "hub/graph/session.h"
 #include "hub/ops/activation.h"
 #include "hub/ops/conv2d.h"
@@ -37,14 +38,6 @@ void compare_with_onednn(const std::string& op, const std::vector<Tensor>& input
 }
 
 const char* const kBackends[] = {"reference", "onednn"};
-
-Attrs conv_attrs(const std::vector<ops::PostOp>& post_ops, bool depthwise = false, int64_t stride = 1,
-                 const std::string& padding = "SAME") {
-  Attrs a;
-  a.set("depthwise", depthwise).set("strides", std::vector<int64_t>{stride, stride}).set("padding", padding);
-  ops::set_post_ops(a, post_ops);
-  return a;
-}
 
 // The blocked form of an NHWC tensor, through _Relayout's reference kernel.
 Tensor blocked(const Tensor& nhwc, int64_t block) {
@@ -80,6 +73,12 @@ Tensor unfused_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
       y = ops::tanh(s, y);
     else if (p.op == "Elu")
       y = ops::elu(s, y);  // alpha 1
+    else if (p.op == "LeakyRelu")
+      y = ops::leaky_relu(s, y, p.alpha);
+    else if (p.op == "Clip")
+      y = ops::clip_by_value(s, y, p.alpha, p.beta);
+    else if (p.op == "HardSwish")
+      y = ops::hard_swish(s, y);
     else
       FAIL("no unfused form for " << p.op);
   }
@@ -101,59 +100,32 @@ TEST_CASE("_FusedConv2D: hand-computed 1x1 convolution with bias, residual Add a
   // Relu6: (3.5, 0), (6, 0)
   for (const char* b : kBackends) {
     INFO(b);
-    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Add"}, {"Relu6"}}), b)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, fused_conv_attrs({{"Add"}, {"Relu6"}}), b)[0],
                  make({1, 2, 1, 2}, {3.5f, 0, 6, 0}));
     // The order of post-ops matters: Relu6 first, then Add.
-    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Relu6"}, {"Add"}}), b)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias, side}, fused_conv_attrs({{"Relu6"}, {"Add"}}), b)[0],
                  make({1, 2, 1, 2}, {3.5f, 1, 11.5f, -4}));
     // Clip(-0.5, 2) and LeakyRelu(0.1), HardSwish: z = (2.5, -1), (1.5, 9).
-    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Clip", -0.5f, 2}}), b)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({{"Clip", -0.5f, 2}}), b)[0],
                  make({1, 2, 1, 2}, {2, -0.5f, 1.5f, 2}));
-    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"LeakyRelu", 0.1f}}), b)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({{"LeakyRelu", 0.1f}}), b)[0],
                  make({1, 2, 1, 2}, {2.5f, -0.1f, 1.5f, 9}));
     // HardSwish z * min(max(z + 3, 0), 6) / 6: 2.5 * 5.5/6, -1 * 2/6, 1.5 * 4.5/6, 9.
-    expect_close(run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"HardSwish"}}), b)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({{"HardSwish"}}), b)[0],
                  make({1, 2, 1, 2}, {2.5f * 5.5f / 6, -1.0f / 3, 1.5f * 4.5f / 6, 9}), 1e-5, 1e-4);
   }
 }
 
 TEST_CASE("_FusedConv2D equals the unfused ops it replaces") {
-  struct Case {
-    Shape x;
-    int64_t kernel, out;  // out: output channels (depthwise: multiplier)
-    bool depthwise;
-    int64_t stride;
-    const char* padding;
-    std::vector<ops::PostOp> post_ops;
-  };
-  const Case cases[] = {
-      {{2, 7, 5, 3}, 3, 5, false, 1, "SAME", {{"Relu"}}},
-      {{1, 8, 8, 6}, 3, 4, false, 2, "SAME", {{"Add"}, {"Relu6"}}},
-      {{3, 6, 7, 5}, 1, 9, false, 1, "VALID", {{"Add"}}},
-      {{2, 9, 9, 7}, 3, 1, true, 2, "SAME", {{"Relu6"}}},
-      {{1, 5, 6, 4}, 3, 2, true, 1, "VALID", {{"Add"}, {"Tanh"}}},
-      {{2, 5, 6, 4}, 3, 6, false, 1, "VALID", {{"Sigmoid"}, {"Add"}, {"Tanh"}}},
-      {{2, 4, 4, 3}, 2, 3, false, 1, "SAME", {{"Elu", 1.0f}}},
-  };
   uint64_t seed = 1;
-  for (const Case& k : cases) {
-    const int64_t c = k.x[3], o = k.depthwise ? c * k.out : k.out;
-    Tensor x = random_tensor(k.x, seed++);
-    Tensor w = random_tensor({k.kernel, k.kernel, c, k.out}, seed++);
-    Tensor bias = random_tensor({o}, seed++);
-    Tensor probe = run_op(k.depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, w},
-                          ops::ConvOptions{{k.stride, k.stride}, k.padding}.to_attrs())[0];
-    Tensor side = random_tensor(probe.shape(), seed++);
-    std::vector<Tensor> inputs{x, w, bias};
-    bool has_add = false;
-    for (const ops::PostOp& p : k.post_ops) has_add |= p.op == "Add";
-    if (has_add) inputs.push_back(side);
-    Attrs a = conv_attrs(k.post_ops, k.depthwise, k.stride, k.padding);
+  for (const FusedConvCase& k : fused_conv_cases()) {
+    const std::vector<Tensor> inputs = k.inputs(seed);
     INFO("x " << k.x.to_string() << " depthwise " << k.depthwise << " stride " << k.stride << " " << k.padding);
-    Tensor want = unfused_conv(x, w, bias, side, k.post_ops, k.depthwise, k.stride, k.padding);
-    expect_close(run_op("_FusedConv2D", inputs, a)[0], want, 1e-5, 1e-5);
-    expect_close(run_op("_FusedConv2D", inputs, a, "onednn")[0], want, 1e-4, 1e-4);
-    compare_with_onednn("_FusedConv2D", inputs, a);
+    const Tensor side = inputs.size() > 3 ? inputs[3] : Tensor();
+    Tensor want = unfused_conv(inputs[0], inputs[1], inputs[2], side, k.post_ops, k.depthwise, k.stride, k.padding);
+    expect_close(run_op("_FusedConv2D", inputs, k.attrs())[0], want, 1e-5, 1e-5);
+    expect_close(run_op("_FusedConv2D", inputs, k.attrs(), "onednn")[0], want, 1e-4, 1e-4);
+    compare_with_onednn("_FusedConv2D", inputs, k.attrs());
   }
 }
 
@@ -179,7 +151,7 @@ TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the r
     Tensor side = random_tensor({1, 5, 7, 13}, seed++);
     std::vector<Tensor> in{x, w, bias};
     if (add) in.push_back(side);
-    compare_with_onednn("_FusedConv2D", in, conv_attrs(chain));
+    compare_with_onednn("_FusedConv2D", in, fused_conv_attrs(chain));
   }
   // Blocked input and output (8 and 16) with a residual Add in the output's
   // layout. Block 8 with 11 -> 13 channels leaves partly filled last blocks;
@@ -191,10 +163,10 @@ TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the r
     Tensor dw = random_tensor({3, 3, c, 1}, seed++);
     Tensor bias = random_tensor({o}, seed++), dbias = random_tensor({c}, seed++);
     Tensor side = random_tensor({2, 6, 6, o}, seed++);
-    Tensor want = run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({{"Add"}, {"Relu"}}))[0];
-    Attrs a = conv_attrs({{"Add"}, {"Relu"}});
+    Tensor want = run_op("_FusedConv2D", {x, w, bias, side}, fused_conv_attrs({{"Add"}, {"Relu"}}))[0];
+    Attrs a = fused_conv_attrs({{"Add"}, {"Relu"}});
     a.set("src_block", block).set("dst_block", block);
-    Attrs d = conv_attrs({{"Relu6"}}, true);
+    Attrs d = fused_conv_attrs({{"Relu6"}}, true);
     d.set("src_block", block).set("dst_block", block);
     for (const char* b : kBackends) {
       INFO("block " << block << " on " << b);
@@ -204,14 +176,14 @@ TEST_CASE("_FusedConv2D: every post-op and blocked layouts, oneDNN against the r
       // The padding channels of a blocked output stay zero.
       expect_close(y, blocked(want, block), 1e-4, 1e-4);
       expect_close(unblocked(run_op("_FusedConv2D", {blocked(x, block), dw, dbias}, d, b)[0], c),
-                   run_op("_FusedConv2D", {x, dw, dbias}, conv_attrs({{"Relu6"}}, true))[0], 1e-4, 1e-4);
+                   run_op("_FusedConv2D", {x, dw, dbias}, fused_conv_attrs({{"Relu6"}}, true))[0], 1e-4, 1e-4);
       // Mixed layouts (NHWC in, blocked out and back): correct on every
       // backend (oneDNN 2.6 may decline them; they then run on the reference).
-      Attrs to_b = conv_attrs({{"Add"}, {"Relu"}});
+      Attrs to_b = fused_conv_attrs({{"Add"}, {"Relu"}});
       to_b.set("dst_block", block);
       expect_close(unblocked(run_op("_FusedConv2D", {x, w, bias, blocked(side, block)}, to_b, b)[0], o), want, 1e-4,
                    1e-4);
-      Attrs from_b = conv_attrs({{"Add"}, {"Relu"}});
+      Attrs from_b = fused_conv_attrs({{"Add"}, {"Relu"}});
       from_b.set("src_block", block);
       expect_close(run_op("_FusedConv2D", {blocked(x, block), w, bias, side}, from_b, b)[0], want, 1e-4, 1e-4);
     }
@@ -272,34 +244,34 @@ TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Swish"}}));
+        run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({{"Swish"}}));
       },
       "unknown post-op 'Swish'");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({{"Add"}}));
+        run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({{"Add"}}));
       },
       "needs a side input");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias, side}, conv_attrs({}));
+        run_op("_FusedConv2D", {x, w, bias, side}, fused_conv_attrs({}));
       },
       "needs an \"Add\" post-op");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias, random_tensor({1, 4, 4, 3}, 5)}, conv_attrs({{"Add"}}));
+        run_op("_FusedConv2D", {x, w, bias, random_tensor({1, 4, 4, 3}, 5)}, fused_conv_attrs({{"Add"}}));
       },
       "differs from the output");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, random_tensor({3}, 6)}, conv_attrs({}));
+        run_op("_FusedConv2D", {x, w, random_tensor({3}, 6)}, fused_conv_attrs({}));
       },
       "must have 2 entries");
-  Attrs args = conv_attrs({{"Relu"}});
+  Attrs args = fused_conv_attrs({{"Relu"}});
   args.set("post_op_args", std::vector<double>{1});
   expect_error(
       Code::kInvalidArgument,
@@ -307,7 +279,7 @@ TEST_CASE("fused ops: bad attributes and inputs are rejected naming the node") {
         run_op("_FusedConv2D", {x, w, bias}, args);
       },
       "2 per post-op");
-  Attrs block = conv_attrs({});
+  Attrs block = fused_conv_attrs({});
   block.set("dst_block", int64_t{4});
   expect_error(
       Code::kInvalidArgument,
@@ -377,7 +349,7 @@ TEST_CASE("_FusedConv2D quantized: hand-computed 1x1 convolution, per-channel sc
   Tensor bias = make({2}, {0.25f, 1.0f});
   // z = pixel0: (1*0.5 - 1*1, 1*-1 - 1*3) + bias = (-0.25, -3); pixel1: (2*1, 2*3) + bias = (2.25, 7).
   // Relu: (0, 0), (2.25, 7); uint8 with scale 0.25, zero point 3: (3, 3), (12, 31).
-  const Attrs relu = conv_attrs({{"Relu"}});
+  const Attrs relu = fused_conv_attrs({{"Relu"}});
   for (const char* be : kBackends) {
     INFO(be);
     Tensor y =
@@ -389,7 +361,7 @@ TEST_CASE("_FusedConv2D quantized: hand-computed 1x1 convolution, per-channel sc
                  make({1, 1, 2, 2}, {0, 0, 2.25f, 7}));
     // int8 output with a negative zero point, no activation: round(z / 0.25) - 5 = (-6, -17), (4, 23).
     Tensor s = run_op("_FusedConv2D", {x, w, bias},
-                      quantized(conv_attrs({}), 0.5f, 10, {0.25f, 1.0f}, 0.25f, -5, DType::kInt8), be)[0];
+                      quantized(fused_conv_attrs({}), 0.5f, 10, {0.25f, 1.0f}, 0.25f, -5, DType::kInt8), be)[0];
     CHECK(ints_of(s) == std::vector<int>{-6, -17, 4, 23});
   }
   CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(relu, 0.5f, 10, {0.25f, 1.0f}, 0.25f, 3, DType::kUInt8),
@@ -410,23 +382,24 @@ TEST_CASE("_FusedConv2D quantized: sums past int16 are exact (split weights with
   Tensor bias = make({3}, {0, 0, 0});
   for (const char* be : kBackends) {
     INFO(be);
-    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
                  make({1, 1, 1, 3}, {259080, -261120, -1020}));
     // With a zero point of 255 on the input the same sums are all zero; a
     // zero point of 0 on an s8 input of 127s: 8 * 127 * 127 = 129032.
-    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 255, {1.0f}), be)[0],
+    expect_close(run_op("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 1.0f, 255, {1.0f}), be)[0],
                  make({1, 1, 1, 3}, {0, 0, 0}));
     Tensor xs = s8({1, 1, 1, c}, std::vector<int>(c, 127));
-    expect_close(run_op("_FusedConv2D", {xs, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
+    expect_close(run_op("_FusedConv2D", {xs, w, bias}, quantized(fused_conv_attrs({}), 1.0f, 0, {1.0f}), be)[0],
                  make({1, 1, 1, 3}, {129032, -130048, -508}));
   }
-  CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 1.0f, 0, {1.0f}), "onednn") == "onednn");
+  CHECK(backend_used("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 1.0f, 0, {1.0f}), "onednn") ==
+        "onednn");
   // Depthwise 3x3 over 255s (VALID, one output pixel) with 127s and -128s:
   // 9 * 255 * 127 = 291465, 9 * 255 * -128 = -293760.
   Tensor xd = u8({1, 3, 3, 2}, std::vector<int>(18, 255));
   std::vector<int> wd;
   for (int tap = 0; tap < 9; ++tap) wd.insert(wd.end(), {127, -128});
-  const Attrs dw = quantized(conv_attrs({}, true, 1, "VALID"), 1.0f, 0, {1.0f});
+  const Attrs dw = quantized(fused_conv_attrs({}, true, 1, "VALID"), 1.0f, 0, {1.0f});
   for (const char* be : kBackends) {
     INFO(be);
     expect_close(run_op("_FusedConv2D", {xd, s8({3, 3, 2, 1}, wd), make({2}, {0, 0})}, dw, be)[0],
@@ -462,7 +435,7 @@ TEST_CASE("_FusedConv2D quantized: oneDNN's int8 primitives against the referenc
     Tensor bias = random_tensor({o}, seed++);
     std::vector<float> scales;
     for (int64_t i = 0; i < (k.per_channel ? o : 1); ++i) scales.push_back(0.001f * static_cast<float>(1 + i % 5));
-    Attrs a = quantized(conv_attrs(k.post_ops, k.depthwise, k.stride), 0.02f, k.src_zp, scales,
+    Attrs a = quantized(fused_conv_attrs(k.post_ops, k.depthwise, k.stride), 0.02f, k.src_zp, scales,
                         k.dst == DType::kFloat32 ? 0.0f : 0.03f, k.dst_zp, k.dst);
     REQUIRE(backend_used("_FusedConv2D", {x, w, bias}, a, "onednn") == "onednn");
     Tensor want = run_op("_FusedConv2D", {x, w, bias}, a)[0],
@@ -500,31 +473,32 @@ TEST_CASE("fused ops quantized: inconsistent dtypes, scales and zero points are 
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, conv_attrs({}));
+        run_op("_FusedConv2D", {x, w, bias}, fused_conv_attrs({}));
       },
       "float32");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 0, {1, 2, 3}));
+        run_op("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 0.1f, 0, {1, 2, 3}));
       },
       "filter_scales has 3 entries");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 300, {1.0f}));
+        run_op("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 0.1f, 300, {1.0f}));
       },
       "src_zero_point 300 is outside uint8");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, w, bias}, quantized(conv_attrs({}), 0.1f, 0, {1.0f}, 0.5f, 0, DType::kInt32));
+        run_op("_FusedConv2D", {x, w, bias}, quantized(fused_conv_attrs({}), 0.1f, 0, {1.0f}, 0.5f, 0, DType::kInt32));
       },
       "dst_type must be uint8 or int8");
   expect_error(
       Code::kInvalidArgument,
       [&] {
-        run_op("_FusedConv2D", {x, make({1, 1, 2, 2}, {1, 1, 1, 1}), bias}, quantized(conv_attrs({}), 0.1f, 0, {1.0f}));
+        run_op("_FusedConv2D", {x, make({1, 1, 2, 2}, {1, 1, 1, 1}), bias},
+               quantized(fused_conv_attrs({}), 0.1f, 0, {1.0f}));
       },
       "int8");
 }

@@ -104,44 +104,10 @@ TEST_CASE("cuda float32 products are float32: no TF32 rounding unless HUB_CUDA_T
 
 TEST_CASE("cuda _FusedConv2D and _FusedMatMul: bias, residual add and every post-op") {
   HUB_SKIP_UNLESS_CUDA();
-  auto fused = [](const std::vector<ops::PostOp>& post, bool depthwise, int64_t stride, const char* padding) {
-    Attrs a;
-    a.set("depthwise", depthwise).set("strides", std::vector<int64_t>{stride, stride}).set("padding", padding);
-    ops::set_post_ops(a, post);
-    return a;
-  };
-  struct Case {
-    Shape x;
-    int64_t kernel, out;  // out: output channels (depthwise: multiplier)
-    bool depthwise;
-    int64_t stride;
-    const char* padding;
-    std::vector<ops::PostOp> post_ops;
-  };
-  const Case cases[] = {
-      {{2, 7, 5, 3}, 3, 5, false, 1, "SAME", {{"Relu"}}},
-      {{1, 8, 8, 6}, 3, 4, false, 2, "SAME", {{"Add"}, {"Relu6"}}},
-      {{3, 6, 7, 5}, 1, 9, false, 1, "VALID", {{"Add"}}},
-      {{2, 9, 9, 7}, 3, 1, true, 2, "SAME", {{"Relu6"}}},
-      {{1, 5, 6, 4}, 3, 2, true, 1, "VALID", {{"Add"}, {"Tanh"}}},
-      {{2, 5, 6, 4}, 3, 6, false, 1, "VALID", {{"Sigmoid"}, {"Add"}, {"Tanh"}}},
-      {{2, 4, 4, 3}, 2, 3, false, 1, "SAME", {{"Elu", 1.0f}}},
-      {{1, 6, 6, 3}, 3, 4, false, 1, "SAME", {{"LeakyRelu", 0.1f}, {"Clip", -0.5f, 2}, {"HardSwish"}}},
-      {{8, 28, 28, 32}, 1, 64, false, 1, "SAME", {{"Relu6"}}},
-  };
   uint64_t seed = 1;
-  for (const Case& k : cases) {
-    const int64_t c = k.x[3], o = k.depthwise ? c * k.out : k.out;
-    Tensor x = random_tensor(k.x, seed++);
-    Tensor w = random_tensor({k.kernel, k.kernel, c, k.out}, seed++);
-    Tensor bias = random_tensor({o}, seed++);
-    Tensor probe = run_op(k.depthwise ? "DepthwiseConv2dNative" : "Conv2D", {x, w},
-                          ops::ConvOptions{{k.stride, k.stride}, k.padding}.to_attrs())[0];
-    std::vector<Tensor> inputs{x, w, bias};
-    for (const ops::PostOp& p : k.post_ops)
-      if (p.op == "Add") inputs.push_back(random_tensor(probe.shape(), seed++));
+  for (const FusedConvCase& k : fused_conv_cases()) {
     INFO("x " << k.x.to_string() << " depthwise " << k.depthwise << " stride " << k.stride << " " << k.padding);
-    compare_backends("_FusedConv2D", inputs, fused(k.post_ops, k.depthwise, k.stride, k.padding), "cuda", 2e-4, 2e-4);
+    compare_backends("_FusedConv2D", k.inputs(seed), k.attrs(), "cuda", 2e-4, 2e-4);
   }
   Attrs mm = Attrs().set("transpose_a", false).set("transpose_b", true);
   ops::set_post_ops(mm, {{"Add"}, {"Relu"}});
