@@ -9,14 +9,13 @@
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
+#include "op_attrs.h"
 #include "testutil.h"
 
 using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-using Ints = std::vector<int64_t>;
 
 // Expects building `op` on a placeholder of `shape` to fail with InvalidArgument
 // mentioning `needle`.
@@ -229,10 +228,6 @@ TEST_CASE("Concat: hand values, dtypes and gradient") {
 
 namespace {
 
-Attrs split_attrs(int64_t axis, int64_t num_split, Ints sizes = {}) {
-  return Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes);
-}
-
 // Expects running `op` on `inputs` to fail with InvalidArgument naming the
 // node ('op') and containing `needle`.
 void expect_run_error(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
@@ -391,19 +386,6 @@ TEST_CASE("Gather: bad inputs") {
 }
 
 namespace {
-
-Attrs ss(Ints begin, Ints end, Ints strides, int64_t begin_mask = 0, int64_t end_mask = 0, int64_t ellipsis = 0,
-         int64_t new_axis = 0, int64_t shrink = 0) {
-  return Attrs()
-      .set("begin", begin)
-      .set("end", end)
-      .set("strides", strides)
-      .set("begin_mask", begin_mask)
-      .set("end_mask", end_mask)
-      .set("ellipsis_mask", ellipsis)
-      .set("new_axis_mask", new_axis)
-      .set("shrink_axis_mask", shrink);
-}
 
 // Independent reference for slices without masks: Python's slice.indices
 // per dim (negative indices + len, clamped to [0, len] or [-1, len-1]), then
@@ -573,10 +555,6 @@ TEST_CASE("StridedSlice: bad specs name the node and the values") {
 }
 
 namespace {
-
-Attrs pad_attrs(Ints paddings, const char* mode, float value = 0) {
-  return Attrs().set("paddings", paddings).set("mode", mode).set("constant_value", value);
-}
 
 // Independent reference: each output index mapped back to x's per dim.
 Tensor naive_pad(const Tensor& x, const Ints& p, const std::string& mode) {

@@ -7,17 +7,13 @@
 
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
+#include "op_attrs.h"
 #include "testutil.h"
 
 using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-Attrs resize_attrs(std::vector<int64_t> size, const char* mode, const char* coordinates,
-                   const char* nearest = "round_prefer_floor", std::vector<double> scales = {}) {
-  return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();
-}
 
 Tensor iota(const Shape& shape, float start = 0) {
   Tensor t(DType::kFloat32, shape);

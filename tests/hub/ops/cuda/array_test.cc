@@ -14,14 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "../op_attrs.h"
 #include "testutil.h"
 
 using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-using Ints = std::vector<int64_t>;
 
 // The same shape as float32, int64 and uint8 tensors with distinct values
 // (where the dtype allows), so a misplaced element shows.
@@ -54,27 +53,6 @@ GradCheckOptions on_cuda(std::vector<int> inputs = {}) {
   o.inputs = std::move(inputs);
   o.backend = "cuda";
   return o;
-}
-
-Attrs ss(Ints begin, Ints end, Ints strides, int64_t begin_mask = 0, int64_t end_mask = 0, int64_t ellipsis = 0,
-         int64_t new_axis = 0, int64_t shrink = 0) {
-  return Attrs()
-      .set("begin", begin)
-      .set("end", end)
-      .set("strides", strides)
-      .set("begin_mask", begin_mask)
-      .set("end_mask", end_mask)
-      .set("ellipsis_mask", ellipsis)
-      .set("new_axis_mask", new_axis)
-      .set("shrink_axis_mask", shrink);
-}
-
-Attrs pad_attrs(Ints paddings, const char* mode, double value = 0) {
-  return Attrs().set("paddings", paddings).set("mode", mode).set("constant_value", value);
-}
-
-Attrs split_attrs(int64_t axis, int64_t num_split, Ints sizes = {}) {
-  return Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../op_attrs.h"
 #include "hub/backend/backend.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
@@ -21,38 +22,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-Attrs pool(std::vector<int64_t> k, std::vector<int64_t> s, const char* padding) {
-  return Attrs().set("ksize", std::move(k)).set("strides", std::move(s)).set("padding", padding);
-}
-
-// EXPLICIT padding [top, bottom, left, right] and the ONNX attributes.
-struct Explicit {
-  std::vector<int64_t> pads;
-  bool ceil_mode = false;
-  std::vector<int64_t> dilations{1, 1};  // MaxPool only
-  bool count_include_pad = false;        // AvgPool only
-};
-
-Attrs explicit_pool(std::vector<int64_t> k, std::vector<int64_t> s, const Explicit& e, bool max) {
-  Attrs a = pool(std::move(k), std::move(s), "EXPLICIT").set("explicit_paddings", e.pads).set("ceil_mode", e.ceil_mode);
-  if (max)
-    a.set("dilations", e.dilations);
-  else
-    a.set("count_include_pad", e.count_include_pad);
-  return a;
-}
-
-// Distinct values 0.05 apart in shuffled order: no ties, and a finite-difference
-// step of 1e-3 never changes which element is a window's maximum.
-Tensor distinct(const Shape& shape, uint32_t seed) {
-  Tensor t(DType::kFloat32, shape);
-  std::vector<int> order(t.num_elements());
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = 0.05f * order[i] - 1.0f;
-  return t;
-}
 
 // check_gradients on the cuda backend (finite-difference step `step`).
 GradCheckOptions on_cuda(double step = 1e-2) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../op_attrs.h"
 #include "hub/backend/backend.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
@@ -19,11 +20,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-
-Attrs resize_attrs(std::vector<int64_t> size, const char* mode, const char* coordinates,
-                   const char* nearest = "round_prefer_floor", std::vector<double> scales = {}) {
-  return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();
-}
 
 struct Case {
   Shape x;
