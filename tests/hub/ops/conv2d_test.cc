@@ -364,18 +364,15 @@ TEST_CASE("Conv2D and depthwise: oneDNN matches reference on awkward shapes") {
   int seed = 200;
   for (const ConvCase& k : cases) {
     INFO((k.depthwise ? "depthwise" : "conv") << " x " << k.x.to_string() << " w " << k.w.to_string());
-    const std::string fwd = k.depthwise ? "DepthwiseConv2dNative" : "Conv2D";
-    Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
-    Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
-    Tensor dy = random_tensor(y.shape(), ++seed);
-    compare_backends(fwd, {x, w}, k.attrs, "onednn", 2e-4, 2e-4);
+    const std::vector<Tensor> in = k.inputs(seed);  // x, w, dy
+    compare_backends(k.forward(), {in[0], in[1]}, k.attrs, "onednn", 2e-4, 2e-4);
     // Conv2D's backward data with fewer than 8 input channels per group is
     // left to the reference kernel by design (hub/ops/onednn/conv2d.h).
     if (k.depthwise || k.w[2] >= 8)
-      compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs, "onednn", 2e-4, 2e-4);
+      compare_backends(k.forward() + "BackpropInput", in, k.attrs, "onednn", 2e-4, 2e-4);
     else
-      CHECK(backend_used(fwd + "BackpropInput", {x, w, dy}, k.attrs) == "reference");
-    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, "onednn", 2e-4, 2e-4);
+      CHECK(backend_used(k.forward() + "BackpropInput", in, k.attrs) == "reference");
+    compare_backends(k.forward() + "BackpropFilter", in, k.attrs, "onednn", 2e-4, 2e-4);
   }
 }
 

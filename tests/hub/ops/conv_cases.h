@@ -28,6 +28,15 @@ struct ConvCase {
   bool depthwise;
   Shape x, w;
   Attrs attrs;
+
+  std::string forward() const { return depthwise ? "DepthwiseConv2dNative" : "Conv2D"; }
+  // x, w and an output gradient dy (of the reference forward's shape),
+  // seeded from `seed` on.
+  std::vector<Tensor> inputs(int& seed) const {
+    Tensor xt = random_tensor(x, ++seed), wt = random_tensor(w, ++seed);
+    const Tensor y = run_op(forward(), {xt, wt}, attrs)[0];
+    return {xt, wt, random_tensor(y.shape(), ++seed)};
+  }
 };
 
 // Batch 1 and 2, strides above and below the window, asymmetric SAME

@@ -34,13 +34,10 @@ TEST_CASE("cuda Conv2D, DepthwiseConv2dNative and their backprops match the refe
   int seed = 200;
   for (const ConvCase& k : cases) {
     INFO((k.depthwise ? "depthwise" : "conv") << " x " << k.x.to_string() << " w " << k.w.to_string());
-    const std::string fwd = k.depthwise ? "DepthwiseConv2dNative" : "Conv2D";
-    Tensor x = random_tensor(k.x, ++seed), w = random_tensor(k.w, ++seed);
-    Tensor y = run_op(fwd, {x, w}, k.attrs)[0];
-    Tensor dy = random_tensor(y.shape(), ++seed);
-    compare_backends(fwd, {x, w}, k.attrs, "cuda", 2e-4, 2e-4);
-    compare_backends(fwd + "BackpropInput", {x, w, dy}, k.attrs, "cuda", 2e-4, 2e-4);
-    compare_backends(fwd + "BackpropFilter", {x, w, dy}, k.attrs, "cuda", 5e-4, 5e-4);
+    const std::vector<Tensor> in = k.inputs(seed);  // x, w, dy
+    compare_backends(k.forward(), {in[0], in[1]}, k.attrs, "cuda", 2e-4, 2e-4);
+    compare_backends(k.forward() + "BackpropInput", in, k.attrs, "cuda", 2e-4, 2e-4);
+    compare_backends(k.forward() + "BackpropFilter", in, k.attrs, "cuda", 5e-4, 5e-4);
   }
 }
 
