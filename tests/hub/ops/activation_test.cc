@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "activation_cases.h"
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
 #include "hub/ops/state.h"
@@ -16,9 +17,6 @@ using namespace hub::testing;
 namespace {
 const char* const kBackends[] = {"reference", "onednn"};
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Attrs alpha(float a) { return Attrs().set("alpha", a); }
-Attrs clip(float lo, float hi) { return Attrs().set("min", lo).set("max", hi); }
 
 // Expects building `op` on float32 inputs of these shapes to fail with
 // InvalidArgument naming the node and containing `needle`.
@@ -149,35 +147,7 @@ TEST_CASE("activation grad ops: TF conventions at the boundaries") {
 }
 
 TEST_CASE("activations: gradients match finite differences and use the grad ops") {
-  // Keep clear of the kinks at 0 and 6 by more than the finite-difference step.
-  Tensor x = make({2, 4}, {-2.5f, -0.7f, -0.1f, 0.2f, 0.9f, 3.3f, 6.5f, 8.0f});
-  for (const char* b : kBackends) {
-    for (std::string op : {"Relu", "Relu6", "Elu", "Sigmoid", "Tanh"}) {
-      INFO(op << " on " << b);
-      hub::testing::GradCheckOptions o;
-      o.backend = b;
-      o.step = 1e-3;
-      check_gradients(op, {x}, {}, o);
-    }
-  }
-  // Away from the kinks: HardSwish at +-3, HardSigmoid at +-2.5, the clip bounds.
-  Tensor z = make({3, 3}, {-3.7f, -2.2f, -0.7f, -0.1f, 0.2f, 0.9f, 2.8f, 3.3f, 6.5f});
-  for (const char* b : kBackends) {
-    INFO(b);
-    hub::testing::GradCheckOptions o;
-    o.backend = b;
-    o.step = 1e-3;
-    check_gradients("LeakyRelu", {z}, alpha(0.3f), o);
-    check_gradients("LeakyRelu", {z}, alpha(-1.2f), o);
-    check_gradients("Elu", {z}, alpha(0.4f), o);
-    check_gradients("HardSwish", {z}, {}, o);
-    check_gradients("HardSigmoid", {z}, {}, o);
-    check_gradients("ClipByValue", {z}, clip(-1, 2), o);
-    check_gradients("ClipByValue", {z}, Attrs().set("max", 0.5f), o);
-    // PRelu: both x and slope, slope per last dim and per row.
-    check_gradients("PRelu", {z, make({3}, {0.1f, -0.4f, 1.3f})}, {}, o);
-    check_gradients("PRelu", {z, make({3, 1}, {0.2f, 0.7f, -2})}, {}, o);
-  }
+  for (const char* b : kBackends) check_activation_gradients(b);
   // The forward op's gradient is its TF grad op, fed as TF feeds it.
   Graph g;
   Scope s(g);

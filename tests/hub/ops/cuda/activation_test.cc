@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../activation_cases.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -21,8 +22,6 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-Attrs alpha(float a) { return Attrs().set("alpha", a); }
-Attrs clip(float lo, float hi) { return Attrs().set("min", lo).set("max", hi); }
 Attrs hard_sigmoid(float a, float b) { return Attrs().set("alpha", a).set("beta", b); }
 
 const std::vector<Shape> kShapes = {
@@ -188,25 +187,5 @@ TEST_CASE("cuda PRelu, PReluGrad: every slope pattern, x = 0 takes the slope") {
 
 TEST_CASE("cuda activation gradients match finite differences") {
   HUB_SKIP_UNLESS_CUDA();
-  GradCheckOptions o;
-  o.step = 1e-3;
-  o.backend = "cuda";
-  // Clear of the kinks at 0 and 6 by more than the step.
-  Tensor x = make({2, 4}, {-2.5f, -0.7f, -0.1f, 0.2f, 0.9f, 3.3f, 6.5f, 8.0f});
-  for (const char* op : {"Relu", "Relu6", "Elu", "Sigmoid", "Tanh"}) {
-    INFO(op);
-    check_gradients(op, {x}, {}, o);
-  }
-  // Clear of HardSwish's kinks at +-3, HardSigmoid's at +-2.5 and the clip bounds.
-  Tensor z = make({3, 3}, {-3.7f, -2.2f, -0.7f, -0.1f, 0.2f, 0.9f, 2.8f, 3.3f, 6.5f});
-  check_gradients("LeakyRelu", {z}, alpha(0.3f), o);
-  check_gradients("LeakyRelu", {z}, alpha(-1.2f), o);
-  check_gradients("Elu", {z}, alpha(0.4f), o);
-  check_gradients("HardSwish", {z}, {}, o);
-  check_gradients("HardSigmoid", {z}, {}, o);
-  check_gradients("ClipByValue", {z}, clip(-1, 2), o);
-  check_gradients("ClipByValue", {z}, Attrs().set("max", 0.5f), o);
-  check_gradients("PRelu", {z, make({3}, {0.1f, -0.4f, 1.3f})}, {}, o);
-  check_gradients("PRelu", {z, make({3, 1}, {0.2f, 0.7f, -2})}, {}, o);
-  check_gradients("PRelu", {z, make({}, {0.25f})}, {}, o);
+  check_activation_gradients("cuda");
 }
