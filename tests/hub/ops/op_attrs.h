@@ -70,6 +70,15 @@ inline Tensor distinct(const Shape& shape, uint32_t seed) {
   return t;
 }
 
+// x cast to `dtype` (the Cast op's rounding toward zero).
+inline Tensor cast(const Tensor& x, DType dtype) { return run_op("Cast", {x}, Attrs().set("dtype", dtype))[0]; }
+
+// Uniform in [lo, hi) as `dtype` (integers truncated toward zero).
+inline Tensor random_as(DType dtype, const Shape& shape, uint64_t seed, float lo, float hi) {
+  Tensor x = random_tensor(shape, seed, lo, hi);
+  return dtype == DType::kFloat32 ? x : cast(cast(x, DType::kInt32), dtype);
+}
+
 inline Attrs resize_attrs(Ints size, const char* mode, const char* coordinates,
                           const char* nearest = "round_prefer_floor", std::vector<double> scales = {}) {
   return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../op_attrs.h"
 #include "testutil.h"
 
 using namespace hub;
@@ -20,14 +21,6 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 const DType kArith[] = {DType::kFloat32, DType::kInt32, DType::kInt64};
-
-Tensor cast(const Tensor& x, DType dtype) { return run_op("Cast", {x}, Attrs().set("dtype", dtype))[0]; }
-
-// Uniform in [lo, hi) as `dtype` (integers truncated toward zero).
-Tensor random_as(DType dtype, const Shape& shape, uint64_t seed, float lo, float hi) {
-  Tensor x = random_tensor(shape, seed, lo, hi);
-  return dtype == DType::kFloat32 ? x : cast(cast(x, DType::kInt32), dtype);
-}
 
 // Integers -2..3 as `dtype`: many ties between two such tensors.
 Tensor small_ints(DType dtype, const Shape& shape, uint64_t seed) {
