@@ -10,6 +10,8 @@
 #   FUZZ_SECONDS=3600 tests/fuzz/run.sh png unpack   # longer, some harnesses
 #   FUZZ_JOBS=2 ...                       # parallel fuzzing processes per harness
 #   FUZZ_PARALLEL=1 ...                   # harnesses at once (default: one per core)
+#   FUZZ_OPT=0 ...                        # a new build-fuzz tree at -O0 (default -O1): half the
+#                                         # compile time, fewer executions a second
 #
 # New inputs that reach new code go to build-fuzz/corpus/<harness>/ (kept
 # between runs, never into the committed seeds); copy small interesting ones
@@ -21,11 +23,12 @@ jobs=${FUZZ_JOBS:-1}
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
+opt=${FUZZ_OPT:-1}  # -O level of a new build-fuzz tree
 
 if [ ! -f "$dir/build.ninja" ]; then
   CC=$cc CXX=$cxx meson setup "$dir" -Dfuzz=true -Dtests=false -Dcuda=disabled \
     -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcpp_args="-O1 -g -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
+    -Dcpp_args="-O$opt -g -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
 fi
 # The harnesses are the fuzz_* executables tests/fuzz/meson.build declares.
 all=$(meson introspect --targets "$dir" | python3 -c '
@@ -67,7 +70,7 @@ fuzz_one() {
 parallel=${FUZZ_PARALLEL:-$(nproc)}
 mkdir -p "$dir/results"
 failed=""
-declare -A name_of
+declare -A name_of=()
 collect() {  # waits for any running harness
   local pid
   if wait -n -p pid; then :; else failed="$failed ${name_of[$pid]}"; fi
