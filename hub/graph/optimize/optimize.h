@@ -151,6 +151,9 @@ std::vector<int64_t> layout_candidates(const Backend& backend);
 class Contest {
  public:
   static constexpr int kRounds = 5;
+  // Calls until a contest of `ways` ways settles: one untimed call and
+  // `rounds` timed ones each.
+  static constexpr int calls_to_settle(int ways, int rounds = kRounds) { return ways * (1 + rounds); }
   explicit Contest(std::vector<int64_t> ways, int rounds = kRounds);
   // The way the next call should run: while unsettled, the way with the
   // fewest calls (the earlier of equals).

@@ -154,33 +154,16 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
   return reorder_shared(w, d, layout, want).first;
 }
 
-bool WeightsMemo::fresh(const Tensor& w) const {
-  return mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ &&
-         storage_.lock() == w.storage();
-}
-
-void WeightsMemo::remember(const Tensor& w, uint64_t generation, std::pair<dnnl::memory, Tensor> reordered) {
-  generation_ = generation;
-  mem_ = reordered.first;
-  holder_ = std::move(reordered.second);
+dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want,
+                              const std::function<Tensor(const Tensor&)>& prepare) {
+  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ && storage_.lock() == w.storage())
+    return mem_;
+  generation_ = w.storage()->generation.load();
+  auto [mem, holder] = prepare ? reorder_copy(prepare(w), d, layout, want) : reorder_shared(w, d, layout, want);
+  mem_ = mem;
+  holder_ = holder;
   storage_ = w.storage();
   offset_ = w.offset();
-}
-
-dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want) {
-  if (!fresh(w)) {
-    const uint64_t generation = w.storage()->generation.load();
-    remember(w, generation, reorder_shared(w, d, layout, want));
-  }
-  return mem_;
-}
-
-dnnl::memory WeightsMemo::get(const Tensor& w, const std::function<Tensor(const Tensor&)>& prepare, const dims& d,
-                              tag layout, const dnnl::memory::desc& want) {
-  if (!fresh(w)) {
-    const uint64_t generation = w.storage()->generation.load();
-    remember(w, generation, reorder_copy(prepare(w), d, layout, want));
-  }
   return mem_;
 }
 

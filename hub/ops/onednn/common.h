@@ -49,8 +49,8 @@ void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::me
 // this CPU for any 8-bit weights: only with VNNI. Without it oneDNN adds the
 // u8 x s8 products in pairs into int16 with saturation (vpmaddubsw), which
 // loses whole units of the result; the quantized fused convolution then
-// splits its weights into 7-bit halves (hub/ops/onednn/fused.cc) and the
-// quantized products run on the reference kernels.
+// splits its weights into 7-bit halves (hub/ops/onednn/fused.cc) and
+// quantized matmuls run on the reference kernel.
 bool int8_exact();
 
 // Common `supports` test: every input is float32 with all dimensions known and
@@ -92,18 +92,15 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
 // valid even when the shared cache drops its entry.
 class WeightsMemo {
  public:
-  dnnl::memory get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want);
-  // The same for prepare(w), a tensor of dims `d` made from w (only when w
-  // changed), which is reordered for this memo alone.
-  dnnl::memory get(const Tensor& w, const std::function<Tensor(const Tensor&)>& prepare, const dims& d, tag layout,
-                   const dnnl::memory::desc& want);
+  // With `prepare`, prepare(w) (a tensor of dims `d` made from w, only when
+  // w changed) is what gets reordered, for this memo alone.
+  dnnl::memory get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want,
+                   const std::function<Tensor(const Tensor&)>& prepare = {});
 
  private:
   std::weak_ptr<Storage> storage_;
   size_t offset_ = 0;
   uint64_t generation_ = 0;
-  bool fresh(const Tensor& w) const;
-  void remember(const Tensor& w, uint64_t generation, std::pair<dnnl::memory, Tensor> reordered);
   dnnl::memory mem_;
   Tensor holder_;
 };

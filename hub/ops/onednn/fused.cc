@@ -33,9 +33,9 @@
 // 2 * 255 * 64 = 32640, and every post-op stays as it was; the input
 // channels and so the multiply-adds double. An s8 input becomes u8 in that
 // copy (+128, the zero point moving with it), since oneDNN's own remedy for
-// s8 inputs without VNNI, halving the weights, rounds odd ones. Depthwise convolutions add no
-// pairs and run as they are; quantized matmuls and grouped convolutions run
-// on the reference kernels there.
+// s8 inputs without VNNI, halving the weights, rounds odd ones. Depthwise
+// convolutions add no pairs and run as they are; quantized matmuls and
+// grouped convolutions run on the reference kernels there.
 //
 // `supports` builds the primitive for the node's shapes and declines when
 // oneDNN has no implementation for that post-op chain or layout, or only its
@@ -164,9 +164,9 @@ struct ConvSetup {
   tag weights_tag, src_tag, dst_tag;
   dt src_type, weights_type, dst_type;
   // > 0: the input's channels, doubled in `src` and `weights` for a
-  // quantized convolution on split weights (int8_exact() false); 128 when
-  // its s8 input is doubled into u8 (src_type).
+  // quantized convolution on split weights (int8_exact() false).
   int64_t split_channels = 0;
+  // 128 when that convolution's s8 input is doubled into u8 (src_type).
   int src_shift = 0;
   // The primitive equals exact int32 sums (always, unless a quantized
   // convolution has to add pairs of products without VNNI).
@@ -332,9 +332,8 @@ void fused_conv2d(KernelContext& c) {
   st.bias.set_data_handle(st.q.quantized() ? st.scaled_bias.of(c.input(2)) : const_cast<void*>(c.input(2).raw_data()));
   st.dst.set_data_handle(y.raw_data());
   st.args[DNNL_ARG_WEIGHTS] =
-      s.split_channels > 0
-          ? st.weights.get(c.input(1), split_weights, s.weights, s.weights_tag, st.p->pd.weights_desc())
-          : st.weights.get(c.input(1), s.weights, s.weights_tag, st.p->pd.weights_desc());
+      st.weights.get(c.input(1), s.weights, s.weights_tag, st.p->pd.weights_desc(),
+                     s.split_channels > 0 ? split_weights : std::function<Tensor(const Tensor&)>{});
   execute(st.p->prim, st.args);
 }
 
