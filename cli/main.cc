@@ -146,10 +146,8 @@ std::string exit_codes_text() {
 // Every flag and positional of every command has a description: a bug in
 // hub otherwise, caught by any run of the binary (and so by its tests).
 void check_documented(const CLI::App& app, const std::string& path) {
-  for (const CLI::Option* opt : app.get_options()) {
-    if (opt->get_description().empty())
-      HUB_CHECK(false, "option " + opt->get_name() + " of `" + path + "` has no description");
-  }
+  for (const CLI::Option* opt : app.get_options())
+    HUB_CHECK(!opt->get_description().empty(), "option " + opt->get_name() + " of `" + path + "` has no description");
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     check_documented(*sub, path + " " + sub->get_name());
 }

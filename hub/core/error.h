@@ -61,3 +61,7 @@ namespace internal {
   do {                                                                                                 \
     if (!(cond)) ::hub::internal::check_failed(#cond, __FILE__, __LINE__, ::std::string{__VA_ARGS__}); \
   } while (0)
+// A branch that cannot be taken (a bug in hub if it is); unlike HUB_CHECK(false),
+// the compiler knows at any optimisation level that control ends here.
+#define HUB_UNREACHABLE(...) \
+  ::hub::internal::check_failed("unreachable", __FILE__, __LINE__, ::std::string{__VA_ARGS__})

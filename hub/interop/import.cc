@@ -191,7 +191,7 @@ ModuleSpec import_model(const std::string& path, const ImportOptions& options) {
   } catch (const Error& e) {
     throw e.with_context("importing '" + path + "' (" + fmt + ")");
   }
-  HUB_CHECK(false, "unhandled format");
+  HUB_UNREACHABLE("unhandled format");
 }
 
 ModuleSpec import_to_directory(const std::string& path, const std::string& output_dir, const ImportOptions& options,

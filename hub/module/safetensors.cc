@@ -79,7 +79,7 @@ std::string_view safetensors_dtype_name(DType dtype) {
     case DType::kInt8:
       return "I8";
   }
-  HUB_CHECK(false, "bad dtype");
+  HUB_UNREACHABLE("bad dtype");
   return "";
 }
 

@@ -156,7 +156,7 @@ int dtype_to_tf(DType dtype) {
     case DType::kInt8:
       return proto::DT_INT8;
   }
-  HUB_CHECK(false, "unknown dtype");
+  HUB_UNREACHABLE("unknown dtype");
   return 0;
 }
 

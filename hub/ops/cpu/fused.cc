@@ -92,7 +92,7 @@ void bias_and_post_ops(float* z, int64_t rows, int64_t o, const float* bias, con
         else if (p.op == "HardSwish")
           v = v * (v + 3.0f).max(0.0f).min(6.0f) / 6.0f;
         else
-          HUB_CHECK(false, "post-op " + p.op);
+          HUB_UNREACHABLE("post-op " + p.op);
       }
     }
   });

@@ -81,7 +81,7 @@ dnnl::post_ops make_post_ops(const std::vector<ops::PostOp>& post_ops) {
     else if (p.op == "HardSwish")
       po.append_eltwise(1.0f, algo::eltwise_hardswish, 0.0f, 0.0f);
     else
-      HUB_CHECK(false, "post-op " + p.op);
+      HUB_UNREACHABLE("post-op " + p.op);
   }
   return po;
 }
