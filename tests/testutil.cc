@@ -67,6 +67,30 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
 
 Tensor make(const Shape& shape, const std::vector<float>& values) { return Tensor::from_vector<float>(shape, values); }
 
+Tensor iota(const Shape& shape, float start) {
+  Tensor t(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
+  return t;
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int c : b) s.push_back(static_cast<char>(c));
+  return s;
+}
+
+std::string le32(uint32_t v) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
+  return s;
+}
+
 void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
   REQUIRE(got.defined());
   REQUIRE(want.defined());

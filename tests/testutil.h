@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,7 @@ namespace hub::testing {
 
 // Ends the running test case as skipped when an optional tool or data set is
 // missing: tests/main.cc then exits with 77, which meson reports as SKIP. Such
-// cases get their own meson test (tests/meson.build, optional_cases) so a
+// cases get their own meson test (tests/meson.build, separate_cases) so a
 // skip never hides the suite's other results.
 #define HUB_SKIP_UNLESS(available, why) \
   do {                                  \
@@ -67,22 +69,45 @@ Tensor u8(const Shape& shape, const std::vector<int>& values);
 Tensor s8(const Shape& shape, const std::vector<int>& values);
 std::vector<int> ints_of(const Tensor& t);
 
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// tests/js: node scripts and the npm packages (ONNX Runtime, TensorFlow.js)
+// that reference checks run.
+inline const std::filesystem::path kJsDir = std::filesystem::path(HUB_SOURCE_DIR) / "tests" / "js";
+
+// float32 tensor of `shape` holding start, start + 1, ... in row-major order.
+Tensor iota(const Shape& shape, float start = 0);
+// Same dtype, shape and bytes.
+bool bit_equal(const Tensor& a, const Tensor& b);
+// Whether `part` occurs in `text`.
+bool contains(const std::string& text, const std::string& part);
+// Byte strings for hand-built binary files: `b`'s values as chars, and v as
+// 4 little-endian bytes.
+std::string bytes(std::initializer_list<int> b);
+std::string le32(uint32_t v);
+
 // CHECKs dtype, shape and |got - want| <= atol + rtol*|want| element-wise;
 // a failure prints the first differing index and both values.
 void expect_close(const Tensor& got, const Tensor& want, double atol = 1e-5, double rtol = 1e-5);
 
 struct GradCheckOptions {
-  double step = 1e-2;       // finite-difference step
-  double atol = 1e-2;       // absolute tolerance
-  double rtol = 1e-2;       // relative tolerance
-  std::vector<int> inputs;  // which inputs to check (default: every float input)
-  int output = 0;           // which output to differentiate
+  double step = 1e-2;            // finite-difference step
+  double atol = 1e-2;            // absolute tolerance
+  double rtol = 1e-2;            // relative tolerance
+  std::vector<int> inputs = {};  // which inputs to check (default: every float input)
+  int output = 0;                // which output to differentiate
   std::string backend = "reference";
   // Restart the session's run counter before every evaluation, so random
   // ops (Dropout) draw the same values each time (their gradient treats the
   // draw as fixed).
   bool fixed_randomness = false;
 };
+// `o` checked on the cuda backend: on_cuda(), on_cuda({.step = 1e-3}).
+inline GradCheckOptions on_cuda(GradCheckOptions o = {}) {
+  o.backend = "cuda";
+  return o;
+}
 
 // For L = sum(w * op(inputs)[output]) with random w, compares dL/d input from
 // autodiff with central finite differences. Records `op` as checked.

@@ -53,6 +53,7 @@ namespace ev = hub::event_test;
 using namespace hub;
 using hub::testing::Child;
 using hub::testing::ChildOptions;
+using hub::testing::contains;
 using hub::testing::hub_exe;
 using hub::testing::TempDir;
 
@@ -133,8 +134,6 @@ Run mpi_hub(int ranks, const std::vector<std::string>& args, double timeout_s = 
   Child c = start(mpirun_argv(ranks, args), mpi_env());
   return finish(c, timeout_s, "mpirun -np " + std::to_string(ranks) + " hub " + args[0]);
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A 14x14 RGB image of class c: stripes whose orientation and period depend
 // on c, brightest in channel c % 3, with a little deterministic noise.

@@ -32,17 +32,17 @@ using namespace hub::testing;
 
 namespace {
 
-int64_t test_size(const std::string& name) {
+int64_t onnx_test_size(const std::string& name) {
   auto it = default_test_nets().find(name);
   return it == default_test_nets().end() ? 0 : it->second;
 }
 
-void round_trip(const std::string& name, const TempDir& dir, bool with_ort) {
+void onnx_round_trip(const std::string& name, const TempDir& dir, bool with_ort) {
   INFO("net " << name);
   train::ExportConfig c;
   c.model_name = name;
   c.num_classes = 7;
-  c.image_size = test_size(name);
+  c.image_size = onnx_test_size(name);
   c.output_dir = (dir.path / name).string();
   train::export_module(c);
   ModuleSpec spec = load_module_spec(c.output_dir);
@@ -80,7 +80,7 @@ TEST_CASE("built-in nets survive hub -> ONNX -> hub, and ONNX Runtime agrees") {
       ++skipped;
       continue;
     }
-    round_trip(name, dir, ort);
+    onnx_round_trip(name, dir, ort);
     std::error_code ec;  // the files of one net at a time
     for (const auto& e : fs::directory_iterator(dir.path)) fs::remove_all(e.path(), ec);
   }

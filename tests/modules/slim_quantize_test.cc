@@ -58,10 +58,6 @@ void set_weights(VariableStore& vars) {
 
 float value(const VariableStore& vars, const std::string& name) { return vars.at(name).data<float>()[0]; }
 
-bool bit_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("fake quantization in the slim layers: the graph hub quantize reads") {

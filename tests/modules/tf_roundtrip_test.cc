@@ -30,7 +30,7 @@ using namespace hub::testing;
 namespace {
 
 // The smallest image each net takes (keeps the suite fast); 0 = its own size.
-int64_t test_size(const std::string& name) {
+int64_t saved_model_test_size(const std::string& name) {
   if (name.rfind("mobilenet", 0) == 0 || name.rfind("resnet", 0) == 0) return 64;
   return 0;
 }
@@ -45,12 +45,12 @@ int fake_quants(const Graph& g) {
 // quantize: exported as `hub export --quantize` does, with the activation
 // ranges set to [-1 - k/10, 2 + k/10] for the k-th range (not the fresh
 // [0, 0], whose fake quant outputs zeros).
-void round_trip(const std::string& name, const TempDir& dir, bool quantize = false) {
+void saved_model_round_trip(const std::string& name, const TempDir& dir, bool quantize = false) {
   INFO("net " << name << (quantize ? " (fake-quantized)" : ""));
   train::ExportConfig c;
   c.model_name = name;
   c.num_classes = 7;
-  c.image_size = test_size(name);
+  c.image_size = saved_model_test_size(name);
   c.output_dir = (dir.path / name).string();
   c.quantize = quantize;
   train::export_module(c);
@@ -107,7 +107,7 @@ TEST_CASE("built-in nets survive hub -> TensorFlow SavedModel -> hub") {
       MESSAGE(name << ": set HUB_TEST_LARGE_NETS=1 to include it");
       continue;
     }
-    round_trip(name, dir);
+    saved_model_round_trip(name, dir);
     std::error_code ec;  // the files of one net at a time
     for (const auto& e : fs::directory_iterator(dir.path)) fs::remove_all(e.path(), ec);
   }
@@ -115,6 +115,6 @@ TEST_CASE("built-in nets survive hub -> TensorFlow SavedModel -> hub") {
 
 TEST_CASE("a quantization-aware export survives hub -> TensorFlow SavedModel -> hub") {
   TempDir dir("tf_roundtrip_qat");
-  round_trip("lenet", dir, true);
-  round_trip("mobilenet_v1_025_128", dir, true);
+  saved_model_round_trip("lenet", dir, true);
+  saved_model_round_trip("mobilenet_v1_025_128", dir, true);
 }

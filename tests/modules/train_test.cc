@@ -46,6 +46,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using hub::testing::bit_equal;
 using hub::testing::TempDir;
 
 void expect_error(Code code, const std::function<void()>& fn, const std::vector<std::string>& needles) {
@@ -147,10 +148,6 @@ double mean_of(const std::vector<double>& v, size_t from, size_t to) {
   return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to),
                          0.0) /
          static_cast<double>(to - from);
-}
-
-bool bit_equal(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 std::vector<std::string> checkpoint_files(const std::string& dir) {

@@ -22,22 +22,12 @@
 
 namespace fs = std::filesystem;
 using namespace hub;
+using hub::testing::bytes;
 using hub::testing::expect_error;
+using hub::testing::le32;
 using hub::testing::TempDir;
 
 namespace {
-
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int c : b) s.push_back(static_cast<char>(c));
-  return s;
-}
-
-std::string le32(uint32_t v) {
-  std::string s;
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
-  return s;
-}
 
 bool same(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;

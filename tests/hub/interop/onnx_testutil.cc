@@ -10,18 +10,18 @@
 #include "hub/core/fileio.h"
 #include "hub/graph/session.h"
 #include "subprocess.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 
 namespace hub::testing {
 
 namespace {
-const fs::path kJs = fs::path(HUB_SOURCE_DIR) / "tests" / "js";
 const char* kPython = "/usr/bin/python3";
 }  // namespace
 
 std::string onnx_references_missing() {
-  if (!fs::exists(kJs / "node_modules" / "onnxruntime-node"))
+  if (!fs::exists(kJsDir / "node_modules" / "onnxruntime-node"))
     return "ONNX Runtime for Node is not installed (npm ci --ignore-scripts in tests/js)";
   if (!fs::exists("/usr/bin/node") && !fs::exists("/usr/local/bin/node")) return "node is not installed";
   if (!fs::exists("/usr/lib/python3/dist-packages/onnx")) return "Debian's python3-onnx is not installed";
@@ -63,7 +63,7 @@ void write_float_bin(const fs::path& path, const Tensor& t) {
 std::vector<Tensor> run_onnx_runtime(const std::string& model,
                                      const std::vector<std::pair<std::string, Tensor>>& inputs,
                                      const fs::path& scratch) {
-  std::vector<std::string> argv{"node", (kJs / "run_ort.js").string(), model, scratch.string()};
+  std::vector<std::string> argv{"node", (kJsDir / "run_ort.js").string(), model, scratch.string()};
   int k = 0;
   for (const auto& [name, t] : inputs) {
     fs::path file = scratch.string() + ".in" + std::to_string(k++) + ".bin";

@@ -14,22 +14,12 @@
 #include "testutil.h"
 
 using namespace hub;
+using hub::testing::bytes;
 using hub::testing::expect_error;
+using hub::testing::le32;
 using hub::testing::TempDir;
 
 namespace {
-
-std::string le32(uint32_t v) {
-  std::string s;
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
-  return s;
-}
-
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int c : b) s.push_back(static_cast<char>(c));
-  return s;
-}
 
 // A block's trailer: compression type, masked CRC-32C of contents + type.
 std::string trailer(const std::string& contents, char type = 0) {

@@ -30,10 +30,8 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kJs = fs::path(HUB_SOURCE_DIR) / "tests" / "js";
-
 std::string tfjs_missing() {
-  if (!fs::exists(kJs / "node_modules" / "@tensorflow" / "tfjs"))
+  if (!fs::exists(kJsDir / "node_modules" / "@tensorflow" / "tfjs"))
     return "TensorFlow.js is not installed (npm ci --ignore-scripts in tests/js)";
   if (!fs::exists("/usr/bin/node") && !fs::exists("/usr/local/bin/node")) return "node is not installed";
   return "";
@@ -118,7 +116,7 @@ std::string write_model(const fs::path& dir, const json& model, const std::strin
 TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op") {
   HUB_SKIP_UNLESS(tfjs_missing().empty(), tfjs_missing());
   TempDir dir("tfjs");
-  Child c = Child::spawn({"node", (kJs / "tfjs_graph_model.js").string(), dir.path.string()});
+  Child c = Child::spawn({"node", (kJsDir / "tfjs_graph_model.js").string(), dir.path.string()});
   ChildResult r = c.wait(120, "TensorFlow.js (tests/js/tfjs_graph_model.js)");
   REQUIRE_MESSAGE((r.exited && r.code == 0), "tfjs_graph_model.js failed: " << r.output);
   const std::string model = dir / "model/model.json";

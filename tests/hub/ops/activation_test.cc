@@ -16,7 +16,6 @@ using namespace hub::testing;
 
 namespace {
 const char* const kBackends[] = {"reference", "onednn"};
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Expects building `op` on float32 inputs of these shapes to fail with
 // InvalidArgument naming the node and containing `needle`.

@@ -54,12 +54,6 @@ Tensor grouped_by_slices(const Tensor& x, const Tensor& w, const Attrs& attrs) {
 }
 
 // 0, 1, 2, ... in the given shape.
-Tensor iota(const Shape& shape, float start = 0) {
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
-  return t;
-}
-
 std::string error_of(const std::string& op, const Shape& x, const Shape& w, const Attrs& attrs,
                      const Shape* dy = nullptr) {
   Graph g;
@@ -75,8 +69,6 @@ std::string error_of(const std::string& op, const Shape& x, const Shape& w, cons
   FAIL("expected an error from " << op);
   return "";
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

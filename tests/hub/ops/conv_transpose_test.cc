@@ -20,12 +20,6 @@ Attrs transpose_attrs(std::vector<int64_t> strides = {1, 1}, std::vector<int64_t
   return ops::ConvTransposeOptions{strides, pads, output_padding, dilations, groups}.to_attrs();
 }
 
-Tensor iota(const Shape& shape, float start = 0) {
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
-  return t;
-}
-
 // Each value twice: a [.., 1] pattern seen through two identical output channels.
 std::vector<float> twice(const std::vector<float>& v) {
   std::vector<float> out;
@@ -46,8 +40,6 @@ std::string error_of(const Shape& x, const Shape& w, const Attrs& attrs) {
   FAIL("expected an error");
   return "";
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

@@ -84,4 +84,13 @@ inline Attrs resize_attrs(Ints size, const char* mode, const char* coordinates,
   return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();
 }
 
+// The arithmetic dtypes the elementwise and math kernels take.
+inline const DType kArith[] = {DType::kFloat32, DType::kInt32, DType::kInt64};
+
+// random_tensor(shape, seed, lo, hi) truncated to integers, as `dtype`: with
+// a small range, many ties between two such tensors (lo = 0 for uint8 and bool).
+inline Tensor small_ints(DType dtype, const Shape& shape, uint64_t seed, float lo, float hi) {
+  return cast(cast(random_tensor(shape, seed, lo, hi), DType::kInt32), dtype);
+}
+
 }  // namespace hub::testing

@@ -15,14 +15,6 @@ using namespace hub;
 using namespace hub::testing;
 
 namespace {
-GradCheckOptions fine_step() {
-  GradCheckOptions o;
-  o.step = 1e-3;
-  return o;
-}
-}  // namespace
-
-namespace {
 Attrs red(std::vector<int64_t> axes, bool keep = false) { return Attrs().set("axes", axes).set("keep_dims", keep); }
 
 // Independent reference: loops over every input element and accumulates into
@@ -273,9 +265,9 @@ TEST_CASE("Min and Prod: gradients; ProdGrad is exact with zeros") {
   Tensor x = random_tensor({2, 3, 4}, 32, 0.5f, 1.5f);
   for (std::string op : {"Min", "Prod"}) {
     INFO(op);
-    check_gradients(op, {x}, red({}), fine_step());
-    check_gradients(op, {x}, red({1}), fine_step());
-    check_gradients(op, {x}, red({0, 2}, true), fine_step());
+    check_gradients(op, {x}, red({}), GradCheckOptions{.step = 1e-3});
+    check_gradients(op, {x}, red({1}), GradCheckOptions{.step = 1e-3});
+    check_gradients(op, {x}, red({0, 2}, true), GradCheckOptions{.step = 1e-3});
   }
   // Rows with one zero and with two: d/dx_i is the product of the others.
   Tensor z = make({3, 3}, {2, 0, 3, 0, 0, 5, 1, 2, 4});

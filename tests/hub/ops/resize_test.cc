@@ -15,12 +15,6 @@ using namespace hub::testing;
 
 namespace {
 
-Tensor iota(const Shape& shape, float start = 0) {
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
-  return t;
-}
-
 // y[i,j] = x[rows[i], cols[j]] for a one-channel image x: nearest's expected
 // output from hand-derived index tables.
 Tensor pick(const Tensor& x, const std::vector<int64_t>& rows, const std::vector<int64_t>& cols) {
@@ -46,8 +40,6 @@ std::string error_of(const std::vector<Shape>& inputs, const std::string& op, co
   FAIL("expected an error");
   return "";
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "hub/image/image.h"
 #include "modules/datasets/example.h"
 #include "modules/datasets/tfrecord.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 using namespace hub::data;
@@ -55,11 +56,6 @@ std::string cifar_batch(int b, int records) {
 }
 
 namespace {
-std::string le32(uint32_t v) {
-  std::string s(4, '\0');
-  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  return s;
-}
 // SHORT_BINSTRING
 std::string pickle_str(const std::string& s) {
   std::string out(1, 'U');

@@ -19,12 +19,9 @@ using namespace hub::testing;
 
 namespace {
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
 Attrs hard_sigmoid(float a, float b) { return Attrs().set("alpha", a).set("beta", b); }
 
-const std::vector<Shape> kShapes = {
+const std::vector<Shape> kActivationShapes = {
     {}, {1}, {7}, {1, 1}, {3, 1, 5}, {2, 3, 1, 7}, {4, 17, 9}, {1, 33, 1, 3}, {2, 3, 4, 5, 6}, {70001}, {0, 3}};
 
 }  // namespace
@@ -32,7 +29,7 @@ const std::vector<Shape> kShapes = {
 TEST_CASE("cuda activations: every op and attribute form on awkward shapes") {
   HUB_SKIP_UNLESS_CUDA();
   uint64_t seed = 1;
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kActivationShapes) {
     INFO("shape " << shape.to_string());
     Tensor x = random_tensor(shape, ++seed, -8.0f, 8.0f);
     for (const char* op : {"Relu", "Relu6", "HardSwish"}) compare_backends(op, {x}, {}, "cuda", 0, 0);
@@ -82,7 +79,7 @@ TEST_CASE("cuda activations: hand-computed values, NaN and infinities") {
 TEST_CASE("cuda activation grad ops: every op on awkward shapes") {
   HUB_SKIP_UNLESS_CUDA();
   uint64_t seed = 100;
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kActivationShapes) {
     INFO("shape " << shape.to_string());
     Tensor x = random_tensor(shape, ++seed, -8.0f, 8.0f);
     Tensor g = random_tensor(shape, ++seed, -1.0f, 1.0f);

@@ -48,13 +48,6 @@ void same_on_cuda_in_dtypes(const std::string& op, const Shape& shape, const Att
   }
 }
 
-GradCheckOptions on_cuda(std::vector<int> inputs = {}) {
-  GradCheckOptions o;
-  o.inputs = std::move(inputs);
-  o.backend = "cuda";
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("cuda Reshape, ReshapeLike, Squeeze and ExpandDims: views of the device input") {
@@ -316,9 +309,9 @@ TEST_CASE("cuda Gather and GatherGrad: every axis and batch_dims, index dtypes, 
       {random_tensor({3000, 40}, 160, 0, 1), Tensor::from_vector<int64_t>({3000}, rows), random_tensor({50, 40}, 161)},
       {}, "cuda", 1e-4, 1e-4);
   check_gradients("Gather", {random_tensor({4, 3}, 162), Tensor::from_vector<int64_t>({3}, {2, 0, 2})}, {},
-                  on_cuda({0}));
+                  on_cuda({.inputs = {0}}));
   check_gradients("Gather", {random_tensor({2, 3, 2}, 163), Tensor::from_vector<int32_t>({2, 3}, {2, -1, 0, 1, 0, 0})},
-                  Attrs().set("axis", 1).set("batch_dims", 1), on_cuda({0}));
+                  Attrs().set("axis", 1).set("batch_dims", 1), on_cuda({.inputs = {0}}));
 }
 
 TEST_CASE("cuda Gather: an index out of range gives zeros, and GatherGrad drops it (no host read)") {

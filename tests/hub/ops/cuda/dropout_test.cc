@@ -33,7 +33,7 @@ struct DropoutGraph {
   }
 };
 
-SessionOptions on_cuda() {
+SessionOptions cuda_session() {
   SessionOptions o;
   o.backend = &find_backend("cuda");
   return o;
@@ -58,7 +58,7 @@ TEST_CASE("cuda Dropout: a 0/1 mask kept with probability 1 - rate, kept values 
   HUB_SKIP_UNLESS_CUDA();
   const float rate = 0.3f;
   DropoutGraph dg(rate, 7);
-  Session session(dg.g, nullptr, on_cuda());
+  Session session(dg.g, nullptr, cuda_session());
   Tensor x = random_tensor({1000, 1001}, 2, -2.0f, 2.0f);
   std::vector<Tensor> out = session.run({{dg.x, x}}, {dg.d.y, dg.d.mask});
   CHECK(session.last_kernels().at(dg.g.node(dg.d.y).name) == "cuda");
@@ -83,8 +83,8 @@ TEST_CASE("cuda Dropout: deterministic for a graph seed and run, varying across 
   HUB_SKIP_UNLESS_CUDA();
   Tensor x = random_tensor({64, 1001}, 3, 0.5f, 1.5f);
   DropoutGraph a(0.5f, 7), b(0.5f, 7), c(0.5f, 8), d(0.5f, 7, 3);
-  Session sa(a.g, nullptr, on_cuda()), sb(b.g, nullptr, on_cuda()), sc(c.g, nullptr, on_cuda()),
-      sd(d.g, nullptr, on_cuda());
+  Session sa(a.g, nullptr, cuda_session()), sb(b.g, nullptr, cuda_session()), sc(c.g, nullptr, cuda_session()),
+      sd(d.g, nullptr, cuda_session());
   Tensor a1 = sa.run({{a.x, x}}, {a.d.mask})[0], a2 = sa.run({{a.x, x}}, {a.d.mask})[0];
   Tensor b1 = sb.run({{b.x, x}}, {b.d.mask})[0], b2 = sb.run({{b.x, x}}, {b.d.mask})[0];
   CHECK(identical(a1, b1));  // same graph seed, same run number
@@ -96,7 +96,7 @@ TEST_CASE("cuda Dropout: deterministic for a graph seed and run, varying across 
   CHECK(identical(a1, sa.run({{a.x, x}}, {a.d.mask})[0]));
   // Element i's draw does not depend on how many elements there are (counter i).
   DropoutGraph e(0.5f, 7);
-  Session se(e.g, nullptr, on_cuda());
+  Session se(e.g, nullptr, cuda_session());
   Tensor first = se.run({{e.x, random_tensor({3, 1001}, 4)}}, {e.d.mask})[0];
   se.reset_run_counter();
   Tensor more = se.run({{e.x, random_tensor({64, 1001}, 5)}}, {e.d.mask})[0];

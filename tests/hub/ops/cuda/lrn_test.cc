@@ -17,13 +17,6 @@ Attrs lrn(int r, float bias, float alpha, float beta) {
   return Attrs().set("depth_radius", r).set("bias", bias).set("alpha", alpha).set("beta", beta);
 }
 
-GradCheckOptions on_cuda() {
-  GradCheckOptions o;
-  o.step = 1e-3;
-  o.backend = "cuda";
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("cuda LRN, LRNGrad: match reference") {
@@ -70,8 +63,8 @@ TEST_CASE("cuda LRN, LRNGrad: hand-computed values") {
 
 TEST_CASE("cuda LRN: gradients match finite differences") {
   HUB_SKIP_UNLESS_CUDA();
-  check_gradients("LRN", {random_tensor({2, 2, 3, 7}, 1)}, lrn(2, 1, 1, 0.5f), on_cuda());
-  check_gradients("LRN", {random_tensor({1, 2, 2, 4}, 2)}, Attrs(), on_cuda());  // TF defaults, r > D
-  check_gradients("LRN", {random_tensor({1, 3, 1, 6}, 3, -2, 2)}, lrn(1, 2, 0.3f, 0.75f), on_cuda());
-  check_gradients("LRN", {random_tensor({1, 1, 2, 5}, 4)}, lrn(0, 1, 1, 1), on_cuda());
+  check_gradients("LRN", {random_tensor({2, 2, 3, 7}, 1)}, lrn(2, 1, 1, 0.5f), on_cuda({.step = 1e-3}));
+  check_gradients("LRN", {random_tensor({1, 2, 2, 4}, 2)}, Attrs(), on_cuda({.step = 1e-3}));  // TF defaults, r > D
+  check_gradients("LRN", {random_tensor({1, 3, 1, 6}, 3, -2, 2)}, lrn(1, 2, 0.3f, 0.75f), on_cuda({.step = 1e-3}));
+  check_gradients("LRN", {random_tensor({1, 1, 2, 5}, 4)}, lrn(0, 1, 1, 1), on_cuda({.step = 1e-3}));
 }

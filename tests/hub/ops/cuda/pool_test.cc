@@ -23,14 +23,6 @@ using namespace hub::testing;
 
 namespace {
 
-// check_gradients on the cuda backend (finite-difference step `step`).
-GradCheckOptions on_cuda(double step = 1e-2) {
-  GradCheckOptions o;
-  o.step = step;
-  o.backend = "cuda";
-  return o;
-}
-
 // MaxPool and AvgPool, and their gradients at random grads, on cuda and on
 // reference. max_attrs and avg_attrs differ only in the kind's attributes.
 void compare_all(const Tensor& x, const Attrs& max_attrs, const Attrs& avg_attrs, uint64_t seed) {
@@ -174,7 +166,7 @@ TEST_CASE("cuda MaxPool, AvgPoolGrad: one session, input shapes changing between
 
 TEST_CASE("cuda MaxPool, AvgPool: gradients match finite differences") {
   HUB_SKIP_UNLESS_CUDA();
-  const GradCheckOptions o = on_cuda(1e-3);
+  const GradCheckOptions o = on_cuda({.step = 1e-3});
   for (const char* padding : {"SAME", "VALID"}) {
     INFO(padding);
     const Attrs a = pool({3, 2}, {2, 2}, padding);

@@ -51,13 +51,6 @@ std::vector<std::vector<int64_t>> axis_subsets(int rank) {
   return subsets;
 }
 
-GradCheckOptions on_cuda() {
-  GradCheckOptions o;
-  o.step = 1e-3;
-  o.backend = "cuda";
-  return o;
-}
-
 const char* const kReductions[] = {"Sum", "Mean", "Max", "Min", "Prod"};
 
 }  // namespace
@@ -176,7 +169,7 @@ TEST_CASE("cuda Sum, Mean, Max, Min, Prod: long axes split across blocks, many o
 
 TEST_CASE("cuda Sum, Mean, Max, Min, Prod, L2Loss: gradients through the CUDA kernels") {
   HUB_SKIP_UNLESS_CUDA();
-  const GradCheckOptions o = on_cuda();
+  const GradCheckOptions o = on_cuda({.step = 1e-3});
   Tensor x = random_tensor({2, 3, 4}, 11);
   check_gradients("Sum", {x}, red({0, 2}), o);
   check_gradients("Mean", {x}, red({-1}, true), o);
@@ -281,7 +274,7 @@ TEST_CASE("cuda TopK and TopKGrad: ties to the lower index, every dtype, small k
 
   // Gradient of TopK's values (distinct values, so finite differences keep the order).
   Tensor distinct = make({2, 5}, {0.1f, 0.9f, 0.5f, 0.3f, 0.7f, 0.6f, 0.2f, 0.8f, 0.4f, 0.0f});
-  check_gradients("TopK", {distinct}, top(3), on_cuda());
+  check_gradients("TopK", {distinct}, top(3), on_cuda({.step = 1e-3}));
 }
 
 TEST_CASE("cuda L2Loss: scalar, empty, awkward and long inputs") {

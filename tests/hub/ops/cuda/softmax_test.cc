@@ -18,13 +18,6 @@ namespace {
 
 Attrs axis_attr(int64_t axis) { return Attrs().set("axis", axis); }
 
-GradCheckOptions on_cuda(int output = 0) {
-  GradCheckOptions o;
-  o.output = output;
-  o.backend = "cuda";
-  return o;
-}
-
 // Rows that are probability distributions (what the dense labels should be).
 Tensor distributions(int64_t rows, int64_t classes, uint64_t seed) {
   Tensor t = random_tensor({rows, classes}, seed, 0.0f, 1.0f);
@@ -101,8 +94,8 @@ TEST_CASE("cuda SoftmaxCrossEntropyWithLogits: loss and backprop on short, long 
                    {}, "cuda", 0, 0);
   Tensor logits = random_tensor({3, 4}, 30, -2.0f, 2.0f);
   Tensor labels = distributions(3, 4, 31);
-  check_gradients("SoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda(0));
-  check_gradients("SoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda(1));
+  check_gradients("SoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda());
+  check_gradients("SoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda({.output = 1}));
 }
 
 TEST_CASE_TEMPLATE("cuda SparseSoftmaxCrossEntropyWithLogits: loss and backprop, labels of each dtype", T, int32_t,
@@ -122,8 +115,8 @@ TEST_CASE_TEMPLATE("cuda SparseSoftmaxCrossEntropyWithLogits: loss and backprop,
                    {}, "cuda", 0, 0);
   Tensor logits = random_tensor({3, 4}, 50, -2.0f, 2.0f);
   Tensor labels = Tensor::from_vector<T>({3}, {3, 0, 1});
-  check_gradients("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda(0));
-  check_gradients("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda(1));
+  check_gradients("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda());
+  check_gradients("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, on_cuda({.output = 1}));
 }
 
 TEST_CASE("cuda SparseSoftmaxCrossEntropyWithLogits: a label outside [0, C) gives a NaN row, as TF's GPU kernel") {
