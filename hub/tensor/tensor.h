@@ -29,7 +29,7 @@ inline constexpr size_t kTensorAlignment = 64;
 // `generation` changes whenever the contents may change: every mutable
 // access through a Tensor (data<T>(), raw_data(), fill) bumps it. Kernels
 // that cache data derived from an input (oneDNN's reordered weights) key the
-// cache on (storage, generation), so a write through any path (optimizer
+// cache on it (ContentsStamp below), so a write through any path (optimizer
 // updates, Module variable writes, checkpoint restore, a user's own pointer
 // obtained after the cache was made) invalidates it by construction.
 struct Storage {
@@ -135,6 +135,30 @@ class Tensor {
   int64_t num_elements_ = 0;
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
+};
+
+// What a tensor held when a cache derived data from it (oneDNN's reordered
+// weights, the CUDA backend's device copies and transposed filters):
+// matches() stays true while the tensor views the same storage at the same
+// offset and generation. The storage is held weakly, so a storage allocated
+// later at a freed one's address never passes for it; a default stamp
+// matches nothing. Take the stamp before deriving, so a write meanwhile
+// makes it stale.
+class ContentsStamp {
+ public:
+  ContentsStamp() = default;
+  explicit ContentsStamp(const Tensor& t)
+      : storage_(t.storage()), offset_(t.offset()), generation_(t.storage()->generation.load()) {}
+  bool matches(const Tensor& t) const {
+    return t.offset() == offset_ && t.storage()->generation.load() == generation_ && storage_.lock() == t.storage();
+  }
+  // Whether the storage it was taken from is gone (a cache entry that can never match again).
+  bool expired() const { return storage_.expired(); }
+
+ private:
+  std::weak_ptr<Storage> storage_;
+  size_t offset_ = 0;
+  uint64_t generation_ = 0;
 };
 
 // Bitwise equality of dtype, shape and contents.

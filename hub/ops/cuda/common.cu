@@ -94,7 +94,29 @@ __global__ void transpose_kernel(const float* in, float* out, int64_t rows, int6
   }
 }
 
+__global__ void window_kernel(const float* from, float* to, int64_t total, int64_t h, int64_t wc, int64_t hp,
+                              int64_t wpc, int64_t corner, bool into) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t row = i / wc, col = i - row * wc;  // row of the small tensor, over n * h
+    const int64_t b = row / h, y = row - b * h;
+    const int64_t j = (b * hp + y) * wpc + corner + col;
+    if (into)
+      to[j] = from[i];
+    else
+      to[i] = from[j];
+  }
+}
+
 }  // namespace
+
+void copy_window(const float* from, float* to, const WindowShape& s, bool into) {
+  const int64_t total = s.n * s.h * s.w * s.c;
+  if (total == 0) return;
+  window_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(from, to, total, s.h, s.w * s.c, s.hp, s.wp * s.c,
+                                                              (s.top * s.wp + s.left) * s.c, into);
+  HUB_CUDA_CHECK(cudaGetLastError());
+}
 
 void transpose2d(const float* in, float* out, int64_t rows, int64_t cols) {
   if (rows == 0 || cols == 0) return;

@@ -48,6 +48,16 @@ Tensor upload(KernelContext& c, const std::vector<T>& host) {
 // out[c][r] = in[r][c] for a rows x cols float matrix (both dense), queued on stream().
 void transpose2d(const float* in, float* out, int64_t rows, int64_t cols);
 
+// An NHWC tensor [n,h,w,c] as the window of a larger one [n,hp,wp,c] whose
+// top-left corner is at (top, left).
+struct WindowShape {
+  int64_t n, h, w, c, hp, wp, top, left;
+};
+// Copies the small tensor `from` into its window of the larger `to` when
+// `into` (the rest of `to` untouched), else the window of the larger `from`
+// out into the small `to`. Queued on stream().
+void copy_window(const float* from, float* to, const WindowShape& s, bool into);
+
 // The largest power of two <= 16 that divides the address (cuDNN's byte alignment).
 int64_t alignment_of(const void* p);
 

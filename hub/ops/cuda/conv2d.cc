@@ -4,8 +4,9 @@
 // Tensors are described to cuDNN in its NCHW dimension order with the
 // strides of hub's NHWC ([N,C,H,W] dims, strides [HWC, 1, WC, C]); filters
 // as [K, C/G, R, S] with KRSC strides. A grouped convolution is implied by
-// C / (C/G) (depthwise: C/G = 1), SAME and EXPLICIT padding by separate pre-
-// and post-paddings, so every geometry of hub/ops/conv2d.h maps exactly.
+// C / (C/G) (depthwise: C/G = 1), padding by cuDNN's pre- and post-paddings
+// where they are equal and by an explicitly padded copy of x where not, so
+// every geometry of hub/ops/conv2d.h maps exactly.
 #include "hub/ops/cuda/conv2d.h"
 
 #include <algorithm>
@@ -88,7 +89,7 @@ struct Problem {
     for (int64_t v :
          {g->n,  g->h,  g->w,  g->c,       g->kh,         g->kw,       g->oc,        g->cg,    g->oh,    g->ow,   g->sh,
           g->sw, g->dh, g->dw, g->pad_top, g->pad_bottom, g->pad_left, g->pad_right, align[0], align[1], align[2]})
-      k += "," + std::to_string(v);
+      k.append(",").append(std::to_string(v));
     return k + (tf32_allowed() ? ",tf32" : "");
   }
 };
@@ -234,8 +235,9 @@ void execute(const Plan& plan, float* x, float* w, float* y, void* workspace) {
   HUB_CUDNN_CHECK(cudnnBackendExecute(cudnn(), plan.plan->get(), pack.get()));
 }
 
-// Milliseconds per run of `plan` (median of three after one warm-up), or -1 when it fails to run.
-float time_plan(const Plan& plan, float* x, float* w, float* y, void* workspace) {
+// Milliseconds per run of `plan` (median of three after one warm-up), or -1
+// when it fails to run (the first such failure's message kept in *error).
+float time_plan(const Plan& plan, float* x, float* w, float* y, void* workspace, std::string* error) {
   cudaEvent_t start, stop;
   HUB_CUDA_CHECK(cudaEventCreate(&start));
   HUB_CUDA_CHECK(cudaEventCreate(&stop));
@@ -254,8 +256,9 @@ float time_plan(const Plan& plan, float* x, float* w, float* y, void* workspace)
     }
     std::sort(times.begin(), times.end());
     best = times[1];
-  } catch (const Error&) {
+  } catch (const Error& e) {
     best = -1;  // an engine that built but cannot run this problem: not a candidate
+    if (error->empty()) *error = e.message();
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -297,13 +300,18 @@ std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, 
     for (const auto& plan : candidates) most = std::max(most, plan->workspace);
     Tensor workspace = c.temp(DType::kUInt8, Shape{most});
     float best_ms = -1;
+    std::string first_error;
     for (const auto& plan : candidates) {
-      const float ms = time_plan(*plan, x, w, y, workspace.device_data<uint8_t>());
+      const float ms = time_plan(*plan, x, w, y, workspace.device_data<uint8_t>(), &first_error);
       if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {
         best_ms = ms;
         best = plan;
       }
     }
+    if (best_ms < 0)
+      throw_error(Code::kInternal, "none of the " + std::to_string(candidates.size()) + " cuDNN engines for the " +
+                                       pass_name(p.pass) + " convolution of node '" + c.node().name +
+                                       "' could run it; the first said: " + first_error);
   }
   for (Desc& part : graph.parts) best->parts.push_back(std::move(part));
   return best;
@@ -312,6 +320,30 @@ std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, 
 }  // namespace
 
 void convolution(KernelContext& c, ConvPass pass, const ops::ConvGeometry& g, float* x, float* w, float* y) {
+  if (g.pad_top != g.pad_bottom || g.pad_left != g.pad_right) {
+    // cuDNN offers no float32 engine for unequal pre- and post-paddings
+    // (SAME with an odd total, most EXPLICIT ones): x is padded here and the
+    // convolution runs unpadded on the larger tensor.
+    ops::ConvGeometry unpadded = g;
+    unpadded.h = g.h + g.pad_top + g.pad_bottom;
+    unpadded.w = g.w + g.pad_left + g.pad_right;
+    unpadded.pad_top = unpadded.pad_bottom = unpadded.pad_left = unpadded.pad_right = 0;
+    Tensor padded = c.temp(DType::kFloat32, Shape{g.n, unpadded.h, unpadded.w, g.c});
+    float* xp = padded.device_data<float>();
+    const WindowShape window{g.n, g.h, g.w, g.c, unpadded.h, unpadded.w, g.pad_top, g.pad_left};
+    if (pass == ConvPass::kBackwardData) {
+      convolution(c, pass, unpadded, xp, w, y);
+      copy_window(xp, x, window, /*into=*/false);
+    } else {
+      HUB_CUDA_CHECK(cudaMemsetAsync(xp, 0, padded.nbytes(), stream()));
+      copy_window(x, xp, window, /*into=*/true);
+      convolution(c, pass, unpadded, xp, w, y);
+    }
+    return;
+  }
+  // The handle first: thread-locals are destroyed in reverse order, so the
+  // plans (bound to it) go before it at thread exit.
+  cudnn();
   Problem p{pass, &g, {alignment_of(x), alignment_of(w), alignment_of(y)}};
   thread_local std::unordered_map<std::string, std::shared_ptr<Plan>> plans;  // plans belong to this thread's handle
   const std::string key = p.key();
@@ -324,23 +356,18 @@ void convolution(KernelContext& c, ConvPass pass, const ops::ConvGeometry& g, fl
 
 const float* filter_krsc(KernelContext& c, const Tensor& w, int64_t out_channels) {
   struct Cached {
-    const Storage* storage = nullptr;
-    uint64_t generation = 0;
-    size_t offset = 0;
+    ContentsStamp stamp;
     Tensor krsc;
   };
   auto& state = c.state();
   if (!state) state = std::make_shared<Cached>();
   auto* cached = static_cast<Cached*>(state.get());
-  const uint64_t generation = w.storage()->generation.load(std::memory_order_relaxed);
-  if (cached->storage != w.storage().get() || cached->generation != generation || cached->offset != w.offset() ||
-      !cached->krsc.defined()) {
+  if (!cached->stamp.matches(w)) {
+    const ContentsStamp stamp(w);
     cached->krsc = c.temp(DType::kFloat32, w.shape());
     transpose2d(w.device_data<float>(), cached->krsc.device_data<float>(), w.num_elements() / out_channels,
                 out_channels);
-    cached->storage = w.storage().get();
-    cached->generation = generation;
-    cached->offset = w.offset();
+    cached->stamp = stamp;
   }
   return cached->krsc.device_data<float>();
 }

@@ -19,9 +19,7 @@ namespace {
 
 // A device copy of a host tensor, renewed when the host tensor changes.
 struct Mirror {
-  const Storage* storage = nullptr;
-  uint64_t generation = 0;
-  size_t offset = 0;
+  ContentsStamp stamp;
   Tensor device;
 };
 
@@ -29,16 +27,13 @@ const Tensor& mirrored(KernelContext& c, const Tensor& host) {
   auto& state = c.state();
   if (!state) state = std::make_shared<Mirror>();
   auto* m = static_cast<Mirror*>(state.get());
-  const uint64_t generation = host.storage()->generation.load(std::memory_order_relaxed);
-  if (m->storage != host.storage().get() || m->generation != generation || m->offset != host.offset() ||
-      !m->device.defined()) {
+  if (!m->stamp.matches(host)) {
+    const ContentsStamp stamp(host);
     m->device = c.temp(host.dtype(), host.shape());
     if (host.nbytes() > 0)
       HUB_CUDA_CHECK(cudaMemcpyAsync(m->device.device_data<float>(), host.raw_data(), host.nbytes(),
                                      cudaMemcpyHostToDevice, stream()));
-    m->storage = host.storage().get();
-    m->generation = generation;
-    m->offset = host.offset();
+    m->stamp = stamp;
   }
   return m->device;
 }

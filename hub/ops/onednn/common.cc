@@ -86,8 +86,7 @@ std::unordered_map<std::string, std::shared_ptr<void>>& cache() {
 }
 
 struct WeightEntry {
-  std::weak_ptr<Storage> storage;
-  uint64_t generation;
+  ContentsStamp stamp;
   dnnl::memory mem;
   Tensor holder;  // owns the reordered buffer
 };
@@ -136,16 +135,15 @@ std::pair<dnnl::memory, Tensor> reorder_shared(const Tensor& w, const dims& d, t
                     ":" + key_of(d) + ":" + std::to_string(static_cast<int>(layout)) + ":" +
                     std::to_string(std::hash<std::string>{}(
                         std::string(reinterpret_cast<const char*>(&want.data), sizeof(want.data))));
-  const uint64_t generation = w.storage()->generation.load();
+  const ContentsStamp stamp(w);
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = weights().find(key);
-  if (it != weights().end() && it->second.generation == generation && it->second.storage.lock() == w.storage())
-    return {it->second.mem, it->second.holder};
+  if (it != weights().end() && it->second.stamp.matches(w)) return {it->second.mem, it->second.holder};
   auto [dst, holder] = reorder_copy(w, d, layout, want);
   // Entries of freed tensors (e.g. a filter computed by another op, whose
   // storage is gone) would otherwise pile up with their reordered copies.
-  std::erase_if(weights(), [](const auto& kv) { return kv.second.storage.expired(); });
-  weights()[key] = WeightEntry{w.storage(), generation, dst, holder};
+  std::erase_if(weights(), [](const auto& kv) { return kv.second.stamp.expired(); });
+  weights()[key] = WeightEntry{stamp, dst, holder};
   return {dst, holder};
 }
 }  // namespace
@@ -156,14 +154,12 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
 
 dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want,
                               const std::function<Tensor(const Tensor&)>& prepare) {
-  if (mem_ && w.offset() == offset_ && w.storage()->generation.load() == generation_ && storage_.lock() == w.storage())
-    return mem_;
-  generation_ = w.storage()->generation.load();
+  if (mem_ && stamp_.matches(w)) return mem_;
+  const ContentsStamp stamp(w);
   auto [mem, holder] = prepare ? reorder_copy(prepare(w), d, layout, want) : reorder_shared(w, d, layout, want);
   mem_ = mem;
   holder_ = holder;
-  storage_ = w.storage();
-  offset_ = w.offset();
+  stamp_ = stamp;
   return mem_;
 }
 

@@ -98,9 +98,7 @@ class WeightsMemo {
                    const std::function<Tensor(const Tensor&)>& prepare = {});
 
  private:
-  std::weak_ptr<Storage> storage_;
-  size_t offset_ = 0;
-  uint64_t generation_ = 0;
+  ContentsStamp stamp_;
   dnnl::memory mem_;
   Tensor holder_;
 };

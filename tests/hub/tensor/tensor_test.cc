@@ -1,12 +1,14 @@
 // Shape and Tensor (hub/tensor): element counts, compatibility, views,
-// copies, the checks on construction, and the storage generation that keys
-// derived caches.
+// copies, the checks on construction, and the storage generation and
+// contents stamp that key derived caches.
 #include "hub/tensor/tensor.h"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 
 #include "testutil.h"
 
@@ -117,4 +119,38 @@ TEST_CASE("Storage generation: every mutable access bumps it, reads do not") {
   const uint64_t g2 = t.storage()->generation.load();
   (void)v.data<float>();
   CHECK(t.storage()->generation.load() > g2);
+}
+
+TEST_CASE("ContentsStamp: the same storage, offset and generation; a storage made at a freed one's address is not it") {
+  Tensor t = Tensor::from_vector<float>(Shape{4}, {1, 2, 3, 4});
+  CHECK_FALSE(ContentsStamp().matches(t));
+  const ContentsStamp stamp(t);
+  CHECK(stamp.matches(t));
+  CHECK(stamp.matches(t.reshaped(Shape{2, 2})));
+  CHECK_FALSE(stamp.matches(Tensor(DType::kFloat32, Shape{2}, t.storage(), 8)));
+  CHECK_FALSE(stamp.matches(t.clone()));
+  (void)t.data<float>();
+  CHECK_FALSE(stamp.matches(t));
+
+  // Two storages in turn at one address, as an allocator may place a new
+  // tensor where a freed one was: same address, offset and generation.
+  alignas(Storage) static unsigned char place[sizeof(Storage)];
+  static float values[4];
+  auto make = [] {
+    std::shared_ptr<Storage> s(new (place) Storage, [](Storage* p) { p->~Storage(); });
+    s->data = values;
+    s->bytes = sizeof values;
+    return Tensor(DType::kFloat32, Shape{4}, std::move(s));
+  };
+  ContentsStamp first;
+  {
+    const Tensor a = make();
+    first = ContentsStamp(a);
+    CHECK(first.matches(a));
+  }
+  CHECK(first.expired());
+  const Tensor b = make();
+  REQUIRE(static_cast<void*>(b.storage().get()) == static_cast<void*>(place));
+  REQUIRE(b.storage()->generation.load() == 0);
+  CHECK_FALSE(first.matches(b));
 }

@@ -92,11 +92,14 @@ TEST_CASE("cuda MatMul, BatchMatMul, BiasAdd and BiasAddGrad match the reference
 TEST_CASE("cuda float32 products are float32: no TF32 rounding unless HUB_CUDA_TF32=1") {
   HUB_SKIP_UNLESS_CUDA();
   // With inputs rounded to TF32's 10-bit mantissa, a K = 2048 product is off
-  // by about 1e-3 relative; float32 accumulation stays near 1e-6.
+  // by about 1e-3 relative; float32 accumulation stays near 1e-6. The
+  // convolution (K = 2304, outputs of rms 16) may run on cuDNN's float32
+  // Winograd or FFT engines, whose errors reach about 1e-4 even near zero
+  // outputs: its absolute tolerance allows that, and TF32's ~5e-3 still fails it.
   compare_backends("MatMul", {random_tensor({64, 2048}, 21), random_tensor({2048, 64}, 22)}, matmul_attrs(false, false),
                    "cuda", 1e-4, 1e-4);
   compare_backends("Conv2D", {random_tensor({8, 16, 16, 256}, 23), random_tensor({3, 3, 256, 64}, 24)},
-                   conv_attrs("SAME"), "cuda", 1e-4, 1e-4);
+                   conv_attrs("SAME"), "cuda", 1e-3, 1e-4);
 }
 
 TEST_CASE("cuda _FusedConv2D and _FusedMatMul: bias, residual add and every post-op") {
