@@ -96,7 +96,7 @@ void Optimizer::apply_gradients(VariableStore& variables, const GradientList& gr
   std::set<std::string> seen;
   for (const auto& [name, g] : grads) {
     const Tensor& w = variables.at(name);
-    auto fail = [&](const std::string& what) {
+    auto fail = [&, &name = name](const std::string& what) {
       throw_error(Code::kInvalidArgument, name_ + " optimizer, variable '" + name + "': " + what);
     };
     if (!seen.insert(name).second) fail("listed twice");
@@ -143,7 +143,7 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state) {
   std::map<std::string, Tensor> slots;
   int64_t step = 0;
   for (const auto& [key, value] : state) {
-    auto fail = [&](const std::string& what) {
+    auto fail = [&, &key = key](const std::string& what) {
       throw_error(Code::kInvalidArgument, name_ + " optimizer state '" + key + "': " + what);
     };
     if (!value.defined()) fail("undefined tensor");

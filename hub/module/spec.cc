@@ -156,7 +156,7 @@ ModuleSpec ModuleSpec::from_parts(std::vector<TagSetParts> tag_sets, TensorMap w
       if (seen.tags == parts.tags) throw_error(Code::kInvalidArgument, tw + ": repeated tag set");
     const Graph& g = parts.graph;
     for (const auto& [name, si] : parts.signatures) {
-      auto check = [&](const std::string& key, const TensorInfo& info, bool input) {
+      auto check = [&, &name = name](const std::string& key, const TensorInfo& info, bool input) {
         const std::string sw = tw + ", signature '" + name + "' " + (input ? "input" : "output") + " '" + key + "'";
         Output o;
         try {

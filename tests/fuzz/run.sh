@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of tests/fuzz with Debian's clang (address,
-# undefined and fuzzer sanitizers, in build-fuzz/) and
+# undefined and fuzzer sanitizers, at -O1, in build-fuzz/ or an existing tree
+# configured with -Dfuzz=true such as CI's build-asan) and
 # runs each on its seed corpus for FUZZ_SECONDS (default 25) seconds. Fails
 # on any crash, sanitizer report, leak, timeout or out-of-memory; the input
 # that did it is left in build-fuzz/findings/<harness>/ (with a note of how
@@ -10,8 +11,7 @@
 #   FUZZ_SECONDS=3600 tests/fuzz/run.sh png unpack   # longer, some harnesses
 #   FUZZ_JOBS=2 ...                       # parallel fuzzing processes per harness
 #   FUZZ_PARALLEL=1 ...                   # harnesses at once (default: one per core)
-#   FUZZ_OPT=0 ...                        # a new build-fuzz tree at -O0 (default -O1): half the
-#                                         # compile time, fewer executions a second
+#   FUZZ_BUILD_DIR=build-asan ...         # the harnesses of that tree (.ci/run)
 #
 # New inputs that reach new code go to build-fuzz/corpus/<harness>/ (kept
 # between runs, never into the committed seeds); copy small interesting ones
@@ -23,12 +23,11 @@ jobs=${FUZZ_JOBS:-1}
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
-opt=${FUZZ_OPT:-1}  # -O level of a new build-fuzz tree
 
 if [ ! -f "$dir/build.ninja" ]; then
   CC=$cc CXX=$cxx meson setup "$dir" -Dfuzz=true -Dtests=false -Dcuda=disabled \
     -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcpp_args="-O$opt -g -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >/dev/null
+    -Dcpp_args="-O1 -g -fno-sanitize-recover=all" >/dev/null
 fi
 # The harnesses are the fuzz_* executables tests/fuzz/meson.build declares.
 all=$(meson introspect --targets "$dir" | python3 -c '
@@ -42,6 +41,10 @@ for h in $harnesses; do
 done
 ninja -C "$dir" $targets
 
+# One thread per harness (hub's and oneDNN's pools): the harnesses already
+# run one per core, and an input's path through the code does not depend on
+# thread timing.
+export HUB_NUM_THREADS=${HUB_NUM_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 root=$(pwd)

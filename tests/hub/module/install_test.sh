@@ -4,10 +4,11 @@
 # user would, then runs it (export + reload included). The embedder links
 # libhub alone: the test fails if libhub needs SQLite or carries the registry
 # server or training code.
-# Usage: install_test.sh BUILD_DIR EMBED_CC [B_SANITIZE]
-# B_SANITIZE (meson's b_sanitize, e.g. address,undefined): the library was
-# built with these sanitizers, so the embedder is too: their runtime must be
-# linked into the program itself, not only pulled in by libhub.so.
+# Usage: [CXX=compiler] install_test.sh BUILD_DIR EMBED_CC [B_SANITIZE]
+# CXX is the compiler the build used (meson passes it). B_SANITIZE (meson's
+# b_sanitize, e.g. address,undefined): the library was built with these
+# sanitizers, so the embedder is too: their runtime must be linked into the
+# program itself, not only pulled in by libhub.so, and be the same compiler's.
 set -eu
 build=$1
 src=$2
