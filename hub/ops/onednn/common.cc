@@ -154,7 +154,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dims& d, tag layout, const
 
 dnnl::memory WeightsMemo::get(const Tensor& w, const dims& d, tag layout, const dnnl::memory::desc& want,
                               const std::function<Tensor(const Tensor&)>& prepare) {
-  if (mem_ && stamp_.matches(w)) return mem_;
+  if (stamp_.matches(w)) return mem_;
   const ContentsStamp stamp(w);
   auto [mem, holder] = prepare ? reorder_copy(prepare(w), d, layout, want) : reorder_shared(w, d, layout, want);
   mem_ = mem;
