@@ -3,7 +3,10 @@
 # (docs/gpu.md): for a machine with an NVIDIA GPU and a build configured with
 # CUDA (meson setup build; -Dcuda=auto finds it).
 #
-#   bash bench/cuda_check.sh [BUILD_DIR [OUT_DIR]]     (default build, /tmp/cuda_check)
+#   bash bench/cuda_check.sh [BUILD_DIR [OUT_DIR [PHASES]]]
+#
+# (defaults: build, /tmp/cuda_check, suite,cli,bench; PHASES picks some of
+# the three below, comma-separated, for a short turn on a lent GPU).
 #
 # 1. The CUDA suite (tests/hub/ops/cuda), each case in its own process, eight
 #    at a time: a case that corrupts the CUDA context cannot take the others
@@ -20,6 +23,8 @@
 set -u
 BUILD=$(cd "${1:-build}" && pwd)
 OUT=${2:-/tmp/cuda_check}
+PHASES=${3:-suite,cli,bench}
+wanted() { [[ ",$PHASES," == *",$1,"* ]]; }
 mkdir -p "$OUT" "$OUT/logs"
 rm -f "$OUT/logs/"*
 S=$(date +%s)
@@ -27,6 +32,7 @@ phase() { echo "== $1 after $(($(date +%s) - S)) s"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || exit 1
 
 # 1. The CUDA suite, case by case.
+if wanted suite; then
 "$BUILD/tests/cuda_test" --list-test-cases --no-colors 2>/dev/null | sed -n '/^====/,/^====/p' | grep -v '^====' \
   > "$OUT/cases.txt"
 cat > "$OUT/one_case.sh" <<'ONE'
@@ -51,8 +57,12 @@ done > "$OUT/failures.txt"
 grep -v '^rc=0 ' "$OUT/summary.txt"
 echo "CUDA suite: $(grep -c '^rc=0 ' "$OUT/summary.txt") of $(grep -c . "$OUT/summary.txt") cases passed"
 phase "CUDA suite"
+fi
 
-# 2. The command line on the GPU.
+# 2. The command line on the GPU (its data written by python3 with numpy).
+if wanted cli && ! python3 -c 'import numpy' 2>/dev/null; then
+  echo "== command line skipped: python3 with numpy is needed to write its data"
+elif wanted cli; then
 HUB="$BUILD/cli/hub"
 W=$(mktemp -d "${TMPDIR:-/tmp}/hub-cuda-check.XXXXXX")
 python3 - "$W" <<'PY'
@@ -92,8 +102,10 @@ for b in cuda onednn; do
 done
 rm -rf "$W"
 phase "command line"
+fi
 
 # 3. Benchmarks.
+if wanted bench; then
 "$BUILD/bench/cuda_conv_bench" 5 | tee "$OUT/cuda_conv_bench.txt"
 phase "cuda_conv_bench"
 "$BUILD/bench/cudnn_direct_bench" 7 1 64 | tee "$OUT/cudnn_direct_bench.txt"
@@ -101,3 +113,4 @@ phase "cudnn_direct_bench"
 HUB_BACKEND=cuda "$BUILD/bench/retrain_bench" 5000 200 | tee "$OUT/retrain_gpu.txt"
 HUB_NUM_THREADS=2 taskset -c 0,1 "$BUILD/bench/retrain_bench" 500 200 | tee "$OUT/retrain_2cores.txt"
 phase "retrain_bench"
+fi

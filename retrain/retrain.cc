@@ -617,9 +617,12 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
   VariableStore head_vars;
   VariableStore& vars = tuner ? tuner->variables() : head_vars;
   if (!tuner) head_vars.initialize(head.graph);
-  Session session(head.graph, &vars);
   // On a device backend the head's variables live there too (its updates and
-  // the --quantize ranges' moving averages run on the device).
+  // the --quantize ranges' moving averages run on the device), and so do the
+  // gradients it fetches for the optimizer; what the host reads is copied.
+  SessionOptions head_options;
+  head_options.fetch_to_host = false;
+  Session session(head.graph, &vars, head_options);
   if (!tuner && session.backend().device() != Device::kCPU) move_variables(vars, session.backend().device());
   auto sgd = make_optimizer("sgd", LearningRateSchedule::fixed(c.learning_rate));
   std::mt19937_64 rng(c.seed);
@@ -677,13 +680,13 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
       // With --quantize, the first batch sets the head's fresh ranges.
       if (step == 0) slim::initialize_activation_ranges(session, head.graph, vars, {{head.input, batch.x}});
       std::vector<Tensor> before = session.run({{head.input, batch.x}}, {head.head.logits, head.head.probabilities});
-      logits = before[0];
-      probabilities = before[1];
+      logits = to_host(before[0]);
+      probabilities = to_host(before[1]);
       labels = batch.y;
       loss = train_step(session, *sgd, vars, head.grads, head.head.loss,
                         {{head.input, batch.x}, {head.head.labels, batch.y}});
       probabilities_after = [&session, &head, x = batch.x] {
-        return session.run_one({{head.input, x}}, head.head.probabilities);
+        return to_host(session.run_one({{head.input, x}}, head.head.probabilities));
       };
     }
     if (distortions.any()) distortion_counter += picked.size();
@@ -700,6 +703,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
         Batch vb = bottleneck_batch(vpick);
         std::vector<Tensor> v = session.run({{head.input, vb.x}, {head.head.labels, vb.y}},
                                             {head.head.logits, head.head.probabilities, head.head.loss});
+        for (Tensor& t : v) t = to_host(t);
         tensorboard::Summary validation_summary = head_summary(head, vars);
         add_output_summaries(&validation_summary, v[0], v[1], vb.y);
         train::add_scalar(&validation_summary, "cross_entropy", v[2].item<float>());
@@ -724,7 +728,7 @@ RetrainResult retrain_on(train::Job& job, const RetrainConfig& c, const resolver
     Batch tb = bottleneck_batch(tpick);
     std::vector<int64_t> predictions;
     result.final_test_accuracy =
-        accuracy(session.run_one({{head.input, tb.x}}, head.head.probabilities), tb.y, &predictions);
+        accuracy(to_host(session.run_one({{head.input, tb.x}}, head.head.probabilities)), tb.y, &predictions);
     result.test_examples = static_cast<int64_t>(tpick.size());
     std::printf("Final test accuracy = %.1f%% (N=%zu)\n", result.final_test_accuracy * 100, tpick.size());
     if (c.print_misclassified_test_images) {

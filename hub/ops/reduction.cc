@@ -181,7 +181,9 @@ HUB_REGISTER_OP(TopK)
       if (!c.grads[0].valid()) return {Output{}};
       return {c.scope.op("TopKGrad", {c.grads[0], c.outputs[1], c.inputs[0]})};
     })
-    .doc("k largest values along the last axis and their int32 indices; ties: lower index first.");
+    .doc(
+        "k largest values along the last axis and their int32 indices; ties: lower index first; NaN ranks above "
+        "every number.");
 HUB_REGISTER_OP(TopKGrad)
     .inputs(3)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {

@@ -33,6 +33,10 @@ fi
 all=$(meson introspect --targets "$dir" | python3 -c '
 import json, sys
 print(" ".join(sorted(t["name"][5:] for t in json.load(sys.stdin) if t["name"].startswith("fuzz_"))))')
+if [ -z "$all" ]; then
+  echo "run.sh: $dir has no fuzz harnesses: configure it with -Dfuzz=true (and clang)"
+  exit 2
+fi
 harnesses=${*:-$all}
 targets=""
 for h in $harnesses; do

@@ -1,7 +1,9 @@
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/math.h"
@@ -262,6 +264,12 @@ void arg_max_kernel(KernelContext& c) {
   });
 }
 
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  return false;
+}
+
 void top_k_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   int64_t k = c.attrs().get_int("k");
@@ -281,8 +289,12 @@ void top_k_kernel(KernelContext& c) {
       for (int64_t r = b; r < e; ++r) {
         const T* row = px + r * n;
         std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                          [row](int32_t i, int32_t j) { return row[i] > row[j] || (row[i] == row[j] && i < j); });
+        // NaN ranks above every number (a strict weak order with it).
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t i, int32_t j) {
+          const bool nan_i = is_nan(row[i]), nan_j = is_nan(row[j]);
+          if (nan_i || nan_j) return nan_i && (!nan_j || i < j);
+          return row[i] > row[j] || (row[i] == row[j] && i < j);
+        });
         for (int64_t j = 0; j < k; ++j) {
           idx[r * k + j] = order[j];
           pv[r * k + j] = row[order[j]];

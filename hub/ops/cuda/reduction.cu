@@ -529,12 +529,27 @@ void prod_grad(KernelContext& c) {
 // TopKGrad gathers for each entry the gradients of the picks naming it.
 constexpr int64_t kMaxTopK = 64;
 
+// TopK's order: larger first, NaN above every number, ties (NaN with NaN
+// too) to the lower index.
+template <class T>
+__device__ bool ranks_before(const Candidate<T>& a, const Candidate<T>& b) {
+  if constexpr (std::numeric_limits<T>::has_quiet_NaN) {
+    const bool nan_a = a.value != a.value, nan_b = b.value != b.value;
+    if (nan_a || nan_b) return nan_a && (!nan_b || a.index < b.index);
+  }
+  return precedes(a, b);
+}
+template <class T>
+struct Higher {
+  __device__ Candidate<T> operator()(Candidate<T> a, Candidate<T> b) const { return ranks_before(b, a) ? b : a; }
+};
+
 // One block per row (grid-stride), blockDim.x a power of two.
 template <class T>
 __global__ void top_k_kernel(const T* x, T* values, int32_t* indices, int64_t rows, int64_t n, int64_t k,
                              Candidate<T> none) {
   __shared__ Candidate<T> part[kThreads];
-  const First<T> first;
+  const Higher<T> higher;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* p = x + row * n;
     Candidate<T> prev = none;
@@ -542,9 +557,9 @@ __global__ void top_k_kernel(const T* x, T* values, int32_t* indices, int64_t ro
       Candidate<T> best = none;
       for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const Candidate<T> e{p[i], i};
-        if (j == 0 || precedes(prev, e)) best = first(best, e);
+        if (j == 0 || ranks_before(prev, e)) best = higher(best, e);
       }
-      prev = block_reduce(best, part, first);
+      prev = block_reduce(best, part, higher);
       if (threadIdx.x == 0) {
         values[row * k + j] = prev.value;
         indices[row * k + j] = static_cast<int32_t>(prev.index);

@@ -191,6 +191,21 @@ TEST_CASE("TopK: sorted values, int32 indices, ties to the lower index") {
   CHECK(none[0].shape() == Shape{2, 0});
 }
 
+TEST_CASE("TopK: NaN ranks above every number, NaNs in index order") {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto out = run_op("TopK", {make({2, 5}, {1, kNaN, inf, kNaN, 2, -inf, 0, kNaN, -inf, -1})}, Attrs().set("k", 4));
+  CHECK(out[1].to_vector<int32_t>() == std::vector<int32_t>{1, 3, 2, 4, 2, 1, 4, 0});
+  const std::vector<float> v = out[0].to_vector<float>();
+  CHECK(std::isnan(v[0]));
+  CHECK(std::isnan(v[1]));
+  CHECK(v[2] == inf);
+  CHECK(v[3] == 2);
+  CHECK(std::isnan(v[4]));
+  CHECK(v[5] == 0);
+  CHECK(v[6] == -1);
+  CHECK(v[7] == -inf);
+}
+
 TEST_CASE("TopK: gradient scatters to the chosen entries") {
   Tensor x = make({2, 4}, {0.1f, 0.9f, -0.4f, 0.5f, 2.0f, -1.0f, 1.2f, 0.3f});
   check_gradients("TopK", {x}, Attrs().set("k", 2));

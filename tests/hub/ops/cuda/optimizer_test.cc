@@ -199,5 +199,6 @@ TEST_CASE("cuda training: a small CNN trains on the GPU to the loss and accuracy
   CHECK(gpu.losses.front() == doctest::Approx(cpu.losses.front()).epsilon(1e-4));
   check_learned(gpu);
   CHECK(gpu.losses.back() == doctest::Approx(cpu.losses.back()).epsilon(0.05));
-  CHECK(gpu.accuracy == cpu.accuracy);
+  // Trained apart, the two may disagree on one borderline test image.
+  CHECK(std::fabs(gpu.accuracy - cpu.accuracy) <= 1.0 / 30 + 1e-9);
 }

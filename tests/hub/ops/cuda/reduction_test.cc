@@ -257,6 +257,10 @@ TEST_CASE("cuda TopK and TopKGrad: ties to the lower index, every dtype, small k
   compare_backends("TopK", {random_tensor({2, 100003}, 53)}, top(64), "cuda", 0, 0);  // long rows, k at the limit
   compare_backends("TopK", {random_tensor({4}, 54)}, top(2), "cuda", 0, 0);
   compare_backends("TopK", {Tensor(DType::kFloat32, {0, 5})}, top(2), "cuda", 0, 0);
+  // NaN ranks above every number, NaNs in index order, on both sides.
+  Tensor nans = random_tensor({5, 300}, 56);
+  for (int64_t i = 0; i < nans.num_elements(); i += 7) nans.data<float>()[i] = kNaN;
+  for (int64_t k : {1, 10, 64}) compare_backends("TopK", {nans}, top(k), "cuda", 0, 0);
   // k above the limit: the CPU's partial sort.
   CHECK(backend_used("TopK", {random_tensor({2, 100}, 55)}, top(65), "cuda") == "reference");
 
