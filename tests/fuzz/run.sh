@@ -29,7 +29,9 @@ if [ ! -f "$dir/build.ninja" ]; then
     -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=false \
     -Dcpp_args="-O1 -g -fno-sanitize-recover=all" >/dev/null
 fi
-# The harnesses are the fuzz_* executables tests/fuzz/meson.build declares.
+# The harnesses are the fuzz_* executables tests/fuzz/meson.build declares
+# (in the tree's current configuration: regenerated first when it changed).
+ninja -C "$dir" build.ninja >/dev/null
 all=$(meson introspect --targets "$dir" | python3 -c '
 import json, sys
 print(" ".join(sorted(t["name"][5:] for t in json.load(sys.stdin) if t["name"].startswith("fuzz_"))))')
