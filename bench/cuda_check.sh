@@ -14,8 +14,11 @@
 #    and OUT_DIR/failures.txt the logs of the cases that failed.
 # 2. The hub command on the GPU: a built-in module run with --backend cuda
 #    and --backend onednn (the largest relative difference of their
-#    outputs), and a MNIST-format data set (written by python3 + numpy) trained
-#    with --backend cuda, then evaluated on both backends.
+#    outputs); a MNIST-format data set (written by python3 + numpy) trained
+#    with --backend cuda, then evaluated on both backends; the trained net
+#    exported as a feature module, a head retrained on its images with
+#    `hub retrain` on each backend, and held-out images classified with the
+#    GPU's head by `hub classify` on both (top-1 labels and scores compared).
 # 3. bench/cuda_conv_bench (cuDNN convolutions against cuBLAS SGEMM),
 #    bench/cudnn_direct_bench (MobileNet v1 inference against a program on
 #    cuDNN and cuBLAS alone, and hub's training step) and bench/retrain_bench
@@ -100,6 +103,31 @@ for b in cuda onednn; do
   echo "hub eval --backend $b: $("$HUB" eval --backend $b --model_name mnist --dataset_name mnist \
     --dataset_dir "$W/data" --checkpoint_path "$W/train" 2>/dev/null | tail -1)"
 done
+# The trained net as a feature module, a head retrained on its images on
+# each backend, and held-out images classified with the GPU's head on both.
+"$HUB" export --model_name mnist --checkpoint_path "$W/train" --dataset_name mnist --dataset_dir "$W/data" \
+  --output_dir "$W/features" > /dev/null
+"$HUB" data export-images --dataset_dir "$W/data" --dataset_name mnist --split train --per_class 100 \
+  --output_dir "$W/images" > /dev/null
+"$HUB" data export-images --dataset_dir "$W/data" --dataset_name mnist --split test --per_class 3 \
+  --output_dir "$W/heldout" > /dev/null
+for b in cuda onednn; do
+  echo "hub retrain --backend $b: $("$HUB" retrain --backend $b --image_dir "$W/images" --module "$W/features" \
+    --output_graph "$W/retrained_$b" --output_labels "$W/labels_$b.txt" --bottleneck_dir "$W/bottlenecks_$b" \
+    --summaries_dir "$W/logs_$b" --how_many_training_steps 200 2>&1 | grep 'Final test accuracy')"
+done
+for b in cuda onednn; do
+  "$HUB" classify --backend $b --module "$W/retrained_cuda" --top_k 1 "$W"/heldout/*/*.png > "$W/classify_$b.txt"
+done
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+def top1(backend):  # (label, score) per image; an image's line is its path, then "  label  score"
+    return [(l.split()[0], float(l.split()[1])) for l in open(f'{w}/classify_{backend}.txt') if l.startswith('  ')]
+a, b = top1('cuda'), top1('onednn')
+print('hub classify --backend cuda vs onednn: %d of %d images, %d top-1 labels differ, scores differ by at most %.1e'
+      % (len(a), len(b), sum(x[0] != y[0] for x, y in zip(a, b)), max((abs(x[1] - y[1]) for x, y in zip(a, b)), default=0)))
+PY
 rm -rf "$W"
 phase "command line"
 fi
