@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "hub/core/error.h"
@@ -305,17 +306,113 @@ OnnxModel load_onnx_model(const std::string& path) {
   return m;
 }
 
+namespace {
+
+// ONNX's convolution shape inference (libonnx 1.12) takes a missing
+// kernel_shape from the weights' dims without checking their rank against
+// the input's, and reads past its vectors where they differ (a crash). The
+// weights' dims are known before inference when they come from an
+// initializer or a Constant, directly or through (de)quantization, Identity
+// or Cast: such a convolution gets kernel_shape from them (what ONNX defines
+// it to be), so a mismatch fails inference cleanly. Weights of rank < 3 are
+// refused here.
+void fill_kernel_shapes(::onnx::GraphProto* g, const std::string& where) {
+  std::map<std::string, const ::onnx::TensorProto*> initializers;
+  for (const auto& t : g->initializer()) initializers[t.name()] = &t;
+  std::map<std::string, int> producer;
+  for (int i = 0; i < g->node_size(); ++i)
+    for (const auto& out : g->node(i).output()) producer[out] = i;
+  const std::map<std::string, int> weights_input{
+      {"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
+  for (int i = 0; i < g->node_size(); ++i) {
+    ::onnx::NodeProto& n = *g->mutable_node(i);
+    auto w = weights_input.find(n.op_type());
+    if (w == weights_input.end() || n.input_size() <= w->second) continue;
+    bool has_kernel_shape = false;
+    for (const auto& a : n.attribute()) has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
+    if (has_kernel_shape) continue;
+    const ::onnx::TensorProto* source = nullptr;
+    std::string name = n.input(w->second);
+    for (int hops = 0; hops < 8 && !source; ++hops) {
+      if (auto it = initializers.find(name); it != initializers.end()) {
+        source = it->second;
+      } else if (auto p = producer.find(name); p != producer.end() && p->second < i) {
+        const ::onnx::NodeProto& from = g->node(p->second);
+        if (from.op_type() == "Constant") {
+          for (const auto& a : from.attribute())
+            if (a.name() == "value" && a.has_t()) source = &a.t();
+          break;
+        }
+        static const std::set<std::string> same_shape{"DequantizeLinear", "QuantizeLinear", "Identity", "Cast"};
+        if (!same_shape.count(from.op_type()) || from.input_size() == 0) break;
+        name = from.input(0);
+      } else {
+        break;
+      }
+    }
+    if (!source) continue;
+    if (source->dims_size() < 3)
+      throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
+                                              printable(n.op_type()) + "): weights '" + printable(n.input(w->second)) +
+                                              "' have rank " + std::to_string(source->dims_size()) +
+                                              "; a convolution's weights have rank 3 or more");
+    auto* a = n.add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int d = 2; d < source->dims_size(); ++d) a->add_ints(source->dims(d));
+  }
+}
+
+}  // namespace
+
 void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
   auto* g = model.mutable_graph();
-  g->clear_value_info();
-  for (auto& out : *g->mutable_output())
-    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  try {
-    ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
-    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
+  fill_kernel_shapes(g, where);
+  auto run = [&](bool data_propagation) {
+    g->clear_value_info();
+    for (auto& out : *g->mutable_output())
+      if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+    try {
+      ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, data_propagation);
+      ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
+    }
+  };
+  // ONNX's data propagation (Shape and the ops that pass shape values on)
+  // reads an input's type without checking that it was inferred, and
+  // dereferences null where an earlier node's inference failed (found by
+  // tests/fuzz/onnx_model.cc: a Conv on a rank-2 input, then Shape). So a
+  // first pass without it must give every node input a type.
+  run(false);
+  std::set<std::string> typed;
+  auto has_type = [](const ::onnx::ValueInfoProto& v) {
+    return v.has_type() && v.type().value_case() != ::onnx::TypeProto::VALUE_NOT_SET;
+  };
+  for (const auto& v : g->input())
+    if (has_type(v)) typed.insert(v.name());
+  for (const auto& v : g->value_info())
+    if (has_type(v)) typed.insert(v.name());
+  for (const auto& v : g->output())
+    if (has_type(v)) typed.insert(v.name());
+  for (const auto& t : g->initializer()) typed.insert(t.name());
+  for (int i = 0; i < g->node_size(); ++i) {
+    const auto& n = g->node(i);
+    for (const auto& in : n.input())
+      if (!in.empty() && !typed.count(in)) {
+        std::string producer;
+        for (int j = 0; j < i && producer.empty(); ++j)
+          for (const auto& out : g->node(j).output())
+            if (out == in)
+              producer = ", output of node " + std::to_string(j) + " '" + printable(g->node(j).name()) + "' (" +
+                         printable(g->node(j).op_type()) + "), whose inference failed on its inputs";
+        throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
+                                                printable(n.op_type()) +
+                                                "): ONNX shape inference found no type for its input '" +
+                                                printable(in) + "'" + producer);
+      }
   }
+  run(true);
 }
 
 }  // namespace hub::onnx_interop

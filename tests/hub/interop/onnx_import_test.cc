@@ -394,6 +394,44 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
       "hub imports no control flow");
 }
 
+TEST_CASE("issue13: an ONNX node input whose type shape inference cannot infer is refused, not a crash") {
+  // Found by tests/fuzz/onnx_model.cc: a Conv on a rank-2 input has no
+  // inferable output, and ONNX's data propagation for the Shape after it
+  // dereferenced that missing type (libonnx 1.12): the process died.
+  TempDir dir("onnx_untyped");
+  for (int opset : {13, 17}) {  // converted to 17 first, or as written
+    CAPTURE(opset);
+    OnnxBuilder b(opset);
+    b.input("x", {16, 16});
+    b.init("w", random_tensor({4, 3, 3, 3}, 1));
+    b.node("Conv", {"x", "w"}, "c", "conv");
+    b.node("Shape", {"c"}, "s", "shape");
+    b.output("s", {-1});
+    b.g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+    const std::string path = b.save(dir.path);
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+        "node 1 'shape' (Shape): ONNX shape inference found no type for its input 'c', output of node 0 'conv' "
+        "(Conv), whose inference failed on its inputs");
+  }
+  // Its convolution inference also read past its vectors where the weights'
+  // rank differs from the input's and kernel_shape is absent.
+  OnnxBuilder b;
+  b.input("x", {1, 3, 8});
+  b.init("w", random_tensor({4, 3, 3, 3}, 2));
+  b.node("Conv", {"x", "w"}, "y", "conv");
+  b.output("y", {1, 4, -1});
+  const std::string rank_path = b.save(dir.path, "rank.onnx");
+  CHECK_THROWS_AS(onnx_interop::import_onnx(rank_path), Error);
+  b.g->mutable_initializer(0)->clear_dims();
+  b.g->mutable_initializer(0)->add_dims(4);
+  b.g->mutable_initializer(0)->add_dims(27);
+  const std::string flat_path = b.save(dir.path, "flat.onnx");
+  expect_error(
+      Code::kInvalidArgument, [&] { onnx_interop::import_onnx(flat_path); },
+      "node 0 'conv' (Conv): weights 'w' have rank 2; a convolution's weights have rank 3 or more");
+}
+
 TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
   // Found by tests/fuzz/onnx_model.cc: a Resize scale of 1e38 reached a
   // float-to-int64 conversion (undefined behaviour).
