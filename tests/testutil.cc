@@ -178,10 +178,15 @@ void note_skip(const std::string& why) {
 
 bool any_skipped() { return g_skipped; }
 
-std::string cuda_unavailable_reason() {
+const Backend* built_cuda_backend() {
   for (const Backend* b : registered_backends())
-    if (b->name() == "cuda") return b->unavailable_reason();
-  return "this build has no CUDA backend (meson -Dcuda=enabled)";
+    if (b->name() == "cuda") return b;
+  return nullptr;
+}
+
+std::string cuda_unavailable_reason() {
+  const Backend* cuda = built_cuda_backend();
+  return cuda ? cuda->unavailable_reason() : kNoCudaBuild;
 }
 
 namespace {

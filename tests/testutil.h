@@ -19,6 +19,10 @@
 #include "hub/ops/attr.h"
 #include "hub/tensor/tensor.h"
 
+namespace hub {
+class Backend;
+}
+
 namespace hub::testing {
 
 // Ends the running test case as skipped when an optional tool or data set is
@@ -35,6 +39,9 @@ namespace hub::testing {
 void note_skip(const std::string& why);
 bool any_skipped();
 
+// The `cuda` backend when this build has one (device or not), else null.
+const Backend* built_cuda_backend();
+inline constexpr const char* kNoCudaBuild = "this build has no CUDA backend (meson -Dcuda=enabled)";
 // Empty when the `cuda` backend is built and has a device, else why not.
 // CUDA cases begin with HUB_SKIP_UNLESS_CUDA(), so a suite without a GPU
 // reports SKIP.

@@ -23,12 +23,6 @@ using namespace hub::testing;
 
 namespace {
 
-const Backend* cuda_backend() {
-  for (const Backend* b : registered_backends())
-    if (b->name() == "cuda") return b;
-  return nullptr;
-}
-
 // The ops of `graph` (with its placeholders fed `feeds`, in node order) that
 // the cuda backend leaves to the host, each with a node that has it. Shapes
 // follow from the feeds through each op's shape function, as a session
@@ -64,8 +58,8 @@ std::string joined(const std::set<std::string>& ops) {
 }  // namespace
 
 TEST_CASE("cuda placement: every node of every built-in net's training and inference steps has a cuda kernel") {
-  const Backend* cuda = cuda_backend();
-  HUB_SKIP_UNLESS(cuda != nullptr, "this build has no CUDA backend (meson -Dcuda=enabled)");
+  const Backend* cuda = built_cuda_backend();
+  HUB_SKIP_UNLESS(cuda != nullptr, kNoCudaBuild);
   const std::set<std::string> gpu_nets{"mnist", "cifar10", "mobilenet_v1", "resnet_v1_50", "inception_v3"};
   for (const std::string& name : nets::net_names()) {
     const nets::NetInfo& info = nets::find_net(name);
