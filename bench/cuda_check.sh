@@ -6,7 +6,8 @@
 #   bash bench/cuda_check.sh [BUILD_DIR [OUT_DIR [PHASES]]]
 #
 # (defaults: build, /tmp/cuda_check, suite,cli,bench; PHASES picks some of
-# the three below, comma-separated, for a short turn on a lent GPU).
+# the three below, comma-separated, for a short turn on a lent GPU; each
+# suite case is stopped after CASE_TIMEOUT seconds, 300 unless set).
 #
 # 1. The CUDA suite (tests/hub/ops/cuda), each case in its own process, eight
 #    at a time: a case that corrupts the CUDA context cannot take the others
@@ -43,14 +44,14 @@ cat > "$OUT/one_case.sh" <<'ONE'
 # One case: $1 = its line in cases.txt (a comma in a name is doctest's filter
 # separator, so it matches through the wildcard '?').
 name=$(sed -n "${1}p" "$OUT/cases.txt")
-timeout 300 "$BUILD/tests/cuda_test" --no-colors "--test-case=$(printf '%s' "$name" | tr ',' '?')" \
+timeout "$CASE_TIMEOUT" "$BUILD/tests/cuda_test" --no-colors "--test-case=$(printf '%s' "$name" | tr ',' '?')" \
   > "$OUT/logs/case$1.log" 2>&1
 echo "rc=$? case $1: $name" >> "$OUT/logs/summary.txt"
 ONE
 chmod +x "$OUT/one_case.sh"
 # Eight processes on the machine's cores: OpenMP threads sleep while idle
 # rather than spin (as meson test runs the suites, tests/meson.build).
-export OUT BUILD OMP_WAIT_POLICY=passive
+export OUT BUILD OMP_WAIT_POLICY=passive CASE_TIMEOUT=${CASE_TIMEOUT:-300}
 seq 1 "$(grep -c . "$OUT/cases.txt")" | xargs -P 8 -n 1 "$OUT/one_case.sh"
 sort -t' ' -k3 -n "$OUT/logs/summary.txt" > "$OUT/summary.txt"
 for n in $(grep -v '^rc=0 ' "$OUT/summary.txt" | sed 's/.*case \([0-9]*\):.*/\1/'); do

@@ -3,13 +3,19 @@
 // inference and for a training step: issue #16's `ratio=hub/cudnn_direct`
 // lines.
 //
-//   ./build/bench/cudnn_direct_bench [rounds [batch...]]   (default 7 rounds, batches 1 and 64)
+//   ./build/bench/cudnn_direct_bench [--profile] [rounds [batch...]]   (default 7 rounds, batches 1 and 64)
+//
+// --profile adds, per batch, where hub's inference time goes on the GPU
+// (bench::print_inference_profile: each node's time until its work on the
+// device is done).
 //
 // Convolutions (both programs) run on cuDNN's graph API: each pass of each
-// layer gets the fastest of the first four float32 engines cuDNN's
-// heuristics propose without tensor cores (timed on the real buffers). The
-// direct program keeps its filters in cuDNN's KRSC layout, allocates every
-// buffer before the first call, and launches its own kernels for the rest.
+// layer gets the fastest of the first four engines cuDNN's heuristics
+// propose that keep hub's float32 contract (no TF32 tensor cores, no
+// down-converted inputs, no reduced-precision reductions, no FFT; timed on
+// the real buffers). The direct program keeps its filters in cuDNN's KRSC
+// layout, allocates every buffer before the first call, and launches its own
+// kernels for the rest.
 //
 // Inference (each batch): it takes the weights of the module
 // bench/net_module.h makes (randomised batch-norm statistics), folds each
@@ -217,7 +223,13 @@ class ConvPlan {
       int64_t note_count = 0;
       CK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                   CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &note_count, notes));
-      if (std::find(notes, notes + note_count, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) != notes + note_count) continue;
+      // hub's float32 contract (docs/gpu.md): no TF32 tensor cores, no
+      // down-converted inputs, no reduced-precision reductions, no FFT.
+      const bool float32 = std::none_of(notes, notes + note_count, [](cudnnBackendNumericalNote_t note) {
+        return note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+               note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION || note == CUDNN_NUMERICAL_NOTE_FFT;
+      });
+      if (!float32) continue;
       cudnnBackendDescriptor_t plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       put(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn_);
       put(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]);
@@ -686,19 +698,25 @@ void report(const std::string& what, int64_t batch, double gflop, const std::vec
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
+  if (profile) {
+    --argc;
+    ++argv;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
   std::vector<int64_t> batches;
   for (int i = 2; i < argc; ++i) batches.push_back(std::atoll(argv[i]));
   if (batches.empty()) batches = {1, 64};
   if (rounds < 1 || std::any_of(batches.begin(), batches.end(), [](int64_t b) { return b < 1; })) {
-    std::fprintf(stderr, "usage: cudnn_direct_bench [rounds >= 1 [batch >= 1 ...]]\n");
+    std::fprintf(stderr, "usage: cudnn_direct_bench [--profile] [rounds >= 1 [batch >= 1 ...]]\n");
     return 2;
   }
   try {
     hub::find_backend("cuda");
     ::setenv("HUB_BACKEND", "cuda", 1);  // the module's sessions run on the GPU
     int64_t macs = 0;
-    hub::Module hub_module(bench::net_module("mobilenet_v1", &macs));
+    const hub::ModuleSpec spec = bench::net_module("mobilenet_v1", &macs);
+    hub::Module hub_module(spec);
     for (int64_t batch : batches) {
       hub::Tensor x = hub::to_device(bench::uniform({batch, 224, 224, 3}, 7, 0, 1), hub::Device::kCUDA);
       DirectInference direct(hub_module.variables(), batch, x.device_data<float>());
@@ -722,6 +740,13 @@ int main(int argc, char** argv) {
       char extra[64];
       std::snprintf(extra, sizeof extra, " max_rel_diff=%.1e", rel);
       report("mobilenet_v1 infer", batch, 2.0 * static_cast<double>(macs) * batch / 1e9, seconds, extra);
+      if (profile) {
+        const hub::Graph& g = hub_module.graph();
+        const hub::Output images = g.tensor(spec.signature().inputs.at("images").tensor_name);
+        const hub::Output logits = g.tensor(spec.signature().outputs.at("default").tensor_name);
+        bench::print_inference_profile(hub::optimize_for_inference(g, hub_module.variables(), {images, logits}),
+                                       hub_module.variables(), images, logits, x, rounds);
+      }
     }
     const int64_t batch = 64;
     hub::Tensor y(hub::DType::kInt64, {batch});

@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "hub/graph/optimize/optimize.h"
-#include "hub/graph/session.h"
 #include "hub/module/module.h"
 #include "net_module.h"
 
@@ -56,21 +55,6 @@ hub::Module make_module(const hub::ModuleSpec& spec, bool optimise, const char* 
   ::unsetenv("HUB_GRAPH_OPT");
   ::unsetenv("HUB_GRAPH_LAYOUT");
   return m;
-}
-
-// The optimised graph run as the module runs it (a memory-planned Session)
-// with SessionOptions::profile, after a warm-up run (primitives, weight
-// reorders, the memory plan).
-void print_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables, hub::Output images, hub::Output logits,
-                   const hub::Tensor& x, int runs) {
-  hub::SessionOptions options;
-  options.plan_memory = true;
-  options.profile = true;
-  hub::Session session(og.graph(), &variables, options);
-  const hub::FeedList feeds{{og.tensor(images), x}};
-  session.run(feeds, {og.tensor(logits)});
-  bench::print_profile(
-      session, [&] { session.run(feeds, {og.tensor(logits)}); }, runs, true);
 }
 
 }  // namespace
@@ -136,8 +120,9 @@ int main(int argc, char** argv) {
       if (profile) {
         hub::OptimizeOptions layout_options;
         layout_options.block = block;
-        print_profile(hub::optimize_for_inference(g, opt.variables(), {images, logits}, layout_options),
-                      opt.variables(), images, logits, x, rounds);
+        bench::print_inference_profile(
+            hub::optimize_for_inference(g, opt.variables(), {images, logits}, layout_options), opt.variables(), images,
+            logits, x, rounds);
       }
       std::fflush(stdout);
     }

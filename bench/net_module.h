@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hub/core/random.h"
+#include "hub/graph/optimize/optimize.h"
 #include "hub/graph/session.h"
 #include "hub/module/module.h"
 #include "hub/module/quantize.h"
@@ -161,6 +162,22 @@ inline void print_profile(const hub::Session& session, const std::function<void(
   for (const OpTime& o : per_op)
     std::printf("    %-44s %3d nodes %9.3f ms %5.1f%%\n", o.key.c_str(), o.nodes, o.seconds * 1e3,
                 100 * o.seconds / total);
+}
+
+// The optimised graph run as a module runs it (a memory-planned Session on
+// the default backend) with SessionOptions::profile: print_profile of
+// `runs` runs on x, after a warm-up run (primitives, weight reorders, the
+// memory plan).
+inline void print_inference_profile(const hub::OptimizedGraph& og, hub::VariableStore& variables, hub::Output images,
+                                    hub::Output logits, const hub::Tensor& x, int runs) {
+  hub::SessionOptions options;
+  options.plan_memory = true;
+  options.profile = true;
+  hub::Session session(og.graph(), &variables, options);
+  const hub::FeedList feeds{{og.tensor(images), x}};
+  session.run(feeds, {og.tensor(logits)});
+  print_profile(
+      session, [&] { session.run(feeds, {og.tensor(logits)}); }, runs, true);
 }
 
 }  // namespace bench

@@ -373,6 +373,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       }
       const Backend& backend = *step.placement.backend;
       const Device device = backend.device();
+      const bool timed_on_device = profile_ && device != Device::kCPU;
+      if (timed_on_device) backend.synchronize();  // the node's time, not what was queued before it
       const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       if (recording && device != Device::kCPU) recording = false;  // host plans only
       Allocator& device_alloc = allocator_for(device, &backend);   // before any copy there: its backend copies
@@ -400,6 +402,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       } catch (const Error& e) {
         throw e.with_context("node '" + node.name + "' (" + node.op + ") on " + backend.name());
       }
+      if (timed_on_device) backend.synchronize();
       if (profile_)
         last_profile_.push_back({node.name, node.op, backend.name(),
                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});

@@ -56,7 +56,8 @@ struct SessionOptions {
   // one arena per plan, laid out once per set of feed shapes.
   bool plan_memory = false;
   // Times every node of each run (last_profile()). Costs two clock reads per
-  // node; for finding where a run's time goes, not for production runs.
+  // node, and on a device a wait for its stream before and after each node;
+  // for finding where a run's time goes, not for production runs.
   bool profile = false;
   // Fetched tensors come back on the host (copied, waiting for the device).
   // When false, each stays on the device that computed it: a training loop
@@ -73,7 +74,7 @@ struct SessionOptions {
 
 // One node of a profiled run (SessionOptions::profile): wall time of its
 // kernel call, including input copies across devices, excluding shape
-// inference and planning.
+// inference and planning; on a device, until its work there is done.
 struct NodeTime {
   std::string node, op, backend;
   double seconds = 0;

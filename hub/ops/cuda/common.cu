@@ -108,7 +108,56 @@ __global__ void window_kernel(const float* from, float* to, int64_t total, int64
   }
 }
 
+// One block's share of agreement(): grid-stride over the elements, then
+// warp shuffles and one atomic per block (the maximum of non-negative floats
+// as their bit patterns, which order the same way).
+__global__ void agreement_kernel(const float* out, const float* ref, int64_t n, float* result) {
+  float most = 0, sum = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const float o = out[i], r = ref[i];
+    if (isfinite(r)) sum += fabsf(r);
+    if (o == r || (isnan(o) && isnan(r))) continue;
+    const float d = fabsf(o - r);
+    most = isnan(d) ? INFINITY : fmaxf(most, d);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    most = fmaxf(most, __shfl_down_sync(0xffffffffu, most, offset));
+    sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  }
+  __shared__ float warp_most[kThreads / 32], warp_sum[kThreads / 32];
+  if (threadIdx.x % 32 == 0) {
+    warp_most[threadIdx.x / 32] = most;
+    warp_sum[threadIdx.x / 32] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) {
+      most = fmaxf(most, warp_most[w]);
+      sum += warp_sum[w];
+    }
+    atomicMax(reinterpret_cast<int*>(result), __float_as_int(most));
+    atomicAdd(result + 1, sum);
+  }
+}
+
 }  // namespace
+
+Agreement agreement(KernelContext& c, const float* out, const float* ref, int64_t n) {
+  Agreement a;
+  if (n == 0) return a;
+  Tensor result = c.temp(DType::kFloat32, Shape{2});
+  float* r = result.device_data<float>();
+  HUB_CUDA_CHECK(cudaMemsetAsync(r, 0, 2 * sizeof(float), stream()));
+  agreement_kernel<<<std::min(blocks_for(n), 1024), kThreads, 0, stream()>>>(out, ref, n, r);
+  HUB_CUDA_CHECK(cudaGetLastError());
+  float host[2];
+  HUB_CUDA_CHECK(cudaMemcpyAsync(host, r, sizeof host, cudaMemcpyDeviceToHost, stream()));
+  HUB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  a.max_diff = host[0];
+  a.mean_abs_ref = host[1] / static_cast<float>(n);
+  return a;
+}
 
 void copy_window(const float* from, float* to, const WindowShape& s, bool into) {
   const int64_t total = s.n * s.h * s.w * s.c;

@@ -61,6 +61,17 @@ void copy_window(const float* from, float* to, const WindowShape& s, bool into);
 // The largest power of two <= 16 that divides the address (cuDNN's byte alignment).
 int64_t alignment_of(const void* p);
 
+// How closely `out` follows `ref` (n floats each, on the device): the largest
+// |out - ref| (infinite where exactly one of the two is NaN; NaN against NaN
+// and equal infinities agree) and the mean |ref| (non-finite elements of ref
+// counted as 0).
+// Waits for the device: for choosing a plan, not for a step.
+struct Agreement {
+  float max_diff = 0;
+  float mean_abs_ref = 0;
+};
+Agreement agreement(KernelContext& c, const float* out, const float* ref, int64_t n);
+
 }  // namespace hub::cuda
 
 #define HUB_CUDNN_CHECK(expr)                                                \

@@ -25,9 +25,10 @@ enum class ConvPass { kForward, kBackwardData, kBackwardFilter };
 //   kBackwardData    x  = conv's adjoint applied to y (dy)
 //   kBackwardFilter  w  = d<conv(x, w), y>/dw (y holds dy)
 // x [N,H,W,C], w KRSC, y [N,OH,OW,O]; the written buffer is overwritten
-// (beta 0). The workspace comes from c.temp(). Unequal pre- and
-// post-paddings (which cuDNN's float32 engines do not take) run on a padded
-// copy of x: a pass over x more.
+// (beta 0). The workspace comes from c.temp(). With unequal pre- and
+// post-paddings the pass runs unpadded on a zero-padded copy of x (a pass
+// over x more), or, for the forward pass, on cuDNN's engines for them where
+// one takes the problem and timed faster.
 void convolution(KernelContext& c, ConvPass pass, const ops::ConvGeometry& g, float* x, float* w, float* y);
 
 // The filter input `w` (HWIO, or HWCM for depthwise) in KRSC: a transposed

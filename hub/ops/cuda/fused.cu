@@ -3,6 +3,7 @@
 // then one pass that adds the bias and applies the post-ops (residual add
 // and activations) in place. The quantized form and oneDNN's blocked
 // layouts stay on the CPU backends (supports() declines them).
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,19 @@ bool post_ops_of(const Attrs& attrs, PostOps* out) {
   return true;
 }
 
-// z[i] = z[i] + bias[i % channels], then each post-op in order.
-__global__ void epilogue_kernel(float* z, const float* bias, const float* side, int64_t n, int64_t channels,
-                                PostOps post) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+// z[i] = z[i] + bias[i % channels], then each post-op in order. Index is
+// 32-bit where n allows: a 64-bit remainder costs the GPU more than the
+// pass's memory traffic.
+template <class Index>
+__global__ void epilogue_kernel(float* z, const float* bias, const float* side, Index n, Index channels, PostOps post) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<Index>(blockDim.x) * gridDim.x) {
     float v = z[i] + bias[i % channels];
-    for (int p = 0; p < post.count; ++p) {
+    // Unrolled, so the post-ops are read from the kernel's parameters by
+    // constant indices (a variable index would copy them to local memory).
+#pragma unroll
+    for (int p = 0; p < kMaxPostOps; ++p) {
+      if (p == post.count) break;
       const float a = post.a[p], b = post.b[p];
       switch (post.op[p]) {
         case kAdd:
@@ -98,8 +105,13 @@ void epilogue(KernelContext& c, Tensor& z) {
   const int64_t n = z.num_elements();
   if (n == 0) return;
   const float* side = c.num_inputs() > 3 ? c.input(3).device_data<float>() : nullptr;
-  epilogue_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(z.device_data<float>(), c.input(2).device_data<float>(),
-                                                            side, n, z.dim(-1), post);
+  float* data = z.device_data<float>();
+  const float* bias = c.input(2).device_data<float>();
+  if (n <= std::numeric_limits<uint32_t>::max() - kThreads * static_cast<int64_t>(blocks_for(n)))
+    epilogue_kernel<uint32_t><<<blocks_for(n), kThreads, 0, stream()>>>(data, bias, side, static_cast<uint32_t>(n),
+                                                                        static_cast<uint32_t>(z.dim(-1)), post);
+  else
+    epilogue_kernel<int64_t><<<blocks_for(n), kThreads, 0, stream()>>>(data, bias, side, n, z.dim(-1), post);
   HUB_CUDA_CHECK(cudaGetLastError());
 }
 
