@@ -14,9 +14,11 @@
 // (loading the module, building the head, the final evaluation, exporting
 // ~17 MB of weights). Head training = steps / (C - B). Forward only = the
 // module alone on batches of 32 already-decoded images (as many images), the
-// rate bottleneck creation would reach if decoding cost nothing; the last
-// line is their ratio (retrain decodes the next batch on one core while the
-// module runs, so the ratio is the part of decoding that does not overlap).
+// rate bottleneck creation would reach if decoding cost nothing; decode only
+// = the same JPEGs decoded and resized on the whole pool, the rate it would
+// reach if the module cost nothing; the last line is creation / forward only
+// (retrain decodes the next batch while the module runs: on one core when the
+// module runs on the host's pool, on all of them when it runs on a device).
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include "hub/core/fileio.h"
 #include "hub/core/parallel.h"
 #include "hub/image/image.h"
+#include "hub/image/resize.h"
 #include "hub/module/module.h"
 #include "modules/train/train.h"
 #include "retrain/retrain.h"
@@ -72,6 +75,24 @@ double timed_retrain(hub::retrain::RetrainConfig c, const fs::path& root, const 
   auto start = Clock::now();
   *result = hub::retrain::retrain(c, hub::resolver::Resolver());
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Images per second of decoding and resizing `dir`'s JPEGs to 224x224 (as
+// retrain does for mobilenet_v1) on the whole pool, without the module.
+double decode_only(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(e.path());
+  auto start = Clock::now();
+  hub::parallel_for(static_cast<int64_t>(files.size()), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      hub::image::DecodeOptions d;
+      d.channels = 3;
+      d.min_height = d.min_width = 224;
+      hub::image::resize_bilinear(hub::image::read_image(files[static_cast<size_t>(i)].string(), d), 224, 224);
+    }
+  });
+  return static_cast<double>(files.size()) / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Images per second of the module's feature signature alone, on `images`
@@ -130,6 +151,8 @@ int main(int argc, char** argv) {
     const double forward = forward_only(e.output_dir, images);
     std::printf("bottleneck creation (decode+resize+forward): %.1f images/s\n", creation);
     std::printf("forward only (batches of 32):                %.1f images/s\n", forward);
+    std::printf("decode+resize only (%d threads):             %.1f images/s\n", hub::num_threads(),
+                decode_only(root / "images"));
     std::printf("head training (batch 100, 1024 -> %d):       %.0f steps/s\n", classes,
                 static_cast<double>(steps) / (cc - b));
     std::printf("ratio=creation/forward_only %.2f\n", creation / forward);

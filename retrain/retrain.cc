@@ -211,8 +211,13 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
       good_items.push_back(&it);
     }
     if (!good.empty()) {
+      // On a device, a short batch (the last, or one with unreadable images)
+      // is filled up with copies of its first image: a batch of a new size
+      // would have the device choose (and time) its convolution plans again.
+      const size_t computed = good.size();
+      if (module_on_device && computed < batch) good.resize(batch, Tensor(good.front()));
       auto rows = run_module(m, f, good);
-      for (size_t i = 0; i < rows.size(); ++i) {
+      for (size_t i = 0; i < computed; ++i) {
         good_items[i]->bottleneck = std::move(rows[i]);
         cache.store(lists.classes[good_items[i]->cls].dir, good_items[i]->file, good_items[i]->bottleneck);
         ++r.bottlenecks_computed;
