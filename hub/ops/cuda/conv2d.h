@@ -8,9 +8,11 @@
 // is chosen once per problem (shapes, geometry, pointer alignment, TF32
 // switch) and cached per thread: the engine configurations cuDNN's
 // heuristics propose (mode A, then the fallback list), without tensor-core
-// engines for float32 unless TF32 is allowed (hub::cuda::tf32_allowed()),
+// engines for float32 unless TF32 is allowed (hub::cuda::tf32_allowed()) and
+// without those that round inputs, reduce in lower precision or use FFTs,
 // and among the first kAutotuneCandidates that build, the fastest on the
-// actual buffers (timed with events; $HUB_CUDNN_AUTOTUNE=0 takes the first).
+// actual buffers whose result agrees with the first one's (timed with
+// events; $HUB_CUDNN_AUTOTUNE=0 takes the first).
 #pragma once
 
 #include "hub/ops/conv2d.h"
