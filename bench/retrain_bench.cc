@@ -85,12 +85,7 @@ double decode_only(const fs::path& dir) {
     if (e.is_regular_file()) files.push_back(e.path());
   auto start = Clock::now();
   hub::parallel_for(static_cast<int64_t>(files.size()), 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      hub::image::DecodeOptions d;
-      d.channels = 3;
-      d.min_height = d.min_width = 224;
-      hub::image::resize_bilinear(hub::image::read_image(files[static_cast<size_t>(i)].string(), d), 224, 224);
-    }
+    for (int64_t i = lo; i < hi; ++i) hub::image::read_resized(files[static_cast<size_t>(i)].string(), 224, 224, 3);
   });
   return static_cast<double>(files.size()) / std::chrono::duration<double>(Clock::now() - start).count();
 }

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "hub/core/parallel.h"
+#include "hub/image/resize.h"
 #include "hub/module/module.h"
 
 namespace hub::cli {
@@ -73,7 +74,7 @@ RunFn setup_classify(CLI::App& app) {
       float* pixels = batch.data<float>();
       parallel_for(count, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) {
-          const Tensor img = read_module_image(f->images[static_cast<size_t>(first + i)], h, w, channels);
+          const Tensor img = image::read_resized(f->images[static_cast<size_t>(first + i)], h, w, channels);
           std::copy(img.data<float>(), img.data<float>() + per, pixels + i * per);
         }
       });

@@ -72,11 +72,6 @@ void note_resolution(const resolver::Resolution& r);
 void add_backend_flag(CLI::App& app, std::string& backend);
 void use_backend(const std::string& backend);
 
-// An image file decoded and resized (bilinear) to a module's input size
-// [h, w, channels] in [0, 1], as classify and quantize feed it. Errors name
-// the file.
-Tensor read_module_image(const std::string& path, int64_t height, int64_t width, int64_t channels);
-
 // Prints `doc` as indented JSON on stdout (the --json output of every
 // command); bytes that are not UTF-8 become U+FFFD.
 void print_json(const nlohmann::json& doc);

@@ -13,22 +13,12 @@
 #include "hub/core/error.h"
 #include "hub/core/interrupt.h"
 #include "hub/core/text.h"
-#include "hub/image/image.h"
-#include "hub/image/resize.h"
 #include "registry/client/client.h"
 
 namespace hub::cli {
 std::vector<Command>& commands() {
   static std::vector<Command> table;
   return table;
-}
-
-Tensor read_module_image(const std::string& path, int64_t height, int64_t width, int64_t channels) {
-  image::DecodeOptions d;
-  d.channels = static_cast<int>(channels);
-  d.min_height = height;
-  d.min_width = width;
-  return image::resize_bilinear(image::read_image(path, d), height, width);
 }
 
 std::vector<int64_t> parse_class_list(const std::string& text, const std::string& flag) {

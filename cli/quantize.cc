@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "cli/command.h"
+#include "hub/image/resize.h"
 
 namespace hub::cli {
 namespace {
@@ -111,7 +112,7 @@ RunFn setup_quantize(CLI::App& app) {
       };
       for (const std::string& path : files) {
         try {
-          images.push_back(read_module_image(path, h, w, channels));
+          images.push_back(image::read_resized(path, h, w, channels));
           decoded += first_pass;
         } catch (const Error& e) {
           if (first_pass) std::fprintf(stderr, "hub quantize: skipping %s\n", e.message().c_str());

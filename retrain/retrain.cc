@@ -183,7 +183,7 @@ void compute_bottlenecks(train::Job& job, Sets& sets, const ImageLists& lists, M
         const Item& it = *missing[b + static_cast<size_t>(i)];
         try {
           d.images[i] =
-              image::resize_bilinear(load_image(lists.path(lists.classes[it.cls], it.file), f), f.height, f.width);
+              image::read_resized(lists.path(lists.classes[it.cls], it.file).string(), f.height, f.width, f.channels);
         } catch (const Error& err) {
           d.errors[i] = err.what();
         }

@@ -4,6 +4,7 @@
 
 #include "hub/core/parallel.h"
 #include "hub/core/resample.h"
+#include "hub/image/image.h"
 
 namespace hub::image {
 namespace {
@@ -88,6 +89,14 @@ Tensor flip_left_right(const Tensor& images) {
       for (int64_t x = 0; x < d.w; ++x) std::memcpy(o + (r * d.w + x) * px, in + (r * d.w + (d.w - 1 - x)) * px, px);
   });
   return out;
+}
+
+Tensor read_resized(const std::string& path, int64_t height, int64_t width, int64_t channels) {
+  DecodeOptions d;
+  d.channels = static_cast<int>(channels);
+  d.min_height = height;
+  d.min_width = width;
+  return resize_bilinear(read_image(path, d), height, width);
 }
 
 }  // namespace hub::image

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "hub/tensor/tensor.h"
 
@@ -24,6 +25,12 @@ namespace hub::image {
 // Throws kInvalidArgument (naming shapes) for a bad rank, an empty input or a
 // non-positive output size.
 Tensor resize_bilinear(const Tensor& images, int64_t out_height, int64_t out_width);
+
+// An image file as a module takes it: decoded (read_image, a JPEG with DCT
+// scaling as long as it stays at least height x width) to `channels`
+// channels, then resized with resize_bilinear to [height, width, channels]
+// float32 in [0, 1]. Errors name the file.
+Tensor read_resized(const std::string& path, int64_t height, int64_t width, int64_t channels);
 
 // tf.image.central_crop: keeps the central `fraction` (0 < fraction <= 1) of
 // each spatial dimension; start = int((size - size * fraction) / 2), new size

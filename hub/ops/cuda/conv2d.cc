@@ -203,10 +203,7 @@ std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeu
   return configs;
 }
 
-// Whether the engine of `config` computes as a float32 sum does: no TF32
-// tensor cores unless allowed, no inputs rounded to a narrower type, no
-// reductions in one, and no FFT (whose rounding error follows the transform's
-// size and the largest values rather than each output's own sum).
+// The engine `config` configures.
 Desc engine_of(const Desc& config) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t e = engine.get();
@@ -225,6 +222,10 @@ int64_t engine_index(const Desc& config) {
   return index;
 }
 
+// Whether the engine of `config` computes as a float32 sum does: no TF32
+// tensor cores unless allowed, no inputs rounded to a narrower type, no
+// reductions in one, and no FFT (whose rounding error follows the transform's
+// size and the largest values rather than each output's own sum).
 bool numerics_allowed(const Desc& config) {
   const Desc engine = engine_of(config);
   const cudnnBackendDescriptor_t e = engine.get();
@@ -290,11 +291,17 @@ float time_ms(const std::function<void()>& run, std::string* error) {
   return median;
 }
 
+bool unequal_padding(const ops::ConvGeometry& g) { return g.pad_top != g.pad_bottom || g.pad_left != g.pad_right; }
+
 std::string pass_name(ConvPass pass) {
   return pass == ConvPass::kForward ? "forward" : pass == ConvPass::kBackwardData ? "backward data" : "backward filter";
 }
 
-std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, float* w, float* y) {
+// The plan for `p` (see conv2d.h), null where the paddings are unequal and
+// no engine takes them. *timed_ms: the chosen plan's time per call where
+// several were timed, else -1.
+std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, float* w, float* y, float* timed_ms) {
+  *timed_ms = -1;
   Graph graph = operation_graph(p);
   std::vector<std::shared_ptr<Plan>> candidates;
   cudnnHandle_t handle = cudnn();
@@ -315,7 +322,7 @@ std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, 
     }
     if (!candidates.empty()) break;
   }
-  const bool unequal = p.g->pad_top != p.g->pad_bottom || p.g->pad_left != p.g->pad_right;
+  const bool unequal = unequal_padding(*p.g);
   if (candidates.empty() && unequal) return nullptr;
   if (candidates.empty())
     throw_error(Code::kUnimplemented, "cuDNN has no float32 engine for the " + pass_name(p.pass) +
@@ -364,6 +371,7 @@ std::shared_ptr<Plan> choose_plan(KernelContext& c, const Problem& p, float* x, 
       }
     }
     if (best_ms < 0 && unequal) return nullptr;
+    *timed_ms = best_ms;
     if (best_ms < 0)
       throw_error(Code::kInternal, "none of the " + std::to_string(candidates.size()) + " cuDNN engines for the " +
                                        pass_name(p.pass) + " convolution of node '" + c.node().name +
@@ -411,21 +419,24 @@ void convolution(KernelContext& c, ConvPass pass, const ops::ConvGeometry& g, fl
   const std::string key = p.key();
   auto it = plans.find(key);
   if (it == plans.end()) {
-    const bool unequal = g.pad_top != g.pad_bottom || g.pad_left != g.pad_right;
+    const bool unequal = unequal_padding(g);
     // With unequal paddings, cuDNN 9.x's engines for the filter gradient
     // gave wrong results on an H200 for some geometries (tests/hub/ops/cuda/
     // conv2d_test.cc's awkward shapes, depending on the engine the timing
     // picked) and those for the data gradient ran slower than the padded
     // copy: the backward passes always pad.
     std::shared_ptr<Plan> plan;
-    if (!unequal || pass == ConvPass::kForward) plan = choose_plan(c, p, x, w, y);
+    float native = -1;
+    if (!unequal || pass == ConvPass::kForward) plan = choose_plan(c, p, x, w, y, &native);
     if (plan && unequal && autotune()) {
       // The forward pass on cuDNN's engines for unequal paddings was up to
       // 8x faster on MobileNet's stride-2 depthwise layers, and 1.5x slower
       // on its first layer: the faster of the two is kept.
-      Tensor workspace = c.temp(DType::kUInt8, Shape{plan->workspace});
       std::string error;
-      const float native = time_ms([&] { execute(*plan, x, w, y, workspace.device_data<uint8_t>()); }, &error);
+      if (native < 0) {  // a single candidate, not timed yet
+        Tensor workspace = c.temp(DType::kUInt8, Shape{plan->workspace});
+        native = time_ms([&] { execute(*plan, x, w, y, workspace.device_data<uint8_t>()); }, &error);
+      }
       const float padded = time_ms([&] { convolution_on_padded_x(c, pass, g, x, w, y); }, &error);
       if (padded >= 0 && (native < 0 || padded < native)) plan.reset();
     }
