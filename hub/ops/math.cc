@@ -24,8 +24,10 @@ std::vector<TensorSpec> float_unary_shape_fn(const InferContext& c) {
 std::vector<TensorSpec> compare_shape_fn(const InferContext& c) {
   c.expect_same_dtypes();
   DType d = c.dtype(0);
-  if (!is_arith(d) && d != DType::kUInt8)
-    c.fail("comparison needs float32, int32, int64 or uint8, got " + c.input(0).to_string());
+  const bool equality = c.op() == "Equal" || c.op() == "NotEqual";
+  if (!is_arith(d) && d != DType::kUInt8 && !(equality && d == DType::kBool))
+    c.fail("comparison needs float32, int32, int64 or uint8" + std::string(equality ? " or bool" : "") + ", got " +
+           c.input(0).to_string());
   try {
     return {{DType::kBool, broadcast_shapes(c.shape(0), c.shape(1))}};
   } catch (const Error& e) {
@@ -56,6 +58,48 @@ Grad1 reciprocal_grad(const GradContext& c) {
   const Scope& s = c.scope;
   return {ops::neg(s, ops::mul(s, c.grads[0], ops::square(s, c.outputs[0])))};
 }
+Grad1 zero_grad(const GradContext& c) { return {ops::zeros_like(c.scope, c.inputs[0])}; }
+Grad1 erf_grad(const GradContext& c) {
+  const Scope& s = c.scope;
+  Output slope = ops::exp(s, ops::neg(s, ops::square(s, c.inputs[0])));
+  return {ops::mul(s, c.grads[0], ops::mul(s, slope, ops::scalar(s, 1.1283791670955126f)))};  // 2/sqrt(pi)
+}
+Grad1 sin_grad(const GradContext& c) { return {ops::mul(c.scope, c.grads[0], ops::cos(c.scope, c.inputs[0]))}; }
+Grad1 cos_grad(const GradContext& c) {
+  return {ops::neg(c.scope, ops::mul(c.scope, c.grads[0], ops::sin(c.scope, c.inputs[0])))};
+}
+Grad1 tan_grad(const GradContext& c) {
+  const Scope& s = c.scope;
+  return {ops::mul(s, c.grads[0], ops::add(s, ops::square(s, c.outputs[0]), ops::scalar(s, 1.0f)))};
+}
+Grad1 sinh_grad(const GradContext& c) { return {ops::mul(c.scope, c.grads[0], ops::cosh(c.scope, c.inputs[0]))}; }
+Grad1 cosh_grad(const GradContext& c) { return {ops::mul(c.scope, c.grads[0], ops::sinh(c.scope, c.inputs[0]))}; }
+// g * sign / sqrt(a + b x^2): the inverse sine, cosine and hyperbolic ones.
+template <int kSign, int kA, int kB>
+Grad1 inverse_sqrt_grad(const GradContext& c) {
+  const Scope& s = c.scope;
+  Output x2 = ops::square(s, c.inputs[0]);
+  Output r = ops::rsqrt(s, ops::add(s, ops::mul(s, x2, ops::scalar(s, float{kB})), ops::scalar(s, float{kA})));
+  return {ops::mul(s, c.grads[0], ops::mul(s, r, ops::scalar(s, float{kSign})))};
+}
+// g / (a + b x^2): Atan and Atanh.
+template <int kB>
+Grad1 inverse_square_grad(const GradContext& c) {
+  const Scope& s = c.scope;
+  Output x2 = ops::square(s, c.inputs[0]);
+  return {ops::div(s, c.grads[0], ops::add(s, ops::mul(s, x2, ops::scalar(s, float{kB})), ops::scalar(s, 1.0f)))};
+}
+
+std::vector<TensorSpec> logical_shape_fn(const InferContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i)
+    if (c.dtype(i) != DType::kBool) c.fail("needs bool inputs, got " + c.input(i).to_string());
+  if (c.num_inputs() == 1) return {c.input(0)};
+  try {
+    return {{DType::kBool, broadcast_shapes(c.shape(0), c.shape(1))}};
+  } catch (const Error& e) {
+    c.fail(e.message());
+  }
+}
 
 }  // namespace
 
@@ -76,6 +120,25 @@ HUB_REGISTER_OP(Rsqrt).inputs(1).shape_fn(float_unary_shape_fn).grad(rsqrt_grad)
 HUB_REGISTER_OP(Exp).inputs(1).shape_fn(float_unary_shape_fn).grad(exp_grad).doc("y = e^x.");
 HUB_REGISTER_OP(Log).inputs(1).shape_fn(float_unary_shape_fn).grad(log_grad).doc("y = ln(x).");
 HUB_REGISTER_OP(Reciprocal).inputs(1).shape_fn(float_unary_shape_fn).grad(reciprocal_grad).doc("y = 1/x.");
+HUB_REGISTER_OP(Erf).inputs(1).shape_fn(float_unary_shape_fn).grad(erf_grad).doc("y = erf(x), the error function.");
+HUB_REGISTER_OP(Floor).inputs(1).shape_fn(float_unary_shape_fn).grad(zero_grad).doc("y = floor(x).");
+HUB_REGISTER_OP(Ceil).inputs(1).shape_fn(float_unary_shape_fn).grad(zero_grad).doc("y = ceil(x).");
+HUB_REGISTER_OP(Round)
+    .inputs(1)
+    .shape_fn(float_unary_shape_fn)
+    .grad(zero_grad)
+    .doc("y = x rounded to the nearest integer, halves to even.");
+HUB_REGISTER_OP(Sin).inputs(1).shape_fn(float_unary_shape_fn).grad(sin_grad).doc("y = sin(x).");
+HUB_REGISTER_OP(Cos).inputs(1).shape_fn(float_unary_shape_fn).grad(cos_grad).doc("y = cos(x).");
+HUB_REGISTER_OP(Tan).inputs(1).shape_fn(float_unary_shape_fn).grad(tan_grad).doc("y = tan(x).");
+HUB_REGISTER_OP(Asin).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_sqrt_grad<1, 1, -1>).doc("y = asin(x).");
+HUB_REGISTER_OP(Acos).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_sqrt_grad<-1, 1, -1>).doc("y = acos(x).");
+HUB_REGISTER_OP(Atan).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_square_grad<1>).doc("y = atan(x).");
+HUB_REGISTER_OP(Sinh).inputs(1).shape_fn(float_unary_shape_fn).grad(sinh_grad).doc("y = sinh(x).");
+HUB_REGISTER_OP(Cosh).inputs(1).shape_fn(float_unary_shape_fn).grad(cosh_grad).doc("y = cosh(x).");
+HUB_REGISTER_OP(Asinh).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_sqrt_grad<1, 1, 1>).doc("y = asinh(x).");
+HUB_REGISTER_OP(Acosh).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_sqrt_grad<1, -1, 1>).doc("y = acosh(x).");
+HUB_REGISTER_OP(Atanh).inputs(1).shape_fn(float_unary_shape_fn).grad(inverse_square_grad<-1>).doc("y = atanh(x).");
 
 HUB_REGISTER_OP(Cast)
     .inputs(1)
@@ -121,6 +184,38 @@ HUB_REGISTER_OP(LessEqual)
     .shape_fn(compare_shape_fn)
     .doc("a <= b as bool, broadcasting.")
     .no_gradient("bool output");
+
+HUB_REGISTER_OP(LogicalNot).inputs(1).shape_fn(logical_shape_fn).doc("y = !x (bool).").no_gradient("bool output");
+HUB_REGISTER_OP(LogicalAnd)
+    .inputs(2)
+    .shape_fn(logical_shape_fn)
+    .doc("a && b (bool), broadcasting.")
+    .no_gradient("bool output");
+HUB_REGISTER_OP(LogicalOr)
+    .inputs(2)
+    .shape_fn(logical_shape_fn)
+    .doc("a || b (bool), broadcasting.")
+    .no_gradient("bool output");
+
+HUB_REGISTER_OP(Select)
+    .inputs(3)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kBool);
+      if (c.dtype(1) != c.dtype(2))
+        c.fail("x " + c.input(1).to_string() + " and y " + c.input(2).to_string() + " differ in dtype");
+      try {
+        return {{c.dtype(1), broadcast_shapes(broadcast_shapes(c.shape(0), c.shape(1)), c.shape(2))}};
+      } catch (const Error& e) {
+        c.fail(e.message());
+      }
+    })
+    .grad([](const GradContext& c) -> std::vector<Output> {
+      const Scope& s = c.scope;
+      Output zeros = ops::zeros_like(s, c.grads[0]);
+      return {Output{}, ops::reduce_to_like(s, ops::select(s, c.inputs[0], c.grads[0], zeros), c.inputs[1]),
+              ops::reduce_to_like(s, ops::select(s, c.inputs[0], zeros, c.grads[0]), c.inputs[2])};
+    })
+    .doc("z = cond ? x : y element-wise, broadcasting (NumPy rules).");
 
 HUB_REGISTER_OP(BroadcastLike)
     .inputs(2)
@@ -226,6 +321,21 @@ Output rsqrt(const Scope& s, Output x, const std::string& name) { return s.op("R
 Output exp(const Scope& s, Output x, const std::string& name) { return s.op("Exp", {x}, {}, name); }
 Output log(const Scope& s, Output x, const std::string& name) { return s.op("Log", {x}, {}, name); }
 Output reciprocal(const Scope& s, Output x, const std::string& name) { return s.op("Reciprocal", {x}, {}, name); }
+Output erf(const Scope& s, Output x, const std::string& name) { return s.op("Erf", {x}, {}, name); }
+Output floor(const Scope& s, Output x, const std::string& name) { return s.op("Floor", {x}, {}, name); }
+Output ceil(const Scope& s, Output x, const std::string& name) { return s.op("Ceil", {x}, {}, name); }
+Output round(const Scope& s, Output x, const std::string& name) { return s.op("Round", {x}, {}, name); }
+Output sin(const Scope& s, Output x, const std::string& name) { return s.op("Sin", {x}, {}, name); }
+Output cos(const Scope& s, Output x, const std::string& name) { return s.op("Cos", {x}, {}, name); }
+Output tan(const Scope& s, Output x, const std::string& name) { return s.op("Tan", {x}, {}, name); }
+Output asin(const Scope& s, Output x, const std::string& name) { return s.op("Asin", {x}, {}, name); }
+Output acos(const Scope& s, Output x, const std::string& name) { return s.op("Acos", {x}, {}, name); }
+Output atan(const Scope& s, Output x, const std::string& name) { return s.op("Atan", {x}, {}, name); }
+Output sinh(const Scope& s, Output x, const std::string& name) { return s.op("Sinh", {x}, {}, name); }
+Output cosh(const Scope& s, Output x, const std::string& name) { return s.op("Cosh", {x}, {}, name); }
+Output asinh(const Scope& s, Output x, const std::string& name) { return s.op("Asinh", {x}, {}, name); }
+Output acosh(const Scope& s, Output x, const std::string& name) { return s.op("Acosh", {x}, {}, name); }
+Output atanh(const Scope& s, Output x, const std::string& name) { return s.op("Atanh", {x}, {}, name); }
 Output cast(const Scope& s, Output x, DType dtype, const std::string& name) {
   return s.op("Cast", {x}, Attrs().set("dtype", dtype), name);
 }
@@ -242,6 +352,16 @@ Output greater_equal(const Scope& s, Output a, Output b, const std::string& name
 Output less(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Less", {a, b}, {}, name); }
 Output less_equal(const Scope& s, Output a, Output b, const std::string& name) {
   return s.op("LessEqual", {a, b}, {}, name);
+}
+Output logical_not(const Scope& s, Output x, const std::string& name) { return s.op("LogicalNot", {x}, {}, name); }
+Output logical_and(const Scope& s, Output a, Output b, const std::string& name) {
+  return s.op("LogicalAnd", {a, b}, {}, name);
+}
+Output logical_or(const Scope& s, Output a, Output b, const std::string& name) {
+  return s.op("LogicalOr", {a, b}, {}, name);
+}
+Output select(const Scope& s, Output cond, Output x, Output y, const std::string& name) {
+  return s.op("Select", {cond, x, y}, {}, name);
 }
 Output broadcast_to(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
   return s.op("BroadcastTo", {x}, Attrs().set("shape", shape), name);

@@ -10,7 +10,22 @@
 //   Exp:         y = e^x             dx = g * y              (float32)
 //   Log:         y = ln(x)           dx = g / x              (float32)
 //   Reciprocal:  y = 1/x             dx = -g * y^2           (float32)
-// Domain errors follow IEEE: Sqrt(-1) = NaN, Log(0) = -inf, Reciprocal(0) = inf.
+//   Erf:         y = erf(x)          dx = g * 2/sqrt(pi) * e^(-x^2)      (float32)
+//   Floor, Ceil: y = floor(x), ceil(x)                 dx = 0          (float32)
+//   Round:       y = x to the nearest integer, halves to even  dx = 0  (float32)
+//   Sin:         y = sin(x)          dx = g * cos(x)         (float32)
+//   Cos:         y = cos(x)          dx = -g * sin(x)        (float32)
+//   Tan:         y = tan(x)          dx = g * (1 + y^2)      (float32)
+//   Asin:        y = asin(x)         dx = g / sqrt(1 - x^2)  (float32)
+//   Acos:        y = acos(x)         dx = -g / sqrt(1 - x^2) (float32)
+//   Atan:        y = atan(x)         dx = g / (1 + x^2)      (float32)
+//   Sinh:        y = sinh(x)         dx = g * cosh(x)        (float32)
+//   Cosh:        y = cosh(x)         dx = g * sinh(x)        (float32)
+//   Asinh:       y = asinh(x)        dx = g / sqrt(x^2 + 1)  (float32)
+//   Acosh:       y = acosh(x)        dx = g / sqrt(x^2 - 1)  (float32)
+//   Atanh:       y = atanh(x)        dx = g / (1 - x^2)      (float32)
+// Domain errors follow IEEE: Sqrt(-1) = NaN, Log(0) = -inf, Reciprocal(0) = inf,
+// Asin(2) = NaN, Atanh(1) = inf.
 //
 // Cast(x; dtype): y = x converted to `dtype` (any of float32, int32, int64,
 // uint8, bool), as static_cast: float -> int truncates toward zero, nonzero ->
@@ -20,7 +35,16 @@
 //
 // Comparisons Equal, NotEqual, Greater, GreaterEqual, Less, LessEqual:
 // z = a (op) b as bool, shape broadcast(a, b) (NumPy/TF rules); a and b share a
-// dtype (float32, int32, int64, uint8). Not differentiable.
+// dtype (float32, int32, int64, uint8; Equal and NotEqual also bool, where
+// NotEqual is exclusive or). Not differentiable.
+//
+// LogicalNot(x), LogicalAnd(a, b), LogicalOr(a, b): bool in, bool out, the
+// binary ones broadcasting. Not differentiable.
+//
+// Select(cond, x, y): z = cond ? x : y element by element, the three
+// broadcast together (NumPy rules: TF SelectV2, ONNX Where). cond is bool; x
+// and y share a dtype (any). dx = ReduceToLike(Select(cond, g, 0), x), dy =
+// ReduceToLike(Select(cond, 0, g), y); none for cond.
 //
 // BroadcastLike(x, like; reduced_axes = []): y has like's run-time shape and
 // dtype of x. With reduced_axes empty, x broadcasts to like's shape by the
@@ -51,6 +75,21 @@ Output rsqrt(const Scope& s, Output x, const std::string& name = "Rsqrt");
 Output exp(const Scope& s, Output x, const std::string& name = "Exp");
 Output log(const Scope& s, Output x, const std::string& name = "Log");
 Output reciprocal(const Scope& s, Output x, const std::string& name = "Reciprocal");
+Output erf(const Scope& s, Output x, const std::string& name = "Erf");
+Output floor(const Scope& s, Output x, const std::string& name = "Floor");
+Output ceil(const Scope& s, Output x, const std::string& name = "Ceil");
+Output round(const Scope& s, Output x, const std::string& name = "Round");
+Output sin(const Scope& s, Output x, const std::string& name = "Sin");
+Output cos(const Scope& s, Output x, const std::string& name = "Cos");
+Output tan(const Scope& s, Output x, const std::string& name = "Tan");
+Output asin(const Scope& s, Output x, const std::string& name = "Asin");
+Output acos(const Scope& s, Output x, const std::string& name = "Acos");
+Output atan(const Scope& s, Output x, const std::string& name = "Atan");
+Output sinh(const Scope& s, Output x, const std::string& name = "Sinh");
+Output cosh(const Scope& s, Output x, const std::string& name = "Cosh");
+Output asinh(const Scope& s, Output x, const std::string& name = "Asinh");
+Output acosh(const Scope& s, Output x, const std::string& name = "Acosh");
+Output atanh(const Scope& s, Output x, const std::string& name = "Atanh");
 Output cast(const Scope& s, Output x, DType dtype, const std::string& name = "Cast");
 
 Output equal(const Scope& s, Output a, Output b, const std::string& name = "Equal");
@@ -59,6 +98,10 @@ Output greater(const Scope& s, Output a, Output b, const std::string& name = "Gr
 Output greater_equal(const Scope& s, Output a, Output b, const std::string& name = "GreaterEqual");
 Output less(const Scope& s, Output a, Output b, const std::string& name = "Less");
 Output less_equal(const Scope& s, Output a, Output b, const std::string& name = "LessEqual");
+Output logical_not(const Scope& s, Output x, const std::string& name = "LogicalNot");
+Output logical_and(const Scope& s, Output a, Output b, const std::string& name = "LogicalAnd");
+Output logical_or(const Scope& s, Output a, Output b, const std::string& name = "LogicalOr");
+Output select(const Scope& s, Output cond, Output x, Output y, const std::string& name = "Select");
 
 // x broadcast to like's run-time shape; see the header comment for reduced_axes.
 Output broadcast_like(const Scope& s, Output x, Output like, const std::vector<int64_t>& reduced_axes = {},

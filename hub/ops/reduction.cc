@@ -83,6 +83,22 @@ std::vector<Output> extreme_grad(const GradContext& c) {
   return {ops::mul(s, ind, expand(c, ops::div(s, c.grads[0], count)))};
 }
 
+// ArgMax, ArgMin.
+std::vector<TensorSpec> arg_extreme_shape_fn(const InferContext& c) {
+  if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
+  const Shape& x = c.shape(0);
+  int64_t axis = c.attrs().get_int("axis");
+  if (x.rank() == 0 || axis < -x.rank() || axis >= x.rank())
+    c.fail("axis " + std::to_string(axis) + " is outside the dims of " + c.input(0).to_string());
+  if (axis < 0) axis += x.rank();
+  if (x[static_cast<int>(axis)] == 0)
+    c.fail("axis " + std::to_string(axis) + " of " + c.input(0).to_string() + " is empty");
+  std::vector<int64_t> dims;
+  for (int d = 0; d < x.rank(); ++d)
+    if (d != axis) dims.push_back(x[d]);
+  return {{DType::kInt64, Shape(dims)}};
+}
+
 }  // namespace
 
 HUB_REGISTER_OP(Sum)
@@ -142,21 +158,14 @@ HUB_REGISTER_OP(ProdGrad)
 HUB_REGISTER_OP(ArgMax)
     .inputs(1)
     .attr("axis", AttrType::kInt)
-    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
-      const Shape& x = c.shape(0);
-      int64_t axis = c.attrs().get_int("axis");
-      if (x.rank() == 0 || axis < -x.rank() || axis >= x.rank())
-        c.fail("axis " + std::to_string(axis) + " is outside the dims of " + c.input(0).to_string());
-      if (axis < 0) axis += x.rank();
-      if (x[static_cast<int>(axis)] == 0)
-        c.fail("axis " + std::to_string(axis) + " of " + c.input(0).to_string() + " is empty");
-      std::vector<int64_t> dims;
-      for (int d = 0; d < x.rank(); ++d)
-        if (d != axis) dims.push_back(x[d]);
-      return {{DType::kInt64, Shape(dims)}};
-    })
+    .shape_fn(arg_extreme_shape_fn)
     .doc("Index (int64) of the largest value along axis; first on ties.")
+    .no_gradient("integer output");
+HUB_REGISTER_OP(ArgMin)
+    .inputs(1)
+    .attr("axis", AttrType::kInt)
+    .shape_fn(arg_extreme_shape_fn)
+    .doc("Index (int64) of the smallest value along axis; first on ties.")
     .no_gradient("integer output");
 
 HUB_REGISTER_OP(TopK)
@@ -232,6 +241,9 @@ Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes, bool kee
 }
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name) {
   return s.op("ArgMax", {x}, Attrs().set("axis", axis), name);
+}
+Output arg_min(const Scope& s, Output x, int64_t axis, const std::string& name) {
+  return s.op("ArgMin", {x}, Attrs().set("axis", axis), name);
 }
 TopKResult top_k(const Scope& s, Output x, int64_t k, bool sorted, const std::string& name) {
   auto outs = s.op_n("TopK", {x}, Attrs().set("k", k).set("sorted", sorted), name);

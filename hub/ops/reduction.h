@@ -18,7 +18,7 @@
 //
 // ArgMax(x; axis): int64 index of the largest value along `axis` (first one on
 // ties); output drops that axis. x: float32, int32 or int64; the axis must not
-// be empty. Not differentiable.
+// be empty. Not differentiable. ArgMin(x; axis): the same for the smallest.
 //
 // TopK(x; k, sorted = true) -> (values, indices): the k largest entries of each
 // row along the last axis, largest first; ties go to the lower index first.
@@ -48,6 +48,7 @@ Output min(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool
 Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
             const std::string& name = "Prod");
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMax");
+Output arg_min(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMin");
 struct TopKResult {
   Output values;
   Output indices;

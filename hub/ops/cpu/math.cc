@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>
 #include <cstring>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/registry.h"
@@ -63,6 +64,52 @@ void reciprocal_kernel(KernelContext& c) {
   float_unary_kernel(c, [](const auto& x) { return x.inverse(); });
 }
 
+void erf_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.erf(); });
+}
+void floor_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.floor(); });
+}
+void ceil_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.ceil(); });
+}
+void round_kernel(KernelContext& c) {  // to nearest, halves to even (the default rounding mode)
+  float_unary_kernel(c, [](const auto& x) { return x.rint(); });
+}
+void sin_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.sin(); });
+}
+void cos_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.cos(); });
+}
+void tan_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.tan(); });
+}
+void asin_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.asin(); });
+}
+void acos_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.acos(); });
+}
+void atan_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.atan(); });
+}
+void sinh_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.sinh(); });
+}
+void cosh_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.cosh(); });
+}
+void asinh_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.asinh(); });
+}
+void acosh_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.acosh(); });
+}
+void atanh_kernel(KernelContext& c) {
+  float_unary_kernel(c, [](const auto& x) { return x.atanh(); });
+}
+
 void cast_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   DType to = c.output_spec(0).dtype;
@@ -80,7 +127,7 @@ void cast_kernel(KernelContext& c) {
   });
 }
 
-// Comparison kernels: T over float32, int32, int64, uint8; output bool.
+// Comparison kernels: T over float32, int32, int64, uint8, bool; output bool.
 template <class F>
 void compare_kernel(KernelContext& c, F f) {
   auto run = [&](auto tag) {
@@ -89,6 +136,8 @@ void compare_kernel(KernelContext& c, F f) {
   };
   if (c.input(0).dtype() == DType::kUInt8)
     run(uint8_t{});
+  else if (c.input(0).dtype() == DType::kBool)
+    run(bool{});
   else
     dispatch_arith(c.input(0).dtype(), run);
 }
@@ -109,6 +158,41 @@ void less_kernel(KernelContext& c) {
 }
 void less_equal_kernel(KernelContext& c) {
   compare_kernel(c, [](const auto& a, const auto& b) { return a <= b; });
+}
+
+void logical_not_kernel(KernelContext& c) {
+  unary<bool>(c.input(0), c.output(0), [](const auto& x) { return !x; });
+}
+void logical_and_kernel(KernelContext& c) {
+  broadcast_apply<bool, bool>(c.input(0), c.input(1), c.output(0), [](const auto& a, const auto& b) { return a && b; });
+}
+void logical_or_kernel(KernelContext& c) {
+  broadcast_apply<bool, bool>(c.input(0), c.input(1), c.output(0), [](const auto& a, const auto& b) { return a || b; });
+}
+
+// cond, x and y are first broadcast to z's shape where they differ from it.
+void select_kernel(KernelContext& c) {
+  Tensor& z = c.output(0);
+  auto full = [&](int i) {
+    const Tensor& t = c.input(i);
+    if (t.shape() == z.shape()) return t;
+    Tensor b = c.temp(t.dtype(), z.shape());
+    broadcast_copy(t, b);
+    return b;
+  };
+  const Tensor cond = full(0), x = full(1), y = full(2);
+  const bool* pc = cond.data<bool>();
+  dispatch_dtype(z.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    T* pz = z.data<T>();
+    using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    parallel_for(z.num_elements(), 16384, [&](int64_t b, int64_t e) {
+      Eigen::Map<const Eigen::Array<bool, Eigen::Dynamic, 1>> when(pc + b, e - b);
+      Eigen::Map<Arr>(pz + b, e - b) = when.select(Eigen::Map<const Arr>(px + b, e - b), Eigen::Map<const Arr>(py + b, e - b));
+    });
+  });
 }
 
 void broadcast_like_kernel(KernelContext& c) {
@@ -146,6 +230,21 @@ HUB_REGISTER_KERNEL(Rsqrt, reference, rsqrt_kernel);
 HUB_REGISTER_KERNEL(Exp, reference, exp_kernel);
 HUB_REGISTER_KERNEL(Log, reference, log_kernel);
 HUB_REGISTER_KERNEL(Reciprocal, reference, reciprocal_kernel);
+HUB_REGISTER_KERNEL(Erf, reference, erf_kernel);
+HUB_REGISTER_KERNEL(Floor, reference, floor_kernel);
+HUB_REGISTER_KERNEL(Ceil, reference, ceil_kernel);
+HUB_REGISTER_KERNEL(Round, reference, round_kernel);
+HUB_REGISTER_KERNEL(Sin, reference, sin_kernel);
+HUB_REGISTER_KERNEL(Cos, reference, cos_kernel);
+HUB_REGISTER_KERNEL(Tan, reference, tan_kernel);
+HUB_REGISTER_KERNEL(Asin, reference, asin_kernel);
+HUB_REGISTER_KERNEL(Acos, reference, acos_kernel);
+HUB_REGISTER_KERNEL(Atan, reference, atan_kernel);
+HUB_REGISTER_KERNEL(Sinh, reference, sinh_kernel);
+HUB_REGISTER_KERNEL(Cosh, reference, cosh_kernel);
+HUB_REGISTER_KERNEL(Asinh, reference, asinh_kernel);
+HUB_REGISTER_KERNEL(Acosh, reference, acosh_kernel);
+HUB_REGISTER_KERNEL(Atanh, reference, atanh_kernel);
 HUB_REGISTER_KERNEL(Cast, reference, cast_kernel);
 HUB_REGISTER_KERNEL(Equal, reference, equal_kernel);
 HUB_REGISTER_KERNEL(NotEqual, reference, not_equal_kernel);
@@ -153,6 +252,10 @@ HUB_REGISTER_KERNEL(Greater, reference, greater_kernel);
 HUB_REGISTER_KERNEL(GreaterEqual, reference, greater_equal_kernel);
 HUB_REGISTER_KERNEL(Less, reference, less_kernel);
 HUB_REGISTER_KERNEL(LessEqual, reference, less_equal_kernel);
+HUB_REGISTER_KERNEL(LogicalNot, reference, logical_not_kernel);
+HUB_REGISTER_KERNEL(LogicalAnd, reference, logical_and_kernel);
+HUB_REGISTER_KERNEL(LogicalOr, reference, logical_or_kernel);
+HUB_REGISTER_KERNEL(Select, reference, select_kernel);
 HUB_REGISTER_KERNEL(BroadcastLike, reference, broadcast_like_kernel);
 HUB_REGISTER_KERNEL(BroadcastTo, reference, broadcast_to_kernel);
 

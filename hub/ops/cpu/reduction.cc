@@ -235,14 +235,16 @@ void split_at_axis(const Shape& s, int axis, int64_t* A, int64_t* R, int64_t* B)
   for (int d = axis + 1; d < s.rank(); ++d) *B *= s[d];
 }
 
-void arg_max_kernel(KernelContext& c) {
+template <bool kMax>
+void arg_extreme_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   int axis = static_cast<int>(c.attrs().get_int("axis"));
   if (axis < 0) axis += x.rank();
   int64_t A, R, B;
   split_at_axis(x.shape(), axis, &A, &R, &B);
   if (R == 0)
-    throw_error(Code::kInvalidArgument, "ArgMax over empty axis " + std::to_string(axis) + " of " + x.spec_string());
+    throw_error(Code::kInvalidArgument, std::string(kMax ? "ArgMax" : "ArgMin") + " over empty axis " +
+                                            std::to_string(axis) + " of " + x.spec_string());
   int64_t* out = c.output(0).data<int64_t>();
   dispatch_arith(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -254,7 +256,7 @@ void arg_max_kernel(KernelContext& c) {
         int64_t best = 0;
         T v = p[0];
         for (int64_t r = 1; r < R; ++r)
-          if (p[r * B] > v) {
+          if (kMax ? p[r * B] > v : p[r * B] < v) {
             v = p[r * B];
             best = r;
           }
@@ -340,7 +342,8 @@ HUB_REGISTER_KERNEL(Max, reference, reduce_kernel<Reduce::kMax, false>);
 HUB_REGISTER_KERNEL(Min, reference, reduce_kernel<Reduce::kMin, false>);
 HUB_REGISTER_KERNEL(Prod, reference, reduce_kernel<Reduce::kProd, false>);
 HUB_REGISTER_KERNEL(ProdGrad, reference, prod_grad_kernel);
-HUB_REGISTER_KERNEL(ArgMax, reference, arg_max_kernel);
+HUB_REGISTER_KERNEL(ArgMax, reference, arg_extreme_kernel<true>);
+HUB_REGISTER_KERNEL(ArgMin, reference, arg_extreme_kernel<false>);
 HUB_REGISTER_KERNEL(TopK, reference, top_k_kernel);
 HUB_REGISTER_KERNEL(TopKGrad, reference, top_k_grad_kernel);
 HUB_REGISTER_KERNEL(L2Loss, reference, l2_loss_kernel);

@@ -46,6 +46,33 @@ TEST_CASE("unary math: hand-computed values") {
   CHECK(run_op("Sign", {l})[0].to_vector<int64_t>() == std::vector<int64_t>{-1, 1});
 }
 
+TEST_CASE("unary math: erf, rounding, trigonometric and hyperbolic functions") {
+  const float pi = 3.14159265f;
+  // Reference values: erf from Abramowitz and Stegun's table, the rest exact or from their definitions.
+  expect_close(run_op("Erf", {make({4}, {0, 0.5f, 1, -2})})[0], make({4}, {0, 0.5204999f, 0.8427008f, -0.9953223f}));
+  expect_close(run_op("Floor", {make({4}, {-1.5f, 2.7f, 3, -0.2f})})[0], make({4}, {-2, 2, 3, -1}));
+  expect_close(run_op("Ceil", {make({4}, {-1.5f, 2.1f, 3, -0.2f})})[0], make({4}, {-1, 3, 3, 0}));
+  // Halves go to the even neighbour (ONNX Round, TF Round).
+  expect_close(run_op("Round", {make({7}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.6f, -2.4f})})[0],
+               make({7}, {0, 2, 2, 0, -2, 3, -2}));
+  expect_close(run_op("Sin", {make({3}, {0, pi / 6, pi / 2})})[0], make({3}, {0, 0.5f, 1}));
+  expect_close(run_op("Cos", {make({3}, {0, pi / 3, pi})})[0], make({3}, {1, 0.5f, -1}));
+  expect_close(run_op("Tan", {make({2}, {0, pi / 4})})[0], make({2}, {0, 1}));
+  expect_close(run_op("Asin", {make({3}, {0, 0.5f, -1})})[0], make({3}, {0, pi / 6, -pi / 2}));
+  expect_close(run_op("Acos", {make({3}, {1, 0.5f, -1})})[0], make({3}, {0, pi / 3, pi}));
+  expect_close(run_op("Atan", {make({2}, {1, -1})})[0], make({2}, {pi / 4, -pi / 4}));
+  const float e = 2.718281828f;
+  expect_close(run_op("Sinh", {make({2}, {0, 1})})[0], make({2}, {0, (e - 1 / e) / 2}));
+  expect_close(run_op("Cosh", {make({2}, {0, 1})})[0], make({2}, {1, (e + 1 / e) / 2}));
+  expect_close(run_op("Asinh", {make({2}, {0, (e - 1 / e) / 2})})[0], make({2}, {0, 1}));
+  expect_close(run_op("Acosh", {make({2}, {1, (e + 1 / e) / 2})})[0], make({2}, {0, 1}));
+  expect_close(run_op("Atanh", {make({2}, {0, 0.5f})})[0], make({2}, {0, 0.5493061f}));
+  // Outside the domain: NaN; at Atanh's pole: inf.
+  CHECK(std::isnan(run_op("Asin", {make({1}, {2})})[0].to_vector<float>()[0]));
+  CHECK(std::isnan(run_op("Acosh", {make({1}, {0.5f})})[0].to_vector<float>()[0]));
+  CHECK(std::isinf(run_op("Atanh", {make({1}, {1})})[0].to_vector<float>()[0]));
+}
+
 TEST_CASE("unary math: float-only ops reject integers, naming the node") {
   Graph g;
   Scope s(g);
@@ -76,6 +103,22 @@ TEST_CASE("unary math: gradients match finite differences") {
     check_gradients(op, {pos}, {}, fine);
   }
   check_gradients("Cast", {any}, Attrs().set("dtype", DType::kFloat32));
+  for (std::string op : {"Erf", "Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh"}) {
+    INFO(op);
+    check_gradients(op, {any}, {}, fine);
+  }
+  Tensor inside = random_tensor({2, 3}, 13, -0.8f, 0.8f);  // Asin, Acos, Atanh: |x| < 1
+  for (std::string op : {"Asin", "Acos", "Atanh"}) {
+    INFO(op);
+    check_gradients(op, {inside}, {}, fine);
+  }
+  check_gradients("Acosh", {random_tensor({2, 3}, 14, 1.2f, 3.0f)}, {}, fine);
+  // Piecewise constant: zero away from the steps.
+  Tensor between = make({2, 3}, {-1.7f, -0.8f, -0.2f, 0.3f, 1.2f, 2.2f});
+  for (std::string op : {"Floor", "Ceil", "Round"}) {
+    INFO(op);
+    check_gradients(op, {between}, {}, fine);
+  }
 }
 
 TEST_CASE("Cast between dtypes") {
@@ -134,6 +177,44 @@ TEST_CASE("comparisons broadcast and produce bool") {
   CHECK(bools(run_op("Equal", {i, j})[0]) == std::vector<bool>{0, 1, 0, 0, 0, 1});
   Tensor u = Tensor::from_vector<uint8_t>({2}, {4, 9});
   CHECK(bools(run_op("Greater", {u, Tensor::scalar<uint8_t>(5)})[0]) == std::vector<bool>{false, true});
+}
+
+TEST_CASE("logical ops and bool equality broadcast") {
+  Tensor a = Tensor::from_vector<bool>({2, 2}, {true, true, false, false});
+  Tensor b = Tensor::from_vector<bool>({2}, {true, false});
+  CHECK(bools(run_op("LogicalNot", {a})[0]) == std::vector<bool>{0, 0, 1, 1});
+  CHECK(bools(run_op("LogicalAnd", {a, b})[0]) == std::vector<bool>{1, 0, 0, 0});
+  CHECK(bools(run_op("LogicalOr", {a, b})[0]) == std::vector<bool>{1, 1, 1, 0});
+  CHECK(bools(run_op("NotEqual", {a, b})[0]) == std::vector<bool>{0, 1, 1, 0});  // exclusive or
+  CHECK(bools(run_op("Equal", {a, b})[0]) == std::vector<bool>{1, 0, 0, 1});
+  Graph g;
+  Scope s(g);
+  Output f = ops::placeholder(s, DType::kFloat32, {2}, "f");
+  Output t = ops::placeholder(s, DType::kBool, {2}, "t");
+  CHECK_THROWS_AS(ops::logical_and(s, f, f), Error);
+  CHECK_THROWS_AS(ops::greater(s, t, t), Error);  // ordering is not defined on bool
+}
+
+TEST_CASE("Select: broadcasts condition and both branches, any dtype, gradient to the chosen branch") {
+  Tensor cond = Tensor::from_vector<bool>({2, 1}, {true, false});
+  Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor y = make({3}, {-1, -2, -3});
+  expect_close(run_op("Select", {cond, x, y})[0], make({2, 3}, {1, 2, 3, -1, -2, -3}));
+  Tensor every = Tensor::from_vector<bool>({3}, {false, true, false});
+  expect_close(run_op("Select", {every, x, Tensor::scalar<float>(0)})[0], make({2, 3}, {0, 2, 0, 0, 5, 0}));
+  Tensor ix = Tensor::from_vector<int64_t>({2}, {7, 8}), iy = Tensor::from_vector<int64_t>({2}, {-7, -8});
+  CHECK(run_op("Select", {Tensor::from_vector<bool>({2}, {false, true}), ix, iy})[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{-7, 8});
+  check_gradients("Select", {cond, x, y});
+  check_gradients("Select", {every, random_tensor({2, 3}, 15), random_tensor({2, 1}, 16)});
+  Graph g;
+  Scope s(g);
+  Output c = ops::placeholder(s, DType::kBool, {2}, "c");
+  Output fx = ops::placeholder(s, DType::kFloat32, {2}, "fx");
+  Output ify = ops::placeholder(s, DType::kInt32, {2}, "iy");
+  CHECK_THROWS_AS(ops::select(s, c, fx, ify), Error);  // branches differ in dtype
+  CHECK_THROWS_AS(ops::select(s, fx, fx, fx), Error);  // condition not bool
+  CHECK_THROWS_AS(ops::select(s, c, fx, ops::placeholder(s, DType::kFloat32, {3}, "three")), Error);
 }
 
 TEST_CASE("comparisons: mismatched dtypes or shapes are rejected") {

@@ -176,6 +176,21 @@ TEST_CASE("ArgMax: first index on ties, int64 output") {
   CHECK(run_op("ArgMax", {i}, Attrs().set("axis", 0))[0].item<int64_t>() == 1);
 }
 
+TEST_CASE("ArgMin: first index on ties, int64 output") {
+  Tensor x = make({2, 3}, {1, 3, 1, 7, 2, 2});
+  Tensor a1 = run_op("ArgMin", {x}, Attrs().set("axis", 1))[0];
+  CHECK(a1.dtype() == DType::kInt64);
+  CHECK(a1.to_vector<int64_t>() == std::vector<int64_t>{0, 1});
+  CHECK(run_op("ArgMin", {x}, Attrs().set("axis", 0))[0].to_vector<int64_t>() == std::vector<int64_t>{0, 1, 0});
+  Tensor y = make({2, 2, 2}, {0, 5, 1, 4, 9, 2, 3, 8});
+  CHECK(run_op("ArgMin", {y}, Attrs().set("axis", -2))[0].to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1, 0});
+  Tensor i = Tensor::from_vector<int64_t>({4}, {5, -2, 9, -2});
+  CHECK(run_op("ArgMin", {i}, Attrs().set("axis", 0))[0].item<int64_t>() == 1);
+  Graph g;
+  Scope s(g);
+  CHECK_THROWS_AS(ops::arg_min(s, ops::placeholder(s, DType::kFloat32, {2}, "x"), 1), Error);
+}
+
 TEST_CASE("TopK: sorted values, int32 indices, ties to the lower index") {
   Tensor x = make({2, 5}, {1, 4, 2, 4, 3, 5, 5, 5, 1, 0});
   auto out = run_op("TopK", {x}, Attrs().set("k", 3));
