@@ -6,6 +6,9 @@
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
 #include "hub/ops/array.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
+#include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 
 namespace hub::onnx_interop {
@@ -218,6 +221,67 @@ void map_batch_norm(NodeContext& c) {
   }
 }
 
+// LayerNormalization over the dims from `axis` on: y = (x - mean) /
+// sqrt(var + epsilon) * scale + bias, the statistics in float32 (stash_type
+// 1). The optional outputs Mean and InvStdDev keep x's rank, size 1 over the
+// normalised dims.
+void map_layer_norm(NodeContext& c) {
+  const int rank = c.rank(0);
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  if (const int64_t stash = c.attr_int("stash_type", 1); stash != 1)
+    c.fail_attr("stash_type", std::to_string(stash), "only float32 statistics (1) are supported");
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  const Scope& s = c.scope();
+  Output x = c.native(0);
+  Output mean = ops::mean(s, x, axes, true, "mean");
+  Output centred = ops::sub(s, x, mean, "centred");
+  Output var = ops::mean(s, ops::square(s, centred, "squared"), axes, true, "variance");
+  const float epsilon = c.attr_float("epsilon", 1e-5f);
+  Output inv_std = ops::rsqrt(s, ops::add(s, var, ops::scalar(s, epsilon, "epsilon")), "inv_std_dev");
+  Output y = ops::mul(s, ops::mul(s, centred, inv_std, "normalised"), c.weight_or(1, same, runtime_same), "scaled");
+  if (c.has_input(2)) y = ops::add(s, y, c.weight_or(2, same, runtime_same), "shifted");
+  c.set_output(0, y);
+  if (c.node().output_size() > 1 && !c.node().output(1).empty()) c.set_output(1, mean);
+  if (c.node().output_size() > 2 && !c.node().output(2).empty()) c.set_output(2, inv_std);
+}
+
+// DepthToSpace (DCR and CRD modes) and SpaceToDepth as ONNX defines them: a
+// reshape to 6-D, a transpose and a reshape back, on NCHW.
+template <bool kToSpace>
+void map_depth_space(NodeContext& c) {
+  const Shape x = c.shape(0);
+  if (x.rank() != 4) c.fail("needs a 4-D input, got " + x.to_string());
+  const int64_t n = x[0] < 0 ? -1 : x[0], ch = x[1], h = x[2], w = x[3];
+  if (ch < 0 || h < 0 || w < 0) c.fail("needs channels, height and width known at import, got " + x.to_string());
+  const int64_t b = c.attr_int("blocksize", 0);
+  if (b < 1) c.fail_attr("blocksize", std::to_string(b), "must be positive");
+  const Scope& s = c.scope();
+  std::vector<int64_t> split, perm, out;
+  if (kToSpace) {
+    if (ch % (b * b)) c.fail("channels " + std::to_string(ch) + " are not a multiple of blocksize^2");
+    const std::string mode = c.attr_string("mode", "DCR");
+    if (mode == "DCR") {
+      split = {n, b, b, ch / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else if (mode == "CRD") {
+      split = {n, ch / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      c.fail_attr("mode", mode, "expected DCR or CRD");
+    }
+    out = {n, ch / (b * b), h * b, w * b};
+  } else {
+    if (h % b || w % b) c.fail("height and width of " + x.to_string() + " are not multiples of the blocksize");
+    split = {n, ch, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, ch * b * b, h / b, w / b};
+  }
+  Output y = ops::reshape(s, c.native(0), split, "split");
+  y = ops::transpose(s, y, perm, "blocks");
+  c.set_output(0, ops::reshape(s, y, out, "merged"));
+}
+
 // ONNX: y = x / (bias + alpha / size * sum over `size` channels of x^2)^beta,
 // the window centred (floor((size-1)/2) before, ceil((size-1)/2) after);
 // TF's LRN sums over [d - r, d + r] with alpha unscaled: r = (size-1)/2 for
@@ -353,6 +417,9 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["GlobalMaxPool"] = {map_global_pool<true>, {}};
   m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
   m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
+  m["LayerNormalization"] = {map_layer_norm, {"axis", "epsilon", "stash_type"}};
+  m["DepthToSpace"] = {map_depth_space<true>, {"blocksize", "mode"}};
+  m["SpaceToDepth"] = {map_depth_space<false>, {"blocksize"}};
   m["Resize"] = {map_resize,
                  {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode",
                   "nearest_mode"}};

@@ -199,7 +199,14 @@ void map_binary(NodeContext& c) {
 
 constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMaximum[] = "Maximum",
                kMinimum[] = "Minimum", kEqual[] = "Equal", kGreater[] = "Greater", kLess[] = "Less",
-               kGreaterEqual[] = "GreaterEqual", kLessEqual[] = "LessEqual", kPow[] = "Pow";
+               kGreaterEqual[] = "GreaterEqual", kLessEqual[] = "LessEqual", kPow[] = "Pow",
+               kLogicalAnd[] = "LogicalAnd", kLogicalOr[] = "LogicalOr", kNotEqual[] = "NotEqual";
+
+// Where(condition, X, Y): hub's Select, the three broadcast together.
+void map_where(NodeContext& c) {
+  Operands in = operands(c, 0, 3);
+  c.set_output(0, c.scope().op("Select", in.values, {}, "Select"), in.nhwc);
+}
 
 // Sum, Mean, Max, Min: a chain of the binary op (Mean divides at the end).
 template <const char* kOp, bool kMean>
@@ -229,7 +236,10 @@ void map_unary(NodeContext& c) {
 
 constexpr char kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kAbs[] = "Abs", kNeg[] = "Neg",
                kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal",
-               kHardSwish[] = "HardSwish", kSign[] = "Sign";
+               kHardSwish[] = "HardSwish", kSign[] = "Sign", kErf[] = "Erf", kFloor[] = "Floor", kCeil[] = "Ceil",
+               kRound[] = "Round", kSin[] = "Sin", kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin", kAcos[] = "Acos",
+               kAtan[] = "Atan", kSinh[] = "Sinh", kCosh[] = "Cosh", kAsinh[] = "Asinh", kAcosh[] = "Acosh",
+               kAtanh[] = "Atanh", kLogicalNot[] = "LogicalNot", kSquare[] = "Square";
 
 void map_elu(NodeContext& c) {
   bool nhwc;
@@ -657,7 +667,10 @@ void map_expand(NodeContext& c) {
 
 // ---- reductions -----------------------------------------------------------------------
 
-template <const char* kOp>
+// kOp over the axes, of kBefore(x) when given, then kAfter of the result
+// when given (ReduceL1 = Sum of Abs, ReduceL2 = Sqrt of Sum of Square, ...).
+constexpr char kNone[] = "";
+template <const char* kOp, const char* kBefore = kNone, const char* kAfter = kNone>
 void map_reduce(NodeContext& c) {
   const int rank = c.rank(0);
   std::vector<int64_t> axes;
@@ -680,7 +693,11 @@ void map_reduce(NodeContext& c) {
     for (int64_t& a : axes) a = nhwc_axis(a);
   Attrs attrs;
   attrs.set("axes", axes).set("keep_dims", keep);
-  c.set_output(0, c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0)}, attrs, kOp), nhwc);
+  Output x = nhwc ? c.nhwc(0) : c.native(0);
+  if (kBefore[0]) x = c.scope().op(kBefore, {x}, {}, kBefore);
+  Output y = c.scope().op(kOp, {x}, attrs, kOp);
+  if (kAfter[0]) y = c.scope().op(kAfter, {y}, {}, kAfter);
+  c.set_output(0, y, nhwc);
 }
 
 constexpr char kSum[] = "Sum", kMean[] = "Mean", kMax[] = "Max", kMin[] = "Min", kProd[] = "Prod";
@@ -695,13 +712,16 @@ void map_softmax(NodeContext& c) {
       nhwc);
 }
 
-constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
+constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax", kArgMax[] = "ArgMax", kArgMin[] = "ArgMin";
 
-void map_argmax(NodeContext& c) {
+// ArgMax, ArgMin.
+template <const char* kOp>
+void map_arg_extreme(NodeContext& c) {
   const int rank = c.rank(0);
   int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
-  if (c.attr_int("select_last_index", 0)) c.fail_attr("select_last_index", "1", "only the first maximum is supported");
-  Output y = c.scope().op("ArgMax", {c.native(0)}, Attrs().set("axis", axis), "ArgMax");
+  if (c.attr_int("select_last_index", 0))
+    c.fail_attr("select_last_index", "1", "only the first of equal extremes is supported");
+  Output y = c.scope().op(kOp, {c.native(0)}, Attrs().set("axis", axis), kOp);
   if (c.attr_int("keepdims", 1)) y = ops::expand_dims(c.scope(), y, axis, "keepdims");
   c.set_output(0, y);
 }
@@ -761,6 +781,26 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Log"] = {map_unary<kLog>, {}};
   m["Reciprocal"] = {map_unary<kReciprocal>, {}};
   m["Sign"] = {map_unary<kSign>, {}};
+  m["Erf"] = {map_unary<kErf>, {}};
+  m["Floor"] = {map_unary<kFloor>, {}};
+  m["Ceil"] = {map_unary<kCeil>, {}};
+  m["Round"] = {map_unary<kRound>, {}};
+  m["Sin"] = {map_unary<kSin>, {}};
+  m["Cos"] = {map_unary<kCos>, {}};
+  m["Tan"] = {map_unary<kTan>, {}};
+  m["Asin"] = {map_unary<kAsin>, {}};
+  m["Acos"] = {map_unary<kAcos>, {}};
+  m["Atan"] = {map_unary<kAtan>, {}};
+  m["Sinh"] = {map_unary<kSinh>, {}};
+  m["Cosh"] = {map_unary<kCosh>, {}};
+  m["Asinh"] = {map_unary<kAsinh>, {}};
+  m["Acosh"] = {map_unary<kAcosh>, {}};
+  m["Atanh"] = {map_unary<kAtanh>, {}};
+  m["Not"] = {map_unary<kLogicalNot>, {}};
+  m["And"] = {map_binary<kLogicalAnd>, {}};
+  m["Or"] = {map_binary<kLogicalOr>, {}};
+  m["Xor"] = {map_binary<kNotEqual>, {}};
+  m["Where"] = {map_where, {}};
   m["HardSwish"] = {map_unary<kHardSwish>, {}};
   m["Elu"] = {map_elu, {"alpha"}};
   m["LeakyRelu"] = {map_leaky_relu, {"alpha"}};
@@ -789,9 +829,14 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["ReduceMax"] = {map_reduce<kMax>, {"axes", "keepdims"}};
   m["ReduceMin"] = {map_reduce<kMin>, {"axes", "keepdims"}};
   m["ReduceProd"] = {map_reduce<kProd>, {"axes", "keepdims"}};
+  m["ReduceSumSquare"] = {map_reduce<kSum, kSquare>, {"axes", "keepdims"}};
+  m["ReduceL1"] = {map_reduce<kSum, kAbs>, {"axes", "keepdims"}};
+  m["ReduceL2"] = {map_reduce<kSum, kSquare, kSqrt>, {"axes", "keepdims"}};
+  m["ReduceLogSum"] = {map_reduce<kSum, kNone, kLog>, {"axes", "keepdims"}};
   m["Softmax"] = {map_softmax<kSoftmax>, {"axis"}};
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
-  m["ArgMax"] = {map_argmax, {"axis", "keepdims", "select_last_index"}};
+  m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};
+  m["ArgMin"] = {map_arg_extreme<kArgMin>, {"axis", "keepdims", "select_last_index"}};
 }
 
 }  // namespace hub::onnx_interop

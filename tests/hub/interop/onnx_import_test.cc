@@ -230,11 +230,11 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
   {
     OnnxBuilder b;
     b.input("x", {2, 2});
-    b.node("Acos", {"x"}, "y", "the_node");
+    b.node("Hardmax", {"x"}, "y", "the_node");
     b.output("y", {2, 2});
     const std::string path = b.save(dir.path, "op.onnx");
     expect_error(
-        Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "node 'the_node' (Acos)");
+        Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "node 'the_node' (Hardmax)");
     expect_error(
         Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, path);
   }
