@@ -87,7 +87,8 @@ class Exporter {
   std::map<Output, std::vector<std::pair<int, int>>> readers_;
   std::map<Output, int> signature_uses_;
   std::map<std::string, Tensor> variables_;
-  std::set<std::string> names_;
+  std::set<std::string> names_;       // value names
+  std::set<std::string> node_names_;  // node names (ONNX Runtime refuses a model that repeats one)
 };
 
 void set_ints(NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
@@ -134,7 +135,9 @@ NodeProto* Exporter::add(const std::string& op, const std::vector<std::string>& 
                          const std::string& name) {
   NodeProto* n = out_->add_node();
   n->set_op_type(op);
-  n->set_name(name);
+  std::string unique = name;
+  for (int i = 1; !node_names_.insert(unique).second; ++i) unique = name + "_" + std::to_string(i);
+  n->set_name(unique);
   for (const auto& in : inputs) n->add_input(in);
   n->add_output(output);
   return n;
@@ -387,7 +390,23 @@ constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", k
                kNeg[] = "Neg", kSqrt[] = "Sqrt", kExp[] = "Exp", kLog[] = "Log", kReciprocal[] = "Reciprocal",
                kIdentity[] = "Identity", kSign[] = "Sign", kHardSwish[] = "HardSwish", kPow[] = "Pow",
                kEqual[] = "Equal", kGreater[] = "Greater", kLess[] = "Less", kGreaterEqual[] = "GreaterOrEqual",
-               kLessEqual[] = "LessOrEqual";
+               kLessEqual[] = "LessOrEqual", kErf[] = "Erf", kFloor[] = "Floor", kCeil[] = "Ceil", kRound[] = "Round",
+               kSin[] = "Sin", kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin", kAcos[] = "Acos", kAtan[] = "Atan",
+               kSinh[] = "Sinh", kCosh[] = "Cosh", kAsinh[] = "Asinh", kAcosh[] = "Acosh", kAtanh[] = "Atanh",
+               kNot[] = "Not", kAnd[] = "And", kOr[] = "Or", kWhere[] = "Where";
+
+// NotEqual: Xor of bools, else Not of Equal.
+void export_not_equal(Exporter& e, const Node& n) {
+  if (e.spec(in(n, 0)).dtype == DType::kBool) {
+    elementwise(e, n, "Xor");
+    return;
+  }
+  elementwise(e, n, "Equal");
+  const bool nchw = e.is_nchw(out0(n));
+  std::string y = e.fresh(n.name + "/not");
+  e.add("Not", {nchw ? e.nchw(out0(n)) : e.nhwc(out0(n))}, y, y);
+  e.set(out0(n), y, nchw);
+}
 
 // A unary op with attributes: layout kept.
 NodeProto* unary(Exporter& e, const Node& n, const std::string& op_type) {
@@ -851,9 +870,10 @@ void export_slice(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
-void export_argmax(Exporter& e, const Node& n) {
+// ArgMax, ArgMin.
+void export_arg_extreme(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("ArgMax", {e.nhwc(in(n, 0))}, y, n.name);
+  NodeProto* p = e.add(n.op, {e.nhwc(in(n, 0))}, y, n.name);
   set_int(p, "axis", n.attrs.get_int("axis"));
   set_int(p, "keepdims", 0);
   e.set(out0(n), y);
@@ -918,6 +938,11 @@ const std::map<std::string, ExportFn>& exporters() {
       {"GreaterEqual", export_elementwise<kGreaterEqual>},
       {"Less", export_elementwise<kLess>},
       {"LessEqual", export_elementwise<kLessEqual>},
+      {"NotEqual", export_not_equal},
+      {"LogicalAnd", export_elementwise<kAnd>},
+      {"LogicalOr", export_elementwise<kOr>},
+      {"LogicalNot", export_unary<kNot>},
+      {"Select", export_elementwise<kWhere>},
       {"Relu", export_unary<kRelu>},
       {"Relu6", export_relu6},
       {"ClipByValue", export_clip},
@@ -937,6 +962,21 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Exp", export_unary<kExp>},
       {"Log", export_unary<kLog>},
       {"Reciprocal", export_unary<kReciprocal>},
+      {"Erf", export_unary<kErf>},
+      {"Floor", export_unary<kFloor>},
+      {"Ceil", export_unary<kCeil>},
+      {"Round", export_unary<kRound>},
+      {"Sin", export_unary<kSin>},
+      {"Cos", export_unary<kCos>},
+      {"Tan", export_unary<kTan>},
+      {"Asin", export_unary<kAsin>},
+      {"Acos", export_unary<kAcos>},
+      {"Atan", export_unary<kAtan>},
+      {"Sinh", export_unary<kSinh>},
+      {"Cosh", export_unary<kCosh>},
+      {"Asinh", export_unary<kAsinh>},
+      {"Acosh", export_unary<kAcosh>},
+      {"Atanh", export_unary<kAtanh>},
       {"Cast", export_cast},
       {"Softmax", export_softmax<kSoftmax>},
       {"LogSoftmax", export_softmax<kLogSoftmax>},
@@ -961,7 +1001,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Concat", export_concat},
       {"Pad", export_pad},
       {"Slice", export_slice},
-      {"ArgMax", export_argmax},
+      {"ArgMax", export_arg_extreme},
+      {"ArgMin", export_arg_extreme},
       {"Resize", export_resize},
   };
   return table;

@@ -543,3 +543,88 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
   for (const std::string& op : documented)
     if (!mapped.count(op)) MESSAGE("documented but not mapped: " << op);
 }
+
+TEST_CASE("ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where and ArgMin agree with "
+          "ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_math_ort");
+  OnnxBuilder b(17);
+  b.input("x", {1, 8, 2, 4});
+  b.init("scale", random_tensor({4}, 21, 0.5f, 1.5f));
+  b.init("bias", random_tensor({4}, 22));
+  b.init("half", Tensor::scalar<float>(0.5f));
+  b.init("three", Tensor::scalar<float>(3.0f));
+  b.init("zero", Tensor::scalar<float>(0.0f));
+  // Each node named after its output (ONNX Runtime wants distinct names).
+  auto node = [&](const std::string& op, const std::vector<std::string>& in, const std::string& out) {
+    return b.node(op, in, out, "/" + out);
+  };
+  int_attr(node("LayerNormalization", {"x", "scale", "bias"}, "ln"), "axis", -1);
+  node("Erf", {"ln"}, "o1_erf");
+  node("Mul", {"x", "half"}, "xh");
+  node("Sin", {"x"}, "sin");
+  node("Cos", {"x"}, "cos");
+  node("Tan", {"xh"}, "tan");
+  node("Add", {"sin", "cos"}, "sc");
+  node("Add", {"sc", "tan"}, "o2_trig");
+  node("Tanh", {"x"}, "unit");  // in (-1, 1): the inverse functions' domain
+  node("Asin", {"unit"}, "asin");
+  node("Acos", {"unit"}, "acos");
+  node("Atanh", {"unit"}, "atanh");
+  node("Atan", {"x"}, "atan");
+  node("Sum", {"asin", "acos", "atanh", "atan"}, "o3_inverse");
+  node("Sinh", {"xh"}, "sinh");
+  node("Cosh", {"xh"}, "cosh");  // >= 1: Acosh's domain
+  node("Acosh", {"cosh"}, "acosh");
+  node("Asinh", {"x"}, "asinh");
+  node("Sum", {"sinh", "acosh", "asinh"}, "o4_hyperbolic");
+  node("Mul", {"x", "three"}, "x3");
+  node("Floor", {"x3"}, "floor");
+  node("Ceil", {"x3"}, "ceil");
+  node("Round", {"x3"}, "round");
+  node("Sum", {"floor", "ceil", "round"}, "o5_rounding");
+  node("Greater", {"x", "zero"}, "positive");
+  node("Less", {"x", "half"}, "below_half");
+  node("And", {"positive", "below_half"}, "between");
+  node("Not", {"between"}, "outside");
+  node("Greater", {"ln", "zero"}, "ln_positive");
+  node("Xor", {"outside", "ln_positive"}, "either");
+  node("Or", {"either", "positive"}, "chosen");
+  node("Where", {"chosen", "o1_erf", "x"}, "o6_where");
+  int_attr(node("ArgMin", {"x"}, "argmin"), "axis", 1);
+  int_attr(node("Cast", {"argmin"}, "o7_argmin"), "to", ::onnx::TensorProto::FLOAT);
+  for (const char* o : {"o1_erf", "o2_trig", "o3_inverse", "o4_hyperbolic", "o5_rounding", "o6_where"})
+    b.output(o, {1, 8, 2, 4});
+  b.output("o7_argmin", {1, 1, 2, 4});
+  const std::string source = b.save(dir.path, "source.onnx");
+
+  const Tensor x = random_tensor({1, 8, 2, 4}, 23, -1.5f, 1.5f);
+  const std::vector<Tensor> want = run_onnx_runtime(source, {{"x", x}}, dir.path / "source");
+  REQUIRE(want.size() == 7);
+  const char* names[] = {"o1_erf", "o2_trig", "o3_inverse", "o4_hyperbolic", "o5_rounding", "o6_where", "o7_argmin"};
+  const ModuleSpec spec = onnx_interop::import_onnx(source);
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO("hub on " << backend);
+    const TensorMap got = run_signature(spec, "default", {{"x", x}}, backend);
+    for (int i = 0; i < 7; ++i) {
+      INFO(names[i]);
+      expect_close(got.at(names[i]), want[static_cast<size_t>(i)], 1e-5, 1e-4);
+    }
+  }
+  // Exported back to ONNX: the new ops are written as themselves, and ONNX Runtime computes the same.
+  const std::string exported = (dir.path / "exported.onnx").string();
+  onnx_interop::export_onnx(spec, exported);
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  std::set<std::string> ops;
+  for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  for (const char* op : {"Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                         "Floor", "Ceil", "Round", "Not", "And", "Or", "Xor", "Where", "ArgMin"})
+    CHECK_MESSAGE(ops.count(op), op << " is not in the exported model");
+  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
+  REQUIRE(again.size() == 7);
+  for (int i = 0; i < 7; ++i) {
+    INFO("exported " << names[i]);
+    expect_close(again[static_cast<size_t>(i)], want[static_cast<size_t>(i)], 1e-5, 1e-4);
+  }
+}
