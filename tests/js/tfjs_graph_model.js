@@ -218,6 +218,31 @@ node('sum', 'Sum', ['sum4', 'axes12'], {T, keep_dims: {b: false}, Tidx: {type: '
 node('splitv/mean', 'Mean', ['splitv/first', vec('splitv/axes', [1, 2])], {T, keep_dims: {b: false}, Tidx: {type: 'DT_INT32'}});
 node('features/concat', 'Concat', [intScalar('features/axis', 1), 'max', 'sum'], {T, N: {i: '2'}});
 node('features', 'Relu', ['features/concat'], {T});
+// Element-wise math, comparisons, logic and SelectV2 on [N, 12]: unit is in
+// (-0.9, 0.9), inside the inverse functions' domains.
+const f = 'features/concat';
+node('math/x3', 'Mul', [f, scalar('math/three', 3)], {T});
+node('math/unit', 'Mul', [node('math/tanh', 'Tanh', [f], {T}), scalar('math/nine_tenths', 0.9)], {T});
+const unary = [['Erf', f], ['Floor', 'math/x3'], ['Ceil', 'math/x3'], ['Round', 'math/x3'], ['Sin', 'math/x3'],
+               ['Cos', 'math/x3'], ['Tan', 'math/unit'], ['Asin', 'math/unit'], ['Acos', 'math/unit'],
+               ['Atan', 'math/x3'], ['Sinh', 'math/unit'], ['Cosh', 'math/unit'], ['Asinh', 'math/x3'],
+               ['Atanh', 'math/unit']];
+const terms = unary.map(([op, x]) => node(`math/${op.toLowerCase()}`, op, [x], {T}));
+node('math/cosh1', 'Add', ['math/cosh', scalar('math/one', 1)], {T});
+terms.push(node('math/acosh', 'Acosh', ['math/cosh1'], {T}));
+node('math/gt', 'Greater', [f, scalar('math/lo', 0.1)], {T});
+node('math/lt', 'Less', [f, scalar('math/hi', 1)], {T});
+node('math/ge', 'GreaterEqual', ['math/floor', 'math/ceil'], {T});  // true where 3x is an integer
+node('math/le', 'LessEqual', ['math/round', 'math/x3'], {T});
+node('math/ne', 'NotEqual', ['math/floor', scalar('math/zero', 0)], {T, incompatible_shape_error: {b: true}});
+node('math/eq', 'Equal', ['math/ceil', 'math/one'], {T, incompatible_shape_error: {b: true}});
+node('math/and', 'LogicalAnd', ['math/gt', 'math/lt']);
+node('math/or', 'LogicalOr', ['math/and', 'math/ge']);
+node('math/not', 'LogicalNot', ['math/le']);
+node('math/either', 'LogicalOr', [node('math/both', 'LogicalAnd', ['math/or', 'math/not']), 'math/eq']);
+node('math/cond', 'LogicalAnd', ['math/either', 'math/ne']);
+terms.push(node('math/select', 'SelectV2', ['math/cond', 'math/erf', 'math/x3'], {T}));
+node('math', 'AddN', terms, {T, N: {i: String(terms.length)}});
 // Flatten as Keras writes it: Reshape(x, Pack(StridedSlice(Shape(x), 0), -1)).
 node('flat/shape', 'Shape', ['lrn'], {T, out_type: {type: 'DT_INT32'}});
 node('flat/batch', 'StridedSlice', ['flat/shape', vec('flat/begin', [0]), vec('flat/end', [1]), vec('flat/strides', [1])],
@@ -262,7 +287,8 @@ async function main() {
     signature: {
       inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
-                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54])},
+                'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
+                'math:0': tensorInfo('math:0', [-1, 12])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -289,7 +315,7 @@ async function main() {
   const model = await tf.loadGraphModel(handler);
   const input = tf.tensor(values(2 * 10 * 10 * 3, 0, 1), [2, 10, 10, 3]);
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized'];
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math'];
   const results = model.execute({images: input}, names);
   const shapes = {};
   names.forEach((name, i) => {

@@ -2,6 +2,7 @@
 // both TensorFlow and hub do), reductions over constant axes, matrix
 // products.
 #include <algorithm>
+#include <set>
 
 #include "hub/core/error.h"
 #include "hub/interop/tf/ops.h"
@@ -15,13 +16,61 @@ constexpr int kDtInt32 = 3;
 // TensorFlow op -> hub op for the element-wise ops that map one to one.
 const std::map<std::string, std::string>& elementwise() {
   static const std::map<std::string, std::string> m = {
-      {"Add", "Add"},     {"AddV2", "Add"},     {"Sub", "Sub"},         {"Mul", "Mul"},
-      {"RealDiv", "Div"}, {"Div", "Div"},       {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
-      {"Rsqrt", "Rsqrt"}, {"Square", "Square"}, {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
-      {"Exp", "Exp"},     {"Log", "Log"},       {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
+      {"Add", "Add"},
+      {"AddV2", "Add"},
+      {"Sub", "Sub"},
+      {"Mul", "Mul"},
+      {"RealDiv", "Div"},
+      {"Div", "Div"},
+      {"Maximum", "Maximum"},
+      {"Minimum", "Minimum"},
+      {"Rsqrt", "Rsqrt"},
+      {"Square", "Square"},
+      {"Sqrt", "Sqrt"},
+      {"Neg", "Neg"},
+      {"Exp", "Exp"},
+      {"Log", "Log"},
+      {"Abs", "Abs"},
+      {"Reciprocal", "Reciprocal"},
+      {"Erf", "Erf"},
+      {"Floor", "Floor"},
+      {"Ceil", "Ceil"},
+      {"Round", "Round"},
+      {"Sin", "Sin"},
+      {"Cos", "Cos"},
+      {"Tan", "Tan"},
+      {"Asin", "Asin"},
+      {"Acos", "Acos"},
+      {"Atan", "Atan"},
+      {"Sinh", "Sinh"},
+      {"Cosh", "Cosh"},
+      {"Asinh", "Asinh"},
+      {"Acosh", "Acosh"},
+      {"Atanh", "Atanh"},
+      {"Equal", "Equal"},
+      {"NotEqual", "NotEqual"},
+      {"Greater", "Greater"},
+      {"GreaterEqual", "GreaterEqual"},
+      {"Less", "Less"},
+      {"LessEqual", "LessEqual"},
+      {"SelectV2", "Select"},
+      {"LogicalNot", "LogicalNot"},
+      {"LogicalAnd", "LogicalAnd"},
+      {"LogicalOr", "LogicalOr"},
   };
   return m;
 }
+
+// Element-wise TensorFlow ops of one input (their output is named y).
+bool is_unary(const std::string& tf_op) {
+  static const std::set<std::string> unary = {
+      "Rsqrt", "Square", "Sqrt", "Neg",  "Exp",  "Log",  "Abs",  "Reciprocal", "Erf",   "Floor", "Ceil",  "Round",
+      "Sin",   "Cos",    "Tan",  "Asin", "Acos", "Atan", "Sinh", "Cosh",       "Asinh", "Acosh", "Atanh", "LogicalNot"};
+  return unary.count(tf_op) > 0;
+}
+
+// The logical ops have no T attribute (bool only).
+bool is_logical(const std::string& tf_op) { return tf_op.rfind("Logical", 0) == 0; }
 
 void map_elementwise(OpContext& c) {
   const std::string& hub_op = elementwise().at(c.op());
@@ -70,17 +119,15 @@ void map_matmul(OpContext& c) {
 
 // ---- Exporters ---------------------------------------------------------------------
 
-// hub op -> TensorFlow op, with attribute T.
+// hub op -> TensorFlow op, with attribute T (but for the logical ops): the
+// inverse of elementwise() (Div as RealDiv, Add as Add).
 const std::map<std::string, std::string>& elementwise_export() {
-  static const std::map<std::string, std::string> m = {
-      {"Add", "Add"},         {"Sub", "Sub"},
-      {"Mul", "Mul"},         {"Div", "RealDiv"},
-      {"Maximum", "Maximum"}, {"Minimum", "Minimum"},
-      {"Rsqrt", "Rsqrt"},     {"Square", "Square"},
-      {"Sqrt", "Sqrt"},       {"Neg", "Neg"},
-      {"Exp", "Exp"},         {"Log", "Log"},
-      {"Abs", "Abs"},         {"Reciprocal", "Reciprocal"},
-  };
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> out;
+    for (const auto& [tf_op, hub_op] : elementwise())
+      if (tf_op != "AddV2" && tf_op != "Div") out[hub_op] = tf_op;
+    return out;
+  }();
   return m;
 }
 
@@ -89,8 +136,9 @@ void export_elementwise(ExportContext& c) {
     c.fail("only float division maps to TensorFlow");
   std::vector<std::string> in;
   for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
-  auto& n = c.add("", elementwise_export().at(c.node().op), in);
-  set_type(n, "T", c.input_spec(0).dtype);
+  const std::string& tf_op = elementwise_export().at(c.node().op);
+  auto& n = c.add("", tf_op, in);
+  if (!is_logical(tf_op)) set_type(n, "T", c.input_spec(c.node().op == "Select" ? 1 : 0).dtype);
   c.set_output(0, n.name());
 }
 
@@ -130,9 +178,10 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
   const auto T = attr_required();
   // Unary ops name their output y, binary ones z.
   for (const auto& [tf_op, hub_op] : elementwise()) {
-    const bool unary = tf_op == "Rsqrt" || tf_op == "Square" || tf_op == "Sqrt" || tf_op == "Neg" || tf_op == "Exp" ||
-                       tf_op == "Log" || tf_op == "Abs" || tf_op == "Reciprocal";
-    m[tf_op] = {map_elementwise, {{"T", T}}, {unary ? "y" : "z"}};
+    std::map<std::string, proto::AttrValue> attrs;
+    if (!is_logical(tf_op)) attrs["T"] = T;
+    if (tf_op == "Equal" || tf_op == "NotEqual") attrs["incompatible_shape_error"] = attr_b(true);
+    m[tf_op] = {map_elementwise, attrs, {is_unary(tf_op) ? "y" : tf_op == "SelectV2" ? "output" : "z"}};
   }
   m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
   for (const char* op : {"Mean", "Sum", "Max"})

@@ -190,7 +190,8 @@ void select_kernel(KernelContext& c) {
     using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
     parallel_for(z.num_elements(), 16384, [&](int64_t b, int64_t e) {
       Eigen::Map<const Eigen::Array<bool, Eigen::Dynamic, 1>> when(pc + b, e - b);
-      Eigen::Map<Arr>(pz + b, e - b) = when.select(Eigen::Map<const Arr>(px + b, e - b), Eigen::Map<const Arr>(py + b, e - b));
+      Eigen::Map<Arr>(pz + b, e - b) =
+          when.select(Eigen::Map<const Arr>(px + b, e - b), Eigen::Map<const Arr>(py + b, e - b));
     });
   });
 }

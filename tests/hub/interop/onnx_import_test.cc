@@ -544,8 +544,9 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
     if (!mapped.count(op)) MESSAGE("documented but not mapped: " << op);
 }
 
-TEST_CASE("ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where and ArgMin agree with "
-          "ONNX Runtime") {
+TEST_CASE(
+    "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where and ArgMin agree with "
+    "ONNX Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_math_ort");
   OnnxBuilder b(17);
@@ -618,8 +619,8 @@ TEST_CASE("ONNX import and export of layer norm, Erf, rounding, trigonometry, lo
   REQUIRE(m.ParseFromString(read_file_bytes(exported)));
   std::set<std::string> ops;
   for (const auto& n : m.graph().node()) ops.insert(n.op_type());
-  for (const char* op : {"Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-                         "Floor", "Ceil", "Round", "Not", "And", "Or", "Xor", "Where", "ArgMin"})
+  for (const char* op : {"Erf",   "Sin",   "Cos",  "Tan",   "Asin", "Acos", "Atan", "Sinh", "Cosh",  "Asinh", "Acosh",
+                         "Atanh", "Floor", "Ceil", "Round", "Not",  "And",  "Or",   "Xor",  "Where", "ArgMin"})
     CHECK_MESSAGE(ops.count(op), op << " is not in the exported model");
   const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
   REQUIRE(again.size() == 7);

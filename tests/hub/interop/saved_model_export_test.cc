@@ -26,7 +26,7 @@ using namespace hub::testing;
 
 namespace {
 
-// images [?, 8, 8, 3] -> (probs [?, 4], features [?, 10]) through every
+// images [?, 8, 8, 3] -> (probs [?, 4], features [?, 48]) through every
 // exported op.
 void every_op(ModuleBuilder& b) {
   Scope s = b.scope();
@@ -113,6 +113,26 @@ void every_op(ModuleBuilder& b) {
   Output mx = s.op("Max", {s.op("ExpandDims", {flat}, Attrs().set("axis", int64_t{1}), "expand")},
                    Attrs().set("axes", ints({1})), "max_over");             // [?, 12]
   Output sum = s.op("Sum", {y}, Attrs().set("axes", ints({1, 2})), "sum");  // [?, 12]
+  // Element-wise math, comparisons, logic and Select on [?, 12]; unit in (-0.9, 0.9).
+  Output x3 = s.op("Mul", {flat, ops::scalar(s, 3.f, "three")}, {}, "x3");
+  Output unit = s.op("Mul", {s.op("Tanh", {flat}, {}, "unit_tanh"), ops::scalar(s, 0.9f, "nine_tenths")}, {}, "unit");
+  std::vector<Output> terms;
+  for (const std::string op : {"Erf", "Floor", "Ceil", "Round", "Sin", "Cos", "Atan", "Asinh"})
+    terms.push_back(s.op(op, {x3}, {}, "x3_" + op));
+  for (const std::string op : {"Tan", "Asin", "Acos", "Sinh", "Cosh", "Atanh"})
+    terms.push_back(s.op(op, {unit}, {}, "unit_" + op));
+  terms.push_back(
+      s.op("Acosh", {s.op("Add", {terms.back(), ops::scalar(s, 1.f, "plus_one")}, {}, "cosh1")}, {}, "acosh"));
+  auto cmp = [&](const std::string& op, Output a, float v) {
+    return s.op(op, {a, ops::scalar(s, v, op + "_v")}, {}, op);
+  };
+  Output in_range = s.op("LogicalAnd", {cmp("Greater", x3, 0.3f), cmp("Less", x3, 2.f)}, {}, "in_range");
+  Output odd = s.op("LogicalOr", {cmp("GreaterEqual", x3, 4.f), cmp("LessEqual", x3, -1.f)}, {}, "odd");
+  Output cond = s.op("LogicalOr", {in_range, s.op("LogicalNot", {odd}, {}, "not_odd")}, {}, "cond");
+  cond = s.op("LogicalAnd", {cond, s.op("NotEqual", {terms[1], terms[2]}, {}, "fractional")}, {}, "cond_fractional");
+  cond = s.op("LogicalOr", {cond, s.op("Equal", {terms[1], terms[3]}, {}, "rounds_down")}, {}, "cond_down");
+  terms.push_back(s.op("Select", {cond, terms[0], x3}, {}, "select"));
+  Output math = s.op("AddN", terms, {}, "math");  // [?, 12]
   Output r = s.op("Reshape", {y}, Attrs().set("shape", ints({-1, 108})), "reshape");
   Output like = s.op("ReshapeLike", {s.op("Identity", {r}, {}, "identity"), r}, {}, "reshape_like");
   Output logits = s.op("MatMul", {like, var("fc/weights", {108, 4})}, {}, "fc");
@@ -123,8 +143,8 @@ void every_op(ModuleBuilder& b) {
   logits = s.op("StopGradient", {logits}, {}, "stop");
   Output probs = s.op("Softmax", {logits}, {}, "probs");
   Output logp = s.op("Cast", {s.op("LogSoftmax", {logits}, {}, "logp")}, Attrs().set("dtype", DType::kFloat32), "cast");
-  Output features =
-      s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum")}, Attrs().set("axis", int64_t{1}), "features");
+  Output features = s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum"), math},
+                         Attrs().set("axis", int64_t{1}), "features");
   b.add_signature("default", {{"images", x}}, {{"default", probs}, {"log_probs", logp}});
   b.add_signature("image_feature_vector", {{"images", x}}, {{"default", features}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
@@ -219,6 +239,31 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "StopGradient",
                                         "Softmax",
                                         "LogSoftmax",
+                                        "Erf",
+                                        "Floor",
+                                        "Ceil",
+                                        "Round",
+                                        "Sin",
+                                        "Cos",
+                                        "Tan",
+                                        "Asin",
+                                        "Acos",
+                                        "Atan",
+                                        "Sinh",
+                                        "Cosh",
+                                        "Asinh",
+                                        "Acosh",
+                                        "Atanh",
+                                        "Greater",
+                                        "GreaterEqual",
+                                        "Less",
+                                        "LessEqual",
+                                        "Equal",
+                                        "NotEqual",
+                                        "LogicalAnd",
+                                        "LogicalOr",
+                                        "LogicalNot",
+                                        "SelectV2",
                                         "Cast",
                                         "PlaceholderWithDefault",
                                         "SaveV2",
