@@ -1,15 +1,20 @@
 // CUDA kernels of the unary math ops, casts, comparisons and broadcasts of
 // hub/ops/math.h: Neg, Square, Abs, Sign (float32, int32, int64), Sqrt,
-// Rsqrt, Exp, Log, Reciprocal (float32), Cast (every pair of dtypes), Equal,
-// NotEqual, Greater, GreaterEqual, Less, LessEqual (float32, int32, int64,
-// uint8; broadcasting), BroadcastLike and BroadcastTo (any dtype).
+// Rsqrt, Exp, Log, Reciprocal, Erf, Floor, Ceil, Round, the trigonometric and
+// hyperbolic functions and their inverses (float32), Cast (every pair of
+// dtypes), Equal, NotEqual (float32, int32, int64, uint8, bool), Greater,
+// GreaterEqual, Less, LessEqual (float32, int32, int64, uint8), LogicalNot,
+// LogicalAnd, LogicalOr (bool; all broadcasting), BroadcastLike and
+// BroadcastTo (any dtype). Select runs on the host.
 //
 // They compute what the reference kernels (hub/ops/cpu/math.cc) do:
 // - Sign(NaN) = 0 (both comparisons fail); Sign(-0) = +0.
 // - Sqrt, Exp, Log, Reciprocal are IEEE-rounded or within CUDA's documented
 //   ulp bounds of the reference (sqrtf and 1/x are exactly rounded; expf,
 //   logf, rsqrtf within 2 ulp), with the same IEEE domain results
-//   (Sqrt(-1) = NaN, Log(0) = -inf, Rsqrt(0) = Reciprocal(0) = inf).
+//   (Sqrt(-1) = NaN, Log(0) = -inf, Rsqrt(0) = Reciprocal(0) = inf); the
+//   other float functions are CUDA's, within its documented ulp bounds
+//   (Round is rintf: halves to even, as the reference).
 // - Cast is static_cast: float -> integer truncates toward zero, nonzero
 //   (and NaN) -> true, bool -> 0 / 1, integer narrowing keeps the low bits.
 //   Values outside the destination's range are undefined, as on the CPU
@@ -69,6 +74,26 @@ struct LogFn {
 struct ReciprocalFn {
   __device__ float operator()(float x) const { return 1.0f / x; }
 };
+// A float function of CUDA's math library as a functor.
+template <float (*kFn)(float)>
+struct MathFn {
+  __device__ float operator()(float x) const { return kFn(x); }
+};
+__device__ float erf_of(float x) { return erff(x); }
+__device__ float floor_of(float x) { return floorf(x); }
+__device__ float ceil_of(float x) { return ceilf(x); }
+__device__ float round_of(float x) { return rintf(x); }
+__device__ float sin_of(float x) { return sinf(x); }
+__device__ float cos_of(float x) { return cosf(x); }
+__device__ float tan_of(float x) { return tanf(x); }
+__device__ float asin_of(float x) { return asinf(x); }
+__device__ float acos_of(float x) { return acosf(x); }
+__device__ float atan_of(float x) { return atanf(x); }
+__device__ float sinh_of(float x) { return sinhf(x); }
+__device__ float cosh_of(float x) { return coshf(x); }
+__device__ float asinh_of(float x) { return asinhf(x); }
+__device__ float acosh_of(float x) { return acoshf(x); }
+__device__ float atanh_of(float x) { return atanhf(x); }
 
 template <class F>
 void arith_unary_op(KernelContext& c) {
@@ -144,7 +169,8 @@ struct LessEqualFn {
   }
 };
 
-// Comparisons take float32, int32, int64 or uint8 operands.
+// Comparisons take float32, int32, int64 or uint8 operands (Equal and
+// NotEqual also bool).
 template <class F>
 void compare_op(KernelContext& c) {
   auto run = [&](auto tag) {
@@ -153,8 +179,27 @@ void compare_op(KernelContext& c) {
   };
   if (c.input(0).dtype() == DType::kUInt8)
     run(uint8_t{});
+  else if (c.input(0).dtype() == DType::kBool)
+    run(bool{});
   else
     dispatch_arith(c.input(0).dtype(), run);
+}
+
+struct NotFn {
+  __device__ bool operator()(bool x) const { return !x; }
+};
+struct AndFn {
+  __device__ bool operator()(bool a, bool b) const { return a && b; }
+};
+struct OrFn {
+  __device__ bool operator()(bool a, bool b) const { return a || b; }
+};
+
+void logical_not_op(KernelContext& c) { broadcast_map<bool>(NotFn{}, c.output(0), c.input(0)); }
+
+template <class F>
+void logical_binary_op(KernelContext& c) {
+  broadcast_map<bool>(F{}, c.output(0), c.input(0), c.input(1));
 }
 
 struct CopyFn {
@@ -230,6 +275,21 @@ HUB_REGISTER_KERNEL(Rsqrt, cuda, float_unary_op<RsqrtFn>);
 HUB_REGISTER_KERNEL(Exp, cuda, float_unary_op<ExpFn>);
 HUB_REGISTER_KERNEL(Log, cuda, float_unary_op<LogFn>);
 HUB_REGISTER_KERNEL(Reciprocal, cuda, float_unary_op<ReciprocalFn>);
+HUB_REGISTER_KERNEL(Erf, cuda, float_unary_op<MathFn<erf_of>>);
+HUB_REGISTER_KERNEL(Floor, cuda, float_unary_op<MathFn<floor_of>>);
+HUB_REGISTER_KERNEL(Ceil, cuda, float_unary_op<MathFn<ceil_of>>);
+HUB_REGISTER_KERNEL(Round, cuda, float_unary_op<MathFn<round_of>>);
+HUB_REGISTER_KERNEL(Sin, cuda, float_unary_op<MathFn<sin_of>>);
+HUB_REGISTER_KERNEL(Cos, cuda, float_unary_op<MathFn<cos_of>>);
+HUB_REGISTER_KERNEL(Tan, cuda, float_unary_op<MathFn<tan_of>>);
+HUB_REGISTER_KERNEL(Asin, cuda, float_unary_op<MathFn<asin_of>>);
+HUB_REGISTER_KERNEL(Acos, cuda, float_unary_op<MathFn<acos_of>>);
+HUB_REGISTER_KERNEL(Atan, cuda, float_unary_op<MathFn<atan_of>>);
+HUB_REGISTER_KERNEL(Sinh, cuda, float_unary_op<MathFn<sinh_of>>);
+HUB_REGISTER_KERNEL(Cosh, cuda, float_unary_op<MathFn<cosh_of>>);
+HUB_REGISTER_KERNEL(Asinh, cuda, float_unary_op<MathFn<asinh_of>>);
+HUB_REGISTER_KERNEL(Acosh, cuda, float_unary_op<MathFn<acosh_of>>);
+HUB_REGISTER_KERNEL(Atanh, cuda, float_unary_op<MathFn<atanh_of>>);
 HUB_REGISTER_KERNEL(Cast, cuda, cast_op);
 HUB_REGISTER_KERNEL(Equal, cuda, compare_op<EqualFn>, supports_broadcast_binary);
 HUB_REGISTER_KERNEL(NotEqual, cuda, compare_op<NotEqualFn>, supports_broadcast_binary);
@@ -237,6 +297,9 @@ HUB_REGISTER_KERNEL(Greater, cuda, compare_op<GreaterFn>, supports_broadcast_bin
 HUB_REGISTER_KERNEL(GreaterEqual, cuda, compare_op<GreaterEqualFn>, supports_broadcast_binary);
 HUB_REGISTER_KERNEL(Less, cuda, compare_op<LessFn>, supports_broadcast_binary);
 HUB_REGISTER_KERNEL(LessEqual, cuda, compare_op<LessEqualFn>, supports_broadcast_binary);
+HUB_REGISTER_KERNEL(LogicalNot, cuda, logical_not_op);
+HUB_REGISTER_KERNEL(LogicalAnd, cuda, logical_binary_op<AndFn>, supports_broadcast_binary);
+HUB_REGISTER_KERNEL(LogicalOr, cuda, logical_binary_op<OrFn>, supports_broadcast_binary);
 HUB_REGISTER_KERNEL(BroadcastLike, cuda, broadcast_like_op, supports_broadcast_like);
 HUB_REGISTER_KERNEL(BroadcastTo, cuda, broadcast_to_op, supports_broadcast_to);
 

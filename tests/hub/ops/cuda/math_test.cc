@@ -72,6 +72,48 @@ TEST_CASE("cuda Sqrt, Rsqrt, Exp, Log, Reciprocal: every rank, IEEE domain resul
   expect_close(run_op("Rsqrt", {make({2}, {4, 0.25f})}, {}, "cuda")[0], make({2}, {0.5f, 2}), 0, 1e-6);
 }
 
+TEST_CASE("cuda Erf, rounding, trigonometric and hyperbolic functions: every rank, against the reference") {
+  HUB_SKIP_UNLESS_CUDA();
+  struct Op {
+    const char* name;
+    float lo, hi;
+  };
+  // Inside each domain, away from Tan's poles.
+  const Op ops[] = {{"Erf", -4, 4},     {"Floor", -50, 50}, {"Ceil", -50, 50},       {"Round", -50, 50},
+                    {"Sin", -10, 10},   {"Cos", -10, 10},   {"Tan", -1.5f, 1.5f},    {"Asin", -1, 1},
+                    {"Acos", -1, 1},    {"Atan", -20, 20},  {"Sinh", -10, 10},       {"Cosh", -10, 10},
+                    {"Asinh", -20, 20}, {"Acosh", 1, 20},   {"Atanh", -0.99f, 0.99f}};
+  uint64_t seed = 40;
+  for (const Shape& shape : kMathShapes) {
+    for (const Op& op : ops) {
+      INFO(op.name << " " << shape.to_string());
+      compare_backends(op.name, {random_tensor(shape, ++seed, op.lo, op.hi)}, {}, "cuda", 1e-5, 1e-5);
+    }
+  }
+  // Halves to even; exact integers and infinities unchanged.
+  expect_close(run_op("Round", {make({6}, {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, kInf})}, {}, "cuda")[0],
+               make({6}, {0, 2, 2, 0, -2, kInf}), 0, 0);
+  expect_close(run_op("Floor", {make({3}, {-1.5f, 2, -kInf})}, {}, "cuda")[0], make({3}, {-2, 2, -kInf}), 0, 0);
+  expect_close(run_op("Ceil", {make({3}, {-1.5f, 2, kInf})}, {}, "cuda")[0], make({3}, {-1, 2, kInf}), 0, 0);
+  CHECK(std::isnan(run_op("Asin", {make({1}, {2})}, {}, "cuda")[0].to_vector<float>()[0]));
+  CHECK(std::isinf(run_op("Atanh", {make({1}, {1})}, {}, "cuda")[0].to_vector<float>()[0]));
+}
+
+TEST_CASE("cuda LogicalNot, LogicalAnd, LogicalOr and bool Equal/NotEqual: broadcasting") {
+  HUB_SKIP_UNLESS_CUDA();
+  Tensor a = Tensor::from_vector<bool>({2, 2}, {true, true, false, false});
+  Tensor b = Tensor::from_vector<bool>({2}, {true, false});
+  for (const char* op : {"LogicalAnd", "LogicalOr", "Equal", "NotEqual"}) {
+    INFO(op);
+    compare_backends(op, {a, b}, {}, "cuda", 0, 0);
+  }
+  compare_backends("LogicalNot", {a}, {}, "cuda", 0, 0);
+  CHECK(run_op("LogicalAnd", {a, b}, {}, "cuda")[0].to_vector<bool>() == std::vector<bool>{true, false, false, false});
+  CHECK(run_op("NotEqual", {a, b}, {}, "cuda")[0].to_vector<bool>() == std::vector<bool>{false, true, true, false});
+  Tensor big = Tensor::from_vector<bool>({70001}, std::vector<bool>(70001, true));
+  compare_backends("LogicalOr", {big, Tensor::from_vector<bool>({1}, {false})}, {}, "cuda", 0, 0);
+}
+
 TEST_CASE("cuda Cast: every pair of dtypes, static_cast rules") {
   HUB_SKIP_UNLESS_CUDA();
   // Source values inside both dtypes' ranges (out-of-range casts are undefined).
@@ -200,6 +242,16 @@ TEST_CASE("cuda math gradients match finite differences") {
   for (const char* op : {"Sqrt", "Rsqrt", "Log"}) {
     INFO(op);
     check_gradients(op, {pos}, {}, o);
+  }
+  Tensor unit = make({2, 3}, {-0.7f, -0.3f, 0.2f, 0.45f, 0.6f, -0.85f});  // Asin, Acos, Atanh: |x| < 1
+  for (const char* op : {"Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
+    INFO(op);
+    check_gradients(op, {unit}, {}, o);
+  }
+  check_gradients("Acosh", {make({2, 3}, {1.2f, 1.5f, 2, 2.5f, 3, 4})}, {}, o);
+  for (const char* op : {"Floor", "Ceil", "Round"}) {  // zero away from the steps
+    INFO(op);
+    check_gradients(op, {make({2, 3}, {-1.7f, -0.8f, -0.2f, 0.3f, 1.2f, 2.2f})}, {}, o);
   }
   check_gradients("Cast", {x}, dtype_attr(DType::kFloat32), o);
   check_gradients("BroadcastTo", {make({3, 1}, {0.5f, -1, 2})}, Attrs().set("shape", std::vector<int64_t>{2, 3, 4}), o);
