@@ -879,6 +879,31 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// TopK along the last axis; ONNX's int64 indices cast to hub's int32.
+void export_top_k(Exporter& e, const Node& n) {
+  std::string values = e.fresh(n.name + "/values"), indices = e.fresh(n.name + "/indices64");
+  NodeProto* p = e.add("TopK", {e.nhwc(in(n, 0)), e.ints({n.attrs.get_int("k")}, n.name + "/k")}, values, n.name);
+  p->add_output(indices);
+  set_int(p, "axis", -1);
+  std::string cast = e.fresh(n.name + "/indices");
+  set_int(e.add("Cast", {indices}, cast, cast), "to", ::onnx::TensorProto::INT32);
+  e.set(out0(n), values);
+  e.set(Output{n.id, 1}, cast);
+}
+
+// OneHot along a new last axis, values [off, on] as float32.
+void export_one_hot(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  const Tensor values = Tensor::from_vector<float>(
+      {2}, {static_cast<float>(n.attrs.get_float("off_value")), static_cast<float>(n.attrs.get_float("on_value"))});
+  NodeProto* p = e.add("OneHot",
+                       {e.nhwc(in(n, 0)), e.ints({n.attrs.get_int("depth")}, n.name + "/depth"),
+                        e.initializer(values, n.name + "/values")},
+                       y, n.name);
+  set_int(p, "axis", -1);
+  e.set(out0(n), y);
+}
+
 void export_resize(Exporter& e, const Node& n) {
   std::vector<int64_t> size = n.attrs.get_ints("size");
   const Shape x = e.spec(in(n, 0)).shape;
@@ -1003,6 +1028,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Slice", export_slice},
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
+      {"TopK", export_top_k},
+      {"OneHot", export_one_hot},
       {"Resize", export_resize},
   };
   return table;

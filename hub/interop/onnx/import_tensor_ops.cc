@@ -8,6 +8,10 @@
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
 #include "hub/ops/array.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
+#include "hub/ops/reduction.h"
+#include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
 
 namespace hub::onnx_interop {
@@ -726,6 +730,130 @@ void map_arg_extreme(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// ThresholdedRelu: x where x > alpha, else 0.
+void map_thresholded_relu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  Output above = ops::greater(s, x, ops::scalar(s, c.attr_float("alpha", 1.0f), "alpha"), "above");
+  c.set_output(0, ops::select(s, above, x, ops::scalar(s, 0.0f, "zero"), "ThresholdedRelu"), nhwc);
+}
+
+// Shrink: x + bias below -lambd, x - bias above lambd, else 0 (float32).
+void map_shrink(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  const float lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
+  Output low = ops::less(s, x, ops::scalar(s, -lambd, "minus_lambd"), "low");
+  Output high = ops::greater(s, x, ops::scalar(s, lambd, "lambd"), "high");
+  Output raised = ops::add(s, x, ops::scalar(s, bias, "bias"), "raised");
+  Output lowered = ops::sub(s, x, ops::scalar(s, bias, "bias_again"), "lowered");
+  Output inner = ops::select(s, high, lowered, ops::scalar(s, 0.0f, "zero"), "upper");
+  c.set_output(0, ops::select(s, low, raised, inner, "Shrink"), nhwc);
+}
+
+// IsInf: x == +inf and/or x == -inf (detect_positive, detect_negative).
+void map_is_inf(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  const float inf = std::numeric_limits<float>::infinity();
+  Output pos = ops::equal(s, x, ops::scalar(s, inf, "inf"), "positive");
+  Output neg = ops::equal(s, x, ops::scalar(s, -inf, "minus_inf"), "negative");
+  const bool want_pos = c.attr_int("detect_positive", 1) != 0, want_neg = c.attr_int("detect_negative", 1) != 0;
+  Output y = want_pos && want_neg ? ops::logical_or(s, pos, neg, "IsInf")
+             : want_pos           ? pos
+             : want_neg           ? neg
+                                  : ops::logical_and(s, pos, neg, "none");  // never both: all false
+  c.set_output(0, y, nhwc);
+}
+
+// The permutation that swaps `axis` with the last dim (its own inverse), or
+// empty when axis is the last.
+std::vector<int64_t> swap_with_last(int64_t axis, int rank) {
+  if (axis == rank - 1) return {};
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[static_cast<size_t>(axis)], perm.back());
+  return perm;
+}
+
+// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere (OneHot of ArgMax).
+void map_hardmax(NodeContext& c) {
+  const Shape x = c.shape(0);
+  const int rank = x.rank();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  if (x[static_cast<int>(axis)] < 0) c.fail("the size of axis " + std::to_string(axis) + " must be known at import");
+  const Scope& s = c.scope();
+  const std::vector<int64_t> perm = swap_with_last(axis, rank);
+  Output v = perm.empty() ? c.native(0) : ops::transpose(s, c.native(0), perm, "to_last");
+  Output y = ops::one_hot(s, ops::arg_max(s, v, -1, "argmax"), x[static_cast<int>(axis)], 1.0f, 0.0f, "one_hot");
+  c.set_output(0, perm.empty() ? y : ops::transpose(s, y, perm, "from_last"));
+}
+
+// TopK with a constant K along any axis; smallest first as TopK of -x.
+// Indices are int64 (hub's TopK gives int32).
+void map_top_k(NodeContext& c) {
+  const int rank = c.rank(0);
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  const std::vector<int64_t> k = c.constant_ints(1, "K");
+  if (k.size() != 1 || k[0] < 0) c.fail("K must hold one non-negative value");
+  const bool largest = c.attr_int("largest", 1) != 0;
+  const Scope& s = c.scope();
+  const std::vector<int64_t> perm = swap_with_last(axis, rank);
+  Output v = perm.empty() ? c.native(0) : ops::transpose(s, c.native(0), perm, "to_last");
+  if (!largest) v = ops::neg(s, v, "negated");
+  ops::TopKResult top = ops::top_k(s, v, k[0], true, "TopK");
+  Output values = largest ? top.values : ops::neg(s, top.values, "values");
+  Output indices = ops::cast(s, top.indices, DType::kInt64, "indices");
+  if (!perm.empty()) {
+    values = ops::transpose(s, values, perm, "values_back");
+    indices = ops::transpose(s, indices, perm, "indices_back");
+  }
+  c.set_output(0, values);
+  c.set_output(1, indices);
+}
+
+// Trilu: x where (upper) j - i >= k or (lower) j - i <= k over the last two
+// dims, else 0; k constant.
+void map_trilu(NodeContext& c) {
+  const Shape x = c.shape(0);
+  const int rank = x.rank();
+  if (rank < 2) c.fail("needs rank >= 2, got " + x.to_string());
+  const int64_t rows = x[rank - 2], cols = x[rank - 1];
+  if (rows < 0 || cols < 0) c.fail("the last two dims of " + x.to_string() + " must be known at import");
+  int64_t k = 0;
+  if (c.has_input(1)) {
+    const std::vector<int64_t> v = c.constant_ints(1, "k");
+    if (v.size() != 1) c.fail("k must hold one value");
+    k = v[0];
+  }
+  const bool upper = c.attr_int("upper", 1) != 0;
+  Tensor mask(DType::kBool, Shape{rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask.data<bool>()[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  Output zero = c.constant_output(Tensor::zeros(c.dtype(0), Shape{}), "zero");
+  c.set_output(0, ops::select(c.scope(), c.constant_output(mask, "mask"), c.native(0), zero, "Trilu"));
+}
+
+// EyeLike: folded (the input's 2-D shape must be static).
+void map_eye_like(NodeContext& c) {
+  const Shape x = c.shape(0);
+  if (x.rank() != 2 || !x.is_fully_defined()) c.fail("needs a 2-D input of known shape, got " + x.to_string());
+  const DType dtype = c.has_attr("dtype") ? dtype_from_onnx(static_cast<int>(c.attr_int("dtype", 0)),
+                                                            "node '" + c.node().name() + "' attribute dtype")
+                                          : c.dtype(0);
+  const int64_t k = c.attr_int("k", 0);
+  Tensor out = Tensor::zeros(dtype, x);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < x[0]; ++i)
+      if (i + k >= 0 && i + k < x[1]) out.data<T>()[i * x[1] + i + k] = T(1);
+  });
+  c.set_constant(0, out);
+}
+
 // QuantizeLinear / DequantizeLinear (hub/ops/quantize.h): `axis` matters
 // only for a per-channel (1-D) scale; an absent zero point is 0 of the
 // quantized type (uint8 for QuantizeLinear, as ONNX says).
@@ -837,6 +965,13 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
   m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};
   m["ArgMin"] = {map_arg_extreme<kArgMin>, {"axis", "keepdims", "select_last_index"}};
+  m["ThresholdedRelu"] = {map_thresholded_relu, {"alpha"}};
+  m["Shrink"] = {map_shrink, {"bias", "lambd"}};
+  m["IsInf"] = {map_is_inf, {"detect_negative", "detect_positive"}};
+  m["Hardmax"] = {map_hardmax, {"axis"}};
+  m["TopK"] = {map_top_k, {"axis", "largest", "sorted"}};
+  m["Trilu"] = {map_trilu, {"upper"}};
+  m["EyeLike"] = {map_eye_like, {"dtype", "k"}};
 }
 
 }  // namespace hub::onnx_interop
