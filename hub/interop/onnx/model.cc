@@ -204,36 +204,46 @@ Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
   }
   if (t.data_location() == TensorProto::EXTERNAL)
     throw_error(Code::kInternal, where + ": external data was not loaded");
-  Tensor out(dtype, shape);
+  // The data's size is checked before anything is allocated: a few bytes of
+  // model may declare a shape of terabytes.
   const uint64_t want = static_cast<uint64_t>(n) * dtype_size(dtype);
-  auto size_error = [&](uint64_t got, const char* field) {
+  const bool raw = t.has_raw_data();
+  uint64_t got = 0;
+  const char* field = "raw_data";
+  if (raw) {
+    got = t.raw_data().size();
+  } else if (t.data_type() == TensorProto::FLOAT) {
+    got = 4ull * static_cast<uint64_t>(t.float_data_size());
+    field = "float_data";
+  } else if (t.data_type() == TensorProto::INT64) {
+    got = 8ull * static_cast<uint64_t>(t.int64_data_size());
+    field = "int64_data";
+  } else {  // INT32 four bytes, UINT8, INT8 and BOOL one, each an int32_data entry
+    got = static_cast<uint64_t>(t.int32_data_size()) * dtype_size(dtype);
+    field = "int32_data";
+  }
+  if (got != want)
     throw_error(Code::kCorruption, where + ": " + std::string(dtype_name(dtype)) + shape.to_string() + " needs " +
                                        std::to_string(want) + " bytes, " + field + " holds " + std::to_string(got));
-  };
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != want) size_error(t.raw_data().size(), "raw_data");
+  Tensor out(dtype, shape);
+  if (raw) {
     if (want) std::memcpy(out.raw_data(), t.raw_data().data(), want);
   } else {
     switch (t.data_type()) {
       case TensorProto::FLOAT:
-        if (t.float_data_size() != n) size_error(4ull * t.float_data_size(), "float_data");
         copy_typed<float>(t.float_data(), out);
         break;
       case TensorProto::INT64:
-        if (t.int64_data_size() != n) size_error(8ull * t.int64_data_size(), "int64_data");
         copy_typed<int64_t>(t.int64_data(), out);
         break;
       case TensorProto::INT32:
-        if (t.int32_data_size() != n) size_error(4ull * t.int32_data_size(), "int32_data");
         copy_typed<int32_t>(t.int32_data(), out);
         break;
       case TensorProto::UINT8:
-      case TensorProto::BOOL:  // both stored one element per int32_data entry
-        if (t.int32_data_size() != n) size_error(static_cast<uint64_t>(t.int32_data_size()), "int32_data");
+      case TensorProto::BOOL:
         copy_typed<uint8_t>(t.int32_data(), out);
         break;
-      case TensorProto::INT8:  // one element per int32_data entry
-        if (t.int32_data_size() != n) size_error(static_cast<uint64_t>(t.int32_data_size()), "int32_data");
+      case TensorProto::INT8:
         copy_typed<int8_t>(t.int32_data(), out);
         break;
     }
