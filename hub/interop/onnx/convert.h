@@ -104,6 +104,9 @@ class NodeContext {
   [[noreturn]] void fail_attr(const std::string& attr, const std::string& value, const std::string& why) const;
 
   // Helpers shared by mappers.
+  // fail() unless a constant of `shape` folded at import holds at most
+  // kMaxFoldedElements (a few bytes of model must not make gigabytes).
+  void check_folded_size(const Shape& shape, const std::string& what) const;
   // A constant input as int64 values (int32/int64 tensors); fail() otherwise.
   std::vector<int64_t> constant_ints(int i, const std::string& what) const;
   // Rank of input i (fail() when unknown).
@@ -142,6 +145,10 @@ Tensor to_nhwc_operand(const Tensor& t);
 
 // Position of ONNX (NCHW) axis `axis` of a 4-D tensor stored NHWC.
 int64_t nhwc_axis(int64_t nchw_axis);
+
+// The most elements of a constant the importer computes itself (Range,
+// ConstantOfShape, EyeLike, Trilu's mask): 2^24.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 // Normalises a possibly negative axis for rank r; fails via ctx when out of range.
 int64_t normalize_axis(const NodeContext& ctx, int64_t axis, int rank, const std::string& attr);
 

@@ -40,6 +40,7 @@ void map_constant(NodeContext& c) {
 
 void map_constant_of_shape(NodeContext& c) {
   std::vector<int64_t> dims = c.constant_ints(0, "shape");
+  c.check_folded_size(Shape(dims), "the output");
   Tensor value = Tensor::scalar<float>(0.0f);
   if (const auto* t = c.attr_tensor("value"))
     value = tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value");
@@ -148,8 +149,8 @@ void map_range(NodeContext& c) {
   if (d == 0) c.fail("delta is 0");
   // Folded at import: the count is checked in double before converting it.
   const double count = std::ceil((l - s) / d);
-  constexpr double kMaxRange = double{1 << 24};
-  if (!std::isfinite(count) || count > kMaxRange) c.fail("the range has more than 2^24 elements (or is not finite)");
+  if (!std::isfinite(count) || count > static_cast<double>(kMaxFoldedElements))
+    c.fail("the range has more than 2^24 elements (or is not finite)");
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   Tensor out(start->dtype(), Shape{n});
   dispatch_dtype(out.dtype(), [&](auto tag) {
@@ -830,6 +831,7 @@ void map_trilu(NodeContext& c) {
     k = v[0];
   }
   const bool upper = c.attr_int("upper", 1) != 0;
+  c.check_folded_size(Shape{rows, cols}, "the mask");
   Tensor mask(DType::kBool, Shape{rows, cols});
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask.data<bool>()[i * cols + j] = upper ? j - i >= k : j - i <= k;
@@ -845,6 +847,7 @@ void map_eye_like(NodeContext& c) {
                                                             "node '" + c.node().name() + "' attribute dtype")
                                           : c.dtype(0);
   const int64_t k = c.attr_int("k", 0);
+  c.check_folded_size(x, "the output");
   Tensor out = Tensor::zeros(dtype, x);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);

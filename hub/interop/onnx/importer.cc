@@ -653,6 +653,19 @@ void NodeContext::fail_attr(const std::string& attr, const std::string& value, c
                                         node_.op_type() + "): attribute " + attr + " = " + value + ": " + why);
 }
 
+void NodeContext::check_folded_size(const Shape& shape, const std::string& what) const {
+  int64_t n = 1;
+  for (int64_t d : shape.dims()) {
+    if (d < 0) fail(what + " " + shape.to_string() + " has a negative dimension");
+    if (d > 0 && n > kMaxFoldedElements / d)
+      n = kMaxFoldedElements + 1;  // stop before it overflows
+    else
+      n *= d;
+  }
+  if (n > kMaxFoldedElements)
+    fail(what + " " + shape.to_string() + " would be folded at import with more than 2^24 elements");
+}
+
 std::vector<int64_t> NodeContext::constant_ints(int i, const std::string& what) const {
   std::optional<Tensor> t = constant(i);
   if (!t) fail(what + " (input " + std::to_string(i) + ") must be a constant");

@@ -658,3 +658,33 @@ TEST_CASE(
     expect_close(again[exported_index.at(outputs[i].first)], want[i], 1e-5, 1e-4);
   }
 }
+
+TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask)") {
+  TempDir dir("onnx_fold_bound");
+  const int64_t side = 8193;  // side^2 > 2^24
+  {
+    OnnxBuilder b;
+    b.init("shape", Tensor::from_vector<int64_t>({2}, {side, side}));
+    b.node("ConstantOfShape", {"shape"}, "y", "zeros");
+    b.output("y", {side, side});
+    const std::string path = b.save(dir.path, "cos.onnx");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "node 'zeros' (ConstantOfShape): the output");
+  }
+  for (const char* op : {"EyeLike", "Trilu"}) {
+    INFO(op);
+    OnnxBuilder b(14);
+    b.input("x", {side, side});
+    b.node(op, {"x"}, "y", "big");
+    b.output("y", {side, side});
+    const std::string path = b.save(dir.path, std::string(op) + ".onnx");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
+  }
+  // Just inside the bound: imported.
+  OnnxBuilder b(14);
+  b.input("x", {4096, 4096});
+  b.node("Trilu", {"x"}, "y");
+  b.output("y", {4096, 4096});
+  CHECK_NOTHROW(onnx_interop::import_onnx(b.save(dir.path, "ok.onnx")));
+}
