@@ -212,10 +212,12 @@ void map_batch_norm(NodeContext& c) {
     std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {c.native(0), scale, offset, mean, var}, a, "BatchNorm");
     c.set_output(0, y[0]);
   } else if (rank == 3) {
-    // [N, C, L] -> [N, L, C] -> normalise the last dim -> back.
+    // [N, C, L] -> [N, L, 1, C] (NHWC with a unit width) -> normalise -> back.
     Output t = ops::transpose(c.scope(), c.native(0), {0, 2, 1}, "channels_last");
+    t = ops::expand_dims(c.scope(), t, 2, "unit_width");
     std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {t, scale, offset, mean, var}, a, "BatchNorm");
-    c.set_output(0, ops::transpose(c.scope(), y[0], {0, 2, 1}, "channels_first"));
+    Output back = ops::squeeze(c.scope(), y[0], {2}, "drop_width");
+    c.set_output(0, ops::transpose(c.scope(), back, {0, 2, 1}, "channels_first"));
   } else {
     c.fail("inputs of rank 2, 3 or 4 are supported, got " + c.shape(0).to_string());
   }
@@ -244,6 +246,33 @@ void map_layer_norm(NodeContext& c) {
   c.set_output(0, y);
   if (c.node().output_size() > 1 && !c.node().output(1).empty()) c.set_output(1, mean);
   if (c.node().output_size() > 2 && !c.node().output(2).empty()) c.set_output(2, inv_std);
+}
+
+// InstanceNormalization: each (sample, channel) normalised over the spatial
+// dims, y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c] (NCHW...).
+void map_instance_norm(NodeContext& c) {
+  const int rank = c.rank(0);
+  if (rank < 3) c.fail("needs an input of rank >= 3, got " + c.shape(0).to_string());
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+  const Scope& s = c.scope();
+  Output x = c.native(0);
+  Output centred = ops::sub(s, x, ops::mean(s, x, axes, true, "mean"), "centred");
+  Output var = ops::mean(s, ops::square(s, centred, "squared"), axes, true, "variance");
+  Output eps = ops::scalar(s, c.attr_float("epsilon", 1e-5f), "epsilon");
+  Output normalised = ops::mul(s, centred, ops::rsqrt(s, ops::add(s, var, eps), "inv_std_dev"), "normalised");
+  // scale and bias [C] as [C, 1, ...] against [N, C, spatial...].
+  std::vector<int64_t> per_channel(static_cast<size_t>(rank - 1), 1);
+  auto channel_shaped = [&](const Tensor& t) {
+    per_channel[0] = t.num_elements();
+    return t.reshaped(Shape(per_channel)).clone();
+  };
+  auto runtime_channel_shaped = [&](Output v) {
+    per_channel[0] = -1;
+    return ops::reshape(s, v, per_channel, "per_channel");
+  };
+  Output y = ops::mul(s, normalised, c.weight_or(1, channel_shaped, runtime_channel_shaped), "scaled");
+  c.set_output(0, ops::add(s, y, c.weight_or(2, channel_shaped, runtime_channel_shaped), "shifted"));
 }
 
 // DepthToSpace (DCR and CRD modes) and SpaceToDepth as ONNX defines them: a
@@ -418,6 +447,7 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
   m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
   m["LayerNormalization"] = {map_layer_norm, {"axis", "epsilon", "stash_type"}};
+  m["InstanceNormalization"] = {map_instance_norm, {"epsilon"}};
   m["DepthToSpace"] = {map_depth_space<true>, {"blocksize", "mode"}};
   m["SpaceToDepth"] = {map_depth_space<false>, {"blocksize"}};
   m["Resize"] = {map_resize,

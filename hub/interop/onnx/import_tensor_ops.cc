@@ -731,6 +731,36 @@ void map_arg_extreme(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// Selu: gamma * Elu(x; alpha).
+void map_selu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  Output elu = s.op(
+      "Elu", {x}, Attrs().set("alpha", static_cast<double>(c.attr_float("alpha", 1.67326319217681884765625f))), "Elu");
+  c.set_output(0, ops::mul(s, elu, ops::scalar(s, c.attr_float("gamma", 1.05070102214813232421875f), "gamma"), "Selu"),
+               nhwc);
+}
+
+// Softplus: log(1 + e^x), as max(x, 0) + log(1 + e^-|x|) (no overflow).
+void map_softplus(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  Output tail = ops::exp(s, ops::neg(s, ops::abs(s, x, "abs"), "minus_abs"), "tail");
+  Output log1p = ops::log(s, ops::add(s, tail, ops::scalar(s, 1.0f, "one"), "one_plus"), "log1p");
+  c.set_output(0, ops::add(s, s.op("Relu", {x}, {}, "Relu"), log1p, "Softplus"), nhwc);
+}
+
+// Softsign: x / (1 + |x|).
+void map_softsign(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  Output denominator = ops::add(s, ops::abs(s, x, "abs"), ops::scalar(s, 1.0f, "one"), "one_plus_abs");
+  c.set_output(0, ops::div(s, x, denominator, "Softsign"), nhwc);
+}
+
 // ThresholdedRelu: x where x > alpha, else 0.
 void map_thresholded_relu(NodeContext& c) {
   bool nhwc;
@@ -969,6 +999,9 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};
   m["ArgMin"] = {map_arg_extreme<kArgMin>, {"axis", "keepdims", "select_last_index"}};
   m["ThresholdedRelu"] = {map_thresholded_relu, {"alpha"}};
+  m["Selu"] = {map_selu, {"alpha", "gamma"}};
+  m["Softplus"] = {map_softplus, {}};
+  m["Softsign"] = {map_softsign, {}};
   m["Shrink"] = {map_shrink, {"bias", "lambd"}};
   m["IsInf"] = {map_is_inf, {"detect_negative", "detect_positive"}};
   m["Hardmax"] = {map_hardmax, {"axis"}};
