@@ -46,7 +46,8 @@ RunFn setup_convert(CLI::App& app) {
                "Replace --output if it exists (default: refuse an existing file or non-empty folder)");
   app.add_option("--tags", o->tags, "savedmodel: the module's tag set to export, comma-separated (default {})");
   app.add_option("--signature", o->signature, "onnx: the signature to export (default 'default')");
-  app.add_option("--opset", o->opset, "onnx: the opset to write, 13..17 (default 13)");
+  app.add_option("--opset", o->opset,
+                 "onnx: the opset to write, 13..17 (default: the lowest from 13 that has every op the module uses)");
   app.add_flag("--json", o->json, "Print JSON: module, to, output, and tags or signature and opset");
   // Flags of the other target are usage errors (exit 2).
   app.parse_complete_callback([o] {
@@ -74,12 +75,12 @@ RunFn setup_convert(CLI::App& app) {
       if (!o->signature.empty()) eo.signature = o->signature;
       if (o->opset) eo.opset = o->opset;
       eo.overwrite = o->overwrite;
-      with_output_hint([&] { onnx_interop::export_onnx(spec, o->output, eo); });
+      int opset = 0;
+      with_output_hint([&] { opset = onnx_interop::export_onnx(spec, o->output, eo); });
       doc["signature"] = eo.signature;
-      doc["opset"] = eo.opset;
+      doc["opset"] = opset;
       if (!o->json)
-        std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(), eo.signature.c_str(),
-                    eo.opset);
+        std::printf("wrote ONNX model %s (signature %s, opset %d)\n", o->output.c_str(), eo.signature.c_str(), opset);
     }
     if (o->json) print_json(doc);
     return 0;

@@ -43,6 +43,7 @@ class Exporter {
       : spec_(spec), g_(spec.graph()), options_(options) {}
 
   ::onnx::ModelProto run();
+  int opset() const { return opset_; }
 
   // ---- what the per-op functions use ---------------------------------------
   const Graph& graph() const { return g_; }
@@ -87,6 +88,7 @@ class Exporter {
   std::map<Output, std::vector<std::pair<int, int>>> readers_;
   std::map<Output, int> signature_uses_;
   std::map<std::string, Tensor> variables_;
+  int opset_ = 0;                     // the opset written
   std::set<std::string> names_;       // value names
   std::set<std::string> node_names_;  // node names (ONNX Runtime refuses a model that repeats one)
 };
@@ -251,7 +253,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
 
 ::onnx::ModelProto Exporter::run() {
   const std::string where = "converting module " + spec_.source() + " to ONNX";
-  if (options_.opset < 13 || options_.opset > kMaxOpset)
+  if (options_.opset != 0 && (options_.opset < 13 || options_.opset > kMaxOpset))
     throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " (supported: 13 to " +
                                             std::to_string(kMaxOpset) + ")");
   const SignatureInfo& sig = spec_.signature(options_.signature);
@@ -267,9 +269,8 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   model.set_ir_version(7);
   model.set_producer_name("hub");
   model.set_producer_version(HUB_VERSION);
-  auto* op = model.add_opset_import();
-  op->set_domain("");
-  op->set_version(options_.opset);
+  auto* opset_import = model.add_opset_import();
+  opset_import->set_domain("");
   out_ = model.mutable_graph();
   out_->set_name(spec_.metadata().name.empty() ? "hub_module" : spec_.metadata().name);
 
@@ -297,6 +298,23 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     for (const auto& [op_name, node] : missing) list += (list.empty() ? "" : ", ") + op_name + " (node '" + node + "')";
     throw_error(Code::kUnimplemented, where + ": these ops have no ONNX equivalent: " + list);
   }
+  // The opset: the lowest that has every op written, or the one asked for if it does.
+  static const std::map<std::string, int> kFirstOpset = {{"HardSwish", 14}};
+  int required = 13;
+  std::string newest;  // the op (and node) that needs `required`
+  for (int id = 0; id < g_.num_nodes(); ++id) {
+    if (!needed[id] || inputs.count(id)) continue;
+    auto it = kFirstOpset.find(g_.node(id).op);
+    if (it != kFirstOpset.end() && it->second > required) {
+      required = it->second;
+      newest = it->first + " (node '" + g_.node(id).name + "')";
+    }
+  }
+  if (options_.opset != 0 && options_.opset < required)
+    throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " lacks " + newest +
+                                            ", which ONNX has from opset " + std::to_string(required));
+  opset_ = options_.opset != 0 ? options_.opset : required;
+  opset_import->set_version(opset_);
   for (const auto& [key, info] : sig.inputs) {
     Output o = g_.tensor(info.tensor_name);
     std::string name = fresh(key);
@@ -904,20 +922,32 @@ void export_one_hot(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// Resize with the module's scales where it has them (ONNX's coordinates
+// follow the scales, not the output size they round to), else its sizes.
 void export_resize(Exporter& e, const Node& n) {
-  std::vector<int64_t> size = n.attrs.get_ints("size");
+  const std::vector<int64_t> size = n.attrs.get_ints("size");
+  const std::vector<double> scales = n.attrs.get_floats("scales");
   const Shape x = e.spec(in(n, 0)).shape;
-  std::string y = e.fresh(n.name);
-  std::string sizes = e.ints({x[0] < 0 ? 1 : x[0], x[3], size[0], size[1]}, n.name + "/sizes");
-  if (x[0] < 0) {
-    // The batch is only known at run time: sizes = Shape(x)[0:2] ++ [OH, OW].
-    std::string shape = e.fresh(n.name + "/shape"), nc = e.fresh(n.name + "/nc");
-    e.add("Shape", {e.nchw(in(n, 0))}, shape, shape);
-    e.add("Slice", {shape, e.ints({0}, n.name + "/s0"), e.ints({2}, n.name + "/s2")}, nc, nc);
-    sizes = e.fresh(n.name + "/sizes_runtime");
-    set_int(e.add("Concat", {nc, e.ints(size, n.name + "/hw")}, sizes, sizes), "axis", 0);
+  std::vector<std::string> inputs{e.nchw(in(n, 0)), ""};
+  if (!scales.empty()) {
+    inputs.push_back(e.initializer(
+        Tensor::from_vector<float>({4}, {1.0f, 1.0f, static_cast<float>(scales[0]), static_cast<float>(scales[1])}),
+        n.name + "/scales"));
+  } else {
+    std::string sizes = e.ints({x[0] < 0 ? 1 : x[0], x[3], size[0], size[1]}, n.name + "/sizes");
+    if (x[0] < 0) {
+      // The batch is only known at run time: sizes = Shape(x)[0:2] ++ [OH, OW].
+      std::string shape = e.fresh(n.name + "/shape"), nc = e.fresh(n.name + "/nc");
+      e.add("Shape", {e.nchw(in(n, 0))}, shape, shape);
+      e.add("Slice", {shape, e.ints({0}, n.name + "/s0"), e.ints({2}, n.name + "/s2")}, nc, nc);
+      sizes = e.fresh(n.name + "/sizes_runtime");
+      set_int(e.add("Concat", {nc, e.ints(size, n.name + "/hw")}, sizes, sizes), "axis", 0);
+    }
+    inputs.push_back("");
+    inputs.push_back(sizes);
   }
-  NodeProto* p = e.add("Resize", {e.nchw(in(n, 0)), "", "", sizes}, y, n.name);
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("Resize", inputs, y, n.name);
   set_string(p, "mode", n.attrs.get_string("mode"));
   set_string(p, "coordinate_transformation_mode", n.attrs.get_string("coordinate_transformation_mode"));
   if (n.attrs.get_string("mode") == "nearest") set_string(p, "nearest_mode", n.attrs.get_string("nearest_mode"));
@@ -1037,16 +1067,18 @@ const std::map<std::string, ExportFn>& exporters() {
 
 }  // namespace
 
-void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options) {
+int export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
   if (fs::exists(st) && (!options.overwrite || fs::is_directory(st)))
     throw_error(Code::kAlreadyExists, "'" + path + "' already exists; refusing to overwrite it");
-  ::onnx::ModelProto model = Exporter(spec, options).run();
+  Exporter exporter(spec, options);
+  ::onnx::ModelProto model = exporter.run();
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     throw_error(Code::kInternal, "serializing the ONNX model for '" + path + "' failed");
   write_file_atomic(path, bytes);
+  return exporter.opset();
 }
 
 }  // namespace hub::onnx_interop

@@ -22,12 +22,14 @@ namespace hub::onnx_interop {
 
 struct OnnxExportOptions {
   std::string signature = kDefaultSignature;
-  int opset = 13;          // 13..17
+  // 13..17, or 0: the lowest from 13 that has every op the signature needs
+  // (HardSwish came in 14).
+  int opset = 0;
   bool overwrite = false;  // replace a file at the path (else AlreadyExists)
 };
 
 // Writes `spec` as an ONNX model to `path` (which must not exist unless
-// options.overwrite).
-void export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options = {});
+// options.overwrite). Returns the opset written.
+int export_onnx(const ModuleSpec& spec, const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace hub::onnx_interop

@@ -153,11 +153,54 @@ def mobilenet():
     return b.model("input", [1, 3, 64, 64], out, opset=11), "input", [1, 3, 64, 64], out
 
 
+def vit():
+    """A tiny Vision Transformer as PyTorch exports it (opset 17): patch
+    embedding by a strided convolution, flatten and transpose to tokens,
+    position embeddings, one pre-norm block (LayerNormalization, multi-head
+    attention through Reshape/Transpose/MatMul/Softmax, GELU written with
+    Erf), a final LayerNormalization, mean over tokens and a Gemm head; the
+    batch is known only at run time."""
+    b = Builder()
+    d, heads, tokens = 16, 2, 16
+
+    def linear(x, cin, cout):
+        return b.op("Add", [b.op("MatMul", [x, b.weight([cin, cout])]),
+                            b.const((0.1 * RNG.standard_normal(cout)).astype(np.float32))])
+
+    def layer_norm(x):
+        scale = b.const((1 + 0.1 * RNG.standard_normal(d)).astype(np.float32))
+        bias = b.const((0.1 * RNG.standard_normal(d)).astype(np.float32))
+        return b.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=1e-6)
+
+    def split_heads(x):  # [N, T, D] -> [N, H, T, D/H]
+        x = b.op("Reshape", [x, b.const(np.array([0, tokens, heads, d // heads], np.int64))])
+        return b.op("Transpose", [x], perm=[0, 2, 1, 3])
+
+    x = b.conv("pixels", 3, d, 4, stride=4, pads=[0, 0, 0, 0])  # [N, D, 4, 4]
+    x = b.op("Reshape", [x, b.const(np.array([0, d, tokens], np.int64))])
+    x = b.op("Transpose", [x], perm=[0, 2, 1])  # [N, T, D]
+    x = b.op("Add", [x, b.const((0.02 * RNG.standard_normal([1, tokens, d])).astype(np.float32))])
+    h = layer_norm(x)
+    q, k, v = (split_heads(linear(h, d, d)) for _ in range(3))
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(np.float32(1 / np.sqrt(d // heads)))])
+    attn = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    attn = b.op("Reshape", [b.op("Transpose", [attn], perm=[0, 2, 1, 3]), b.const(np.array([0, tokens, d], np.int64))])
+    x = b.op("Add", [x, linear(attn, d, d)])
+    h = linear(layer_norm(x), d, 4 * d)
+    gelu = b.op("Erf", [b.op("Div", [h, b.const(np.float32(np.sqrt(2)))])])
+    gelu = b.op("Mul", [b.op("Mul", [h, b.op("Add", [gelu, b.const(np.float32(1))])]), b.const(np.float32(0.5))])
+    x = b.op("Add", [x, linear(gelu, 4 * d, d)])
+    x = b.op("ReduceMean", [layer_norm(x)], axes=[1], keepdims=0)
+    out = b.op("Gemm", [x, b.weight([10, d]), b.const(np.zeros(10, np.float32) + 0.01)], transB=1)
+    return b.model("pixels", [2, 3, 16, 16], out, opset=17, out_dims=["N", 10]), "pixels", [2, 3, 16, 16], out
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     manifest = {}
-    for make in [cnn, reshape_chain, resize, mobilenet]:
+    for make in [cnn, reshape_chain, resize, mobilenet, vit]:
         model, inp, shape, out = make()
         name = make.__name__
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))

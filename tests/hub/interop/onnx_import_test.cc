@@ -492,6 +492,37 @@ TEST_CASE("ONNX import: Slice with a negative step over an empty axis gives an e
   CHECK(y.shape() == Shape{2, 0});
 }
 
+TEST_CASE("ONNX export: the opset is the lowest that has every op, and an --opset that lacks one is refused") {
+  TempDir dir("onnx_export_opset");
+  OnnxBuilder relu(13), hard_swish(14);
+  for (OnnxBuilder* b : {&relu, &hard_swish}) {
+    b->input("x", {1, 4});
+    b->output("y", {1, 4});
+  }
+  relu.node("Relu", {"x"}, "y");
+  hard_swish.node("HardSwish", {"x"}, "y", "hs");
+  const ModuleSpec plain = onnx_interop::import_onnx(relu.save(dir.path, "relu.onnx"));
+  const ModuleSpec newer = onnx_interop::import_onnx(hard_swish.save(dir.path, "hard_swish.onnx"));
+  auto written = [&](const ModuleSpec& spec, int asked, const std::string& file) {
+    onnx_interop::OnnxExportOptions o;
+    o.opset = asked;
+    const int opset = onnx_interop::export_onnx(spec, (dir.path / file).string(), o);
+    ::onnx::ModelProto m;
+    REQUIRE(m.ParseFromString(read_file_bytes((dir.path / file).string())));
+    CHECK(m.opset_import(0).version() == opset);
+    return opset;
+  };
+  CHECK(written(plain, 0, "a.onnx") == 13);
+  CHECK(written(newer, 0, "b.onnx") == 14);
+  CHECK(written(newer, 17, "c.onnx") == 17);
+  onnx_interop::OnnxExportOptions o13;
+  o13.opset = 13;
+  expect_error(
+      Code::kInvalidArgument, [&] { onnx_interop::export_onnx(newer, (dir.path / "d.onnx").string(), o13); },
+      "--opset 13 lacks HardSwish");
+  CHECK(!fs::exists(dir.path / "d.onnx"));
+}
+
 TEST_CASE("ONNX export: an infinite Clip bound is written as an absent input; outputs keep their names") {
   TempDir dir("onnx_clip_inf");
   OnnxBuilder b;

@@ -1,8 +1,9 @@
 // ONNX Runtime as the independent reference: models written with Debian's
 // python3-onnx in PyTorch's export style (tests/hub/interop/make_onnx_models.py:
 // asymmetric pads, ceil_mode, count_include_pad, groups, Clip, HardSwish,
-// Resize, Shape->Reshape chains) are run by ONNX Runtime for Node
-// (tests/js/run_ort.js) and by hub after import, on both CPU backends;
+// Resize, Shape->Reshape chains, a small Vision Transformer) are run by ONNX
+// Runtime for Node (tests/js/run_ort.js) and by hub after import, on both CPU
+// backends, and by ONNX Runtime again after hub converts them back to ONNX;
 // outputs agree within 1e-4 relative.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
@@ -78,6 +79,13 @@ TEST_CASE("ONNX Runtime agrees with hub on PyTorch-style models") {
       TensorMap out = run_signature(spec, "default", {{m["input"].get<std::string>(), input}}, backend);
       expect_close(out.at(m["output"].get<std::string>()), want[0], 1e-5, 1e-4);
     }
+    // Converted back to ONNX (`hub convert --to onnx`), ONNX Runtime computes the same again.
+    const std::string back = (dir.path / (name + ".back.onnx")).string();
+    onnx_interop::export_onnx(spec, back);
+    std::vector<Tensor> again =
+        run_onnx_runtime(back, {{m["input"].get<std::string>(), input}}, dir.path / (name + ".back"));
+    REQUIRE(again.size() == 1);
+    expect_close(again[0], want[0], 1e-5, 1e-4);
   }
 }
 
