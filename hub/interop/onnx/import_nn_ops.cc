@@ -53,16 +53,31 @@ std::vector<int64_t> same_paddings(const Window& w, const Shape& x) {
   return p;
 }
 
-Window window(NodeContext& c, const std::vector<int64_t>& kernel, const Shape& x) {
+// A 1-D spatial op [N, C, L] runs as the 2-D one on [N, C, 1, L]: a unit
+// height in front of each spatial attribute.
+bool is_1d(NodeContext& c, int rank) {
+  if (rank != 3 && rank != 4)
+    c.fail("only 1-D and 2-D spatial ops (3-D or 4-D input N,C,...) are supported, input is " + c.shape(0).to_string());
+  return rank == 3;
+}
+Shape lifted_shape(const Shape& x) { return x.rank() == 3 ? Shape{x[0], x[1], 1, x[2]} : x; }
+
+// The window of a 1-D or 2-D op as 2-D (x: the input, already lifted).
+Window window(NodeContext& c, std::vector<int64_t> kernel, const Shape& x, bool one_d) {
+  auto lift = [&](std::vector<int64_t> v, int64_t unit) {
+    if (one_d && v.size() == 1) v.insert(v.begin(), unit);
+    return v;
+  };
   Window w;
-  w.kernel = kernel;
+  w.kernel = lift(std::move(kernel), 1);
   if (w.kernel.size() != 2)
-    c.fail("only 2-D windows are supported (kernel " + ints_text(w.kernel) + "; input " + x.to_string() + ")");
-  w.strides = c.attr_ints("strides", {1, 1});
-  w.dilations = c.attr_ints("dilations", {1, 1});
+    c.fail("only 1-D and 2-D windows are supported (kernel " + ints_text(w.kernel) + "; input " + x.to_string() + ")");
+  w.strides = lift(c.attr_ints("strides", {1, 1}), 1);
+  w.dilations = lift(c.attr_ints("dilations", {1, 1}), 1);
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4) c.fail_attr("pads", ints_text(pads), "expected 4 values for a 2-D window");
+  if (one_d && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};
+  if (pads.size() != 4) c.fail_attr("pads", ints_text(pads), "expected 2 values per spatial dim");
   if (auto_pad == "VALID") {
     w.padding = "VALID";
   } else if (auto_pad == "SAME_UPPER") {
@@ -106,14 +121,35 @@ std::function<Output(Output)> runtime_transpose(NodeContext& c, std::vector<int6
 
 // ---- convolution -----------------------------------------------------------------
 
+// x [N, C, L] as NHWC [N, 1, L, C], or a 2-D op's input as NHWC.
+Output nhwc_input(NodeContext& c, bool one_d) {
+  if (!one_d) return c.nhwc(0);
+  return ops::transpose(c.scope(), ops::expand_dims(c.scope(), c.native(0), 2, "unit_height"), {0, 2, 3, 1}, "to_nhwc");
+}
+
+// The op's NHWC result as its output: [N, 1, L, C] back to [N, C, L] for a 1-D op.
+void set_spatial_output(NodeContext& c, Output y, bool one_d) {
+  if (!one_d) {
+    c.set_output(0, y, true);
+    return;
+  }
+  Output squeezed = ops::squeeze(c.scope(), y, {1}, "drop_height");
+  c.set_output(0, ops::transpose(c.scope(), squeezed, {0, 2, 1}, "channels_first"));
+}
+
 void map_conv(NodeContext& c) {
-  const Shape x = c.shape(0), wshape = c.shape(1);
-  if (x.rank() != 4) c.fail("only 2-D convolutions (4-D input N,C,H,W) are supported, input is " + x.to_string());
+  const bool one_d = is_1d(c, c.rank(0));
+  const Shape x = lifted_shape(c.shape(0));
+  // 1-D weights [M, C/G, K] as [M, C/G, 1, K].
+  Shape wshape = c.shape(1);
+  if (one_d && wshape.rank() == 3) wshape = Shape{wshape[0], wshape[1], 1, wshape[2]};
+  if (wshape.rank() != 4) c.fail("weights " + c.shape(1).to_string() + " do not match input " + c.shape(0).to_string());
   const int64_t group = c.attr_int("group", 1);
   const int64_t channels = x[1], m = wshape[0];
-  std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
-  Window w = window(c, kernel, x);
-  Output in = c.nhwc(0);
+  std::vector<int64_t> kernel =
+      c.attr_ints("kernel_shape", one_d ? std::vector<int64_t>{wshape[3]} : std::vector<int64_t>{wshape[2], wshape[3]});
+  Window w = window(c, kernel, x, one_d);
+  Output in = nhwc_input(c, one_d);
   Output y;
   Attrs a;
   w.add_to(a, true);
@@ -133,11 +169,16 @@ void map_conv(NodeContext& c) {
     y = c.scope().op("DepthwiseConv2dNative", {in, f}, a, "depthwise");
   } else {
     // W [M, C/G, KH, KW] -> HWIO [KH, KW, C/G, M]; G > 1 is a grouped Conv2D.
-    Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
+    const std::vector<int64_t> dims = wshape.dims(), perm{2, 3, 1, 0};
+    Output f = c.weight_or(
+        1, [&](const Tensor& t) { return evaluate("Transpose", {t.reshaped(Shape(dims))}, Attrs().set("perm", perm)); },
+        [&](Output w) {
+          return ops::transpose(c.scope(), ops::reshape(c.scope(), w, dims, "w_4d"), perm, "w_transposed");
+        });
     y = c.scope().op("Conv2D", {in, f}, a, "conv");
   }
   if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
-  c.set_output(0, y, true);
+  set_spatial_output(c, y, one_d);
 }
 
 void map_conv_transpose(NodeContext& c) {
@@ -147,7 +188,7 @@ void map_conv_transpose(NodeContext& c) {
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
   if (c.has_attr("output_shape"))
     c.fail_attr("output_shape", ints_text(c.attr_ints("output_shape")), "give pads/output_padding instead");
-  Window w = window(c, kernel, x);
+  Window w = window(c, kernel, x, false);
   if (c.attr_string("auto_pad", "NOTSET") != "NOTSET")
     c.fail_attr("auto_pad", c.attr_string("auto_pad", ""), "not supported for ConvTranspose; give pads");
   std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
@@ -166,10 +207,10 @@ void map_conv_transpose(NodeContext& c) {
 
 template <bool kMax>
 void map_pool(NodeContext& c) {
-  const Shape x = c.shape(0);
-  if (x.rank() != 4) c.fail("only 2-D pooling (4-D input N,C,H,W) is supported, input is " + x.to_string());
+  const bool one_d = is_1d(c, c.rank(0));
+  const Shape x = lifted_shape(c.shape(0));
   if (kMax && c.attr_int("storage_order", 0) != 0) c.fail_attr("storage_order", "1", "only row-major indices");
-  Window w = window(c, c.attr_ints("kernel_shape"), x);
+  Window w = window(c, c.attr_ints("kernel_shape"), x, one_d);
   const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
   if (ceil_mode && w.padding != "EXPLICIT") {
     // hub's ceil_mode is defined on explicit pads only.
@@ -184,7 +225,8 @@ void map_pool(NodeContext& c) {
     c.fail_attr("dilations", ints_text(w.dilations), "AveragePool with dilations is not supported");
   if (ceil_mode) a.set("ceil_mode", true);
   if (!kMax && c.attr_int("count_include_pad", 0)) a.set("count_include_pad", true);
-  c.set_output(0, c.scope().op(kMax ? "MaxPool" : "AvgPool", {c.nhwc(0)}, a, kMax ? "MaxPool" : "AvgPool"), true);
+  set_spatial_output(
+      c, c.scope().op(kMax ? "MaxPool" : "AvgPool", {nhwc_input(c, one_d)}, a, kMax ? "MaxPool" : "AvgPool"), one_d);
 }
 
 template <bool kMax>
