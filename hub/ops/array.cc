@@ -522,6 +522,39 @@ HUB_REGISTER_OP(GatherGrad)
     .no_gradient(kGradOp)
     .doc("(g, indices, params) -> zeros of params' shape with g's slices added at their indices.");
 
+HUB_REGISTER_OP(GatherElements)
+    .inputs(2)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape &x = c.shape(0), &idx = c.shape(1);
+      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+      if (x.rank() == 0 || idx.rank() != x.rank())
+        c.fail("indices " + c.input(1).to_string() + " must have the rank (>= 1) of x " + c.input(0).to_string());
+      const int axis = static_cast<int>(normalize_axis(c, c.attrs().get_int("axis"), x.rank(), "axis"));
+      for (int d = 0; d < x.rank(); ++d)
+        if (d != axis && x[d] >= 0 && idx[d] > x[d])
+          c.fail("dim " + std::to_string(d) + " of indices " + c.input(1).to_string() + " exceeds x's " +
+                 c.input(0).to_string());
+      return {{c.dtype(0), idx}};
+    })
+    .grad([](const GradContext& c) {
+      return std::vector<Output>{
+          c.scope.op("GatherElementsGrad", {c.grads[0], c.inputs[1], c.inputs[0]}, c.node.attrs), Output{}};
+    })
+    .doc("x at indices along axis, element by element (ONNX GatherElements); y has indices' shape.");
+
+HUB_REGISTER_OP(GatherElementsGrad)
+    .inputs(3)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      c.expect_dtype(0, DType::kFloat32);
+      c.expect_dtype(2, DType::kFloat32);
+      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+      return {c.input(2)};
+    })
+    .no_gradient(kGradOp)
+    .doc("(g, indices, x) -> zeros of x's shape with each element of g added where GatherElements read it.");
+
 HUB_REGISTER_OP(StridedSlice)
     .inputs(1)
     .attr("begin", AttrType::kInts)

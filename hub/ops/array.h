@@ -68,6 +68,15 @@
 //                              with each slice of g added at its index
 //                              (repeated indices accumulate; negative ones as
 //                              in Gather).
+//   GatherElements(x, indices; axis = 0)   (ONNX GatherElements, torch.gather)
+//                              indices int32 or int64 of x's rank, each dim but
+//                              axis at most x's; y.shape = indices.shape,
+//                              y[i..] = x[i.. with the axis coordinate replaced
+//                              by indices[i..]]. Negative indices and range
+//                              errors as in Gather.
+//                                                        dx = GatherElementsGrad(g, indices, x)
+//   GatherElementsGrad(g, indices, x; axis): zeros of x's shape with each
+//                              element of g added where GatherElements read it.
 //   StridedSlice(x; begin, end, strides, begin_mask = 0, end_mask = 0,
 //                ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0)
 //                              TF's StridedSlice with constant begin/end/strides

@@ -897,6 +897,12 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+void export_gather_elements(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  set_int(e.add("GatherElements", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name), "axis", n.attrs.get_int("axis"));
+  e.set(out0(n), y);
+}
+
 // TopK along the last axis; ONNX's int64 indices cast to hub's int32.
 void export_top_k(Exporter& e, const Node& n) {
   std::string values = e.fresh(n.name + "/values"), indices = e.fresh(n.name + "/indices64");
@@ -1059,6 +1065,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
+      {"GatherElements", export_gather_elements},
       {"OneHot", export_one_hot},
       {"Resize", export_resize},
   };

@@ -627,6 +627,12 @@ void map_gather(NodeContext& c) {
   c.set_output(0, c.scope().op("Gather", {c.native(0), indices}, Attrs().set("axis", axis), "Gather"));
 }
 
+void map_gather_elements(NodeContext& c) {
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), c.rank(0), "axis");
+  c.set_output(0,
+               c.scope().op("GatherElements", {c.native(0), c.native(1)}, Attrs().set("axis", axis), "GatherElements"));
+}
+
 void map_pad(NodeContext& c) {
   const int rank = c.rank(0);
   std::vector<int64_t> pads = c.constant_ints(1, "pads");
@@ -982,6 +988,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Split"] = {map_split, {"axis"}};
   m["Slice"] = {symbolic_or<map_slice>, {}};
   m["Gather"] = {symbolic_or<map_gather>, {"axis"}};
+  m["GatherElements"] = {map_gather_elements, {"axis"}};
   m["Pad"] = {map_pad, {"mode"}};
   m["Tile"] = {map_tile, {}};
   m["Expand"] = {map_expand, {}};

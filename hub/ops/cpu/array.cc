@@ -346,8 +346,9 @@ void split_kernel(KernelContext& c) {
 
 // The indices as int64, each checked to lie in [-v.axis, v.axis); negative
 // ones count from the end.
-std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, const ops::GatherView& v,
-                                     const Shape& params) {
+// The indices as int64, negative ones counted from the end of an axis of
+// `dim` elements; one outside [-dim, dim) fails naming the node.
+std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, int64_t dim, const Shape& params) {
   std::vector<int64_t> out(idx.num_elements());
   auto read = [&](const auto* p) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
@@ -357,13 +358,13 @@ std::vector<int64_t> checked_indices(const KernelContext& c, const Tensor& idx, 
   else
     read(idx.data<int64_t>());
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] < -v.axis || out[i] >= v.axis)
+    if (out[i] < -dim || out[i] >= dim)
       throw_error(Code::kInvalidArgument,
                   "node '" + c.node().name + "' (" + c.node().op + "): index " + std::to_string(out[i]) +
                       " at flat position " + std::to_string(i) + " of indices " + idx.spec_string() + " is outside [" +
-                      std::to_string(-v.axis) + ", " + std::to_string(v.axis) + ") for axis " +
+                      std::to_string(-dim) + ", " + std::to_string(dim) + ") for axis " +
                       std::to_string(c.attrs().get_int("axis")) + " of params " + params.to_string());
-    if (out[i] < 0) out[i] += v.axis;
+    if (out[i] < 0) out[i] += dim;
   }
   return out;
 }
@@ -373,7 +374,7 @@ void gather_kernel(KernelContext& c) {
   const Tensor& idx = c.input(1);
   Tensor& y = c.output(0);
   ops::GatherView v = ops::gather_view(params.shape(), idx.shape(), c.attrs());
-  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  std::vector<int64_t> at = checked_indices(c, idx, v.axis, params.shape());
   if (y.num_elements() == 0) return;
   const size_t row = static_cast<size_t>(v.inner) * elem_size(params);
   const char* src = static_cast<const char*>(params.raw_data());
@@ -398,7 +399,7 @@ void gather_grad_kernel(KernelContext& c) {
   const Tensor& params = c.input(2);
   Tensor& out = c.output(0);
   ops::GatherView v = ops::gather_view(params.shape(), idx.shape(), c.attrs());
-  std::vector<int64_t> at = checked_indices(c, idx, v, params.shape());
+  std::vector<int64_t> at = checked_indices(c, idx, v.axis, params.shape());
   float* po = out.data<float>();
   std::fill(po, po + out.num_elements(), 0.0f);
   if (g.num_elements() == 0) return;
@@ -416,6 +417,56 @@ void gather_grad_kernel(KernelContext& c) {
                          CVec(pg + (bp * v.n + n) * v.inner + i0, len);
                  }
                });
+}
+
+// ---- GatherElements --------------------------------------------------------------
+
+// For each element of indices (flat, row-major), the flat offset in x it
+// reads: its own coordinates in x's strides, the axis coordinate replaced by
+// the (checked) index.
+std::vector<int64_t> element_offsets(const KernelContext& c, const Tensor& idx, const Shape& x) {
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  std::vector<int64_t> at = checked_indices(c, idx, x[axis], x);
+  const Shape& ishape = idx.shape();
+  const int rank = x.rank();
+  std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+  parallel_for(static_cast<int64_t>(at.size()), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t rest = i, offset = 0;
+      for (int d = rank - 1; d >= 0; --d) {
+        const int64_t coord = rest % ishape[d];
+        rest /= ishape[d];
+        offset += (d == axis ? at[i] : coord) * stride[d];
+      }
+      at[i] = offset;
+    }
+  });
+  return at;
+}
+
+void gather_elements_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  const std::vector<int64_t> at = element_offsets(c, c.input(1), x.shape());
+  const size_t size = elem_size(x);
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(y.raw_data());
+  parallel_for(static_cast<int64_t>(at.size()), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) std::memcpy(dst + i * size, src + at[i] * size, size);
+  });
+}
+
+// Repeated indices add up, in order (one thread: any two elements may collide).
+void gather_elements_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  Tensor& out = c.output(0);
+  const std::vector<int64_t> at = element_offsets(c, c.input(1), c.input(2).shape());
+  float* po = out.data<float>();
+  std::fill(po, po + out.num_elements(), 0.0f);
+  const float* pg = g.data<float>();
+  for (size_t i = 0; i < at.size(); ++i) po[at[i]] += pg[i];
 }
 
 // ---- StridedSlice ---------------------------------------------------------------
@@ -539,6 +590,8 @@ HUB_REGISTER_KERNEL(TileGrad, reference, tile_grad_kernel);
 HUB_REGISTER_KERNEL(Split, reference, split_kernel);
 HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);
 HUB_REGISTER_KERNEL(GatherGrad, reference, gather_grad_kernel);
+HUB_REGISTER_KERNEL(GatherElements, reference, gather_elements_kernel);
+HUB_REGISTER_KERNEL(GatherElementsGrad, reference, gather_elements_grad_kernel);
 HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
 HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);

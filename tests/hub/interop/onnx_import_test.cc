@@ -649,11 +649,16 @@ TEST_CASE(
   int_attr(node("Trilu", {"x"}, "o11_lower"), "upper", 0);
   node("Shrink", {"x"}, "shrunk");
   node("ThresholdedRelu", {"shrunk"}, "o12_shrink_threshold");
+  std::vector<int64_t> picks;
+  for (int i = 0; i < 24; ++i) picks.push_back((i * 5) % 16 - 8);  // in [-8, 8): negative ones count from the end
+  b.init("picks", Tensor::from_vector<int64_t>({1, 3, 2, 4}, picks));
+  int_attr(node("GatherElements", {"x", "picks"}, "o13_gathered"), "axis", 1);
   const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
       {"o1_erf", {1, 8, 2, 4}},        {"o2_trig", {1, 8, 2, 4}},       {"o3_inverse", {1, 8, 2, 4}},
       {"o4_hyperbolic", {1, 8, 2, 4}}, {"o5_rounding", {1, 8, 2, 4}},   {"o6_where", {1, 8, 2, 4}},
       {"o7_argmin", {1, 1, 2, 4}},     {"o8_top_values", {1, 2, 2, 4}}, {"o9_top_indices", {1, 2, 2, 4}},
-      {"o10_hardmax", {1, 8, 2, 4}},   {"o11_lower", {1, 8, 2, 4}},     {"o12_shrink_threshold", {1, 8, 2, 4}}};
+      {"o10_hardmax", {1, 8, 2, 4}},   {"o11_lower", {1, 8, 2, 4}},     {"o12_shrink_threshold", {1, 8, 2, 4}},
+      {"o13_gathered", {1, 3, 2, 4}}};
   for (const auto& [name, dims] : outputs) b.output(name, dims);
   const std::string source = b.save(dir.path, "source.onnx");
 

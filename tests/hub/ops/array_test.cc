@@ -695,3 +695,39 @@ TEST_CASE("Tile: hand values, dtypes, empty multiples; gradient sums the copies"
   expect_build_error("Tile", {2, 3}, tile({2}), "need 2 entries");
   expect_build_error("Tile", {2, 3}, tile({1, -1}), "negative");
 }
+
+TEST_CASE("GatherElements: along each axis, negative indices, smaller index dims, int64 data; gradient") {
+  // ONNX's example: data [[1, 2], [3, 4]], indices [[0, 0], [1, 0]], axis 1 -> [[1, 1], [4, 3]].
+  Tensor x = make({2, 2}, {1, 2, 3, 4});
+  Tensor idx = Tensor::from_vector<int64_t>({2, 2}, {0, 0, 1, 0});
+  expect_close(run_op("GatherElements", {x, idx}, Attrs().set("axis", 1))[0], make({2, 2}, {1, 1, 4, 3}));
+  // Axis 0, a negative index and fewer columns than x: y[i][j] = x[idx[i][j]][j].
+  Tensor x3 = make({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor i3 = Tensor::from_vector<int32_t>({2, 2}, {1, -1, 2, 0});
+  expect_close(run_op("GatherElements", {x3, i3}, Attrs().set("axis", 0))[0], make({2, 2}, {4, 8, 7, 2}));
+  Tensor l = Tensor::from_vector<int64_t>({2, 3}, {10, 11, 12, 13, 14, 15});
+  CHECK(run_op("GatherElements", {l, Tensor::from_vector<int64_t>({2, 1}, {2, 0})}, Attrs().set("axis", -1))[0]
+            .to_vector<int64_t>() == std::vector<int64_t>{12, 13});
+  // Out of range: the node, the index and its position.
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("GatherElements", {x, Tensor::from_vector<int64_t>({1, 1}, {2})}, Attrs().set("axis", 1));
+      },
+      "index 2 at flat position 0");
+  // Repeated indices accumulate in the gradient.
+  auto g = run_op("GatherElementsGrad", {make({2, 2}, {1, 2, 3, 4}), idx, x}, Attrs().set("axis", 1));
+  expect_close(g[0], make({2, 2}, {3, 0, 4, 3}));
+  GradCheckOptions x_only;
+  x_only.inputs = {0};
+  check_gradients(
+      "GatherElements",
+      {random_tensor({3, 4, 2}, 31), Tensor::from_vector<int64_t>({3, 2, 2}, {0, 3, 1, 1, 2, 2, -1, 0, 3, 3, 0, 1})},
+      Attrs().set("axis", 1), x_only);
+  Graph graph;
+  Scope s(graph);
+  Output f = ops::placeholder(s, DType::kFloat32, {2, 3}, "f");
+  CHECK_THROWS_AS(s.op("GatherElements", {f, ops::placeholder(s, DType::kInt64, {3}, "rank1")}, {}), Error);
+  CHECK_THROWS_AS(
+      s.op("GatherElements", {f, ops::placeholder(s, DType::kInt64, {2, 4}, "wide")}, Attrs().set("axis", 0)), Error);
+}
