@@ -538,8 +538,8 @@ HUB_REGISTER_OP(GatherElements)
       return {{c.dtype(0), idx}};
     })
     .grad([](const GradContext& c) {
-      return std::vector<Output>{
-          c.scope.op("GatherElementsGrad", {c.grads[0], c.inputs[1], c.inputs[0]}, c.node.attrs), Output{}};
+      return std::vector<Output>{c.scope.op("GatherElementsGrad", {c.grads[0], c.inputs[1], c.inputs[0]}, c.node.attrs),
+                                 Output{}};
     })
     .doc("x at indices along axis, element by element (ONNX GatherElements); y has indices' shape.");
 
