@@ -19,8 +19,8 @@ Shape reshape_shape(const InferContext& c, const Shape& in, const std::vector<in
       infer = static_cast<int>(i);
     } else if (target[i] < 0) {
       c.fail("shape " + attr_to_string(target) + " has negative dim " + std::to_string(target[i]));
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      c.fail("shape " + attr_to_string(target) + " has more elements than an int64 counts");
     }
   }
   Shape out(target);
@@ -615,7 +615,10 @@ HUB_REGISTER_OP(Tile)
       Shape out;
       for (int i = 0; i < in.rank(); ++i) {
         if (m[i] < 0) c.fail("multiples " + attr_to_string(m) + " has a negative entry");
-        out.push_back(in[i] < 0 ? kUnknownDim : in[i] * m[i]);
+        int64_t dim = kUnknownDim;
+        if (in[i] >= 0 && __builtin_mul_overflow(in[i], m[i], &dim))
+          c.fail("multiples " + attr_to_string(m) + " of " + c.input(0).to_string() + " overflow an int64 dim");
+        out.push_back(dim);
       }
       return {{c.dtype(0), out}};
     })
@@ -633,7 +636,10 @@ HUB_REGISTER_OP(TileGrad)
       const Shape& x = c.shape(1);
       const auto& m = c.attrs().get_ints("multiples");
       bool ok = g.rank() == x.rank() && static_cast<int>(m.size()) == x.rank();
-      for (int i = 0; ok && i < x.rank(); ++i) ok = g[i] < 0 || x[i] < 0 || g[i] == x[i] * m[i];
+      for (int i = 0; ok && i < x.rank(); ++i) {
+        int64_t tiled = 0;
+        ok = g[i] < 0 || x[i] < 0 || (!__builtin_mul_overflow(x[i], m[i], &tiled) && g[i] == tiled);
+      }
       if (!ok)
         c.fail("gradient " + c.input(0).to_string() + " is not x " + c.input(1).to_string() + " tiled by " +
                attr_to_string(m));

@@ -53,13 +53,13 @@ std::vector<Output> mean_grad(const GradContext& c) {
   const Scope& s = c.scope;
   const Shape& x = s.graph().spec(c.inputs[0]).shape;
   std::vector<int> axes = ops::normalize_axes(c.node.attrs.get_ints("axes"), x.rank(), "axes");
-  int64_t n = 1;
+  double n = 1;  // as a double: a static shape may declare more than an int64 counts
   bool known = true;
   for (int a : axes) {
     if (x[a] < 0)
       known = false;
     else
-      n *= x[a];
+      n *= static_cast<double>(x[a]);
   }
   Output g = c.grads[0];
   if (known) {

@@ -95,6 +95,20 @@ TEST_CASE("Reshape: unknown batch dim at build time") {
                        doctest::Contains("only partly sliced"), Error);
 }
 
+TEST_CASE("Reshape and Tile: a shape that overflows int64 is refused, not computed") {
+  // The fuzzer's find: the product of the target's dims overflowed before it was compared.
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, 4}, "x");
+  CHECK_THROWS_WITH_AS(ops::reshape(s, x, {int64_t{1} << 40, int64_t{1} << 40, -1}),
+                       doctest::Contains("more elements than an int64 counts"), Error);
+  CHECK_THROWS_WITH_AS(ops::reshape(s, ops::placeholder(s, DType::kFloat32, {2, 4}, "y"), {3281472595382772, 65540}),
+                       doctest::Contains("more elements than an int64 counts"), Error);
+  // Tile's output dims likewise.
+  CHECK_THROWS_WITH_AS(s.op("Tile", {x}, Attrs().set("multiples", std::vector<int64_t>{1, int64_t{1} << 62})),
+                       doctest::Contains("overflow an int64 dim"), Error);
+}
+
 TEST_CASE("ReshapeLike") {
   Tensor x = make({6}, {1, 2, 3, 4, 5, 6});
   Tensor like = make({3, 2}, {0, 0, 0, 0, 0, 0});
