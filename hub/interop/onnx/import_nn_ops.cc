@@ -74,6 +74,11 @@ Window window(NodeContext& c, std::vector<int64_t> kernel, const Shape& x, bool 
     c.fail("only 1-D and 2-D windows are supported (kernel " + ints_text(w.kernel) + "; input " + x.to_string() + ")");
   w.strides = lift(c.attr_ints("strides", {1, 1}), 1);
   w.dilations = lift(c.attr_ints("dilations", {1, 1}), 1);
+  for (const auto& [name, v] :
+       {std::pair<const char*, const std::vector<int64_t>&>{"strides", w.strides}, {"dilations", w.dilations}})
+    if (v.size() != 2 || v[0] < 1 || v[1] < 1)
+      c.fail("attribute " + std::string(name) + " = " + ints_text(v) +
+             ": expected one positive value per spatial dim of kernel " + ints_text(w.kernel));
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
   if (one_d && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};

@@ -94,6 +94,22 @@ void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
     }
 }
 
+// Window attributes (strides, dilations, kernel_shape) with an entry below 1:
+// ONNX's shape inference and version converter divide by them (a zero stride
+// stopped the process with SIGFPE), so they are refused first.
+void check_window_attributes(const ::onnx::GraphProto& g, const std::string& where) {
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& a : g.node(i).attribute()) {
+      if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
+      for (int64_t v : a.ints())
+        if (v < 1)
+          throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" +
+                                                  printable(g.node(i).name()) + "' (" + printable(g.node(i).op_type()) +
+                                                  "): attribute " + a.name() + " has " + std::to_string(v) +
+                                                  "; every entry must be at least 1");
+    }
+}
+
 // The graph's wiring, checked before ONNX's own checker and converter (which
 // trust it and crash on some broken graphs): every value is defined once (a
 // graph input, an initializer, or one node's output); nodes come in
@@ -297,6 +313,7 @@ OnnxModel load_onnx_model(const std::string& path) {
       throw_error(Code::kInvalidArgument, where + ": node '" + n.name() + "' (" + n.op_type() + ") is in domain '" +
                                               n.domain() + "'; hub imports the default ONNX domain only");
   check_wiring(m.proto.graph(), where);
+  check_window_attributes(m.proto.graph(), where);
   load_graph_external_data(path, m.proto.mutable_graph());
   try {
     ::onnx::checker::check_model(m.proto);

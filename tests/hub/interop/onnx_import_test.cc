@@ -249,6 +249,19 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
     expect_error(
         Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); }, "storage_order");
   }
+  // A window attribute with the wrong count or a zero stride (the fuzzer's find: the count was
+  // not checked, and computing SAME padding read past it).
+  for (const std::vector<int64_t>& strides : {std::vector<int64_t>{2}, std::vector<int64_t>{2, 0}}) {
+    OnnxBuilder b;
+    b.input("x", {1, 2, 4, 4});
+    auto* n = b.node("AveragePool", {"x"}, "y", "pool");
+    ints_attr(n, "kernel_shape", {2, 2});
+    ints_attr(n, "strides", strides);
+    b.output("y", {1, 2, 2, 2});
+    const std::string path = b.save(dir.path, "strides.onnx");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "attribute strides");
+  }
   {
     OnnxBuilder b;
     b.input("x", {2}, ::onnx::TensorProto::DOUBLE);
