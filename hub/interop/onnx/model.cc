@@ -114,9 +114,20 @@ void check_window_attributes(const ::onnx::GraphProto& g, const std::string& whe
 // trust it and crash on some broken graphs): every value is defined once (a
 // graph input, an initializer, or one node's output); nodes come in
 // topological order, each input defined by an earlier node or the graph; every
-// graph output is defined. Subgraphs (If, Loop, Scan) are refused: hub maps
-// no control flow.
+// graph output is defined; inputs, outputs and value infos are tensors.
+// Subgraphs (If, Loop, Scan) are refused: hub maps no control flow.
 void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
+  // Sequences, maps and optionals: hub maps tensors only, and ONNX's version
+  // converter crashed on a map-typed graph input.
+  auto expect_tensor = [&](const ::onnx::ValueInfoProto& v, const char* what) {
+    if (v.has_type() && !v.type().has_tensor_type())
+      throw_error(Code::kInvalidArgument,
+                  where + ": " + what + " '" + printable(v.name()) +
+                      "' is not a tensor (a sequence, map or optional); hub imports tensors only");
+  };
+  for (const auto& v : g.input()) expect_tensor(v, "graph input");
+  for (const auto& v : g.output()) expect_tensor(v, "graph output");
+  for (const auto& v : g.value_info()) expect_tensor(v, "value");
   std::set<std::string> defined;
   for (const auto& v : g.input()) {
     if (v.name().empty()) throw_error(Code::kInvalidArgument, where + ": a graph input has no name");

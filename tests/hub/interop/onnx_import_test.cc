@@ -388,6 +388,17 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
             model("out.onnx", [](OnnxBuilder& b) { b.g->mutable_output(0)->set_name("M\x9cz"); }));
       },
       "graph output 'M\\x9cz' is produced by no node");
+  // A map-typed graph input crashed the converter (the fuzzer's find).
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(model("map.onnx", [](OnnxBuilder& b) {
+          auto* map = b.g->mutable_input(0)->mutable_type()->mutable_map_type();
+          map->set_key_type(::onnx::TensorProto::INT64);
+          map->mutable_value_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+        }));
+      },
+      "graph input 'x' is not a tensor");
   expect_error(
       Code::kInvalidArgument,
       [&] {
