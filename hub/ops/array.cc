@@ -82,6 +82,14 @@ void check_slice(const InferContext& c, const std::vector<int64_t>& begin, const
 
 bool is_index_dtype(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
 
+// GatherGrad, GatherElementsGrad: (g, indices, x) -> x's spec.
+std::vector<TensorSpec> gather_grad_shape_fn(const InferContext& c) {
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_dtype(2, DType::kFloat32);
+  if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+  return {c.input(2)};
+}
+
 // Split: the size of each part along the axis (kUnknownDim where the dim is unknown).
 std::vector<int64_t> split_sizes(const InferContext& c, int64_t dim) {
   int64_t num = c.attrs().get_int("num_split");
@@ -513,12 +521,7 @@ HUB_REGISTER_OP(GatherGrad)
     .inputs(3)
     .attr("axis", AttrType::kInt, int64_t{0})
     .attr("batch_dims", AttrType::kInt, int64_t{0})
-    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      c.expect_dtype(0, DType::kFloat32);
-      c.expect_dtype(2, DType::kFloat32);
-      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
-      return {c.input(2)};
-    })
+    .shape_fn(gather_grad_shape_fn)
     .no_gradient(kGradOp)
     .doc("(g, indices, params) -> zeros of params' shape with g's slices added at their indices.");
 
@@ -546,12 +549,7 @@ HUB_REGISTER_OP(GatherElements)
 HUB_REGISTER_OP(GatherElementsGrad)
     .inputs(3)
     .attr("axis", AttrType::kInt, int64_t{0})
-    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      c.expect_dtype(0, DType::kFloat32);
-      c.expect_dtype(2, DType::kFloat32);
-      if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
-      return {c.input(2)};
-    })
+    .shape_fn(gather_grad_shape_fn)
     .no_gradient(kGradOp)
     .doc("(g, indices, x) -> zeros of x's shape with each element of g added where GatherElements read it.");
 
