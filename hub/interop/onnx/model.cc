@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "hub/core/error.h"
@@ -92,6 +93,73 @@ void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
       if (a.has_t()) load_external_data(path, a.mutable_t(), "node '" + n.name() + "' attribute " + a.name());
       if (a.has_g()) load_graph_external_data(path, a.mutable_g());
     }
+}
+
+// ONNX's convolution shape inference (libonnx 1.12) takes a missing
+// kernel_shape from the weights' dims without checking their rank against
+// the input's, and reads past its vectors where they differ (a crash); with
+// weights of rank < 3 it crashed even where kernel_shape was given. The
+// weights' dims are known before inference when they come from an
+// initializer, a Constant or a graph input's declared shape, directly or
+// through (de)quantization, Identity or Cast. check_conv_weights (before the
+// converter and inference) refuses such weights of rank < 3 and a
+// kernel_shape of another length than theirs; fill_kernel_shapes then gives
+// each convolution without one the kernel_shape of its weights (what ONNX
+// defines it to be), so a mismatch with the input fails inference cleanly.
+const std::map<std::string, int>& conv_weights_input() {
+  static const std::map<std::string, int> m{{"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
+  return m;
+}
+
+// The dims of node i's convolution weights where the graph fixes them, else nullopt.
+std::optional<std::vector<int64_t>> conv_weight_dims(const ::onnx::GraphProto& g, int i) {
+  const ::onnx::NodeProto& n = g.node(i);
+  auto w = conv_weights_input().find(n.op_type());
+  if (w == conv_weights_input().end() || n.input_size() <= w->second) return std::nullopt;
+  auto dims_of = [](const ::onnx::TensorProto& t) { return std::vector<int64_t>(t.dims().begin(), t.dims().end()); };
+  std::string name = n.input(w->second);
+  for (int hops = 0; hops < 8; ++hops) {
+    for (const auto& t : g.initializer())
+      if (t.name() == name) return dims_of(t);
+    int from = -1;
+    for (int k = 0; k < i; ++k)
+      for (const auto& out : g.node(k).output())
+        if (out == name) from = k;
+    if (from < 0) {
+      for (const auto& v : g.input())
+        if (v.name() == name && v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+          return std::vector<int64_t>(static_cast<size_t>(v.type().tensor_type().shape().dim_size()), -1);
+      return std::nullopt;
+    }
+    const ::onnx::NodeProto& p = g.node(from);
+    if (p.op_type() == "Constant") {
+      for (const auto& a : p.attribute())
+        if (a.name() == "value" && a.has_t()) return dims_of(a.t());
+      return std::nullopt;
+    }
+    static const std::set<std::string> same_shape{"DequantizeLinear", "QuantizeLinear", "Identity", "Cast"};
+    if (!same_shape.count(p.op_type()) || p.input_size() == 0) return std::nullopt;
+    name = p.input(0);
+  }
+  return std::nullopt;
+}
+
+void check_conv_weights(const ::onnx::GraphProto& g, const std::string& where) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(g, i);
+    if (!dims) continue;
+    const ::onnx::NodeProto& n = g.node(i);
+    const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
+                           printable(n.op_type()) + "): weights '" +
+                           printable(n.input(conv_weights_input().at(n.op_type()))) + "'";
+    if (dims->size() < 3)
+      throw_error(Code::kInvalidArgument,
+                  nw + " have rank " + std::to_string(dims->size()) + "; a convolution's weights have rank 3 or more");
+    for (const auto& a : n.attribute())
+      if (a.name() == "kernel_shape" && static_cast<size_t>(a.ints_size()) != dims->size() - 2)
+        throw_error(Code::kInvalidArgument, nw + " have rank " + std::to_string(dims->size()) + " but kernel_shape " +
+                                                std::to_string(a.ints_size()) + " entries");
+  }
 }
 
 // Window attributes (strides, dilations, kernel_shape) with an entry below 1:
@@ -325,6 +393,7 @@ OnnxModel load_onnx_model(const std::string& path) {
                                               n.domain() + "'; hub imports the default ONNX domain only");
   check_wiring(m.proto.graph(), where);
   check_window_attributes(m.proto.graph(), where);
+  check_conv_weights(m.proto.graph(), where);
   load_graph_external_data(path, m.proto.mutable_graph());
   try {
     ::onnx::checker::check_model(m.proto);
@@ -346,58 +415,21 @@ OnnxModel load_onnx_model(const std::string& path) {
 
 namespace {
 
-// ONNX's convolution shape inference (libonnx 1.12) takes a missing
-// kernel_shape from the weights' dims without checking their rank against
-// the input's, and reads past its vectors where they differ (a crash). The
-// weights' dims are known before inference when they come from an
-// initializer or a Constant, directly or through (de)quantization, Identity
-// or Cast: such a convolution gets kernel_shape from them (what ONNX defines
-// it to be), so a mismatch fails inference cleanly. Weights of rank < 3 are
-// refused here.
-void fill_kernel_shapes(::onnx::GraphProto* g, const std::string& where) {
-  std::map<std::string, const ::onnx::TensorProto*> initializers;
-  for (const auto& t : g->initializer()) initializers[t.name()] = &t;
-  std::map<std::string, int> producer;
-  for (int i = 0; i < g->node_size(); ++i)
-    for (const auto& out : g->node(i).output()) producer[out] = i;
-  const std::map<std::string, int> weights_input{
-      {"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
+void fill_kernel_shapes(::onnx::GraphProto* g) {
   for (int i = 0; i < g->node_size(); ++i) {
     ::onnx::NodeProto& n = *g->mutable_node(i);
-    auto w = weights_input.find(n.op_type());
-    if (w == weights_input.end() || n.input_size() <= w->second) continue;
     bool has_kernel_shape = false;
     for (const auto& a : n.attribute()) has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
     if (has_kernel_shape) continue;
-    const ::onnx::TensorProto* source = nullptr;
-    std::string name = n.input(w->second);
-    for (int hops = 0; hops < 8 && !source; ++hops) {
-      if (auto it = initializers.find(name); it != initializers.end()) {
-        source = it->second;
-      } else if (auto p = producer.find(name); p != producer.end() && p->second < i) {
-        const ::onnx::NodeProto& from = g->node(p->second);
-        if (from.op_type() == "Constant") {
-          for (const auto& a : from.attribute())
-            if (a.name() == "value" && a.has_t()) source = &a.t();
-          break;
-        }
-        static const std::set<std::string> same_shape{"DequantizeLinear", "QuantizeLinear", "Identity", "Cast"};
-        if (!same_shape.count(from.op_type()) || from.input_size() == 0) break;
-        name = from.input(0);
-      } else {
-        break;
-      }
-    }
-    if (!source) continue;
-    if (source->dims_size() < 3)
-      throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
-                                              printable(n.op_type()) + "): weights '" + printable(n.input(w->second)) +
-                                              "' have rank " + std::to_string(source->dims_size()) +
-                                              "; a convolution's weights have rank 3 or more");
+    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, i);
+    if (!dims || dims->size() < 3) continue;  // rank < 3 was refused before conversion
+    bool known = true;
+    for (size_t d = 2; d < dims->size(); ++d) known = known && (*dims)[d] >= 0;
+    if (!known) continue;
     auto* a = n.add_attribute();
     a->set_name("kernel_shape");
     a->set_type(::onnx::AttributeProto::INTS);
-    for (int d = 2; d < source->dims_size(); ++d) a->add_ints(source->dims(d));
+    for (size_t d = 2; d < dims->size(); ++d) a->add_ints((*dims)[d]);
   }
 }
 
@@ -405,7 +437,7 @@ void fill_kernel_shapes(::onnx::GraphProto* g, const std::string& where) {
 
 void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
   auto* g = model.mutable_graph();
-  fill_kernel_shapes(g, where);
+  fill_kernel_shapes(g);
   auto run = [&](bool data_propagation) {
     g->clear_value_info();
     for (auto& out : *g->mutable_output())

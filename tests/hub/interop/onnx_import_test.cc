@@ -272,13 +272,13 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
         Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "DOUBLE");
   }
   {
-    OnnxBuilder b(18);
+    OnnxBuilder b(6);
     b.input("x", {2});
     b.node("Relu", {"x"}, "y");
     b.output("y", {2});
-    const std::string path = b.save(dir.path, "new.onnx");
+    const std::string path = b.save(dir.path, "old.onnx");
     expect_error(
-        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 1 to 17");
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 7 to 17");
   }
 }
 
@@ -467,6 +467,20 @@ TEST_CASE("issue13: an ONNX node input whose type shape inference cannot infer i
   expect_error(
       Code::kInvalidArgument, [&] { onnx_interop::import_onnx(flat_path); },
       "node 0 'conv' (Conv): weights 'w' have rank 2; a convolution's weights have rank 3 or more");
+  // With kernel_shape given, such weights crashed it too (the fuzzer's find, on a ConvTranspose),
+  // and a kernel_shape whose length is not the weights' rank - 2 is refused as well.
+  ints_attr(b.g->mutable_node(0), "kernel_shape", {3, 3});
+  const std::string given_path = b.save(dir.path, "given.onnx");
+  expect_error(
+      Code::kInvalidArgument, [&] { onnx_interop::import_onnx(given_path); },
+      "weights 'w' have rank 2; a convolution's weights have rank 3 or more");
+  b.g->mutable_initializer(0)->clear_dims();
+  for (int64_t d : {4, 3, 3, 3}) b.g->mutable_initializer(0)->add_dims(d);
+  b.g->mutable_node(0)->mutable_attribute(0)->add_ints(3);
+  const std::string long_path = b.save(dir.path, "long.onnx");
+  expect_error(
+      Code::kInvalidArgument, [&] { onnx_interop::import_onnx(long_path); },
+      "weights 'w' have rank 4 but kernel_shape 3 entries");
 }
 
 TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
@@ -677,12 +691,45 @@ TEST_CASE(
   for (int i = 0; i < 24; ++i) picks.push_back((i * 5) % 16 - 8);  // in [-8, 8): negative ones count from the end
   b.init("picks", Tensor::from_vector<int64_t>({1, 3, 2, 4}, picks));
   int_attr(node("GatherElements", {"x", "picks"}, "o13_gathered"), "axis", 1);
+  b.init("s8", random_tensor({8}, 24, 0.5f, 1.5f));
+  b.init("b8", random_tensor({8}, 25));
+  node("InstanceNormalization", {"x", "s8", "b8"}, "o14_instance_norm");
+  node("Sum",
+       {node("Selu", {"x"}, "selu")->output(0), node("Softplus", {"x"}, "softplus")->output(0),
+        node("Softsign", {"x"}, "softsign")->output(0)},
+       "o15_selu_softplus_softsign");
+  // A sequence [1, 8, 8]: 1-D convolution, rank-3 batch norm, 1-D pooling.
+  b.init("seq_shape", Tensor::from_vector<int64_t>({3}, {1, 8, 8}));
+  node("Reshape", {"x", "seq_shape"}, "seq");
+  b.init("w1d", random_tensor({4, 8, 3}, 26, -0.3f, 0.3f));
+  b.init("b1d", random_tensor({4}, 27));
+  ints_attr(node("Conv", {"seq", "w1d", "b1d"}, "conv1d"), "pads", {1, 1});
+  b.init("bn_scale", random_tensor({4}, 28, 0.5f, 1.5f));
+  b.init("bn_bias", random_tensor({4}, 29));
+  b.init("bn_mean", random_tensor({4}, 30));
+  b.init("bn_var", random_tensor({4}, 31, 0.5f, 2.0f));
+  node("BatchNormalization", {"conv1d", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, "bn1d");
+  auto* pool = node("MaxPool", {"bn1d"}, "pool1d");
+  ints_attr(pool, "kernel_shape", {2});
+  ints_attr(pool, "strides", {2});
+  ints_attr(node("AveragePool", {"pool1d"}, "o16_sequence"), "kernel_shape", {2});
   const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
-      {"o1_erf", {1, 8, 2, 4}},        {"o2_trig", {1, 8, 2, 4}},       {"o3_inverse", {1, 8, 2, 4}},
-      {"o4_hyperbolic", {1, 8, 2, 4}}, {"o5_rounding", {1, 8, 2, 4}},   {"o6_where", {1, 8, 2, 4}},
-      {"o7_argmin", {1, 1, 2, 4}},     {"o8_top_values", {1, 2, 2, 4}}, {"o9_top_indices", {1, 2, 2, 4}},
-      {"o10_hardmax", {1, 8, 2, 4}},   {"o11_lower", {1, 8, 2, 4}},     {"o12_shrink_threshold", {1, 8, 2, 4}},
-      {"o13_gathered", {1, 3, 2, 4}}};
+      {"o1_erf", {1, 8, 2, 4}},
+      {"o2_trig", {1, 8, 2, 4}},
+      {"o3_inverse", {1, 8, 2, 4}},
+      {"o4_hyperbolic", {1, 8, 2, 4}},
+      {"o5_rounding", {1, 8, 2, 4}},
+      {"o6_where", {1, 8, 2, 4}},
+      {"o7_argmin", {1, 1, 2, 4}},
+      {"o8_top_values", {1, 2, 2, 4}},
+      {"o9_top_indices", {1, 2, 2, 4}},
+      {"o10_hardmax", {1, 8, 2, 4}},
+      {"o11_lower", {1, 8, 2, 4}},
+      {"o12_shrink_threshold", {1, 8, 2, 4}},
+      {"o13_gathered", {1, 3, 2, 4}},
+      {"o14_instance_norm", {1, 8, 2, 4}},
+      {"o15_selu_softplus_softsign", {1, 8, 2, 4}},
+      {"o16_sequence", {1, 4, 3}}};
   for (const auto& [name, dims] : outputs) b.output(name, dims);
   const std::string source = b.save(dir.path, "source.onnx");
 
