@@ -137,18 +137,21 @@ Shape padded_shape(const InferContext& c, const Shape& in, bool forward) {
   for (int i = 0; i < in.rank(); ++i) {
     int64_t before = p[2 * i], after = p[2 * i + 1];
     if (before < 0 || after < 0) c.fail("negative paddings " + attr_to_string(p));
-    int64_t n = in[i] < 0 ? kUnknownDim : forward ? in[i] : in[i] - before - after;  // x's dim
+    int64_t total = 0, padded = 0;
+    if (__builtin_add_overflow(before, after, &total) || (in[i] >= 0 && __builtin_add_overflow(in[i], total, &padded)))
+      c.fail("paddings " + attr_to_string(p) + " of " + c.input(0).to_string() + " overflow an int64 dim");
+    int64_t n = in[i] < 0 ? kUnknownDim : forward ? in[i] : in[i] - total;  // x's dim
     if (!forward && in[i] >= 0 && n < 0)
       c.fail("gradient " + c.input(0).to_string() + " is smaller than paddings " + attr_to_string(p));
     int64_t limit = mode == "REFLECT" ? n - 1 : mode == "SYMMETRIC" ? n : std::numeric_limits<int64_t>::max();
-    if (mode != "CONSTANT" && n >= 0 && before + after > 0 && (n == 0 || std::max(before, after) > limit))
+    if (mode != "CONSTANT" && n >= 0 && total > 0 && (n == 0 || std::max(before, after) > limit))
       c.fail(mode + " padding of dim " + std::to_string(i) + " (size " + std::to_string(n) + ") by " +
              std::to_string(before) + " before and " + std::to_string(after) + " after exceeds what it allows (" +
              (mode == "REFLECT"     ? "size - 1"
               : mode == "SYMMETRIC" ? "size"
                                     : "a non-empty dim") +
              ")");
-    out.push_back(!forward || n < 0 ? n : n + before + after);
+    out.push_back(!forward || n < 0 ? n : padded);
   }
   return out;
 }

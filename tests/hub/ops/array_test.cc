@@ -95,7 +95,7 @@ TEST_CASE("Reshape: unknown batch dim at build time") {
                        doctest::Contains("only partly sliced"), Error);
 }
 
-TEST_CASE("Reshape and Tile: a shape that overflows int64 is refused, not computed") {
+TEST_CASE("Reshape, Pad and Tile: a shape that overflows int64 is refused, not computed") {
   // The fuzzer's find: the product of the target's dims overflowed before it was compared.
   Graph g;
   Scope s(g);
@@ -104,6 +104,12 @@ TEST_CASE("Reshape and Tile: a shape that overflows int64 is refused, not comput
                        doctest::Contains("more elements than an int64 counts"), Error);
   CHECK_THROWS_WITH_AS(ops::reshape(s, ops::placeholder(s, DType::kFloat32, {2, 4}, "y"), {3281472595382772, 65540}),
                        doctest::Contains("more elements than an int64 counts"), Error);
+  // Pad's (the fuzzer's find, through an ONNX Pad).
+  CHECK_THROWS_WITH_AS(s.op("Pad", {x},
+                            Attrs()
+                                .set("paddings", std::vector<int64_t>{0, 0, int64_t{1} << 62, int64_t{1} << 62})
+                                .set("mode", std::string("CONSTANT"))),
+                       doctest::Contains("overflow an int64 dim"), Error);
   // Tile's output dims likewise.
   CHECK_THROWS_WITH_AS(s.op("Tile", {x}, Attrs().set("multiples", std::vector<int64_t>{1, int64_t{1} << 62})),
                        doctest::Contains("overflow an int64 dim"), Error);
