@@ -162,19 +162,22 @@ void check_conv_weights(const ::onnx::GraphProto& g, const std::string& where) {
   }
 }
 
-// Window attributes (strides, dilations, kernel_shape) with an entry below 1:
-// ONNX's shape inference and version converter divide by them (a zero stride
-// stopped the process with SIGFPE), so they are refused first.
+// Window attributes: strides, dilations and kernel_shape with an entry below
+// 1 (ONNX's shape inference and version converter divide by them: a zero
+// stride stopped the process with SIGFPE), and any of them or of pads above
+// 2^20, whose products and sums with a dim could overflow, are refused first.
 void check_window_attributes(const ::onnx::GraphProto& g, const std::string& where) {
+  constexpr int64_t kMaxWindowAttribute = int64_t{1} << 20;
   for (int i = 0; i < g.node_size(); ++i)
     for (const auto& a : g.node(i).attribute()) {
-      if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
+      const bool positive = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      if (!positive && a.name() != "pads") continue;
       for (int64_t v : a.ints())
-        if (v < 1)
-          throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" +
-                                                  printable(g.node(i).name()) + "' (" + printable(g.node(i).op_type()) +
-                                                  "): attribute " + a.name() + " has " + std::to_string(v) +
-                                                  "; every entry must be at least 1");
+        if ((positive && v < 1) || v > kMaxWindowAttribute || v < -kMaxWindowAttribute)
+          throw_error(Code::kInvalidArgument,
+                      where + ": node " + std::to_string(i) + " '" + printable(g.node(i).name()) + "' (" +
+                          printable(g.node(i).op_type()) + "): attribute " + a.name() + " has " + std::to_string(v) +
+                          (positive ? "; every entry must be in [1, 2^20]" : "; every entry must be in [-2^20, 2^20]"));
     }
 }
 

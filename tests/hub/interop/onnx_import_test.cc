@@ -251,7 +251,8 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
   }
   // A window attribute with the wrong count or a zero stride (the fuzzer's find: the count was
   // not checked, and computing SAME padding read past it).
-  for (const std::vector<int64_t>& strides : {std::vector<int64_t>{2}, std::vector<int64_t>{2, 0}}) {
+  for (const std::vector<int64_t>& strides :
+       {std::vector<int64_t>{2}, std::vector<int64_t>{2, 0}, std::vector<int64_t>{2, int64_t{1} << 40}}) {
     OnnxBuilder b;
     b.input("x", {1, 2, 4, 4});
     auto* n = b.node("AveragePool", {"x"}, "y", "pool");
