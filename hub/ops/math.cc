@@ -21,12 +21,14 @@ std::vector<TensorSpec> float_unary_shape_fn(const InferContext& c) {
   return {c.input(0)};
 }
 
+// Comparisons: float32, int32, int64 or uint8 operands, and bool for the
+// equality ops (kEquality), broadcast to a bool result.
+template <bool kEquality>
 std::vector<TensorSpec> compare_shape_fn(const InferContext& c) {
   c.expect_same_dtypes();
   DType d = c.dtype(0);
-  const bool equality = c.op() == "Equal" || c.op() == "NotEqual";
-  if (!is_arith(d) && d != DType::kUInt8 && !(equality && d == DType::kBool))
-    c.fail("comparison needs float32, int32, int64 or uint8" + std::string(equality ? " or bool" : "") + ", got " +
+  if (!is_arith(d) && d != DType::kUInt8 && !(kEquality && d == DType::kBool))
+    c.fail("comparison needs float32, int32, int64 or uint8" + std::string(kEquality ? " or bool" : "") + ", got " +
            c.input(0).to_string());
   try {
     return {{DType::kBool, broadcast_shapes(c.shape(0), c.shape(1))}};
@@ -156,32 +158,32 @@ HUB_REGISTER_OP(Cast)
 
 HUB_REGISTER_OP(Equal)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<true>)
     .doc("a == b as bool, broadcasting.")
     .no_gradient("bool output");
 HUB_REGISTER_OP(NotEqual)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<true>)
     .doc("a != b as bool, broadcasting.")
     .no_gradient("bool output");
 HUB_REGISTER_OP(Greater)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<false>)
     .doc("a > b as bool, broadcasting.")
     .no_gradient("bool output");
 HUB_REGISTER_OP(GreaterEqual)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<false>)
     .doc("a >= b as bool, broadcasting.")
     .no_gradient("bool output");
 HUB_REGISTER_OP(Less)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<false>)
     .doc("a < b as bool, broadcasting.")
     .no_gradient("bool output");
 HUB_REGISTER_OP(LessEqual)
     .inputs(2)
-    .shape_fn(compare_shape_fn)
+    .shape_fn(compare_shape_fn<false>)
     .doc("a <= b as bool, broadcasting.")
     .no_gradient("bool output");
 

@@ -46,7 +46,6 @@ class InferContext {
   const Shape& shape(int i) const { return inputs_[i].shape; }
   DType dtype(int i) const { return inputs_[i].dtype; }
   const Attrs& attrs() const { return attrs_; }
-  const std::string& op() const { return op_; }
   // Throws InvalidArgument "node 'NAME' (OP): message".
   [[noreturn]] void fail(const std::string& message) const;
   void expect_rank(int i, int rank) const;
