@@ -111,27 +111,37 @@ const std::map<std::string, int>& conv_weights_input() {
   return m;
 }
 
+// Where each value of a graph comes from, indexed once per pass.
+struct ValueSources {
+  explicit ValueSources(const ::onnx::GraphProto& g) {
+    for (const auto& t : g.initializer()) initializer[t.name()] = &t;
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& out : g.node(i).output()) producer[out] = i;
+    for (const auto& v : g.input()) input[v.name()] = &v;
+  }
+  std::map<std::string, const ::onnx::TensorProto*> initializer;
+  std::map<std::string, int> producer;
+  std::map<std::string, const ::onnx::ValueInfoProto*> input;
+};
+
 // The dims of node i's convolution weights where the graph fixes them, else nullopt.
-std::optional<std::vector<int64_t>> conv_weight_dims(const ::onnx::GraphProto& g, int i) {
+std::optional<std::vector<int64_t>> conv_weight_dims(const ::onnx::GraphProto& g, const ValueSources& sources, int i) {
   const ::onnx::NodeProto& n = g.node(i);
   auto w = conv_weights_input().find(n.op_type());
   if (w == conv_weights_input().end() || n.input_size() <= w->second) return std::nullopt;
   auto dims_of = [](const ::onnx::TensorProto& t) { return std::vector<int64_t>(t.dims().begin(), t.dims().end()); };
   std::string name = n.input(w->second);
   for (int hops = 0; hops < 8; ++hops) {
-    for (const auto& t : g.initializer())
-      if (t.name() == name) return dims_of(t);
-    int from = -1;
-    for (int k = 0; k < i; ++k)
-      for (const auto& out : g.node(k).output())
-        if (out == name) from = k;
-    if (from < 0) {
-      for (const auto& v : g.input())
-        if (v.name() == name && v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-          return std::vector<int64_t>(static_cast<size_t>(v.type().tensor_type().shape().dim_size()), -1);
+    if (auto t = sources.initializer.find(name); t != sources.initializer.end()) return dims_of(*t->second);
+    auto from = sources.producer.find(name);
+    if (from == sources.producer.end() || from->second >= i) {
+      auto v = sources.input.find(name);
+      if (v != sources.input.end() && v->second->type().has_tensor_type() &&
+          v->second->type().tensor_type().has_shape())
+        return std::vector<int64_t>(static_cast<size_t>(v->second->type().tensor_type().shape().dim_size()), -1);
       return std::nullopt;
     }
-    const ::onnx::NodeProto& p = g.node(from);
+    const ::onnx::NodeProto& p = g.node(from->second);
     if (p.op_type() == "Constant") {
       for (const auto& a : p.attribute())
         if (a.name() == "value" && a.has_t()) return dims_of(a.t());
@@ -145,8 +155,9 @@ std::optional<std::vector<int64_t>> conv_weight_dims(const ::onnx::GraphProto& g
 }
 
 void check_conv_weights(const ::onnx::GraphProto& g, const std::string& where) {
+  const ValueSources sources(g);
   for (int i = 0; i < g.node_size(); ++i) {
-    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(g, i);
+    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(g, sources, i);
     if (!dims) continue;
     const ::onnx::NodeProto& n = g.node(i);
     const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
@@ -419,12 +430,13 @@ OnnxModel load_onnx_model(const std::string& path) {
 namespace {
 
 void fill_kernel_shapes(::onnx::GraphProto* g) {
+  const ValueSources sources(*g);  // adding attributes below leaves values and their sources in place
   for (int i = 0; i < g->node_size(); ++i) {
     ::onnx::NodeProto& n = *g->mutable_node(i);
     bool has_kernel_shape = false;
     for (const auto& a : n.attribute()) has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
     if (has_kernel_shape) continue;
-    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, i);
+    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, sources, i);
     if (!dims || dims->size() < 3) continue;  // rank < 3 was refused before conversion
     bool known = true;
     for (size_t d = 2; d < dims->size(); ++d) known = known && (*dims)[d] >= 0;
