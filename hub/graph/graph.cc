@@ -47,9 +47,11 @@ std::optional<int> Graph::find(const std::string& name) const {
 
 std::string Graph::unique_name(const std::string& base) const {
   if (!by_name_.count(base)) return base;
-  for (int i = 1;; ++i) {
+  int& taken = taken_suffixes_[base];
+  for (int i = taken + 1;; ++i) {
     std::string candidate = base + "_" + std::to_string(i);
     if (!by_name_.count(candidate)) return candidate;
+    taken = i;
   }
 }
 

@@ -41,6 +41,10 @@ class Graph final : public GraphBuilder {
  private:
   std::vector<Node> nodes_;
   std::unordered_map<std::string, int> by_name_;
+  // Per base name, a suffix n such that base_1 .. base_n are all taken (nodes
+  // are never removed), so unique_name does not rescan them: a graph of many
+  // same-named nodes is built in linear time.
+  mutable std::unordered_map<std::string, int> taken_suffixes_;
   std::map<std::string, std::vector<std::string>> collections_;
   uint64_t seed_ = 0;
 };

@@ -2,6 +2,7 @@
 #include "hub/ops/pool.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <tuple>
 
@@ -51,9 +52,20 @@ ops::WindowDim resolve_dim(int64_t in, int64_t k, int64_t s, int64_t d, ops::Pad
   if (r.out < 1)
     fail("input " + std::string(dim) + " " + std::to_string(in) + " plus padding " +
          std::to_string(r.pad_before + r.pad_after) + " is smaller than the (dilated) window " + std::to_string(span));
-  for (int64_t o = 0; o < r.out; ++o)
-    if (ops::pool_taps(o, in, k, s, d, r.pad_before, r.pad_after).count == 0)
-      fail("output " + std::string(dim) + " position " + std::to_string(o) + " pools only padding (input " +
+  // A window that starts inside the input has a tap there, and so do none
+  // that start past it (the last ones); one that starts before it has its first
+  // in-bounds candidate at (start mod d), periodic in o with period
+  // d / gcd(s, d), and fewer taps skipped the later it starts. So the first
+  // period and the last position decide, however large the output.
+  const int64_t period = d / std::gcd(s, d);
+  auto empty = [&](int64_t o) { return ops::pool_taps(o, in, k, s, d, r.pad_before, r.pad_after).count == 0; };
+  std::optional<int64_t> bad;
+  for (int64_t o = 0; o < std::min(r.out, period) && !bad; ++o)
+    if (empty(o)) bad = o;
+  const int64_t past = (in + r.pad_before + s - 1) / s;  // the first window starting past the input
+  if (!bad && past < r.out) bad = past;
+  if (bad)
+    fail("output " + std::string(dim) + " position " + std::to_string(*bad) + " pools only padding (input " +
            std::to_string(in) + ", window " + std::to_string(span) + ", pads " + std::to_string(r.pad_before) + "+" +
            std::to_string(r.pad_after) + ")");
   return r;

@@ -244,6 +244,25 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
                   where + ": graph output '" + printable(v.name()) + "' is produced by no node");
 }
 
+// ONNX's version converter carries dimensions through 32-bit ints: one of
+// 2^32 + 5 came out as 5 (tensors keep theirs). A model that needs
+// converting may declare no value type with a dimension above 2^31 - 1.
+void check_dims_convertible(const ::onnx::GraphProto& g, int opset, const std::string& where) {
+  auto check = [&](int64_t d, const std::string& what) {
+    if (d > std::numeric_limits<int32_t>::max())
+      throw_error(Code::kInvalidArgument, where + ": " + what + " has dimension " + std::to_string(d) +
+                                              ", above 2^31 - 1, which ONNX's version converter cannot carry from "
+                                              "opset " + std::to_string(opset) + " to " + std::to_string(kTargetOpset));
+  };
+  auto check_type = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type())
+      for (const auto& d : v.type().tensor_type().shape().dim()) check(d.dim_value(), "value '" + printable(v.name()) + "'");
+  };
+  for (const auto& v : g.input()) check_type(v);
+  for (const auto& v : g.output()) check_type(v);
+  for (const auto& v : g.value_info()) check_type(v);
+}
+
 template <class T, class Field>
 void copy_typed(const Field& field, Tensor& out) {
   T* p = out.data<T>();
@@ -415,6 +434,7 @@ OnnxModel load_onnx_model(const std::string& path) {
     throw_error(Code::kInvalidArgument, where + " fails ONNX's checker: " + e.what());
   }
   if (m.source_opset != kTargetOpset) {
+    check_dims_convertible(m.proto.graph(), m.source_opset, where);
     try {
       m.proto = ::onnx::version_conversion::ConvertVersion(m.proto, kTargetOpset);
     } catch (const std::exception& e) {

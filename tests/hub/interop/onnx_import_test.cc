@@ -516,6 +516,30 @@ TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are
   }
 }
 
+TEST_CASE("ONNX import: a dimension above 2^31 - 1 is kept at opset 17 and refused where the converter would cut it") {
+  // ONNX's version converter carried 2^32 + 5 through 32 bits and gave 5: the
+  // module declared [1,5] where the model said [1,4294967301].
+  TempDir dir("onnx_big_dim");
+  const int64_t big = (int64_t{1} << 32) + 5;
+  for (int opset : {13, 17}) {
+    CAPTURE(opset);
+    OnnxBuilder b(opset);
+    b.input("x", {1, big});
+    b.node("Relu", {"x"}, "y", "relu");
+    b.output("y", {1, big});
+    const std::string path = b.save(dir.path, "big" + std::to_string(opset) + ".onnx");
+    if (opset == 17) {
+      const ModuleSpec spec = onnx_interop::import_onnx(path);
+      CHECK(spec.signature("default").inputs.at("x").shape == Shape{1, big});
+    } else {
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+          "value 'x' has dimension 4294967301, above 2^31 - 1, which ONNX's version converter cannot carry from opset "
+          "13 to 17");
+    }
+  }
+}
+
 TEST_CASE("ONNX import: Slice with a negative step over an empty axis gives an empty tensor") {
   TempDir dir("onnx_empty_slice");
   OnnxBuilder b;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "hub/graph/session.h"
+#include "hub/ops/padding.h"
 #include "hub/ops/state.h"
 #include "op_attrs.h"
 #include "testutil.h"
@@ -396,6 +397,42 @@ TEST_CASE("pooling: bad attributes and shapes name the node") {
   // A window made only of padding (left pad 2 = the window): its max is undefined.
   expect_error(explicit_pool({2, 2}, {1, 1}, Explicit{{0, 0, 2, 0}}, true),
                "output width position 0 pools only padding");
+  // The all-padding check against a scan of every output position, over small
+  // widths, windows, strides, dilations, pads and both rounding modes.
+  int checked = 0, refused = 0;
+  for (int64_t w = 1; w <= 6; ++w)
+    for (int64_t k = 1; k <= 3; ++k)
+      for (int64_t st = 1; st <= 3; ++st)
+        for (int64_t d = 1; d <= 4; ++d)
+          for (int64_t left = 0; left <= 5; ++left)
+            for (int64_t right = 0; right <= 5; ++right)
+              for (bool ceil : {false, true}) {
+                const ops::WindowDim r = ops::window_dim(w, k, st, d, ops::Padding::kExplicit, left, right, ceil);
+                if (r.out < 1) continue;
+                int64_t first_empty = -1;
+                for (int64_t o = 0; o < r.out && first_empty < 0; ++o)
+                  if (ops::pool_taps(o, w, k, st, d, left, right).count == 0) first_empty = o;
+                auto in = s.op("Placeholder", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1, 1, w, 1}));
+                INFO("w " << w << " k " << k << " s " << st << " d " << d << " pads " << left << "+" << right
+                          << " ceil " << ceil);
+                bool accepted = true;
+                try {
+                  s.op("MaxPool", {in}, explicit_pool({1, k}, {1, st}, Explicit{{0, 0, left, right}, ceil, {1, d}}, true));
+                } catch (const Error& e) {
+                  accepted = false;
+                  CHECK_MESSAGE(std::string(e.what()).find("pools only padding") != std::string::npos, e.what());
+                }
+                CHECK(accepted == (first_empty < 0));
+                ++checked, refused += !accepted;
+              }
+  CHECK(refused > 100);
+  CHECK(checked - refused > 1000);
+  // A declared width of 2^30 (a few bytes of ONNX model): checked without
+  // visiting a billion output positions.
+  auto wide = s.op("Placeholder", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1, 1, 1 << 30, 1}));
+  CHECK(graph.spec(ops::max_pool(s, wide, {1, 3}, {1, 1}, "SAME")).shape == Shape{1, 1, 1 << 30, 1});
+  CHECK_THROWS_WITH_AS(s.op("MaxPool", {wide}, explicit_pool({1, 2}, {1, 1}, Explicit{{0, 0, 0, 2}}, true)),
+                       doctest::Contains("output width position 1073741824 pools only padding"), Error);
   // Unknown batch and height pass through shape inference.
   auto p = s.op("Placeholder", {},
                 Attrs().set("dtype", DType::kFloat32).set("shape", Shape{kUnknownDim, kUnknownDim, 6, 2}), "p");
