@@ -66,8 +66,8 @@ ops::WindowDim resolve_dim(int64_t in, int64_t k, int64_t s, int64_t d, ops::Pad
   if (!bad && past < r.out) bad = past;
   if (bad)
     fail("output " + std::string(dim) + " position " + std::to_string(*bad) + " pools only padding (input " +
-           std::to_string(in) + ", window " + std::to_string(span) + ", pads " + std::to_string(r.pad_before) + "+" +
-           std::to_string(r.pad_after) + ")");
+         std::to_string(in) + ", window " + std::to_string(span) + ", pads " + std::to_string(r.pad_before) + "+" +
+         std::to_string(r.pad_after) + ")");
   return r;
 }
 

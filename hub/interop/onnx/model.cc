@@ -252,11 +252,13 @@ void check_dims_convertible(const ::onnx::GraphProto& g, int opset, const std::s
     if (d > std::numeric_limits<int32_t>::max())
       throw_error(Code::kInvalidArgument, where + ": " + what + " has dimension " + std::to_string(d) +
                                               ", above 2^31 - 1, which ONNX's version converter cannot carry from "
-                                              "opset " + std::to_string(opset) + " to " + std::to_string(kTargetOpset));
+                                              "opset " +
+                                              std::to_string(opset) + " to " + std::to_string(kTargetOpset));
   };
   auto check_type = [&](const ::onnx::ValueInfoProto& v) {
     if (v.type().has_tensor_type())
-      for (const auto& d : v.type().tensor_type().shape().dim()) check(d.dim_value(), "value '" + printable(v.name()) + "'");
+      for (const auto& d : v.type().tensor_type().shape().dim())
+        check(d.dim_value(), "value '" + printable(v.name()) + "'");
   };
   for (const auto& v : g.input()) check_type(v);
   for (const auto& v : g.output()) check_type(v);

@@ -412,12 +412,14 @@ TEST_CASE("pooling: bad attributes and shapes name the node") {
                 int64_t first_empty = -1;
                 for (int64_t o = 0; o < r.out && first_empty < 0; ++o)
                   if (ops::pool_taps(o, w, k, st, d, left, right).count == 0) first_empty = o;
-                auto in = s.op("Placeholder", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1, 1, w, 1}));
+                auto in =
+                    s.op("Placeholder", {}, Attrs().set("dtype", DType::kFloat32).set("shape", Shape{1, 1, w, 1}));
                 INFO("w " << w << " k " << k << " s " << st << " d " << d << " pads " << left << "+" << right
                           << " ceil " << ceil);
                 bool accepted = true;
                 try {
-                  s.op("MaxPool", {in}, explicit_pool({1, k}, {1, st}, Explicit{{0, 0, left, right}, ceil, {1, d}}, true));
+                  s.op("MaxPool", {in},
+                       explicit_pool({1, k}, {1, st}, Explicit{{0, 0, left, right}, ceil, {1, d}}, true));
                 } catch (const Error& e) {
                   accepted = false;
                   CHECK_MESSAGE(std::string(e.what()).find("pools only padding") != std::string::npos, e.what());
