@@ -146,9 +146,10 @@ void map_conv(NodeContext& c) {
   const bool one_d = is_1d(c, c.rank(0));
   const Shape x = lifted_shape(c.shape(0));
   // 1-D weights [M, C/G, K] as [M, C/G, 1, K].
+  if (c.rank(1) != c.rank(0))
+    c.fail("weights " + c.shape(1).to_string() + " do not match input " + c.shape(0).to_string() + " in rank");
   Shape wshape = c.shape(1);
-  if (one_d && wshape.rank() == 3) wshape = Shape{wshape[0], wshape[1], 1, wshape[2]};
-  if (wshape.rank() != 4) c.fail("weights " + c.shape(1).to_string() + " do not match input " + c.shape(0).to_string());
+  if (one_d) wshape = Shape{wshape[0], wshape[1], 1, wshape[2]};
   const int64_t group = c.attr_int("group", 1);
   const int64_t channels = x[1], m = wshape[0];
   std::vector<int64_t> kernel =
@@ -189,6 +190,8 @@ void map_conv(NodeContext& c) {
 void map_conv_transpose(NodeContext& c) {
   const Shape x = c.shape(0), wshape = c.shape(1);
   if (x.rank() != 4) c.fail("only 2-D transposed convolutions are supported, input is " + x.to_string());
+  if (wshape.rank() != 4)
+    c.fail("weights " + wshape.to_string() + " do not match input " + x.to_string() + " in rank");
   const int64_t group = c.attr_int("group", 1);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
   if (c.has_attr("output_shape"))

@@ -105,10 +105,20 @@ void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
 // converter and inference) refuses such weights of rank < 3 and a
 // kernel_shape of another length than theirs; fill_kernel_shapes then gives
 // each convolution without one the kernel_shape of its weights (what ONNX
-// defines it to be), so a mismatch with the input fails inference cleanly.
+// defines it to be; weights other nodes compute are measured by a first
+// inference without the convolutions), so a mismatch with the input fails
+// inference cleanly.
 const std::map<std::string, int>& conv_weights_input() {
   static const std::map<std::string, int> m{{"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
   return m;
+}
+
+// A value type's dims (-1 where unknown), or nullopt without a tensor shape.
+std::optional<std::vector<int64_t>> declared_dims(const ::onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return dims;
 }
 
 // Where each value of a graph comes from, indexed once per pass.
@@ -136,10 +146,8 @@ std::optional<std::vector<int64_t>> conv_weight_dims(const ::onnx::GraphProto& g
     auto from = sources.producer.find(name);
     if (from == sources.producer.end() || from->second >= i) {
       auto v = sources.input.find(name);
-      if (v != sources.input.end() && v->second->type().has_tensor_type() &&
-          v->second->type().tensor_type().has_shape())
-        return std::vector<int64_t>(static_cast<size_t>(v->second->type().tensor_type().shape().dim_size()), -1);
-      return std::nullopt;
+      if (v == sources.input.end()) return std::nullopt;
+      return declared_dims(v->second->type());
     }
     const ::onnx::NodeProto& p = g.node(from->second);
     if (p.op_type() == "Constant") {
@@ -451,75 +459,144 @@ OnnxModel load_onnx_model(const std::string& path) {
 
 namespace {
 
-void fill_kernel_shapes(::onnx::GraphProto* g) {
+// Runs ONNX's shape inference over `model` (value types replaced); its errors
+// throw InvalidArgument naming `where`.
+void run_inference(::onnx::ModelProto& model, bool data_propagation, const std::string& where) {
+  auto* g = model.mutable_graph();
+  g->clear_value_info();
+  for (auto& out : *g->mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  try {
+    ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, data_propagation);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
+  }
+}
+
+// The value types inference left in `g`, by name (initializers included).
+std::map<std::string, const ::onnx::TypeProto*> value_types(const ::onnx::GraphProto& g) {
+  std::map<std::string, const ::onnx::TypeProto*> types;
+  auto add = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.has_type() && v.type().value_case() != ::onnx::TypeProto::VALUE_NOT_SET) types[v.name()] = &v.type();
+  };
+  for (const auto& v : g.input()) add(v);
+  for (const auto& v : g.value_info()) add(v);
+  for (const auto& v : g.output()) add(v);
+  static const ::onnx::TypeProto kInitializer;
+  for (const auto& t : g.initializer()) types.emplace(t.name(), &kInitializer);
+  return types;
+}
+
+// The first node input (node index, name) that inference gave no type.
+std::optional<std::pair<int, std::string>> first_untyped_input(const ::onnx::GraphProto& g) {
+  const std::map<std::string, const ::onnx::TypeProto*> types = value_types(g);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& in : g.node(i).input())
+      if (!in.empty() && !types.count(in)) return std::pair{i, in};
+  return std::nullopt;
+}
+
+// Gives each convolution without a kernel_shape the one of its weights (what
+// ONNX defines it to be). Where the weights' dims are not known before
+// inference (computed by other nodes: a Reshape, weight normalisation), a
+// first inference runs over a copy of the graph without those convolutions
+// and the nodes downstream of them, and tells the dims. Weights downstream of
+// such a convolution are refused: inference could not be run safely before it.
+void fill_kernel_shapes(::onnx::ModelProto& model, const std::string& where) {
+  ::onnx::GraphProto* g = model.mutable_graph();
   const ValueSources sources(*g);  // adding attributes below leaves values and their sources in place
+  auto weights = [&](int i) { return g->node(i).input(conv_weights_input().at(g->node(i).op_type())); };
+  auto set_kernel_shape = [&](int i, const std::vector<int64_t>& dims) {
+    auto* a = g->mutable_node(i)->add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (size_t d = 2; d < dims.size(); ++d) a->add_ints(dims[d]);
+  };
+  auto spatial_known = [](const std::vector<int64_t>& dims) {
+    return std::all_of(dims.begin() + 2, dims.end(), [](int64_t d) { return d >= 0; });
+  };
+  std::vector<int> unresolved;
   for (int i = 0; i < g->node_size(); ++i) {
-    ::onnx::NodeProto& n = *g->mutable_node(i);
+    const ::onnx::NodeProto& n = g->node(i);
+    auto w = conv_weights_input().find(n.op_type());
+    if (w == conv_weights_input().end() || n.input_size() <= w->second) continue;
     bool has_kernel_shape = false;
     for (const auto& a : n.attribute()) has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
     if (has_kernel_shape) continue;
     const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, sources, i);
-    if (!dims || dims->size() < 3) continue;  // rank < 3 was refused before conversion
-    bool known = true;
-    for (size_t d = 2; d < dims->size(); ++d) known = known && (*dims)[d] >= 0;
-    if (!known) continue;
-    auto* a = n.add_attribute();
-    a->set_name("kernel_shape");
-    a->set_type(::onnx::AttributeProto::INTS);
-    for (size_t d = 2; d < dims->size(); ++d) a->add_ints((*dims)[d]);
+    if (!dims) {
+      unresolved.push_back(i);
+    } else if (dims->size() >= 3 && spatial_known(*dims)) {  // rank < 3 was refused before conversion
+      set_kernel_shape(i, *dims);
+    }
+  }
+  if (unresolved.empty()) return;
+  // The copy: every node neither an unresolved convolution nor downstream of one.
+  std::set<std::string> tainted;
+  std::vector<bool> dropped(g->node_size(), false);
+  for (int i : unresolved) dropped[i] = true;
+  for (int i = 0; i < g->node_size(); ++i) {
+    const ::onnx::NodeProto& n = g->node(i);
+    dropped[i] = dropped[i] || std::any_of(n.input().begin(), n.input().end(),
+                                           [&](const std::string& in) { return tainted.count(in) > 0; });
+    if (dropped[i]) tainted.insert(n.output().begin(), n.output().end());
+  }
+  ::onnx::ModelProto copy = model;
+  ::onnx::GraphProto* cg = copy.mutable_graph();
+  cg->clear_node();
+  cg->clear_output();
+  for (int i = 0; i < g->node_size(); ++i)
+    if (!dropped[i]) *cg->add_node() = g->node(i);
+  // Errors here are the original's too, and its own inference reports them.
+  try {
+    run_inference(copy, false, where);
+    if (!first_untyped_input(*cg)) run_inference(copy, true, where);
+  } catch (const Error&) {
+  }
+  const std::map<std::string, const ::onnx::TypeProto*> types = value_types(*cg);
+  for (int i : unresolved) {
+    const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
+                           printable(g->node(i).op_type()) + "): weights '" + printable(weights(i)) + "'";
+    if (tainted.count(weights(i)))
+      throw_error(Code::kInvalidArgument, nw + " are computed from another convolution's output; hub needs their "
+                                                "kernel_shape attribute there");
+    auto t = types.find(weights(i));
+    const std::optional<std::vector<int64_t>> dims =
+        t == types.end() ? std::nullopt : declared_dims(*t->second);
+    if (!dims) continue;  // unknown to inference as well: it reads nothing of them
+    if (dims->size() < 3)
+      throw_error(Code::kInvalidArgument,
+                  nw + " have rank " + std::to_string(dims->size()) + "; a convolution's weights have rank 3 or more");
+    if (spatial_known(*dims)) set_kernel_shape(i, *dims);
   }
 }
 
 }  // namespace
 
 void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
-  auto* g = model.mutable_graph();
-  fill_kernel_shapes(g);
-  auto run = [&](bool data_propagation) {
-    g->clear_value_info();
-    for (auto& out : *g->mutable_output())
-      if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-    try {
-      ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, data_propagation);
-      ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      throw_error(Code::kInvalidArgument, where + ": ONNX shape inference failed: " + e.what());
-    }
-  };
+  fill_kernel_shapes(model, where);
   // ONNX's data propagation (Shape and the ops that pass shape values on)
   // reads an input's type without checking that it was inferred, and
   // dereferences null where an earlier node's inference failed (found by
   // tests/fuzz/onnx_model.cc: a Conv on a rank-2 input, then Shape). So a
   // first pass without it must give every node input a type.
-  run(false);
-  std::set<std::string> typed;
-  auto has_type = [](const ::onnx::ValueInfoProto& v) {
-    return v.has_type() && v.type().value_case() != ::onnx::TypeProto::VALUE_NOT_SET;
-  };
-  for (const auto& v : g->input())
-    if (has_type(v)) typed.insert(v.name());
-  for (const auto& v : g->value_info())
-    if (has_type(v)) typed.insert(v.name());
-  for (const auto& v : g->output())
-    if (has_type(v)) typed.insert(v.name());
-  for (const auto& t : g->initializer()) typed.insert(t.name());
-  for (int i = 0; i < g->node_size(); ++i) {
-    const auto& n = g->node(i);
-    for (const auto& in : n.input())
-      if (!in.empty() && !typed.count(in)) {
-        std::string producer;
-        for (int j = 0; j < i && producer.empty(); ++j)
-          for (const auto& out : g->node(j).output())
-            if (out == in)
-              producer = ", output of node " + std::to_string(j) + " '" + printable(g->node(j).name()) + "' (" +
-                         printable(g->node(j).op_type()) + "), whose inference failed on its inputs";
-        throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" +
-                                                printable(n.op_type()) +
-                                                "): ONNX shape inference found no type for its input '" +
-                                                printable(in) + "'" + producer);
-      }
+  run_inference(model, false, where);
+  const ::onnx::GraphProto& g = model.graph();
+  if (auto untyped = first_untyped_input(g)) {
+    const auto& [i, in] = *untyped;
+    std::string producer;
+    for (int j = 0; j < i && producer.empty(); ++j)
+      for (const auto& out : g.node(j).output())
+        if (out == in)
+          producer = ", output of node " + std::to_string(j) + " '" + printable(g.node(j).name()) + "' (" +
+                     printable(g.node(j).op_type()) + "), whose inference failed on its inputs";
+    throw_error(Code::kInvalidArgument, where + ": node " + std::to_string(i) + " '" + printable(g.node(i).name()) +
+                                            "' (" + printable(g.node(i).op_type()) +
+                                            "): ONNX shape inference found no type for its input '" + printable(in) +
+                                            "'" + producer);
   }
-  run(true);
+  run_inference(model, true, where);
 }
 
 }  // namespace hub::onnx_interop
