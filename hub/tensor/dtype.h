@@ -25,6 +25,11 @@ bool is_floating(DType dtype);
 bool is_8bit(DType dtype);
 std::string_view device_name(Device device);
 
+// Element types hub reads but computes in float32: IEEE half precision and
+// bfloat16 (the top half of a float32), from their bits.
+float half_to_float(uint16_t bits);
+float bfloat16_to_float(uint16_t bits);
+
 template <class T>
 struct DTypeOf;
 template <>

@@ -1,5 +1,6 @@
 #include "hub/tensor/tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -59,6 +60,26 @@ int64_t Shape::dim(int i) const {
   if (j < 0 || j >= r)
     throw_error(Code::kInvalidArgument, "dimension " + std::to_string(i) + " out of range for shape " + to_string());
   return dims_[j];
+}
+
+float half_to_float(uint16_t bits) {
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  float v;
+  if (exponent == 0)  // zero and subnormals: mantissa * 2^-24
+    v = std::ldexp(static_cast<float>(mantissa), -24);
+  else if (exponent == 31)
+    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else  // (1024 + mantissa) * 2^(exponent - 15 - 10)
+    v = std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
+  return (bits & 0x8000) ? -v : v;
+}
+
+float bfloat16_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float v;
+  std::memcpy(&v, &wide, sizeof v);
+  return v;
 }
 
 bool Shape::is_fully_defined() const {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -290,6 +291,9 @@ std::string onnx_type_name(int onnx_type) {
 DType dtype_from_onnx(int onnx_type, const std::string& what) {
   switch (onnx_type) {
     case TensorProto::FLOAT:
+    case TensorProto::FLOAT16:  // computed in float32 (docs/import.md)
+    case TensorProto::BFLOAT16:
+    case TensorProto::DOUBLE:
       return DType::kFloat32;
     case TensorProto::INT32:
       return DType::kInt32;
@@ -304,7 +308,8 @@ DType dtype_from_onnx(int onnx_type, const std::string& what) {
     default:
       throw_error(Code::kInvalidArgument,
                   what + " has ONNX type " + onnx_type_name(onnx_type) +
-                      ", which hub does not support (float32, int32, int64, uint8, int8, bool)");
+                      ", which hub does not support (float32; float16, bfloat16 and double as float32; int32, int64, "
+                      "uint8, int8, bool)");
   }
 }
 
@@ -343,31 +348,61 @@ Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
   if (t.data_location() == TensorProto::EXTERNAL)
     throw_error(Code::kInternal, where + ": external data was not loaded");
   // The data's size is checked before anything is allocated: a few bytes of
-  // model may declare a shape of terabytes.
-  const uint64_t want = static_cast<uint64_t>(n) * dtype_size(dtype);
+  // model may declare a shape of terabytes. Float16 and bfloat16 elements are
+  // two bytes (each its own int32_data entry outside raw_data), double eight.
+  const int type = t.data_type();
+  const bool half = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
+  const uint64_t stored_size = type == TensorProto::DOUBLE ? 8 : half ? 2 : dtype_size(dtype);
+  const uint64_t want = static_cast<uint64_t>(n) * stored_size;
   const bool raw = t.has_raw_data();
   uint64_t got = 0;
   const char* field = "raw_data";
   if (raw) {
     got = t.raw_data().size();
-  } else if (t.data_type() == TensorProto::FLOAT) {
+  } else if (type == TensorProto::FLOAT) {
     got = 4ull * static_cast<uint64_t>(t.float_data_size());
     field = "float_data";
-  } else if (t.data_type() == TensorProto::INT64) {
+  } else if (type == TensorProto::DOUBLE) {
+    got = 8ull * static_cast<uint64_t>(t.double_data_size());
+    field = "double_data";
+  } else if (type == TensorProto::INT64) {
     got = 8ull * static_cast<uint64_t>(t.int64_data_size());
     field = "int64_data";
-  } else {  // INT32 four bytes, UINT8, INT8 and BOOL one, each an int32_data entry
-    got = static_cast<uint64_t>(t.int32_data_size()) * dtype_size(dtype);
+  } else {  // INT32 four bytes, the halves two, UINT8, INT8 and BOOL one, each an int32_data entry
+    got = static_cast<uint64_t>(t.int32_data_size()) * stored_size;
     field = "int32_data";
   }
   if (got != want)
-    throw_error(Code::kCorruption, where + ": " + std::string(dtype_name(dtype)) + shape.to_string() + " needs " +
+    throw_error(Code::kCorruption, where + ": " + onnx_type_name(type) + shape.to_string() + " needs " +
                                        std::to_string(want) + " bytes, " + field + " holds " + std::to_string(got));
   Tensor out(dtype, shape);
-  if (raw) {
+  if (type == TensorProto::DOUBLE || half) {
+    float* p = out.data<float>();
+    const char* bytes = t.raw_data().data();
+    for (int64_t i = 0; i < n; ++i) {
+      if (type == TensorProto::DOUBLE) {
+        double d;
+        if (raw)
+          std::memcpy(&d, bytes + 8 * i, 8);
+        else
+          d = t.double_data(static_cast<int>(i));
+        // Beyond float's range is infinite (a plain conversion is undefined there).
+        p[i] = std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max()
+                   ? std::copysign(std::numeric_limits<float>::infinity(), d)
+                   : static_cast<float>(d);
+      } else {
+        uint16_t bits;
+        if (raw)
+          std::memcpy(&bits, bytes + 2 * i, 2);
+        else
+          bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+        p[i] = type == TensorProto::FLOAT16 ? half_to_float(bits) : bfloat16_to_float(bits);
+      }
+    }
+  } else if (raw) {
     if (want) std::memcpy(out.raw_data(), t.raw_data().data(), want);
   } else {
-    switch (t.data_type()) {
+    switch (type) {
       case TensorProto::FLOAT:
         copy_typed<float>(t.float_data(), out);
         break;

@@ -35,19 +35,6 @@ const json& field(const json& obj, const char* key, json::value_t type, const st
   return *it;
 }
 
-float half_to_float(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  float v;
-  if (exponent == 0)
-    v = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31)
-    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
 // The shard at `rel` inside `dir`: relative, without "..", a regular file
 // that stays inside `dir` after resolving links.
 std::string shard_path(const fs::path& dir, const std::string& rel, const std::string& where) {

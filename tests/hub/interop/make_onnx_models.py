@@ -196,11 +196,35 @@ def vit():
     return b.model("pixels", [2, 3, 16, 16], out, opset=17, out_dims=["N", 10]), "pixels", [2, 3, 16, 16], out
 
 
+def half_weights():
+    """Weights stored in narrower or wider types than they compute in, as
+    exporters write compressed models: a float16 convolution kernel, a
+    bfloat16 scale and a double bias, each Cast to float before use."""
+    b = Builder()
+
+    def stored(array, onnx_type):
+        name = b.name("onnx::Stored")
+        if onnx_type == TensorProto.BFLOAT16:
+            bits = (np.asarray(array, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            t = helper.make_tensor(name, TensorProto.BFLOAT16, array.shape, bits.tobytes(), raw=True)
+        else:
+            t = numpy_helper.from_array(array, name)
+        b.inits.append(t)
+        return b.op("Cast", [name], to=TensorProto.FLOAT)
+
+    kernel = stored((RNG.standard_normal([8, 3, 3, 3]) / np.sqrt(27)).astype(np.float16), TensorProto.FLOAT16)
+    bias = stored(0.1 * RNG.standard_normal(8), TensorProto.DOUBLE)
+    x = b.op("Conv", ["input", kernel, bias], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    scale = stored((1 + 0.1 * RNG.standard_normal([1, 8, 1, 1])).astype(np.float32), TensorProto.BFLOAT16)
+    out = b.op("Relu", [b.op("Mul", [x, scale])])
+    return b.model("input", [1, 3, 8, 8], out, opset=13), "input", [1, 3, 8, 8], out
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     manifest = {}
-    for make in [cnn, reshape_chain, resize, mobilenet, vit]:
+    for make in [cnn, reshape_chain, resize, mobilenet, vit, half_weights]:
         model, inp, shape, out = make()
         name = make.__name__
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))

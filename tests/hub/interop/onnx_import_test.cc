@@ -368,6 +368,74 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
   }
 }
 
+TEST_CASE("ONNX import: float16, bfloat16 and double tensors are read as float32") {
+  using ::onnx::TensorProto;
+  // Half-precision bits and their values: 1, -2, the largest half (65504), the
+  // smallest subnormal (2^-24), infinity, 1/3 rounded (0x3555 = 1365/4096).
+  const std::vector<uint16_t> half_bits{0x3C00, 0xC000, 0x7BFF, 0x0001, 0x7C00, 0x3555};
+  const std::vector<float> half_values{1, -2, 65504, std::ldexp(1.0f, -24), std::numeric_limits<float>::infinity(),
+                                       1365.0f / 4096};
+  // bfloat16 keeps float32's top 16 bits: 1.5 is 0x3FC0, -0.03125 0xBD00, 3 * 2^100 0x7240.
+  const std::vector<uint16_t> bf16_bits{0x3FC0, 0xBD00, 0x7240};
+  const std::vector<float> bf16_values{1.5f, -0.03125f, std::ldexp(3.0f, 100)};
+  auto check = [](const TensorProto& t, const std::vector<float>& want) {
+    const Tensor got = onnx_interop::tensor_from_onnx(t, "t");
+    REQUIRE(got.dtype() == DType::kFloat32);
+    REQUIRE(got.num_elements() == static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got.data<float>()[i] == want[i]);
+  };
+  for (bool raw : {true, false}) {
+    CAPTURE(raw);
+    for (int type : {TensorProto::FLOAT16, TensorProto::BFLOAT16}) {
+      const std::vector<uint16_t>& bits = type == TensorProto::FLOAT16 ? half_bits : bf16_bits;
+      TensorProto t;
+      t.set_data_type(type);
+      t.add_dims(static_cast<int64_t>(bits.size()));
+      if (raw)
+        t.set_raw_data(std::string(reinterpret_cast<const char*>(bits.data()), 2 * bits.size()));
+      else
+        for (uint16_t b : bits) t.add_int32_data(b);
+      check(t, type == TensorProto::FLOAT16 ? half_values : bf16_values);
+    }
+    // Doubles narrow to the nearest float; beyond float's range, to infinity.
+    const std::vector<double> doubles{0.1, -1e300, 1e-50, 2.5};
+    TensorProto t;
+    t.set_data_type(TensorProto::DOUBLE);
+    t.add_dims(4);
+    if (raw)
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(doubles.data()), 8 * doubles.size()));
+    else
+      for (double d : doubles) t.add_double_data(d);
+    check(t, {0.1f, -std::numeric_limits<float>::infinity(), 0.0f, 2.5f});
+  }
+  // Sizes are counted in the stored type: 3 halves are 6 bytes, not 12.
+  TensorProto short_half;
+  short_half.set_data_type(TensorProto::FLOAT16);
+  short_half.add_dims(3);
+  short_half.set_raw_data(std::string(12, '\0'));
+  expect_error(
+      Code::kCorruption, [&] { onnx_interop::tensor_from_onnx(short_half, "t"); },
+      "t: FLOAT16[3] needs 6 bytes, raw_data holds 12");
+  TensorProto short_double;
+  short_double.set_data_type(TensorProto::DOUBLE);
+  short_double.add_dims(2);
+  short_double.add_double_data(1.0);
+  expect_error(
+      Code::kCorruption, [&] { onnx_interop::tensor_from_onnx(short_double, "t"); },
+      "t: DOUBLE[2] needs 16 bytes, double_data holds 8");
+  // A double graph input is a float32 signature input.
+  TempDir dir("onnx_wide_types");
+  OnnxBuilder b(17);
+  b.input("x", {2}, TensorProto::DOUBLE);
+  b.node("Cast", {"x"}, "y", "cast");
+  int_attr(b.g->mutable_node(0), "to", TensorProto::FLOAT);
+  b.output("y", {2});
+  const ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  CHECK(spec.signature("default").inputs.at("x").dtype == DType::kFloat32);
+  expect_close(run_signature(spec, "default", {{"x", make({2}, {0.5f, -3})}}, "reference").at("y"),
+               make({2}, {0.5f, -3}));
+}
+
 TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's converter sees them") {
   // A graph output no node produces made ONNX's version converter dereference
   // null (found by tests/fuzz/onnx_model.cc); the checker lets it through.

@@ -1,10 +1,11 @@
 // ONNX Runtime as the independent reference: models written with Debian's
 // python3-onnx in PyTorch's export style (tests/hub/interop/make_onnx_models.py:
 // asymmetric pads, ceil_mode, count_include_pad, groups, Clip, HardSwish,
-// Resize, Shape->Reshape chains, a small Vision Transformer) are run by ONNX
-// Runtime for Node (tests/js/run_ort.js) and by hub after import, on both CPU
-// backends, and by ONNX Runtime again after hub converts them back to ONNX;
-// outputs agree within 1e-4 relative.
+// Resize, Shape->Reshape chains, a small Vision Transformer, weights stored as
+// float16, bfloat16 and double) are run by ONNX Runtime for Node
+// (tests/js/run_ort.js) and by hub after import, on both CPU backends, and by
+// ONNX Runtime again after hub converts them back to ONNX; outputs agree
+// within 1e-4 relative.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
