@@ -253,6 +253,21 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
                   where + ": graph output '" + printable(v.name()) + "' is produced by no node");
 }
 
+// Every tensor of the graph (initializers, node attributes) holds the bytes
+// its shape needs: ONNX's checker does not check that, and its shape
+// inference copied a Resize's 14-byte scales into 12 (found by
+// tests/fuzz/onnx_model.cc).
+void check_graph_tensors(const ::onnx::GraphProto& g, const std::string& where) {
+  for (const auto& t : g.initializer()) check_tensor_data(t, where + ": initializer '" + printable(t.name()) + "'");
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& a : g.node(i).attribute()) {
+      const std::string aw = where + ": node " + std::to_string(i) + " '" + printable(g.node(i).name()) + "' (" +
+                             printable(g.node(i).op_type()) + ") attribute " + printable(a.name());
+      if (a.has_t()) check_tensor_data(a.t(), aw);
+      for (const auto& t : a.tensors()) check_tensor_data(t, aw);
+    }
+}
+
 // ONNX's version converter carries dimensions through 32-bit ints: one of
 // 2^32 + 5 came out as 5 (tensors keep theirs). A model that needs
 // converting may declare no value type with a dimension above 2^31 - 1.
@@ -331,8 +346,59 @@ int dtype_to_onnx(DType dtype) {
   return TensorProto::UNDEFINED;
 }
 
-Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
-  const DType dtype = dtype_from_onnx(t.data_type(), where);
+namespace {
+
+// How a fixed-size ONNX type is stored: bytes per element, and outside
+// raw_data the typed field and the bytes each of its entries counts for.
+struct Storage {
+  uint64_t element_bytes;
+  const char* field;
+  uint64_t entry_bytes;
+};
+
+std::optional<Storage> storage_of(int type) {
+  switch (type) {
+    case TensorProto::FLOAT:
+      return Storage{4, "float_data", 4};
+    case TensorProto::COMPLEX64:  // two float_data entries an element
+      return Storage{8, "float_data", 4};
+    case TensorProto::DOUBLE:
+      return Storage{8, "double_data", 8};
+    case TensorProto::COMPLEX128:
+      return Storage{16, "double_data", 8};
+    case TensorProto::INT64:
+      return Storage{8, "int64_data", 8};
+    case TensorProto::UINT32:
+      return Storage{4, "uint64_data", 4};
+    case TensorProto::UINT64:
+      return Storage{8, "uint64_data", 8};
+    case TensorProto::INT32:
+      return Storage{4, "int32_data", 4};
+    case TensorProto::INT16:
+    case TensorProto::UINT16:
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+      return Storage{2, "int32_data", 2};
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL:
+      return Storage{1, "int32_data", 1};
+    default:  // strings, undefined
+      return std::nullopt;
+  }
+}
+
+uint64_t field_entries(const TensorProto& t, const std::string& field) {
+  if (field == "float_data") return static_cast<uint64_t>(t.float_data_size());
+  if (field == "double_data") return static_cast<uint64_t>(t.double_data_size());
+  if (field == "int64_data") return static_cast<uint64_t>(t.int64_data_size());
+  if (field == "uint64_data") return static_cast<uint64_t>(t.uint64_data_size());
+  return static_cast<uint64_t>(t.int32_data_size());
+}
+
+}  // namespace
+
+Shape check_tensor_data(const TensorProto& t, const std::string& where) {
   std::vector<int64_t> dims;
   for (int64_t d : t.dims()) {
     if (d < 0) throw_error(Code::kCorruption, where + ": negative dimension " + std::to_string(d));
@@ -347,34 +413,30 @@ Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
   }
   if (t.data_location() == TensorProto::EXTERNAL)
     throw_error(Code::kInternal, where + ": external data was not loaded");
+  const std::optional<Storage> storage = storage_of(t.data_type());
+  if (!storage) return shape;
+  if (static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / storage->element_bytes)
+    throw_error(Code::kCorruption, where + ": shape " + shape.to_string() + " overflows");
+  const uint64_t want = static_cast<uint64_t>(n) * storage->element_bytes;
+  const bool raw = t.has_raw_data();
+  const uint64_t got = raw ? t.raw_data().size() : field_entries(t, storage->field) * storage->entry_bytes;
+  if (got != want)
+    throw_error(Code::kCorruption, where + ": " + onnx_type_name(t.data_type()) + shape.to_string() + " needs " +
+                                       std::to_string(want) + " bytes, " + (raw ? "raw_data" : storage->field) +
+                                       " holds " + std::to_string(got));
+  return shape;
+}
+
+Tensor tensor_from_onnx(const TensorProto& t, const std::string& where) {
+  const DType dtype = dtype_from_onnx(t.data_type(), where);
   // The data's size is checked before anything is allocated: a few bytes of
-  // model may declare a shape of terabytes. Float16 and bfloat16 elements are
-  // two bytes (each its own int32_data entry outside raw_data), double eight.
+  // model may declare a shape of terabytes.
+  const Shape shape = check_tensor_data(t, where);
+  const int64_t n = shape.num_elements();
   const int type = t.data_type();
   const bool half = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
-  const uint64_t stored_size = type == TensorProto::DOUBLE ? 8 : half ? 2 : dtype_size(dtype);
-  const uint64_t want = static_cast<uint64_t>(n) * stored_size;
   const bool raw = t.has_raw_data();
-  uint64_t got = 0;
-  const char* field = "raw_data";
-  if (raw) {
-    got = t.raw_data().size();
-  } else if (type == TensorProto::FLOAT) {
-    got = 4ull * static_cast<uint64_t>(t.float_data_size());
-    field = "float_data";
-  } else if (type == TensorProto::DOUBLE) {
-    got = 8ull * static_cast<uint64_t>(t.double_data_size());
-    field = "double_data";
-  } else if (type == TensorProto::INT64) {
-    got = 8ull * static_cast<uint64_t>(t.int64_data_size());
-    field = "int64_data";
-  } else {  // INT32 four bytes, the halves two, UINT8, INT8 and BOOL one, each an int32_data entry
-    got = static_cast<uint64_t>(t.int32_data_size()) * stored_size;
-    field = "int32_data";
-  }
-  if (got != want)
-    throw_error(Code::kCorruption, where + ": " + onnx_type_name(type) + shape.to_string() + " needs " +
-                                       std::to_string(want) + " bytes, " + field + " holds " + std::to_string(got));
+  const uint64_t want = static_cast<uint64_t>(n) * storage_of(type)->element_bytes;
   Tensor out(dtype, shape);
   if (type == TensorProto::DOUBLE || half) {
     float* p = out.data<float>();
@@ -473,6 +535,7 @@ OnnxModel load_onnx_model(const std::string& path) {
   check_window_attributes(m.proto.graph(), where);
   check_conv_weights(m.proto.graph(), where);
   load_graph_external_data(path, m.proto.mutable_graph());
+  check_graph_tensors(m.proto.graph(), where);
   try {
     ::onnx::checker::check_model(m.proto);
   } catch (const std::exception& e) {

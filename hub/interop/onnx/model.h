@@ -58,6 +58,11 @@ int dtype_to_onnx(DType dtype);
 // "FLOAT", "INT64", ... for messages.
 std::string onnx_type_name(int onnx_type);
 
+// A TensorProto's shape, checked (without allocating) against the bytes its
+// raw_data or typed field holds, for every fixed-size type; Corruption
+// naming `where` on a mismatch, a negative dim or an overflowing shape.
+Shape check_tensor_data(const ::onnx::TensorProto& t, const std::string& where);
+
 // The tensor a TensorProto holds (raw_data or the typed fields), checked
 // against its dtype and shape; `where` names it in errors.
 Tensor tensor_from_onnx(const ::onnx::TensorProto& t, const std::string& where);

@@ -325,6 +325,32 @@ TEST_CASE("ONNX import: corrupt files, bad tensors and external data outside the
     expect_error(
         Code::kCorruption, [&] { onnx_interop::import_onnx(path); }, "needs 4398046511104 bytes, raw_data holds 8");
   }
+  // Sizes are checked before ONNX's shape inference reads any tensor: it
+  // copied a Resize's 14 bytes of scales into room for three floats (the
+  // fuzzer's find), and they are checked for types hub refuses as well.
+  {
+    OnnxBuilder bad;
+    bad.input("x", {1, 1, 2, 2});
+    bad.init("scales", make({4}, {1, 1, 2, 2}))->set_raw_data(std::string(14, '\0'));
+    bad.node("Resize", {"x", "", "scales"}, "y", "resize");
+    bad.output("y", {1, 1, 4, 4});
+    const std::string path = bad.save(dir.path, "scales.onnx");
+    expect_error(
+        Code::kCorruption, [&] { onnx_interop::import_onnx(path); },
+        "initializer 'scales': FLOAT[4] needs 16 bytes, raw_data holds 14");
+    auto* c = bad.node("Constant", {}, "k", "const");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(::onnx::TensorProto::INT16);
+    a->mutable_t()->add_dims(3);
+    a->mutable_t()->add_int32_data(7);
+    bad.g->mutable_initializer(0)->set_raw_data(std::string(16, '\0'));
+    const std::string const_path = bad.save(dir.path, "const.onnx");
+    expect_error(
+        Code::kCorruption, [&] { onnx_interop::import_onnx(const_path); },
+        "node 1 'const' (Constant) attribute value: INT16[3] needs 6 bytes, int32_data holds 2");
+  }
   // External data: inside the folder it loads; absolute, '..' or a symlink
   // out of the folder is refused.
   auto external = [&](const std::string& location, const std::string& file) {
