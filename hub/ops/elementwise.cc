@@ -44,6 +44,14 @@ GradFn select_grad(const char* grad_op) {
   };
 }
 
+// y = a - q * b with the quotient q constant between its jumps: dy/da = 1,
+// dy/db = -q = (y - a) / b.
+std::vector<Output> mod_grad(const GradContext& c) {
+  const Scope& s = c.scope;
+  Output minus_q = ops::div(s, ops::sub(s, c.outputs[0], c.inputs[0]), c.inputs[1]);
+  return {reduce(c, c.grads[0], 0), reduce(c, ops::mul(s, c.grads[0], minus_q), 1)};
+}
+
 std::vector<TensorSpec> pow_shape_fn(const InferContext& c) {
   c.expect_dtype(0, DType::kFloat32);
   c.expect_dtype(1, DType::kFloat32);
@@ -65,7 +73,19 @@ std::vector<TensorSpec> select_grad_shape_fn(const InferContext& c) {
 HUB_REGISTER_OP(Add).inputs(2).shape_fn(broadcast_shape_fn).grad(add_grad).doc("a + b, broadcasting.");
 HUB_REGISTER_OP(Sub).inputs(2).shape_fn(broadcast_shape_fn).grad(sub_grad).doc("a - b, broadcasting.");
 HUB_REGISTER_OP(Mul).inputs(2).shape_fn(broadcast_shape_fn).grad(mul_grad).doc("a * b, broadcasting.");
-HUB_REGISTER_OP(Div).inputs(2).shape_fn(broadcast_shape_fn).grad(div_grad).doc("a / b, broadcasting.");
+HUB_REGISTER_OP(Div)
+    .inputs(2)
+    .shape_fn(broadcast_shape_fn)
+    .grad(div_grad)
+    .doc("a / b, broadcasting; integers truncate, and an integer division by zero is an error.");
+HUB_REGISTER_OP(Mod)
+    .inputs(2)
+    .attr("truncate", AttrType::kBool, false)
+    .shape_fn(broadcast_shape_fn)
+    .grad(mod_grad)
+    .doc(
+        "a mod b, broadcasting: the remainder with b's sign (Python's %, TF FloorMod), or with truncate the "
+        "dividend's (C's fmod, TF TruncateMod); an integer b of 0 is an error.");
 HUB_REGISTER_OP(Maximum)
     .inputs(2)
     .shape_fn(broadcast_shape_fn)
@@ -164,6 +184,9 @@ Output add(const Scope& s, Output a, Output b, const std::string& name) { return
 Output sub(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Sub", {a, b}, {}, name); }
 Output mul(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Mul", {a, b}, {}, name); }
 Output div(const Scope& s, Output a, Output b, const std::string& name) { return s.op("Div", {a, b}, {}, name); }
+Output mod(const Scope& s, Output a, Output b, bool truncate, const std::string& name) {
+  return s.op("Mod", {a, b}, Attrs().set("truncate", truncate), name);
+}
 Output maximum(const Scope& s, Output a, Output b, const std::string& name) {
   return s.op("Maximum", {a, b}, {}, name);
 }

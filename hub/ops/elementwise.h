@@ -32,6 +32,8 @@ Output add(const Scope& s, Output a, Output b, const std::string& name = "Add");
 Output sub(const Scope& s, Output a, Output b, const std::string& name = "Sub");
 Output mul(const Scope& s, Output a, Output b, const std::string& name = "Mul");
 Output div(const Scope& s, Output a, Output b, const std::string& name = "Div");
+// The remainder with b's sign, or with `truncate` with a's.
+Output mod(const Scope& s, Output a, Output b, bool truncate = false, const std::string& name = "Mod");
 Output maximum(const Scope& s, Output a, Output b, const std::string& name = "Maximum");
 Output minimum(const Scope& s, Output a, Output b, const std::string& name = "Minimum");
 Output pow(const Scope& s, Output a, Output b, const std::string& name = "Pow");

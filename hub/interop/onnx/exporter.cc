@@ -365,7 +365,7 @@ Output out0(const Node& n) { return Output{n.id, 0}; }
 // Element-wise ops keep the layout of their 4-D inputs: NCHW when one of them
 // already is (a lower-rank operand is aligned to rank 4 and transposed), else
 // hub's own.
-void elementwise(Exporter& e, const Node& n, const std::string& op_type) {
+NodeProto* elementwise(Exporter& e, const Node& n, const std::string& op_type) {
   const int rank = e.spec(out0(n)).shape.rank();
   bool nchw = false;
   for (const Output& i : n.inputs) nchw = nchw || (rank == 4 && e.spec(i).shape.rank() == 4 && e.is_nchw(i));
@@ -395,8 +395,9 @@ void elementwise(Exporter& e, const Node& n, const std::string& op_type) {
     }
   }
   std::string y = e.fresh(n.name);
-  e.add(op_type, ins, y, n.name);
+  NodeProto* node = e.add(op_type, ins, y, n.name);
   e.set(out0(n), y, nchw);
+  return node;
 }
 
 template <const char* kOnnx>
@@ -412,6 +413,15 @@ constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", k
                kSin[] = "Sin", kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin", kAcos[] = "Acos", kAtan[] = "Atan",
                kSinh[] = "Sinh", kCosh[] = "Cosh", kAsinh[] = "Asinh", kAcosh[] = "Acosh", kAtanh[] = "Atanh",
                kNot[] = "Not", kAnd[] = "And", kOr[] = "Or", kWhere[] = "Where";
+
+// Mod: ONNX's fmod 1 takes the dividend's sign, fmod 0 the divisor's (for
+// integers only: ONNX's float Mod is fmod).
+void export_mod(Exporter& e, const Node& n) {
+  const bool truncate = n.attrs.get_bool("truncate");
+  if (!truncate && e.spec(in(n, 0)).dtype == DType::kFloat32)
+    e.fail(n, "a float32 Mod with the divisor's sign has no ONNX form (ONNX's float Mod is C's fmod)");
+  set_int(elementwise(e, n, "Mod"), "fmod", truncate ? 1 : 0);
+}
 
 // NotEqual: Xor of bools, else Not of Equal.
 void export_not_equal(Exporter& e, const Node& n) {
@@ -990,6 +1000,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Sub", export_elementwise<kSub>},
       {"Mul", export_elementwise<kMul>},
       {"Div", export_elementwise<kDiv>},
+      {"Mod", export_mod},
       {"Pow", export_elementwise<kPow>},
       {"Maximum", export_elementwise<kMax>},
       {"Minimum", export_elementwise<kMin>},

@@ -207,6 +207,13 @@ constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", k
                kGreaterEqual[] = "GreaterEqual", kLessEqual[] = "LessEqual", kPow[] = "Pow",
                kLogicalAnd[] = "LogicalAnd", kLogicalOr[] = "LogicalOr", kNotEqual[] = "NotEqual";
 
+// Mod: fmod 1 keeps the dividend's sign (C's fmod), fmod 0 the divisor's.
+void map_mod(NodeContext& c) {
+  Operands in = operands(c, 0, 2);
+  const bool truncate = c.attr_int("fmod", 0) != 0;
+  c.set_output(0, c.scope().op("Mod", in.values, Attrs().set("truncate", truncate), "Mod"), in.nhwc);
+}
+
 // Where(condition, X, Y): hub's Select, the three broadcast together.
 void map_where(NodeContext& c) {
   Operands in = operands(c, 0, 3);
@@ -928,6 +935,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Sub"] = {map_binary<kSub>, {}};
   m["Mul"] = {map_binary<kMul>, {}};
   m["Div"] = {map_binary<kDiv>, {}};
+  m["Mod"] = {map_mod, {"fmod"}};
   m["Pow"] = {map_pow, {}};
   m["Equal"] = {map_binary<kEqual>, {}};
   m["Greater"] = {map_binary<kGreater>, {}};

@@ -82,6 +82,11 @@ void map_elementwise(OpContext& c) {
   c.set_output(0, c.add(hub_op, in));
 }
 
+// FloorMod: the remainder with the divisor's sign; TruncateMod: the dividend's.
+void map_mod(OpContext& c) {
+  c.set_output(0, c.add("Mod", {c.input(0), c.input(1)}, Attrs().set("truncate", c.op() == "TruncateMod")));
+}
+
 void map_add_n(OpContext& c) {
   std::vector<Output> in;
   for (int i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
@@ -142,6 +147,12 @@ void export_elementwise(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_mod(ExportContext& c) {
+  auto& n = c.add("", c.node().attrs.get_bool("truncate") ? "TruncateMod" : "FloorMod", {c.input(0), c.input(1)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  c.set_output(0, n.name());
+}
+
 void export_add_n(ExportContext& c) {
   std::vector<std::string> in;
   for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
@@ -183,6 +194,7 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
     if (tf_op == "Equal" || tf_op == "NotEqual") attrs["incompatible_shape_error"] = attr_b(true);
     m[tf_op] = {map_elementwise, attrs, {is_unary(tf_op) ? "y" : tf_op == "SelectV2" ? "output" : "z"}};
   }
+  for (const char* op : {"FloorMod", "TruncateMod"}) m[op] = {map_mod, {{"T", T}}, {"z"}};
   m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
   for (const char* op : {"Mean", "Sum", "Max"})
     m[op] = {map_reduction, {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
@@ -197,6 +209,7 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
 
 void add_math_exporters(std::map<std::string, OpExporter>& m) {
   for (const auto& [hub_op, tf_op] : elementwise_export()) m[hub_op] = export_elementwise;
+  m["Mod"] = export_mod;
   m["AddN"] = export_add_n;
   for (const char* op : {"Mean", "Sum", "Max"}) m[op] = export_reduction;
   m["MatMul"] = export_matmul;

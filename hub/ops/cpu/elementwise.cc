@@ -1,6 +1,8 @@
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "hub/ops/cpu/broadcast.h"
 #include "hub/ops/node.h"
@@ -104,8 +106,70 @@ void sub_kernel(KernelContext& c) {
 void mul_kernel(KernelContext& c) {
   binary_kernel(c, [](const auto& a, const auto& b) { return a * b; });
 }
+// An integer divisor of 0 is an error naming the node (it traps on x86).
+void check_integer_divisor(const KernelContext& c) {
+  const Tensor& b = c.input(1);
+  if (b.dtype() == DType::kFloat32) return;
+  dispatch_arith(b.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = b.data<T>();
+    const T* zero = std::find(p, p + b.num_elements(), T(0));
+    if (zero != p + b.num_elements())
+      throw_error(Code::kInvalidArgument, "node '" + c.node().name + "' (" + c.node().op +
+                                              "): integer division by zero (divisor " + b.spec_string() +
+                                              " is 0 at flat position " + std::to_string(zero - p) + ")");
+  });
+}
+
+// Integer quotient and remainder as C's (truncating), also where C++ leaves
+// them undefined (and x86 traps): MIN / -1 wraps to MIN and MIN % -1 is 0.
+template <class T>
+T int_quotient(T a, T b) {
+  return b == T(-1) ? static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a)) : a / b;
+}
+template <class T>
+T int_remainder(T a, T b) {
+  return b == T(-1) ? T(0) : a % b;
+}
+
 void div_kernel(KernelContext& c) {
-  binary_kernel(c, [](const auto& a, const auto& b) { return a / b; });
+  check_integer_divisor(c);
+  dispatch_arith(c.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_apply<T, T>(c.input(0), c.input(1), c.output(0), [](const auto& a, const auto& b) {
+      if constexpr (std::is_floating_point_v<T>)
+        return a / b;
+      else
+        return a.binaryExpr(b, [](T x, T y) { return int_quotient(x, y); });
+    });
+  });
+}
+
+// The remainder with the divisor's sign, or (kTruncate) with the dividend's.
+template <bool kTruncate>
+void mod_kernel(KernelContext& c) {
+  check_integer_divisor(c);
+  dispatch_arith(c.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_apply<T, T>(c.input(0), c.input(1), c.output(0), [](const auto& a, const auto& b) {
+      return a.binaryExpr(b, [](T x, T y) {
+        T r;
+        if constexpr (std::is_floating_point_v<T>)
+          r = std::fmod(x, y);
+        else
+          r = int_remainder(x, y);
+        if (!kTruncate && r != T(0) && (r < T(0)) != (y < T(0))) r += y;
+        return r;
+      });
+    });
+  });
+}
+
+void mod_dispatch_kernel(KernelContext& c) {
+  if (c.attrs().get_bool("truncate"))
+    mod_kernel<true>(c);
+  else
+    mod_kernel<false>(c);
 }
 void maximum_kernel(KernelContext& c) {
   binary_kernel(c, [](const auto& a, const auto& b) { return a.max(b); });
@@ -206,6 +270,7 @@ HUB_REGISTER_KERNEL(Add, reference, add_kernel);
 HUB_REGISTER_KERNEL(Sub, reference, sub_kernel);
 HUB_REGISTER_KERNEL(Mul, reference, mul_kernel);
 HUB_REGISTER_KERNEL(Div, reference, div_kernel);
+HUB_REGISTER_KERNEL(Mod, reference, mod_dispatch_kernel);
 HUB_REGISTER_KERNEL(Maximum, reference, maximum_kernel);
 HUB_REGISTER_KERNEL(Minimum, reference, minimum_kernel);
 HUB_REGISTER_KERNEL(Pow, reference, pow_kernel);

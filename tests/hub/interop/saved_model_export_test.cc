@@ -123,6 +123,9 @@ void every_op(ModuleBuilder& b) {
     terms.push_back(s.op(op, {unit}, {}, "unit_" + op));
   terms.push_back(
       s.op("Acosh", {s.op("Add", {terms.back(), ops::scalar(s, 1.f, "plus_one")}, {}, "cosh1")}, {}, "acosh"));
+  for (bool truncate : {false, true})
+    terms.push_back(s.op("Mod", {x3, ops::scalar(s, -0.7f, "mod_by")}, Attrs().set("truncate", truncate),
+                         truncate ? "truncate_mod" : "floor_mod"));
   auto cmp = [&](const std::string& op, Output a, float v) {
     return s.op(op, {a, ops::scalar(s, v, op + "_v")}, {}, op);
   };
@@ -264,6 +267,8 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "LogicalOr",
                                         "LogicalNot",
                                         "SelectV2",
+                                        "FloorMod",
+                                        "TruncateMod",
                                         "Cast",
                                         "PlaceholderWithDefault",
                                         "SaveV2",

@@ -36,6 +36,50 @@ TEST_CASE("binary ops: integer dtypes") {
   CHECK(run_op("Mul", {a, b})[0].to_vector<int32_t>() == std::vector<int32_t>{14, -16, 18});
 }
 
+TEST_CASE("issue13: integer division by zero is an error naming the node; MIN / -1 wraps (x86 trapped on both)") {
+  const int32_t min32 = std::numeric_limits<int32_t>::min();
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  for (const char* op : {"Div", "Mod"}) {
+    INFO(op);
+    expect_error(
+        Code::kInvalidArgument,
+        [&] {
+          run_op(op, {Tensor::from_vector<int64_t>({3}, {1, 2, 3}), Tensor::from_vector<int64_t>({3}, {1, 0, 3})});
+        },
+        std::string("(") + op + "): integer division by zero (divisor int64[3] is 0 at flat position 1)");
+    // A float divisor of 0 is IEEE's business: inf and NaN, no error.
+    CHECK(std::isinf(run_op("Div", {Tensor::scalar<float>(1), Tensor::scalar<float>(0)})[0].data<float>()[0]));
+  }
+  CHECK(run_op("Div", {Tensor::from_vector<int32_t>({2}, {min32, 7}), Tensor::scalar<int32_t>(-1)})[0]
+            .to_vector<int32_t>() == std::vector<int32_t>{min32, -7});
+  CHECK(run_op("Div", {Tensor::from_vector<int64_t>({1}, {min64}), Tensor::from_vector<int64_t>({1}, {-1})})[0]
+            .to_vector<int64_t>() == std::vector<int64_t>{min64});
+  CHECK(run_op("Mod", {Tensor::from_vector<int64_t>({1}, {min64}), Tensor::from_vector<int64_t>({1}, {-1})})[0]
+            .to_vector<int64_t>() == std::vector<int64_t>{0});
+}
+
+TEST_CASE("Mod: the divisor's sign (Python's %) or, truncating, the dividend's (C's fmod); hand-computed") {
+  const Attrs truncate = Attrs().set("truncate", true);
+  // 7 mod 3 = 1; -7 mod 3 = 2 (floor) or -1 (truncate); 7 mod -3 = -2 or 1; -7 mod -3 = -1 either way; 6 mod 3 = 0.
+  Tensor a = Tensor::from_vector<int32_t>({5}, {7, -7, 7, -7, 6});
+  Tensor b = Tensor::from_vector<int32_t>({5}, {3, 3, -3, -3, 3});
+  CHECK(run_op("Mod", {a, b})[0].to_vector<int32_t>() == std::vector<int32_t>{1, 2, -2, -1, 0});
+  CHECK(run_op("Mod", {a, b}, truncate)[0].to_vector<int32_t>() == std::vector<int32_t>{1, -1, 1, -1, 0});
+  // int64, broadcast over a scalar divisor.
+  CHECK(run_op("Mod", {Tensor::from_vector<int64_t>({3}, {-1, 10, -12}), Tensor::scalar<int64_t>(5)})[0]
+            .to_vector<int64_t>() == std::vector<int64_t>{4, 0, 3});
+  // Floats: 5.5 mod 2 = 1.5; -5.5 mod 2 = 0.5 (floor) or -1.5; 5.5 mod -2 = -0.5 or 1.5; broadcast rows.
+  Tensor fa = make({2, 2}, {5.5f, -5.5f, 5.5f, -0.75f});
+  Tensor fb = make({2, 1}, {2, -2});
+  expect_close(run_op("Mod", {fa, fb})[0], make({2, 2}, {1.5f, 0.5f, -0.5f, -0.75f}));
+  expect_close(run_op("Mod", {fa, fb}, truncate)[0], make({2, 2}, {1.5f, -1.5f, 1.5f, -0.75f}));
+  // The gradient: 1 for a, -floor(a / b) (or the truncated quotient) for b; inputs away from the jumps.
+  Tensor ga = make({2, 3}, {2.3f, -2.3f, 4.1f, -0.7f, 7.9f, -6.2f});
+  Tensor gb = make({3}, {1.5f, -1.7f, 2.6f});
+  check_gradients("Mod", {ga, gb});
+  check_gradients("Mod", {ga, gb}, truncate);
+}
+
 TEST_CASE("binary ops: incompatible shapes name the node and both shapes") {
   Graph g;
   Scope s(g);
