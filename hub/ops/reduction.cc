@@ -168,6 +168,29 @@ HUB_REGISTER_OP(ArgMin)
     .doc("Index (int64) of the smallest value along axis; first on ties.")
     .no_gradient("integer output");
 
+HUB_REGISTER_OP(CumSum)
+    .inputs(1)
+    .attr("axis", AttrType::kInt)
+    .attr("exclusive", AttrType::kBool, false)
+    .attr("reverse", AttrType::kBool, false)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
+      const int64_t axis = c.attrs().get_int("axis");
+      if (axis < -c.shape(0).rank() || axis >= c.shape(0).rank())
+        c.fail("axis " + std::to_string(axis) + " is outside the dims of " + c.input(0).to_string());
+      return {c.input(0)};
+    })
+    .grad([](const GradContext& c) {
+      // Each input adds to the outputs after it (before it, reversed): the
+      // gradient is the same sum taken the other way.
+      Attrs a = c.node.attrs;
+      a.set("reverse", !a.get_bool("reverse"));
+      return std::vector<Output>{c.scope.op("CumSum", {c.grads[0]}, a, "CumSumGrad")};
+    })
+    .doc(
+        "Running sum along axis (ONNX CumSum, TF Cumsum); exclusive leaves each element out of its own sum, "
+        "reverse sums from the end.");
+
 HUB_REGISTER_OP(TopK)
     .inputs(1)
     .outputs(2)
@@ -241,6 +264,9 @@ Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes, bool kee
 }
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name) {
   return s.op("ArgMax", {x}, Attrs().set("axis", axis), name);
+}
+Output cum_sum(const Scope& s, Output x, int64_t axis, bool exclusive, bool reverse, const std::string& name) {
+  return s.op("CumSum", {x}, Attrs().set("axis", axis).set("exclusive", exclusive).set("reverse", reverse), name);
 }
 Output arg_min(const Scope& s, Output x, int64_t axis, const std::string& name) {
   return s.op("ArgMin", {x}, Attrs().set("axis", axis), name);

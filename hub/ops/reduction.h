@@ -47,6 +47,10 @@ Output min(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool
            const std::string& name = "Min");
 Output prod(const Scope& s, Output x, const std::vector<int64_t>& axes = {}, bool keep_dims = false,
             const std::string& name = "Prod");
+// The running sum along axis; `exclusive` leaves each element out of its
+// own sum, `reverse` sums from the end.
+Output cum_sum(const Scope& s, Output x, int64_t axis, bool exclusive = false, bool reverse = false,
+               const std::string& name = "CumSum");
 Output arg_max(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMax");
 Output arg_min(const Scope& s, Output x, int64_t axis, const std::string& name = "ArgMin");
 struct TopKResult {

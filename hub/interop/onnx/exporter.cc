@@ -913,6 +913,16 @@ void export_gather_elements(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+void export_cum_sum(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add(
+      "CumSum", {e.nhwc(in(n, 0)), e.initializer(Tensor::scalar<int64_t>(n.attrs.get_int("axis")), n.name + "/axis")},
+      y, n.name);
+  set_int(p, "exclusive", n.attrs.get_bool("exclusive"));
+  set_int(p, "reverse", n.attrs.get_bool("reverse"));
+  e.set(out0(n), y);
+}
+
 // TopK along the last axis; ONNX's int64 indices cast to hub's int32.
 void export_top_k(Exporter& e, const Node& n) {
   std::string values = e.fresh(n.name + "/values"), indices = e.fresh(n.name + "/indices64");
@@ -1001,6 +1011,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Mul", export_elementwise<kMul>},
       {"Div", export_elementwise<kDiv>},
       {"Mod", export_mod},
+      {"CumSum", export_cum_sum},
       {"Pow", export_elementwise<kPow>},
       {"Maximum", export_elementwise<kMax>},
       {"Minimum", export_elementwise<kMin>},

@@ -744,6 +744,17 @@ void map_arg_extreme(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// CumSum(x, axis): the axis a constant scalar (or one-element) tensor.
+void map_cum_sum(NodeContext& c) {
+  const std::vector<int64_t> axis = c.constant_ints(1, "axis");
+  if (axis.size() != 1) c.fail("axis (input 1) must hold one value, got " + std::to_string(axis.size()));
+  Attrs a;
+  a.set("axis", normalize_axis(c, axis[0], c.rank(0), "axis"))
+      .set("exclusive", c.attr_int("exclusive", 0) != 0)
+      .set("reverse", c.attr_int("reverse", 0) != 0);
+  c.set_output(0, c.scope().op("CumSum", {c.native(0)}, a, "CumSum"));
+}
+
 // Selu: gamma * Elu(x; alpha).
 void map_selu(NodeContext& c) {
   bool nhwc;
@@ -1011,6 +1022,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["ReduceLogSum"] = {map_reduce<kSum, kNone, kLog>, {"axes", "keepdims"}};
   m["Softmax"] = {map_softmax<kSoftmax>, {"axis"}};
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
+  m["CumSum"] = {map_cum_sum, {"exclusive", "reverse"}};
   m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};
   m["ArgMin"] = {map_arg_extreme<kArgMin>, {"axis", "keepdims", "select_last_index"}};
   m["ThresholdedRelu"] = {map_thresholded_relu, {"alpha"}};

@@ -87,6 +87,20 @@ void map_mod(OpContext& c) {
   c.set_output(0, c.add("Mod", {c.input(0), c.input(1)}, Attrs().set("truncate", c.op() == "TruncateMod")));
 }
 
+// Cumsum(x, axis): a constant axis.
+void map_cumsum(OpContext& c) {
+  const std::vector<int64_t> axis = c.constant_ints(1, "axis");
+  if (axis.size() != 1) c.fail("axis must hold one value, got " + std::to_string(axis.size()));
+  const int rank = c.shape(0).rank();
+  if (axis[0] < -rank || axis[0] >= rank)
+    c.fail("axis " + std::to_string(axis[0]) + " is out of range for rank " + std::to_string(rank));
+  c.set_output(0, c.add("CumSum", {c.input(0)},
+                        Attrs()
+                            .set("axis", axis[0] < 0 ? axis[0] + rank : axis[0])
+                            .set("exclusive", c.attr_bool("exclusive"))
+                            .set("reverse", c.attr_bool("reverse"))));
+}
+
 void map_add_n(OpContext& c) {
   std::vector<Output> in;
   for (int i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
@@ -153,6 +167,17 @@ void export_mod(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_cumsum(ExportContext& c) {
+  const auto axis = static_cast<int32_t>(c.node().attrs.get_int("axis"));
+  std::string idx = c.constant("axis", Tensor::scalar<int32_t>(axis));
+  auto& n = c.add("", "Cumsum", {c.input(0), idx});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tidx", DType::kInt32);
+  (*n.mutable_attr())["exclusive"].set_b(c.node().attrs.get_bool("exclusive"));
+  (*n.mutable_attr())["reverse"].set_b(c.node().attrs.get_bool("reverse"));
+  c.set_output(0, n.name());
+}
+
 void export_add_n(ExportContext& c) {
   std::vector<std::string> in;
   for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
@@ -195,6 +220,8 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
     m[tf_op] = {map_elementwise, attrs, {is_unary(tf_op) ? "y" : tf_op == "SelectV2" ? "output" : "z"}};
   }
   for (const char* op : {"FloorMod", "TruncateMod"}) m[op] = {map_mod, {{"T", T}}, {"z"}};
+  m["Cumsum"] = {
+      map_cumsum, {{"T", T}, {"Tidx", T}, {"exclusive", attr_b(false)}, {"reverse", attr_b(false)}}, {"out"}};
   m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
   for (const char* op : {"Mean", "Sum", "Max"})
     m[op] = {map_reduction, {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
@@ -210,6 +237,7 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
 void add_math_exporters(std::map<std::string, OpExporter>& m) {
   for (const auto& [hub_op, tf_op] : elementwise_export()) m[hub_op] = export_elementwise;
   m["Mod"] = export_mod;
+  m["CumSum"] = export_cumsum;
   m["AddN"] = export_add_n;
   for (const char* op : {"Mean", "Sum", "Max"}) m[op] = export_reduction;
   m["MatMul"] = export_matmul;

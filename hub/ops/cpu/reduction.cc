@@ -266,6 +266,42 @@ void arg_extreme_kernel(KernelContext& c) {
   });
 }
 
+// Rows of `inner` elements along the axis, summed in order: whole rows at a
+// time, outer blocks in parallel.
+void cum_sum_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  int axis = static_cast<int>(c.attrs().get_int("axis"));
+  if (axis < 0) axis += x.rank();
+  const bool exclusive = c.attrs().get_bool("exclusive"), reverse = c.attrs().get_bool("reverse");
+  int64_t A, R, B;
+  split_at_axis(x.shape(), axis, &A, &R, &B);
+  Tensor& y = c.output(0);
+  dispatch_arith(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    parallel_for(A, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, R * B)), [&](int64_t lo, int64_t hi) {
+      Eigen::Array<T, Eigen::Dynamic, 1> acc(B);
+      for (int64_t a = lo; a < hi; ++a) {
+        acc.setZero();
+        for (int64_t step = 0; step < R; ++step) {
+          const int64_t r = reverse ? R - 1 - step : step;
+          const int64_t at = (a * R + r) * B;
+          if (exclusive) {
+            Row(py + at, B) = acc;
+            acc += ConstRow(px + at, B);
+          } else {
+            acc += ConstRow(px + at, B);
+            Row(py + at, B) = acc;
+          }
+        }
+      }
+    });
+  });
+}
+
 template <class T>
 bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
@@ -344,6 +380,7 @@ HUB_REGISTER_KERNEL(Prod, reference, reduce_kernel<Reduce::kProd, false>);
 HUB_REGISTER_KERNEL(ProdGrad, reference, prod_grad_kernel);
 HUB_REGISTER_KERNEL(ArgMax, reference, arg_extreme_kernel<true>);
 HUB_REGISTER_KERNEL(ArgMin, reference, arg_extreme_kernel<false>);
+HUB_REGISTER_KERNEL(CumSum, reference, cum_sum_kernel);
 HUB_REGISTER_KERNEL(TopK, reference, top_k_kernel);
 HUB_REGISTER_KERNEL(TopKGrad, reference, top_k_grad_kernel);
 HUB_REGISTER_KERNEL(L2Loss, reference, l2_loss_kernel);

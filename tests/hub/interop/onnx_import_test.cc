@@ -399,8 +399,8 @@ TEST_CASE("ONNX import: float16, bfloat16 and double tensors are read as float32
   // Half-precision bits and their values: 1, -2, the largest half (65504), the
   // smallest subnormal (2^-24), infinity, 1/3 rounded (0x3555 = 1365/4096).
   const std::vector<uint16_t> half_bits{0x3C00, 0xC000, 0x7BFF, 0x0001, 0x7C00, 0x3555};
-  const std::vector<float> half_values{1, -2, 65504, std::ldexp(1.0f, -24), std::numeric_limits<float>::infinity(),
-                                       1365.0f / 4096};
+  const std::vector<float> half_values{
+      1, -2, 65504, std::ldexp(1.0f, -24), std::numeric_limits<float>::infinity(), 1365.0f / 4096};
   // bfloat16 keeps float32's top 16 bits: 1.5 is 0x3FC0, -0.03125 0xBD00, 3 * 2^100 0x7240.
   const std::vector<uint16_t> bf16_bits{0x3FC0, 0xBD00, 0x7240};
   const std::vector<float> bf16_values{1.5f, -0.03125f, std::ldexp(3.0f, 100)};
@@ -605,10 +605,9 @@ TEST_CASE("issue13: convolution weights that other nodes compute get their kerne
     direct.init("w", w);
     direct.node("Conv", {"x", "w"}, "y", "conv");
     direct.output("y", {-1, -1, -1, -1});
-    const Tensor want =
-        run_signature(onnx_interop::import_onnx(direct.save(dir.path, "direct.onnx")), "default", {{"x", x}},
-                      "reference")
-            .at("y");
+    const Tensor want = run_signature(onnx_interop::import_onnx(direct.save(dir.path, "direct.onnx")), "default",
+                                      {{"x", x}}, "reference")
+                            .at("y");
     const std::string good = build(opset, {1, 3, 6, 6}, {4, 3, 3, 3}).save(dir.path, "good.onnx");
     expect_close(run_signature(onnx_interop::import_onnx(good), "default", {{"x", x}}, "reference").at("y"), want);
     // A rank-3 input under rank-4 weights: refused by name, not a crash.
@@ -814,8 +813,8 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
 }
 
 TEST_CASE(
-    "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where and ArgMin agree with "
-    "ONNX Runtime") {
+    "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where, ArgMin, CumSum and Mod "
+    "agree with ONNX Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_math_ort");
   OnnxBuilder b(17);
@@ -900,6 +899,12 @@ TEST_CASE(
   ints_attr(pool, "kernel_shape", {2});
   ints_attr(pool, "strides", {2});
   ints_attr(node("AveragePool", {"pool1d"}, "o16_sequence"), "kernel_shape", {2});
+  b.init("axis1", Tensor::scalar<int64_t>(1));
+  auto* cum = node("CumSum", {"x", "axis1"}, "o17_cumsum");
+  int_attr(cum, "exclusive", 1);
+  int_attr(cum, "reverse", 1);
+  b.init("seven_tenths", Tensor::scalar<float>(0.7f));
+  int_attr(node("Mod", {"x3", "seven_tenths"}, "o18_fmod"), "fmod", 1);
   const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
       {"o1_erf", {1, 8, 2, 4}},
       {"o2_trig", {1, 8, 2, 4}},
@@ -916,7 +921,9 @@ TEST_CASE(
       {"o13_gathered", {1, 3, 2, 4}},
       {"o14_instance_norm", {1, 8, 2, 4}},
       {"o15_selu_softplus_softsign", {1, 8, 2, 4}},
-      {"o16_sequence", {1, 4, 3}}};
+      {"o16_sequence", {1, 4, 3}},
+      {"o17_cumsum", {1, 8, 2, 4}},
+      {"o18_fmod", {1, 8, 2, 4}}};
   for (const auto& [name, dims] : outputs) b.output(name, dims);
   const std::string source = b.save(dir.path, "source.onnx");
 
@@ -939,8 +946,9 @@ TEST_CASE(
   REQUIRE(m.ParseFromString(read_file_bytes(exported)));
   std::set<std::string> ops;
   for (const auto& n : m.graph().node()) ops.insert(n.op_type());
-  for (const char* op : {"Erf",   "Sin",   "Cos",  "Tan",   "Asin", "Acos", "Atan", "Sinh", "Cosh",  "Asinh", "Acosh",
-                         "Atanh", "Floor", "Ceil", "Round", "Not",  "And",  "Or",   "Xor",  "Where", "ArgMin"})
+  for (const char* op :
+       {"Erf",   "Sin",  "Cos",   "Tan", "Asin", "Acos", "Atan", "Sinh",  "Cosh",   "Asinh",  "Acosh", "Atanh",
+        "Floor", "Ceil", "Round", "Not", "And",  "Or",   "Xor",  "Where", "ArgMin", "CumSum", "Mod"})
     CHECK_MESSAGE(ops.count(op), op << " is not in the exported model");
   const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
   REQUIRE(again.size() == outputs.size());

@@ -123,6 +123,8 @@ void every_op(ModuleBuilder& b) {
     terms.push_back(s.op(op, {unit}, {}, "unit_" + op));
   terms.push_back(
       s.op("Acosh", {s.op("Add", {terms.back(), ops::scalar(s, 1.f, "plus_one")}, {}, "cosh1")}, {}, "acosh"));
+  terms.push_back(
+      s.op("CumSum", {x3}, Attrs().set("axis", int64_t{1}).set("exclusive", true).set("reverse", true), "cumsum"));
   for (bool truncate : {false, true})
     terms.push_back(s.op("Mod", {x3, ops::scalar(s, -0.7f, "mod_by")}, Attrs().set("truncate", truncate),
                          truncate ? "truncate_mod" : "floor_mod"));
@@ -268,6 +270,7 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "LogicalNot",
                                         "SelectV2",
                                         "FloorMod",
+                                        "Cumsum",
                                         "TruncateMod",
                                         "Cast",
                                         "PlaceholderWithDefault",

@@ -163,6 +163,35 @@ TEST_CASE("reductions: bad axes name the node and the axis") {
   CHECK_THROWS_AS(ops::l2_loss(s, ops::placeholder(s, DType::kInt32, {2}, "i")), Error);
 }
 
+TEST_CASE("CumSum: hand-computed along each axis, exclusive and reverse; gradients") {
+  auto cum = [](int64_t axis, bool exclusive = false, bool reverse = false) {
+    return Attrs().set("axis", axis).set("exclusive", exclusive).set("reverse", reverse);
+  };
+  const Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_close(run_op("CumSum", {x}, cum(1))[0], make({2, 3}, {1, 3, 6, 4, 9, 15}));
+  expect_close(run_op("CumSum", {x}, cum(-1, true))[0], make({2, 3}, {0, 1, 3, 0, 4, 9}));
+  expect_close(run_op("CumSum", {x}, cum(1, false, true))[0], make({2, 3}, {6, 5, 3, 15, 11, 6}));
+  expect_close(run_op("CumSum", {x}, cum(1, true, true))[0], make({2, 3}, {5, 3, 0, 11, 6, 0}));
+  expect_close(run_op("CumSum", {x}, cum(0))[0], make({2, 3}, {1, 2, 3, 5, 7, 9}));
+  expect_close(run_op("CumSum", {x}, cum(0, true, true))[0], make({2, 3}, {4, 5, 6, 0, 0, 0}));
+  // Middle axis of [2, 2, 2], int64.
+  const Tensor i = Tensor::from_vector<int64_t>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(run_op("CumSum", {i}, cum(1))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 2, 4, 6, 5, 6, 12, 14});
+  // An empty axis gives an empty result.
+  CHECK(run_op("CumSum", {Tensor::zeros(DType::kFloat32, {2, 0})}, cum(1))[0].shape() == Shape{2, 0});
+  const Tensor r = random_tensor({3, 4, 2}, 7);
+  for (int64_t axis : {0, 1, 2})
+    for (bool exclusive : {false, true})
+      for (bool reverse : {false, true}) {
+        CAPTURE(axis);
+        CAPTURE(exclusive);
+        CAPTURE(reverse);
+        check_gradients("CumSum", {r}, cum(axis, exclusive, reverse));
+      }
+  expect_error(
+      Code::kInvalidArgument, [&] { run_op("CumSum", {x}, cum(2)); }, "axis 2 is outside the dims of");
+}
+
 TEST_CASE("ArgMax: first index on ties, int64 output") {
   Tensor x = make({2, 3}, {1, 3, 3, 7, 2, 7});
   Tensor a1 = run_op("ArgMax", {x}, Attrs().set("axis", 1))[0];
