@@ -158,14 +158,16 @@ HUB_REGISTER_OP(ProdGrad)
 HUB_REGISTER_OP(ArgMax)
     .inputs(1)
     .attr("axis", AttrType::kInt)
+    .attr("select_last", AttrType::kBool, false)
     .shape_fn(arg_extreme_shape_fn)
-    .doc("Index (int64) of the largest value along axis; first on ties.")
+    .doc("Index (int64) of the largest value along axis; the first on ties (the last with select_last).")
     .no_gradient("integer output");
 HUB_REGISTER_OP(ArgMin)
     .inputs(1)
     .attr("axis", AttrType::kInt)
+    .attr("select_last", AttrType::kBool, false)
     .shape_fn(arg_extreme_shape_fn)
-    .doc("Index (int64) of the smallest value along axis; first on ties.")
+    .doc("Index (int64) of the smallest value along axis; the first on ties (the last with select_last).")
     .no_gradient("integer output");
 
 HUB_REGISTER_OP(CumSum)

@@ -904,6 +904,7 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   NodeProto* p = e.add(n.op, {e.nhwc(in(n, 0))}, y, n.name);
   set_int(p, "axis", n.attrs.get_int("axis"));
   set_int(p, "keepdims", 0);
+  if (n.attrs.get_bool("select_last")) set_int(p, "select_last_index", 1);
   e.set(out0(n), y);
 }
 

@@ -190,20 +190,52 @@ void map_conv(NodeContext& c) {
 void map_conv_transpose(NodeContext& c) {
   const Shape x = c.shape(0), wshape = c.shape(1);
   if (x.rank() != 4) c.fail("only 2-D transposed convolutions are supported, input is " + x.to_string());
-  if (wshape.rank() != 4)
-    c.fail("weights " + wshape.to_string() + " do not match input " + x.to_string() + " in rank");
+  if (wshape.rank() != 4) c.fail("weights " + wshape.to_string() + " do not match input " + x.to_string() + " in rank");
   const int64_t group = c.attr_int("group", 1);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
-  if (c.has_attr("output_shape"))
-    c.fail_attr("output_shape", ints_text(c.attr_ints("output_shape")), "give pads/output_padding instead");
-  Window w = window(c, kernel, x, false);
-  if (c.attr_string("auto_pad", "NOTSET") != "NOTSET")
-    c.fail_attr("auto_pad", c.attr_string("auto_pad", ""), "not supported for ConvTranspose; give pads");
+  Window w = window(c, kernel, x, false);  // checks strides, dilations, pads and auto_pad
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  const std::vector<int64_t> output_padding = c.attr_ints("output_padding", {0, 0});
+  if (output_padding.size() != 2) c.fail_attr("output_padding", ints_text(output_padding), "expected 2 entries");
+  std::vector<int64_t> output_pad = output_padding;
   std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  // An output shape (given, or the input's times the strides for SAME_*)
+  // sets the pads: the total is what the full transposed window overshoots
+  // it by, split evenly (rounding down, as ONNX's reference), the odd one at
+  // the end (SAME_UPPER) or at the start otherwise. A negative end pad (an
+  // output one longer than the window reaches) is output padding.
+  std::vector<int64_t> out_hw = c.attr_ints("output_shape", {});
+  if (!out_hw.empty() && out_hw.size() != 2 && out_hw.size() != 4)
+    c.fail_attr("output_shape", ints_text(out_hw), "expected [H, W] or [N, C, H, W]");
+  if (out_hw.size() == 4) out_hw = {out_hw[2], out_hw[3]};
+  if (out_hw.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+    if (x[2] < 0 || x[3] < 0)
+      c.fail("auto_pad " + auto_pad + " needs the input's height and width, got " + x.to_string());
+    out_hw = {x[2] * w.strides[0], x[3] * w.strides[1]};
+  }
+  if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+  if (!out_hw.empty()) {
+    if (x[2] < 0 || x[3] < 0) c.fail("output_shape needs the input's height and width, got " + x.to_string());
+    for (int i = 0; i < 2; ++i) {
+      const int64_t total =
+          w.strides[i] * (x[2 + i] - 1) + output_padding[i] + (kernel[i] - 1) * w.dilations[i] + 1 - out_hw[i];
+      const int64_t small = total >= 0 ? total / 2 : -((1 - total) / 2), large = total - small;
+      pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+      pads[i + 2] = auto_pad == "SAME_UPPER" ? large : small;
+      if (pads[i] < 0 || pads[i + 2] < -(w.strides[i] - 1 - output_pad[i]))
+        c.fail_attr("output_shape", ints_text(c.attr_ints("output_shape", out_hw)),
+                    "is " + std::to_string(-total) + " beyond what the transposed window reaches (" +
+                        std::to_string(out_hw[i] + total) + ")");
+      if (pads[i + 2] < 0) {
+        output_pad[i] -= pads[i + 2];
+        pads[i + 2] = 0;
+      }
+    }
+  }
   Attrs a;
   a.set("strides", w.strides).set("dilations", w.dilations);
   a.set("explicit_paddings", std::vector<int64_t>{pads[0], pads[2], pads[1], pads[3]});
-  a.set("output_padding", c.attr_ints("output_padding", {0, 0})).set("groups", group);
+  a.set("output_padding", output_pad).set("groups", group);
   // ONNX W [C, M/G, KH, KW] -> hub's Conv2DTranspose filter [KH, KW, M/G, C].
   Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
   Output y = c.scope().op("Conv2DTranspose", {c.nhwc(0), f}, a, "conv_transpose");

@@ -345,7 +345,20 @@ void map_pow(NodeContext& c) {
       return;
     }
   }
-  map_binary<kPow>(c);
+  if (c.dtype(0) == DType::kFloat32 && c.dtype(1) == DType::kFloat32) {
+    map_binary<kPow>(c);
+    return;
+  }
+  // Integer operands: in float32, an integer result rounded back to its
+  // type (exact while it stays below 2^24).
+  Operands in = operands(c, 0, 2);
+  const Scope& s = c.scope();
+  for (size_t i = 0; i < 2; ++i)
+    if (c.dtype(static_cast<int>(i)) != DType::kFloat32)
+      in.values[i] = ops::cast(s, in.values[i], DType::kFloat32, "AsFloat" + std::to_string(i));
+  Output y = s.op("Pow", in.values, {}, "Pow");
+  if (c.dtype(0) != DType::kFloat32) y = ops::cast(s, s.op("Round", {y}, {}, "Round"), c.dtype(0), "Cast");
+  c.set_output(0, y, in.nhwc);
 }
 
 void map_cast(NodeContext& c) {
@@ -353,6 +366,13 @@ void map_cast(NodeContext& c) {
   bool nhwc;
   Output x = unary_input(c, &nhwc);
   c.set_output(0, c.scope().op("Cast", {x}, Attrs().set("dtype", to), "Cast"), nhwc);
+}
+
+// CastLike(x, like): a Cast to like's type.
+void map_cast_like(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, c.scope().op("Cast", {x}, Attrs().set("dtype", c.dtype(1)), "Cast"), nhwc);
 }
 
 // Dropout and Identity at inference: the input passes through.
@@ -685,15 +705,43 @@ void map_expand(NodeContext& c) {
 
 // ---- reductions -----------------------------------------------------------------------
 
+// A reduction's axes (ONNX's attribute, or ReduceSum's input; none: every
+// axis), keepdims, and its input in the layout it runs in (NHWC where it
+// keeps dims of an NHWC value).
+struct Reduction {
+  std::vector<int64_t> axes;
+  bool keep = true, nhwc = false;
+  Output x;
+};
+
+Reduction reduction(NodeContext& c, std::vector<int64_t> axes) {
+  const int rank = c.rank(0);
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  Reduction r;
+  r.keep = c.attr_int("keepdims", 1) != 0;
+  r.nhwc = r.keep && rank == 4 && c.is_nhwc(0);
+  if (r.nhwc)
+    for (int64_t& a : axes) a = nhwc_axis(a);
+  r.axes = std::move(axes);
+  r.x = r.nhwc ? c.nhwc(0) : c.native(0);
+  return r;
+}
+
+std::vector<int64_t> axes_attr(NodeContext& c) {
+  std::vector<int64_t> axes;
+  for (int64_t a : c.attr_ints("axes")) axes.push_back(normalize_axis(c, a, c.rank(0), "axes"));
+  return axes;
+}
+
 // kOp over the axes, of kBefore(x) when given, then kAfter of the result
 // when given (ReduceL1 = Sum of Abs, ReduceL2 = Sqrt of Sum of Square, ...).
 constexpr char kNone[] = "";
 template <const char* kOp, const char* kBefore = kNone, const char* kAfter = kNone>
 void map_reduce(NodeContext& c) {
-  const int rank = c.rank(0);
   std::vector<int64_t> axes;
   if (c.op() == "ReduceSum") {
-    if (c.has_input(1)) axes = axes_input(c, 1, rank, "axes");
+    if (c.has_input(1)) axes = axes_input(c, 1, c.rank(0), "axes");
     if (axes.empty() && c.attr_int("noop_with_empty_axes", 0)) {
       bool nhwc;
       Output x = unary_input(c, &nhwc);
@@ -701,21 +749,26 @@ void map_reduce(NodeContext& c) {
       return;
     }
   } else {
-    for (int64_t a : c.attr_ints("axes")) axes.push_back(normalize_axis(c, a, rank, "axes"));
+    axes = axes_attr(c);
   }
-  if (axes.empty())
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  const bool keep = c.attr_int("keepdims", 1) != 0;
-  const bool nhwc = keep && rank == 4 && c.is_nhwc(0);
-  if (nhwc)
-    for (int64_t& a : axes) a = nhwc_axis(a);
+  Reduction r = reduction(c, std::move(axes));
   Attrs attrs;
-  attrs.set("axes", axes).set("keep_dims", keep);
-  Output x = nhwc ? c.nhwc(0) : c.native(0);
+  attrs.set("axes", r.axes).set("keep_dims", r.keep);
+  Output x = r.x;
   if (kBefore[0]) x = c.scope().op(kBefore, {x}, {}, kBefore);
   Output y = c.scope().op(kOp, {x}, attrs, kOp);
   if (kAfter[0]) y = c.scope().op(kAfter, {y}, {}, kAfter);
-  c.set_output(0, y, nhwc);
+  c.set_output(0, y, r.nhwc);
+}
+
+// ReduceLogSumExp: m + log(sum(exp(x - m))) with m the maximum, so no exp overflows.
+void map_reduce_log_sum_exp(NodeContext& c) {
+  Reduction r = reduction(c, axes_attr(c));
+  const Scope& s = c.scope();
+  Output m = ops::max(s, r.x, r.axes, true, "Max");
+  Output sum = ops::sum(s, ops::exp(s, ops::sub(s, r.x, m, "Shifted"), "Exp"), r.axes, r.keep, "Sum");
+  Output m_out = r.keep ? m : ops::max(s, r.x, r.axes, false, "MaxOut");
+  c.set_output(0, ops::add(s, ops::log(s, sum, "Log"), m_out, "LogSumExp"), r.nhwc);
 }
 
 constexpr char kSum[] = "Sum", kMean[] = "Mean", kMax[] = "Max", kMin[] = "Min", kProd[] = "Prod";
@@ -737,9 +790,8 @@ template <const char* kOp>
 void map_arg_extreme(NodeContext& c) {
   const int rank = c.rank(0);
   int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank, "axis");
-  if (c.attr_int("select_last_index", 0))
-    c.fail_attr("select_last_index", "1", "only the first of equal extremes is supported");
-  Output y = c.scope().op(kOp, {c.native(0)}, Attrs().set("axis", axis), kOp);
+  Output y = c.scope().op(kOp, {c.native(0)},
+                          Attrs().set("axis", axis).set("select_last", c.attr_int("select_last_index", 0) != 0), kOp);
   if (c.attr_int("keepdims", 1)) y = ops::expand_dims(c.scope(), y, axis, "keepdims");
   c.set_output(0, y);
 }
@@ -994,6 +1046,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Clip"] = {map_clip, {}};
   m["PRelu"] = {map_prelu, {}};
   m["Cast"] = {symbolic_or<map_cast>, {"to"}};
+  m["CastLike"] = {map_cast_like, {}};
   m["QuantizeLinear"] = {map_quantize<kQuantizeLinear>, {"axis"}};
   m["DequantizeLinear"] = {map_quantize<kDequantizeLinear>, {"axis"}};
   m["Identity"] = {symbolic_or<map_passthrough>, {}};
@@ -1020,6 +1073,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["ReduceL1"] = {map_reduce<kSum, kAbs>, {"axes", "keepdims"}};
   m["ReduceL2"] = {map_reduce<kSum, kSquare, kSqrt>, {"axes", "keepdims"}};
   m["ReduceLogSum"] = {map_reduce<kSum, kNone, kLog>, {"axes", "keepdims"}};
+  m["ReduceLogSumExp"] = {map_reduce_log_sum_exp, {"axes", "keepdims"}};
   m["Softmax"] = {map_softmax<kSoftmax>, {"axis"}};
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
   m["CumSum"] = {map_cum_sum, {"exclusive", "reverse"}};

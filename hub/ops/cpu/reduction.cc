@@ -246,6 +246,7 @@ void arg_extreme_kernel(KernelContext& c) {
     throw_error(Code::kInvalidArgument, std::string(kMax ? "ArgMax" : "ArgMin") + " over empty axis " +
                                             std::to_string(axis) + " of " + x.spec_string());
   int64_t* out = c.output(0).data<int64_t>();
+  const bool last = c.attrs().get_bool("select_last");
   dispatch_arith(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -256,7 +257,7 @@ void arg_extreme_kernel(KernelContext& c) {
         int64_t best = 0;
         T v = p[0];
         for (int64_t r = 1; r < R; ++r)
-          if (kMax ? p[r * B] > v : p[r * B] < v) {
+          if (kMax ? (p[r * B] > v || (last && p[r * B] == v)) : (p[r * B] < v || (last && p[r * B] == v))) {
             v = p[r * B];
             best = r;
           }

@@ -410,6 +410,9 @@ void arg_max(KernelContext& c) {
   });
 }
 
+// The last index on ties (select_last) runs on the host.
+bool first_on_ties(const Node& n, const std::vector<TensorSpec>&) { return !n.attrs.get_bool("select_last"); }
+
 // ---- ProdGrad -------------------------------------------------------------------
 
 // At most this many kept and this many reduced runs (rank 8 has at most 4 of each).
@@ -628,7 +631,7 @@ HUB_REGISTER_KERNEL(Max, cuda, reduce_op<Kind::kMax>);
 HUB_REGISTER_KERNEL(Min, cuda, reduce_op<Kind::kMin>);
 HUB_REGISTER_KERNEL(Prod, cuda, reduce_op<Kind::kProd>);
 HUB_REGISTER_KERNEL(ProdGrad, cuda, prod_grad, supports_prod_grad);
-HUB_REGISTER_KERNEL(ArgMax, cuda, arg_max);
+HUB_REGISTER_KERNEL(ArgMax, cuda, arg_max, first_on_ties);
 HUB_REGISTER_KERNEL(TopK, cuda, top_k, supports_top_k);
 HUB_REGISTER_KERNEL(TopKGrad, cuda, top_k_grad, supports_top_k_grad);
 HUB_REGISTER_KERNEL(L2Loss, cuda, l2_loss);

@@ -192,7 +192,7 @@ TEST_CASE("CumSum: hand-computed along each axis, exclusive and reverse; gradien
       Code::kInvalidArgument, [&] { run_op("CumSum", {x}, cum(2)); }, "axis 2 is outside the dims of");
 }
 
-TEST_CASE("ArgMax: first index on ties, int64 output") {
+TEST_CASE("ArgMax: first index on ties (the last with select_last), int64 output") {
   Tensor x = make({2, 3}, {1, 3, 3, 7, 2, 7});
   Tensor a1 = run_op("ArgMax", {x}, Attrs().set("axis", 1))[0];
   CHECK(a1.dtype() == DType::kInt64);
@@ -203,9 +203,13 @@ TEST_CASE("ArgMax: first index on ties, int64 output") {
   CHECK(run_op("ArgMax", {y}, Attrs().set("axis", 1))[0].to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0, 1});
   Tensor i = Tensor::from_vector<int32_t>({4}, {-5, -2, -9, -2});
   CHECK(run_op("ArgMax", {i}, Attrs().set("axis", 0))[0].item<int64_t>() == 1);
+  // select_last: the last of the tied maxima.
+  const Attrs last = Attrs().set("axis", 1).set("select_last", true);
+  CHECK(run_op("ArgMax", {x}, last)[0].to_vector<int64_t>() == std::vector<int64_t>{2, 2});
+  CHECK(run_op("ArgMax", {i}, Attrs().set("axis", 0).set("select_last", true))[0].item<int64_t>() == 3);
 }
 
-TEST_CASE("ArgMin: first index on ties, int64 output") {
+TEST_CASE("ArgMin: first index on ties (the last with select_last), int64 output") {
   Tensor x = make({2, 3}, {1, 3, 1, 7, 2, 2});
   Tensor a1 = run_op("ArgMin", {x}, Attrs().set("axis", 1))[0];
   CHECK(a1.dtype() == DType::kInt64);
@@ -215,6 +219,9 @@ TEST_CASE("ArgMin: first index on ties, int64 output") {
   CHECK(run_op("ArgMin", {y}, Attrs().set("axis", -2))[0].to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1, 0});
   Tensor i = Tensor::from_vector<int64_t>({4}, {5, -2, 9, -2});
   CHECK(run_op("ArgMin", {i}, Attrs().set("axis", 0))[0].item<int64_t>() == 1);
+  CHECK(run_op("ArgMin", {i}, Attrs().set("axis", 0).set("select_last", true))[0].item<int64_t>() == 3);
+  CHECK(run_op("ArgMin", {x}, Attrs().set("axis", 1).set("select_last", true))[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{2, 2});
   Graph g;
   Scope s(g);
   CHECK_THROWS_AS(ops::arg_min(s, ops::placeholder(s, DType::kFloat32, {2}, "x"), 1), Error);
