@@ -556,6 +556,123 @@ HUB_REGISTER_OP(GatherElementsGrad)
     .no_gradient(kGradOp)
     .doc("(g, indices, x) -> zeros of x's shape with each element of g added where GatherElements read it.");
 
+// GatherND's output shape: indices' dims but the last, then data's after the
+// batch dims and the k it indexes.
+std::vector<TensorSpec> gather_nd_shape_fn(const InferContext& c) {
+  const Shape &x = c.shape(0), &idx = c.shape(1);
+  if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+  const int64_t b = c.attrs().get_int("batch_dims");
+  if (idx.rank() < 1 || b < 0 || b >= idx.rank() || b >= x.rank())
+    c.fail("batch_dims " + std::to_string(b) + " must be below the ranks of x " + c.input(0).to_string() +
+           " and indices " + c.input(1).to_string() + " (indices of rank >= 1)");
+  const int64_t k = idx[idx.rank() - 1];
+  if (k < 0) c.fail("the last dim of indices " + c.input(1).to_string() + " must be known");
+  if (k < 1 || b + k > x.rank())
+    c.fail("indices " + c.input(1).to_string() + " index " + std::to_string(k) + " dims of x " +
+           c.input(0).to_string() + " after " + std::to_string(b) + " batch dims");
+  for (int d = 0; d < b; ++d)
+    if (x[d] >= 0 && idx[d] >= 0 && x[d] != idx[d])
+      c.fail("batch dim " + std::to_string(d) + " of x " + c.input(0).to_string() + " and indices " +
+             c.input(1).to_string() + " differ");
+  std::vector<int64_t> dims(idx.dims().begin(), idx.dims().end() - 1);
+  dims.insert(dims.end(), x.dims().begin() + b + k, x.dims().end());
+  return {{c.dtype(0), Shape(dims)}};
+}
+
+const char* const kReductions[] = {"none", "add", "mul", "max", "min"};
+
+void check_reduction(const InferContext& c) {
+  const std::string& r = c.attrs().get_string("reduction");
+  if (std::find(std::begin(kReductions), std::end(kReductions), r) == std::end(kReductions))
+    c.fail("reduction '" + r + "' is not one of none, add, mul, max, min");
+  if (r != "none" && !is_arith(c.dtype(0)))
+    c.fail("reduction '" + r + "' needs float32, int32 or int64, got " + c.input(0).to_string());
+  if (c.dtype(2) != c.dtype(0))
+    c.fail("updates " + c.input(2).to_string() + " must have the dtype of data " + c.input(0).to_string());
+  if (!is_index_dtype(c.dtype(1))) c.fail("indices must be int32 or int64, got " + c.input(1).to_string());
+}
+
+// The gradients of ScatterND and ScatterElements: data's flows where no
+// update replaced it (reduction none) or everywhere (add); each update's is
+// the gradient where it landed. Other reductions have none.
+std::vector<Output> scatter_grad(const GradContext& c, const char* scatter, const char* gather) {
+  const std::string& r = c.node.attrs.get_string("reduction");
+  if (r != "none" && r != "add")
+    throw_error(Code::kUnimplemented,
+                "node '" + c.node.name + "' (" + c.node.op + "): no gradient for reduction '" + r + "'");
+  Attrs a = c.node.attrs;
+  Attrs gather_attrs;
+  if (c.node.attrs.has("axis")) gather_attrs.set("axis", c.node.attrs.get_int("axis"));
+  Output g_updates = c.scope.op(gather, {c.grads[0], c.inputs[1]}, gather_attrs, "UpdatesGrad");
+  Output g_data = c.grads[0];
+  if (r == "none")
+    g_data = c.scope.op(scatter, {c.grads[0], c.inputs[1], ops::zeros_like(c.scope, c.inputs[2])}, a, "DataGrad");
+  return {g_data, Output{}, g_updates};
+}
+
+HUB_REGISTER_OP(GatherND)
+    .inputs(2)
+    .attr("batch_dims", AttrType::kInt, int64_t{0})
+    .shape_fn(gather_nd_shape_fn)
+    .grad([](const GradContext& c) {
+      if (c.node.attrs.get_int("batch_dims") != 0)
+        throw_error(Code::kUnimplemented,
+                    "node '" + c.node.name + "' (GatherND): no gradient with batch_dims (only 0 is differentiable)");
+      Output zeros = ops::zeros_like(c.scope, c.inputs[0]);
+      return std::vector<Output>{
+          c.scope.op("ScatterND", {zeros, c.inputs[1], c.grads[0]}, Attrs().set("reduction", "add"), "GatherNDGrad"),
+          Output{}};
+    })
+    .doc(
+        "Slices of x at index tuples (ONNX GatherND, TF GatherNd): y[i..] = x[b.., indices[b.., i..]] with the last "
+        "dim of indices indexing that many dims of x after batch_dims; negative indices count from the end.");
+
+HUB_REGISTER_OP(ScatterND)
+    .inputs(3)
+    .attr("reduction", AttrType::kString, std::string("none"))
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      check_reduction(c);
+      const Shape &x = c.shape(0), &idx = c.shape(1), &up = c.shape(2);
+      if (idx.rank() < 1) c.fail("indices " + c.input(1).to_string() + " need rank >= 1");
+      const int64_t k = idx[idx.rank() - 1];
+      if (k < 1 || k > x.rank())
+        c.fail("indices " + c.input(1).to_string() + " must index 1 to " + std::to_string(x.rank()) + " dims of data " +
+               c.input(0).to_string());
+      std::vector<int64_t> want(idx.dims().begin(), idx.dims().end() - 1);
+      want.insert(want.end(), x.dims().begin() + k, x.dims().end());
+      if (!up.compatible_with(Shape(want)))
+        c.fail("updates " + c.input(2).to_string() + " must be " + Shape(want).to_string() + " for data " +
+               c.input(0).to_string() + " and indices " + c.input(1).to_string());
+      return {c.input(0)};
+    })
+    .grad([](const GradContext& c) { return scatter_grad(c, "ScatterND", "GatherND"); })
+    .doc(
+        "data with the slices at index tuples replaced by updates (ONNX ScatterND), or combined with them "
+        "(reduction add, mul, max, min), in index order.");
+
+HUB_REGISTER_OP(ScatterElements)
+    .inputs(3)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .attr("reduction", AttrType::kString, std::string("none"))
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      check_reduction(c);
+      const Shape &x = c.shape(0), &idx = c.shape(1), &up = c.shape(2);
+      if (x.rank() == 0 || idx.rank() != x.rank())
+        c.fail("indices " + c.input(1).to_string() + " must have the rank (>= 1) of data " + c.input(0).to_string());
+      if (!up.compatible_with(idx))
+        c.fail("updates " + c.input(2).to_string() + " must have the shape of indices " + c.input(1).to_string());
+      const int axis = static_cast<int>(normalize_axis(c, c.attrs().get_int("axis"), x.rank(), "axis"));
+      for (int d = 0; d < x.rank(); ++d)
+        if (d != axis && x[d] >= 0 && idx[d] > x[d])
+          c.fail("dim " + std::to_string(d) + " of indices " + c.input(1).to_string() + " exceeds data's " +
+                 c.input(0).to_string());
+      return {c.input(0)};
+    })
+    .grad([](const GradContext& c) { return scatter_grad(c, "ScatterElements", "GatherElements"); })
+    .doc(
+        "data with the element each index names along axis replaced by updates (ONNX ScatterElements), or "
+        "combined with it (reduction add, mul, max, min), in index order.");
+
 HUB_REGISTER_OP(StridedSlice)
     .inputs(1)
     .attr("begin", AttrType::kInts)

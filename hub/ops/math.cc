@@ -10,8 +10,6 @@
 namespace hub {
 namespace {
 
-bool is_arith(DType d) { return d == DType::kFloat32 || d == DType::kInt32 || d == DType::kInt64; }
-
 std::vector<TensorSpec> arith_unary_shape_fn(const InferContext& c) {
   if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
   return {c.input(0)};

@@ -8,8 +8,6 @@
 namespace hub {
 namespace {
 
-bool is_arith(DType d) { return d == DType::kFloat32 || d == DType::kInt32 || d == DType::kInt64; }
-
 // Input `i` reduced over the node's axes (keep_dims as set).
 Shape reduced_shape(const InferContext& c, int i) {
   const Shape& x = c.shape(i);

@@ -21,6 +21,8 @@ std::string_view dtype_name(DType dtype);
 // Inverse of dtype_name; throws InvalidArgument naming the text.
 DType parse_dtype(std::string_view name);
 bool is_floating(DType dtype);
+// float32, int32 or int64: the dtypes of arithmetic.
+bool is_arith(DType dtype);
 // uint8 or int8: the dtypes of quantized tensors.
 bool is_8bit(DType dtype);
 std::string_view device_name(Device device);

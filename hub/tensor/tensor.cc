@@ -50,6 +50,7 @@ DType parse_dtype(std::string_view name) {
 }
 
 bool is_floating(DType dtype) { return dtype == DType::kFloat32; }
+bool is_arith(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kInt32 || dtype == DType::kInt64; }
 bool is_8bit(DType dtype) { return dtype == DType::kUInt8 || dtype == DType::kInt8; }
 
 std::string_view device_name(Device device) { return device == Device::kCPU ? "cpu" : "cuda"; }

@@ -299,15 +299,19 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     throw_error(Code::kUnimplemented, where + ": these ops have no ONNX equivalent: " + list);
   }
   // The opset: the lowest that has every op written, or the one asked for if it does.
-  static const std::map<std::string, int> kFirstOpset = {{"HardSwish", 14}};
+  auto first_opset = [](const Node& n) {
+    if (n.op == "HardSwish") return 14;
+    if ((n.op == "ScatterND" || n.op == "ScatterElements") && n.attrs.get_string("reduction") != "none") return 16;
+    return 13;
+  };
   int required = 13;
   std::string newest;  // the op (and node) that needs `required`
   for (int id = 0; id < g_.num_nodes(); ++id) {
     if (!needed[id] || inputs.count(id)) continue;
-    auto it = kFirstOpset.find(g_.node(id).op);
-    if (it != kFirstOpset.end() && it->second > required) {
-      required = it->second;
-      newest = it->first + " (node '" + g_.node(id).name + "')";
+    const int first = first_opset(g_.node(id));
+    if (first > required) {
+      required = first;
+      newest = g_.node(id).op + " (node '" + g_.node(id).name + "')";
     }
   }
   if (options_.opset != 0 && options_.opset < required)
@@ -924,6 +928,30 @@ void export_cum_sum(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+void export_gather_nd(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  set_int(e.add("GatherND", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name), "batch_dims",
+          n.attrs.get_int("batch_dims"));
+  e.set(out0(n), y);
+}
+
+// ScatterND, ScatterElements: the same ONNX ops (reduction from opset 16,
+// max and min from 18).
+void export_scatter(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add(n.op, {e.nhwc(in(n, 0)), e.nhwc(in(n, 1)), e.nhwc(in(n, 2))}, y, n.name);
+  if (n.attrs.has("axis")) set_int(p, "axis", n.attrs.get_int("axis"));
+  const std::string& r = n.attrs.get_string("reduction");
+  if (r == "max" || r == "min") e.fail(n, "reduction '" + r + "' is in ONNX from opset 18; hub writes 13 to 17");
+  if (r != "none") {
+    auto* a = p->add_attribute();
+    a->set_name("reduction");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(r);
+  }
+  e.set(out0(n), y);
+}
+
 // TopK along the last axis; ONNX's int64 indices cast to hub's int32.
 void export_top_k(Exporter& e, const Node& n) {
   std::string values = e.fresh(n.name + "/values"), indices = e.fresh(n.name + "/indices64");
@@ -1013,6 +1041,9 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Div", export_elementwise<kDiv>},
       {"Mod", export_mod},
       {"CumSum", export_cum_sum},
+      {"GatherND", export_gather_nd},
+      {"ScatterND", export_scatter},
+      {"ScatterElements", export_scatter},
       {"Pow", export_elementwise<kPow>},
       {"Maximum", export_elementwise<kMax>},
       {"Minimum", export_elementwise<kMin>},

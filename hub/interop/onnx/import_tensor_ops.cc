@@ -660,6 +660,61 @@ void map_gather_elements(NodeContext& c) {
                c.scope().op("GatherElements", {c.native(0), c.native(1)}, Attrs().set("axis", axis), "GatherElements"));
 }
 
+void map_gather_nd(NodeContext& c) {
+  c.set_output(0, c.scope().op("GatherND", {c.native(0), c.native(1)},
+                               Attrs().set("batch_dims", c.attr_int("batch_dims", 0)), "GatherND"));
+}
+
+// ScatterND and ScatterElements (Scatter, before opset 11, is converted to
+// ScatterElements by ONNX's version converter).
+void map_scatter(NodeContext& c) {
+  Attrs a;
+  a.set("reduction", c.attr_string("reduction", "none"));
+  if (c.op() == "ScatterElements") a.set("axis", normalize_axis(c, c.attr_int("axis", 0), c.rank(0), "axis"));
+  c.set_output(0, c.scope().op(c.op(), {c.native(0), c.native(1), c.native(2)}, a, c.op()));
+}
+
+// OneHot(indices, depth, values [off, on]): hub's OneHot puts the new dim
+// last and counts no index from the end, so negative indices are wrapped
+// first and the dim is moved to `axis` after.
+void map_one_hot(NodeContext& c) {
+  // depth: any numeric type (a float is truncated), one value in [1, 2^24].
+  std::optional<Tensor> depth_t = c.constant(1);
+  if (!depth_t || depth_t->num_elements() != 1) c.fail("depth (input 1) must be one constant value");
+  const double depth_v = evaluate("Cast", {*depth_t}, Attrs().set("dtype", DType::kFloat32)).data<float>()[0];
+  if (!(depth_v >= 1 && depth_v <= double{1 << 24}))
+    c.fail("depth (input 1) must be in [1, 2^24], got " + std::to_string(depth_v));
+  const std::vector<int64_t> depth{static_cast<int64_t>(depth_v)};
+  std::optional<Tensor> values = c.constant(2);
+  if (!values || values->num_elements() != 2) c.fail("values (input 2) must be a constant [off, on]");
+  const Tensor v = evaluate("Cast", {*values}, Attrs().set("dtype", DType::kFloat32));
+  const int rank = c.rank(0) + 1;
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
+  const Scope& s = c.scope();
+  Output idx = c.native(0);
+  if (c.dtype(0) != DType::kInt32 && c.dtype(0) != DType::kInt64) idx = ops::cast(s, idx, DType::kInt64, "AsIndex");
+  const DType it = c.dtype(0) == DType::kInt32 ? DType::kInt32 : DType::kInt64;
+  Output zero = ops::cast(s, ops::scalar(s, 0.0f, "zero"), it, "zero_index");
+  Output d = ops::cast(s, ops::scalar(s, static_cast<float>(depth[0]), "depth"), it, "depth_index");
+  idx = ops::select(s, ops::less(s, idx, zero, "Negative"), ops::add(s, idx, d, "FromEnd"), idx, "Wrapped");
+  Output y = s.op("OneHot", {idx},
+                  Attrs()
+                      .set("depth", depth[0])
+                      .set("off_value", static_cast<double>(v.data<float>()[0]))
+                      .set("on_value", static_cast<double>(v.data<float>()[1])),
+                  "OneHot");
+  if (axis != rank - 1) {
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < rank - 1; ++i) {
+      if (i == axis) perm.push_back(rank - 1);
+      perm.push_back(i);
+    }
+    y = ops::transpose(s, y, perm, "ToAxis");
+  }
+  if (values->dtype() != DType::kFloat32) y = ops::cast(s, y, values->dtype(), "Cast");
+  c.set_output(0, y);
+}
+
 void map_pad(NodeContext& c) {
   const int rank = c.rank(0);
   std::vector<int64_t> pads = c.constant_ints(1, "pads");
@@ -1061,6 +1116,10 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Slice"] = {symbolic_or<map_slice>, {}};
   m["Gather"] = {symbolic_or<map_gather>, {"axis"}};
   m["GatherElements"] = {map_gather_elements, {"axis"}};
+  m["GatherND"] = {map_gather_nd, {"batch_dims"}};
+  m["ScatterND"] = {map_scatter, {"reduction"}};
+  m["ScatterElements"] = {map_scatter, {"axis", "reduction"}};
+  m["OneHot"] = {map_one_hot, {"axis"}};
   m["Pad"] = {map_pad, {"mode"}};
   m["Tile"] = {map_tile, {}};
   m["Expand"] = {map_expand, {}};

@@ -478,6 +478,26 @@ void map_cast(OpContext& c) {
   c.set_output(0, c.add("Cast", {c.input(0)}, Attrs().set("dtype", to)));
 }
 
+// GatherV2(params, indices, axis): a constant axis.
+void map_gather(OpContext& c) {
+  const std::vector<int64_t> axis = c.constant_ints(2, "axis");
+  if (axis.size() != 1) c.fail("axis must hold one value, got " + std::to_string(axis.size()));
+  c.set_output(0, c.add("Gather", {c.input(0), c.input(1)},
+                        Attrs().set("axis", axis[0]).set("batch_dims", c.attr_int("batch_dims"))));
+}
+
+void map_gather_nd(OpContext& c) { c.set_output(0, c.add("GatherND", {c.input(0), c.input(1)})); }
+
+// TensorScatterUpdate / Add / Max / Min: ScatterND with that reduction.
+void map_tensor_scatter(OpContext& c) {
+  static const std::map<std::string, std::string> reduction = {{"TensorScatterUpdate", "none"},
+                                                               {"TensorScatterAdd", "add"},
+                                                               {"TensorScatterMax", "max"},
+                                                               {"TensorScatterMin", "min"}};
+  c.set_output(
+      0, c.add("ScatterND", {c.input(0), c.input(1), c.input(2)}, Attrs().set("reduction", reduction.at(c.op()))));
+}
+
 // ---- Exporters --------------------------------------------------------------------------
 
 std::string ints_const(ExportContext& c, const std::string& name, const std::vector<int64_t>& values, Shape shape) {
@@ -608,6 +628,37 @@ void export_cast(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_gather(ExportContext& c) {
+  std::string axis = c.constant("axis", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("axis"))));
+  auto& n = c.add("", "GatherV2", {c.input(0), c.input(1), axis});
+  set_type(n, "Tparams", c.input_spec(0).dtype);
+  set_type(n, "Tindices", c.input_spec(1).dtype);
+  set_type(n, "Taxis", DType::kInt32);
+  (*n.mutable_attr())["batch_dims"].set_i(c.node().attrs.get_int("batch_dims"));
+  c.set_output(0, n.name());
+}
+
+void export_gather_nd(ExportContext& c) {
+  if (c.node().attrs.get_int("batch_dims") != 0) c.fail("GatherND with batch_dims has no TensorFlow op");
+  auto& n = c.add("", "GatherNd", {c.input(0), c.input(1)});
+  set_type(n, "Tparams", c.input_spec(0).dtype);
+  set_type(n, "Tindices", c.input_spec(1).dtype);
+  c.set_output(0, n.name());
+}
+
+void export_scatter_nd(ExportContext& c) {
+  static const std::map<std::string, std::string> op = {{"none", "TensorScatterUpdate"},
+                                                        {"add", "TensorScatterAdd"},
+                                                        {"max", "TensorScatterMax"},
+                                                        {"min", "TensorScatterMin"}};
+  const std::string& r = c.node().attrs.get_string("reduction");
+  if (!op.count(r)) c.fail("ScatterND with reduction '" + r + "' has no TensorFlow op");
+  auto& n = c.add("", op.at(r), {c.input(0), c.input(1), c.input(2)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tindices", c.input_spec(1).dtype);
+  c.set_output(0, n.name());
+}
+
 }  // namespace
 
 void add_array_importers(std::map<std::string, OpImporter>& m) {
@@ -655,6 +706,10 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                         {"new_axis_mask", attr_i(0)},
                         {"shrink_axis_mask", attr_i(0)}}};
   m["Cast"] = {map_cast, {{"SrcT", T}, {"DstT", T}, {"Truncate", attr_b(false)}}, {"y"}};
+  m["GatherV2"] = {map_gather, {{"Tparams", T}, {"Tindices", T}, {"Taxis", T}, {"batch_dims", attr_i(0)}}};
+  m["GatherNd"] = {map_gather_nd, {{"Tparams", T}, {"Tindices", T}}};
+  for (const char* op : {"TensorScatterUpdate", "TensorScatterAdd", "TensorScatterMax", "TensorScatterMin"})
+    m[op] = {map_tensor_scatter, {{"T", T}, {"Tindices", T}}};
 }
 
 void add_array_exporters(std::map<std::string, OpExporter>& m) {
@@ -670,6 +725,9 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["Slice"] = export_slice;
   m["Concat"] = export_concat;
   m["Cast"] = export_cast;
+  m["Gather"] = export_gather;
+  m["GatherND"] = export_gather_nd;
+  m["ScatterND"] = export_scatter_nd;
 }
 
 }  // namespace hub::tf

@@ -469,6 +469,104 @@ void gather_elements_grad_kernel(KernelContext& c) {
   for (size_t i = 0; i < at.size(); ++i) po[at[i]] += pg[i];
 }
 
+// ---- GatherND, ScatterND, ScatterElements ---------------------------------------
+
+// For each index tuple (the last dim of indices) the flat offset in x of the
+// slice it names: after `b` batch dims, tuple entry j indexes dim b + j
+// (negative entries count from the end; each checked).
+std::vector<int64_t> tuple_offsets(const KernelContext& c, const Tensor& idx, const Shape& x, int b) {
+  const int k = static_cast<int>(idx.shape()[idx.rank() - 1]);
+  const int64_t tuples = k ? idx.num_elements() / k : 0;
+  std::vector<int64_t> stride(static_cast<size_t>(x.rank()), 1);
+  for (int d = x.rank() - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+  int64_t per_batch_tuples = 1;  // tuples in each batch
+  for (int d = b; d < idx.rank() - 1; ++d) per_batch_tuples *= idx.shape()[d];
+  std::vector<int64_t> out(static_cast<size_t>(tuples));
+  auto read = [&](const auto* p) {
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = b ? (t / per_batch_tuples) * stride[b - 1] : 0;
+      for (int j = 0; j < k; ++j) {
+        const int64_t dim = x[b + j];
+        int64_t v = static_cast<int64_t>(p[t * k + j]);
+        if (v < -dim || v >= dim)
+          throw_error(Code::kInvalidArgument, "node '" + c.node().name + "' (" + c.node().op + "): index " +
+                                                  std::to_string(v) + " (entry " + std::to_string(j) + " of tuple " +
+                                                  std::to_string(t) + " of indices " + idx.spec_string() +
+                                                  ") is outside [" + std::to_string(-dim) + ", " + std::to_string(dim) +
+                                                  ") for dim " + std::to_string(b + j) + " of " + x.to_string());
+        if (v < 0) v += dim;
+        offset += v * stride[b + j];
+      }
+      out[t] = offset;
+    }
+  };
+  if (idx.dtype() == DType::kInt32)
+    read(idx.data<int32_t>());
+  else
+    read(idx.data<int64_t>());
+  return out;
+}
+
+void gather_nd_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& idx = c.input(1);
+  const int b = static_cast<int>(c.attrs().get_int("batch_dims"));
+  const std::vector<int64_t> at = tuple_offsets(c, idx, x.shape(), b);
+  Tensor& y = c.output(0);
+  if (at.empty()) return;
+  const size_t slice = static_cast<size_t>(y.num_elements() / static_cast<int64_t>(at.size())) * elem_size(x);
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(y.raw_data());
+  parallel_for(static_cast<int64_t>(at.size()),
+               std::max<int64_t>(1, static_cast<int64_t>(65536 / std::max<size_t>(1, slice))),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t t = lo; t < hi; ++t) std::memcpy(dst + t * slice, src + at[t] * elem_size(x), slice);
+               });
+}
+
+// out = data with `n` elements at each offset combined with the next `n`
+// of updates, in order (so a repeated index sees every update).
+void scatter(KernelContext& c, const std::vector<int64_t>& at, int64_t n) {
+  const Tensor& data = c.input(0);
+  const Tensor& updates = c.input(2);
+  Tensor& out = c.output(0);
+  std::memcpy(out.raw_data(), data.raw_data(), data.nbytes());
+  const std::string& r = c.attrs().get_string("reduction");
+  if (r == "none") {
+    const size_t es = elem_size(data);
+    char* po = static_cast<char*>(out.raw_data());
+    const char* pu = static_cast<const char*>(updates.raw_data());
+    for (size_t i = 0; i < at.size(); ++i) std::memcpy(po + at[i] * es, pu + i * n * es, n * es);
+    return;
+  }
+  dispatch_arith(data.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    T* po = out.data<T>();
+    const T* pu = updates.data<T>();
+    for (size_t i = 0; i < at.size(); ++i) {
+      Vec o(po + at[i], n);
+      ConstVec u(pu + i * n, n);
+      if (r == "add")
+        o += u;
+      else if (r == "mul")
+        o *= u;
+      else if (r == "max")
+        o = o.max(u);
+      else
+        o = o.min(u);
+    }
+  });
+}
+
+void scatter_nd_kernel(KernelContext& c) {
+  const std::vector<int64_t> at = tuple_offsets(c, c.input(1), c.input(0).shape(), 0);
+  scatter(c, at, at.empty() ? 0 : c.input(2).num_elements() / static_cast<int64_t>(at.size()));
+}
+
+void scatter_elements_kernel(KernelContext& c) { scatter(c, element_offsets(c, c.input(1), c.input(0).shape()), 1); }
+
 // ---- StridedSlice ---------------------------------------------------------------
 //
 // Walks the slice (x's dims, `spec` counts) row by row over the last dim and
@@ -592,6 +690,9 @@ HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);
 HUB_REGISTER_KERNEL(GatherGrad, reference, gather_grad_kernel);
 HUB_REGISTER_KERNEL(GatherElements, reference, gather_elements_kernel);
 HUB_REGISTER_KERNEL(GatherElementsGrad, reference, gather_elements_grad_kernel);
+HUB_REGISTER_KERNEL(GatherND, reference, gather_nd_kernel);
+HUB_REGISTER_KERNEL(ScatterND, reference, scatter_nd_kernel);
+HUB_REGISTER_KERNEL(ScatterElements, reference, scatter_elements_kernel);
 HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
 HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);

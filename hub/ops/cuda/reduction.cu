@@ -372,8 +372,6 @@ std::vector<bool> broadcast_dims(const Shape& x, const Shape& like) {
   return reduced;
 }
 
-bool is_arith(DType d) { return d == DType::kFloat32 || d == DType::kInt32 || d == DType::kInt64; }
-
 // The reference rejects what does not broadcast; it runs those nodes.
 bool supports_reduce_to_like(const Node&, const std::vector<TensorSpec>& inputs) {
   const Shape &x = inputs[0].shape, &like = inputs[1].shape;

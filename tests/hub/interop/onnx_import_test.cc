@@ -813,8 +813,8 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
 }
 
 TEST_CASE(
-    "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where, ArgMin, CumSum and Mod "
-    "agree with ONNX Runtime") {
+    "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where, ArgMin, CumSum, Mod, "
+    "GatherND, the scatters and OneHot agree with ONNX Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_math_ort");
   OnnxBuilder b(17);
@@ -905,6 +905,21 @@ TEST_CASE(
   int_attr(cum, "reverse", 1);
   b.init("seven_tenths", Tensor::scalar<float>(0.7f));
   int_attr(node("Mod", {"x3", "seven_tenths"}, "o18_fmod"), "fmod", 1);
+  b.init("nd_index", Tensor::from_vector<int64_t>({2, 2}, {0, 3, 0, -1}));
+  node("GatherND", {"x", "nd_index"}, "o19_gather_nd");
+  b.init("nd_rows", Tensor::from_vector<int64_t>({2, 2}, {0, 2, 0, 5}));
+  b.init("nd_updates", random_tensor({2, 2, 4}, 32));
+  node("ScatterND", {"x", "nd_rows", "nd_updates"}, "o20_scatter_nd");
+  b.init("element_updates", random_tensor({1, 3, 2, 4}, 33));
+  auto* scatter = node("ScatterElements", {"x", "picks", "element_updates"}, "o21_scatter_elements");
+  int_attr(scatter, "axis", 1);
+  auto* reduction = scatter->add_attribute();
+  reduction->set_name("reduction");
+  reduction->set_type(::onnx::AttributeProto::STRING);
+  reduction->set_s("add");  // the picks repeat rows
+  b.init("depth", Tensor::scalar<int64_t>(8));
+  b.init("on_off", make({2}, {-1, 2}));
+  int_attr(node("OneHot", {"argmin", "depth", "on_off"}, "o22_one_hot"), "axis", 1);
   const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
       {"o1_erf", {1, 8, 2, 4}},
       {"o2_trig", {1, 8, 2, 4}},
@@ -923,7 +938,11 @@ TEST_CASE(
       {"o15_selu_softplus_softsign", {1, 8, 2, 4}},
       {"o16_sequence", {1, 4, 3}},
       {"o17_cumsum", {1, 8, 2, 4}},
-      {"o18_fmod", {1, 8, 2, 4}}};
+      {"o18_fmod", {1, 8, 2, 4}},
+      {"o19_gather_nd", {2, 2, 4}},
+      {"o20_scatter_nd", {1, 8, 2, 4}},
+      {"o21_scatter_elements", {1, 8, 2, 4}},
+      {"o22_one_hot", {1, 8, 1, 2, 4}}};
   for (const auto& [name, dims] : outputs) b.output(name, dims);
   const std::string source = b.save(dir.path, "source.onnx");
 
@@ -946,9 +965,20 @@ TEST_CASE(
   REQUIRE(m.ParseFromString(read_file_bytes(exported)));
   std::set<std::string> ops;
   for (const auto& n : m.graph().node()) ops.insert(n.op_type());
-  for (const char* op :
-       {"Erf",   "Sin",  "Cos",   "Tan", "Asin", "Acos", "Atan", "Sinh",  "Cosh",   "Asinh",  "Acosh", "Atanh",
-        "Floor", "Ceil", "Round", "Not", "And",  "Or",   "Xor",  "Where", "ArgMin", "CumSum", "Mod"})
+  for (const char* op : {"Erf",       "Sin",
+                         "Cos",       "Tan",
+                         "Asin",      "Acos",
+                         "Atan",      "Sinh",
+                         "Cosh",      "Asinh",
+                         "Acosh",     "Atanh",
+                         "Floor",     "Ceil",
+                         "Round",     "Not",
+                         "And",       "Or",
+                         "Xor",       "Where",
+                         "ArgMin",    "CumSum",
+                         "Mod",       "GatherND",
+                         "ScatterND", "ScatterElements",
+                         "OneHot"})
     CHECK_MESSAGE(ops.count(op), op << " is not in the exported model");
   const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
   REQUIRE(again.size() == outputs.size());

@@ -123,6 +123,17 @@ void every_op(ModuleBuilder& b) {
     terms.push_back(s.op(op, {unit}, {}, "unit_" + op));
   terms.push_back(
       s.op("Acosh", {s.op("Add", {terms.back(), ops::scalar(s, 1.f, "plus_one")}, {}, "cosh1")}, {}, "acosh"));
+  // Indexing: columns of flat (GatherV2), an element pair (GatherNd), a row
+  // replaced and a row added to (TensorScatterUpdate, TensorScatterAdd).
+  Output columns = s.op("Gather", {flat, ops::constant(s, Tensor::from_vector<int32_t>({3}, {0, 5, 11}), "columns")},
+                        Attrs().set("axis", int64_t{1}), "gather");
+  Output pair = s.op("GatherND", {flat, ops::constant(s, Tensor::from_vector<int64_t>({2, 2}, {0, 2, 1, 5}), "pair")},
+                     {}, "gather_nd");
+  const Output row1 = ops::constant(s, Tensor::from_vector<int64_t>({1, 1}, {1}), "row1");
+  const Output fill = ops::constant(s, random_tensor({1, 12}, 9), "fill");
+  for (const char* r : {"none", "add"})
+    terms.push_back(
+        s.op("ScatterND", {flat, row1, fill}, Attrs().set("reduction", std::string(r)), std::string("scatter_") + r));
   terms.push_back(
       s.op("CumSum", {x3}, Attrs().set("axis", int64_t{1}).set("exclusive", true).set("reverse", true), "cumsum"));
   for (bool truncate : {false, true})
@@ -150,7 +161,8 @@ void every_op(ModuleBuilder& b) {
   Output logp = s.op("Cast", {s.op("LogSoftmax", {logits}, {}, "logp")}, Attrs().set("dtype", DType::kFloat32), "cast");
   Output features = s.op("Concat", {mx, flat, s.op("Sigmoid", {sum}, {}, "sig_sum"), math},
                          Attrs().set("axis", int64_t{1}), "features");
-  b.add_signature("default", {{"images", x}}, {{"default", probs}, {"log_probs", logp}});
+  b.add_signature("default", {{"images", x}},
+                  {{"default", probs}, {"log_probs", logp}, {"columns", columns}, {"pair", pair}});
   b.add_signature("image_feature_vector", {{"images", x}}, {{"default", features}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
@@ -271,6 +283,10 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "SelectV2",
                                         "FloorMod",
                                         "Cumsum",
+                                        "GatherV2",
+                                        "GatherNd",
+                                        "TensorScatterUpdate",
+                                        "TensorScatterAdd",
                                         "TruncateMod",
                                         "Cast",
                                         "PlaceholderWithDefault",

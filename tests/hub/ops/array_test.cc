@@ -751,3 +751,112 @@ TEST_CASE("GatherElements: along each axis, negative indices, smaller index dims
   CHECK_THROWS_AS(
       s.op("GatherElements", {f, ops::placeholder(s, DType::kInt64, {2, 4}, "wide")}, Attrs().set("axis", 0)), Error);
 }
+
+TEST_CASE("GatherND: ONNX's examples, batch_dims, negative indices, errors; gradient") {
+  const Tensor x = make({2, 2}, {0, 1, 2, 3});
+  // Whole tuples pick elements; one-entry tuples pick rows.
+  expect_close(run_op("GatherND", {x, Tensor::from_vector<int64_t>({2, 2}, {0, 0, 1, 1})})[0], make({2}, {0, 3}));
+  expect_close(run_op("GatherND", {x, Tensor::from_vector<int64_t>({2, 1}, {1, 0})})[0], make({2, 2}, {2, 3, 0, 1}));
+  const Tensor cube = Tensor::from_vector<int64_t>({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(run_op("GatherND", {cube, Tensor::from_vector<int32_t>({2, 2}, {0, 1, 1, 0})})[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{2, 3, 4, 5});
+  // batch_dims 1: each batch's own tuple; -1 is the last row.
+  const Attrs batch = Attrs().set("batch_dims", int64_t{1});
+  CHECK(run_op("GatherND", {cube, Tensor::from_vector<int64_t>({2, 1}, {1, 0})}, batch)[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{2, 3, 4, 5});
+  CHECK(run_op("GatherND", {cube, Tensor::from_vector<int64_t>({2, 1}, {-1, -2})}, batch)[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{2, 3, 4, 5});
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("GatherND", {x, Tensor::from_vector<int64_t>({1, 2}, {0, 2})});
+      },
+      "index 2 (entry 1 of tuple 0 of indices int64[1,2]) is outside [-2, 2) for dim 1 of [2,2]");
+  Graph graph;
+  Scope s(graph);
+  Output f = ops::placeholder(s, DType::kFloat32, {2, 3}, "f");
+  CHECK_THROWS_WITH_AS(s.op("GatherND", {f, ops::placeholder(s, DType::kInt64, {4, 3}, "long")}),
+                       doctest::Contains("index 3 dims of x"), Error);
+  GradCheckOptions x_only;
+  x_only.inputs = {0};
+  check_gradients("GatherND", {random_tensor({3, 4, 2}, 41), Tensor::from_vector<int64_t>({2, 2}, {0, 3, 2, -1})}, {},
+                  x_only);
+}
+
+TEST_CASE("ScatterND: ONNX's example, every reduction over a repeated index, errors; gradients") {
+  const Tensor data = make({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expect_close(
+      run_op("ScatterND", {data, Tensor::from_vector<int64_t>({4, 1}, {4, 3, 1, 7}), make({4}, {9, 10, 11, 12})})[0],
+      make({8}, {1, 11, 3, 10, 9, 6, 7, 12}));
+  const Tensor four = make({4}, {1, 2, 3, 4});
+  const Tensor twice = Tensor::from_vector<int64_t>({2, 1}, {1, 1});
+  const Tensor up = make({2}, {10, -20});
+  auto with = [](const char* r) { return Attrs().set("reduction", std::string(r)); };
+  expect_close(run_op("ScatterND", {four, twice, up})[0], make({4}, {1, -20, 3, 4}));  // the last one wins
+  expect_close(run_op("ScatterND", {four, twice, up}, with("add"))[0], make({4}, {1, -8, 3, 4}));
+  expect_close(run_op("ScatterND", {four, twice, up}, with("mul"))[0], make({4}, {1, -400, 3, 4}));
+  expect_close(run_op("ScatterND", {four, twice, up}, with("max"))[0], make({4}, {1, 10, 3, 4}));
+  expect_close(run_op("ScatterND", {four, twice, up}, with("min"))[0], make({4}, {1, -20, 3, 4}));
+  // Rows of a matrix, int32 data.
+  const Tensor m = Tensor::from_vector<int32_t>({3, 2}, {1, 2, 3, 4, 5, 6});
+  CHECK(run_op("ScatterND",
+               {m, Tensor::from_vector<int64_t>({1, 1}, {-1}), Tensor::from_vector<int32_t>({1, 2}, {7, 8})})[0]
+            .to_vector<int32_t>() == std::vector<int32_t>{1, 2, 3, 4, 7, 8});
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("ScatterND", {four, Tensor::from_vector<int64_t>({1, 1}, {4}), make({1}, {0})});
+      },
+      "index 4 (entry 0 of tuple 0");
+  Graph graph;
+  Scope s(graph);
+  Output f = ops::placeholder(s, DType::kFloat32, {4}, "f");
+  CHECK_THROWS_WITH_AS(s.op("ScatterND", {f, ops::placeholder(s, DType::kInt64, {2, 1}, "i"),
+                                          ops::placeholder(s, DType::kFloat32, {3}, "u")}),
+                       doctest::Contains("must be [2]"), Error);
+  CHECK_THROWS_WITH_AS(
+      s.op("ScatterND",
+           {f, ops::placeholder(s, DType::kInt64, {2, 1}, "i2"), ops::placeholder(s, DType::kFloat32, {2}, "u2")},
+           with("sum")),
+      doctest::Contains("reduction 'sum' is not one of none, add, mul, max, min"), Error);
+  GradCheckOptions data_and_updates;
+  data_and_updates.inputs = {0, 2};
+  const Tensor rows = Tensor::from_vector<int64_t>({2, 1}, {2, 0});
+  check_gradients("ScatterND", {random_tensor({3, 4}, 42), rows, random_tensor({2, 4}, 43)}, {}, data_and_updates);
+  check_gradients("ScatterND", {random_tensor({3, 4}, 44), rows, random_tensor({2, 4}, 45)}, with("add"),
+                  data_and_updates);
+}
+
+TEST_CASE("ScatterElements: ONNX's examples, negative indices, reductions; gradients") {
+  // Axis 0: updates[i][j] goes to row indices[i][j], column j.
+  expect_close(run_op("ScatterElements",
+                      {Tensor::zeros(DType::kFloat32, {3, 3}), Tensor::from_vector<int64_t>({2, 3}, {1, 0, 2, 0, 2, 1}),
+                       make({2, 3}, {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f})})[0],
+               make({3, 3}, {2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f}));
+  const Tensor row = make({1, 5}, {1, 2, 3, 4, 5});
+  const Attrs axis1 = Attrs().set("axis", int64_t{1});
+  expect_close(run_op("ScatterElements",
+                      {row, Tensor::from_vector<int64_t>({1, 2}, {1, 3}), make({1, 2}, {1.1f, 2.1f})}, axis1)[0],
+               make({1, 5}, {1, 1.1f, 3, 2.1f, 5}));
+  expect_close(run_op("ScatterElements",
+                      {row, Tensor::from_vector<int32_t>({1, 2}, {1, -3}), make({1, 2}, {1.1f, 2.1f})}, axis1)[0],
+               make({1, 5}, {1, 1.1f, 2.1f, 4, 5}));
+  Attrs add = axis1;
+  add.set("reduction", std::string("add"));
+  expect_close(run_op("ScatterElements",
+                      {row, Tensor::from_vector<int64_t>({1, 2}, {1, 1}), make({1, 2}, {1.1f, 2.1f})}, add)[0],
+               make({1, 5}, {1, 5.2f, 3, 4, 5}));
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        run_op("ScatterElements", {row, Tensor::from_vector<int64_t>({1, 1}, {5}), make({1, 1}, {0})}, axis1);
+      },
+      "index 5 at flat position 0");
+  GradCheckOptions data_and_updates;
+  data_and_updates.inputs = {0, 2};
+  const Tensor idx = Tensor::from_vector<int64_t>({2, 3}, {2, 0, 1, 0, 2, 3});  // distinct per row along axis 1
+  check_gradients("ScatterElements", {random_tensor({2, 4}, 46), idx, random_tensor({2, 3}, 47)}, axis1,
+                  data_and_updates);
+  check_gradients("ScatterElements", {random_tensor({2, 4}, 48), idx, random_tensor({2, 3}, 49)}, add,
+                  data_and_updates);
+}
