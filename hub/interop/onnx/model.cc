@@ -6,9 +6,9 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -104,7 +104,7 @@ void load_graph_external_data(const std::string& path, ::onnx::GraphProto* g) {
 // initializer, a Constant or a graph input's declared shape, directly or
 // through (de)quantization, Identity or Cast. check_conv_weights (before the
 // converter and inference) refuses such weights of rank < 3 and a
-// kernel_shape of another length than theirs; fill_kernel_shapes then gives
+// kernel_shape of another length than theirs; guard_inference then gives
 // each convolution without one the kernel_shape of its weights (what ONNX
 // defines it to be; weights other nodes compute are measured by a first
 // inference without the convolutions), so a mismatch with the input fails
@@ -595,16 +595,35 @@ std::optional<std::pair<int, std::string>> first_untyped_input(const ::onnx::Gra
   return std::nullopt;
 }
 
-// Gives each convolution without a kernel_shape the one of its weights (what
-// ONNX defines it to be). Where the weights' dims are not known before
-// inference (computed by other nodes: a Reshape, weight normalisation), a
-// first inference runs over a copy of the graph without those convolutions
-// and the nodes downstream of them, and tells the dims. Weights downstream of
-// such a convolution are refused: inference could not be run safely before it.
-void fill_kernel_shapes(::onnx::ModelProto& model, const std::string& where) {
+// LayerNormalization outputs nothing reads (Mean, InvStdDev) are dropped:
+// libonnx's inference of them indexes dims from `axis` without checking it.
+void trim_layer_norm_outputs(::onnx::GraphProto* g) {
+  std::set<std::string> read;
+  for (const auto& n : g->node()) read.insert(n.input().begin(), n.input().end());
+  for (const auto& v : g->output()) read.insert(v.name());
+  for (auto& n : *g->mutable_node()) {
+    if (n.op_type() != "LayerNormalization") continue;
+    while (n.output_size() > 1 && !read.count(n.output(n.output_size() - 1))) n.mutable_output()->RemoveLast();
+  }
+}
+
+// libonnx's inference of some nodes trusts inputs it does not check and
+// reads past its vectors otherwise: a convolution without kernel_shape whose
+// weights' rank differs from the input's, a LayerNormalization (with Mean or
+// InvStdDev) whose axis is outside its input's rank. Such nodes are guarded:
+// where the types they depend on are not known before inference, inference
+// runs first over a copy of the graph without the guarded nodes and what
+// follows them, and each guarded node whose inputs it typed is checked (and
+// a convolution given the kernel_shape of its weights, which is what ONNX
+// defines it to be); rounds repeat for the guarded nodes that follow others.
+void guard_inference(::onnx::ModelProto& model, const std::string& where) {
   ::onnx::GraphProto* g = model.mutable_graph();
+  trim_layer_norm_outputs(g);
   const ValueSources sources(*g);  // adding attributes below leaves values and their sources in place
-  auto weights = [&](int i) { return g->node(i).input(conv_weights_input().at(g->node(i).op_type())); };
+  auto node_where = [&](int i) {
+    return where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
+           printable(g->node(i).op_type()) + ")";
+  };
   auto set_kernel_shape = [&](int i, const std::vector<int64_t>& dims) {
     auto* a = g->mutable_node(i)->add_attribute();
     a->set_name("kernel_shape");
@@ -614,66 +633,99 @@ void fill_kernel_shapes(::onnx::ModelProto& model, const std::string& where) {
   auto spatial_known = [](const std::vector<int64_t>& dims) {
     return std::all_of(dims.begin() + 2, dims.end(), [](int64_t d) { return d >= 0; });
   };
-  std::vector<int> unresolved;
+  // Checks node i against its inputs' types as far as they are known;
+  // false where what decides is not known yet.
+  auto check = [&](int i, const std::map<std::string, const ::onnx::TypeProto*>& types) {
+    const ::onnx::NodeProto& n = g->node(i);
+    auto dims_of = [&](const std::string& value) -> std::optional<std::vector<int64_t>> {
+      auto t = types.find(value);
+      return t == types.end() ? std::nullopt : declared_dims(*t->second);
+    };
+    if (n.op_type() == "LayerNormalization") {
+      const std::optional<std::vector<int64_t>> x = dims_of(n.input(0));
+      if (!x) return false;
+      const auto rank = static_cast<int64_t>(x->size());
+      int64_t axis = -1;
+      for (const auto& a : n.attribute())
+        if (a.name() == "axis") axis = a.i();
+      if (axis < -rank || axis >= rank)
+        throw_error(Code::kInvalidArgument, node_where(i) + ": axis " + std::to_string(axis) +
+                                                " is outside the dims of its input, of rank " + std::to_string(rank));
+      return true;
+    }
+    const std::string& w = n.input(conv_weights_input().at(n.op_type()));
+    const std::optional<std::vector<int64_t>> dims = dims_of(w);
+    if (!dims) return false;
+    if (dims->size() < 3)
+      throw_error(Code::kInvalidArgument, node_where(i) + ": weights '" + printable(w) + "' have rank " +
+                                              std::to_string(dims->size()) +
+                                              "; a convolution's weights have rank 3 or more");
+    if (spatial_known(*dims)) set_kernel_shape(i, *dims);
+    return true;
+  };
+  std::vector<int> guarded;
   for (int i = 0; i < g->node_size(); ++i) {
     const ::onnx::NodeProto& n = g->node(i);
+    if (n.op_type() == "LayerNormalization" && n.output_size() > 1 && n.input_size() > 0) {
+      guarded.push_back(i);
+      continue;
+    }
     auto w = conv_weights_input().find(n.op_type());
     if (w == conv_weights_input().end() || n.input_size() <= w->second) continue;
     bool has_kernel_shape = false;
     for (const auto& a : n.attribute()) has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
     if (has_kernel_shape) continue;
     const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, sources, i);
-    if (!dims) {
-      unresolved.push_back(i);
-    } else if (dims->size() >= 3 && spatial_known(*dims)) {  // rank < 3 was refused before conversion
+    if (!dims)
+      guarded.push_back(i);
+    else if (dims->size() >= 3 && spatial_known(*dims))  // rank < 3 was refused before conversion
       set_kernel_shape(i, *dims);
+  }
+  while (!guarded.empty()) {
+    // The copy: every node neither guarded nor downstream of one.
+    std::set<std::string> tainted;
+    std::vector<bool> dropped(g->node_size(), false);
+    for (int i : guarded) dropped[i] = true;
+    for (int i = 0; i < g->node_size(); ++i) {
+      const ::onnx::NodeProto& n = g->node(i);
+      dropped[i] = dropped[i] || std::any_of(n.input().begin(), n.input().end(),
+                                             [&](const std::string& in) { return tainted.count(in) > 0; });
+      if (dropped[i]) tainted.insert(n.output().begin(), n.output().end());
     }
-  }
-  if (unresolved.empty()) return;
-  // The copy: every node neither an unresolved convolution nor downstream of one.
-  std::set<std::string> tainted;
-  std::vector<bool> dropped(g->node_size(), false);
-  for (int i : unresolved) dropped[i] = true;
-  for (int i = 0; i < g->node_size(); ++i) {
-    const ::onnx::NodeProto& n = g->node(i);
-    dropped[i] = dropped[i] || std::any_of(n.input().begin(), n.input().end(),
-                                           [&](const std::string& in) { return tainted.count(in) > 0; });
-    if (dropped[i]) tainted.insert(n.output().begin(), n.output().end());
-  }
-  ::onnx::ModelProto copy = model;
-  ::onnx::GraphProto* cg = copy.mutable_graph();
-  cg->clear_node();
-  cg->clear_output();
-  for (int i = 0; i < g->node_size(); ++i)
-    if (!dropped[i]) *cg->add_node() = g->node(i);
-  // Errors here are the original's too, and its own inference reports them.
-  try {
-    run_inference(copy, false, where);
-    if (!first_untyped_input(*cg)) run_inference(copy, true, where);
-  } catch (const Error&) {
-  }
-  const std::map<std::string, const ::onnx::TypeProto*> types = value_types(*cg);
-  for (int i : unresolved) {
-    const std::string nw = where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
-                           printable(g->node(i).op_type()) + "): weights '" + printable(weights(i)) + "'";
-    if (tainted.count(weights(i)))
-      throw_error(Code::kInvalidArgument, nw + " are computed from another convolution's output; hub needs their "
-                                                "kernel_shape attribute there");
-    auto t = types.find(weights(i));
-    const std::optional<std::vector<int64_t>> dims =
-        t == types.end() ? std::nullopt : declared_dims(*t->second);
-    if (!dims) continue;  // unknown to inference as well: it reads nothing of them
-    if (dims->size() < 3)
-      throw_error(Code::kInvalidArgument,
-                  nw + " have rank " + std::to_string(dims->size()) + "; a convolution's weights have rank 3 or more");
-    if (spatial_known(*dims)) set_kernel_shape(i, *dims);
+    ::onnx::ModelProto copy = model;
+    ::onnx::GraphProto* cg = copy.mutable_graph();
+    cg->clear_node();
+    cg->clear_output();
+    for (int i = 0; i < g->node_size(); ++i)
+      if (!dropped[i]) *cg->add_node() = g->node(i);
+    // Errors here are the original's too, and its own inference reports them.
+    try {
+      run_inference(copy, false, where);
+      if (!first_untyped_input(*cg)) run_inference(copy, true, where);
+    } catch (const Error&) {
+    }
+    const std::map<std::string, const ::onnx::TypeProto*> types = value_types(*cg);
+    // A guarded node none of whose inputs follows another one is settled:
+    // checked, or (its types unknown to inference as well) safe as it is.
+    // The first guarded node always is, so each round settles one at least.
+    std::vector<int> left;
+    for (int i : guarded) {
+      const auto& in = g->node(i).input();
+      const bool follows =
+          std::any_of(in.begin(), in.end(), [&](const std::string& v) { return tainted.count(v) > 0; });
+      if (follows)
+        left.push_back(i);
+      else
+        check(i, types);
+    }
+    guarded = std::move(left);
   }
 }
 
 }  // namespace
 
 void infer_shapes(::onnx::ModelProto& model, const std::string& where) {
-  fill_kernel_shapes(model, where);
+  guard_inference(model, where);
   // ONNX's data propagation (Shape and the ops that pass shape values on)
   // reads an input's type without checking that it was inferred, and
   // dereferences null where an earlier node's inference failed (found by
