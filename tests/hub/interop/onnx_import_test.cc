@@ -1042,6 +1042,74 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "ONNX import: Einsum (batch, contraction, ellipsis, broadcasting, implicit output, three operands) "
+    "agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_einsum");
+  OnnxBuilder b(17);
+  b.input("x", {-1, 3, 4});  // the batch known only at run time
+  b.init("w", random_tensor({4, 5}, 51));
+  b.init("k", random_tensor({2, 3, 6, 4}, 52));
+  b.init("v", random_tensor({3}, 53));
+  b.init("m", random_tensor({5, 2}, 54));
+  b.init("one_batch", random_tensor({1, 4, 2}, 55));
+  const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<int64_t>>> cases = {
+      {"bij,jk->bik", {"x", "w"}, {-1, 3, 5}},          // a projection
+      {"bhd,chkd->bchk", {"x", "k"}, {-1, 2, 3, 6}},    // attention scores, batches on both sides
+      {"...ij,...jk", {"x", "one_batch"}, {-1, 3, 2}},  // implicit output, a batch of 1 broadcast
+      {"bij->bji", {"x"}, {-1, 4, 3}},                  // a transpose
+      {"bij->j", {"x"}, {3}},                           // sums
+      {"bij,i->bj", {"x", "v"}, {-1, 4}},               // a weighted sum over the middle dim
+      {"bij,jk,kl->bil", {"x", "w", "m"}, {-1, 3, 2}},  // three operands
+  };
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [equation, inputs, dims] = cases[i];
+    const std::string out = "e" + std::to_string(i);
+    auto* n = b.node("Einsum", inputs, out, "/" + out);
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(equation);
+    outputs.emplace_back(out, dims);
+    b.output(out, dims);
+  }
+  const std::string path = b.save(dir.path, "einsum.onnx");
+  const Tensor x = random_tensor({2, 3, 4}, 56);
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, dir.path / "einsum");
+  REQUIRE(want.size() == outputs.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  const TensorMap got = run_signature(spec, "default", {{"x", x}}, "reference");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO(outputs[i].first);
+    expect_close(got.at(outputs[i].first), want[i], 1e-5, 1e-4);
+  }
+  // Refused, each naming the equation: malformed ones as invalid, a diagonal as unsupported.
+  for (const auto& [equation, inputs, code, why] :
+       std::vector<std::tuple<std::string, std::vector<std::string>, Code, std::string>>{
+           {"bij,i->bijk", {"x", "v"}, Code::kInvalidArgument, "has output label 'k' repeated or in no operand"},
+           {"bij,jk", {"x"}, Code::kInvalidArgument, "names 2 operands for 1 inputs"},
+           {"bi->b", {"x"}, Code::kInvalidArgument, "has term 'bi', which does not fit input 0 [2,3,3]"},
+           {"bii->bi",
+            {"x"},
+            Code::kUnimplemented,
+            "repeats label 'i' within one operand (diagonals are not supported)"}}) {
+    OnnxBuilder bad(17);
+    bad.input("x", {2, 3, 3});
+    bad.init("v", random_tensor({3}, 57));
+    auto* n = bad.node("Einsum", inputs, "y", "einsum");
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(equation);
+    bad.output("y", {2, 3});
+    const std::string bad_path = bad.save(dir.path, "bad.onnx");
+    expect_error(
+        code, [&] { onnx_interop::import_onnx(bad_path); }, why);
+  }
+}
+
 TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask)") {
   TempDir dir("onnx_fold_bound");
   const int64_t side = 8193;  // side^2 > 2^24
