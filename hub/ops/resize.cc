@@ -170,5 +170,64 @@ const OpRegistrar resize_grad_registration =
             "Gradient of Resize: grad added back to the pixels each output read, by their "
             "weights.");
 
+// GridSample: x [N, H, W, C] sampled at grid [N, OH, OW, 2] (x, y in [-1, 1]).
+template <bool kGrad>
+std::vector<TensorSpec> grid_sample_shape_fn(const InferContext& c) {
+  const int x = kGrad ? 1 : 0, grid = x + 1;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    c.expect_rank(i, 4);
+    c.expect_dtype(i, DType::kFloat32);
+  }
+  const Shape &xs = c.shape(x), &gs = c.shape(grid);
+  if (gs[3] != 2 && gs[3] >= 0) c.fail("grid " + c.input(grid).to_string() + " must end in 2 (x, y)");
+  if (xs[0] >= 0 && gs[0] >= 0 && xs[0] != gs[0])
+    c.fail("grid " + c.input(grid).to_string() + " and x " + c.input(x).to_string() + " differ in batch");
+  for (const char* attr : {"mode", "padding_mode"}) {
+    const std::string& v = c.attrs().get_string(attr);
+    const bool ok = attr == std::string("mode") ? (v == "bilinear" || v == "nearest" || v == "bicubic")
+                                                : (v == "zeros" || v == "border" || v == "reflection");
+    if (!ok)
+      c.fail("attribute " + std::string(attr) + " '" + v + "' is not one of " +
+             (attr == std::string("mode") ? "bilinear, nearest, bicubic" : "zeros, border, reflection"));
+  }
+  const Shape out{gs[0] >= 0 ? gs[0] : xs[0], gs[1], gs[2], xs[3]};
+  if (!kGrad) return {{DType::kFloat32, out}};
+  if (!c.shape(0).compatible_with(out))
+    c.fail("gradient " + c.input(0).to_string() + " does not have the sampled shape " + out.to_string());
+  return {c.input(x), c.input(grid)};
+}
+
+OpDefBuilder grid_sample_op(const char* name, int inputs) {
+  OpDefBuilder b(name);
+  b.inputs(inputs)
+      .attr("mode", AttrType::kString, std::string("bilinear"))
+      .attr("padding_mode", AttrType::kString, std::string("zeros"))
+      .attr("align_corners", AttrType::kBool, false);
+  return b;
+}
+
+const OpRegistrar grid_sample_registration =
+    grid_sample_op("GridSample", 2)
+        .shape_fn(grid_sample_shape_fn<false>)
+        .grad([](const GradContext& c) {
+          if (c.node.attrs.get_string("mode") == "bicubic")
+            throw_error(Code::kUnimplemented, "node '" + c.node.name + "' (GridSample): no gradient for mode bicubic");
+          auto g = c.scope.op_n("GridSampleGrad", {c.grads[0], c.inputs[0], c.inputs[1]}, c.node.attrs);
+          return std::vector<Output>{g[0], g[1]};
+        })
+        .doc(
+            "Samples NHWC x at grid [N,OH,OW,2] of (x, y) in [-1, 1] (ONNX GridSample, PyTorch grid_sample): "
+            "bilinear, nearest (halves to even) or bicubic (A = -0.75); padding zeros, border or reflection; "
+            "align_corners maps -1 and 1 to the corner pixels' centres instead of their outer edges.");
+
+const OpRegistrar grid_sample_grad_registration =
+    grid_sample_op("GridSampleGrad", 3)
+        .outputs(2)
+        .shape_fn(grid_sample_shape_fn<true>)
+        .no_gradient("a gradient op; second-order gradients are not supported")
+        .doc(
+            "(g, x, grid) -> (dx, dgrid) of bilinear or nearest GridSample; dgrid is 0 for nearest and where "
+            "border padding clips.");
+
 }  // namespace
 }  // namespace hub

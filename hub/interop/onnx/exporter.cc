@@ -301,6 +301,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   // The opset: the lowest that has every op written, or the one asked for if it does.
   auto first_opset = [](const Node& n) {
     if (n.op == "HardSwish") return 14;
+    if (n.op == "GridSample") return 16;
     if ((n.op == "ScatterND" || n.op == "ScatterElements") && n.attrs.get_string("reduction") != "none") return 16;
     return 13;
   };
@@ -943,13 +944,17 @@ void export_scatter(Exporter& e, const Node& n) {
   if (n.attrs.has("axis")) set_int(p, "axis", n.attrs.get_int("axis"));
   const std::string& r = n.attrs.get_string("reduction");
   if (r == "max" || r == "min") e.fail(n, "reduction '" + r + "' is in ONNX from opset 18; hub writes 13 to 17");
-  if (r != "none") {
-    auto* a = p->add_attribute();
-    a->set_name("reduction");
-    a->set_type(::onnx::AttributeProto::STRING);
-    a->set_s(r);
-  }
+  if (r != "none") set_string(p, "reduction", r);
   e.set(out0(n), y);
+}
+
+// GridSample: NCHW x, the grid as it is (opset 16).
+void export_grid_sample(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("GridSample", {e.nchw(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name);
+  for (const char* name : {"mode", "padding_mode"}) set_string(p, name, n.attrs.get_string(name));
+  set_int(p, "align_corners", n.attrs.get_bool("align_corners"));
+  e.set(out0(n), y, true);
 }
 
 // TopK along the last axis; ONNX's int64 indices cast to hub's int32.
@@ -1044,6 +1049,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"GatherND", export_gather_nd},
       {"ScatterND", export_scatter},
       {"ScatterElements", export_scatter},
+      {"GridSample", export_grid_sample},
       {"Pow", export_elementwise<kPow>},
       {"Maximum", export_elementwise<kMax>},
       {"Minimum", export_elementwise<kMin>},

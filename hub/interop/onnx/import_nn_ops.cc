@@ -512,6 +512,16 @@ void map_matmul(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// GridSample(X [N,C,H,W], grid [N,OH,OW,2]): hub's GridSample on NHWC.
+void map_grid_sample(NodeContext& c) {
+  if (c.rank(0) != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + c.shape(0).to_string());
+  Attrs a;
+  a.set("mode", c.attr_string("mode", "bilinear"))
+      .set("padding_mode", c.attr_string("padding_mode", "zeros"))
+      .set("align_corners", c.attr_int("align_corners", 0) != 0);
+  c.set_output(0, c.scope().op("GridSample", {c.nhwc(0), c.native(1)}, a, "GridSample"), true);
+}
+
 // ---- Einsum ------------------------------------------------------------------------------
 
 // One einsum operand: its value and a label per dim.
@@ -725,6 +735,7 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["Gemm"] = {map_gemm, {"alpha", "beta", "transA", "transB"}};
   m["MatMul"] = {map_matmul, {}};
   m["Einsum"] = {map_einsum, {"equation"}};
+  m["GridSample"] = {map_grid_sample, {"align_corners", "mode", "padding_mode"}};
 }
 
 }  // namespace hub::onnx_interop

@@ -3,6 +3,12 @@
 // scatters) on the plan of hub::ops::resize_plan.
 #include "hub/ops/resize.h"
 
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "hub/core/parallel.h"
 #include "hub/core/resample.h"
 #include "hub/ops/registry.h"
 
@@ -22,8 +28,187 @@ void resize_grad_kernel(KernelContext& c) {
                      c.output(0).data<float>());
 }
 
+// ---- GridSample --------------------------------------------------------------
+//
+// PyTorch's grid_sample, which ONNX's GridSample follows: a grid value g in
+// [-1, 1] is the source coordinate (g + 1) / 2 * (size - 1) with
+// align_corners, ((g + 1) * size - 1) / 2 without; bilinear and nearest
+// sampling pad that coordinate (border: clipped; reflection: mirrored at the
+// pixel centres with align_corners, at the outer edges without, then
+// clipped), bicubic pads each of its 4x4 taps; taps outside the image read 0.
+
+enum class GridPad { kZeros, kBorder, kReflection };
+
+struct GridSampler {
+  GridPad pad = GridPad::kZeros;
+  bool align = false;
+
+  explicit GridSampler(const Attrs& a) : align(a.get_bool("align_corners")) {
+    const std::string& p = a.get_string("padding_mode");
+    pad = p == "border" ? GridPad::kBorder : p == "reflection" ? GridPad::kReflection : GridPad::kZeros;
+  }
+  float unnormalize(float g, int64_t size) const {
+    return align ? (g + 1) / 2 * static_cast<float>(size - 1) : ((g + 1) * static_cast<float>(size) - 1) / 2;
+  }
+  float scale(int64_t size) const { return align ? static_cast<float>(size - 1) / 2 : static_cast<float>(size) / 2; }
+  // v padded along a dim of `size`; *d, the derivative so far, follows it.
+  float padded(float v, int64_t size, float* d) const {
+    if (pad == GridPad::kZeros) return v;
+    if (pad == GridPad::kReflection) {
+      const float lo = align ? 0.0f : -0.5f, span = align ? static_cast<float>(size - 1) : static_cast<float>(size);
+      if (span <= 0) {
+        *d = 0;
+        return 0;
+      }
+      v -= lo;
+      if (v < 0) {
+        v = -v;
+        *d = -*d;
+      }
+      const float extra = std::fmod(v, span);
+      if (static_cast<int64_t>(std::floor(v / span)) % 2 == 0) {
+        v = extra + lo;
+      } else {
+        v = span - extra + lo;
+        *d = -*d;
+      }
+    }
+    const float hi = static_cast<float>(size - 1);
+    if (!(v > 0)) {  // NaN too
+      *d = 0;
+      return 0;
+    }
+    if (v >= hi) {
+      *d = 0;
+      return hi;
+    }
+    return v;
+  }
+};
+
+// floor(v) as an index; far outside any image (NaN included) as -2^31.
+int64_t floor_index(float v) {
+  return v > -2e9f && v < 2e9f ? static_cast<int64_t>(std::floor(v)) : -(int64_t{1} << 31);
+}
+
+// Bicubic weights (A = -0.75) of the taps at -1, 0, 1, 2 from floor(v), t = v - floor(v).
+std::array<float, 4> cubic_weights(float t) {
+  constexpr float A = -0.75f;
+  auto near = [](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+void grid_sample_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& grid = c.input(1);
+  const GridSampler s(c.attrs());
+  const std::string& mode = c.attrs().get_string("mode");
+  const int64_t N = x.shape()[0], H = x.shape()[1], W = x.shape()[2], C = x.shape()[3];
+  const int64_t OH = grid.shape()[1], OW = grid.shape()[2];
+  const float* px = x.data<float>();
+  const float* pg = grid.data<float>();
+  float* py = c.output(0).data<float>();
+  using Vec = Eigen::Map<Eigen::ArrayXf>;
+  using ConstVec = Eigen::Map<const Eigen::ArrayXf>;
+  parallel_for(N * OH * OW, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C)), [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const int64_t n = p / (OH * OW);
+      Vec y(py + p * C, C);
+      y.setZero();
+      auto add = [&](int64_t iy, int64_t ix, float w) {
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W && w != 0) y += w * ConstVec(px + ((n * H + iy) * W + ix) * C, C);
+      };
+      float dx = 1, dy = 1;
+      if (mode == "bicubic") {
+        const float fx = s.unnormalize(pg[2 * p], W), fy = s.unnormalize(pg[2 * p + 1], H);
+        const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
+        const std::array<float, 4> wx = cubic_weights(fx - std::floor(fx)), wy = cubic_weights(fy - std::floor(fy));
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) {
+            float unused = 1;
+            const int64_t tx = floor_index(s.padded(static_cast<float>(x0 - 1 + i), W, &unused));
+            const int64_t ty = floor_index(s.padded(static_cast<float>(y0 - 1 + j), H, &unused));
+            add(ty, tx, wx[i] * wy[j]);
+          }
+        continue;
+      }
+      const float fx = s.padded(s.unnormalize(pg[2 * p], W), W, &dx);
+      const float fy = s.padded(s.unnormalize(pg[2 * p + 1], H), H, &dy);
+      if (mode == "nearest") {
+        add(floor_index(std::nearbyint(fy)), floor_index(std::nearbyint(fx)), 1);  // halves to even
+        continue;
+      }
+      const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
+      const float ax = fx - std::floor(fx), ay = fy - std::floor(fy);
+      add(y0, x0, (1 - ax) * (1 - ay));
+      add(y0, x0 + 1, ax * (1 - ay));
+      add(y0 + 1, x0, (1 - ax) * ay);
+      add(y0 + 1, x0 + 1, ax * ay);
+    }
+  });
+}
+
+// (g, x, grid) -> (dx, dgrid): each output's gradient added back to the taps
+// it read by their weights (one batch per thread: taps of a batch collide),
+// and the bilinear weights' change with the coordinate, times the
+// coordinate's with the grid value.
+void grid_sample_grad_kernel(KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& x = c.input(1);
+  const Tensor& grid = c.input(2);
+  const GridSampler s(c.attrs());
+  const bool nearest = c.attrs().get_string("mode") == "nearest";
+  const int64_t N = x.shape()[0], H = x.shape()[1], W = x.shape()[2], C = x.shape()[3];
+  const int64_t OH = grid.shape()[1], OW = grid.shape()[2];
+  const float* px = x.data<float>();
+  const float* pg = grid.data<float>();
+  const float* pgy = g.data<float>();
+  float* pdx = c.output(0).data<float>();
+  float* pdg = c.output(1).data<float>();
+  std::fill(pdx, pdx + x.num_elements(), 0.0f);
+  using Vec = Eigen::Map<Eigen::ArrayXf>;
+  using ConstVec = Eigen::Map<const Eigen::ArrayXf>;
+  parallel_for(N, 1, [&](int64_t lo, int64_t hi) {
+    const Eigen::ArrayXf zeros = Eigen::ArrayXf::Zero(C);
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t q = 0; q < OH * OW; ++q) {
+        const int64_t p = n * OH * OW + q;
+        const ConstVec gy(pgy + p * C, C);
+        auto inside = [&](int64_t iy, int64_t ix) { return iy >= 0 && iy < H && ix >= 0 && ix < W; };
+        auto value = [&](int64_t iy, int64_t ix) {
+          return inside(iy, ix) ? ConstVec(px + ((n * H + iy) * W + ix) * C, C) : ConstVec(zeros.data(), C);
+        };
+        auto scatter = [&](int64_t iy, int64_t ix, float w) {
+          if (inside(iy, ix) && w != 0) Vec(pdx + ((n * H + iy) * W + ix) * C, C) += w * gy;
+        };
+        float dx = s.scale(W), dy = s.scale(H);
+        const float fx = s.padded(s.unnormalize(pg[2 * p], W), W, &dx);
+        const float fy = s.padded(s.unnormalize(pg[2 * p + 1], H), H, &dy);
+        if (nearest) {
+          scatter(floor_index(std::nearbyint(fy)), floor_index(std::nearbyint(fx)), 1);
+          pdg[2 * p] = pdg[2 * p + 1] = 0;
+          continue;
+        }
+        const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
+        const float ax = fx - std::floor(fx), ay = fy - std::floor(fy);
+        scatter(y0, x0, (1 - ax) * (1 - ay));
+        scatter(y0, x0 + 1, ax * (1 - ay));
+        scatter(y0 + 1, x0, (1 - ax) * ay);
+        scatter(y0 + 1, x0 + 1, ax * ay);
+        const auto v00 = value(y0, x0), v01 = value(y0, x0 + 1), v10 = value(y0 + 1, x0), v11 = value(y0 + 1, x0 + 1);
+        const float d_fx = (gy * ((v01 - v00) * (1 - ay) + (v11 - v10) * ay)).sum();
+        const float d_fy = (gy * ((v10 - v00) * (1 - ax) + (v11 - v01) * ax)).sum();
+        pdg[2 * p] = d_fx * dx;
+        pdg[2 * p + 1] = d_fy * dy;
+      }
+  });
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(GridSample, reference, grid_sample_kernel);
+HUB_REGISTER_KERNEL(GridSampleGrad, reference, grid_sample_grad_kernel);
 HUB_REGISTER_KERNEL(Resize, reference, resize_kernel);
 HUB_REGISTER_KERNEL(ResizeGrad, reference, resize_grad_kernel);
 

@@ -1110,6 +1110,55 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignment agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_grid_sample");
+  OnnxBuilder b(16);
+  b.input("x", {2, 3, 5, 6});
+  b.input("grid", {2, 4, 7, 2});
+  std::vector<std::string> outputs;
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"})
+      for (int align : {0, 1}) {
+        const std::string out = std::string(mode) + "_" + padding + "_" + std::to_string(align);
+        auto* n = b.node("GridSample", {"x", "grid"}, out, "/" + out);
+        for (const auto& [name, value] :
+             {std::pair<const char*, const char*>{"mode", mode}, {"padding_mode", padding}}) {
+          auto* a = n->add_attribute();
+          a->set_name(name);
+          a->set_type(::onnx::AttributeProto::STRING);
+          a->set_s(value);
+        }
+        int_attr(n, "align_corners", align);
+        b.output(out, {2, 3, 4, 7});
+        outputs.push_back(out);
+      }
+  const std::string path = b.save(dir.path, "grid_sample.onnx");
+  const Tensor x = random_tensor({2, 3, 5, 6}, 58);
+  const Tensor grid = random_tensor({2, 4, 7, 2}, 59, -1.3f, 1.3f);  // some outside, to pad
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"grid", grid}}, dir.path / "source");
+  REQUIRE(want.size() == outputs.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  const TensorMap got = run_signature(spec, "default", {{"x", x}, {"grid", grid}}, "reference");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO(outputs[i]);
+    expect_close(got.at(outputs[i]), want[i], 1e-5, 1e-4);
+  }
+  // Written back as GridSample (opset 16), ONNX Runtime computes the same.
+  const std::string exported = (dir.path / "exported.onnx").string();
+  onnx_interop::export_onnx(spec, exported);
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  CHECK(m.opset_import(0).version() == 16);
+  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}, {"grid", grid}}, dir.path / "exported");
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO("exported " << outputs[i]);
+    expect_close(again.at(index.at(outputs[i])), want[i], 1e-5, 1e-4);
+  }
+}
+
 TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask)") {
   TempDir dir("onnx_fold_bound");
   const int64_t side = 8193;  // side^2 > 2^24

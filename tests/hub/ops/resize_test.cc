@@ -220,3 +220,64 @@ TEST_CASE("Resize: shape inference and errors name the node, attribute and value
   m = error_of({{1, 4, 4, 1}, {1, 3, 2, 1}}, "ResizeGrad", resize_attrs({2, 2}, "linear", "half_pixel"));
   CHECK(contains(m, "does not match the resized shape [1,2,2,1]"));
 }
+
+TEST_CASE("GridSample: hand-computed taps for each mode, padding and alignment; gradients") {
+  // x: one 2x3 channel, [[0, 1, 2], [3, 4, 5]] (NHWC [1, 2, 3, 1]).
+  const Tensor x = make({1, 2, 3, 1}, {0, 1, 2, 3, 4, 5});
+  auto sample = [&](const std::vector<float>& xy, const std::string& mode, const std::string& padding, bool align) {
+    const Tensor grid = make({1, 1, static_cast<int64_t>(xy.size() / 2), 2}, xy);
+    return run_op("GridSample", {x, grid},
+                  Attrs().set("mode", mode).set("padding_mode", padding).set("align_corners", align))[0]
+        .to_vector<float>();
+  };
+  auto near = [](const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  };
+  // align_corners: -1 and 1 are the corner pixels' centres, so (0, 0) is the
+  // centre of the image, (column 1, row 0.5): (1 + 4) / 2 = 2.5; (1, 1) is 5.
+  near(sample({0, 0, 1, 1, -1, -1}, "bilinear", "zeros", true), {2.5f, 5, 0});
+  // Without it, -1 and 1 are the outer edges: x = -1 is column -0.5, half
+  // outside: with zeros padding half of column 0's value.
+  near(sample({-1, -1, 0, 0}, "bilinear", "zeros", false), {0.25f * 0, 2.5f});
+  near(sample({-1, 1}, "bilinear", "zeros", false), {0.25f * 3});
+  // Border clamps the coordinate to column 0, row 1: 3.
+  near(sample({-1, 1}, "bilinear", "border", false), {3});
+  // Reflection (edges without align_corners): x = -1.4 is column -0.5 - 0.6 =
+  // -1.1, mirrored at -0.5 to 0.1, and y = 0.8 is row 1.3, inside the mirror
+  // (-0.5 to 1.5) and clipped to 1: 3 + 0.1 * (4 - 3) = 3.1.
+  near(sample({-1.4f, 0.8f}, "bilinear", "reflection", false), {3.1f});
+  // Nearest rounds halves to even: column 0.5 -> 0, row 0.5 -> 0 (align_corners x = -0.5, y = 0).
+  near(sample({-0.5f, 0, 0, 0}, "nearest", "zeros", true), {0, 1});
+  // Bicubic at a pixel centre is that pixel; halfway between two in a row
+  // weights -0.09375, 0.59375, 0.59375, -0.09375 (A = -0.75), here with border
+  // taps: columns -1, 0, 1, 2 -> 0, 0, 1, 2 of row 0: 0.59375 * 1 - 0.09375 * 2.
+  near(sample({0, -1}, "bicubic", "border", true), {1});
+  near(sample({-0.5f, -1}, "bicubic", "border", true), {0.40625f});
+  // Gradients by finite differences, away from integer coordinates and borders.
+  const Tensor img = random_tensor({2, 4, 5, 3}, 61);
+  const Tensor grid =
+      make({2, 2, 3, 2}, {-0.81f, -0.62f, -0.33f, 0.11f, 0.07f, 0.58f, 0.41f,  -0.27f, 0.66f, 0.73f, -0.55f, 0.37f,
+                          0.23f,  -0.71f, -0.44f, 0.19f, 0.52f, 0.88f, -0.12f, -0.36f, 0.91f, 0.04f, -0.68f, -0.87f});
+  GradCheckOptions o;
+  o.step = 1e-3;
+  for (const char* padding : {"zeros", "border", "reflection"})
+    for (bool align : {false, true}) {
+      CAPTURE(padding);
+      CAPTURE(align);
+      const Attrs a = Attrs().set("mode", "bilinear").set("padding_mode", padding).set("align_corners", align);
+      check_gradients("GridSample", {img, grid}, a, o);
+    }
+  GradCheckOptions x_only = o;
+  x_only.inputs = {0};
+  check_gradients("GridSample", {img, grid}, Attrs().set("mode", "nearest"), x_only);
+  // Bad input: the grid's last dim, the mode.
+  Graph graph;
+  Scope s(graph);
+  Output xi = ops::placeholder(s, DType::kFloat32, {1, 4, 4, 3}, "x");
+  CHECK_THROWS_WITH_AS(s.op("GridSample", {xi, ops::placeholder(s, DType::kFloat32, {1, 2, 2, 3}, "g3")}),
+                       doctest::Contains("must end in 2 (x, y)"), Error);
+  CHECK_THROWS_WITH_AS(
+      s.op("GridSample", {xi, ops::placeholder(s, DType::kFloat32, {1, 2, 2, 2}, "g")}, Attrs().set("mode", "area")),
+      doctest::Contains("attribute mode 'area' is not one of bilinear, nearest, bicubic"), Error);
+}
