@@ -828,6 +828,52 @@ void map_reduce_log_sum_exp(NodeContext& c) {
 
 constexpr char kSum[] = "Sum", kMean[] = "Mean", kMax[] = "Max", kMin[] = "Min", kProd[] = "Prod";
 
+// NegativeLogLikelihoodLoss(input [N, C, d..], target [N, d..], weight [C]):
+// -input[n, target, d..] * weight[target], 0 where target is ignore_index;
+// reduced by none, sum or mean (a mean weighted by the targets' weights).
+Output nll_loss(NodeContext& c, Output input, int rank) {
+  const Scope& s = c.scope();
+  const std::string reduction = c.attr_string("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    c.fail_attr("reduction", reduction, "expected none, sum or mean");
+  if (rank < 2) c.fail("the input needs rank >= 2 (N, C, ...), got " + c.shape(0).to_string());
+  Output target = c.native(1);
+  if (c.dtype(1) != DType::kInt64 && c.dtype(1) != DType::kInt32)
+    c.fail("the target must be int32 or int64, got " + std::string(dtype_name(c.dtype(1))));
+  std::optional<Output> weight;  // each element's weight, where the loss is weighted
+  if (c.has_attr("ignore_index")) {
+    Output ignore = ops::cast(s, ops::constant(s, Tensor::scalar<int64_t>(c.attr_int("ignore_index", 0)), "ignore"),
+                              c.dtype(1), "ignore_index");
+    Output valid = ops::not_equal(s, target, ignore, "Counted");
+    target = ops::select(s, valid, target, ops::zeros_like(s, target), "SafeTarget");
+    weight = ops::cast(s, valid, DType::kFloat32, "CountedWeight");
+  }
+  Output picked = s.op("GatherElements", {input, ops::expand_dims(s, target, 1, "TargetColumn")},
+                       Attrs().set("axis", int64_t{1}), "Picked");
+  picked = ops::squeeze(s, picked, {1}, "PickedRow");
+  if (c.has_input(2)) {
+    Output w = ops::gather(s, c.native(2), target, 0, 0, "ClassWeight");
+    weight = weight ? ops::mul(s, *weight, w, "Weight") : w;
+  }
+  Output loss = ops::neg(s, weight ? ops::mul(s, picked, *weight, "Weighted") : picked, "Loss");
+  if (reduction == "none") return loss;
+  Output total = ops::sum(s, loss, {}, false, "Total");
+  if (reduction == "sum") return total;
+  return weight ? ops::div(s, total, ops::sum(s, *weight, {}, false, "TotalWeight"), "Mean")
+                : ops::mean(s, loss, {}, false, "Mean");
+}
+
+void map_nll_loss(NodeContext& c) { c.set_output(0, nll_loss(c, c.native(0), c.rank(0))); }
+
+// SoftmaxCrossEntropyLoss: the NLL loss of LogSoftmax over the classes (dim
+// 1), which is the optional second output.
+void map_softmax_cross_entropy_loss(NodeContext& c) {
+  if (c.dtype(0) != DType::kFloat32) c.fail("the scores must be float32");
+  Output log_prob = ops::log_softmax(c.scope(), c.native(0), 1, "LogProb");
+  c.set_output(0, nll_loss(c, log_prob, c.rank(0)));
+  if (c.node().output_size() > 1 && !c.node().output(1).empty()) c.set_output(1, log_prob);
+}
+
 template <const char* kOp>
 void map_softmax(NodeContext& c) {
   const int rank = c.rank(0);
@@ -1134,6 +1180,8 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["ReduceLogSum"] = {map_reduce<kSum, kNone, kLog>, {"axes", "keepdims"}};
   m["ReduceLogSumExp"] = {map_reduce_log_sum_exp, {"axes", "keepdims"}};
   m["Softmax"] = {map_softmax<kSoftmax>, {"axis"}};
+  m["NegativeLogLikelihoodLoss"] = {map_nll_loss, {"ignore_index", "reduction"}};
+  m["SoftmaxCrossEntropyLoss"] = {map_softmax_cross_entropy_loss, {"ignore_index", "reduction"}};
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
   m["CumSum"] = {map_cum_sum, {"exclusive", "reverse"}};
   m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};

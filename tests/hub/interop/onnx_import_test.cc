@@ -14,6 +14,8 @@
 
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
+#include "hub/graph/autodiff.h"
+#include "hub/graph/session.h"
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/exporter.h"
 #include "hub/interop/onnx/importer.h"
@@ -1157,6 +1159,45 @@ TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignme
     INFO("exported " << outputs[i]);
     expect_close(again.at(index.at(outputs[i])), want[i], 1e-5, 1e-4);
   }
+}
+
+TEST_CASE("ONNX import: an imported SoftmaxCrossEntropyLoss is differentiable: (softmax - one-hot) * w / sum(w)") {
+  TempDir dir("onnx_sce_grad");
+  OnnxBuilder b(13);
+  b.input("scores", {3, 4});
+  b.input("labels", {3}, ::onnx::TensorProto::INT64);
+  b.init("weights", make({4}, {1, 2, 0.5f, 1}));
+  b.node("SoftmaxCrossEntropyLoss", {"scores", "labels", "weights"}, "loss", "sce");
+  b.g->add_output()->set_name("loss");
+  b.g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  b.g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  const ModuleSpec spec = onnx_interop::import_onnx(b.save(dir.path));
+  Graph g = spec.graph();
+  Scope s(g);
+  const Output scores = g.tensor(spec.signature().inputs.at("scores").tensor_name);
+  const Output labels = g.tensor(spec.signature().inputs.at("labels").tensor_name);
+  const Output loss = g.tensor(spec.signature().outputs.at("loss").tensor_name);
+  const Output grad = gradients(s, loss, {scores})[0];
+  VariableStore vars;
+  for (const auto& [name, t] : spec.weights()) vars.set(name, t.clone());
+  Session session(g, &vars);
+  const Tensor x = random_tensor({3, 4}, 60);
+  const std::vector<int64_t> y{2, 0, 1};
+  const std::vector<Tensor> out =
+      session.run({{scores, x}, {labels, Tensor::from_vector<int64_t>({3}, y)}}, {loss, grad});
+  const float w[4] = {1, 2, 0.5f, 1};
+  const float total = w[2] + w[0] + w[1];
+  float want_loss = 0;
+  std::vector<float> want_grad(12);
+  for (int n = 0; n < 3; ++n) {
+    float z = 0;
+    for (int k = 0; k < 4; ++k) z += std::exp(x.data<float>()[n * 4 + k]);
+    want_loss -= w[y[n]] * (x.data<float>()[n * 4 + y[n]] - std::log(z)) / total;
+    for (int k = 0; k < 4; ++k)
+      want_grad[n * 4 + k] = w[y[n]] * (std::exp(x.data<float>()[n * 4 + k]) / z - (k == y[n] ? 1.0f : 0.0f)) / total;
+  }
+  CHECK(out[0].item<float>() == doctest::Approx(want_loss).epsilon(1e-5));
+  expect_close(out[1], make({3, 4}, want_grad), 1e-6, 1e-5);
 }
 
 TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask)") {
