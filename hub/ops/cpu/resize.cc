@@ -91,6 +91,45 @@ int64_t floor_index(float v) {
   return v > -2e9f && v < 2e9f ? static_cast<int64_t>(std::floor(v)) : -(int64_t{1} << 31);
 }
 
+// Where bilinear or nearest sampling reads for one grid value: the
+// top-left tap and the fractions past it (nearest: the one tap).
+struct Taps {
+  int64_t x0 = 0, y0 = 0;
+  float ax = 0, ay = 0;
+  bool nearest = false;
+  // Calls f(row, column, weight) for each tap.
+  template <class F>
+  void each(F f) const {
+    if (nearest) {
+      f(y0, x0, 1.0f);
+      return;
+    }
+    f(y0, x0, (1 - ax) * (1 - ay));
+    f(y0, x0 + 1, ax * (1 - ay));
+    f(y0 + 1, x0, (1 - ax) * ay);
+    f(y0 + 1, x0 + 1, ax * ay);
+  }
+};
+
+// The taps of grid value (gx, gy) over an H x W image; *dx and *dy (the
+// source coordinates' derivatives in the grid values, starting from the
+// caller's) follow the padding.
+Taps grid_taps(const GridSampler& s, bool nearest, float gx, float gy, int64_t H, int64_t W, float* dx, float* dy) {
+  const float fx = s.padded(s.unnormalize(gx, W), W, dx), fy = s.padded(s.unnormalize(gy, H), H, dy);
+  Taps t;
+  t.nearest = nearest;
+  if (nearest) {  // halves to even
+    t.x0 = floor_index(std::nearbyint(fx));
+    t.y0 = floor_index(std::nearbyint(fy));
+  } else {
+    t.x0 = floor_index(fx);
+    t.y0 = floor_index(fy);
+    t.ax = fx - std::floor(fx);
+    t.ay = fy - std::floor(fy);
+  }
+  return t;
+}
+
 // Bicubic weights (A = -0.75) of the taps at -1, 0, 1, 2 from floor(v), t = v - floor(v).
 std::array<float, 4> cubic_weights(float t) {
   constexpr float A = -0.75f;
@@ -119,7 +158,6 @@ void grid_sample_kernel(KernelContext& c) {
       auto add = [&](int64_t iy, int64_t ix, float w) {
         if (iy >= 0 && iy < H && ix >= 0 && ix < W && w != 0) y += w * ConstVec(px + ((n * H + iy) * W + ix) * C, C);
       };
-      float dx = 1, dy = 1;
       if (mode == "bicubic") {
         const float fx = s.unnormalize(pg[2 * p], W), fy = s.unnormalize(pg[2 * p + 1], H);
         const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
@@ -133,18 +171,8 @@ void grid_sample_kernel(KernelContext& c) {
           }
         continue;
       }
-      const float fx = s.padded(s.unnormalize(pg[2 * p], W), W, &dx);
-      const float fy = s.padded(s.unnormalize(pg[2 * p + 1], H), H, &dy);
-      if (mode == "nearest") {
-        add(floor_index(std::nearbyint(fy)), floor_index(std::nearbyint(fx)), 1);  // halves to even
-        continue;
-      }
-      const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
-      const float ax = fx - std::floor(fx), ay = fy - std::floor(fy);
-      add(y0, x0, (1 - ax) * (1 - ay));
-      add(y0, x0 + 1, ax * (1 - ay));
-      add(y0 + 1, x0, (1 - ax) * ay);
-      add(y0 + 1, x0 + 1, ax * ay);
+      float dx = 1, dy = 1;  // unused: no gradient here
+      grid_taps(s, mode == "nearest", pg[2 * p], pg[2 * p + 1], H, W, &dx, &dy).each(add);
     }
   });
 }
@@ -183,19 +211,14 @@ void grid_sample_grad_kernel(KernelContext& c) {
           if (inside(iy, ix) && w != 0) Vec(pdx + ((n * H + iy) * W + ix) * C, C) += w * gy;
         };
         float dx = s.scale(W), dy = s.scale(H);
-        const float fx = s.padded(s.unnormalize(pg[2 * p], W), W, &dx);
-        const float fy = s.padded(s.unnormalize(pg[2 * p + 1], H), H, &dy);
+        const Taps t = grid_taps(s, nearest, pg[2 * p], pg[2 * p + 1], H, W, &dx, &dy);
+        t.each(scatter);
         if (nearest) {
-          scatter(floor_index(std::nearbyint(fy)), floor_index(std::nearbyint(fx)), 1);
           pdg[2 * p] = pdg[2 * p + 1] = 0;
           continue;
         }
-        const int64_t x0 = floor_index(fx), y0 = floor_index(fy);
-        const float ax = fx - std::floor(fx), ay = fy - std::floor(fy);
-        scatter(y0, x0, (1 - ax) * (1 - ay));
-        scatter(y0, x0 + 1, ax * (1 - ay));
-        scatter(y0 + 1, x0, (1 - ax) * ay);
-        scatter(y0 + 1, x0 + 1, ax * ay);
+        const int64_t x0 = t.x0, y0 = t.y0;
+        const float ax = t.ax, ay = t.ay;
         const auto v00 = value(y0, x0), v01 = value(y0, x0 + 1), v10 = value(y0 + 1, x0), v11 = value(y0 + 1, x0 + 1);
         const float d_fx = (gy * ((v01 - v00) * (1 - ay) + (v11 - v10) * ay)).sum();
         const float d_fy = (gy * ((v10 - v00) * (1 - ax) + (v11 - v01) * ax)).sum();
