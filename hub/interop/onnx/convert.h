@@ -96,6 +96,7 @@ class NodeContext {
   std::string attr_string(const std::string& name, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> dflt = {}) const;
   std::vector<float> attr_floats(const std::string& name, std::vector<float> dflt = {}) const;
+  std::vector<std::string> attr_strings(const std::string& name) const;  // empty when absent
   const ::onnx::TensorProto* attr_tensor(const std::string& name) const;
 
   // "ONNX model 'path': node 'name' (Op): message" as InvalidArgument.

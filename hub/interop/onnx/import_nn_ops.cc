@@ -5,9 +5,11 @@
 
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
+#include "hub/ops/activation.h"
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
+#include "hub/ops/matmul.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 
@@ -522,6 +524,207 @@ void map_grid_sample(NodeContext& c) {
   c.set_output(0, c.scope().op("GridSample", {c.nhwc(0), c.native(1)}, a, "GridSample"), true);
 }
 
+// ---- RNN, GRU, LSTM ---------------------------------------------------------------------
+//
+// Unrolled over the (static) sequence: the input projection of every step in
+// one MatMul, then per step the recurrent MatMul and the gates, as ONNX
+// defines them (gate order LSTM i, o, f, c; GRU z, r, h). Weights become
+// module variables, one per direction.
+
+enum class Cell { kRnn, kGru, kLstm };
+
+struct Recurrence {
+  Cell cell;
+  int gates;  // per hidden unit
+  int64_t hidden, steps;
+  bool batch_first;
+};
+
+// ONNX's default activations for the cell, the only ones hub maps.
+void check_activations(NodeContext& c, Cell cell) {
+  const std::vector<std::string> defaults = cell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                            : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                                 : std::vector<std::string>{"Tanh"};
+  const std::vector<std::string> got = c.attr_strings("activations");
+  if (got.empty()) return;
+  std::vector<std::string> want = defaults;
+  if (got.size() == 2 * defaults.size()) want.insert(want.end(), defaults.begin(), defaults.end());  // bidirectional
+  if (got != want) {
+    std::string text;
+    for (const std::string& g : got) text += (text.empty() ? "" : ",") + g;
+    c.fail_attr("activations", text, "only the defaults are supported");
+  }
+}
+
+void map_recurrent(NodeContext& c) {
+  const Cell cell = c.op() == "LSTM" ? Cell::kLstm : c.op() == "GRU" ? Cell::kGru : Cell::kRnn;
+  Recurrence r{cell,
+               cell == Cell::kLstm  ? 4
+               : cell == Cell::kGru ? 3
+                                    : 1,
+               c.attr_int("hidden_size", 0), 0, c.attr_int("layout", 0) != 0};
+  check_activations(c, cell);
+  if (c.has_attr("clip"))
+    c.fail_attr("clip", std::to_string(c.attr_float("clip", 0)), "cell clipping is not supported");
+  if (c.attr_int("input_forget", 0))
+    c.fail_attr("input_forget", "1", "coupled input and forget gates are not supported");
+  const std::string direction = c.attr_string("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    c.fail_attr("direction", direction, "expected forward, reverse or bidirectional");
+  const int dirs = direction == "bidirectional" ? 2 : 1;
+  if (c.rank(0) != 3) c.fail("X must have rank 3, got " + c.shape(0).to_string());
+  const Shape x = c.shape(0);
+  r.steps = x[r.batch_first ? 1 : 0];
+  const int64_t input = x[2];
+  if (r.steps < 1 || input < 0) c.fail("X " + x.to_string() + " needs a known sequence length and input size");
+  const Shape w = c.shape(1);
+  if (w.rank() != 3 || w[0] != dirs || w[1] != r.gates * r.hidden || w[2] != input)
+    c.fail("W " + w.to_string() + " is not [" + std::to_string(dirs) + ", " + std::to_string(r.gates * r.hidden) +
+           ", " + std::to_string(input) + "]");
+  const int lens = 4, initial_h = 5, initial_c = 6, peepholes = 7;
+  if (c.has_input(lens)) {
+    std::optional<Tensor> l = c.constant(lens);
+    if (!l) c.fail("sequence_lens (input 4) must be a constant equal to the sequence length");
+    const Tensor all = evaluate("Cast", {*l}, Attrs().set("dtype", DType::kInt64));
+    for (int64_t i = 0; i < all.num_elements(); ++i)
+      if (all.data<int64_t>()[i] != r.steps)
+        c.fail("sequence_lens (input 4) must all be the sequence length " + std::to_string(r.steps) +
+               " (shorter sequences are not supported)");
+  }
+  const Scope& s = c.scope();
+  // X as [steps, batch, input].
+  Output xs = r.batch_first ? ops::transpose(s, c.native(0), {1, 0, 2}, "TimeMajor") : c.native(0);
+  std::vector<Output> ys, last_h, last_c;
+  for (int d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const std::string tag = d ? "_backward" : "";
+    auto part = [d](const Tensor& t) {  // direction d's slice of a [dirs, ...] tensor
+      std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
+      std::vector<int64_t> begin(t.shape().rank(), 0), size(t.shape().dims().begin(), t.shape().dims().end());
+      begin[0] = d;
+      size[0] = 1;
+      return evaluate("Slice", {t}, Attrs().set("begin", begin).set("size", size)).reshaped(Shape(dims));
+    };
+    auto transposed_part = [&](const Tensor& t) {
+      return evaluate("Transpose", {part(t)}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
+    };
+    const Output wt = c.weight(1, transposed_part);  // [input, G*hidden]
+    const Output rt = c.weight(2, transposed_part);  // [hidden, G*hidden]
+    // Every step's input projection, plus both biases where given.
+    Output xp = ops::reshape(
+        s, ops::matmul(s, ops::reshape(s, xs, {-1, input}, "Flat" + tag), wt, false, false, "InputProjection" + tag),
+        {r.steps, -1, r.gates * r.hidden}, "Steps" + tag);
+    std::optional<Output> rb;  // GRU's recurrent bias of h, applied inside the reset (linear_before_reset)
+    const bool lbr = cell == Cell::kGru && c.attr_int("linear_before_reset", 0) != 0;
+    if (c.has_input(3)) {
+      const int64_t g = r.gates * r.hidden;
+      auto bias = [&](int64_t from, int64_t count) {
+        return [=](const Tensor& t) {
+          return evaluate("Slice", {part(t)},
+                          Attrs().set("begin", std::vector<int64_t>{from}).set("size", std::vector<int64_t>{count}));
+        };
+      };
+      xp = ops::add(s, xp, c.weight(3, bias(0, g)), "InputBias" + tag);
+      if (lbr) {
+        xp = ops::add(
+            s, xp,
+            c.weight(3,
+                     [=](const Tensor& t) {
+                       Tensor b =
+                           evaluate("Slice", {part(t)},
+                                    Attrs().set("begin", std::vector<int64_t>{g}).set("size", std::vector<int64_t>{g}));
+                       std::fill(b.data<float>() + 2 * r.hidden, b.data<float>() + g, 0.0f);  // Rbh applies later
+                       return b;
+                     }),
+            "RecurrentBias" + tag);
+        rb = c.weight(3, bias(g + 2 * r.hidden, r.hidden));
+      } else {
+        xp = ops::add(s, xp, c.weight(3, bias(g, g)), "RecurrentBias" + tag);
+      }
+    }
+    std::optional<Output> pi, po, pf;
+    if (cell == Cell::kLstm && c.has_input(peepholes)) {
+      auto peep = [&](int64_t k) {
+        return c.weight(peepholes, [=](const Tensor& t) {
+          return evaluate(
+              "Slice", {part(t)},
+              Attrs().set("begin", std::vector<int64_t>{k * r.hidden}).set("size", std::vector<int64_t>{r.hidden}));
+        });
+      };
+      pi = peep(0), po = peep(1), pf = peep(2);
+    }
+    auto step_input = [&](int64_t t) {
+      return ops::squeeze(s, ops::slice(s, xp, {t, 0, 0}, {1, -1, -1}, "Step" + tag), {0}, "StepInput" + tag);
+    };
+    auto gate = [&](Output all, int k) { return ops::slice(s, all, {0, k * r.hidden}, {-1, r.hidden}, "Gate" + tag); };
+    auto initial = [&](int i, const std::string& name) {
+      if (c.has_input(i))
+        return ops::squeeze(s, ops::slice(s, c.native(i), {d, 0, 0}, {1, -1, -1}, name + "Slice" + tag), {0},
+                            name + tag);
+      return ops::zeros_like(s, gate(step_input(0), 0), name + tag);
+    };
+    Output h = initial(initial_h, "InitialH");
+    Output cst = cell == Cell::kLstm ? initial(initial_c, "InitialC") : Output{};
+    std::vector<Output> hs(static_cast<size_t>(r.steps));
+    for (int64_t i = 0; i < r.steps; ++i) {
+      const int64_t t = reverse ? r.steps - 1 - i : i;
+      const Output xt = step_input(t);
+      const Output hr = ops::matmul(s, h, rt, false, false, "Recurrent" + tag);
+      if (cell == Cell::kRnn) {
+        h = ops::tanh(s, ops::add(s, xt, hr), "H" + tag);
+      } else if (cell == Cell::kLstm) {
+        const Output all = ops::add(s, xt, hr, "Gates" + tag);
+        Output ig = gate(all, 0), og = gate(all, 1), fg = gate(all, 2);
+        if (pi) ig = ops::add(s, ig, ops::mul(s, *pi, cst));
+        if (pf) fg = ops::add(s, fg, ops::mul(s, *pf, cst));
+        cst = ops::add(s, ops::mul(s, ops::sigmoid(s, fg), cst),
+                       ops::mul(s, ops::sigmoid(s, ig), ops::tanh(s, gate(all, 3))), "C" + tag);
+        if (po) og = ops::add(s, og, ops::mul(s, *po, cst));
+        h = ops::mul(s, ops::sigmoid(s, og), ops::tanh(s, cst), "H" + tag);
+      } else {
+        const Output z = ops::sigmoid(s, ops::add(s, gate(xt, 0), gate(hr, 0)), "Z" + tag);
+        const Output rg = ops::sigmoid(s, ops::add(s, gate(xt, 1), gate(hr, 1)), "R" + tag);
+        Output hh;
+        if (lbr) {
+          Output rec = gate(hr, 2);
+          if (rb) rec = ops::add(s, rec, *rb);
+          hh = ops::tanh(s, ops::add(s, gate(xt, 2), ops::mul(s, rg, rec)));
+        } else {
+          const Output rh = ops::matmul(s, ops::mul(s, rg, h), c.weight(2, [&](const Tensor& t) {
+            const Tensor all = transposed_part(t);  // [hidden, 3*hidden]: its h columns
+            return evaluate("Slice", {all},
+                            Attrs()
+                                .set("begin", std::vector<int64_t>{0, 2 * r.hidden})
+                                .set("size", std::vector<int64_t>{r.hidden, r.hidden}));
+          }));
+          hh = ops::tanh(s, ops::add(s, gate(xt, 2), rh));
+        }
+        // (1 - z) * hh + z * h = hh + z * (h - hh)
+        h = ops::add(s, hh, ops::mul(s, z, ops::sub(s, h, hh)), "H" + tag);
+      }
+      hs[static_cast<size_t>(t)] = ops::expand_dims(s, h, 0, "HStep" + tag);
+    }
+    ys.push_back(
+        ops::expand_dims(s, ops::concat(s, hs, 0, "Hs" + tag), 1, "Direction" + tag));  // [steps, 1, batch, hidden]
+    last_h.push_back(ops::expand_dims(s, h, 0, "LastH" + tag));
+    if (cell == Cell::kLstm) last_c.push_back(ops::expand_dims(s, cst, 0, "LastC" + tag));
+  }
+  auto joined = [&](const std::vector<Output>& v, int64_t axis, const std::string& name) {
+    return v.size() == 1 ? v[0] : ops::concat(s, v, axis, name);
+  };
+  Output y = joined(ys, 1, "Y");  // [steps, dirs, batch, hidden]
+  Output yh = joined(last_h, 0, "Y_h"), yc = cell == Cell::kLstm ? joined(last_c, 0, "Y_c") : Output{};
+  if (r.batch_first) {
+    y = ops::transpose(s, y, {2, 0, 1, 3}, "BatchFirstY");
+    yh = ops::transpose(s, yh, {1, 0, 2}, "BatchFirstY_h");
+    if (cell == Cell::kLstm) yc = ops::transpose(s, yc, {1, 0, 2}, "BatchFirstY_c");
+  }
+  const int outputs = c.node().output_size();
+  if (outputs > 0 && !c.node().output(0).empty()) c.set_output(0, y);
+  if (outputs > 1 && !c.node().output(1).empty()) c.set_output(1, yh);
+  if (outputs > 2 && !c.node().output(2).empty()) c.set_output(2, yc);
+}
+
 // ---- Einsum ------------------------------------------------------------------------------
 
 // One einsum operand: its value and a label per dim.
@@ -735,6 +938,15 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["Gemm"] = {map_gemm, {"alpha", "beta", "transA", "transB"}};
   m["MatMul"] = {map_matmul, {}};
   m["Einsum"] = {map_einsum, {"equation"}};
+  const std::set<std::string> recurrent{"activation_alpha", "activation_beta", "activations", "clip",
+                                        "direction",        "hidden_size",     "layout"};
+  auto plus = [&](std::set<std::string> extra) {
+    extra.insert(recurrent.begin(), recurrent.end());
+    return extra;
+  };
+  m["RNN"] = {map_recurrent, recurrent};
+  m["GRU"] = {map_recurrent, plus({"linear_before_reset"})};
+  m["LSTM"] = {map_recurrent, plus({"input_forget"})};
   m["GridSample"] = {map_grid_sample, {"align_corners", "mode", "padding_mode"}};
 }
 

@@ -638,6 +638,12 @@ std::vector<float> NodeContext::attr_floats(const std::string& name, std::vector
   return std::vector<float>(a->floats().begin(), a->floats().end());
 }
 
+std::vector<std::string> NodeContext::attr_strings(const std::string& name) const {
+  const auto* a = attr(name);
+  if (!a) return {};
+  return std::vector<std::string>(a->strings().begin(), a->strings().end());
+}
+
 const ::onnx::TensorProto* NodeContext::attr_tensor(const std::string& name) const {
   const auto* a = attr(name);
   return a && a->has_t() ? &a->t() : nullptr;

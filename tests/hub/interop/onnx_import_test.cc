@@ -1161,6 +1161,83 @@ TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignme
   }
 }
 
+TEST_CASE(
+    "ONNX import: LSTM, GRU and RNN, both directions, biases, peepholes and initial states, agree with ONNX "
+    "Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_recurrent");
+  const int64_t steps = 5, batch = 3, input = 4, hidden = 6;
+  OnnxBuilder b(14);
+  b.input("x", {steps, -1, input});  // the batch known only at run time
+  b.input("h0", {2, batch, hidden});
+  b.input("c0", {2, batch, hidden});
+  auto add_string = [](::onnx::NodeProto* n, const char* name, const char* value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(value);
+  };
+  uint64_t seed = 70;
+  auto weights = [&](const std::string& prefix, int dirs, int gates) {
+    b.init(prefix + "_w", random_tensor({dirs, gates * hidden, input}, ++seed, -0.5f, 0.5f));
+    b.init(prefix + "_r", random_tensor({dirs, gates * hidden, hidden}, ++seed, -0.5f, 0.5f));
+    b.init(prefix + "_b", random_tensor({dirs, 2 * gates * hidden}, ++seed, -0.5f, 0.5f));
+  };
+  // A bidirectional LSTM with peepholes and initial h and c: all three outputs.
+  weights("lstm", 2, 4);
+  b.init("lstm_p", random_tensor({2, 3 * hidden}, ++seed, -0.5f, 0.5f));
+  b.init("lens", Tensor::from_vector<int32_t>({batch}, {5, 5, 5}));
+  auto* lstm = b.node("LSTM", {"x", "lstm_w", "lstm_r", "lstm_b", "lens", "h0", "c0", "lstm_p"}, "lstm_y", "/lstm");
+  lstm->add_output("lstm_h");
+  lstm->add_output("lstm_c");
+  add_string(lstm, "direction", "bidirectional");
+  int_attr(lstm, "hidden_size", hidden);
+  // A bidirectional GRU, linear_before_reset, from zero states.
+  weights("gru", 2, 3);
+  auto* gru = b.node("GRU", {"x", "gru_w", "gru_r", "gru_b"}, "gru_y", "/gru");
+  gru->add_output("gru_h");
+  add_string(gru, "direction", "bidirectional");
+  int_attr(gru, "hidden_size", hidden);
+  int_attr(gru, "linear_before_reset", 1);
+  // A GRU without it, and a reversed RNN.
+  weights("gru0", 1, 3);
+  int_attr(b.node("GRU", {"x", "gru0_w", "gru0_r", "gru0_b"}, "gru0_y", "/gru0"), "hidden_size", hidden);
+  weights("rnn", 1, 1);
+  auto* rnn = b.node("RNN", {"x", "rnn_w", "rnn_r", "rnn_b"}, "rnn_y", "/rnn");
+  add_string(rnn, "direction", "reverse");
+  int_attr(rnn, "hidden_size", hidden);
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
+      {"lstm_y", {steps, 2, batch, hidden}}, {"lstm_h", {2, batch, hidden}}, {"lstm_c", {2, batch, hidden}},
+      {"gru_y", {steps, 2, batch, hidden}},  {"gru_h", {2, batch, hidden}},  {"gru0_y", {steps, 1, batch, hidden}},
+      {"rnn_y", {steps, 1, batch, hidden}}};
+  for (const auto& [name, dims] : outputs) b.output(name, dims);
+  const std::string path = b.save(dir.path, "recurrent.onnx");
+  const Tensor x = random_tensor({steps, batch, input}, ++seed);
+  const Tensor h0 = random_tensor({2, batch, hidden}, ++seed), c0 = random_tensor({2, batch, hidden}, ++seed);
+  const TensorMap feeds{{"x", x}, {"h0", h0}, {"c0", c0}};
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"h0", h0}, {"c0", c0}}, dir.path / "ort");
+  REQUIRE(want.size() == outputs.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  // Variables per direction: LSTM W, R, two biases and three peepholes (14);
+  // GRU with linear_before_reset W, R, two biases and the reset's (10); GRU
+  // without W, R, two biases and R's h columns (5); RNN W, R, two biases (4).
+  CHECK(spec.variables().size() == 33);
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO(backend);
+    const TensorMap got = run_signature(spec, "default", feeds, backend);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      INFO(outputs[i].first);
+      expect_close(got.at(outputs[i].first), want[i], 1e-5, 1e-4);
+    }
+  }
+  // Unsupported forms are refused by name.
+  lstm->mutable_attribute(0)->set_s("sideways");
+  const std::string bad = b.save(dir.path, "bad.onnx");
+  expect_error(
+      Code::kUnimplemented, [&] { onnx_interop::import_onnx(bad); },
+      "attribute direction = sideways: expected forward, reverse or bidirectional");
+}
+
 TEST_CASE("ONNX import: an imported SoftmaxCrossEntropyLoss is differentiable: (softmax - one-hot) * w / sum(w)") {
   TempDir dir("onnx_sce_grad");
   OnnxBuilder b(13);
