@@ -563,6 +563,10 @@ void map_recurrent(NodeContext& c) {
                : cell == Cell::kGru ? 3
                                     : 1,
                c.attr_int("hidden_size", 0), 0, c.attr_int("layout", 0) != 0};
+  // Bounds before any arithmetic: hidden units, and the steps unrolled at import.
+  constexpr int64_t kMaxHidden = int64_t{1} << 24, kMaxSteps = 8192;
+  if (r.hidden < 1 || r.hidden > kMaxHidden)
+    c.fail_attr("hidden_size", std::to_string(r.hidden), "must be in [1, 2^24]");
   check_activations(c, cell);
   if (c.has_attr("clip"))
     c.fail_attr("clip", std::to_string(c.attr_float("clip", 0)), "cell clipping is not supported");
@@ -577,6 +581,9 @@ void map_recurrent(NodeContext& c) {
   r.steps = x[r.batch_first ? 1 : 0];
   const int64_t input = x[2];
   if (r.steps < 1 || input < 0) c.fail("X " + x.to_string() + " needs a known sequence length and input size");
+  if (r.steps > kMaxSteps)
+    c.fail("a sequence of " + std::to_string(r.steps) + " steps is longer than the " + std::to_string(kMaxSteps) +
+           " hub unrolls at import");
   const Shape w = c.shape(1);
   if (w.rank() != 3 || w[0] != dirs || w[1] != r.gates * r.hidden || w[2] != input)
     c.fail("W " + w.to_string() + " is not [" + std::to_string(dirs) + ", " + std::to_string(r.gates * r.hidden) +

@@ -1236,6 +1236,19 @@ TEST_CASE(
   expect_error(
       Code::kUnimplemented, [&] { onnx_interop::import_onnx(bad); },
       "attribute direction = sideways: expected forward, reverse or bidirectional");
+  // Bounds checked before anything is built: the hidden size, and the steps unrolled.
+  for (const auto& [steps, hidden_size, why] : std::vector<std::tuple<int64_t, int64_t, std::string>>{
+           {4, -3, "attribute hidden_size = -3: must be in [1, 2^24]"},
+           {9000, 2, "a sequence of 9000 steps is longer than the 8192 hub unrolls at import"}}) {
+    OnnxBuilder r(14);
+    r.input("x", {steps, 1, 2});
+    r.init("w", random_tensor({1, 2, 2}, 80));
+    r.init("r", random_tensor({1, 2, 2}, 81));
+    int_attr(r.node("RNN", {"x", "w", "r"}, "y", "rnn"), "hidden_size", hidden_size);
+    r.output("y", {steps, 1, 1, 2});
+    const std::string path = r.save(dir.path, "bounds.onnx");
+    CHECK_THROWS_WITH_AS(onnx_interop::import_onnx(path), doctest::Contains(why.c_str()), Error);
+  }
 }
 
 TEST_CASE("ONNX import: an imported SoftmaxCrossEntropyLoss is differentiable: (softmax - one-hot) * w / sum(w)") {
