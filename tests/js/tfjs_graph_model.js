@@ -1,4 +1,4 @@
-// Writes a TensorFlow.js graph model that uses every TensorFlow op hub maps
+// Writes a TensorFlow.js graph model that uses the TensorFlow ops hub maps
 // (model.json with the GraphDef as JSON, weights in sharded .bin files, some
 // quantized to uint8, uint16 and float16), runs it with TensorFlow.js's own
 // GraphModel on a fixed input, and writes what TF.js computed — the
@@ -268,6 +268,56 @@ node('probs', 'Softmax', ['logits/stop'], {T});
 node('log_probs', 'LogSoftmax', ['logits/stop'], {T});
 node('log_probs/cast', 'Cast', ['log_probs'], {SrcT: T, DstT: T, Truncate: {b: false}});
 
+// Attention as Keras writes it (Einsum projections, BatchMatMulV2 scores, a
+// layer norm of Mean and SquaredDifference) on [N, 3, 4] tokens of
+// `features`, then more reductions, indexing and arithmetic on the result;
+// all summed into 'attention' [N, 12].
+const IT = {type: 'DT_INT32'};
+node('att/tokens', 'Reshape', ['features', vec('att/shape', [-1, 3, 4])], {T, Tshape: IT});
+const project = (name) => node(`att/${name}`, 'Einsum',
+    ['att/tokens', constant(`att/w_${name}`, [4, 4], values(16, -0.5, 0.5), {group: 1})],
+    {T, N: {i: '2'}, equation: str('btd,de->bte')});
+const [q, k, v] = ['q', 'k', 'v'].map(project);
+node('att/scores', 'BatchMatMulV2', [q, k], {T, adj_x: {b: false}, adj_y: {b: true}});
+node('att/weights', 'Softmax', ['att/scores'], {T});
+node('att/mixed', 'BatchMatMulV2', ['att/weights', v], {T, adj_x: {b: false}, adj_y: {b: false}});
+node('att/mean', 'Mean', ['att/mixed', vec('att/last', [-1])], {T, keep_dims: {b: true}, Tidx: IT});
+node('att/sqdiff', 'SquaredDifference', ['att/mixed', 'att/mean'], {T});
+node('att/var', 'Mean', ['att/sqdiff', 'att/last'], {T, keep_dims: {b: true}, Tidx: IT});
+node('att/rstd', 'Rsqrt', [node('att/var_eps', 'AddV2', ['att/var', scalar('att/eps', 1e-3)], {T})], {T});
+node('att/norm', 'Mul', [node('att/centered', 'Sub', ['att/mixed', 'att/mean'], {T}), 'att/rstd'], {T});
+node('att/sig', 'Sigmoid', ['att/norm'], {T});
+node('att/min', 'Min', ['att/norm', vec('att/axis2', [2])], {T, keep_dims: {b: true}, Tidx: IT});  // [N, 3, 1]
+node('att/prod', 'Prod', ['att/sig', 'att/axis2'], {T, keep_dims: {b: true}, Tidx: IT});          // [N, 3, 1]
+node('att/argmax', 'ArgMax', ['att/norm', intScalar('att/dim', 2)], {T, Tidx: IT, output_type: IT});
+node('att/argmax_f', 'ExpandDims', [node('att/argmax_cast', 'Cast', ['att/argmax'], {SrcT: IT, DstT: T, Truncate: {b: false}}),
+                                    intScalar('att/expand', 2)], {T, Tdim: IT});                 // [N, 3, 1]
+node('att/gather_nd', 'GatherNd', ['att/norm', constant('att/first', [1, 1], [0], {dtype: 'int32', group: 1})],
+     {Tparams: T, Tindices: IT});                                                                  // [1, 3, 4]
+const full = [
+  'att/norm',
+  node('att/pow', 'Pow', ['att/sig', scalar('att/exponent', 1.5)], {T}),
+  node('att/top', 'TopKV2', ['att/norm', intScalar('att/top_k', 4)], {T, sorted: {b: true}}),
+  node('att/tiled', 'Tile', ['att/min', vec('att/multiples', [1, 1, 4])], {T, Tmultiples: IT}),
+  node('att/ones', 'OnesLike', ['att/pow'], {T}),
+  node('att/zeros', 'ZerosLike', ['att/pow'], {T}),
+  node('att/cumsum', 'Cumsum', ['att/norm', intScalar('att/cum_axis', 1)],
+       {T, Tidx: IT, exclusive: {b: true}, reverse: {b: false}}),
+  node('att/mod', 'FloorMod', ['att/norm', scalar('att/modulus', 0.7)], {T}),
+  node('att/gather', 'GatherV2', ['att/norm', vec('att/columns', [3, 0, 1, 2]), intScalar('att/gather_axis', 2)],
+       {Tparams: T, Tindices: IT, Taxis: IT, batch_dims: {i: '0'}}),
+  // Batch row 1 (N >= 2) replaced. Into a tensor of its own: TF.js 4.22's
+  // CPU TensorScatterUpdate also overwrote its input's buffer.
+  node('att/scatter', 'TensorScatterUpdate',
+       [node('att/norm_copy', 'Mul', ['att/norm', scalar('att/unit', 1)], {T}),
+        constant('att/row', [1, 1], [1], {dtype: 'int32', group: 1}),
+        constant('att/fill', [1, 3, 4], values(12), {group: 1})], {T, Tindices: IT}),
+];
+let total = node('att/full', 'AddN', full, {T, N: {i: String(full.length)}});
+for (const part of ['att/prod', 'att/argmax_f', 'att/gather_nd'])  // broadcast onto [N, 3, 4]
+  total = node(`${part}/added`, 'AddV2', [total, part], {T});
+node('attention', 'Reshape', [total, vec('att/flat', [-1, 12])], {T, Tshape: IT});
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -288,7 +338,7 @@ async function main() {
       inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
                 'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
-                'math:0': tensorInfo('math:0', [-1, 12])},
+                'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -315,7 +365,7 @@ async function main() {
   const model = await tf.loadGraphModel(handler);
   const input = tf.tensor(values(2 * 10 * 10 * 3, 0, 1), [2, 10, 10, 3]);
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math'];
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention'];
   const results = model.execute({images: input}, names);
   const shapes = {};
   names.forEach((name, i) => {

@@ -9,6 +9,7 @@
 #include "hub/core/error.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
+#include "hub/ops/math.h"
 
 namespace hub::tf {
 
@@ -498,6 +499,23 @@ void map_tensor_scatter(OpContext& c) {
       0, c.add("ScatterND", {c.input(0), c.input(1), c.input(2)}, Attrs().set("reduction", reduction.at(c.op()))));
 }
 
+void map_tile(OpContext& c) {
+  c.set_output(0, c.add("Tile", {c.input(0)}, Attrs().set("multiples", c.constant_ints(1, "multiples"))));
+}
+
+// ZerosLike, OnesLike.
+void map_fill_like(OpContext& c) { c.set_output(0, c.add(c.op(), {c.input(0)})); }
+
+// TopKV2(input, k): the k largest along the last dim, sorted or not, and their int32 indices.
+void map_top_k(OpContext& c) {
+  const std::vector<int64_t> k = c.constant_ints(1, "k");
+  if (k.size() != 1) c.fail("k must hold one value, got " + std::to_string(k.size()));
+  std::vector<Output> out = c.add_n("TopK", {c.input(0)}, Attrs().set("k", k[0]).set("sorted", c.attr_bool("sorted")));
+  c.set_output(0, out[0]);
+  const DType index = c.attr_dtype("index_type");
+  c.set_output(1, index == DType::kInt32 ? out[1] : ops::cast(c.scope(), out[1], index, "IndexType"));
+}
+
 // ---- Exporters --------------------------------------------------------------------------
 
 std::string ints_const(ExportContext& c, const std::string& name, const std::vector<int64_t>& values, Shape shape) {
@@ -706,6 +724,11 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                         {"new_axis_mask", attr_i(0)},
                         {"shrink_axis_mask", attr_i(0)}}};
   m["Cast"] = {map_cast, {{"SrcT", T}, {"DstT", T}, {"Truncate", attr_b(false)}}, {"y"}};
+  m["Tile"] = {map_tile, {{"T", T}, {"Tmultiples", attr_type(kDtInt32)}}};
+  for (const char* op : {"ZerosLike", "OnesLike"}) m[op] = {map_fill_like, {{"T", T}}, {"y"}};
+  m["TopKV2"] = {map_top_k,
+                 {{"T", T}, {"sorted", attr_b(true)}, {"Tk", attr_type(kDtInt32)}, {"index_type", attr_type(kDtInt32)}},
+                 {"values", "indices"}};
   m["GatherV2"] = {map_gather, {{"Tparams", T}, {"Tindices", T}, {"Taxis", T}, {"batch_dims", attr_i(0)}}};
   m["GatherNd"] = {map_gather_nd, {{"Tparams", T}, {"Tindices", T}}};
   for (const char* op : {"TensorScatterUpdate", "TensorScatterAdd", "TensorScatterMax", "TensorScatterMin"})

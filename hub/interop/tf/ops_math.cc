@@ -5,13 +5,16 @@
 #include <set>
 
 #include "hub/core/error.h"
+#include "hub/interop/einsum.h"
 #include "hub/interop/tf/ops.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
 
 namespace hub::tf {
 
 namespace {
 
-constexpr int kDtInt32 = 3;
+constexpr int kDtInt32 = 3, kDtInt64 = 9;
 
 // TensorFlow op -> hub op for the element-wise ops that map one to one.
 const std::map<std::string, std::string>& elementwise() {
@@ -24,6 +27,7 @@ const std::map<std::string, std::string>& elementwise() {
       {"Div", "Div"},
       {"Maximum", "Maximum"},
       {"Minimum", "Minimum"},
+      {"Pow", "Pow"},
       {"Rsqrt", "Rsqrt"},
       {"Square", "Square"},
       {"Sqrt", "Sqrt"},
@@ -136,6 +140,40 @@ void map_matmul(OpContext& c) {
   c.set_output(0, c.add("MatMul", {c.input(0), c.weight(1)}, a));
 }
 
+// BatchMatMul, V2 (broadcasting batch dims, as hub's) and V3 (its own dtypes).
+void map_batch_matmul(OpContext& c) {
+  if (c.dtype(0) != DType::kFloat32 || c.dtype(1) != DType::kFloat32)
+    c.unsupported(c.op() + " of " + std::string(dtype_name(c.dtype(0))) + " is not supported (float32 only)");
+  c.set_output(0, c.add("BatchMatMul", {c.input(0), c.input(1)},
+                        Attrs().set("adj_x", c.attr_bool("adj_x")).set("adj_y", c.attr_bool("adj_y"))));
+}
+
+// SquaredDifference: (x - y)^2.
+void map_squared_difference(OpContext& c) {
+  c.set_output(0, c.add("Square", {ops::sub(c.scope(), c.input(0), c.input(1), "Difference")}));
+}
+
+// Einsum (hub/interop/einsum.h), its errors naming this node.
+void map_einsum(OpContext& c) {
+  std::vector<Output> inputs;
+  for (int i = 0; i < c.num_inputs(); ++i) inputs.push_back(c.input(i));
+  try {
+    c.set_output(0, interop::einsum(c.scope(), c.attr_string("equation"), inputs));
+  } catch (const Error& e) {
+    if (e.code() == Code::kUnimplemented) c.unsupported(e.message());
+    c.fail(e.message());
+  }
+}
+
+// ArgMax(input, dimension): hub's int64 index, cast where int32 is asked.
+void map_arg_max(OpContext& c) {
+  const std::vector<int64_t> axis = c.constant_ints(1, "dimension");
+  if (axis.size() != 1) c.fail("dimension must hold one value, got " + std::to_string(axis.size()));
+  Output y = c.add("ArgMax", {c.input(0)}, Attrs().set("axis", axis[0]));
+  const DType out = c.attr_dtype("output_type");
+  c.set_output(0, out == DType::kInt64 ? y : ops::cast(c.scope(), y, out, "OutputType"));
+}
+
 // ---- Exporters ---------------------------------------------------------------------
 
 // hub op -> TensorFlow op, with attribute T (but for the logical ops): the
@@ -223,8 +261,15 @@ void add_math_importers(std::map<std::string, OpImporter>& m) {
   m["Cumsum"] = {
       map_cumsum, {{"T", T}, {"Tidx", T}, {"exclusive", attr_b(false)}, {"reverse", attr_b(false)}}, {"out"}};
   m["AddN"] = {map_add_n, {{"N", T}, {"T", T}}, {"sum"}};
-  for (const char* op : {"Mean", "Sum", "Max"})
+  for (const char* op : {"Mean", "Sum", "Max", "Min", "Prod"})
     m[op] = {map_reduction, {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"keep_dims", attr_b(false)}}};
+  for (const char* op : {"BatchMatMul", "BatchMatMulV2"})
+    m[op] = {map_batch_matmul, {{"T", T}, {"adj_x", attr_b(false)}, {"adj_y", attr_b(false)}}};
+  m["BatchMatMulV3"] = {map_batch_matmul,
+                        {{"Ta", T}, {"Tb", T}, {"Tout", T}, {"adj_x", attr_b(false)}, {"adj_y", attr_b(false)}}};
+  m["SquaredDifference"] = {map_squared_difference, {{"T", T}}, {"z"}};
+  m["Einsum"] = {map_einsum, {{"N", T}, {"T", T}, {"equation", T}}};
+  m["ArgMax"] = {map_arg_max, {{"T", T}, {"Tidx", attr_type(kDtInt32)}, {"output_type", attr_type(kDtInt64)}}};
   m["MatMul"] = {map_matmul,
                  {{"T", T},
                   {"transpose_a", attr_b(false)},
@@ -239,7 +284,7 @@ void add_math_exporters(std::map<std::string, OpExporter>& m) {
   m["Mod"] = export_mod;
   m["CumSum"] = export_cumsum;
   m["AddN"] = export_add_n;
-  for (const char* op : {"Mean", "Sum", "Max"}) m[op] = export_reduction;
+  for (const char* op : {"Mean", "Sum", "Max", "Min", "Prod"}) m[op] = export_reduction;
   m["MatMul"] = export_matmul;
 }
 

@@ -136,6 +136,9 @@ void every_op(ModuleBuilder& b) {
         s.op("ScatterND", {flat, row1, fill}, Attrs().set("reduction", std::string(r)), std::string("scatter_") + r));
   terms.push_back(
       s.op("CumSum", {x3}, Attrs().set("axis", int64_t{1}).set("exclusive", true).set("reverse", true), "cumsum"));
+  terms.push_back(s.op("Pow", {s.op("Abs", {x3}, {}, "abs_x3"), ops::scalar(s, 1.5f, "power")}, {}, "pow"));
+  terms.push_back(s.op("Min", {y}, Attrs().set("axes", ints({1, 2})), "min"));    // [?, 12]
+  terms.push_back(s.op("Prod", {y}, Attrs().set("axes", ints({1, 2})), "prod"));  // [?, 12]
   for (bool truncate : {false, true})
     terms.push_back(s.op("Mod", {x3, ops::scalar(s, -0.7f, "mod_by")}, Attrs().set("truncate", truncate),
                          truncate ? "truncate_mod" : "floor_mod"));
@@ -283,6 +286,9 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "SelectV2",
                                         "FloorMod",
                                         "Cumsum",
+                                        "Pow",
+                                        "Min",
+                                        "Prod",
                                         "GatherV2",
                                         "GatherNd",
                                         "TensorScatterUpdate",
