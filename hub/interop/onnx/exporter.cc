@@ -948,6 +948,22 @@ void export_scatter(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// ZerosLike, OnesLike: ConstantOfShape of the input's Shape (a product
+// with 0 would keep NaNs).
+void export_fill_like(Exporter& e, const Node& n) {
+  const DType dtype = e.spec(in(n, 0)).dtype;
+  const std::string shape = e.fresh(n.name + "/shape"), y = e.fresh(n.name);
+  e.add("Shape", {e.nhwc(in(n, 0))}, shape, shape);
+  Tensor value = evaluate("Cast", {Tensor::from_vector<float>({1}, {n.op == "OnesLike" ? 1.0f : 0.0f})},
+                          Attrs().set("dtype", dtype));
+  NodeProto* p = e.add("ConstantOfShape", {shape}, y, n.name);
+  auto* a = p->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  tensor_to_onnx(value, a->mutable_t());
+  e.set(out0(n), y);
+}
+
 // GridSample: NCHW x, the grid as it is (opset 16).
 void export_grid_sample(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
@@ -1050,6 +1066,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ScatterND", export_scatter},
       {"ScatterElements", export_scatter},
       {"GridSample", export_grid_sample},
+      {"ZerosLike", export_fill_like},
+      {"OnesLike", export_fill_like},
       {"Pow", export_elementwise<kPow>},
       {"Maximum", export_elementwise<kMax>},
       {"Minimum", export_elementwise<kMin>},

@@ -1087,6 +1087,18 @@ TEST_CASE(
     INFO(outputs[i].first);
     expect_close(got.at(outputs[i].first), want[i], 1e-5, 1e-4);
   }
+  // Converted back to ONNX (as hub's ops), ONNX Runtime computes the same.
+  const std::string exported = (dir.path / "exported.onnx").string();
+  onnx_interop::export_onnx(spec, exported);
+  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO("exported " << outputs[i].first);
+    expect_close(again.at(index.at(outputs[i].first)), want[i], 1e-5, 1e-4);
+  }
   // Refused, each naming the equation: malformed ones as invalid, a diagonal as unsupported.
   for (const auto& [equation, inputs, code, why] :
        std::vector<std::tuple<std::string, std::vector<std::string>, Code, std::string>>{
@@ -1229,6 +1241,19 @@ TEST_CASE(
       INFO(outputs[i].first);
       expect_close(got.at(outputs[i].first), want[i], 1e-5, 1e-4);
     }
+  }
+  // Converted back to ONNX (unrolled), ONNX Runtime computes the same.
+  const std::string exported = (dir.path / "exported.onnx").string();
+  onnx_interop::export_onnx(spec, exported);
+  const std::vector<Tensor> again =
+      run_onnx_runtime(exported, {{"x", x}, {"h0", h0}, {"c0", c0}}, dir.path / "exported");
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO("exported " << outputs[i].first);
+    expect_close(again.at(index.at(outputs[i].first)), want[i], 1e-5, 1e-4);
   }
   // Unsupported forms are refused by name.
   lstm->mutable_attribute(0)->set_s("sideways");
