@@ -161,8 +161,8 @@ Labelled contract(const Scope& s, const std::string& equation, Labelled a, Label
   };
   auto at_most_one_unknown = [&](const std::vector<int64_t>& dims) {
     if (std::count(dims.begin(), dims.end(), kUnknownDim) > 1)
-      fail(Code::kUnimplemented, equation, "needs a reshape to " + Shape(dims).to_string() +
-                                               ", with more than one dim of unknown size");
+      fail(Code::kUnimplemented, equation,
+           "needs a reshape to " + Shape(dims).to_string() + ", with more than one dim of unknown size");
   };
   const int64_t m = product(own_a), k = product(shared), n = product(own_b);
   auto flat = [&](const Labelled& x, const Shape& shape, const std::string& order, int64_t rows, int64_t cols) {
@@ -173,9 +173,8 @@ Labelled contract(const Scope& s, const std::string& equation, Labelled a, Label
     at_most_one_unknown(dims);
     return ops::reshape(s, arrange(s, x, order), dims, "EinsumFlat");
   };
-  Output y =
-      s.op("BatchMatMul", {flat(a, sa, batch + own_a + shared, m, k), flat(b, sb, batch + shared + own_b, k, n)}, {},
-           "EinsumMatMul");
+  Output y = s.op("BatchMatMul", {flat(a, sa, batch + own_a + shared, m, k), flat(b, sb, batch + shared + own_b, k, n)},
+                  {}, "EinsumMatMul");
   std::vector<int64_t> dims;
   for (char ch : batch) {  // broadcast: a 1 takes the other's size
     const int64_t x = sa[static_cast<int>(a.labels.find(ch))], z = sb[static_cast<int>(b.labels.find(ch))];

@@ -107,6 +107,27 @@ void int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+// `spec` converted back to ONNX in `dir`, run by ONNX Runtime on `inputs`:
+// each output named in `names` must match `want` (in that order; the
+// exported outputs come in the signature's key order). Returns the model.
+::onnx::ModelProto expect_exported_agrees(const ModuleSpec& spec, const fs::path& dir,
+                                          const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                          const std::vector<std::string>& names, const std::vector<Tensor>& want) {
+  const std::string exported = (dir / "exported.onnx").string();
+  onnx_interop::export_onnx(spec, exported);
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  const std::vector<Tensor> again = run_onnx_runtime(exported, inputs, dir / "exported");
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
+  for (size_t i = 0; i < names.size(); ++i) {
+    INFO("exported " << names[i]);
+    REQUIRE(index.count(names[i]));
+    expect_close(again.at(index.at(names[i])), want.at(i), 1e-5, 1e-4);
+  }
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("ONNX import: NCHW convolution, bias and ReLU at the boundary, weights as variables") {
@@ -1012,10 +1033,9 @@ TEST_CASE(
     }
   }
   // Exported back to ONNX: the new ops are written as themselves, and ONNX Runtime computes the same.
-  const std::string exported = (dir.path / "exported.onnx").string();
-  onnx_interop::export_onnx(spec, exported);
-  ::onnx::ModelProto m;
-  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
+  std::vector<std::string> names;
+  for (const auto& o : outputs) names.push_back(o.first);
+  const ::onnx::ModelProto m = expect_exported_agrees(spec, dir.path, {{"x", x}}, names, want);
   std::set<std::string> ops;
   for (const auto& n : m.graph().node()) ops.insert(n.op_type());
   for (const char* op : {"Erf",       "Sin",
@@ -1033,15 +1053,6 @@ TEST_CASE(
                          "ScatterND", "ScatterElements",
                          "OneHot"})
     CHECK_MESSAGE(ops.count(op), op << " is not in the exported model");
-  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
-  REQUIRE(again.size() == outputs.size());
-  std::map<std::string, size_t> exported_index;  // the exported outputs come in the signature's key order
-  for (int i = 0; i < m.graph().output_size(); ++i) exported_index[m.graph().output(i).name()] = static_cast<size_t>(i);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    INFO("exported " << outputs[i].first);
-    REQUIRE(exported_index.count(outputs[i].first));
-    expect_close(again[exported_index.at(outputs[i].first)], want[i], 1e-5, 1e-4);
-  }
 }
 
 TEST_CASE(
@@ -1088,17 +1099,9 @@ TEST_CASE(
     expect_close(got.at(outputs[i].first), want[i], 1e-5, 1e-4);
   }
   // Converted back to ONNX (as hub's ops), ONNX Runtime computes the same.
-  const std::string exported = (dir.path / "exported.onnx").string();
-  onnx_interop::export_onnx(spec, exported);
-  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}}, dir.path / "exported");
-  ::onnx::ModelProto m;
-  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
-  std::map<std::string, size_t> index;
-  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    INFO("exported " << outputs[i].first);
-    expect_close(again.at(index.at(outputs[i].first)), want[i], 1e-5, 1e-4);
-  }
+  std::vector<std::string> names;
+  for (const auto& o : outputs) names.push_back(o.first);
+  expect_exported_agrees(spec, dir.path, {{"x", x}}, names, want);
   // Refused, each naming the equation: malformed ones as invalid, a diagonal as unsupported.
   for (const auto& [equation, inputs, code, why] :
        std::vector<std::tuple<std::string, std::vector<std::string>, Code, std::string>>{
@@ -1159,18 +1162,8 @@ TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignme
     expect_close(got.at(outputs[i]), want[i], 1e-5, 1e-4);
   }
   // Written back as GridSample (opset 16), ONNX Runtime computes the same.
-  const std::string exported = (dir.path / "exported.onnx").string();
-  onnx_interop::export_onnx(spec, exported);
-  ::onnx::ModelProto m;
-  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
-  CHECK(m.opset_import(0).version() == 16);
-  const std::vector<Tensor> again = run_onnx_runtime(exported, {{"x", x}, {"grid", grid}}, dir.path / "exported");
-  std::map<std::string, size_t> index;
-  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    INFO("exported " << outputs[i]);
-    expect_close(again.at(index.at(outputs[i])), want[i], 1e-5, 1e-4);
-  }
+  CHECK(expect_exported_agrees(spec, dir.path, {{"x", x}, {"grid", grid}}, outputs, want).opset_import(0).version() ==
+        16);
 }
 
 TEST_CASE(
@@ -1243,18 +1236,9 @@ TEST_CASE(
     }
   }
   // Converted back to ONNX (unrolled), ONNX Runtime computes the same.
-  const std::string exported = (dir.path / "exported.onnx").string();
-  onnx_interop::export_onnx(spec, exported);
-  const std::vector<Tensor> again =
-      run_onnx_runtime(exported, {{"x", x}, {"h0", h0}, {"c0", c0}}, dir.path / "exported");
-  ::onnx::ModelProto m;
-  REQUIRE(m.ParseFromString(read_file_bytes(exported)));
-  std::map<std::string, size_t> index;
-  for (int i = 0; i < m.graph().output_size(); ++i) index[m.graph().output(i).name()] = static_cast<size_t>(i);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    INFO("exported " << outputs[i].first);
-    expect_close(again.at(index.at(outputs[i].first)), want[i], 1e-5, 1e-4);
-  }
+  std::vector<std::string> names;
+  for (const auto& o : outputs) names.push_back(o.first);
+  expect_exported_agrees(spec, dir.path, {{"x", x}, {"h0", h0}, {"c0", c0}}, names, want);
   // Unsupported forms are refused by name.
   lstm->mutable_attribute(0)->set_s("sideways");
   const std::string bad = b.save(dir.path, "bad.onnx");
