@@ -316,7 +316,19 @@ const full = [
 let total = node('att/full', 'AddN', full, {T, N: {i: String(full.length)}});
 for (const part of ['att/prod', 'att/argmax_f', 'att/gather_nd'])  // broadcast onto [N, 3, 4]
   total = node(`${part}/added`, 'AddV2', [total, part], {T});
-node('attention', 'Reshape', [total, vec('att/flat', [-1, 12])], {T, Tshape: IT});
+node('att/flat_total', 'Reshape', [total, vec('att/flat', [-1, 12])], {T, Tshape: IT});
+// Constants TensorFlow computes in the graph: Range, Fill, Rank, Size.
+const asFloat = (name, x) => node(name, 'Cast', [x], {SrcT: IT, DstT: T, Truncate: {b: false}});
+const extras = [
+  asFloat('att/range_f', node('att/range', 'Range', [intScalar('att/start', 0), intScalar('att/limit', 12),
+                                                     intScalar('att/delta', 1)], {Tidx: IT})),
+  node('att/filled', 'Fill', [vec('att/fill_dims', [1, 12]), scalar('att/fill_value', 0.25)], {T, index_type: IT}),
+  asFloat('att/rank_f', node('att/rank', 'Rank', ['att/tokens'], {T})),
+  asFloat('att/size_f', node('att/size', 'Size', ['att/w_q'], {T, out_type: IT})),
+];
+total = 'att/flat_total';
+for (const part of extras) total = node(`${part}/added`, 'AddV2', [total, part], {T});
+node('attention', 'Identity', [total], {T});
 
 // ---- Files -------------------------------------------------------------------
 async function main() {

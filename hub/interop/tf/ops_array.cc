@@ -4,6 +4,8 @@
 // Reshape, ExpandDims, Squeeze, Transpose, Pad, ConcatV2, Split, Slice,
 // StridedSlice, Cast.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "hub/core/error.h"
@@ -499,6 +501,46 @@ void map_tensor_scatter(OpContext& c) {
       0, c.add("ScatterND", {c.input(0), c.input(1), c.input(2)}, Attrs().set("reduction", reduction.at(c.op()))));
 }
 
+// Range(start, limit, delta) of constants, folded (at most 2^24 values).
+void map_range(OpContext& c) {
+  std::optional<Tensor> args[3] = {c.constant(0), c.constant(1), c.constant(2)};
+  double v[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!args[i] || args[i]->num_elements() != 1) c.unsupported("Range needs constant scalar start, limit and delta");
+    dispatch_dtype(args[i]->dtype(), [&](auto tag) { v[i] = static_cast<double>(args[i]->data<decltype(tag)>()[0]); });
+  }
+  const double count = std::ceil((v[1] - v[0]) / v[2]);
+  if (!std::isfinite(count) || v[2] == 0 || count > double{1 << 24})
+    c.fail("Range(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) +
+           ") must have a nonzero delta and at most 2^24 values");
+  const auto n = static_cast<int64_t>(std::max(0.0, count));
+  const DType dtype = c.attr_dtype("Tidx");
+  Tensor out(dtype, Shape{n});
+  dispatch_arith(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = static_cast<T>(v[0] + static_cast<double>(i) * v[2]);
+  });
+  c.set_constant(0, out);
+}
+
+// Fill(dims, value): the value broadcast to the constant dims.
+void map_fill(OpContext& c) {
+  c.set_output(0, c.add("BroadcastTo", {c.input(1)}, Attrs().set("shape", c.constant_ints(0, "dims"))));
+}
+
+// Rank and Size: constants of the static shape.
+void map_rank(OpContext& c) { c.set_constant(0, Tensor::scalar<int32_t>(c.shape(0).rank())); }
+
+void map_size(OpContext& c) {
+  const Shape shape = c.shape(0);
+  if (!shape.is_fully_defined()) c.unsupported("Size of " + shape.to_string() + ", known only at run time");
+  const DType out = c.attr_dtype("out_type");
+  if (out == DType::kInt32 && shape.num_elements() > std::numeric_limits<int32_t>::max())
+    c.fail("Size " + std::to_string(shape.num_elements()) + " of " + shape.to_string() + " does not fit int32");
+  c.set_constant(0, out == DType::kInt64 ? Tensor::scalar<int64_t>(shape.num_elements())
+                                         : Tensor::scalar<int32_t>(static_cast<int32_t>(shape.num_elements())));
+}
+
 void map_tile(OpContext& c) {
   c.set_output(0, c.add("Tile", {c.input(0)}, Attrs().set("multiples", c.constant_ints(1, "multiples"))));
 }
@@ -724,6 +766,10 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                         {"new_axis_mask", attr_i(0)},
                         {"shrink_axis_mask", attr_i(0)}}};
   m["Cast"] = {map_cast, {{"SrcT", T}, {"DstT", T}, {"Truncate", attr_b(false)}}, {"y"}};
+  m["Range"] = {map_range, {{"Tidx", attr_type(kDtInt32)}}};
+  m["Fill"] = {map_fill, {{"T", T}, {"index_type", attr_type(kDtInt32)}}};
+  m["Rank"] = {map_rank, {{"T", T}}};
+  m["Size"] = {map_size, {{"T", T}, {"out_type", attr_type(kDtInt32)}}};
   m["Tile"] = {map_tile, {{"T", T}, {"Tmultiples", attr_type(kDtInt32)}}};
   for (const char* op : {"ZerosLike", "OnesLike"}) m[op] = {map_fill_like, {{"T", T}}, {"y"}};
   m["TopKV2"] = {map_top_k,
