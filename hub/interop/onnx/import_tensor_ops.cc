@@ -1064,6 +1064,28 @@ void map_eye_like(NodeContext& c) {
   c.set_constant(0, out);
 }
 
+// HannWindow, HammingWindow, BlackmanWindow(size): the window of a constant
+// size, folded: a0 - a1 cos(2 pi n / M) + a2 cos(4 pi n / M) with M = size
+// (periodic) or size - 1 (symmetric), computed in double.
+void map_window(NodeContext& c) {
+  const std::vector<int64_t> size = c.constant_ints(0, "size");
+  if (size.size() != 1 || size[0] < 0) c.fail("size (input 0) must be one constant >= 0");
+  const int64_t n = size[0];
+  c.check_folded_size(Shape{n}, "the window");
+  const double m = static_cast<double>(c.attr_int("periodic", 1) ? n : n - 1);
+  const double a0 = c.op() == "HannWindow" ? 0.5 : c.op() == "HammingWindow" ? 25.0 / 46 : 0.42;
+  const double a1 = c.op() == "HammingWindow" ? 21.0 / 46 : 0.5, a2 = c.op() == "BlackmanWindow" ? 0.08 : 0;
+  const double pi = 3.14159265358979323846;
+  Tensor w(DType::kFloat32, Shape{n});
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = m > 0 ? 2 * pi * static_cast<double>(i) / m : 0;
+    w.data<float>()[i] = static_cast<float>(a0 - a1 * std::cos(x) + a2 * std::cos(2 * x));
+  }
+  const DType dtype = dtype_from_onnx(static_cast<int>(c.attr_int("output_datatype", 1)),
+                                      "node '" + c.node().name() + "' output_datatype");
+  c.set_constant(0, dtype == DType::kFloat32 ? w : evaluate("Cast", {w}, Attrs().set("dtype", dtype)));
+}
+
 // QuantizeLinear / DequantizeLinear (hub/ops/quantize.h): `axis` matters
 // only for a per-channel (1-D) scale; an absent zero point is 0 of the
 // quantized type (uint8 for QuantizeLinear, as ONNX says).
@@ -1184,6 +1206,8 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["SoftmaxCrossEntropyLoss"] = {map_softmax_cross_entropy_loss, {"ignore_index", "reduction"}};
   m["LogSoftmax"] = {map_softmax<kLogSoftmax>, {"axis"}};
   m["CumSum"] = {map_cum_sum, {"exclusive", "reverse"}};
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    m[op] = {map_window, {"output_datatype", "periodic"}};
   m["ArgMax"] = {map_arg_extreme<kArgMax>, {"axis", "keepdims", "select_last_index"}};
   m["ArgMin"] = {map_arg_extreme<kArgMin>, {"axis", "keepdims", "select_last_index"}};
   m["ThresholdedRelu"] = {map_thresholded_relu, {"alpha"}};
