@@ -688,6 +688,30 @@ void export_cast(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_tile(ExportContext& c) {
+  const std::vector<int64_t>& m = c.node().attrs.get_ints("multiples");
+  auto& n = c.add("", "Tile", {c.input(0), ints_const(c, "multiples", m, Shape{static_cast<int64_t>(m.size())})});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tmultiples", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+// ZerosLike, OnesLike.
+void export_fill_like(ExportContext& c) {
+  auto& n = c.add("", c.node().op, {c.input(0)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  c.set_output(0, n.name());
+}
+
+void export_top_k(ExportContext& c) {
+  std::string k = c.constant("k", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("k"))));
+  auto& n = c.add("", "TopKV2", {c.input(0), k});
+  set_type(n, "T", c.input_spec(0).dtype);
+  (*n.mutable_attr())["sorted"].set_b(c.node().attrs.get_bool("sorted"));
+  c.set_output(0, n.name());
+  c.set_output(1, n.name() + ":1");
+}
+
 void export_gather(ExportContext& c) {
   std::string axis = c.constant("axis", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("axis"))));
   auto& n = c.add("", "GatherV2", {c.input(0), c.input(1), axis});
@@ -795,6 +819,10 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["Concat"] = export_concat;
   m["Cast"] = export_cast;
   m["Gather"] = export_gather;
+  m["Tile"] = export_tile;
+  m["ZerosLike"] = export_fill_like;
+  m["OnesLike"] = export_fill_like;
+  m["TopK"] = export_top_k;
   m["GatherND"] = export_gather_nd;
   m["ScatterND"] = export_scatter_nd;
 }

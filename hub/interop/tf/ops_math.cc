@@ -216,6 +216,25 @@ void export_cumsum(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_batch_matmul(ExportContext& c) {
+  auto& n = c.add("", "BatchMatMulV2", {c.input(0), c.input(1)});
+  set_type(n, "T", DType::kFloat32);
+  (*n.mutable_attr())["adj_x"].set_b(c.node().attrs.get_bool("adj_x"));
+  (*n.mutable_attr())["adj_y"].set_b(c.node().attrs.get_bool("adj_y"));
+  c.set_output(0, n.name());
+}
+
+void export_arg_max(ExportContext& c) {
+  if (c.node().attrs.get_bool("select_last")) c.fail("ArgMax of the last tied maximum has no TensorFlow op");
+  std::string dim =
+      c.constant("dimension", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("axis"))));
+  auto& n = c.add("", "ArgMax", {c.input(0), dim});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tidx", DType::kInt32);
+  set_type(n, "output_type", DType::kInt64);
+  c.set_output(0, n.name());
+}
+
 void export_add_n(ExportContext& c) {
   std::vector<std::string> in;
   for (size_t i = 0; i < c.node().inputs.size(); ++i) in.push_back(c.input(static_cast<int>(i)));
@@ -283,6 +302,8 @@ void add_math_exporters(std::map<std::string, OpExporter>& m) {
   for (const auto& [hub_op, tf_op] : elementwise_export()) m[hub_op] = export_elementwise;
   m["Mod"] = export_mod;
   m["CumSum"] = export_cumsum;
+  m["BatchMatMul"] = export_batch_matmul;
+  m["ArgMax"] = export_arg_max;
   m["AddN"] = export_add_n;
   for (const char* op : {"Mean", "Sum", "Max", "Min", "Prod"}) m[op] = export_reduction;
   m["MatMul"] = export_matmul;

@@ -137,6 +137,20 @@ void every_op(ModuleBuilder& b) {
   terms.push_back(
       s.op("CumSum", {x3}, Attrs().set("axis", int64_t{1}).set("exclusive", true).set("reverse", true), "cumsum"));
   terms.push_back(s.op("Pow", {s.op("Abs", {x3}, {}, "abs_x3"), ops::scalar(s, 1.5f, "power")}, {}, "pow"));
+  // BatchMatMulV2, ArgMax, Tile, ZerosLike, OnesLike, TopKV2 on [?, 12].
+  Output tokens = s.op("Reshape", {flat}, Attrs().set("shape", ints({-1, 3, 4})), "tokens");
+  Output mixed = s.op("BatchMatMul", {tokens, ops::constant(s, random_tensor({1, 4, 4}, 10), "mix")},
+                      Attrs().set("adj_y", true), "batch_matmul");
+  terms.push_back(s.op("Reshape", {mixed}, Attrs().set("shape", ints({-1, 12})), "mixed_flat"));
+  Output arg = s.op("Cast", {s.op("ArgMax", {flat}, Attrs().set("axis", int64_t{1}), "arg_max")},
+                    Attrs().set("dtype", DType::kFloat32), "arg_max_f");
+  terms.push_back(s.op("Tile", {s.op("ExpandDims", {arg}, Attrs().set("axis", int64_t{1}), "arg_column")},
+                       Attrs().set("multiples", ints({1, 12})), "tile"));
+  terms.push_back(s.op("OnesLike", {flat}, {}, "ones"));
+  terms.push_back(s.op("ZerosLike", {flat}, {}, "zeros"));
+  std::vector<Output> top = s.op_n("TopK", {flat}, Attrs().set("k", int64_t{12}), "top_k");
+  terms.push_back(top[0]);
+  terms.push_back(s.op("Cast", {top[1]}, Attrs().set("dtype", DType::kFloat32), "top_k_indices"));
   terms.push_back(s.op("Min", {y}, Attrs().set("axes", ints({1, 2})), "min"));    // [?, 12]
   terms.push_back(s.op("Prod", {y}, Attrs().set("axes", ints({1, 2})), "prod"));  // [?, 12]
   for (bool truncate : {false, true})
@@ -286,6 +300,12 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "SelectV2",
                                         "FloorMod",
                                         "Cumsum",
+                                        "BatchMatMulV2",
+                                        "ArgMax",
+                                        "Tile",
+                                        "OnesLike",
+                                        "ZerosLike",
+                                        "TopKV2",
                                         "Pow",
                                         "Min",
                                         "Prod",
@@ -354,7 +374,7 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
     ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
       Scope s = b.scope();
       Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5}, "x");
-      Output top = s.op_n("TopK", {x}, Attrs().set("k", int64_t{2}), "top")[0];
+      Output top = s.op("HardSwish", {x}, {}, "top");
       Output sign = s.op("Sign", {x}, {}, "sign");
       Output after = s.op("Relu", {sign}, {}, "after");
       b.add_signature("default", {{"x", x}}, {{"top", top}, {"sign", sign}, {"after", after}});
@@ -368,7 +388,7 @@ TEST_CASE("exports that cannot be written fail before anything is written") {
     }
     expect_error(
         Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
-        "hub node 'top' (TopK): op TopK has no TensorFlow equivalent");
+        "hub node 'top' (HardSwish): op HardSwish has no TensorFlow equivalent");
     expect_error(
         Code::kUnimplemented, [&] { tf::export_saved_model(spec, dir / "out"); },
         "hub node 'sign' (Sign): op Sign has no TensorFlow equivalent");
