@@ -375,16 +375,29 @@ void map_cast_like(NodeContext& c) {
   c.set_output(0, c.scope().op("Cast", {x}, Attrs().set("dtype", c.dtype(1)), "Cast"), nhwc);
 }
 
-// Dropout and Identity at inference: the input passes through.
+// Dropout and Identity at inference: the input passes through (Dropout's
+// mask, where asked, is all true). Dropout in training mode is that too
+// with a ratio of 0; otherwise it is random, which hub does not import.
 void map_passthrough(NodeContext& c) {
   if (c.op() == "Dropout" && c.has_input(2)) {
     std::optional<Tensor> training = c.constant(2);
-    if (!training || training->dtype() != DType::kBool || training->data<bool>()[0])
-      c.fail("training_mode must be a constant false (hub imports models for inference)");
+    if (!training || training->dtype() != DType::kBool || training->num_elements() != 1)
+      c.fail("training_mode must be a constant bool");
+    if (training->data<bool>()[0]) {
+      std::optional<Tensor> ratio = c.has_input(1) ? c.constant(1) : std::nullopt;
+      const bool zero = ratio && ratio->num_elements() == 1 &&
+                        evaluate("Cast", {*ratio}, Attrs().set("dtype", DType::kFloat32)).data<float>()[0] == 0;
+      if (!zero)
+        c.fail(
+            "training_mode true with a ratio that is not a constant 0 drops at random (hub imports models for "
+            "inference)");
+    }
   }
   bool nhwc;
   Output x = unary_input(c, &nhwc);
   c.set_output(0, c.scope().op("Identity", {x}, {}, "Identity"), nhwc);
+  if (c.op() == "Dropout" && c.node().output_size() > 1 && !c.node().output(1).empty())
+    c.set_output(1, ops::cast(c.scope(), ops::ones_like(c.scope(), x), DType::kBool, "Mask"), nhwc);
 }
 
 // ---- shapes ---------------------------------------------------------------------------
