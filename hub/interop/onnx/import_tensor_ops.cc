@@ -202,6 +202,31 @@ void map_binary(NodeContext& c) {
   c.set_output(0, c.scope().op(kOp, in.values, {}, kOp), in.nhwc);
 }
 
+// Operands of element-wise arithmetic: 8-bit integers are widened to int32
+// (hub's arithmetic is float32, int32 and int64), and narrow() casts a result
+// back to their type, wrapping as ONNX's (NumPy's) 8-bit arithmetic does.
+struct Arithmetic : Operands {
+  std::optional<DType> narrow_to;
+  Output narrow(NodeContext& c, Output y) const {
+    return narrow_to ? ops::cast(c.scope(), y, *narrow_to, "Narrow") : y;
+  }
+};
+
+Arithmetic arithmetic_operands(NodeContext& c, int first = 0, int count = -1) {
+  Arithmetic a{operands(c, first, count), std::nullopt};
+  if (is_8bit(c.dtype(first))) {
+    a.narrow_to = c.dtype(first);
+    for (Output& v : a.values) v = ops::cast(c.scope(), v, DType::kInt32, "Widen");
+  }
+  return a;
+}
+
+template <const char* kOp>
+void map_arithmetic(NodeContext& c) {
+  Arithmetic in = arithmetic_operands(c, 0, 2);
+  c.set_output(0, in.narrow(c, c.scope().op(kOp, in.values, {}, kOp)), in.nhwc);
+}
+
 constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kMaximum[] = "Maximum",
                kMinimum[] = "Minimum", kEqual[] = "Equal", kGreater[] = "Greater", kLess[] = "Less",
                kGreaterEqual[] = "GreaterEqual", kLessEqual[] = "LessEqual", kPow[] = "Pow",
@@ -209,9 +234,9 @@ constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", k
 
 // Mod: fmod 1 keeps the dividend's sign (C's fmod), fmod 0 the divisor's.
 void map_mod(NodeContext& c) {
-  Operands in = operands(c, 0, 2);
+  Arithmetic in = arithmetic_operands(c, 0, 2);
   const bool truncate = c.attr_int("fmod", 0) != 0;
-  c.set_output(0, c.scope().op("Mod", in.values, Attrs().set("truncate", truncate), "Mod"), in.nhwc);
+  c.set_output(0, in.narrow(c, c.scope().op("Mod", in.values, Attrs().set("truncate", truncate), "Mod")), in.nhwc);
 }
 
 // Where(condition, X, Y): hub's Select, the three broadcast together.
@@ -223,14 +248,14 @@ void map_where(NodeContext& c) {
 // Sum, Mean, Max, Min: a chain of the binary op (Mean divides at the end).
 template <const char* kOp, bool kMean>
 void map_variadic(NodeContext& c) {
-  Operands in = operands(c);
+  Arithmetic in = arithmetic_operands(c);
   Output acc = in.values[0];
   for (size_t i = 1; i < in.values.size(); ++i) acc = c.scope().op(kOp, {acc, in.values[i]}, {}, kOp);
   if (kMean && in.values.size() > 1)
     acc = c.scope().op("Mul", {acc, ops::scalar(c.scope(), 1.0f / static_cast<float>(in.values.size()), "inv_n")}, {},
                        "mean");
   if (in.values.size() == 1) acc = c.scope().op("Identity", {acc}, {}, "Identity");
-  c.set_output(0, acc, in.nhwc);
+  c.set_output(0, in.narrow(c, acc), in.nhwc);
 }
 
 // x keeps its layout through a unary op.
@@ -292,12 +317,12 @@ void map_clip(NodeContext& c) {
   };
   const bool runtime_bound = (c.has_input(1) && !c.constant(1)) || (c.has_input(2) && !c.constant(2));
   if (runtime_bound) {
-    Operands in = operands(c, 0, 3);
+    Arithmetic in = arithmetic_operands(c, 0, 3);
     Output y = in.values[0];
     size_t k = 1;
     if (c.has_input(1)) y = c.scope().op("Maximum", {y, in.values[k++]}, {}, "min");
     if (c.has_input(2)) y = c.scope().op("Minimum", {y, in.values[k]}, {}, "max");
-    c.set_output(0, y, in.nhwc);
+    c.set_output(0, in.narrow(c, y), in.nhwc);
     return;
   }
   std::optional<double> lo = bound(1), hi = bound(2);
@@ -1130,10 +1155,10 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Shape"] = {map_shape, {"start", "end"}};
   m["Size"] = {map_size, {}};
   m["Range"] = {map_range, {}};
-  m["Add"] = {map_binary<kAdd>, {}};
-  m["Sub"] = {map_binary<kSub>, {}};
-  m["Mul"] = {map_binary<kMul>, {}};
-  m["Div"] = {map_binary<kDiv>, {}};
+  m["Add"] = {map_arithmetic<kAdd>, {}};
+  m["Sub"] = {map_arithmetic<kSub>, {}};
+  m["Mul"] = {map_arithmetic<kMul>, {}};
+  m["Div"] = {map_arithmetic<kDiv>, {}};
   m["Mod"] = {map_mod, {"fmod"}};
   m["Pow"] = {map_pow, {}};
   m["Equal"] = {map_binary<kEqual>, {}};
