@@ -650,6 +650,15 @@ void map_recurrent(NodeContext& c) {
         xp = ops::add(s, xp, c.weight(3, bias(g, g)), "RecurrentBias" + tag);
       }
     }
+    // GRU without linear_before_reset: R's h columns, [hidden, hidden], for the reset state.
+    std::optional<Output> rt_h;
+    if (cell == Cell::kGru && !lbr)
+      rt_h = c.weight(2, [&](const Tensor& t) {
+        return evaluate("Slice", {transposed_part(t)},
+                        Attrs()
+                            .set("begin", std::vector<int64_t>{0, 2 * r.hidden})
+                            .set("size", std::vector<int64_t>{r.hidden, r.hidden}));
+      });
     std::optional<Output> pi, po, pf;
     if (cell == Cell::kLstm && c.has_input(peepholes)) {
       auto peep = [&](int64_t k) {
@@ -698,14 +707,7 @@ void map_recurrent(NodeContext& c) {
           if (rb) rec = ops::add(s, rec, *rb);
           hh = ops::tanh(s, ops::add(s, gate(xt, 2), ops::mul(s, rg, rec)));
         } else {
-          const Output rh = ops::matmul(s, ops::mul(s, rg, h), c.weight(2, [&](const Tensor& t) {
-            const Tensor all = transposed_part(t);  // [hidden, 3*hidden]: its h columns
-            return evaluate("Slice", {all},
-                            Attrs()
-                                .set("begin", std::vector<int64_t>{0, 2 * r.hidden})
-                                .set("size", std::vector<int64_t>{r.hidden, r.hidden}));
-          }));
-          hh = ops::tanh(s, ops::add(s, gate(xt, 2), rh));
+          hh = ops::tanh(s, ops::add(s, gate(xt, 2), ops::matmul(s, ops::mul(s, rg, h), *rt_h)));
         }
         // (1 - z) * hh + z * h = hh + z * (h - hh)
         h = ops::add(s, hh, ops::mul(s, z, ops::sub(s, h, hh)), "H" + tag);
