@@ -43,14 +43,6 @@ struct ValueInfo {
   int elem_type = 0;
 };
 
-std::optional<Shape> shape_of(const ::onnx::TypeProto& type) {
-  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const auto& d : type.tensor_type().shape().dim())
-    dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
-  return Shape(std::move(dims));
-}
-
 class Importer;
 
 // The context of one node: builds into `graph_`, reading inputs from

@@ -114,12 +114,11 @@ const std::map<std::string, int>& conv_weights_input() {
   return m;
 }
 
-// A value type's dims (-1 where unknown), or nullopt without a tensor shape.
+// A value type's dims (kUnknownDim where unknown), or nullopt without a tensor shape.
 std::optional<std::vector<int64_t>> declared_dims(const ::onnx::TypeProto& type) {
-  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-  return dims;
+  std::optional<Shape> shape = shape_of(type);
+  if (!shape) return std::nullopt;
+  return shape->dims();
 }
 
 // Where each value of a graph comes from, indexed once per pass.
@@ -296,6 +295,14 @@ void copy_typed(const Field& field, Tensor& out) {
 }
 
 }  // namespace
+
+std::optional<Shape> shape_of(const ::onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : type.tensor_type().shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+  return Shape(std::move(dims));
+}
 
 std::string onnx_type_name(int onnx_type) {
   for (const TypeInfo& t : kTypeNames)

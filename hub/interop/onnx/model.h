@@ -46,6 +46,10 @@ struct OnnxModel {
 
 OnnxModel load_onnx_model(const std::string& path);
 
+// A value type's shape (kUnknownDim where a dim has no value), or nullopt
+// where it has no tensor shape.
+std::optional<Shape> shape_of(const ::onnx::TypeProto& type);
+
 // Runs ONNX's shape inference (with data propagation) over `model` again
 // after its input shapes changed: the old inferred shapes (value_info, and
 // output shapes) are dropped first. `where` names the model in errors.
