@@ -712,6 +712,13 @@ void map_scatter(NodeContext& c) {
   c.set_output(0, c.scope().op(c.op(), {c.native(0), c.native(1), c.native(2)}, a, c.op()));
 }
 
+// An int32 or int64 scalar constant.
+Output index_scalar(NodeContext& c, int64_t value, DType dtype, const std::string& name) {
+  return c.constant_output(
+      dtype == DType::kInt32 ? Tensor::scalar<int32_t>(static_cast<int32_t>(value)) : Tensor::scalar<int64_t>(value),
+      name);
+}
+
 // OneHot(indices, depth, values [off, on]): hub's OneHot puts the new dim
 // last and counts no index from the end, so negative indices are wrapped
 // first and the dim is moved to `axis` after.
@@ -732,8 +739,8 @@ void map_one_hot(NodeContext& c) {
   Output idx = c.native(0);
   if (c.dtype(0) != DType::kInt32 && c.dtype(0) != DType::kInt64) idx = ops::cast(s, idx, DType::kInt64, "AsIndex");
   const DType it = c.dtype(0) == DType::kInt32 ? DType::kInt32 : DType::kInt64;
-  Output zero = ops::cast(s, ops::scalar(s, 0.0f, "zero"), it, "zero_index");
-  Output d = ops::cast(s, ops::scalar(s, static_cast<float>(depth[0]), "depth"), it, "depth_index");
+  Output zero = index_scalar(c, 0, it, "zero_index");
+  Output d = index_scalar(c, depth[0], it, "depth_index");
   idx = ops::select(s, ops::less(s, idx, zero, "Negative"), ops::add(s, idx, d, "FromEnd"), idx, "Wrapped");
   Output y = s.op("OneHot", {idx},
                   Attrs()
@@ -880,8 +887,7 @@ Output nll_loss(NodeContext& c, Output input, int rank) {
     c.fail("the target must be int32 or int64, got " + std::string(dtype_name(c.dtype(1))));
   std::optional<Output> weight;  // each element's weight, where the loss is weighted
   if (c.has_attr("ignore_index")) {
-    Output ignore = ops::cast(s, ops::constant(s, Tensor::scalar<int64_t>(c.attr_int("ignore_index", 0)), "ignore"),
-                              c.dtype(1), "ignore_index");
+    Output ignore = index_scalar(c, c.attr_int("ignore_index", 0), c.dtype(1), "ignore_index");
     Output valid = ops::not_equal(s, target, ignore, "Counted");
     target = ops::select(s, valid, target, ops::zeros_like(s, target), "SafeTarget");
     weight = ops::cast(s, valid, DType::kFloat32, "CountedWeight");
