@@ -361,46 +361,39 @@ struct Storage {
   uint64_t element_bytes;
   const char* field;
   uint64_t entry_bytes;
+  int (TensorProto::*entries)() const;  // the field's size
 };
 
 std::optional<Storage> storage_of(int type) {
   switch (type) {
     case TensorProto::FLOAT:
-      return Storage{4, "float_data", 4};
+      return Storage{4, "float_data", 4, &TensorProto::float_data_size};
     case TensorProto::COMPLEX64:  // two float_data entries an element
-      return Storage{8, "float_data", 4};
+      return Storage{8, "float_data", 4, &TensorProto::float_data_size};
     case TensorProto::DOUBLE:
-      return Storage{8, "double_data", 8};
+      return Storage{8, "double_data", 8, &TensorProto::double_data_size};
     case TensorProto::COMPLEX128:
-      return Storage{16, "double_data", 8};
+      return Storage{16, "double_data", 8, &TensorProto::double_data_size};
     case TensorProto::INT64:
-      return Storage{8, "int64_data", 8};
+      return Storage{8, "int64_data", 8, &TensorProto::int64_data_size};
     case TensorProto::UINT32:
-      return Storage{4, "uint64_data", 4};
+      return Storage{4, "uint64_data", 4, &TensorProto::uint64_data_size};
     case TensorProto::UINT64:
-      return Storage{8, "uint64_data", 8};
+      return Storage{8, "uint64_data", 8, &TensorProto::uint64_data_size};
     case TensorProto::INT32:
-      return Storage{4, "int32_data", 4};
+      return Storage{4, "int32_data", 4, &TensorProto::int32_data_size};
     case TensorProto::INT16:
     case TensorProto::UINT16:
     case TensorProto::FLOAT16:
     case TensorProto::BFLOAT16:
-      return Storage{2, "int32_data", 2};
+      return Storage{2, "int32_data", 2, &TensorProto::int32_data_size};
     case TensorProto::INT8:
     case TensorProto::UINT8:
     case TensorProto::BOOL:
-      return Storage{1, "int32_data", 1};
+      return Storage{1, "int32_data", 1, &TensorProto::int32_data_size};
     default:  // strings, undefined
       return std::nullopt;
   }
-}
-
-uint64_t field_entries(const TensorProto& t, const std::string& field) {
-  if (field == "float_data") return static_cast<uint64_t>(t.float_data_size());
-  if (field == "double_data") return static_cast<uint64_t>(t.double_data_size());
-  if (field == "int64_data") return static_cast<uint64_t>(t.int64_data_size());
-  if (field == "uint64_data") return static_cast<uint64_t>(t.uint64_data_size());
-  return static_cast<uint64_t>(t.int32_data_size());
 }
 
 }  // namespace
@@ -426,7 +419,8 @@ Shape check_tensor_data(const TensorProto& t, const std::string& where) {
     throw_error(Code::kCorruption, where + ": shape " + shape.to_string() + " overflows");
   const uint64_t want = static_cast<uint64_t>(n) * storage->element_bytes;
   const bool raw = t.has_raw_data();
-  const uint64_t got = raw ? t.raw_data().size() : field_entries(t, storage->field) * storage->entry_bytes;
+  const uint64_t got =
+      raw ? t.raw_data().size() : static_cast<uint64_t>((t.*storage->entries)()) * storage->entry_bytes;
   if (got != want)
     throw_error(Code::kCorruption, where + ": " + onnx_type_name(t.data_type()) + shape.to_string() + " needs " +
                                        std::to_string(want) + " bytes, " + (raw ? "raw_data" : storage->field) +
