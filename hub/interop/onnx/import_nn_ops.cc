@@ -617,13 +617,26 @@ void map_recurrent(NodeContext& c) {
       return evaluate("Transpose", {part(t)}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
     };
     const Output wt = c.weight(1, transposed_part);  // [input, G*hidden]
-    const Output rt = c.weight(2, transposed_part);  // [hidden, G*hidden]
+    const bool lbr = cell == Cell::kGru && c.attr_int("linear_before_reset", 0) != 0;
+    // R transposed, [hidden, G*hidden]. A GRU without linear_before_reset
+    // multiplies the state by its z and r columns and the reset state by its
+    // h columns: two weights, so no step computes columns it does not use.
+    auto r_columns = [&](int64_t from, int64_t count) {
+      return c.weight(2, [&, from, count](const Tensor& t) {
+        return evaluate(
+            "Slice", {transposed_part(t)},
+            Attrs().set("begin", std::vector<int64_t>{0, from}).set("size", std::vector<int64_t>{r.hidden, count}));
+      });
+    };
+    const bool split_r = cell == Cell::kGru && !lbr;
+    const Output rt = split_r ? r_columns(0, 2 * r.hidden) : c.weight(2, transposed_part);
+    const std::optional<Output> rt_h =
+        split_r ? std::optional<Output>(r_columns(2 * r.hidden, r.hidden)) : std::nullopt;
     // Every step's input projection, plus both biases where given.
     Output xp = ops::reshape(
         s, ops::matmul(s, ops::reshape(s, xs, {-1, input}, "Flat" + tag), wt, false, false, "InputProjection" + tag),
         {r.steps, -1, r.gates * r.hidden}, "Steps" + tag);
     std::optional<Output> rb;  // GRU's recurrent bias of h, applied inside the reset (linear_before_reset)
-    const bool lbr = cell == Cell::kGru && c.attr_int("linear_before_reset", 0) != 0;
     if (c.has_input(3)) {
       const int64_t g = r.gates * r.hidden;
       auto bias = [&](int64_t from, int64_t count) {
@@ -650,15 +663,6 @@ void map_recurrent(NodeContext& c) {
         xp = ops::add(s, xp, c.weight(3, bias(g, g)), "RecurrentBias" + tag);
       }
     }
-    // GRU without linear_before_reset: R's h columns, [hidden, hidden], for the reset state.
-    std::optional<Output> rt_h;
-    if (cell == Cell::kGru && !lbr)
-      rt_h = c.weight(2, [&](const Tensor& t) {
-        return evaluate("Slice", {transposed_part(t)},
-                        Attrs()
-                            .set("begin", std::vector<int64_t>{0, 2 * r.hidden})
-                            .set("size", std::vector<int64_t>{r.hidden, r.hidden}));
-      });
     std::optional<Output> pi, po, pf;
     if (cell == Cell::kLstm && c.has_input(peepholes)) {
       auto peep = [&](int64_t k) {
