@@ -17,6 +17,7 @@
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
 #include "hub/core/text.h"
+#include "hub/interop/onnx/legacy.h"
 
 namespace fs = std::filesystem;
 
@@ -288,6 +289,13 @@ void check_dims_convertible(const ::onnx::GraphProto& g, int opset, const std::s
   for (const auto& v : g.value_info()) check_type(v);
 }
 
+// The value types ONNX's shape inference finds, written into `model`'s
+// value_info before the version converter runs: some of its adapters need
+// an input's shape (Softmax 12 -> 13 asserted on a computed input) and read
+// only what the model declares. Errors are left to the inference after
+// conversion, which reports them.
+void annotate_shapes(::onnx::ModelProto& model, const std::string& where);
+
 template <class T, class Field>
 void copy_typed(const Field& field, Tensor& out) {
   T* p = out.data<T>();
@@ -537,12 +545,21 @@ OnnxModel load_onnx_model(const std::string& path) {
   check_conv_weights(m.proto.graph(), where);
   load_graph_external_data(path, m.proto.mutable_graph());
   check_graph_tensors(m.proto.graph(), where);
-  try {
-    ::onnx::checker::check_model(m.proto);
-  } catch (const std::exception& e) {
-    throw_error(Code::kInvalidArgument, where + " fails ONNX's checker: " + e.what());
+  auto check = [&](const std::string& when) {
+    try {
+      ::onnx::checker::check_model(m.proto);
+    } catch (const std::exception& e) {
+      throw_error(Code::kInvalidArgument, where + " fails ONNX's checker" + when + ": " + e.what());
+    }
+  };
+  expand_experimental_operators(m.proto, m.source_opset, where);
+  check("");
+  if (m.source_opset < 7) {
+    upgrade_to_opset7(m.proto, m.source_opset, where);
+    check(" after hub's upgrade from opset " + std::to_string(m.source_opset) + " to 7");
   }
   if (m.source_opset != kTargetOpset) {
+    annotate_shapes(m.proto, where);
     check_dims_convertible(m.proto.graph(), m.source_opset, where);
     try {
       m.proto = ::onnx::version_conversion::ConvertVersion(m.proto, kTargetOpset);
@@ -720,6 +737,14 @@ void guard_inference(::onnx::ModelProto& model, const std::string& where) {
         check(i, types);
     }
     guarded = std::move(left);
+  }
+}
+
+void annotate_shapes(::onnx::ModelProto& model, const std::string& where) {
+  guard_inference(model, where);
+  try {
+    run_inference(model, false, where);
+  } catch (const Error&) {
   }
 }
 

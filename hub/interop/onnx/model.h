@@ -28,7 +28,7 @@
 
 namespace hub::onnx_interop {
 
-inline constexpr int kMinOpset = 7;
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 17;
 // The opset every model is converted to before mapping.
 inline constexpr int kTargetOpset = 17;

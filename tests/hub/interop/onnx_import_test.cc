@@ -298,13 +298,185 @@ TEST_CASE("ONNX import: unsupported operators, attributes and types name the nod
         Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "DOUBLE");
   }
   {
-    OnnxBuilder b(6);
+    OnnxBuilder b(18);
     b.input("x", {2});
     b.node("Relu", {"x"}, "y");
     b.output("y", {2});
-    const std::string path = b.save(dir.path, "old.onnx");
+    const std::string path = b.save(dir.path, "new.onnx");
     expect_error(
-        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 7 to 17");
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "opsets 1 to 17");
+  }
+}
+
+TEST_CASE("ONNX import: opset 1 to 6 forms and the experimental operators take their opset-7 meaning") {
+  TempDir dir("onnx_legacy");
+  auto float_attr = [](::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  auto string_attr = [](::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
+  };
+  auto run = [](const std::string& path, const Tensor& x) {
+    const ModuleSpec spec = onnx_interop::import_onnx(path);
+    return run_signature(spec, "default", {{"x", x}}, "reference");
+  };
+  SUBCASE("opset 1: legacy broadcast along an axis, consumed_inputs, Cast by name, Reshape's and Concat's defaults") {
+    OnnxBuilder b(1);
+    b.input("x", {2, 3, 2});
+    b.init("b", make({3}, {10, 20, 30}));
+    auto* add = b.node("Add", {"x", "b"}, "t");
+    int_attr(add, "broadcast", 1);
+    int_attr(add, "axis", 1);  // b's dims match x's dim 1: b[j] is added to x[i, j, k]
+    ints_attr(b.node("Relu", {"t"}, "relu"), "consumed_inputs", {0});
+    string_attr(b.node("Cast", {"relu"}, "i"), "to", "INT32");
+    string_attr(b.node("Cast", {"i"}, "y"), "to", "FLOAT");
+    ints_attr(b.node("Reshape", {"x"}, "r"), "shape", {3, 4});
+    b.node("Concat", {"r", "r"}, "c");  // axis 1 by default before opset 4
+    b.output("y", {2, 3, 2});
+    b.output("c", {3, 8});
+    const Tensor x = make({2, 3, 2}, {-11.5f, 1.5f, -20.5f, 2.5f, 0, 3.7f, 4, 5, 6, 7, -40, 8.9f});
+    const TensorMap out = run(b.save(dir.path, "opset1.onnx"), x);
+    expect_close(out.at("y"), make({2, 3, 2}, {0, 11, 0, 22, 30, 33, 14, 15, 26, 27, 0, 38}));
+    std::vector<float> c;
+    for (int row = 0; row < 3; ++row)
+      for (int copy = 0; copy < 2; ++copy)
+        for (int k = 0; k < 4; ++k) c.push_back(x.data<float>()[row * 4 + k]);
+    expect_close(out.at("c"), make({3, 8}, c));
+  }
+  SUBCASE("opset 1: Pad's paddings, Split's split input, Upsample's two scales") {
+    OnnxBuilder b(1);
+    b.input("x", {1, 1, 2, 2});
+    auto* pad = b.node("Pad", {"x"}, "p");
+    ints_attr(pad, "paddings", {0, 0, 0, 1, 0, 0, 1, 0});  // one column before, one row after
+    float_attr(pad, "value", 5);
+    b.init("split", Tensor::from_vector<int64_t>(Shape{2}, {1, 2}));
+    auto* split = b.node("Split", {"p", "split"}, "s0");
+    split->add_output("s1");
+    int_attr(split, "axis", 3);
+    auto* up = b.node("Upsample", {"x"}, "u");
+    float_attr(up, "height_scale", 2);
+    float_attr(up, "width_scale", 2);
+    b.output("s0", {1, 1, 3, 1});
+    b.output("s1", {1, 1, 3, 2});
+    b.output("u", {1, 1, 4, 4});
+    const TensorMap out = run(b.save(dir.path, "opset1_shapes.onnx"), make({1, 1, 2, 2}, {1, 2, 3, 4}));
+    expect_close(out.at("s0"), make({1, 1, 3, 1}, {5, 5, 5}));
+    expect_close(out.at("s1"), make({1, 1, 3, 2}, {1, 2, 3, 4, 5, 5}));
+    expect_close(out.at("u"), make({1, 1, 4, 4}, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  }
+  SUBCASE("opset 5: Tile's tiles and axis inputs") {
+    OnnxBuilder b(5);
+    b.input("x", {2, 2});
+    b.init("tiles", Tensor::scalar<int64_t>(3));
+    b.init("axis", Tensor::scalar<int64_t>(1));
+    b.node("Tile", {"x", "tiles", "axis"}, "y");
+    b.output("y", {2, 6});
+    const TensorMap out = run(b.save(dir.path, "tile.onnx"), make({2, 2}, {1, 2, 3, 4}));
+    expect_close(out.at("y"), make({2, 6}, {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}));
+  }
+  SUBCASE("opsets 1 to 9: ImageScaler, Scale, Affine, ScaledTanh, ParametricSoftplus, ThresholdedRelu")
+  for (int opset : {1, 5, 9}) {
+    CAPTURE(opset);
+    OnnxBuilder b(opset);
+    b.model.set_ir_version(3);  // the new constants are graph inputs too
+    b.input("x", {1, 3, 1, 2});
+    auto* scaler = b.node("ImageScaler", {"x"}, "image");
+    float_attr(scaler, "scale", 2);
+    auto* bias = scaler->add_attribute();
+    bias->set_name("bias");
+    bias->set_type(::onnx::AttributeProto::FLOATS);
+    for (float v : {1.0f, 2.0f, 3.0f}) bias->add_floats(v);
+    float_attr(b.node("Scale", {"x"}, "scale"), "scale", 3);
+    auto* affine = b.node("Affine", {"x"}, "affine");
+    float_attr(affine, "alpha", 2);
+    float_attr(affine, "beta", 1);
+    auto* tanh = b.node("ScaledTanh", {"x"}, "tanh");
+    float_attr(tanh, "alpha", 2);
+    float_attr(tanh, "beta", 0.5f);
+    auto* softplus = b.node("ParametricSoftplus", {"x"}, "softplus");
+    float_attr(softplus, "alpha", 2);
+    float_attr(softplus, "beta", 3);
+    float_attr(b.node("ThresholdedRelu", {"x"}, "relu"), "alpha", 0.5f);
+    for (const char* name : {"image", "scale", "affine", "tanh", "softplus", "relu"}) b.output(name, {1, 3, 1, 2});
+    const std::vector<float> v{-1, 0.25f, 0.5f, 0.75f, 2, -3};
+    const TensorMap out =
+        run(b.save(dir.path, "experimental" + std::to_string(opset) + ".onnx"), make({1, 3, 1, 2}, v));
+    auto each = [&](const std::function<float(float, int)>& f) {
+      std::vector<float> r;
+      for (int i = 0; i < 6; ++i) r.push_back(f(v[i], i / 2));
+      return make({1, 3, 1, 2}, r);
+    };
+    expect_close(out.at("image"), each([](float x, int c) { return 2 * x + static_cast<float>(c + 1); }));
+    expect_close(out.at("scale"), each([](float x, int) { return 3 * x; }));
+    expect_close(out.at("affine"), each([](float x, int) { return 2 * x + 1; }));
+    expect_close(out.at("tanh"), each([](float x, int) { return 2 * std::tanh(0.5f * x); }));
+    expect_close(out.at("softplus"), each([](float x, int) { return 2 * std::log1p(std::exp(3 * x)); }));
+    expect_close(out.at("relu"), each([](float x, int) { return x > 0.5f ? x : 0.0f; }));
+  }
+  SUBCASE("opset 11: a Softmax of a computed value reaches ONNX's converter with its shape") {
+    OnnxBuilder b(11);
+    b.input("x", {1, 3});
+    b.node("Neg", {"x"}, "n");
+    b.node("Softmax", {"n"}, "y");
+    b.output("y", {1, 3});
+    const TensorMap out = run(b.save(dir.path, "softmax.onnx"), make({1, 3}, {0, 1, 2}));
+    const float e1 = std::exp(-1.0f), e2 = std::exp(-2.0f), sum = 1 + e1 + e2;
+    expect_close(out.at("y"), make({1, 3}, {1 / sum, e1 / sum, e2 / sum}));
+  }
+  SUBCASE("what has no opset-7 meaning is refused, naming the node") {
+    {
+      OnnxBuilder b(6);  // is_test defaults to 0: training mode
+      b.input("x", {1, 2, 2, 2});
+      for (const char* name : {"scale", "bias", "mean", "var"}) b.init(name, make({2}, {1, 1}));
+      b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, "y", "bn");
+      b.output("y", {1, 2, 2, 2});
+      const std::string path = b.save(dir.path, "bn.onnx");
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+          "node 0 'bn' (BatchNormalization, opset 6)");
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "is_test = 0 (training mode");
+    }
+    {
+      OnnxBuilder b(6);
+      b.input("x", {2, 3});
+      b.init("b", make({3}, {1, 2, 3}));
+      auto* add = b.node("Add", {"x", "b"}, "y", "add");
+      int_attr(add, "broadcast", 1);
+      int_attr(add, "axis", 2);
+      b.output("y", {2, 3});
+      const std::string path = b.save(dir.path, "axis.onnx");
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "axis 2 places B's 1 dims outside A's 2");
+    }
+    {
+      OnnxBuilder b(3);
+      b.input("x", {2, 2});
+      b.input("tiles", {}, ::onnx::TensorProto::INT64);
+      b.init("axis", Tensor::scalar<int64_t>(0));
+      b.node("Tile", {"x", "tiles", "axis"}, "y", "tile");
+      b.output("y", {-1, 2});
+      const std::string path = b.save(dir.path, "tile_input.onnx");
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+          "input 1 (tiles) ('tiles') must be a constant");
+    }
+    {
+      OnnxBuilder b(1);
+      b.input("x", {2});
+      string_attr(b.node("Cast", {"x"}, "y", "cast"), "to", "QUATERNION");
+      b.output("y", {2});
+      const std::string path = b.save(dir.path, "cast.onnx");
+      expect_error(
+          Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+          "to = 'QUATERNION' names no ONNX data type");
+    }
   }
 }
 
