@@ -1132,7 +1132,8 @@ void map_window(NodeContext& c) {
 
 // QuantizeLinear / DequantizeLinear (hub/ops/quantize.h): `axis` matters
 // only for a per-channel (1-D) scale; an absent zero point is 0 of the
-// quantized type (uint8 for QuantizeLinear, as ONNX says).
+// quantized type (uint8 for QuantizeLinear, as ONNX says), in the scale's
+// shape.
 template <const char* kOp>
 void map_quantize(NodeContext& c) {
   const int rank = c.rank(0);
@@ -1143,9 +1144,12 @@ void map_quantize(NodeContext& c) {
     if (nhwc) axis = nhwc_axis(axis);
   }
   const bool quantize = std::string_view(kOp) == "QuantizeLinear";
+  const Shape scale = c.rank(1) == 1 ? c.shape(1) : Shape{};
+  if (!c.has_input(2) && !scale.is_fully_defined())
+    c.fail("a per-axis scale without a zero point needs a known length");
   Output zero_point =
       c.has_input(2) ? c.native(2)
-                     : c.constant_output(Tensor::zeros(quantize ? DType::kUInt8 : c.dtype(0), Shape{}), "zero_point");
+                     : c.constant_output(Tensor::zeros(quantize ? DType::kUInt8 : c.dtype(0), scale), "zero_point");
   c.set_output(
       0, c.scope().op(kOp, {nhwc ? c.nhwc(0) : c.native(0), c.native(1), zero_point}, Attrs().set("axis", axis), kOp),
       nhwc);

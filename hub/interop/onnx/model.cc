@@ -17,7 +17,7 @@
 #include "hub/core/error.h"
 #include "hub/core/fileio.h"
 #include "hub/core/text.h"
-#include "hub/interop/onnx/legacy.h"
+#include "hub/interop/onnx/rewrite.h"
 
 namespace fs = std::filesystem;
 
@@ -569,6 +569,7 @@ OnnxModel load_onnx_model(const std::string& path) {
                                               ": " + e.what());
     }
   }
+  decompose_quantized_operators(m.proto, m.source_opset, where);
   infer_shapes(m.proto, where);
   return m;
 }

@@ -20,6 +20,7 @@
 #include "hub/interop/onnx/exporter.h"
 #include "hub/interop/onnx/importer.h"
 #include "hub/interop/onnx/model.h"
+#include "hub/interop/onnx/rewrite.h"
 #include "onnx_testutil.h"
 #include "testutil.h"
 
@@ -1032,7 +1033,7 @@ TEST_CASE("ONNX export: an infinite Clip bound is written as an absent input; ou
   CHECK(y.data<float>()[3] == 0.5f);
 }
 
-TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
+TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps or rewrites") {
   const std::string doc = read_file_bytes(std::string(HUB_SOURCE_DIR) + "/docs/import.md");
   size_t start = doc.find("### Operators");
   REQUIRE(start != std::string::npos);
@@ -1049,7 +1050,7 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps") {
       documented.insert(op);
     }
   }
-  std::set<std::string> mapped;
+  std::set<std::string> mapped = onnx_interop::rewritten_operators();
   for (const auto& [op, mapper] : onnx_interop::op_mappers()) mapped.insert(op);
   CHECK(documented == mapped);
   for (const std::string& op : mapped)
@@ -1296,6 +1297,81 @@ TEST_CASE(
     const std::string bad_path = bad.save(dir.path, "bad.onnx");
     expect_error(
         code, [&] { onnx_interop::import_onnx(bad_path); }, why);
+  }
+}
+
+TEST_CASE(
+    "ONNX import: quantized operators (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, "
+    "DynamicQuantizeLinear) agree with ONNX Runtime on both backends") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_qoperator");
+  auto bytes = [](DType dtype, const Shape& shape, int64_t lo, int64_t span, int64_t step) {
+    Tensor t(dtype, shape);
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const int64_t v = lo + (i * step) % span;
+      if (dtype == DType::kInt8)
+        t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      else
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    }
+    return t;
+  };
+  OnnxBuilder b(13);
+  b.input("x", {2, 3, 6, 6});
+  b.input("v", {2, 8});
+  // Static (QOperator) path: uint8 activations, int8 weights per output channel, int32 bias.
+  b.init("xs", Tensor::scalar(0.02f));
+  b.init("xz", Tensor::scalar<uint8_t>(128));
+  b.node("QuantizeLinear", {"x", "xs", "xz"}, "xq");
+  b.init("w", bytes(DType::kInt8, {4, 3, 3, 3}, -127, 255, 37));
+  b.init("ws", make({4}, {0.004f, 0.002f, 0.003f, 0.005f}));
+  b.init("wz", Tensor(DType::kInt8, Shape{4}));
+  b.init("ys", Tensor::scalar(0.05f));
+  b.init("yz", Tensor::scalar<uint8_t>(10));
+  b.init("bias", Tensor::from_vector<int32_t>(Shape{4}, {500, -300, 0, 1200}));
+  auto* conv = b.node("QLinearConv", {"xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "bias"}, "yq");
+  ints_attr(conv, "pads", {1, 1, 1, 1});
+  ints_attr(conv, "strides", {2, 2});
+  b.init("flat", Tensor::from_vector<int64_t>(Shape{2}, {2, 36}));
+  b.node("Reshape", {"yq", "flat"}, "yflat");
+  b.init("m", bytes(DType::kInt8, {36, 5}, -100, 200, 53));
+  b.init("ms", Tensor::scalar(0.01f));
+  b.init("mz", Tensor::scalar<int8_t>(0));
+  b.init("os", Tensor::scalar(0.1f));
+  b.init("oz", Tensor::scalar<uint8_t>(100));
+  b.node("QLinearMatMul", {"yflat", "ys", "yz", "m", "ms", "mz", "os", "oz"}, "oq");
+  b.node("DequantizeLinear", {"oq", "os", "oz"}, "q");
+  // Integer ops: uint8 weights with a zero point, as ONNX Runtime's ConvInteger takes them.
+  b.init("wu", bytes(DType::kUInt8, {2, 3, 2, 2}, 0, 256, 41));
+  b.init("wuz", Tensor::scalar<uint8_t>(120));
+  b.node("ConvInteger", {"xq", "wu", "xz", "wuz"}, "ci32");
+  int_attr(b.node("Cast", {"ci32"}, "ci", "/cast_ci"), "to", ::onnx::TensorProto::FLOAT);
+  // Dynamic quantization: DynamicQuantizeLinear -> MatMulInteger -> rescale.
+  auto* dq = b.node("DynamicQuantizeLinear", {"v"}, "vq");
+  dq->add_output("vs");
+  dq->add_output("vz");
+  b.init("d", bytes(DType::kInt8, {8, 3}, -90, 180, 29));
+  b.init("dz", Tensor::scalar<int8_t>(3));
+  b.node("MatMulInteger", {"vq", "d", "vz", "dz"}, "di32");
+  int_attr(b.node("Cast", {"di32"}, "di", "/cast_di"), "to", ::onnx::TensorProto::FLOAT);
+  b.node("Mul", {"di", "vs"}, "dyn");
+  b.output("q", {2, 5});
+  b.output("ci", {2, 2, 5, 5});
+  b.output("dyn", {2, 3});
+  const std::string path = b.save(dir.path, "qoperator.onnx");
+  const Tensor x = random_tensor({2, 3, 6, 6}, 71, -2.0f, 2.5f);
+  const Tensor v = random_tensor({2, 8}, 72, -3.0f, 1.0f);
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"v", v}}, dir.path / "ort");
+  REQUIRE(want.size() == 3);
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO(backend);
+    const TensorMap got = run_signature(spec, "default", {{"x", x}, {"v", v}}, backend);
+    // The requantized output within one step of its scale (0.1): rounding
+    // of the int32 sums' rescale may differ by one; the integer ops exactly.
+    expect_close(got.at("q"), want[0], 0.1001, 0);
+    expect_close(got.at("ci"), want[1], 0, 0);
+    expect_close(got.at("dyn"), want[2], 1e-5, 1e-5);
   }
 }
 

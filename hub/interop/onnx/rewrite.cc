@@ -1,4 +1,4 @@
-#include "hub/interop/onnx/legacy.h"
+#include "hub/interop/onnx/rewrite.h"
 
 #include <algorithm>
 #include <cctype>
@@ -25,6 +25,12 @@ using ::onnx::TensorProto;
 const std::set<std::string>& experimental_ops() {
   static const std::set<std::string> ops{"ImageScaler",        "Scale",          "Affine", "ScaledTanh",
                                          "ParametricSoftplus", "ThresholdedRelu"};
+  return ops;
+}
+
+const std::set<std::string>& quantized_ops() {
+  static const std::set<std::string> ops{"QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger",
+                                         "DynamicQuantizeLinear"};
   return ops;
 }
 
@@ -76,14 +82,16 @@ std::map<std::string, std::vector<int64_t>> inferred_dims(::onnx::ModelProto cop
 // pass: ONNX's inference at opsets 1 to 6 lacks functions for several ops
 // (Reshape-1), so it runs over the model at opset 7 with those nodes read as
 // Identity of their first input, which has their output's rank.
-class Upgrader {
+class Rewriter {
  public:
-  Upgrader(::onnx::ModelProto& model, int opset, const std::string& where)
+  Rewriter(::onnx::ModelProto& model, int opset, const std::string& where)
       : model_(model), g_(*model.mutable_graph()), opset_(opset), where_(where) {
     for (const auto& v : g_.input()) names_.insert(v.name());
     for (const auto& t : g_.initializer()) names_.insert(t.name());
     for (const auto& n : g_.node()) names_.insert(n.output().begin(), n.output().end());
   }
+
+  void set_dims(std::map<std::string, std::vector<int64_t>> dims) { dims_ = std::move(dims); }
 
   void expand() {
     rewrite([&](NodeProto& n) {
@@ -398,6 +406,146 @@ class Upgrader {
     }
   }
 
+  // Quantized operators (model converted to kTargetOpset, dims_ inferred).
+ public:
+  void decompose_quantized() {
+    rewrite([&](NodeProto& n) {
+      const std::string& op = n.op_type();
+      if (op == "QLinearConv" || op == "ConvInteger")
+        integer_conv(n);
+      else if (op == "QLinearMatMul" || op == "MatMulInteger")
+        integer_matmul(n);
+      else if (op == "DynamicQuantizeLinear")
+        dynamic_quantize(n);
+      else
+        return true;
+      return false;
+    });
+  }
+
+ private:
+  // A quantization parameter as DequantizeLinear/QuantizeLinear take it: a
+  // 1-D tensor of one element (which these ops read as per tensor) as a
+  // scalar.
+  std::string per_tensor_or_axis(const NodeProto& n, const std::string& value, bool* per_axis) {
+    auto d = dims_.find(value);
+    if (d == dims_.end())
+      fail(n, "quantization parameter '" + printable(value) + "' has a shape ONNX's shape inference could not find");
+    *per_axis = d->second.size() == 1 && d->second[0] != 1;
+    if (d->second.size() > 1 || (d->second.size() == 1 && !*per_axis && d->second[0] != 1))
+      fail(n, "quantization parameter '" + printable(value) + "' must be a scalar or 1-D");
+    if (d->second.size() == 0 || *per_axis) return value;
+    if (!scalar_shape_) scalar_shape_ = initializer("hub/scalar_shape", Tensor(DType::kInt64, Shape{0}));
+    return emit(n, "Reshape", {value, *scalar_shape_}).output(0);
+  }
+
+  // DequantizeLinear(value, scale, zero_point) along `axis` where the scale
+  // is per axis; an absent scale is 1 (the integer ops: value - zero_point,
+  // exactly, as float).
+  std::string dequantize(const NodeProto& n, const std::string& value, const std::string& scale,
+                         const std::string& zero_point, int64_t axis) {
+    bool scale_axis = false, zero_axis = false;
+    std::vector<std::string> in{value};
+    const std::string z = zero_point.empty() ? "" : per_tensor_or_axis(n, zero_point, &zero_axis);
+    if (!scale.empty()) {
+      in.push_back(per_tensor_or_axis(n, scale, &scale_axis));
+    } else if (zero_axis) {  // ones in the zero point's shape
+      NodeProto& ones = emit(n, "ConstantOfShape", {emit(n, "Shape", {z}).output(0)});
+      tensor_to_onnx(Tensor::from_vector<float>(Shape{1}, {1.0f}),
+                     set_attr(ones, "value", AttributeProto::TENSOR)->mutable_t());
+      in.push_back(ones.output(0));
+    } else {
+      in.push_back(initializer(n.name() + "/unit_scale", Tensor::scalar(1.0f)));
+    }
+    if (!z.empty()) in.push_back(z);
+    NodeProto& d = emit(n, "DequantizeLinear", in);
+    if (scale_axis || zero_axis) set_attr(d, "axis", AttributeProto::INT)->set_i(axis);
+    return d.output(0);
+  }
+
+  // The float op's result: quantized with the node's output scale and zero
+  // point (QLinear*), or cast to int32 (*Integer, exact while the float32
+  // sums stay below 2^24).
+  void finish(const NodeProto& n, const std::string& result, bool qlinear) {
+    if (qlinear) {
+      bool axis = false;
+      const std::string scale = per_tensor_or_axis(n, n.input(6), &axis);
+      std::vector<std::string> in{result, scale};
+      if (!n.input(7).empty()) in.push_back(per_tensor_or_axis(n, n.input(7), &axis));
+      if (axis) fail(n, "the output's scale and zero point must be per tensor");
+      emit(n, "QuantizeLinear", in, n.output(0));
+    } else {
+      set_attr(emit(n, "Cast", {result}, n.output(0)), "to", AttributeProto::INT)->set_i(TensorProto::INT32);
+    }
+  }
+
+  std::string input_or_empty(const NodeProto& n, int i) const { return i < n.input_size() ? n.input(i) : ""; }
+
+  // QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point,
+  // y_scale, y_zero_point, B) and ConvInteger (x, w, x_zero_point,
+  // w_zero_point): Conv of the dequantized tensors (w per output channel),
+  // with QLinearConv's int32 bias dequantized at x_scale * w_scale.
+  void integer_conv(const NodeProto& n) {
+    const bool qlinear = n.op_type() == "QLinearConv";
+    if (n.input_size() < (qlinear ? 8 : 2) || n.output_size() != 1) fail(n, "has too few inputs or outputs");
+    const std::string x = qlinear ? dequantize(n, n.input(0), n.input(1), n.input(2), 1)
+                                  : dequantize(n, n.input(0), "", input_or_empty(n, 2), 1);
+    const std::string w = qlinear ? dequantize(n, n.input(3), n.input(4), n.input(5), 0)
+                                  : dequantize(n, n.input(1), "", input_or_empty(n, 3), 0);
+    std::vector<std::string> in{x, w};
+    if (qlinear && !input_or_empty(n, 8).empty()) {
+      bool x_axis = false, w_axis = false;
+      const std::string bias_scale =
+          emit(n, "Mul", {per_tensor_or_axis(n, n.input(1), &x_axis), per_tensor_or_axis(n, n.input(4), &w_axis)})
+              .output(0);
+      NodeProto& b = emit(n, "DequantizeLinear", {n.input(8), bias_scale});
+      if (x_axis || w_axis) set_attr(b, "axis", AttributeProto::INT)->set_i(0);
+      in.push_back(b.output(0));
+    }
+    NodeProto& conv = emit(n, "Conv", in);
+    for (const auto& a : n.attribute()) *conv.add_attribute() = a;
+    finish(n, conv.output(0), qlinear);
+  }
+
+  // QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+  // y_scale, y_zero_point) and MatMulInteger (a, b, a_zero_point,
+  // b_zero_point): MatMul of the dequantized tensors, a's parameters per
+  // row and b's per column where they are 1-D.
+  void integer_matmul(const NodeProto& n) {
+    const bool qlinear = n.op_type() == "QLinearMatMul";
+    if (n.input_size() < (qlinear ? 8 : 2) || n.output_size() != 1) fail(n, "has too few inputs or outputs");
+    const std::string a = qlinear ? dequantize(n, n.input(0), n.input(1), n.input(2), -2)
+                                  : dequantize(n, n.input(0), "", input_or_empty(n, 2), -2);
+    const std::string b = qlinear ? dequantize(n, n.input(3), n.input(4), n.input(5), -1)
+                                  : dequantize(n, n.input(1), "", input_or_empty(n, 3), -1);
+    finish(n, emit(n, "MatMul", {a, b}).output(0), qlinear);
+  }
+
+  // DynamicQuantizeLinear: uint8 over [min(x, 0), max(x, 0)]: scale =
+  // (max - min) / 255, zero point = clamp(round(-min / scale), 0, 255)
+  // (ties to even), y = QuantizeLinear(x, scale, zero point).
+  void dynamic_quantize(const NodeProto& n) {
+    if (n.input_size() != 1 || n.output_size() != 3) fail(n, "takes one input and gives three outputs");
+    auto scalar = [&](const std::string& name, float v) {
+      return initializer(n.name() + "/" + name, Tensor::scalar(v));
+    };
+    auto reduce = [&](const char* op) {
+      NodeProto& r = emit(n, op, {n.input(0)});
+      set_attr(r, "keepdims", AttributeProto::INT)->set_i(0);
+      return r.output(0);
+    };
+    const std::string zero = scalar("zero", 0.0f);
+    const std::string lo = emit(n, "Min", {reduce("ReduceMin"), zero}).output(0);
+    const std::string hi = emit(n, "Max", {reduce("ReduceMax"), zero}).output(0);
+    const std::string scale =
+        emit(n, "Div", {emit(n, "Sub", {hi, lo}).output(0), scalar("levels", 255.0f)}, n.output(1)).output(0);
+    const std::string point = emit(n, "Div", {emit(n, "Neg", {lo}).output(0), scale}).output(0);
+    const std::string rounded =
+        emit(n, "Clip", {emit(n, "Round", {point}).output(0), zero, scalar("max", 255.0f)}).output(0);
+    set_attr(emit(n, "Cast", {rounded}, n.output(2)), "to", AttributeProto::INT)->set_i(TensorProto::UINT8);
+    emit(n, "QuantizeLinear", {n.input(0), scale, n.output(2)}, n.output(0));
+  }
+
   ::onnx::ModelProto& model_;
   ::onnx::GraphProto& g_;
   const int opset_;
@@ -406,16 +554,35 @@ class Upgrader {
   std::set<std::string> names_;
   google::protobuf::RepeatedPtrField<NodeProto> old_;
   int index_ = 0;
+  std::optional<std::string> scalar_shape_;  // the [0]-shaped int64 shape of a scalar
 };
 
 }  // namespace
 
+const std::set<std::string>& rewritten_operators() {
+  static const std::set<std::string> ops = [] {
+    std::set<std::string> all = experimental_ops();
+    all.insert(quantized_ops().begin(), quantized_ops().end());
+    return all;
+  }();
+  return ops;
+}
+
 void expand_experimental_operators(::onnx::ModelProto& model, int opset, const std::string& where) {
-  if (opset < 10) Upgrader(model, opset, where).expand();
+  if (opset < 10) Rewriter(model, opset, where).expand();
 }
 
 void upgrade_to_opset7(::onnx::ModelProto& model, int opset, const std::string& where) {
-  if (opset < 7) Upgrader(model, opset, where).upgrade();
+  if (opset < 7) Rewriter(model, opset, where).upgrade();
+}
+
+void decompose_quantized_operators(::onnx::ModelProto& model, int opset, const std::string& where) {
+  const auto& nodes = model.graph().node();
+  if (std::none_of(nodes.begin(), nodes.end(), [](const NodeProto& n) { return quantized_ops().count(n.op_type()); }))
+    return;
+  Rewriter rewriter(model, opset, where);
+  rewriter.set_dims(inferred_dims(model, where));
+  rewriter.decompose_quantized();
 }
 
 }  // namespace hub::onnx_interop
