@@ -83,10 +83,13 @@ bool quantized_filter(const Ir& ir, Output o, int channel_axis, int64_t channels
 
 // Conv2D / DepthwiseConv2dNative / MatMul (not transpose_a) reading
 // DequantizeLinear'd 8-bit activations and a DequantizeLinear'd constant int8
-// filter: the quantized form's inputs and attributes (hub/ops/fused.h).
+// filter: the quantized form's inputs and attributes (hub/ops/fused.h); x,
+// w and q are left as they were otherwise.
 bool quantized_operands(const Ir& ir, const INode& n, Output* x, Output* w, ops::FusedQuantization* q) {
   if (n.op == "MatMul" && n.attrs.get_bool("transpose_a")) return false;
-  if (!dequantized_activation(ir, n.inputs[0], x, &q->src_scale, &q->src_zero_point)) return false;
+  Output q8;
+  ops::FusedQuantization found;
+  if (!dequantized_activation(ir, n.inputs[0], &q8, &found.src_scale, &found.src_zero_point)) return false;
   const Shape& wshape = ir.spec(n.inputs[1]).shape;
   const int64_t channels = n.outputs[0].shape.dim(-1);
   if (channels < 0 || !wshape.is_fully_defined()) return false;
@@ -98,7 +101,10 @@ bool quantized_operands(const Ir& ir, const INode& n, Output* x, Output* w, ops:
   } else if (n.op == "MatMul" && n.attrs.get_bool("transpose_b")) {
     axis = 0;
   }
-  return quantized_filter(ir, n.inputs[1], axis, channels, repeat, w, &q->filter_scales);
+  if (!quantized_filter(ir, n.inputs[1], axis, channels, repeat, w, &found.filter_scales)) return false;
+  *x = q8;
+  *q = found;
+  return true;
 }
 
 // The values of a per-channel constant `o` with `channels` entries that
@@ -393,11 +399,38 @@ bool int8_pool(Ir& ir, int p) {
   return true;
 }
 
+// Transpose / Reshape(DequantizeLinear(q)) per tensor ->
+// DequantizeLinear(Transpose / Reshape(q)): moving data commutes with a
+// per-tensor dequantize, and the 8-bit tensor is a quarter of the bytes. The
+// DequantizeLinear then reads straight into the convolution or MatMul after
+// it (an imported NCHW model's first layer: QuantizeLinear, then the
+// importer's change to NHWC; a QLinearMatMul after a flatten).
+bool sink_dequantize(Ir& ir, int t) {
+  if (ir.nodes[t].op != "Transpose" && ir.nodes[t].op != "Reshape") return false;
+  Output q;
+  float scale;
+  int32_t zero_point;
+  if (!dequantized_activation(ir, ir.nodes[t].inputs[0], &q, &scale, &zero_point)) return false;
+  const INode dequantize = ir.nodes[ir.nodes[t].inputs[0].node];
+  INode moved = ir.nodes[t];
+  moved.name = ir.unique_name(moved.name + "/8bit");
+  moved.inputs[0] = q;
+  const int m = ir.add(std::move(moved), t);
+  INode& d = ir.nodes[t];
+  d.op = dequantize.op;
+  d.inputs = {Output{m, 0}, dequantize.inputs[1], dequantize.inputs[2]};
+  d.attrs = dequantize.attrs;
+  ir.infer(t);
+  return true;
+}
+
 }  // namespace
 
 FuseCounts fuse(Ir& ir) {
   FuseCounts counts;
   const size_t n = ir.nodes.size();
+  for (size_t id = 0; id < n; ++id)
+    if (!ir.nodes[id].dead) sink_dequantize(ir, static_cast<int>(id));
   for (size_t id = 0; id < n; ++id)
     if (!ir.nodes[id].dead && to_fused(ir, static_cast<int>(id))) {
       ++counts.fused;

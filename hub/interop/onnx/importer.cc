@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <map>
 
@@ -28,8 +29,19 @@ std::string sanitize(const std::string& name) {
   return out.empty() ? "_" : out;
 }
 
+// A folded DequantizeLinear of int8 constants with zero point 0: its int8
+// values and scales (per tensor, or along `axis`), so that a weight made of
+// it stays int8 (GraphContext::weight) and runs on the int8 kernels
+// (docs/quantization.md "How it runs fast").
+struct QuantizedConstant {
+  Tensor q;
+  Tensor scale;
+  int64_t axis = -1;  // -1: per tensor
+};
+
 struct Value {
-  std::optional<Tensor> constant;    // known at import, ONNX order
+  std::optional<Tensor> constant;  // known at import, ONNX order
+  std::optional<QuantizedConstant> quantized;
   std::optional<SymShape> symbolic;  // a shape computed with run-time dims
   Output out;                        // materialised in the graph being built
   bool nhwc = false;                 // `out` is the NHWC form of a 4-D value
@@ -77,6 +89,7 @@ class GraphContext final : public NodeContext {
   const Value& value(int i) const;
   Value& mutable_value(int i);
   Output materialise(int i);
+  std::optional<Output> quantized_weight(int i, const std::function<Tensor(const Tensor&)>& transform, const Tensor& w);
 
   Importer& importer_;
   Graph& graph_;
@@ -117,6 +130,8 @@ class Importer {
   std::pair<std::string, const ::onnx::NodeProto*> find_features() const;
   Output as_matrix(const std::string& name, const std::string& node_name);
   void fold(const ::onnx::NodeProto& node, const OpMapper& mapper);
+  // Records a folded DequantizeLinear's int8 form (QuantizedConstant).
+  void note_quantized(const ::onnx::NodeProto& node);
   Output graph_output(const std::string& name);
   std::map<std::string, AttachedValue> provenance() const;
 
@@ -236,7 +251,60 @@ Output GraphContext::weight(int i, const std::function<Tensor(const Tensor&)>& t
          "weights computed at run time are not supported");
   Tensor t = transform(*v.constant);
   if (folding_) return ops::constant(scope(), t, "weight" + std::to_string(i));
+  if (v.quantized)
+    if (std::optional<Output> q = quantized_weight(i, transform, t)) return *q;
   return importer_.variable(graph_, node().input(i), t, trainable);
+}
+
+namespace {
+
+// Element e's coordinate along `axis` of `shape`.
+int64_t coordinate(const Shape& shape, int64_t e, int axis) {
+  int64_t stride = 1;
+  for (int a = shape.rank() - 1; a > axis; --a) stride *= shape[a];
+  return (e / stride) % shape[axis];
+}
+
+}  // namespace
+
+// Input i (a folded int8 DequantizeLinear) transformed to `w`, as
+// DequantizeLinear(int8 variable, scales, 0): where the transform moves the
+// quantization axis whole to one axis (found by transforming each element's
+// index along it), and the int8 values it moved reproduce `w` exactly (a
+// transform that computes falls back to the float weight).
+std::optional<Output> GraphContext::quantized_weight(int i, const std::function<Tensor(const Tensor&)>& transform,
+                                                     const Tensor& w) {
+  const QuantizedConstant& qc = *value(i).quantized;
+  int axis = -1;
+  if (qc.axis >= 0) {
+    Tensor index(DType::kFloat32, qc.q.shape());
+    for (int64_t e = 0; e < index.num_elements(); ++e)
+      index.data<float>()[e] = static_cast<float>(coordinate(qc.q.shape(), e, static_cast<int>(qc.axis)));
+    const Tensor moved = transform(index);
+    if (moved.shape() != w.shape()) return std::nullopt;
+    for (int a = 0; a < moved.rank() && axis < 0; ++a) {
+      if (moved.shape()[a] != qc.scale.num_elements()) continue;
+      bool follows = true;
+      for (int64_t e = 0; e < moved.num_elements() && follows; ++e)
+        follows = moved.data<float>()[e] == static_cast<float>(coordinate(moved.shape(), e, a));
+      if (follows) axis = a;
+    }
+    if (axis < 0) return std::nullopt;
+  }
+  Tensor q(DType::kInt8, w.shape());
+  const float* scale = qc.scale.data<float>();
+  for (int64_t e = 0; e < w.num_elements(); ++e) {
+    const float s = scale[axis < 0 ? 0 : coordinate(w.shape(), e, axis)];
+    const float v = std::nearbyint(w.data<float>()[e] / s);
+    if (!(v >= -128 && v <= 127) || v * s != w.data<float>()[e]) return std::nullopt;
+    q.data<int8_t>()[e] = static_cast<int8_t>(v);
+  }
+  const Scope s = scope();
+  const Output values = importer_.variable(graph_, node().input(i), q, /*trainable=*/false);
+  return s.op("DequantizeLinear",
+              {values, ops::constant(s, qc.scale, "weight_scale"),
+               ops::constant(s, Tensor::zeros(DType::kInt8, qc.scale.shape()), "weight_zero_point")},
+              Attrs().set("axis", int64_t{axis < 0 ? 0 : axis}), "weight");
 }
 
 std::optional<Shape> GraphContext::output_shape(int i) const {
@@ -306,6 +374,28 @@ void Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
   for (const auto& [i, t] : ctx.constants()) values_[node.output(i)].constant = t;
 }
 
+void Importer::note_quantized(const ::onnx::NodeProto& node) {
+  const Tensor& q = *values_.at(node.input(0)).constant;
+  const Tensor& scale = *values_.at(node.input(1)).constant;
+  if (q.dtype() != DType::kInt8 || scale.dtype() != DType::kFloat32 || scale.rank() > 1) return;
+  if (node.input_size() > 2 && !node.input(2).empty()) {
+    const Tensor& zero_point = *values_.at(node.input(2)).constant;
+    for (int64_t e = 0; e < zero_point.num_elements(); ++e)
+      if (zero_point.data<int8_t>()[e] != 0) return;
+  }
+  int64_t axis = -1;
+  if (scale.rank() == 1) {
+    axis = 1;
+    for (const auto& a : node.attribute())
+      if (a.name() == "axis") axis = a.i();
+    if (axis < 0) axis += q.rank();
+    if (axis < 0 || axis >= q.rank() || q.shape()[static_cast<int>(axis)] != scale.num_elements()) return;
+  }
+  for (int64_t e = 0; e < scale.num_elements(); ++e)
+    if (!(scale.data<float>()[e] > 0) || !std::isfinite(scale.data<float>()[e])) return;
+  values_[node.output(0)].quantized = QuantizedConstant{q, scale, axis};
+}
+
 void Importer::import_node(const ::onnx::NodeProto& node, int index) {
   (void)index;
   const auto& mappers = op_mappers();
@@ -328,6 +418,7 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
   }
   if (all_constant) {
     fold(node, mapper);
+    if (node.op_type() == "DequantizeLinear") note_quantized(node);
   } else {
     GraphContext ctx(*this, node, graph_, values_, /*folding=*/false);
     try {

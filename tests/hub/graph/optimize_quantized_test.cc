@@ -137,3 +137,28 @@ TEST_CASE("QDQ patterns the int8 ops do not take stay float and exact") {
   Session fast(opt.graph(), nullptr, {&find_backend("onednn")});
   expect_close(fast.run_one({{opt.tensor(x), input}}, opt.tensor(y)), plain.run_one({{x, input}}, y), 1e-5, 1e-5);
 }
+
+TEST_CASE("a dequantized activation into float weights, behind a layout change, stays a float convolution") {
+  // x (NCHW) -> Q/DQ -> Transpose to NHWC -> conv with float weights: the DequantizeLinear moves
+  // below the Transpose (8-bit data moves), and the convolution, whose weights are not int8, stays
+  // float (it took the 8-bit input with float weights before, which the fused op refuses).
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, Shape{2, 3, 5, 5}, "x");
+  Output h = ops::transpose(s, qdq(s, x, 2.0f / 255, 128, "in"), {0, 2, 3, 1}, "to_nhwc");
+  Output y = ops::conv2d(s, h, ops::constant(s, random_tensor({3, 3, 3, 4}, 11, -0.5f, 0.5f), "w"), {{1, 1}, "SAME"});
+  Output z = ops::conv2d(s, ops::transpose(s, qdq(s, x, 2.0f / 255, 128, "in2"), {0, 2, 3, 1}, "to_nhwc2"),
+                         quantized_weights(s, random_tensor({3, 3, 3, 4}, 12, -0.5f, 0.5f), 3, "q"), {{1, 1}, "SAME"});
+  OptimizedGraph opt = optimize_for_inference(g, VariableStore(), {x, y, z});
+  CHECK(count_quantized(opt.graph(), false) == 1);  // z's, now that its DequantizeLinear is next to it
+  const Tensor input = random_tensor({2, 3, 5, 5}, 13);
+  Session plain(g, nullptr, {&find_backend("reference")});
+  const std::vector<Tensor> want = plain.run({{x, input}}, {y, z});
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO(backend);
+    Session session(opt.graph(), nullptr, {&find_backend(backend)});
+    const std::vector<Tensor> got = session.run({{opt.tensor(x), input}}, {opt.tensor(y), opt.tensor(z)});
+    expect_close(got[0], want[0], 1e-4, 1e-4);
+    expect_close(got[1], want[1], 2e-2, 0);  // int8 sums, float rescale: within rounding of a step
+  }
+}

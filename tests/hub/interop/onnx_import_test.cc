@@ -21,6 +21,7 @@
 #include "hub/interop/onnx/importer.h"
 #include "hub/interop/onnx/model.h"
 #include "hub/interop/onnx/rewrite.h"
+#include "hub/ops/fused.h"
 #include "onnx_testutil.h"
 #include "testutil.h"
 
@@ -1325,7 +1326,7 @@ TEST_CASE(
   b.node("QuantizeLinear", {"x", "xs", "xz"}, "xq");
   b.init("w", bytes(DType::kInt8, {4, 3, 3, 3}, -127, 255, 37));
   b.init("ws", make({4}, {0.004f, 0.002f, 0.003f, 0.005f}));
-  b.init("wz", Tensor(DType::kInt8, Shape{4}));
+  b.init("wz", Tensor::zeros(DType::kInt8, Shape{4}));
   b.init("ys", Tensor::scalar(0.05f));
   b.init("yz", Tensor::scalar<uint8_t>(10));
   b.init("bias", Tensor::from_vector<int32_t>(Shape{4}, {500, -300, 0, 1200}));
@@ -1373,6 +1374,18 @@ TEST_CASE(
     expect_close(got.at("ci"), want[1], 0, 0);
     expect_close(got.at("dyn"), want[2], 1e-5, 1e-5);
   }
+  // The int8 weights stay int8 (non-trainable variables), so inference runs QLinearConv and
+  // QLinearMatMul as the int8 fused ops; ConvInteger's uint8 weights with a zero point stay float.
+  int int8_variables = 0;
+  for (const VariableInfo& v : spec.variables()) int8_variables += v.dtype == DType::kInt8 && !v.trainable;
+  CHECK(int8_variables == 2);
+  Module module(spec);
+  expect_close(module({{"x", x}, {"v", v}}).at("q"), want[0], 0.1001, 0);
+  std::multiset<std::string> quantized;
+  for (const Node& n : module.execution_graph().nodes())
+    if ((n.op == "_FusedConv2D" || n.op == "_FusedMatMul") && ops::quantization_of(n.attrs).quantized())
+      quantized.insert(n.op);
+  CHECK(quantized == std::multiset<std::string>{"_FusedConv2D", "_FusedMatMul"});
 }
 
 TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignment agrees with ONNX Runtime") {
