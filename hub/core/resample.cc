@@ -49,10 +49,42 @@ int64_t nearest_index(double src, NearestMode mode) {
   return fi;
 }
 
+// Keys' cubic kernel at distance t >= 0.
+double cubic_weight(double t, double a) {
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+ResampleAxis cubic_axis(int64_t in, int64_t out, double scale, CoordinateMode coordinates, const CubicOptions& cubic) {
+  ResampleAxis a;
+  a.taps.resize(4 * out);
+  a.weights.resize(4 * out);
+  for (int64_t x = 0; x < out; ++x) {
+    const double src = source_coordinate(x, in, scale, coordinates);
+    const double f = std::floor(src), r = src - f;
+    double w[4] = {cubic_weight(r + 1, cubic.a), cubic_weight(r, cubic.a), cubic_weight(1 - r, cubic.a),
+                   cubic_weight(2 - r, cubic.a)};
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      // Far outside coordinates (huge scales) stay finite: every tap then reads an edge.
+      const double tap = std::clamp(f - 1 + k, -2.0, static_cast<double>(in) + 1);
+      const bool inside = tap >= 0 && tap <= static_cast<double>(in - 1);
+      if (cubic.exclude_outside && !inside) w[k] = 0;
+      sum += w[k];
+      a.taps[4 * x + k] = std::clamp<int64_t>(static_cast<int64_t>(tap), 0, in - 1);
+    }
+    for (int k = 0; k < 4; ++k)
+      a.weights[4 * x + k] = static_cast<float>(cubic.exclude_outside && sum != 0 ? w[k] / sum : w[k]);
+  }
+  return a;
+}
+
 }  // namespace
 
 ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode mode, CoordinateMode coordinates,
-                           NearestMode nearest) {
+                           NearestMode nearest, const CubicOptions& cubic) {
+  if (mode == ResampleMode::kCubic) return cubic_axis(in, out, scale, coordinates, cubic);
   ResampleAxis a;
   a.nearest = mode == ResampleMode::kNearest;
   a.lo.resize(out);
@@ -73,8 +105,40 @@ ResampleAxis resample_axis(int64_t in, int64_t out, double scale, ResampleMode m
   return a;
 }
 
+namespace {
+
+// The cubic plan: per output row, the four input rows summed by their
+// weights (one array expression over W*C), then per output pixel its four
+// columns of that.
+template <class T>
+void resample_cubic(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan, float* y) {
+  const ResampleAxis& ys = plan.rows;
+  const ResampleAxis& xs = plan.cols;
+  const int64_t oh = ys.size(), ow = xs.size(), in_row = w * c;
+  parallel_for(n * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, in_row)), [&](int64_t begin, int64_t end) {
+    Arr rows(in_row), line(in_row);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / oh, i = r % oh;
+      rows.setZero();
+      for (int k = 0; k < 4; ++k) {
+        const T* src = x + (b * h + ys.taps[4 * i + k]) * in_row;
+        for (int64_t e = 0; e < in_row; ++e) line[e] = static_cast<float>(src[e]);
+        rows += line * ys.weights[4 * i + k];
+      }
+      for (int64_t j = 0; j < ow; ++j) {
+        MapArr out(y + (r * ow + j) * c, c);
+        out.setZero();
+        for (int k = 0; k < 4; ++k) out += rows.segment(xs.taps[4 * j + k] * c, c) * xs.weights[4 * j + k];
+      }
+    }
+  });
+}
+
+}  // namespace
+
 template <class T>
 void resample_nhwc(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan, float* y) {
+  if (plan.rows.cubic()) return resample_cubic(x, n, h, w, c, plan, y);
   const ResampleAxis& ys = plan.rows;
   const ResampleAxis& xs = plan.cols;
   const int64_t oh = static_cast<int64_t>(ys.lo.size()), ow = static_cast<int64_t>(xs.lo.size());
@@ -117,21 +181,28 @@ void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_
                         float* dx) {
   const ResampleAxis& ys = plan.rows;
   const ResampleAxis& xs = plan.cols;
-  const int64_t oh = static_cast<int64_t>(ys.lo.size()), ow = static_cast<int64_t>(xs.lo.size());
+  const int64_t oh = ys.size(), ow = xs.size();
   std::fill_n(dx, n * h * w * c, 0.0f);
   parallel_for(n, 1, [&](int64_t begin, int64_t end) {  // images never share a dx pixel
     for (int64_t b = begin; b < end; ++b) {
       float* dxb = dx + b * h * w * c;
       auto pixel = [&](int64_t row, int64_t col) { return MapArr(dxb + (row * w + col) * c, c); };
       for (int64_t i = 0; i < oh; ++i) {
-        const float fy = ys.frac[i];
+        const float fy = ys.cubic() ? 0.0f : ys.frac[i];
         for (int64_t j = 0; j < ow; ++j) {
           Eigen::Map<const Arr> g(dy + ((b * oh + i) * ow + j) * c, c);
+          if (ys.cubic()) {
+            for (int ky = 0; ky < 4; ++ky)
+              for (int kx = 0; kx < 4; ++kx)
+                pixel(ys.taps[4 * i + ky], xs.taps[4 * j + kx]) +=
+                    g * (ys.weights[4 * i + ky] * xs.weights[4 * j + kx]);
+            continue;
+          }
           if (ys.nearest) {
             pixel(ys.lo[i], xs.lo[j]) += g;
             continue;
           }
-          const float fx = xs.frac[j];
+          const float fx = xs.frac[j];  // linear
           pixel(ys.lo[i], xs.lo[j]) += g * ((1 - fy) * (1 - fx));
           pixel(ys.lo[i], xs.hi[j]) += g * ((1 - fy) * fx);
           pixel(ys.hi[i], xs.lo[j]) += g * (fy * (1 - fx));

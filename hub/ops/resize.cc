@@ -19,7 +19,8 @@ struct Named {
   const char* name;
   E value;
 };
-constexpr Named<ResampleMode> kModes[] = {{"nearest", ResampleMode::kNearest}, {"linear", ResampleMode::kLinear}};
+constexpr Named<ResampleMode> kModes[] = {
+    {"nearest", ResampleMode::kNearest}, {"linear", ResampleMode::kLinear}, {"cubic", ResampleMode::kCubic}};
 constexpr Named<CoordinateMode> kCoordinateModes[] = {{"half_pixel", CoordinateMode::kHalfPixel},
                                                       {"pytorch_half_pixel", CoordinateMode::kPytorchHalfPixel},
                                                       {"align_corners", CoordinateMode::kAlignCorners},
@@ -49,6 +50,7 @@ struct Parsed {
   ResampleMode mode{};
   CoordinateMode coordinates{};
   NearestMode nearest{};
+  CubicOptions cubic;
   std::vector<double> scales;
 };
 
@@ -71,6 +73,9 @@ std::string parse(const Attrs& attrs, Parsed* p) {
   if (error.empty()) error = string_attr("coordinate_transformation_mode", kCoordinateModes, &p->coordinates);
   if (error.empty()) error = string_attr("nearest_mode", kNearestModes, &p->nearest);
   if (!error.empty()) return error;
+  p->cubic.a = attrs.get_float("cubic_coeff_a");
+  p->cubic.exclude_outside = attrs.get_bool("exclude_outside");
+  if (!std::isfinite(p->cubic.a)) return "attribute cubic_coeff_a must be finite, got " + attr_to_string(p->cubic.a);
   p->scales = attrs.get_floats("scales");
   if (!p->scales.empty() && (p->scales.size() != 2 || !(p->scales[0] > 0) || !(p->scales[1] > 0) ||
                              !std::isfinite(p->scales[0]) || !std::isfinite(p->scales[1])))
@@ -86,8 +91,8 @@ ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
   HUB_CHECK(error.empty(), error);
   const double sh = p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
   const double sw = p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
-  return {resample_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest),
-          resample_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest)};
+  return {resample_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest, p.cubic),
+          resample_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest, p.cubic)};
 }
 
 Attrs ResizeOptions::to_attrs() const {
@@ -96,6 +101,8 @@ Attrs ResizeOptions::to_attrs() const {
       .set("mode", mode)
       .set("coordinate_transformation_mode", coordinate_transformation_mode)
       .set("nearest_mode", nearest_mode)
+      .set("cubic_coeff_a", cubic_coeff_a)
+      .set("exclude_outside", exclude_outside)
       .set("scales", scales);
 }
 
@@ -146,6 +153,8 @@ OpDefBuilder resize_op(const char* name, int inputs, ShapeFn shape_fn) {
       .attr("mode", AttrType::kString, std::string("nearest"))
       .attr("coordinate_transformation_mode", AttrType::kString, std::string("half_pixel"))
       .attr("nearest_mode", AttrType::kString, std::string("round_prefer_floor"))
+      .attr("cubic_coeff_a", AttrType::kFloat, -0.75)
+      .attr("exclude_outside", AttrType::kBool, false)
       .attr("scales", AttrType::kFloats, std::vector<double>{})
       .shape_fn(std::move(shape_fn));
   return b;
@@ -157,9 +166,8 @@ const OpRegistrar resize_registration =
           return std::vector<Output>{c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
         })
         .doc(
-            "Resize NHWC images to size [OH,OW]: nearest or (bi)linear with ONNX's coordinate "
-            "transformation "
-            "and nearest modes.");
+            "Resize NHWC images to size [OH,OW]: nearest, (bi)linear or (bi)cubic with ONNX's coordinate "
+            "transformation and nearest modes, cubic_coeff_a and exclude_outside.");
 
 const OpRegistrar resize_grad_registration =
     resize_op("ResizeGrad", 2, resize_grad_shape_fn)

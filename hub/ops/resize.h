@@ -1,15 +1,18 @@
 // Image resizing of NHWC float32 tensors with ONNX Resize's semantics
-// (opsets 11-17, modes nearest and linear), which also express TensorFlow's
-// ResizeBilinear and ResizeNearestNeighbor.
+// (opsets 11-17, modes nearest, linear and cubic), which also express
+// TensorFlow's ResizeBilinear, ResizeNearestNeighbor and ResizeBicubic.
 //
 // Resize(x [N,H,W,C]) -> y [N,OH,OW,C]
 // Attributes (defaults are ONNX's):
 //   size                           ints [OH, OW], each >= 1 (required)
-//   mode                           "nearest" (default) | "linear"
+//   mode                           "nearest" (default) | "linear" | "cubic"
 //   coordinate_transformation_mode "half_pixel" (default) | "pytorch_half_pixel" |
 //                                  "align_corners" | "asymmetric" | "tf_half_pixel_for_nn"
 //   nearest_mode                   "round_prefer_floor" (default) | "round_prefer_ceil" |
 //                                  "floor" | "ceil"    (mode "nearest" only)
+//   cubic_coeff_a                  float A of mode "cubic" (default -0.75)
+//   exclude_outside                bool (default false; mode "cubic": taps outside
+//                                  the image get weight 0, the rest renormalised)
 //   scales                         floats [sh, sw] (default []: OH/H, OW/W): the scale
 //                                  the coordinate transform divides by, as ONNX's
 //                                  `scales` input (with which ONNX's output size is
@@ -31,8 +34,10 @@
 // clamped to [0, L-1]. linear: src clamped to [0, L-1], lo = floor(src),
 // hi = min(lo + 1, L-1), w = src - lo; y = (1-w)*x[lo] + w*x[hi], separably
 // along W then H (bilinear). (Clamping the coordinate is ONNX's edge padding
-// for these modes.) The sampling is hub::resample_nhwc (hub/core/resample.h),
-// shared with hub::image::resize_bilinear.
+// for these modes.) cubic: Keys' kernel over four taps per axis, separably
+// (weights and edge handling in hub/core/resample.h). The sampling is
+// hub::resample_nhwc (hub/core/resample.h), shared with
+// hub::image::resize_bilinear.
 //
 // Gradient: dx = ResizeGrad(x, g). ResizeGrad(x_like [N,H,W,C], grad [N,OH,OW,C])
 // -> dx [N,H,W,C] (same attributes; only x_like's shape is used) is the
@@ -41,10 +46,13 @@
 //
 // Mapping at import:
 //   ONNX Resize / Upsample: attributes as they are (Upsample = asymmetric, its
-//     scales input folded into `scales` and `size`); roi, cubic, exclude_outside
-//     and tf_crop_and_resize are not expressible.
+//     scales input folded into `scales` and `size`); roi and tf_crop_and_resize
+//     are not expressible.
 //   TF ResizeBilinear(align_corners, half_pixel_centers): mode linear and
 //     asymmetric (false, false), align_corners (true, false), half_pixel (false, true).
+//   TF ResizeBicubic(align_corners, half_pixel_centers): mode cubic with A =
+//     -0.75 and asymmetric (false, false) or align_corners (true, false); A =
+//     -0.5, half_pixel and exclude_outside (false, true).
 //   TF ResizeNearestNeighbor(align_corners, half_pixel_centers): mode nearest and
 //     asymmetric + floor (false, false), align_corners + round_prefer_ceil
 //     (true, false), tf_half_pixel_for_nn + floor (false, true).
@@ -71,6 +79,8 @@ struct ResizeOptions {
   std::string coordinate_transformation_mode = "half_pixel";
   std::string nearest_mode = "round_prefer_floor";
   std::vector<double> scales{};  // [sh, sw], or empty for OH/H, OW/W
+  double cubic_coeff_a = -0.75;
+  bool exclude_outside = false;
   Attrs to_attrs() const;
 };
 

@@ -1027,6 +1027,10 @@ void export_resize(Exporter& e, const Node& n) {
   set_string(p, "mode", n.attrs.get_string("mode"));
   set_string(p, "coordinate_transformation_mode", n.attrs.get_string("coordinate_transformation_mode"));
   if (n.attrs.get_string("mode") == "nearest") set_string(p, "nearest_mode", n.attrs.get_string("nearest_mode"));
+  if (n.attrs.get_string("mode") == "cubic") {
+    set_float(p, "cubic_coeff_a", n.attrs.get_float("cubic_coeff_a"));
+    set_int(p, "exclude_outside", n.attrs.get_bool("exclude_outside") ? 1 : 0);
+  }
   e.set(out0(n), y, true);
 }
 

@@ -444,14 +444,17 @@ void map_resize(NodeContext& c) {
     c.fail("needs scales or sizes");
   }
   const std::string mode = c.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") c.fail_attr("mode", mode, "expected nearest or linear");
-  if (c.attr_int("exclude_outside", 0)) c.fail_attr("exclude_outside", "1", "only for cubic, which is not supported");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    c.fail_attr("mode", mode, "expected nearest, linear or cubic");
   const std::string ctm = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm == "tf_crop_and_resize") c.fail_attr("coordinate_transformation_mode", ctm, "not supported");
   Attrs a;
   a.set("size", size).set("mode", mode).set("coordinate_transformation_mode", ctm);
   if (!scale_attr.empty()) a.set("scales", scale_attr);
   if (mode == "nearest") a.set("nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor"));
+  if (mode == "cubic")
+    a.set("cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f)))
+        .set("exclude_outside", c.attr_int("exclude_outside", 0) != 0);
   c.set_output(0, c.scope().op("Resize", {c.nhwc(0)}, a, "Resize"), true);
 }
 

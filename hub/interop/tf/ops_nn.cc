@@ -147,8 +147,11 @@ void map_pool(OpContext& c) {
   c.set_output(0, c.add(c.op(), {c.input(0)}, a));
 }
 
-// ResizeBilinear / ResizeNearestNeighbor: hub's Resize with the coordinate
-// mode TensorFlow's two flags select (hub/ops/resize.h).
+// ResizeBilinear / ResizeNearestNeighbor / ResizeBicubic: hub's Resize with
+// the coordinate mode TensorFlow's two flags select (hub/ops/resize.h).
+// TensorFlow's bicubic reads its weights from a table of 1,024 fractional
+// positions; hub computes them exactly (a difference of at most about 1/2048
+// of a pixel's position).
 void map_resize(OpContext& c) {
   if (c.dtype(0) != DType::kFloat32) c.unsupported("only float32 images are supported");
   std::vector<int64_t> size = c.constant_ints(1, "size");
@@ -157,7 +160,20 @@ void map_resize(OpContext& c) {
   if (align && half) c.fail_attr("half_pixel_centers", "TensorFlow refuses it together with align_corners");
   const bool linear = c.op() == "ResizeBilinear";
   Attrs a;
-  a.set("size", size).set("mode", linear ? "linear" : "nearest");
+  a.set("size", size);
+  if (c.op() == "ResizeBicubic") {
+    // Keys' A = -0.5 with outside taps dropped for half-pixel centres; the legacy kernel's -0.75
+    // with edge pixels repeated otherwise.
+    a.set("mode", "cubic")
+        .set("coordinate_transformation_mode", align  ? "align_corners"
+                                               : half ? "half_pixel"
+                                                      : "asymmetric")
+        .set("cubic_coeff_a", half ? -0.5 : -0.75)
+        .set("exclude_outside", half);
+    c.set_output(0, c.add("Resize", {c.input(0)}, a));
+    return;
+  }
+  a.set("mode", linear ? "linear" : "nearest");
   if (linear) {
     a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "half_pixel" : "asymmetric");
   } else {
@@ -288,7 +304,14 @@ void export_resize(ExportContext& c) {
   const std::string& coord = a.get_string("coordinate_transformation_mode");
   const std::string& nearest = a.get_string("nearest_mode");
   bool align = false, half = false;
+  const double cubic_a = a.get_float("cubic_coeff_a");
+  const bool exclude = a.get_bool("exclude_outside");
   if (mode == "linear" && (coord == "asymmetric" || coord == "align_corners" || coord == "half_pixel")) {
+    align = coord == "align_corners";
+    half = coord == "half_pixel";
+  } else if (mode == "cubic" &&
+             ((coord == "half_pixel" && cubic_a == -0.5 && exclude) ||
+              ((coord == "asymmetric" || coord == "align_corners") && cubic_a == -0.75 && !exclude))) {
     align = coord == "align_corners";
     half = coord == "half_pixel";
   } else if (mode == "nearest" && ((coord == "asymmetric" && nearest == "floor") ||
@@ -298,12 +321,18 @@ void export_resize(ExportContext& c) {
     half = coord == "tf_half_pixel_for_nn";
   } else {
     c.fail("mode " + mode + " with " + coord + (mode == "nearest" ? " and " + nearest : "") +
+           (mode == "cubic" ? " and cubic_coeff_a " + attr_to_string(cubic_a) + (exclude ? ", exclude_outside" : "")
+                            : "") +
            " has no TensorFlow equivalent");
   }
   const auto& size = a.get_ints("size");
   std::string sz = c.constant(
       "size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}));
-  auto& n = c.add("", mode == "linear" ? "ResizeBilinear" : "ResizeNearestNeighbor", {c.input(0), sz});
+  auto& n = c.add("",
+                  mode == "linear"  ? "ResizeBilinear"
+                  : mode == "cubic" ? "ResizeBicubic"
+                                    : "ResizeNearestNeighbor",
+                  {c.input(0), sz});
   set_type(n, "T", DType::kFloat32);
   (*n.mutable_attr())["align_corners"].set_b(align);
   (*n.mutable_attr())["half_pixel_centers"].set_b(half);
@@ -385,7 +414,7 @@ void add_nn_importers(std::map<std::string, OpImporter>& m) {
                    {"explicit_paddings", attr_list()},
                    {"data_format", attr_s("NHWC")}}};
   m["AvgPool"] = {map_pool, {{"T", T}, {"ksize", T}, {"strides", T}, {"padding", T}, {"data_format", attr_s("NHWC")}}};
-  for (const char* op : {"ResizeBilinear", "ResizeNearestNeighbor"})
+  for (const char* op : {"ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic"})
     m[op] = {map_resize,
              {{"T", T}, {"align_corners", attr_b(false)}, {"half_pixel_centers", attr_b(false)}},
              {"resized_images"}};

@@ -189,9 +189,12 @@ void resize_grad(KernelContext& c) {
   HUB_CUDA_CHECK(cudaGetLastError());
 }
 
+// Cubic runs on the host (the reference kernel).
+bool supports(const Node& node, const std::vector<TensorSpec>&) { return node.attrs.get_string("mode") != "cubic"; }
+
 }  // namespace
 
-HUB_REGISTER_KERNEL(Resize, cuda, resize);
-HUB_REGISTER_KERNEL(ResizeGrad, cuda, resize_grad);
+HUB_REGISTER_KERNEL(Resize, cuda, resize, supports);
+HUB_REGISTER_KERNEL(ResizeGrad, cuda, resize_grad, supports);
 
 }  // namespace hub::cuda

@@ -1388,6 +1388,51 @@ TEST_CASE(
   CHECK(quantized == std::multiset<std::string>{"_FusedConv2D", "_FusedMatMul"});
 }
 
+TEST_CASE("ONNX import and export: cubic Resize (coefficient, exclude_outside, coordinates) agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_resize_cubic");
+  OnnxBuilder b(13);
+  b.input("x", {2, 3, 5, 6});
+  b.init("sizes", Tensor::from_vector<int64_t>(Shape{4}, {2, 3, 9, 4}));
+  b.init("scales", make({4}, {1, 1, 1.7f, 0.6f}));
+  std::vector<std::string> outputs;
+  for (const char* coordinates : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"})
+    for (float a : {-0.75f, -0.5f})
+      for (int exclude : {0, 1}) {
+        const std::string out =
+            std::string(coordinates) + (a == -0.5f ? "_a05" : "_a075") + "_" + std::to_string(exclude);
+        // align_corners with a scale whose output length is not whole differs by design: ONNX's
+        // reference (and hub) divide by scale * L - 1, ONNX Runtime by the rounded length - 1.
+        const bool by_scales = exclude == 1 && std::string(coordinates) != "align_corners";
+        auto* n = b.node("Resize", {"x", "", by_scales ? "scales" : "", by_scales ? "" : "sizes"}, out, "/" + out);
+        for (const auto& [name, value] :
+             {std::pair<const char*, const char*>{"mode", "cubic"}, {"coordinate_transformation_mode", coordinates}}) {
+          auto* attr = n->add_attribute();
+          attr->set_name(name);
+          attr->set_type(::onnx::AttributeProto::STRING);
+          attr->set_s(value);
+        }
+        auto* attr = n->add_attribute();
+        attr->set_name("cubic_coeff_a");
+        attr->set_type(::onnx::AttributeProto::FLOAT);
+        attr->set_f(a);
+        int_attr(n, "exclude_outside", exclude);
+        b.output(out, by_scales ? std::vector<int64_t>{2, 3, 8, 3} : std::vector<int64_t>{2, 3, 9, 4});
+        outputs.push_back(out);
+      }
+  const std::string path = b.save(dir.path, "resize_cubic.onnx");
+  const Tensor x = random_tensor({2, 3, 5, 6}, 61);
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, dir.path / "source");
+  REQUIRE(want.size() == outputs.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  const TensorMap got = run_signature(spec, "default", {{"x", x}}, "onednn");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO(outputs[i]);
+    expect_close(got.at(outputs[i]), want[i], 1e-5, 1e-4);
+  }
+  expect_exported_agrees(spec, dir.path, {{"x", x}}, outputs, want);
+}
+
 TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignment agrees with ONNX Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_grid_sample");

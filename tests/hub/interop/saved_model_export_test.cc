@@ -73,7 +73,15 @@ void every_op(ModuleBuilder& b) {
                        .set("coordinate_transformation_mode", "align_corners")
                        .set("nearest_mode", "round_prefer_ceil"),
                    "resize_nearest");
-  y = s.op("Concat", {y, up, nn}, Attrs().set("axis", int64_t{-1}), "concat");  // [?, 3, 3, 18]
+  Output cubic = s.op("Resize", {ap},
+                      Attrs()
+                          .set("size", ints({3, 3}))
+                          .set("mode", "cubic")
+                          .set("coordinate_transformation_mode", "half_pixel")
+                          .set("cubic_coeff_a", -0.5)
+                          .set("exclude_outside", true),
+                      "resize_cubic");
+  y = s.op("Concat", {y, up, nn, cubic}, Attrs().set("axis", int64_t{-1}), "concat");  // [?, 3, 3, 24]
   y = s.op("Pad", {y}, Attrs().set("paddings", ints({0, 0, 1, 0, 0, 1, 0, 0})),
            "pad");  // [?, 4, 4, 18]
   y = s.op("Slice", {y}, Attrs().set("begin", ints({0, 0, 1, 2})).set("size", ints({-1, 3, 3, 12})), "slice");
@@ -236,6 +244,7 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "LRN",
                                         "ResizeBilinear",
                                         "ResizeNearestNeighbor",
+                                        "ResizeBicubic",
                                         "ConcatV2",
                                         "Pad",
                                         "PadV2",
@@ -329,6 +338,8 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
   CHECK(nodes.at("conv")->attr().at("padding").s() == "EXPLICIT");
   CHECK(nodes.at("conv")->attr().at("explicit_paddings").list().i_size() == 8);
   CHECK(nodes.at("resize_nearest")->attr().at("align_corners").b());
+  CHECK(nodes.at("resize_cubic")->op() == "ResizeBicubic");
+  CHECK(nodes.at("resize_cubic")->attr().at("half_pixel_centers").b());
   // The saver restores each variable from the key of its name.
   CHECK(mg.saver_def().restore_op_name() == "save/restore_all");
   CHECK(mg.saver_def().filename_tensor_name() == "save/Const:0");

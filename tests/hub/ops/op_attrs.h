@@ -80,8 +80,11 @@ inline Tensor random_as(DType dtype, const Shape& shape, uint64_t seed, float lo
 }
 
 inline Attrs resize_attrs(Ints size, const char* mode, const char* coordinates,
-                          const char* nearest = "round_prefer_floor", std::vector<double> scales = {}) {
-  return ops::ResizeOptions{std::move(size), mode, coordinates, nearest, std::move(scales)}.to_attrs();
+                          const char* nearest = "round_prefer_floor", std::vector<double> scales = {},
+                          double cubic_coeff_a = -0.75, bool exclude_outside = false) {
+  return ops::ResizeOptions{std::move(size),   mode,          coordinates,    nearest,
+                            std::move(scales), cubic_coeff_a, exclude_outside}
+      .to_attrs();
 }
 
 // The arithmetic dtypes the elementwise and math kernels take.

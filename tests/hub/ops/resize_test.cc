@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,54 @@ TEST_CASE("Resize: TensorFlow's ResizeBilinear and ResizeNearestNeighbor map ont
                make({1, 1, 5, 1}, {10, 10, 20, 30, 30}));
 }
 
+TEST_CASE("Resize: cubic, Keys' weights worked out by hand and ONNX's reference numbers; gradients") {
+  // One row 4 -> 8, half_pixel, A = -0.75. Output 0 reads src -0.25: taps -2, -1, 0, 1 (the first
+  // three the edge pixel) with k(1.75) = -0.03515625, k(0.75) = 0.26171875, k(0.25) = 0.87890625,
+  // k(1.25) = -0.10546875: 1.10546875 * 1 - 0.10546875 * 2. Output 3 reads 1.25: taps 0..3 with
+  // k(1.25), k(0.25), k(0.75), k(1.75). With exclude_outside, output 0 keeps taps 0 and 1 only:
+  // (0.87890625 - 0.2109375) / 0.7734375 = 19/22. The other entries are ONNX's reference
+  // implementation's (onnx.backend.test.case.node.resize.interpolate_nd).
+  const Tensor row = make({1, 1, 4, 1}, {1, 2, 4, 8});
+  expect_close(run_op("Resize", {row}, resize_attrs({1, 8}, "cubic", "half_pixel"))[0],
+               make({1, 1, 8, 1},
+                    {0.89453125f, 1.15625f, 1.5625f, 2.41796875f, 3.16015625f, 5.1171875f, 7.1640625f, 8.421875f}));
+  expect_close(
+      run_op("Resize", {row}, resize_attrs({1, 8}, "cubic", "half_pixel", "round_prefer_floor", {}, -0.75, true))[0],
+      make({1, 1, 8, 1}, {19.0f / 22, 1.1413427561837455f, 1.5433962264150942f, 2.41796875f, 3.16015625f,
+                          5.215094339622642f, 7.243816254416961f, 8.545454545454547f}));
+  // 4x4 -> 3x5 with A = -0.5 (TensorFlow's and PyTorch's), x = (i + 1)^1.5.
+  Tensor image(DType::kFloat32, Shape{1, 4, 4, 1});
+  for (int i = 0; i < 16; ++i) image.data<float>()[i] = std::pow(static_cast<float>(i + 1), 1.5f);
+  expect_close(
+      run_op("Resize", {image}, resize_attrs({3, 5}, "cubic", "align_corners", "round_prefer_floor", {}, -0.5))[0],
+      make({1, 3, 5, 1}, {1.0f, 2.2905471194535494f, 3.9513261169195175f, 5.932164879515767f, 8.0f, 18.48443078994751f,
+                          21.459371020435356f, 24.762136687524617f, 28.231375873438083f, 31.61060893535614f,
+                          46.87216567993164f, 50.86217921972275f, 55.21433711051941f, 59.69584667682648f, 64.0f}),
+      1e-4, 1e-5);
+  expect_close(
+      run_op("Resize", {image}, resize_attrs({3, 5}, "cubic", "half_pixel", "round_prefer_floor", {}, -0.5, true))[0],
+      make({1, 3, 5, 1},
+           {1.8983914946976936f, 3.250321297051172f, 5.196398366169273f, 7.5209628205454475f, 9.584421510498556f,
+            18.306175325280773f, 21.135825011223716f, 24.762136687524617f, 28.594258710944242f, 31.81081695195574f,
+            44.549473156703904f, 48.28351216958702f, 52.994108484271344f, 57.867259477553745f, 61.90688951973404f}),
+      1e-4, 1e-5);
+  // oneDNN has no cubic resampling: the reference kernel runs there too.
+  expect_close(run_op("Resize", {row}, resize_attrs({1, 8}, "cubic", "half_pixel"), "onednn")[0],
+               run_op("Resize", {row}, resize_attrs({1, 8}, "cubic", "half_pixel"))[0]);
+  int seed = 40;
+  for (const Attrs& attrs :
+       {resize_attrs({5, 7}, "cubic", "half_pixel"),
+        resize_attrs({3, 2}, "cubic", "align_corners", "round_prefer_floor", {}, -0.5),
+        resize_attrs({6, 4}, "cubic", "asymmetric", "round_prefer_floor", {1.7, 0.8}, -0.5, true)}) {
+    INFO(attrs.get_string("coordinate_transformation_mode"));
+    const Tensor x = random_tensor({2, 4, 3, 2}, ++seed);
+    check_gradients("Resize", {x}, attrs);
+    GradCheckOptions o;
+    o.inputs = {1};
+    check_gradients("ResizeGrad", {x, random_tensor(run_op("Resize", {x}, attrs)[0].shape(), ++seed)}, attrs, o);
+  }
+}
+
 TEST_CASE("ResizeGrad: hand-computed vectors, and gradients match finite differences") {
   // One row 2 -> 4, half_pixel linear: y = [x0, 0.75x0 + 0.25x1, 0.25x0 + 0.75x1, x1].
   Tensor x = make({1, 1, 2, 1}, {5, 7});
@@ -204,8 +253,11 @@ TEST_CASE("Resize: shape inference and errors name the node, attribute and value
   CHECK(contains(m, "'resize'"));
   CHECK(contains(m, "size must be [OH, OW]"));
   CHECK(contains(m, "[0,4]"));
-  m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "cubic", "half_pixel"));
-  CHECK(contains(m, "mode must be one of \"nearest\", \"linear\", got \"cubic\""));
+  m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "lanczos", "half_pixel"));
+  CHECK(contains(m, "mode must be one of \"nearest\", \"linear\", \"cubic\", got \"lanczos\""));
+  m = error_of({{1, 4, 4, 1}}, "Resize",
+               resize_attrs({2, 2}, "cubic", "half_pixel", "round_prefer_floor", {}, std::nan("")));
+  CHECK(contains(m, "cubic_coeff_a must be finite"));
   m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "linear", "tf_crop_and_resize"));
   CHECK(contains(m, "coordinate_transformation_mode"));
   CHECK(contains(m, "\"tf_crop_and_resize\""));
