@@ -140,6 +140,12 @@ void add_nn_mappers(std::map<std::string, OpMapper>& mappers);
 // Runs one hub op on constant tensors with the reference kernels (weight
 // transforms at import: transposes, reshapes, arithmetic).
 Tensor evaluate(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+// The axis of transform(t) that axis `axis` of a tensor of shape `shape`
+// became, found by transforming a tensor holding each element's index along
+// it (exact in float for any real size); nullopt where the transform does not
+// keep that axis whole (a weight layout change moving a quantization axis).
+std::optional<int> transformed_axis(const Shape& shape, int axis,
+                                    const std::function<Tensor(const Tensor&)>& transform);
 // A logical ONNX tensor of rank <= 4 broadcast-aligned to rank 4 (leading
 // 1s) and laid out NHWC, so it broadcasts against NHWC values.
 Tensor to_nhwc_operand(const Tensor& t);

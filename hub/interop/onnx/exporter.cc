@@ -15,6 +15,7 @@
 #include "hub/core/fileio.h"
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
+#include "hub/ops/array.h"
 
 namespace fs = std::filesystem;
 
@@ -186,27 +187,6 @@ std::string Exporter::nchw(Output o) {
 
 namespace {
 
-// The axis of transform(t) that channel axis `axis` of t became: found by
-// transforming a tensor holding each element's index along `axis` (exact in
-// float for any real filter size).
-int64_t transformed_axis(const Tensor& t, int64_t axis, const std::function<Tensor(const Tensor&)>& transform) {
-  Tensor probe(DType::kFloat32, t.shape());
-  int64_t inner = 1;
-  for (int d = static_cast<int>(axis) + 1; d < t.rank(); ++d) inner *= t.dim(d);
-  for (int64_t i = 0; i < t.num_elements(); ++i)
-    probe.data<float>()[i] = static_cast<float>((i / inner) % t.dim(static_cast<int>(axis)));
-  const Tensor p = transform(probe);
-  for (int a = 0; a < p.rank(); ++a) {
-    int64_t in = 1;
-    for (int d = a + 1; d < p.rank(); ++d) in *= p.dim(d);
-    bool match = p.dim(a) == t.dim(static_cast<int>(axis));
-    for (int64_t i = 0; match && i < p.num_elements(); ++i)
-      match = p.data<float>()[i] == static_cast<float>((i / in) % p.dim(a));
-    if (match) return a;
-  }
-  throw_error(Code::kInternal, "the weight transform does not keep the quantization axis whole");
-}
-
 Tensor cast(const Tensor& t, DType to) { return evaluate("Cast", {t}, Attrs().set("dtype", to)); }
 
 }  // namespace
@@ -224,7 +204,10 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
       int64_t axis = d.attrs.get_int("axis");
       if (axis < 0) axis += q->rank();
       const Tensor moved = cast(transform(cast(*q, DType::kFloat32)), q->dtype());
-      const int64_t onnx_axis = scale->rank() == 0 ? 1 : transformed_axis(*q, axis, transform);
+      std::optional<int> axis_moved =
+          scale->rank() == 0 ? 1 : transformed_axis(q->shape(), static_cast<int>(axis), transform);
+      if (!axis_moved) throw_error(Code::kInternal, "the weight transform does not keep the quantization axis whole");
+      const int64_t onnx_axis = *axis_moved;
       const std::string y = fresh(d.name);
       NodeProto* p = add("DequantizeLinear",
                          {initializer(moved, g_.node(d.inputs[0]).name), initializer(*scale, g_.node(d.inputs[1]).name),
@@ -723,6 +706,32 @@ void export_conv(Exporter& e, const Node& n) {
   e.set(out0(n), y, true);
 }
 
+// Conv2DTranspose: ConvTranspose with W [C, O/G, KH, KW] (the filter
+// [KH, KW, O/G, C] transposed (3, 2, 0, 1)).
+void export_conv_transpose(Exporter& e, const Node& n) {
+  const Shape w = e.spec(in(n, 1)).shape;
+  const std::vector<int64_t> perm{3, 2, 0, 1};
+  std::string f = e.weight(
+      in(n, 1), [&](const Tensor& t) { return evaluate("Transpose", {t}, Attrs().set("perm", perm)); },
+      [&](const std::string& v) {
+        std::string t = e.fresh(n.name + "/cohw");
+        set_ints(e.add("Transpose", {v}, t, t), "perm", perm);
+        return t;
+      });
+  auto pair = [](const std::vector<int64_t>& v) { return v.size() == 4 ? std::vector<int64_t>{v[1], v[2]} : v; };
+  std::vector<int64_t> p = n.attrs.get_ints("explicit_paddings");  // [top, bottom, left, right]
+  if (p.size() == 8) p = {p[2], p[3], p[4], p[5]};
+  std::string y = e.fresh(n.name);
+  NodeProto* node = e.add("ConvTranspose", layer_inputs(e, n, e.nchw(in(n, 0)), f), y, n.name);
+  set_ints(node, "kernel_shape", {w[0], w[1]});
+  set_ints(node, "strides", pair(n.attrs.get_ints("strides")));
+  set_ints(node, "dilations", pair(n.attrs.get_ints("dilations")));
+  set_ints(node, "pads", {p[0], p[2], p[1], p[3]});
+  set_ints(node, "output_padding", n.attrs.get_ints("output_padding"));
+  set_int(node, "group", n.attrs.get_int("groups"));
+  e.set(out0(n), y, true);
+}
+
 void export_depthwise(Exporter& e, const Node& n) {
   const Shape w = e.spec(in(n, 1)).shape;  // [KH, KW, C, M]
   const int64_t c = w[2], mult = w[3];
@@ -900,6 +909,52 @@ void export_slice(Exporter& e, const Node& n) {
     end.push_back(size[d] < 0 ? std::numeric_limits<int64_t>::max() : begin[d] + size[d]);
   std::string y = e.fresh(n.name);
   e.add("Slice", {e.nhwc(in(n, 0)), e.ints(begin, n.name + "/starts"), e.ints(end, n.name + "/ends")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+// StridedSlice: a Slice (starts, ends, axes, steps) of the dims it narrows,
+// as its spec resolves them against the input's shape, then a Reshape where
+// dims shrink or are inserted. A dim of unknown size is kept whole (a stride
+// of 1 over a masked range); anything else there has no static form.
+void export_strided_slice(Exporter& e, const Node& n) {
+  const Shape x = e.spec(in(n, 0)).shape;
+  const ops::StridedSliceSpec spec = ops::strided_slice_spec(x, n.attrs);
+  const bool plain = n.attrs.get_int("ellipsis_mask") == 0 && n.attrs.get_int("new_axis_mask") == 0 &&
+                     n.attrs.get_int("shrink_axis_mask") == 0;
+  const int64_t full = n.attrs.get_int("begin_mask") & n.attrs.get_int("end_mask");
+  std::vector<int64_t> starts, ends, axes, steps, sliced;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (x[d] < 0) {
+      if (!plain || spec.stride[d] != 1 || ((full >> d) & 1) == 0)
+        e.fail(n, "slicing dim " + std::to_string(d) + " of unknown size " + x.to_string() + " has no static form");
+      sliced.push_back(kUnknownDim);
+      continue;
+    }
+    sliced.push_back(spec.size[d]);
+    if (spec.begin[d] == 0 && spec.stride[d] == 1 && spec.size[d] == x[d]) continue;
+    const int64_t end = spec.begin[d] + spec.stride[d] * spec.size[d];
+    starts.push_back(spec.begin[d]);
+    ends.push_back(end < 0 ? std::numeric_limits<int64_t>::min() : end);  // past index 0 going down
+    axes.push_back(d);
+    steps.push_back(spec.stride[d]);
+  }
+  std::string y = e.nhwc(in(n, 0));
+  if (!axes.empty()) {
+    const std::string s = e.fresh(n.name);
+    e.add("Slice",
+          {y, e.ints(starts, n.name + "/starts"), e.ints(ends, n.name + "/ends"), e.ints(axes, n.name + "/axes"),
+           e.ints(steps, n.name + "/steps")},
+          s, s);
+    y = s;
+  }
+  if (Shape(sliced) != spec.out) {
+    std::vector<int64_t> dims = spec.out.dims();
+    if (std::count(dims.begin(), dims.end(), kUnknownDim) > 1)
+      e.fail(n, "the result " + spec.out.to_string() + " has more than one dim of unknown size");
+    const std::string r = e.fresh(n.name + "/reshaped");
+    e.add("Reshape", {y, e.ints(dims, n.name + "/shape")}, r, r);
+    y = r;
+  }
   e.set(out0(n), y);
 }
 
@@ -1144,6 +1199,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Concat", export_concat},
       {"Pad", export_pad},
       {"Slice", export_slice},
+      {"StridedSlice", export_strided_slice},
+      {"Conv2DTranspose", export_conv_transpose},
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},

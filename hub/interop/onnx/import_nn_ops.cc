@@ -145,7 +145,145 @@ void set_spatial_output(NodeContext& c, Output y, bool one_d) {
   c.set_output(0, ops::transpose(c.scope(), squeezed, {0, 2, 1}, "channels_first"));
 }
 
+// ---- volumetric (3-D) ops ---------------------------------------------------------------
+
+// x [N, C, D, H, W] runs channels-last ([N, D, H, W, C]) as 2-D ops over
+// (H, W) and a pass over D: a convolution is the sum, over the kernel's depth
+// taps, of 2-D convolutions of the depth slices each tap reads (a strided
+// slice of the depth-padded input, batched with N); a pooling window is the
+// 2-D pool over (H, W), then a pool over D with a [KD, 1] window (maximum and
+// average are separable over a box, padding, ceil_mode and
+// count_include_pad included: the average's divisor is a product of per-dim
+// counts). Spatial dims must be static.
+struct Window3 {
+  std::vector<int64_t> kernel, strides, dilations;  // [d, h, w]
+  std::vector<int64_t> pads;                        // [d0, h0, w0, d1, h1, w1]
+  std::vector<int64_t> out;                         // [OD, OH, OW] from shape inference
+};
+
+Window3 window3(NodeContext& c, std::vector<int64_t> kernel) {
+  const Shape x = c.shape(0);
+  Window3 w;
+  w.kernel = std::move(kernel);
+  w.strides = c.attr_ints("strides", {1, 1, 1});
+  w.dilations = c.attr_ints("dilations", {1, 1, 1});
+  for (const auto& [name, v] : {std::pair<const char*, const std::vector<int64_t>&>{"kernel_shape", w.kernel},
+                                {"strides", w.strides},
+                                {"dilations", w.dilations}})
+    if (v.size() != 3 || v[0] < 1 || v[1] < 1 || v[2] < 1)
+      c.fail("attribute " + std::string(name) + " = " + ints_text(v) + ": expected one positive value per spatial dim");
+  for (int d = 0; d < 3; ++d)
+    if (x[2 + d] < 0) c.fail("3-D ops need static spatial dims, input is " + x.to_string());
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  w.pads = c.attr_ints("pads", {0, 0, 0, 0, 0, 0});
+  if (w.pads.size() != 6) c.fail_attr("pads", ints_text(w.pads), "expected 2 values per spatial dim");
+  if (auto_pad == "VALID") {
+    w.pads.assign(6, 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int d = 0; d < 3; ++d) {
+      const int64_t in = x[2 + d], out = (in + w.strides[d] - 1) / w.strides[d];
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+      w.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pads[d + 3] = total - w.pads[d];
+    }
+  } else if (auto_pad != "NOTSET") {
+    c.fail_attr("auto_pad", auto_pad, "expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  const std::optional<Shape> y = c.output_shape(0);
+  if (!y || y->rank() != 5 || (*y)[2] < 1 || (*y)[3] < 1 || (*y)[4] < 1)
+    c.fail("3-D ops need the output's spatial dims from shape inference, got " +
+           (y ? y->to_string() : std::string("none")));
+  w.out = {(*y)[2], (*y)[3], (*y)[4]};
+  return w;
+}
+
+// The (H, W) part of a 3-D window as a 2-D op's attributes.
+Attrs hw_window(const Window3& w, bool with_dilations) {
+  Attrs a;
+  const std::vector<int64_t> pads{w.pads[1], w.pads[4], w.pads[2], w.pads[5]};
+  a.set("strides", std::vector<int64_t>{w.strides[1], w.strides[2]});
+  if (pads == std::vector<int64_t>{0, 0, 0, 0})
+    a.set("padding", "VALID");
+  else
+    a.set("padding", "EXPLICIT").set("explicit_paddings", pads);
+  if (with_dilations) a.set("dilations", std::vector<int64_t>{w.dilations[1], w.dilations[2]});
+  return a;
+}
+
+// [N, C, D, H, W] -> [N, D, H, W, C] and back.
+Output channels_last_3d(NodeContext& c) { return ops::transpose(c.scope(), c.native(0), {0, 2, 3, 4, 1}, "to_ndhwc"); }
+void set_channels_last_3d(NodeContext& c, Output y) {
+  c.set_output(0, ops::transpose(c.scope(), y, {0, 4, 1, 2, 3}, "to_ncdhw"));
+}
+
+void map_conv_3d(NodeContext& c) {
+  const Shape x = c.shape(0), wshape = c.shape(1);
+  if (wshape.rank() != 5 || !wshape.is_fully_defined())
+    c.fail("weights " + wshape.to_string() + " must be static and of the input's rank");
+  const int64_t group = c.attr_int("group", 1), m = wshape[0], cg = wshape[1];
+  if (group < 1 || x[1] != cg * group)
+    c.fail("input channels " + std::to_string(x[1]) + " are not group " + std::to_string(group) + " x " +
+           std::to_string(cg));
+  const Window3 w = window3(c, c.attr_ints("kernel_shape", {wshape[2], wshape[3], wshape[4]}));
+  const Scope& s = c.scope();
+  const int64_t h = x[3], wd = x[4], od = w.out[0];
+  Output in = channels_last_3d(c);
+  if (w.pads[0] || w.pads[3]) in = ops::pad(s, in, {0, 0, w.pads[0], w.pads[3], 0, 0, 0, 0, 0, 0}, "pad_depth");
+  // W [M, C/G, KD, KH, KW] -> [KD, KH, KW, C/G, M]: one variable, a 2-D HWIO filter per depth tap.
+  Output filter = c.weight_or(1, transposed({2, 3, 4, 1, 0}), runtime_transpose(c, {2, 3, 4, 1, 0}));
+  const Attrs a = hw_window(w, true);
+  constexpr int64_t kAllButDepth = 1 | 4 | 8 | 16;  // begin/end mask bits of dims 0, 2, 3, 4
+  Output sum;
+  for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+    const std::string tap = "tap" + std::to_string(kd);
+    const int64_t first = kd * w.dilations[0];
+    Output slices = ops::strided_slice(s, in, {0, first, 0, 0, 0}, {0, first + w.strides[0] * (od - 1) + 1, 0, 0, 0},
+                                       {1, w.strides[0], 1, 1, 1}, {kAllButDepth, kAllButDepth}, tap + "/depths");
+    Output images = ops::reshape(s, slices, {-1, h, wd, x[1]}, tap + "/images");
+    Output f = ops::reshape(s, ops::slice(s, filter, {kd, 0, 0, 0, 0}, {1, -1, -1, -1, -1}, tap + "/filter"),
+                            {w.kernel[1], w.kernel[2], cg, m}, tap + "/hwio");
+    Output y = s.op("Conv2D", {images, f}, a, tap + "/conv");
+    sum = sum.valid() ? ops::add(s, sum, y, tap + "/sum") : y;
+  }
+  Output y = ops::reshape(s, sum, {-1, od, w.out[1], w.out[2], m}, "volumes");
+  if (c.has_input(2)) y = s.op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
+  set_channels_last_3d(c, y);
+}
+
+template <bool kMax>
+void map_pool_3d(NodeContext& c) {
+  const Shape x = c.shape(0);
+  const Window3 w = window3(c, c.attr_ints("kernel_shape"));
+  if (!kMax && w.dilations != std::vector<int64_t>{1, 1, 1})
+    c.fail_attr("dilations", ints_text(w.dilations), "AveragePool with dilations is not supported");
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0, include_pad = !kMax && c.attr_int("count_include_pad", 0);
+  const char* op = kMax ? "MaxPool" : "AvgPool";
+  auto pool = [&](Output in, Attrs a, std::vector<int64_t> kernel, const std::string& name) {
+    a.set("ksize", std::move(kernel));
+    if (ceil_mode) {
+      if (a.get_string("padding") == "VALID")
+        a.set("padding", "EXPLICIT").set("explicit_paddings", std::vector<int64_t>{0, 0, 0, 0});
+      a.set("ceil_mode", true);
+    }
+    if (include_pad) a.set("count_include_pad", true);
+    return c.scope().op(op, {in}, a, name);
+  };
+  const Scope& s = c.scope();
+  const int64_t oh = w.out[1], ow = w.out[2];
+  Output images = ops::reshape(s, channels_last_3d(c), {-1, x[3], x[4], x[1]}, "images");
+  Output y = pool(images, hw_window(w, kMax), {w.kernel[1], w.kernel[2]}, "pool_hw");
+  Output columns = ops::reshape(s, y, {-1, x[2], oh * ow, x[1]}, "depth_columns");
+  Window3 depth = w;  // the D part as a [KD, 1] window over [N, D, OH*OW, C]
+  depth.strides = {1, w.strides[0], 1};
+  depth.dilations = {1, w.dilations[0], 1};
+  depth.pads = {0, w.pads[0], 0, 0, w.pads[3], 0};
+  y = pool(columns, hw_window(depth, kMax), {w.kernel[0], 1}, "pool_depth");
+  set_channels_last_3d(c, ops::reshape(s, y, {-1, w.out[0], oh, ow, x[1]}, "volumes"));
+}
+
 void map_conv(NodeContext& c) {
+  if (c.rank(0) == 5) return map_conv_3d(c);
   const bool one_d = is_1d(c, c.rank(0));
   const Shape x = lifted_shape(c.shape(0));
   // 1-D weights [M, C/G, K] as [M, C/G, 1, K].
@@ -191,23 +329,36 @@ void map_conv(NodeContext& c) {
 }
 
 void map_conv_transpose(NodeContext& c) {
-  const Shape x = c.shape(0), wshape = c.shape(1);
-  if (x.rank() != 4) c.fail("only 2-D transposed convolutions are supported, input is " + x.to_string());
-  if (wshape.rank() != 4) c.fail("weights " + wshape.to_string() + " do not match input " + x.to_string() + " in rank");
+  if (c.rank(0) == 3 || c.rank(0) == 4)
+    if (c.rank(1) != c.rank(0))
+      c.fail("weights " + c.shape(1).to_string() + " do not match input " + c.shape(0).to_string() + " in rank");
+  const bool one_d = c.rank(0) == 3;
+  if (!one_d && c.rank(0) != 4)
+    c.fail("only 1-D and 2-D transposed convolutions are supported, input is " + c.shape(0).to_string());
+  // A 1-D one [N, C, L] runs as the 2-D one on [N, C, 1, L] (unit height in every attribute).
+  const Shape x = lifted_shape(c.shape(0)), wshape = lifted_shape(c.shape(1));
+  auto lift = [&](std::vector<int64_t> v, int64_t unit) {
+    if (one_d && v.size() == 1) v.insert(v.begin(), unit);
+    return v;
+  };
   const int64_t group = c.attr_int("group", 1);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {wshape[2], wshape[3]});
-  Window w = window(c, kernel, x, false);  // checks strides, dilations, pads and auto_pad
+  if (one_d && kernel.size() == 1) kernel.insert(kernel.begin(), 1);
+  Window w = window(c, kernel, x, one_d);  // checks strides, dilations, pads and auto_pad
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
-  const std::vector<int64_t> output_padding = c.attr_ints("output_padding", {0, 0});
+  const std::vector<int64_t> output_padding = lift(c.attr_ints("output_padding", {0, 0}), 0);
   if (output_padding.size() != 2) c.fail_attr("output_padding", ints_text(output_padding), "expected 2 entries");
   std::vector<int64_t> output_pad = output_padding;
   std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  if (one_d && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};
   // An output shape (given, or the input's times the strides for SAME_*)
   // sets the pads: the total is what the full transposed window overshoots
   // it by, split evenly (rounding down, as ONNX's reference), the odd one at
   // the end (SAME_UPPER) or at the start otherwise. A negative end pad (an
   // output one longer than the window reaches) is output padding.
   std::vector<int64_t> out_hw = c.attr_ints("output_shape", {});
+  if (one_d && out_hw.size() == 3) out_hw = {out_hw[2]};
+  out_hw = lift(out_hw, 1);
   if (!out_hw.empty() && out_hw.size() != 2 && out_hw.size() != 4)
     c.fail_attr("output_shape", ints_text(out_hw), "expected [H, W] or [N, C, H, W]");
   if (out_hw.size() == 4) out_hw = {out_hw[2], out_hw[3]};
@@ -240,16 +391,20 @@ void map_conv_transpose(NodeContext& c) {
   a.set("explicit_paddings", std::vector<int64_t>{pads[0], pads[2], pads[1], pads[3]});
   a.set("output_padding", output_pad).set("groups", group);
   // ONNX W [C, M/G, KH, KW] -> hub's Conv2DTranspose filter [KH, KW, M/G, C].
-  Output f = c.weight_or(1, transposed({2, 3, 1, 0}), runtime_transpose(c, {2, 3, 1, 0}));
-  Output y = c.scope().op("Conv2DTranspose", {c.nhwc(0), f}, a, "conv_transpose");
+  const std::vector<int64_t> dims = wshape.dims(), perm{2, 3, 1, 0};
+  Output f = c.weight_or(
+      1, [&](const Tensor& t) { return evaluate("Transpose", {t.reshaped(Shape(dims))}, Attrs().set("perm", perm)); },
+      [&](Output wt) { return ops::transpose(c.scope(), ops::reshape(c.scope(), wt, dims, "w_4d"), perm, "w_hwoc"); });
+  Output y = c.scope().op("Conv2DTranspose", {nhwc_input(c, one_d), f}, a, "conv_transpose");
   if (c.has_input(2)) y = c.scope().op("BiasAdd", {y, c.weight_or(2, same, runtime_same)}, {}, "bias");
-  c.set_output(0, y, true);
+  set_spatial_output(c, y, one_d);
 }
 
 // ---- pooling ---------------------------------------------------------------------------
 
 template <bool kMax>
 void map_pool(NodeContext& c) {
+  if (c.rank(0) == 5) return map_pool_3d<kMax>(c);
   const bool one_d = is_1d(c, c.rank(0));
   const Shape x = lifted_shape(c.shape(0));
   if (kMax && c.attr_int("storage_order", 0) != 0) c.fail_attr("storage_order", "1", "only row-major indices");
@@ -274,7 +429,15 @@ void map_pool(NodeContext& c) {
 
 template <bool kMax>
 void map_global_pool(NodeContext& c) {
-  if (c.rank(0) != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + c.shape(0).to_string());
+  const int rank = c.rank(0);
+  if (rank < 3) c.fail("inputs of rank 3 or more (N,C,...) are supported, got " + c.shape(0).to_string());
+  if (rank != 4) {  // 1-D and 3-D: over the native spatial dims
+    std::vector<int64_t> axes;
+    for (int d = 2; d < rank; ++d) axes.push_back(d);
+    c.set_output(0, c.scope().op(kMax ? "Max" : "Mean", {c.native(0)}, Attrs().set("axes", axes).set("keep_dims", true),
+                                 kMax ? "GlobalMaxPool" : "GlobalAveragePool"));
+    return;
+  }
   Attrs a;
   a.set("axes", std::vector<int64_t>{1, 2}).set("keep_dims", true);
   c.set_output(0, c.scope().op(kMax ? "Max" : "Mean", {c.nhwc(0)}, a, kMax ? "GlobalMaxPool" : "GlobalAveragePool"),
@@ -304,7 +467,25 @@ void map_batch_norm(NodeContext& c) {
     Output back = ops::squeeze(c.scope(), y[0], {2}, "drop_width");
     c.set_output(0, ops::transpose(c.scope(), back, {0, 2, 1}, "channels_first"));
   } else {
-    c.fail("inputs of rank 2, 3 or 4 are supported, got " + c.shape(0).to_string());
+    // [N, C, S...] -> [N, prod(S), 1, C] (NHWC) -> normalise -> back.
+    const Shape x = c.shape(0);
+    if (rank < 2) c.fail("inputs of rank 2 or more (N, C, ...) are supported, got " + x.to_string());
+    std::vector<int64_t> to_last{0}, back{0, rank - 1}, spatial{-1};
+    int64_t size = 1;
+    for (int d = 2; d < rank; ++d) {
+      if (x[d] < 0) c.fail("inputs of rank 5 or more need static spatial dims, got " + x.to_string());
+      to_last.push_back(d);
+      back.push_back(d - 1);
+      spatial.push_back(x[d]);
+      size *= x[d];
+    }
+    to_last.push_back(1);
+    spatial.push_back(x[1]);
+    Output t = ops::transpose(c.scope(), c.native(0), to_last, "channels_last");
+    t = ops::reshape(c.scope(), t, {-1, size, 1, x[1]}, "as_image");
+    std::vector<Output> y = c.scope().op_n("FusedBatchNorm", {t, scale, offset, mean, var}, a, "BatchNorm");
+    Output volume = ops::reshape(c.scope(), y[0], spatial, "as_volume");
+    c.set_output(0, ops::transpose(c.scope(), volume, back, "channels_first"));
   }
 }
 

@@ -256,16 +256,12 @@ Output GraphContext::weight(int i, const std::function<Tensor(const Tensor&)>& t
   return importer_.variable(graph_, node().input(i), t, trainable);
 }
 
-namespace {
-
 // Element e's coordinate along `axis` of `shape`.
 int64_t coordinate(const Shape& shape, int64_t e, int axis) {
   int64_t stride = 1;
   for (int a = shape.rank() - 1; a > axis; --a) stride *= shape[a];
   return (e / stride) % shape[axis];
 }
-
-}  // namespace
 
 // Input i (a folded int8 DequantizeLinear) transformed to `w`, as
 // DequantizeLinear(int8 variable, scales, 0): where the transform moves the
@@ -277,19 +273,9 @@ std::optional<Output> GraphContext::quantized_weight(int i, const std::function<
   const QuantizedConstant& qc = *value(i).quantized;
   int axis = -1;
   if (qc.axis >= 0) {
-    Tensor index(DType::kFloat32, qc.q.shape());
-    for (int64_t e = 0; e < index.num_elements(); ++e)
-      index.data<float>()[e] = static_cast<float>(coordinate(qc.q.shape(), e, static_cast<int>(qc.axis)));
-    const Tensor moved = transform(index);
-    if (moved.shape() != w.shape()) return std::nullopt;
-    for (int a = 0; a < moved.rank() && axis < 0; ++a) {
-      if (moved.shape()[a] != qc.scale.num_elements()) continue;
-      bool follows = true;
-      for (int64_t e = 0; e < moved.num_elements() && follows; ++e)
-        follows = moved.data<float>()[e] == static_cast<float>(coordinate(moved.shape(), e, a));
-      if (follows) axis = a;
-    }
-    if (axis < 0) return std::nullopt;
+    const std::optional<int> moved = transformed_axis(qc.q.shape(), static_cast<int>(qc.axis), transform);
+    if (!moved) return std::nullopt;
+    axis = *moved;
   }
   Tensor q(DType::kInt8, w.shape());
   const float* scale = qc.scale.data<float>();
@@ -791,6 +777,21 @@ Tensor evaluate(const std::string& op, const std::vector<Tensor>& inputs, const 
   Output out = s.op(op, in, attrs, "op");
   Session session(g, nullptr, {&reference_backend()});
   return session.run({}, {out})[0];
+}
+
+std::optional<int> transformed_axis(const Shape& shape, int axis,
+                                    const std::function<Tensor(const Tensor&)>& transform) {
+  Tensor index(DType::kFloat32, shape);
+  for (int64_t e = 0; e < index.num_elements(); ++e)
+    index.data<float>()[e] = static_cast<float>(coordinate(shape, e, axis));
+  const Tensor moved = transform(index);
+  for (int a = 0; a < moved.rank(); ++a) {
+    bool follows = moved.shape()[a] == shape[axis];
+    for (int64_t e = 0; e < moved.num_elements() && follows; ++e)
+      follows = moved.data<float>()[e] == static_cast<float>(coordinate(moved.shape(), e, a));
+    if (follows) return a;
+  }
+  return std::nullopt;
 }
 
 Tensor to_nhwc_operand(const Tensor& t) {

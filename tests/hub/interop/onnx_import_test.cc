@@ -844,7 +844,7 @@ TEST_CASE("issue13: convolution weights that other nodes compute get their kerne
   const std::string declared_path = declared.save(dir.path, "declared.onnx");
   expect_error(
       Code::kInvalidArgument, [&] { onnx_interop::import_onnx(declared_path); },
-      "(ConvTranspose): only 2-D transposed convolutions are supported, input is [3,3]");
+      "(ConvTranspose): only 1-D and 2-D transposed convolutions are supported, input is [3,3]");
 }
 
 TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are refused") {
@@ -1431,6 +1431,69 @@ TEST_CASE("ONNX import and export: cubic Resize (coefficient, exclude_outside, c
     expect_close(got.at(outputs[i]), want[i], 1e-5, 1e-4);
   }
   expect_exported_agrees(spec, dir.path, {{"x", x}}, outputs, want);
+}
+
+TEST_CASE(
+    "ONNX import and export: 3-D convolutions, pooling and batch norm, and 1-D transposed convolutions agree "
+    "with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_volumetric");
+  OnnxBuilder b(13);
+  b.input("x", {-1, 4, 5, 6, 7});
+  b.input("s", {2, 3, 9});
+  // Grouped, strided, dilated, asymmetrically padded, with a bias.
+  b.init("w", random_tensor({6, 2, 3, 2, 3}, 81, -0.5f, 0.5f));
+  b.init("b", random_tensor({6}, 82));
+  auto* conv = b.node("Conv", {"x", "w", "b"}, "c", "/conv3d");
+  int_attr(conv, "group", 2);
+  ints_attr(conv, "strides", {2, 1, 2});
+  ints_attr(conv, "dilations", {1, 2, 1});
+  ints_attr(conv, "pads", {1, 0, 1, 2, 1, 0});
+  for (const char* name : {"scale", "bias", "mean", "var"})
+    b.init(std::string("bn_") + name, random_tensor({6}, 83 + (name[0] - 'a'), 0.5f, 1.5f));
+  b.node("BatchNormalization", {"c", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, "n", "/bn3d");
+  b.node("Relu", {"n"}, "r", "/relu");
+  auto* max = b.node("MaxPool", {"r"}, "m", "/maxpool3d");
+  ints_attr(max, "kernel_shape", {2, 3, 2});
+  ints_attr(max, "strides", {2, 2, 1});
+  ints_attr(max, "pads", {0, 1, 1, 1, 1, 0});
+  int_attr(max, "ceil_mode", 1);
+  for (int include = 0; include < 2; ++include) {
+    const std::string out = "avg" + std::to_string(include);
+    auto* avg = b.node("AveragePool", {"x"}, out, "/" + out);
+    ints_attr(avg, "kernel_shape", {3, 2, 3});
+    ints_attr(avg, "strides", {1, 2, 2});
+    ints_attr(avg, "pads", {1, 1, 0, 1, 0, 2});
+    int_attr(avg, "count_include_pad", include);
+    b.output(out, {-1, 4, 5, 3, 4});
+  }
+  b.node("GlobalAveragePool", {"m"}, "g", "/global3d");
+  // A 1-D transposed convolution [N, C, L]: stride 2, output padding, grouped.
+  b.init("wt", random_tensor({3, 2, 4}, 89, -0.5f, 0.5f));
+  auto* ct = b.node("ConvTranspose", {"s", "wt"}, "t", "/conv_transpose1d");
+  ints_attr(ct, "strides", {2});
+  ints_attr(ct, "pads", {1, 2});
+  ints_attr(ct, "output_padding", {1});
+  b.output("m", {-1, 6, 2, 3, 2});
+  b.output("g", {-1, 6, 1, 1, 1});
+  b.output("t", {2, 2, 18});
+  const std::string path = b.save(dir.path, "volumetric.onnx");
+  const Tensor x = random_tensor({2, 4, 5, 6, 7}, 90);
+  const Tensor sq = random_tensor({2, 3, 9}, 91);
+  const std::vector<std::pair<std::string, Tensor>> inputs{{"x", x}, {"s", sq}};
+  const std::vector<Tensor> want = run_onnx_runtime(path, inputs, dir.path / "source");
+  const std::vector<std::string> names{"avg0", "avg1", "m", "g", "t"};
+  REQUIRE(want.size() == names.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  for (const char* backend : {"reference", "onednn"}) {
+    INFO(backend);
+    const TensorMap got = run_signature(spec, "default", {{"x", x}, {"s", sq}}, backend);
+    for (size_t i = 0; i < names.size(); ++i) {
+      INFO(names[i]);
+      expect_close(got.at(names[i]), want[i], 1e-5, 1e-4);
+    }
+  }
+  expect_exported_agrees(spec, dir.path, inputs, names, want);
 }
 
 TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignment agrees with ONNX Runtime") {
