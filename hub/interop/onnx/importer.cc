@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <map>
 
 #include "hub/backend/backend.h"
@@ -341,9 +342,19 @@ void Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
     if (!in.empty()) inputs[in].constant = values_.at(in).constant;
   GraphContext ctx(*this, node, scratch, inputs, /*folding=*/true);
   mapper.map(ctx);
+  // A folded constant may not grow past 2^24 elements (nor past what went
+  // in): a few bytes of Tile or Expand would otherwise compute terabytes.
+  int64_t in_elements = 0;
+  for (const auto& [name, v] : inputs) in_elements += v.constant->num_elements();
   std::vector<Output> fetches;
   std::vector<int> which;
   for (const auto& [i, out] : ctx.outputs()) {
+    const Shape& shape = scratch.spec(out.first).shape;
+    int64_t elements = 1;
+    for (int64_t d : shape.dims())
+      elements = d > 0 && elements > std::numeric_limits<int64_t>::max() / d ? std::numeric_limits<int64_t>::max()
+                                                                             : elements * std::max<int64_t>(d, 0);
+    if (elements > in_elements) ctx.check_folded_size(shape, "output " + std::to_string(i));
     Output o = out.first;
     if (out.second) o = ops::transpose(Scope(scratch), o, {0, 3, 1, 2}, "to_nchw" + std::to_string(i));
     fetches.push_back(o);

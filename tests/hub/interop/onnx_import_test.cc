@@ -1668,7 +1668,8 @@ TEST_CASE("ONNX import: an imported SoftmaxCrossEntropyLoss is differentiable: (
   expect_close(out[1], make({3, 4}, want_grad), 1e-6, 1e-5);
 }
 
-TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask)") {
+TEST_CASE(
+    "ONNX import: a constant folded at import is bounded (ConstantOfShape, EyeLike, Trilu's mask, any growing fold)") {
   TempDir dir("onnx_fold_bound");
   const int64_t side = 8193;  // side^2 > 2^24
   {
@@ -1690,10 +1691,32 @@ TEST_CASE("ONNX import: a constant folded at import is bounded (ConstantOfShape,
     expect_error(
         Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "more than 2^24 elements");
   }
-  // Just inside the bound: imported.
+  // Any op folded at import (the fuzzer's find: a Tile of constants with huge repeats, an old model's
+  // opset-6 Tile): refused before its output is allocated.
+  for (int opset : {6, 13}) {
+    OnnxBuilder tile(opset);
+    tile.init("x", make({2}, {1, 2}));
+    tile.init("repeats", Tensor::from_vector<int64_t>({1}, {int64_t{1} << 25}));
+    tile.node("Tile", {"x", "repeats"}, "y", "tile");
+    tile.output("y", {-1});
+    const std::string path = tile.save(dir.path, "tile" + std::to_string(opset) + ".onnx");
+    expect_error(
+        Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); },
+        "node 'tile' (Tile): output 0 [67108864] would be folded at import with more than 2^24 elements");
+  }
+  // Just inside the bound: imported; a fold that does not grow its input (a dequantized weight) is
+  // not bounded.
   OnnxBuilder b(14);
   b.input("x", {4096, 4096});
   b.node("Trilu", {"x"}, "y");
   b.output("y", {4096, 4096});
   CHECK_NOTHROW(onnx_interop::import_onnx(b.save(dir.path, "ok.onnx")));
+  OnnxBuilder big(13);
+  big.input("x", {1, 5000});
+  big.init("q", Tensor::zeros(DType::kInt8, Shape{5000, 3400}));  // 17M elements > 2^24
+  big.init("s", Tensor::scalar(0.5f));
+  big.node("DequantizeLinear", {"q", "s"}, "w", "dequantize");
+  big.node("MatMul", {"x", "w"}, "y", "matmul");
+  big.output("y", {1, 3400});
+  CHECK_NOTHROW(onnx_interop::import_onnx(big.save(dir.path, "big.onnx")));
 }
