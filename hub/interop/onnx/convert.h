@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/interop/fold.h"
 #include "hub/ops/scope.h"
 #include "hub/tensor/tensor.h"
 
@@ -154,8 +155,9 @@ Tensor to_nhwc_operand(const Tensor& t);
 int64_t nhwc_axis(int64_t nchw_axis);
 
 // The most elements of a constant the importer computes itself (Range,
-// ConstantOfShape, EyeLike, Trilu's mask): 2^24.
-constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+// ConstantOfShape, EyeLike, Trilu's mask, a fold that outgrows its inputs):
+// 2^24 (hub/interop/fold.h).
+using interop::kMaxFoldedElements;
 // Normalises a possibly negative axis for rank r; fails via ctx when out of range.
 int64_t normalize_axis(const NodeContext& ctx, int64_t axis, int rank, const std::string& attr);
 

@@ -342,19 +342,14 @@ void Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
     if (!in.empty()) inputs[in].constant = values_.at(in).constant;
   GraphContext ctx(*this, node, scratch, inputs, /*folding=*/true);
   mapper.map(ctx);
-  // A folded constant may not grow past 2^24 elements (nor past what went
-  // in): a few bytes of Tile or Expand would otherwise compute terabytes.
+  // A few bytes of Tile or Expand must not compute terabytes (hub/interop/fold.h).
   int64_t in_elements = 0;
   for (const auto& [name, v] : inputs) in_elements += v.constant->num_elements();
   std::vector<Output> fetches;
   std::vector<int> which;
   for (const auto& [i, out] : ctx.outputs()) {
     const Shape& shape = scratch.spec(out.first).shape;
-    int64_t elements = 1;
-    for (int64_t d : shape.dims())
-      elements = d > 0 && elements > std::numeric_limits<int64_t>::max() / d ? std::numeric_limits<int64_t>::max()
-                                                                             : elements * std::max<int64_t>(d, 0);
-    if (elements > in_elements) ctx.check_folded_size(shape, "output " + std::to_string(i));
+    if (!interop::fold_allowed(shape, in_elements)) ctx.check_folded_size(shape, "output " + std::to_string(i));
     Output o = out.first;
     if (out.second) o = ops::transpose(Scope(scratch), o, {0, 3, 1, 2}, "to_nchw" + std::to_string(i));
     fetches.push_back(o);
@@ -740,15 +735,9 @@ void NodeContext::fail_attr(const std::string& attr, const std::string& value, c
 }
 
 void NodeContext::check_folded_size(const Shape& shape, const std::string& what) const {
-  int64_t n = 1;
-  for (int64_t d : shape.dims()) {
+  for (int64_t d : shape.dims())
     if (d < 0) fail(what + " " + shape.to_string() + " has a negative dimension");
-    if (d > 0 && n > kMaxFoldedElements / d)
-      n = kMaxFoldedElements + 1;  // stop before it overflows
-    else
-      n *= d;
-  }
-  if (n > kMaxFoldedElements)
+  if (interop::saturated_elements(shape) > kMaxFoldedElements)
     fail(what + " " + shape.to_string() + " would be folded at import with more than 2^24 elements");
 }
 

@@ -6,6 +6,7 @@
 #include "hub/backend/backend.h"
 #include "hub/core/error.h"
 #include "hub/graph/session.h"
+#include "hub/interop/fold.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
@@ -546,12 +547,20 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
 
 void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs) {
   Graph scratch;
+  int64_t in_elements = 0;
+  for (const TfValue& v : inputs)
+    if (v.constant) in_elements += v.constant->num_elements();
   Context ctx(*this, node, mapper, scratch, std::move(inputs), /*folding=*/true);
   mapper.map(ctx);
   std::vector<Output> fetches;
   std::vector<int> which;
   for (auto& [i, v] : ctx.outputs()) {
     if (v.out.valid()) {
+      // A few bytes of Tile or Fill must not compute terabytes (hub/interop/fold.h).
+      const Shape& shape = scratch.spec(v.out).shape;
+      if (!interop::fold_allowed(shape, in_elements))
+        throw_error(Code::kInvalidArgument, ctx.where() + ": output " + std::to_string(i) + " " + shape.to_string() +
+                                                " would be folded at import with more than 2^24 elements");
       fetches.push_back(v.out);
       which.push_back(i);
     }

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "hub/core/error.h"
+#include "hub/interop/fold.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
 #include "hub/ops/math.h"
@@ -510,7 +511,7 @@ void map_range(OpContext& c) {
     dispatch_dtype(args[i]->dtype(), [&](auto tag) { v[i] = static_cast<double>(args[i]->data<decltype(tag)>()[0]); });
   }
   const double count = std::ceil((v[1] - v[0]) / v[2]);
-  if (!std::isfinite(count) || v[2] == 0 || count > double{1 << 24})
+  if (!std::isfinite(count) || v[2] == 0 || count > static_cast<double>(interop::kMaxFoldedElements))
     c.fail("Range(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) +
            ") must have a nonzero delta and at most 2^24 values");
   const auto n = static_cast<int64_t>(std::max(0.0, count));

@@ -1,0 +1,35 @@
+// Constants the importers compute at import (constant folding of a node
+// whose inputs are all known, ConstantOfShape, Range, ...) are bounded, so
+// that a few bytes of model cannot make gigabytes: a folded constant may
+// hold at most kMaxFoldedElements, unless it is no larger than what went in
+// (a dequantized or transposed weight keeps its size). Shared by the ONNX and
+// TensorFlow importers. Internal to hub/interop; not installed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "hub/tensor/shape.h"
+
+namespace hub::interop {
+
+inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+
+// The element count of `shape`, saturating at INT64_MAX (unknown dims count 0).
+inline int64_t saturated_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape.dims())
+    n = d > 0 && n > std::numeric_limits<int64_t>::max() / d ? std::numeric_limits<int64_t>::max()
+                                                             : n * std::max<int64_t>(d, 0);
+  return n;
+}
+
+// Whether a constant of `shape` computed from `input_elements` input
+// elements may be folded.
+inline bool fold_allowed(const Shape& shape, int64_t input_elements) {
+  const int64_t n = saturated_elements(shape);
+  return n <= kMaxFoldedElements || n <= input_elements;
+}
+
+}  // namespace hub::interop
