@@ -963,6 +963,41 @@ void map_selu(NodeContext& c) {
                nhwc);
 }
 
+// Celu: max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) = alpha * Elu(x / alpha).
+void map_celu(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  const Scope& s = c.scope();
+  const float alpha = c.attr_float("alpha", 1.0f);
+  if (!(alpha != 0.0f) || !std::isfinite(alpha))
+    c.fail_attr("alpha", std::to_string(alpha), "must be finite and nonzero");
+  Output elu =
+      s.op("Elu", {ops::div(s, x, ops::scalar(s, alpha, "alpha"), "scaled")}, Attrs().set("alpha", 1.0), "Elu");
+  c.set_output(0, ops::mul(s, elu, ops::scalar(s, alpha, "alpha_again"), "Celu"), nhwc);
+}
+
+// IsNaN: x != x.
+void map_is_nan(NodeContext& c) {
+  bool nhwc;
+  Output x = unary_input(c, &nhwc);
+  c.set_output(0, ops::not_equal(c.scope(), x, x, "IsNaN"), nhwc);
+}
+
+// MeanVarianceNormalization over `axes` (default [0, 2, 3]): (x - mean) /
+// (sqrt(variance) + 1e-9), as ONNX's function defines it (the variance
+// computed about the mean).
+void map_mean_variance_normalization(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> axes;
+  for (int64_t a : c.attr_ints("axes", {0, 2, 3})) axes.push_back(normalize_axis(c, a, rank, "axes"));
+  const Scope& s = c.scope();
+  Output x = c.native(0);
+  Output centred = ops::sub(s, x, ops::mean(s, x, axes, true, "mean"), "centred");
+  Output std_dev = ops::sqrt(s, ops::mean(s, ops::square(s, centred, "squared"), axes, true, "variance"), "std_dev");
+  Output denominator = ops::add(s, std_dev, ops::scalar(s, 1e-9f, "epsilon"), "denominator");
+  c.set_output(0, ops::div(s, centred, denominator, "MeanVarianceNormalization"));
+}
+
 // Softplus: log(1 + e^x), as max(x, 0) + log(1 + e^-|x|) (no overflow).
 void map_softplus(NodeContext& c) {
   bool nhwc;
@@ -1264,6 +1299,9 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Softsign"] = {map_softsign, {}};
   m["Shrink"] = {map_shrink, {"bias", "lambd"}};
   m["IsInf"] = {map_is_inf, {"detect_negative", "detect_positive"}};
+  m["IsNaN"] = {map_is_nan, {}};
+  m["Celu"] = {map_celu, {"alpha"}};
+  m["MeanVarianceNormalization"] = {map_mean_variance_normalization, {"axes"}};
   m["Hardmax"] = {map_hardmax, {"axis"}};
   m["TopK"] = {map_top_k, {"axis", "largest", "sorted"}};
   m["Trilu"] = {map_trilu, {"upper"}};

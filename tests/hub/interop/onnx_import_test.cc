@@ -1062,7 +1062,7 @@ TEST_CASE("docs/import.md lists exactly the ONNX operators the importer maps or 
 
 TEST_CASE(
     "ONNX import and export of layer norm, Erf, rounding, trigonometry, logic, Where, ArgMin, CumSum, Mod, "
-    "GatherND, the scatters and OneHot agree with ONNX Runtime") {
+    "GatherND, the scatters, OneHot, Celu, IsNaN and MeanVarianceNormalization agree with ONNX Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_math_ort");
   OnnxBuilder b(17);
@@ -1168,6 +1168,16 @@ TEST_CASE(
   b.init("depth", Tensor::scalar<int64_t>(8));
   b.init("on_off", make({2}, {-1, 2}));
   int_attr(node("OneHot", {"argmin", "depth", "on_off"}, "o22_one_hot"), "axis", 1);
+  auto* celu = node("Celu", {"x"}, "celu");
+  auto* alpha = celu->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(::onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.6f);
+  node("Log", {"x"}, "log_x");  // NaN where x < 0
+  int_attr(node("Cast", {node("IsNaN", {"log_x"}, "is_nan")->output(0)}, "nan_as_float"), "to",
+           ::onnx::TensorProto::FLOAT);
+  node("Add", {"celu", "nan_as_float"}, "o23_celu_isnan");
+  ints_attr(node("MeanVarianceNormalization", {"x"}, "o24_mvn"), "axes", {0, 2, 3});
   const std::vector<std::pair<std::string, std::vector<int64_t>>> outputs = {
       {"o1_erf", {1, 8, 2, 4}},
       {"o2_trig", {1, 8, 2, 4}},
@@ -1190,7 +1200,9 @@ TEST_CASE(
       {"o19_gather_nd", {2, 2, 4}},
       {"o20_scatter_nd", {1, 8, 2, 4}},
       {"o21_scatter_elements", {1, 8, 2, 4}},
-      {"o22_one_hot", {1, 8, 1, 2, 4}}};
+      {"o22_one_hot", {1, 8, 1, 2, 4}},
+      {"o23_celu_isnan", {1, 8, 2, 4}},
+      {"o24_mvn", {1, 8, 2, 4}}};
   for (const auto& [name, dims] : outputs) b.output(name, dims);
   const std::string source = b.save(dir.path, "source.onnx");
 
