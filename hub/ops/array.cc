@@ -275,6 +275,95 @@ HUB_REGISTER_OP(ReshapeLike)
     })
     .doc("x viewed with the (run-time) shape of `like`; no copy.");
 
+// DynamicReshape / DynamicSlice: the `from` attribute lists triples
+// (position, input, dim): entry `position` of the op's target takes dim `dim`
+// of input `input` (>= 1, a reference tensor read for its shape only).
+// Returns, per target entry, that dim (nullopt where the reference's dim is
+// not known yet), or nullopt for an entry `from` does not name (`named`
+// tells them apart).
+std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named) {
+  const auto& from = c.attrs().get_ints("from");
+  if (from.size() % 3 != 0) c.fail("from " + attr_to_string(from) + " is not a list of (position, input, dim)");
+  std::vector<std::optional<int64_t>> dims(rank);
+  named->assign(rank, 0);
+  for (size_t k = 0; k < from.size(); k += 3) {
+    const int64_t position = from[k], input = from[k + 1], dim = from[k + 2];
+    if (position < 0 || position >= static_cast<int64_t>(rank) || (*named)[static_cast<size_t>(position)])
+      c.fail("from " + attr_to_string(from) + ": position " + std::to_string(position) +
+             " is outside the target or given twice");
+    if (input < 1 || input >= c.num_inputs() || dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
+      c.fail("from " + attr_to_string(from) + ": input " + std::to_string(input) + " has no dim " +
+             std::to_string(dim));
+    (*named)[static_cast<size_t>(position)] = 1;
+    const int64_t d = c.shape(static_cast<int>(input))[static_cast<int>(dim)];
+    if (d >= 0) dims[static_cast<size_t>(position)] = d;
+  }
+  return dims;
+}
+
+HUB_REGISTER_OP(DynamicReshape)
+    .inputs(1, -1)
+    .attr("shape", AttrType::kInts)
+    .attr("from", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      std::vector<int64_t> target = c.attrs().get_ints("shape");
+      std::vector<char> named;
+      const std::vector<std::optional<int64_t>> refs = reference_dims(c, target.size(), &named);
+      bool pending = false;
+      for (size_t i = 0; i < target.size(); ++i) {
+        if (!named[i]) continue;
+        pending = pending || !refs[i];
+        target[i] = refs[i] ? *refs[i] : 1;
+      }
+      // A reference dim not known yet (and then the -1 too) is known at run time.
+      Shape out = reshape_shape(c, pending ? Shape{kUnknownDim} : c.shape(0), target);
+      for (size_t i = 0; i < target.size(); ++i)
+        if (named[i] && !refs[i]) out.set_dim(static_cast<int>(i), kUnknownDim);
+      return {{c.dtype(0), out}};
+    })
+    .grad([](const GradContext& c) {
+      std::vector<Output> grads(c.inputs.size());
+      grads[0] = reshape_back(c);
+      return grads;
+    })
+    .doc(
+        "x reshaped to `shape`, whose entries at the `from` positions (position, input, dim) are dims of the "
+        "reference inputs (read for their shape only); -1 as Reshape's. For shapes known only at run time "
+        "(an imported transformer's [batch, sequence, heads, depth]).");
+
+HUB_REGISTER_OP(DynamicSlice)
+    .inputs(1, -1)
+    .attr("begin", AttrType::kInts)
+    .attr("size", AttrType::kInts)
+    .attr("from", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& in = c.shape(0);
+      const auto& begin = c.attrs().get_ints("begin");
+      std::vector<int64_t> size = c.attrs().get_ints("size");
+      std::vector<char> named;
+      const std::vector<std::optional<int64_t>> ends = reference_dims(c, size.size(), &named);
+      for (size_t i = 0; i < size.size() && i < named.size(); ++i)
+        if (named[i]) size[i] = 0;
+      check_slice(c, begin, size);
+      Shape out;
+      for (int i = 0; i < in.rank(); ++i) {
+        if (named[static_cast<size_t>(i)]) {
+          // The slice ends at the reference's dim, clamped to x's (as ONNX's Slice clamps).
+          const std::optional<int64_t>& end = ends[static_cast<size_t>(i)];
+          out.push_back(!end        ? kUnknownDim
+                        : in[i] < 0 ? std::max<int64_t>(0, *end - begin[i])
+                                    : std::max<int64_t>(0, std::min(*end, in[i]) - begin[i]));
+        } else {
+          out.push_back(size[i] >= 0 ? size[i] : (in[i] < 0 ? kUnknownDim : in[i] - begin[i]));
+        }
+      }
+      return {{c.dtype(0), out}};
+    })
+    .no_gradient("its size is known only at run time (used on index tensors: position ids)")
+    .doc(
+        "x[begin : end] per dim: end = begin + size (-1: the rest), or at the `from` positions (position, "
+        "input, dim) the dim of a reference input (read for its shape only), clamped to x's.");
+
 HUB_REGISTER_OP(Squeeze)
     .inputs(1)
     .attr("axes", AttrType::kInts, std::vector<int64_t>{})

@@ -89,6 +89,9 @@ class NodeContext {
   // Unsqueeze, Concat, ... make of it); its constant form when fully known.
   virtual std::optional<SymShape> symbolic(int i) const = 0;
   virtual void set_symbolic(int i, SymShape value) = 0;
+  // Where a run-time dim lives: the hub tensor of the ONNX value it is a dim
+  // of (as stored, NHWC or not) and the dim's index there.
+  virtual std::pair<Output, int> dim_source(const SymDim& d) = 0;
 
   // Attributes (the mapper's declared ones; others are refused before it runs).
   bool has_attr(const std::string& name) const;

@@ -840,6 +840,55 @@ void export_reshape(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// A DynamicReshape's or DynamicSlice's target as a run-time int64 vector:
+// the attribute's entries, with those its `from` triples name read from the
+// reference inputs' shapes (Shape, then the one dim).
+std::string dims_with_references(Exporter& e, const Node& n, std::vector<int64_t> target) {
+  const std::vector<int64_t> from = n.attrs.get_ints("from");
+  std::map<int64_t, std::string> named;
+  for (size_t k = 0; k + 2 < from.size(); k += 3) {
+    const std::string shape = e.fresh(n.name + "/reference_shape"), dim = e.fresh(n.name + "/reference_dim");
+    e.add("Shape", {e.nhwc(in(n, static_cast<int>(from[k + 1])))}, shape, shape);
+    e.add("Slice", {shape, e.ints({from[k + 2]}, n.name + "/at"), e.ints({from[k + 2] + 1}, n.name + "/to")}, dim, dim);
+    named[from[k]] = dim;
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < target.size(); ++i)
+    parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
+                                                         : e.ints({target[i]}, n.name + "/dim"));
+  const std::string dims = e.fresh(n.name + "/dims");
+  set_int(e.add("Concat", parts, dims, dims), "axis", 0);
+  return dims;
+}
+
+void export_dynamic_reshape(Exporter& e, const Node& n) {
+  std::vector<int64_t> shape = n.attrs.get_ints("shape");
+  const std::vector<int64_t> from = n.attrs.get_ints("from");
+  for (size_t k = 0; k + 2 < from.size(); k += 3) shape.at(static_cast<size_t>(from[k])) = -2;  // read at run time
+  for (int64_t d : shape)
+    if (d == 0) e.fail(n, "a zero-size dim in the target has no ONNX Reshape form here (0 copies a dim there)");
+  std::string y = e.fresh(n.name);
+  e.add("Reshape", {e.nhwc(in(n, 0)), dims_with_references(e, n, shape)}, y, n.name);
+  e.set(out0(n), y);
+}
+
+// DynamicSlice: Slice over every dim; ends begin + size (the rest: INT64_MAX)
+// or, at the `from` positions, the reference dims (ONNX clamps them as hub does).
+void export_dynamic_slice(Exporter& e, const Node& n) {
+  const std::vector<int64_t> begin = n.attrs.get_ints("begin"), size = n.attrs.get_ints("size");
+  std::vector<int64_t> ends, axes;
+  for (size_t d = 0; d < begin.size(); ++d) {
+    ends.push_back(size[d] < 0 ? std::numeric_limits<int64_t>::max() : begin[d] + size[d]);
+    axes.push_back(static_cast<int64_t>(d));
+  }
+  std::string y = e.fresh(n.name);
+  e.add("Slice",
+        {e.nhwc(in(n, 0)), e.ints(begin, n.name + "/starts"), dims_with_references(e, n, ends),
+         e.ints(axes, n.name + "/axes")},
+        y, n.name);
+  e.set(out0(n), y);
+}
+
 void export_squeeze(Exporter& e, const Node& n) {
   std::vector<int64_t> axes = n.attrs.get_ints("axes");
   if (axes.empty()) {
@@ -965,6 +1014,14 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   set_int(p, "axis", n.attrs.get_int("axis"));
   set_int(p, "keepdims", 0);
   if (n.attrs.get_bool("select_last")) set_int(p, "select_last_index", 1);
+  e.set(out0(n), y);
+}
+
+// Gather (TF's GatherV2, indices in range): ONNX's Gather; batch_dims has no ONNX form.
+void export_gather(Exporter& e, const Node& n) {
+  if (n.attrs.get_int("batch_dims") != 0) e.fail(n, "Gather with batch_dims has no ONNX Gather form");
+  std::string y = e.fresh(n.name);
+  set_int(e.add("Gather", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name), "axis", n.attrs.get_int("axis"));
   e.set(out0(n), y);
 }
 
@@ -1193,6 +1250,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Mean", export_mean},
       {"Max", export_max},
       {"Reshape", export_reshape},
+      {"DynamicReshape", export_dynamic_reshape},
+      {"DynamicSlice", export_dynamic_slice},
       {"Squeeze", export_squeeze},
       {"ExpandDims", export_expand_dims},
       {"Transpose", export_transpose},
@@ -1204,6 +1263,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
+      {"Gather", export_gather},
       {"GatherElements", export_gather_elements},
       {"OneHot", export_one_hot},
       {"Resize", export_resize},

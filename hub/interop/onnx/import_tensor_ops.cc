@@ -497,6 +497,52 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
   return dims;
 }
 
+// The reference inputs and `from` triples (position, input, dim) of a
+// DynamicReshape or DynamicSlice whose target entries `dims` (ONNX order)
+// are run-time dims; `x` is input 0.
+struct References {
+  std::vector<Output> inputs;
+  std::vector<int64_t> from;
+  void add(NodeContext& c, size_t position, const SymDim& d) {
+    const auto [tensor, dim] = c.dim_source(d);
+    size_t index = 0;
+    while (index < inputs.size() && !(inputs[index] == tensor)) ++index;
+    if (index == inputs.size()) inputs.push_back(tensor);
+    from.insert(from.end(), {static_cast<int64_t>(position), static_cast<int64_t>(index) + 1, dim});
+  }
+  std::vector<Output> with(Output x) const {
+    std::vector<Output> all{x};
+    all.insert(all.end(), inputs.begin(), inputs.end());
+    return all;
+  }
+};
+
+// A reshape whose target holds several run-time dims (a transformer's
+// [batch, sequence, heads, depth] from Shape, Gather and Concat): each is a
+// dim of a tensor the graph has, so DynamicReshape reads it from there.
+Output dynamic_reshape(NodeContext& c, const SymShape& target) {
+  const Shape x = c.shape(0);
+  std::vector<int64_t> shape;
+  References refs;
+  for (size_t i = 0; i < target.size(); ++i) {
+    SymDim d = target[i];
+    if (d.known() && d.value == 0 && c.attr_int("allowzero", 0) == 0) {  // 0 copies the input's dim
+      if (static_cast<int>(i) >= x.rank()) c.fail("shape element 0 at " + std::to_string(i) + " has no input dim");
+      d = x[static_cast<int>(i)] >= 0 ? SymDim{x[static_cast<int>(i)], "", 0}
+                                      : SymDim{0, c.node().input(0), static_cast<int>(i)};
+    }
+    if (d.known()) {
+      if (d.value < -1) c.fail("shape element " + std::to_string(d.value) + " at " + std::to_string(i));
+      shape.push_back(d.value);
+    } else {
+      shape.push_back(0);
+      refs.add(c, i, d);
+    }
+  }
+  return c.scope().op("DynamicReshape", refs.with(c.native(0)), Attrs().set("shape", shape).set("from", refs.from),
+                      "Reshape");
+}
+
 void map_reshape(NodeContext& c) {
   std::optional<std::vector<int64_t>> target;
   if (c.constant(1)) {
@@ -506,6 +552,8 @@ void map_reshape(NodeContext& c) {
       c.set_output(0, ops::reshape(c.scope(), c.native(0), *dims, "Reshape"));
       return;
     }
+    c.set_output(0, dynamic_reshape(c, *sym));
+    return;
   }
   std::vector<int64_t> dims = reshape_dims(c, c.shape(0), target);
   c.set_output(0, ops::reshape(c.scope(), c.native(0), dims, "Reshape"));
@@ -590,7 +638,52 @@ void map_split(NodeContext& c) {
 }
 
 // Slice: constant starts/ends/axes/steps, on a static shape where needed.
+// A Slice whose ends are run-time dims of tensors the graph has (an
+// imported transformer's position_ids[:, :sequence]): DynamicSlice, steps 1.
+void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
+  const Shape s = c.shape(0);
+  const int rank = s.rank();
+  const std::vector<int64_t> starts = c.constant_ints(1, "starts");
+  std::vector<int64_t> axes;
+  if (c.has_input(3))
+    axes = c.constant_ints(3, "axes");
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.has_input(4))
+    for (int64_t step : c.constant_ints(4, "steps"))
+      if (step != 1) c.fail("steps other than 1 need constant ends");
+  if (ends.size() != starts.size() || axes.size() != starts.size()) c.fail("starts, ends and axes differ in length");
+  std::vector<int64_t> begin(rank, 0), size(rank, -1);
+  References refs;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = normalize_axis(c, axes[k], rank, "axes");
+    const int64_t dim = s[static_cast<int>(a)];
+    int64_t st = starts[k];
+    if (st < 0 && dim < 0) c.fail("a negative start on axis " + std::to_string(a) + " of run-time size");
+    if (st < 0) st += dim;
+    st = std::max<int64_t>(st, 0);
+    if (dim >= 0) st = std::min(st, dim);
+    begin[a] = st;
+    if (!ends[k].known()) {
+      refs.add(c, static_cast<size_t>(a), ends[k]);
+      continue;
+    }
+    int64_t en = ends[k].value;
+    if (dim < 0) {
+      if (en < std::numeric_limits<int32_t>::max() || st != 0)
+        c.fail("axis " + std::to_string(a) + " has a size known only at run time");
+      continue;
+    }
+    if (en < 0) en += dim;
+    size[a] = std::max<int64_t>(0, std::clamp<int64_t>(en, 0, dim) - st);
+  }
+  c.set_output(0, c.scope().op("DynamicSlice", refs.with(c.native(0)),
+                               Attrs().set("begin", begin).set("size", size).set("from", refs.from), "Slice"));
+}
+
 void map_slice(NodeContext& c) {
+  if (!c.constant(2))
+    if (std::optional<SymShape> ends = c.symbolic(2)) return map_dynamic_slice(c, *ends);
   const Shape s = c.shape(0);
   const int rank = s.rank();
   std::vector<int64_t> starts = c.constant_ints(1, "starts"), ends = c.constant_ints(2, "ends");

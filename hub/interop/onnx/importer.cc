@@ -80,6 +80,7 @@ class GraphContext final : public NodeContext {
   void set_constant(int i, const Tensor& value) override { constants_[i] = value; }
   std::optional<SymShape> symbolic(int i) const override;
   void set_symbolic(int i, SymShape value) override { symbolic_[i] = std::move(value); }
+  std::pair<Output, int> dim_source(const SymDim& d) override;
   const std::map<int, SymShape>& symbolic_outputs() const { return symbolic_; }
 
   // Outputs set by the mapper, by index.
@@ -186,6 +187,14 @@ DType GraphContext::dtype(int i) const {
   if (const ValueInfo* info = importer_.info(node().input(i)); info && info->elem_type)
     return dtype_from_onnx(info->elem_type, "input '" + node().input(i) + "'");
   fail("the type of input '" + node().input(i) + "' is unknown");
+}
+
+std::pair<Output, int> GraphContext::dim_source(const SymDim& d) {
+  auto it = values_.find(d.tensor);
+  if (it == values_.end() || !it->second.out.valid())
+    fail("the run-time dim " + std::to_string(d.dim) + " of '" + d.tensor + "' is not available here");
+  const Value& v = it->second;
+  return {v.out, v.nhwc ? static_cast<int>(nhwc_axis(d.dim)) : d.dim};
 }
 
 std::optional<SymShape> GraphContext::symbolic(int i) const {

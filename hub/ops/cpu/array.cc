@@ -697,12 +697,14 @@ HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
 HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
+HUB_REGISTER_KERNEL(DynamicReshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Squeeze, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ExpandDims, reference, alias_kernel);
 HUB_REGISTER_KERNEL(Transpose, reference, transpose_kernel);
 HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
 HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
+HUB_REGISTER_KERNEL(DynamicSlice, reference, slice_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 
 }  // namespace hub::cpu

@@ -880,6 +880,7 @@ void gather_grad(KernelContext& c) {
 
 HUB_REGISTER_KERNEL(Reshape, cuda, alias);
 HUB_REGISTER_KERNEL(ReshapeLike, cuda, alias);
+HUB_REGISTER_KERNEL(DynamicReshape, cuda, alias);
 HUB_REGISTER_KERNEL(Squeeze, cuda, alias);
 HUB_REGISTER_KERNEL(ExpandDims, cuda, alias);
 HUB_REGISTER_KERNEL(Transpose, cuda, transpose, supports_transpose);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -1506,6 +1507,90 @@ TEST_CASE(
     }
   }
   expect_exported_agrees(spec, dir.path, inputs, names, want);
+}
+
+TEST_CASE("ONNX import and export: a transformer with run-time batch and sequence lengths agrees with ONNX Runtime") {
+  // A BERT-style layer as PyTorch exports it with dynamic axes: position ids sliced to the
+  // sequence length (Shape, Gather, Slice), heads split and merged by Reshapes to
+  // Concat(batch, sequence, ...) of Shape dims, an attention mask, Erf GELU. The ids come in as
+  // floats (ONNX Runtime's harness feeds float32) and are cast.
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_dynamic_transformer");
+  const int64_t hidden = 8, heads = 2, vocab = 20, positions = 16;
+  OnnxBuilder b(17);
+  b.input("ids_f", {-1, -1});
+  b.input("mask_f", {-1, -1});
+  auto node = [&](const std::string& op, const std::vector<std::string>& in, const std::string& out) {
+    return b.node(op, in, out, "/" + out);
+  };
+  b.init("word", random_tensor({vocab, hidden}, 101));
+  b.init("pos", random_tensor({positions, hidden}, 102));
+  std::vector<int64_t> ids(positions);
+  std::iota(ids.begin(), ids.end(), 0);
+  b.init("pos_ids", Tensor::from_vector<int64_t>({1, positions}, ids));
+  b.init("i0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("i1", Tensor::from_vector<int64_t>({1}, {1}));
+  b.init("split_heads", Tensor::from_vector<int64_t>({2}, {heads, hidden / heads}));
+  b.init("merged", Tensor::from_vector<int64_t>({1}, {hidden}));
+  b.init("ln_scale", random_tensor({hidden}, 103, 0.5f, 1.5f));
+  b.init("ln_bias", random_tensor({hidden}, 104));
+  b.init("one", Tensor::scalar(1.0f));
+  b.init("minus_big", Tensor::scalar(-10000.0f));
+  b.init("root_depth", Tensor::scalar(2.0f));
+  b.init("mask_axes", Tensor::from_vector<int64_t>({2}, {1, 2}));
+  int_attr(node("Cast", {"ids_f"}, "ids"), "to", ::onnx::TensorProto::INT64);
+  node("Shape", {"ids"}, "ids_shape");
+  node("Gather", {"ids_shape", "i1"}, "sequence");
+  node("Slice", {"pos_ids", "i0", "sequence", "i1"}, "positions");
+  node("Gather", {"word", "ids"}, "word_embedding");
+  node("Gather", {"pos", "positions"}, "position_embedding");
+  node("Add", {"word_embedding", "position_embedding"}, "embedding");
+  int_attr(node("LayerNormalization", {"embedding", "ln_scale", "ln_bias"}, "x"), "axis", -1);
+  node("Unsqueeze", {"mask_f", "mask_axes"}, "mask4");
+  node("Mul", {node("Sub", {"one", "mask4"}, "masked")->output(0), "minus_big"}, "mask_add");
+  node("Shape", {"x"}, "x_shape");
+  node("Gather", {"x_shape", "i0"}, "batch");
+  node("Gather", {"x_shape", "i1"}, "length");
+  int_attr(node("Concat", {"batch", "length", "split_heads"}, "head_shape"), "axis", 0);
+  int_attr(node("Concat", {"batch", "length", "merged"}, "merged_shape"), "axis", 0);
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string w = std::string("w") + p, t = std::string(p);
+    b.init(w, random_tensor({hidden, hidden}, 105 + (p[0] - 'k'), -0.5f, 0.5f));
+    node("MatMul", {"x", w}, t + "0");
+    node("Reshape", {t + "0", "head_shape"}, t + "1");
+    ints_attr(node("Transpose", {t + "1"}, t + "2"), "perm",
+              t == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+  }
+  node("Div", {node("MatMul", {"q2", "k2"}, "scores")->output(0), "root_depth"}, "scaled");
+  int_attr(node("Softmax", {node("Add", {"scaled", "mask_add"}, "masked_scores")->output(0)}, "probs"), "axis", -1);
+  ints_attr(node("Transpose", {node("MatMul", {"probs", "v2"}, "context")->output(0)}, "context_t"), "perm",
+            {0, 2, 1, 3});
+  node("Reshape", {"context_t", "merged_shape"}, "y");
+  b.output("y", {-1, -1, hidden});
+  const std::string path = b.save(dir.path, "transformer.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  CHECK(spec.input_info().at("ids_f").shape == Shape{kUnknownDim, kUnknownDim});
+  Module module(spec);
+  for (const auto& [batch, length] : {std::pair<int64_t, int64_t>{2, 3}, {1, 7}, {3, 5}}) {
+    CAPTURE(length);
+    Tensor ids_in(DType::kFloat32, Shape{batch, length}), mask(DType::kFloat32, Shape{batch, length});
+    for (int64_t i = 0; i < batch * length; ++i) {
+      ids_in.data<float>()[i] = static_cast<float>((i * 7 + 3) % vocab);
+      mask.data<float>()[i] = i % length < length - 1 || i / length == 0 ? 1.0f : 0.0f;  // pad the last token
+    }
+    const std::vector<std::pair<std::string, Tensor>> inputs{{"ids_f", ids_in}, {"mask_f", mask}};
+    const std::vector<Tensor> want = run_onnx_runtime(path, inputs, dir.path / ("ort" + std::to_string(length)));
+    REQUIRE(want.size() == 1);
+    CHECK(want[0].shape() == Shape{batch, length, hidden});
+    for (const char* backend : {"reference", "onednn"}) {
+      INFO(backend);
+      expect_close(run_signature(spec, "default", {{"ids_f", ids_in}, {"mask_f", mask}}, backend).at("y"), want[0],
+                   1e-5, 1e-4);
+    }
+    // One Module, shapes changing between calls.
+    expect_close(module({{"ids_f", ids_in}, {"mask_f", mask}}).at("y"), want[0], 1e-5, 1e-4);
+    if (length == 7) expect_exported_agrees(spec, dir.path, inputs, {"y"}, want);
+  }
 }
 
 TEST_CASE("ONNX import and export: GridSample in every mode, padding and alignment agrees with ONNX Runtime") {

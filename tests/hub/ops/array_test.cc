@@ -126,6 +126,47 @@ TEST_CASE("ReshapeLike") {
   check_gradients("ReshapeLike", {random_tensor({6}, 3), like}, {}, o);
 }
 
+TEST_CASE("DynamicReshape and DynamicSlice: run-time dims from reference inputs") {
+  // x [2, 12] -> [r0's dim 1, -1, 2] with r0 [5, 3]: [3, 4, 2].
+  const Tensor x = iota({2, 12}, 1);
+  const Tensor r0 = random_tensor({5, 3}, 1);
+  const Attrs reshape = Attrs().set("shape", Ints{0, -1, 2}).set("from", Ints{0, 1, 1});
+  Tensor y = run_op("DynamicReshape", {x, r0}, reshape)[0];
+  CHECK(y.shape() == Shape{3, 4, 2});
+  CHECK(y.to_vector<float>() == x.to_vector<float>());
+  CHECK(y.shares_storage_with(x));
+  // Built with reference dims unknown: the output's dims are unknown until run time, where each
+  // run's shapes give them.
+  Graph g;
+  Scope s(g);
+  Output xp = ops::placeholder(s, DType::kFloat32, Shape{kUnknownDim, kUnknownDim, 4}, "x");
+  Output b = s.op("DynamicReshape", {xp, xp},
+                  Attrs().set("shape", Ints{0, 0, 2, 2}).set("from", Ints{0, 1, 0, 1, 1, 1}), "split");
+  CHECK(g.spec(b).shape == Shape{kUnknownDim, kUnknownDim, 2, 2});
+  Session session(g, nullptr);
+  for (const Shape& shape : {Shape{2, 3, 4}, Shape{1, 7, 4}}) {
+    const Tensor v = random_tensor(shape, 2);
+    const Tensor got = session.run_one({{xp, v}}, b);
+    CHECK(got.shape() == Shape{shape[0], shape[1], 2, 2});
+    CHECK(got.to_vector<float>() == v.to_vector<float>());
+  }
+  hub::testing::GradCheckOptions o;
+  o.inputs = {0};
+  check_gradients("DynamicReshape", {random_tensor({2, 12}, 3), r0}, reshape, o);
+  expect_build_error("DynamicReshape", {2, 12}, Attrs().set("shape", Ints{0, -1}).set("from", Ints{0, 1}),
+                     "not a list of (position, input, dim)");
+  expect_build_error("DynamicReshape", {2, 12}, Attrs().set("shape", Ints{0, -1}).set("from", Ints{0, 1, 0}),
+                     "input 1 has no dim 0");  // no input 1
+  // DynamicSlice: rows [1, r0's dim 0 = 5) of an [8, 3] x; a reference beyond x's dim clamps (ONNX's Slice).
+  const Tensor t = iota({8, 3}, 0);
+  const Attrs slice = Attrs().set("begin", Ints{1, 0}).set("size", Ints{0, -1}).set("from", Ints{0, 1, 0});
+  Tensor z = run_op("DynamicSlice", {t, r0}, slice)[0];
+  CHECK(z.shape() == Shape{4, 3});
+  CHECK(z.to_vector<float>() == std::vector<float>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+  CHECK(run_op("DynamicSlice", {t, random_tensor({20, 1}, 4)}, slice)[0].shape() == Shape{7, 3});
+  CHECK(run_op("DynamicSlice", {t, random_tensor({1, 1}, 5)}, slice)[0].shape() == Shape{0, 3});
+}
+
 TEST_CASE("Squeeze and ExpandDims") {
   Tensor x = make({1, 2, 1, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(run_op("Squeeze", {x})[0].shape() == Shape{2, 3});
