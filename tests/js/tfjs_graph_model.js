@@ -8,7 +8,7 @@
 //
 // Writes OUT_DIR/model/{model.json, group1-shard1of2.bin,
 // group1-shard2of2.bin, group2-shard1of1.bin}, OUT_DIR/input.bin (float32,
-// [2, 10, 10, 3]) and, per output, OUT_DIR/<name>.bin (float32) with
+// [2, 10, 10, 3]), OUT_DIR/tokens.bin (float32, [2, 5, 4]) and, per output, OUT_DIR/<name>.bin (float32) with
 // OUT_DIR/outputs.json: {name: shape}. The CPU backend, so results do not
 // depend on the machine's GPU.
 const fs = require('fs');
@@ -330,6 +330,36 @@ total = 'att/flat_total';
 for (const part of extras) total = node(`${part}/added`, 'AddV2', [total, part], {T});
 node('attention', 'Identity', [total], {T});
 
+// Run-time batch and sequence lengths, as a transformer exported from
+// TensorFlow has them: tokens [N, L, 4] split into 2 heads by a Reshape to
+// Pack(batch, length, 2, 2) of tf.shape's elements, attention within each
+// head, merged back by Reshape(Pack(batch, length, 4)), plus position
+// embeddings cut to the length (StridedSlice with a run-time end): 'dynamic'.
+node('tokens', 'Placeholder', [], {dtype: T, shape: {shape: shapeOf([-1, -1, 4])}});
+node('dyn/shape', 'Shape', ['tokens'], {T, out_type: IT});
+const element = (name, i) => node(name, 'StridedSlice',
+    ['dyn/shape', vec(`${name}/begin`, [i]), vec(`${name}/end`, [i + 1]), vec(`${name}/strides`, [1])],
+    {T: IT, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '0'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
+     shrink_axis_mask: {i: '1'}});
+const pack = (name, parts) => node(name, 'Pack', parts, {T: IT, N: {i: String(parts.length)}, axis: {i: '0'}});
+element('dyn/batch', 0);
+element('dyn/length', 1);
+node('dyn/split', 'Reshape', ['tokens', pack('dyn/heads', ['dyn/batch', 'dyn/length', intScalar('dyn/two', 2), 'dyn/two'])],
+     {T, Tshape: IT});
+node('dyn/by_head', 'Transpose', ['dyn/split', vec('dyn/perm', [0, 2, 1, 3])], {T, Tperm: IT});  // [N, 2, L, 2]
+node('dyn/scores', 'BatchMatMulV2', ['dyn/by_head', 'dyn/by_head'], {T, adj_x: {b: false}, adj_y: {b: true}});
+node('dyn/weights', 'Softmax', ['dyn/scores'], {T});
+node('dyn/mixed', 'BatchMatMulV2', ['dyn/weights', 'dyn/by_head'], {T, adj_x: {b: false}, adj_y: {b: false}});
+node('dyn/by_token', 'Transpose', ['dyn/mixed', 'dyn/perm'], {T, Tperm: IT});
+node('dyn/merged', 'Reshape', ['dyn/by_token', pack('dyn/width', ['dyn/batch', 'dyn/length', intScalar('dyn/four', 4)])],
+     {T, Tshape: IT});
+constant('dyn/table', [16, 4], values(64), {group: 1});
+node('dyn/positions', 'StridedSlice',
+     ['dyn/table', vec('dyn/zeros', [0, 0]), pack('dyn/cut', ['dyn/length', 'dyn/four']), vec('dyn/ones', [1, 1])],
+     {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '0'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
+      shrink_axis_mask: {i: '0'}});
+node('dynamic', 'AddV2', ['dyn/merged', 'dyn/positions'], {T});
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -347,10 +377,11 @@ async function main() {
     generatedBy: 'hub tests/js/tfjs_graph_model.js',
     convertedBy: 'hub tests/js/tfjs_graph_model.js',
     signature: {
-      inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3])},
+      inputs: {'images:0': tensorInfo('images:0', [-1, 10, 10, 3]), 'tokens:0': tensorInfo('tokens:0', [-1, -1, 4])},
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
                 'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
-                'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12])},
+                'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
+                'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -377,8 +408,10 @@ async function main() {
   const model = await tf.loadGraphModel(handler);
   const input = tf.tensor(values(2 * 10 * 10 * 3, 0, 1), [2, 10, 10, 3]);
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention'];
-  const results = model.execute({images: input}, names);
+  const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
+  fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic'];
+  const results = model.execute({images: input, tokens}, names);
   const shapes = {};
   names.forEach((name, i) => {
     const file = name.replace(/\//g, '_') + '.bin';

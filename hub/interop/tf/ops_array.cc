@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "hub/core/error.h"
 #include "hub/interop/fold.h"
@@ -202,7 +204,41 @@ std::vector<int64_t> reshape_target(const OpContext& c) {
   return out;
 }
 
+// The reference inputs and `from` triples (position, input, dim) of a
+// DynamicReshape or DynamicSlice whose target holds run-time dims.
+struct References {
+  std::vector<Output> inputs;
+  std::vector<int64_t> from;
+  void add(size_t position, const DimValue& d) {
+    size_t index = 0;
+    while (index < inputs.size() && !(inputs[index] == d.of)) ++index;
+    if (index == inputs.size()) inputs.push_back(d.of);
+    from.insert(from.end(), {static_cast<int64_t>(position), static_cast<int64_t>(index) + 1, d.dim});
+  }
+  std::vector<Output> with(Output x) const {
+    std::vector<Output> all{x};
+    all.insert(all.end(), inputs.begin(), inputs.end());
+    return all;
+  }
+};
+
+// A target with several run-time elements (a transformer's [batch, sequence,
+// heads, depth] from tf.shape): DynamicReshape reads each from the tensor it
+// is a dim of, at each run.
 void map_reshape(OpContext& c) {
+  const std::optional<std::vector<DimValue>> dims = dim_values(c, 1);
+  if (dims && std::count_if(dims->begin(), dims->end(), [](const DimValue& d) { return !d.known(); }) > 1) {
+    std::vector<int64_t> shape;
+    References refs;
+    for (size_t i = 0; i < dims->size(); ++i) {
+      const DimValue& d = (*dims)[i];
+      if (d.known() && d.value < -1) c.fail("shape element " + std::to_string(d.value));
+      shape.push_back(d.known() ? d.value : 0);
+      if (!d.known()) refs.add(i, d);
+    }
+    c.set_output(0, c.add("DynamicReshape", refs.with(c.input(0)), Attrs().set("shape", shape).set("from", refs.from)));
+    return;
+  }
   c.set_output(0, c.add("Reshape", {c.input(0)}, Attrs().set("shape", reshape_target(c))));
 }
 
@@ -346,7 +382,50 @@ void map_slice(OpContext& c) {
 // partially known value (shape arithmetic) any stride is computed at import;
 // on other tensors, strides of 1 become Slice (+ Reshape for shrink and new
 // axes), others hub's StridedSlice (TensorFlow's semantics, masks and all).
+// StridedSlice with an end computed at run time (x[:, :tf.shape(y)[1]]):
+// DynamicSlice, for a plain spec (no ellipsis or new axes, strides 1,
+// non-negative begins), then a Squeeze of the shrunk dims.
+void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
+  const std::vector<int64_t> begin = c.constant_ints(1, "begin"), strides = c.constant_ints(3, "strides");
+  const Shape in = c.shape(0);
+  const size_t n = begin.size();
+  if (end.size() != n || strides.size() != n || static_cast<int>(n) > in.rank())
+    c.fail("begin, end and strides differ in length or exceed the input's rank");
+  const int64_t begin_mask = c.attr_int("begin_mask"), end_mask = c.attr_int("end_mask"),
+                shrink_mask = c.attr_int("shrink_axis_mask");
+  if (c.attr_int("ellipsis_mask") != 0 || c.attr_int("new_axis_mask") != 0)
+    c.unsupported("an end computed at run time needs a slice without ellipsis or new axes");
+  std::vector<int64_t> b(in.rank(), 0), size(in.rank(), -1), squeezed;
+  References refs;
+  for (size_t k = 0; k < n; ++k) {
+    const int d = static_cast<int>(k);
+    const bool shrink = (shrink_mask >> k) & 1;
+    if (strides[k] != 1) c.unsupported("an end computed at run time needs strides of 1");
+    if (!((begin_mask >> k) & 1) || shrink) {
+      if (begin[k] < 0) c.unsupported("an end computed at run time needs begins of 0 or more");
+      b[d] = begin[k];
+    }
+    if (shrink) {
+      size[d] = 1;
+      squeezed.push_back(d);
+    } else if ((end_mask >> k) & 1) {
+      size[d] = -1;
+    } else if (!end[k].known()) {
+      refs.add(k, end[k]);
+    } else {
+      if (end[k].value < 0 || in[d] < 0) c.unsupported("an end computed at run time needs ends of 0 or more");
+      size[d] = std::max<int64_t>(0, std::min(end[k].value, in[d]) - b[d]);
+    }
+  }
+  Output y =
+      c.add("DynamicSlice", refs.with(c.input(0)), Attrs().set("begin", b).set("size", size).set("from", refs.from));
+  if (!squeezed.empty()) y = c.add("Squeeze", {y}, Attrs().set("axes", squeezed));
+  c.set_output(0, y);
+}
+
 void map_strided_slice(OpContext& c) {
+  if (!c.constant(2))
+    if (const std::optional<std::vector<DimValue>> end = dim_values(c, 2)) return map_dynamic_strided_slice(c, *end);
   std::vector<int64_t> begin = c.constant_ints(1, "begin"), end = c.constant_ints(2, "end"),
                        strides = c.constant_ints(3, "strides");
   const size_t n = begin.size();
@@ -591,6 +670,71 @@ void export_reshape_like(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// A DynamicReshape's or DynamicSlice's target as a run-time int32 vector:
+// the entries of `target`, those the `from` triples name read from the
+// reference inputs' shapes (Shape, then a one-element StridedSlice).
+std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target) {
+  const std::vector<int64_t> from = c.node().attrs.get_ints("from");
+  std::map<int64_t, std::string> named;
+  for (size_t k = 0; k + 2 < from.size(); k += 3) {
+    const int input = static_cast<int>(from[k + 1]);
+    auto& shape = c.add("reference_shape", "Shape", {c.input(input)});
+    set_type(shape, "T", c.input_spec(input).dtype);
+    set_type(shape, "out_type", DType::kInt32);
+    auto& dim = c.add("reference_dim", "StridedSlice",
+                      {shape.name(), ints_const(c, "at", {from[k + 2]}, Shape{1}),
+                       ints_const(c, "to", {from[k + 2] + 1}, Shape{1}), ints_const(c, "step", {1}, Shape{1})});
+    set_type(dim, "T", DType::kInt32);
+    set_type(dim, "Index", DType::kInt32);
+    for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+      (*dim.mutable_attr())[mask].set_i(0);
+    named[from[k]] = dim.name();
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < target.size(); ++i)
+    parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
+                                                         : ints_const(c, "dim", {target[i]}, Shape{1}));
+  parts.push_back(ints_const(c, "axis", {0}, Shape{}));
+  auto& dims = c.add("dims", "ConcatV2", parts);
+  set_type(dims, "T", DType::kInt32);
+  set_type(dims, "Tidx", DType::kInt32);
+  (*dims.mutable_attr())["N"].set_i(static_cast<int64_t>(target.size()));
+  return dims.name();
+}
+
+void export_dynamic_reshape(ExportContext& c) {
+  auto& n = c.add("", "Reshape", {c.input(0), dims_with_references(c, c.node().attrs.get_ints("shape"))});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tshape", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
+// DynamicSlice: StridedSlice from `begin` to begin + size (the rest: the end
+// mask) or, at the `from` positions, the reference dims (clamped as hub does).
+void export_dynamic_slice(ExportContext& c) {
+  const std::vector<int64_t> begin = c.node().attrs.get_ints("begin"), size = c.node().attrs.get_ints("size");
+  std::vector<int64_t> ends;
+  int64_t end_mask = 0;
+  std::set<int64_t> named;
+  const std::vector<int64_t> from = c.node().attrs.get_ints("from");
+  for (size_t k = 0; k + 2 < from.size(); k += 3) named.insert(from[k]);
+  for (size_t d = 0; d < begin.size(); ++d) {
+    const bool rest = size[d] < 0 && !named.count(static_cast<int64_t>(d));
+    if (rest) end_mask |= int64_t{1} << d;
+    ends.push_back(rest ? 0 : begin[d] + size[d]);
+  }
+  const auto rank = static_cast<int64_t>(begin.size());
+  auto& n = c.add("", "StridedSlice",
+                  {c.input(0), ints_const(c, "begin", begin, Shape{rank}), dims_with_references(c, ends),
+                   ints_const(c, "strides", std::vector<int64_t>(begin.size(), 1), Shape{rank})});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Index", DType::kInt32);
+  for (const char* mask : {"begin_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+    (*n.mutable_attr())[mask].set_i(0);
+  (*n.mutable_attr())["end_mask"].set_i(end_mask);
+  c.set_output(0, n.name());
+}
+
 void export_squeeze(ExportContext& c) {
   auto& n = c.add("", "Squeeze", {c.input(0)});
   set_type(n, "T", c.input_spec(0).dtype);
@@ -811,6 +955,8 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["StopGradient"] = export_identity;
   m["Reshape"] = export_reshape;
   m["ReshapeLike"] = export_reshape_like;
+  m["DynamicReshape"] = export_dynamic_reshape;
+  m["DynamicSlice"] = export_dynamic_slice;
   m["Squeeze"] = export_squeeze;
   m["ExpandDims"] = export_expand_dims;
   m["Transpose"] = export_transpose;

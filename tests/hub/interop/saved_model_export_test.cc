@@ -189,6 +189,14 @@ void every_op(ModuleBuilder& b) {
   b.add_signature("default", {{"images", x}},
                   {{"default", probs}, {"log_probs", logp}, {"columns", columns}, {"pair", pair}});
   b.add_signature("image_feature_vector", {{"images", x}}, {{"default", features}});
+  // Run-time dims read from reference tensors: [batch, 108] -> [batch, 12, 9], then rows 1 to the
+  // batch size of the flat features' columns.
+  Output split = s.op("DynamicReshape", {r, r}, Attrs().set("shape", ints({0, 12, 9})).set("from", ints({0, 1, 0})),
+                      "dynamic_reshape");
+  Output rows = s.op("DynamicSlice", {split, x},
+                     Attrs().set("begin", ints({0, 1, 0})).set("size", ints({-1, 0, 4})).set("from", ints({1, 1, 0})),
+                     "dynamic_slice");
+  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
 
@@ -245,6 +253,7 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "ResizeBilinear",
                                         "ResizeNearestNeighbor",
                                         "ResizeBicubic",
+                                        "Shape",
                                         "ConcatV2",
                                         "Pad",
                                         "PadV2",
@@ -359,12 +368,13 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
 
   // Read back: the same outputs and variables.
   ModuleSpec back = tf::import_saved_model(out);
-  CHECK(back.signature_names() == std::vector<std::string>{"default", "image_feature_vector", "serving_default"});
+  CHECK(back.signature_names() ==
+        std::vector<std::string>{"default", "dynamic", "image_feature_vector", "serving_default"});
   // (A fresh spec's variables start from their initializers, which the
   // export wrote.)
   Module want(spec), got(back);
   const Tensor images = random_tensor({3, 8, 8, 3}, 5, 0, 1);
-  for (const char* sig : {"default", "image_feature_vector"}) {
+  for (const char* sig : {"default", "image_feature_vector", "dynamic"}) {
     INFO(sig);
     TensorMap w = want(sig, {{"images", images}}), g = got(sig, {{"images", images}});
     REQUIRE(g.size() == w.size());

@@ -127,9 +127,12 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
   CHECK(spec.weights().count("w3"));
   const json outputs = json::parse(read_file_bytes(dir / "outputs.json"));
   const Tensor input = read_float_bin(dir.path / "input.bin", {2, 10, 10, 3});
+  // Tokens of run-time batch and length: both dims unknown in the signature.
+  const Tensor tokens = read_float_bin(dir.path / "tokens.bin", {2, 5, 4});
+  CHECK(spec.input_info().at("tokens").shape == Shape{kUnknownDim, kUnknownDim, 4});
   for (const char* backend : {"reference", "onednn"}) {
     INFO("backend " << std::string(backend));
-    TensorMap got = run_signature(spec, "default", {{"images", input}}, backend);
+    TensorMap got = run_signature(spec, "default", {{"images", input}, {"tokens", tokens}}, backend);
     REQUIRE(got.size() == outputs.size());
     for (const auto& [name, o] : outputs.items()) {
       INFO("output " << name);
