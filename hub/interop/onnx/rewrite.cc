@@ -76,8 +76,9 @@ std::map<std::string, std::vector<int64_t>> inferred_dims(::onnx::ModelProto cop
 }
 
 // Rewrites a graph node by node: the experimental operators into standard
-// ones of the model's own opset (expand), or nodes of opsets 1 to 6 into
-// their opset-7 forms (upgrade). The forms that need ranks (legacy
+// ones of the model's own opset (expand), nodes of opsets 1 to 6 into their
+// opset-7 forms (upgrade), or the quantized operators into the QDQ form
+// (decompose_quantized). The opset-6 forms that need ranks (legacy
 // broadcasting along an axis, PRelu's slope, Tile-1) wait for a second
 // pass: ONNX's inference at opsets 1 to 6 lacks functions for several ops
 // (Reshape-1), so it runs over the model at opset 7 with those nodes read as
@@ -125,6 +126,22 @@ class Rewriter {
       return true;
     });
     set_opset7(model_);
+  }
+
+  // Quantized operators (model converted to kTargetOpset, dims set).
+  void decompose_quantized() {
+    rewrite([&](NodeProto& n) {
+      const std::string& op = n.op_type();
+      if (op == "QLinearConv" || op == "ConvInteger")
+        integer_conv(n);
+      else if (op == "QLinearMatMul" || op == "MatMulInteger")
+        integer_matmul(n);
+      else if (op == "DynamicQuantizeLinear")
+        dynamic_quantize(n);
+      else
+        return true;
+      return false;
+    });
   }
 
  private:
@@ -406,24 +423,6 @@ class Rewriter {
     }
   }
 
-  // Quantized operators (model converted to kTargetOpset, dims_ inferred).
- public:
-  void decompose_quantized() {
-    rewrite([&](NodeProto& n) {
-      const std::string& op = n.op_type();
-      if (op == "QLinearConv" || op == "ConvInteger")
-        integer_conv(n);
-      else if (op == "QLinearMatMul" || op == "MatMulInteger")
-        integer_matmul(n);
-      else if (op == "DynamicQuantizeLinear")
-        dynamic_quantize(n);
-      else
-        return true;
-      return false;
-    });
-  }
-
- private:
   // A quantization parameter as DequantizeLinear/QuantizeLinear take it: a
   // 1-D tensor of one element (which these ops read as per tensor) as a
   // scalar.
