@@ -1017,6 +1017,25 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// BroadcastLike: Expand to Shape(like), after an Unsqueeze of the reduced axes.
+void export_broadcast_like(Exporter& e, const Node& n) {
+  std::string x = e.nhwc(in(n, 0));
+  std::vector<int64_t> axes = n.attrs.get_ints("reduced_axes");
+  const int rank = e.spec(in(n, 1)).shape.rank();
+  if (!axes.empty()) {
+    for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+    std::sort(axes.begin(), axes.end());
+    const std::string u = e.fresh(n.name + "/unreduced");
+    e.add("Unsqueeze", {x, e.ints(axes, n.name + "/axes")}, u, u);
+    x = u;
+  }
+  const std::string shape = e.fresh(n.name + "/like_shape");
+  e.add("Shape", {e.nhwc(in(n, 1))}, shape, shape);
+  std::string y = e.fresh(n.name);
+  e.add("Expand", {x, shape}, y, n.name);
+  e.set(out0(n), y);
+}
+
 // Gather (TF's GatherV2, indices in range): ONNX's Gather; batch_dims has no ONNX form.
 void export_gather(Exporter& e, const Node& n) {
   if (n.attrs.get_int("batch_dims") != 0) e.fail(n, "Gather with batch_dims has no ONNX Gather form");
@@ -1264,6 +1283,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
       {"Gather", export_gather},
+      {"BroadcastLike", export_broadcast_like},
       {"GatherElements", export_gather_elements},
       {"OneHot", export_one_hot},
       {"Resize", export_resize},

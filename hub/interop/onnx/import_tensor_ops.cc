@@ -38,13 +38,41 @@ void map_constant(NodeContext& c) {
   }
 }
 
+// A run-time shape that is the whole (logical) shape of one tensor the graph
+// has, stored in ONNX's layout (Shape(x) of a transformer's ids): that tensor.
+std::optional<Output> whole_shape_of(NodeContext& c, const SymShape& shape) {
+  std::optional<Output> tensor;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i].known()) continue;
+    const auto [out, dim] = c.dim_source(shape[i]);
+    if ((tensor && !(out == *tensor)) || dim != static_cast<int>(i) || shape[i].dim != static_cast<int>(i))
+      return std::nullopt;
+    tensor = out;
+  }
+  if (!tensor) return std::nullopt;
+  const Shape& s = c.scope().graph().spec(*tensor).shape;
+  if (s.rank() != static_cast<int>(shape.size())) return std::nullopt;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i].known() && shape[i].value != s[static_cast<int>(i)]) return std::nullopt;
+  return tensor;
+}
+
 void map_constant_of_shape(NodeContext& c) {
-  std::vector<int64_t> dims = c.constant_ints(0, "shape");
-  c.check_folded_size(Shape(dims), "the output");
   Tensor value = Tensor::scalar<float>(0.0f);
   if (const auto* t = c.attr_tensor("value"))
     value = tensor_from_onnx(*t, "node '" + c.node().name() + "' attribute value");
   if (value.num_elements() != 1) c.fail("attribute value must hold one element");
+  if (!c.constant(0))
+    if (std::optional<SymShape> sym = c.symbolic(0)) {
+      // ones / zeros in a run-time shape: the value broadcast like the tensor whose shape it is.
+      const std::optional<Output> like = whole_shape_of(c, *sym);
+      if (!like) c.fail("the shape is computed at run time and is not the whole shape of one tensor");
+      c.set_output(0, c.scope().op("BroadcastLike", {c.constant_output(value.reshaped(Shape{}), "value"), *like}, {},
+                                   "ConstantOfShape"));
+      return;
+    }
+  std::vector<int64_t> dims = c.constant_ints(0, "shape");
+  c.check_folded_size(Shape(dims), "the output");
   Tensor out(value.dtype(), Shape(dims));
   dispatch_dtype(value.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -892,6 +920,20 @@ void map_tile(NodeContext& c) {
 }
 
 void map_expand(NodeContext& c) {
+  if (!c.constant(1))
+    if (std::optional<SymShape> sym = c.symbolic(1)) {
+      // Expanded to the run-time shape of one tensor (and no larger: x's dims are 1 or those).
+      const std::optional<Output> like = whole_shape_of(c, *sym);
+      const Shape x = c.shape(0);
+      bool fits = like && x.rank() <= static_cast<int>(sym->size());
+      for (int d = 0; fits && d < x.rank(); ++d) {
+        const SymDim& t = (*sym)[sym->size() - static_cast<size_t>(x.rank()) + static_cast<size_t>(d)];
+        fits = x[d] == 1 || (t.known() ? x[d] == t.value : x[d] < 0);  // run-time dims checked at run time
+      }
+      if (!fits) c.fail("the shape is computed at run time and is not the whole shape of one tensor x broadcasts to");
+      c.set_output(0, c.scope().op("BroadcastLike", {c.native(0), *like}, {}, "Expand"));
+      return;
+    }
   std::vector<int64_t> shape = c.constant_ints(1, "shape");
   c.set_output(0, c.scope().op("BroadcastTo", {c.native(0)}, Attrs().set("shape", shape), "BroadcastTo"));
 }

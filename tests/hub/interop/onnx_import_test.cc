@@ -1511,7 +1511,8 @@ TEST_CASE(
 
 TEST_CASE("ONNX import and export: a transformer with run-time batch and sequence lengths agrees with ONNX Runtime") {
   // A BERT-style layer as PyTorch exports it with dynamic axes: position ids sliced to the
-  // sequence length (Shape, Gather, Slice), heads split and merged by Reshapes to
+  // sequence length (Shape, Gather, Slice) and expanded to the batch, token types made by
+  // ConstantOfShape(Shape(ids)), heads split and merged by Reshapes to
   // Concat(batch, sequence, ...) of Shape dims, an attention mask, Erf GELU. The ids come in as
   // floats (ONNX Runtime's harness feeds float32) and are cast.
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
@@ -1542,9 +1543,18 @@ TEST_CASE("ONNX import and export: a transformer with run-time batch and sequenc
   node("Shape", {"ids"}, "ids_shape");
   node("Gather", {"ids_shape", "i1"}, "sequence");
   node("Slice", {"pos_ids", "i0", "sequence", "i1"}, "positions");
+  node("Expand", {"positions", "ids_shape"}, "batch_positions");  // [1, L] -> [N, L]
   node("Gather", {"word", "ids"}, "word_embedding");
-  node("Gather", {"pos", "positions"}, "position_embedding");
-  node("Add", {"word_embedding", "position_embedding"}, "embedding");
+  node("Gather", {"pos", "batch_positions"}, "position_embedding");
+  // Token types all 0, as HuggingFace's exports make them: ConstantOfShape(Shape(ids)).
+  b.init("types", random_tensor({2, hidden}, 109));
+  auto* zeros = node("ConstantOfShape", {"ids_shape"}, "type_ids");
+  auto* value = zeros->add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  onnx_interop::tensor_to_onnx(Tensor::from_vector<int64_t>({1}, {0}), value->mutable_t());
+  node("Gather", {"types", "type_ids"}, "type_embedding");
+  node("Sum", {"word_embedding", "position_embedding", "type_embedding"}, "embedding");
   int_attr(node("LayerNormalization", {"embedding", "ln_scale", "ln_bias"}, "x"), "axis", -1);
   node("Unsqueeze", {"mask_f", "mask_axes"}, "mask4");
   node("Mul", {node("Sub", {"one", "mask4"}, "masked")->output(0), "minus_big"}, "mask_add");
