@@ -1,9 +1,12 @@
-// Constants the importers compute at import (constant folding of a node
-// whose inputs are all known, ConstantOfShape, Range, ...) are bounded, so
-// that a few bytes of model cannot make gigabytes: a folded constant may
-// hold at most kMaxFoldedElements, unless it is no larger than what went in
-// (a dequantized or transposed weight keeps its size). Shared by the ONNX and
-// TensorFlow importers. Internal to hub/interop; not installed.
+// Constants the importers compute at import are bounded, so that a few
+// bytes of model cannot make gigabytes there: a node whose inputs are all
+// known is folded only while its output holds at most kMaxFoldedElements or
+// is no larger than what went in (a dequantized or transposed weight keeps
+// its size); a larger one (a Tile or Fill of constants) stays in the graph
+// and runs when the module does. The ops that only make constants
+// (ConstantOfShape, Range, EyeLike, Trilu's mask) are refused beyond the
+// bound. Shared by the ONNX and TensorFlow importers. Internal to
+// hub/interop; not installed.
 #pragma once
 
 #include <algorithm>

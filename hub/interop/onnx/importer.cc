@@ -131,7 +131,10 @@ class Importer {
   // The ONNX value holding the feature vector and the classifier node.
   std::pair<std::string, const ::onnx::NodeProto*> find_features() const;
   Output as_matrix(const std::string& name, const std::string& node_name);
-  void fold(const ::onnx::NodeProto& node, const OpMapper& mapper);
+  // Evaluates a node of constant inputs at import; false (nothing done) where
+  // its output would outgrow the bound (hub/interop/fold.h): it is then
+  // mapped to run in the graph instead.
+  bool fold(const ::onnx::NodeProto& node, const OpMapper& mapper);
   // Records a folded DequantizeLinear's int8 form (QuantizedConstant).
   void note_quantized(const ::onnx::NodeProto& node);
   Output graph_output(const std::string& name);
@@ -344,21 +347,20 @@ void Importer::collect_info() {
   for (const auto& vi : g.output()) add(vi);
 }
 
-void Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
+bool Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
   Graph scratch;
   std::map<std::string, Value> inputs;
   for (const std::string& in : node.input())
     if (!in.empty()) inputs[in].constant = values_.at(in).constant;
   GraphContext ctx(*this, node, scratch, inputs, /*folding=*/true);
   mapper.map(ctx);
-  // A few bytes of Tile or Expand must not compute terabytes (hub/interop/fold.h).
+  // A few bytes of Tile or Expand must not compute terabytes at import (hub/interop/fold.h).
   int64_t in_elements = 0;
   for (const auto& [name, v] : inputs) in_elements += v.constant->num_elements();
   std::vector<Output> fetches;
   std::vector<int> which;
   for (const auto& [i, out] : ctx.outputs()) {
-    const Shape& shape = scratch.spec(out.first).shape;
-    if (!interop::fold_allowed(shape, in_elements)) ctx.check_folded_size(shape, "output " + std::to_string(i));
+    if (!interop::fold_allowed(scratch.spec(out.first).shape, in_elements)) return false;
     Output o = out.first;
     if (out.second) o = ops::transpose(Scope(scratch), o, {0, 3, 1, 2}, "to_nchw" + std::to_string(i));
     fetches.push_back(o);
@@ -373,6 +375,7 @@ void Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
   }
   for (size_t k = 0; k < which.size(); ++k) values_[node.output(which[k])].constant = results[k];
   for (const auto& [i, t] : ctx.constants()) values_[node.output(i)].constant = t;
+  return true;
 }
 
 void Importer::note_quantized(const ::onnx::NodeProto& node) {
@@ -417,8 +420,7 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
       throw_error(Code::kInvalidArgument, where + ": input '" + in + "' is produced by no earlier node");
     all_constant = all_constant && v->second.constant.has_value();
   }
-  if (all_constant) {
-    fold(node, mapper);
+  if (all_constant && fold(node, mapper)) {
     if (node.op_type() == "DequantizeLinear") note_quantized(node);
   } else {
     GraphContext ctx(*this, node, graph_, values_, /*folding=*/false);

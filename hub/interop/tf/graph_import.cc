@@ -329,7 +329,10 @@ class Importer {
 
  private:
   void import_node(const proto::NodeDef& node);
-  void fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs);
+  // Evaluates a node of constant inputs at import; false (nothing done) where
+  // its output would outgrow the bound (hub/interop/fold.h): it is then
+  // mapped to run in the graph instead.
+  bool fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs);
   std::vector<const proto::NodeDef*> needed_nodes();
   Output fetch(const std::string& tensor);
   bool feeds_statistics(const std::string& variable) const;
@@ -545,7 +548,7 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
   return order;
 }
 
-void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs) {
+bool Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs) {
   Graph scratch;
   int64_t in_elements = 0;
   for (const TfValue& v : inputs)
@@ -556,11 +559,8 @@ void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::v
   std::vector<int> which;
   for (auto& [i, v] : ctx.outputs()) {
     if (v.out.valid()) {
-      // A few bytes of Tile or Fill must not compute terabytes (hub/interop/fold.h).
-      const Shape& shape = scratch.spec(v.out).shape;
-      if (!interop::fold_allowed(shape, in_elements))
-        throw_error(Code::kInvalidArgument, ctx.where() + ": output " + std::to_string(i) + " " + shape.to_string() +
-                                                " would be folded at import with more than 2^24 elements");
+      // A few bytes of Tile or Fill must not compute terabytes at import (hub/interop/fold.h).
+      if (!interop::fold_allowed(scratch.spec(v.out).shape, in_elements)) return false;
       fetches.push_back(v.out);
       which.push_back(i);
     }
@@ -580,6 +580,7 @@ void Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::v
     ctx.outputs()[which[k]] = std::move(v);
   }
   for (auto& [i, v] : ctx.outputs()) values_[node.name() + ":" + std::to_string(i)] = std::move(v);
+  return true;
 }
 
 void Importer::import_node(const proto::NodeDef& node) {
@@ -616,10 +617,7 @@ void Importer::import_node(const proto::NodeDef& node) {
     values_[node.name() + ":0"] = std::move(v);
     return;
   }
-  if (all_constant && !inputs.empty()) {
-    fold(node, mapper, std::move(inputs));
-    return;
-  }
+  if (all_constant && !inputs.empty() && fold(node, mapper, inputs)) return;
   Context ctx(*this, node, mapper, out_.graph, std::move(inputs), /*folding=*/false);
   mapper.map(ctx);
   for (auto& [i, v] : ctx.outputs()) {
