@@ -37,10 +37,15 @@ struct Deferred {
 // `dim` of ONNX value `tensor` (known only at run time, e.g. the batch).
 struct SymDim {
   int64_t value = 0;
-  std::string tensor;  // empty: `value` is known
+  std::string tensor;  // empty: `value` is known (unless derived)
   int dim = 0;
-  bool known() const { return tensor.empty(); }
-  bool operator==(const SymDim& o) const { return value == o.value && tensor == o.tensor && dim == o.dim; }
+  // Computed by arithmetic from run-time dims (a transformer's batch x
+  // heads): known only at run time, and not a dim of one tensor.
+  bool derived = false;
+  bool known() const { return tensor.empty() && !derived; }
+  bool operator==(const SymDim& o) const {
+    return value == o.value && tensor == o.tensor && dim == o.dim && derived == o.derived;
+  }
 };
 using SymShape = std::vector<SymDim>;
 

@@ -44,6 +44,7 @@ std::optional<Output> whole_shape_of(NodeContext& c, const SymShape& shape) {
   std::optional<Output> tensor;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i].known()) continue;
+    if (shape[i].derived) return std::nullopt;
     const auto [out, dim] = c.dim_source(shape[i]);
     if ((tensor && !(out == *tensor)) || dim != static_cast<int>(i) || shape[i].dim != static_cast<int>(i))
       return std::nullopt;
@@ -112,6 +113,29 @@ void map_shape(NodeContext& c) {
 // when the node's data input is not symbolic (the normal mapping applies).
 bool map_symbolic(NodeContext& c) {
   const std::string& op = c.op();
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    // Arithmetic on shape elements: known where both operands are, else
+    // derived (a run-time value that is no tensor's dim).
+    const std::optional<SymShape> a = c.symbolic(0), b = c.symbolic(1);
+    if (!a || !b || (c.constant(0) && c.constant(1)) || c.rank(0) > 1 || c.rank(1) > 1) return false;
+    if (a->size() != b->size() && a->size() != 1 && b->size() != 1) c.fail("shape operands differ in length");
+    SymShape out;
+    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
+      const SymDim& x = (*a)[a->size() == 1 ? 0 : i];
+      const SymDim& y = (*b)[b->size() == 1 ? 0 : i];
+      if (!x.known() || !y.known() || (op == "Div" && y.value == 0)) {
+        out.push_back(SymDim{0, "", 0, true});
+        continue;
+      }
+      const int64_t v = op == "Add"   ? x.value + y.value
+                        : op == "Sub" ? x.value - y.value
+                        : op == "Mul" ? x.value * y.value
+                                      : x.value / y.value;
+      out.push_back(SymDim{v, "", 0});
+    }
+    c.set_symbolic(0, out);
+    return true;
+  }
   if (op == "Concat") {
     bool all = true, any_runtime = false;
     for (int i = 0; i < c.num_inputs(); ++i) {
@@ -552,8 +576,19 @@ Output dynamic_reshape(NodeContext& c, const SymShape& target) {
   const Shape x = c.shape(0);
   std::vector<int64_t> shape;
   References refs;
+  // One element computed by arithmetic (batch x heads) is the -1 where there is none.
+  const int64_t derived = std::count_if(target.begin(), target.end(), [](const SymDim& d) { return d.derived; });
+  const bool minus_one =
+      std::any_of(target.begin(), target.end(), [](const SymDim& d) { return d.known() && d.value == -1; });
+  if (derived > 1 || (derived == 1 && minus_one))
+    c.fail("the target shape has " + std::to_string(derived) +
+           " elements computed by arithmetic on run-time dims; one (with no -1) can be inferred");
   for (size_t i = 0; i < target.size(); ++i) {
     SymDim d = target[i];
+    if (d.derived) {
+      shape.push_back(-1);
+      continue;
+    }
     if (d.known() && d.value == 0 && c.attr_int("allowzero", 0) == 0) {  // 0 copies the input's dim
       if (static_cast<int>(i) >= x.rank()) c.fail("shape element 0 at " + std::to_string(i) + " has no input dim");
       d = x[static_cast<int>(i)] >= 0 ? SymDim{x[static_cast<int>(i)], "", 0}
@@ -1335,10 +1370,10 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Shape"] = {map_shape, {"start", "end"}};
   m["Size"] = {map_size, {}};
   m["Range"] = {map_range, {}};
-  m["Add"] = {map_arithmetic<kAdd>, {}};
-  m["Sub"] = {map_arithmetic<kSub>, {}};
-  m["Mul"] = {map_arithmetic<kMul>, {}};
-  m["Div"] = {map_arithmetic<kDiv>, {}};
+  m["Add"] = {symbolic_or<map_arithmetic<kAdd>>, {}};
+  m["Sub"] = {symbolic_or<map_arithmetic<kSub>>, {}};
+  m["Mul"] = {symbolic_or<map_arithmetic<kMul>>, {}};
+  m["Div"] = {symbolic_or<map_arithmetic<kDiv>>, {}};
   m["Mod"] = {map_mod, {"fmod"}};
   m["Pow"] = {map_pow, {}};
   m["Equal"] = {map_binary<kEqual>, {}};

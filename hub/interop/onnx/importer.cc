@@ -193,6 +193,7 @@ DType GraphContext::dtype(int i) const {
 }
 
 std::pair<Output, int> GraphContext::dim_source(const SymDim& d) {
+  if (d.derived) fail("a run-time dim computed by arithmetic (batch x heads) is not a dim of one tensor here");
   auto it = values_.find(d.tensor);
   if (it == values_.end() || !it->second.out.valid())
     fail("the run-time dim " + std::to_string(d.dim) + " of '" + d.tensor + "' is not available here");

@@ -1576,7 +1576,15 @@ TEST_CASE("ONNX import and export: a transformer with run-time batch and sequenc
   ints_attr(node("Transpose", {node("MatMul", {"probs", "v2"}, "context")->output(0)}, "context_t"), "perm",
             {0, 2, 1, 3});
   node("Reshape", {"context_t", "merged_shape"}, "y");
+  // [batch * heads, length, depth], as nn.MultiheadAttention views it: batch x heads is arithmetic
+  // on a run-time dim, inferred as the reshape's -1.
+  b.init("heads_count", Tensor::from_vector<int64_t>({1}, {heads}));
+  b.init("depth", Tensor::from_vector<int64_t>({1}, {hidden / heads}));
+  node("Mul", {"batch", "heads_count"}, "batch_heads");
+  int_attr(node("Concat", {"batch_heads", "length", "depth"}, "flat_heads"), "axis", 0);
+  node("Reshape", {"q2", "flat_heads"}, "q_flat");
   b.output("y", {-1, -1, hidden});
+  b.output("q_flat", {-1, -1, hidden / heads});
   const std::string path = b.save(dir.path, "transformer.onnx");
   const ModuleSpec spec = onnx_interop::import_onnx(path);
   CHECK(spec.input_info().at("ids_f").shape == Shape{kUnknownDim, kUnknownDim});
@@ -1590,16 +1598,18 @@ TEST_CASE("ONNX import and export: a transformer with run-time batch and sequenc
     }
     const std::vector<std::pair<std::string, Tensor>> inputs{{"ids_f", ids_in}, {"mask_f", mask}};
     const std::vector<Tensor> want = run_onnx_runtime(path, inputs, dir.path / ("ort" + std::to_string(length)));
-    REQUIRE(want.size() == 1);
+    REQUIRE(want.size() == 2);
     CHECK(want[0].shape() == Shape{batch, length, hidden});
+    CHECK(want[1].shape() == Shape{batch * heads, length, hidden / heads});
     for (const char* backend : {"reference", "onednn"}) {
       INFO(backend);
-      expect_close(run_signature(spec, "default", {{"ids_f", ids_in}, {"mask_f", mask}}, backend).at("y"), want[0],
-                   1e-5, 1e-4);
+      const TensorMap got = run_signature(spec, "default", {{"ids_f", ids_in}, {"mask_f", mask}}, backend);
+      expect_close(got.at("y"), want[0], 1e-5, 1e-4);
+      expect_close(got.at("q_flat"), want[1], 1e-5, 1e-4);
     }
     // One Module, shapes changing between calls.
     expect_close(module({{"ids_f", ids_in}, {"mask_f", mask}}).at("y"), want[0], 1e-5, 1e-4);
-    if (length == 7) expect_exported_agrees(spec, dir.path, inputs, {"y"}, want);
+    if (length == 7) expect_exported_agrees(spec, dir.path, inputs, {"y", "q_flat"}, want);
   }
 }
 
