@@ -172,8 +172,8 @@ Window3 window3(NodeContext& c, std::vector<int64_t> kernel) {
                                 {"dilations", w.dilations}})
     if (v.size() != 3 || v[0] < 1 || v[1] < 1 || v[2] < 1)
       c.fail("attribute " + std::string(name) + " = " + ints_text(v) + ": expected one positive value per spatial dim");
-  for (int d = 0; d < 3; ++d)
-    if (x[2 + d] < 0) c.fail("3-D ops need static spatial dims, input is " + x.to_string());
+  for (int d = 1; d < 5; ++d)
+    if (x[d] < 0) c.fail("3-D ops need static channels and spatial dims, input is " + x.to_string());
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   w.pads = c.attr_ints("pads", {0, 0, 0, 0, 0, 0});
   if (w.pads.size() != 6) c.fail_attr("pads", ints_text(w.pads), "expected 2 values per spatial dim");
@@ -221,11 +221,11 @@ void map_conv_3d(NodeContext& c) {
   const Shape x = c.shape(0), wshape = c.shape(1);
   if (wshape.rank() != 5 || !wshape.is_fully_defined())
     c.fail("weights " + wshape.to_string() + " must be static and of the input's rank");
+  const Window3 w = window3(c, c.attr_ints("kernel_shape", {wshape[2], wshape[3], wshape[4]}));
   const int64_t group = c.attr_int("group", 1), m = wshape[0], cg = wshape[1];
   if (group < 1 || x[1] != cg * group)
     c.fail("input channels " + std::to_string(x[1]) + " are not group " + std::to_string(group) + " x " +
            std::to_string(cg));
-  const Window3 w = window3(c, c.attr_ints("kernel_shape", {wshape[2], wshape[3], wshape[4]}));
   const Scope& s = c.scope();
   const int64_t h = x[3], wd = x[4], od = w.out[0];
   Output in = channels_last_3d(c);
