@@ -281,7 +281,8 @@ HUB_REGISTER_OP(ReshapeLike)
 // Returns, per target entry, that dim (nullopt where the reference's dim is
 // not known yet), or nullopt for an entry `from` does not name (`named`
 // tells them apart).
-std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named) {
+std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
+                                                   int first_reference = 1) {
   const auto& from = c.attrs().get_ints("from");
   if (from.size() % 3 != 0) c.fail("from " + attr_to_string(from) + " is not a list of (position, input, dim)");
   std::vector<std::optional<int64_t>> dims(rank);
@@ -291,7 +292,7 @@ std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t
     if (position < 0 || position >= static_cast<int64_t>(rank) || (*named)[static_cast<size_t>(position)])
       c.fail("from " + attr_to_string(from) + ": position " + std::to_string(position) +
              " is outside the target or given twice");
-    if (input < 1 || input >= c.num_inputs() || dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
+    if (input < first_reference || input >= c.num_inputs() || dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
       c.fail("from " + attr_to_string(from) + ": input " + std::to_string(input) + " has no dim " +
              std::to_string(dim));
     (*named)[static_cast<size_t>(position)] = 1;
@@ -363,6 +364,32 @@ HUB_REGISTER_OP(DynamicSlice)
     .doc(
         "x[begin : end] per dim: end = begin + size (-1: the rest), or at the `from` positions (position, "
         "input, dim) the dim of a reference input (read for its shape only), clamped to x's.");
+
+HUB_REGISTER_OP(DynamicRange)
+    .inputs(1, -1)
+    .attr("start", AttrType::kInt, int64_t{0})
+    .attr("delta", AttrType::kInt, int64_t{1})
+    .attr("dtype", AttrType::kDType, DType::kInt64)
+    .attr("from", AttrType::kInts)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const DType dtype = c.attrs().get_dtype("dtype");
+      if (dtype != DType::kInt64 && dtype != DType::kInt32 && dtype != DType::kFloat32)
+        c.fail("dtype must be int64, int32 or float32, got " + std::string(dtype_name(dtype)));
+      const int64_t start = c.attrs().get_int("start"), delta = c.attrs().get_int("delta");
+      if (delta == 0) c.fail("delta is 0");
+      std::vector<char> named;
+      const std::optional<int64_t> limit = reference_dims(c, 1, &named, 0)[0];
+      if (!named[0]) c.fail("from " + attr_to_string(c.attrs().get_ints("from")) + " gives no limit (position 0)");
+      if (!limit) return {{dtype, Shape{kUnknownDim}}};
+      const int64_t span = *limit - start;
+      const int64_t n = delta > 0 ? (span + delta - 1) / delta : (span + delta + 1) / delta;
+      return {{dtype, Shape{std::max<int64_t>(0, n)}}};
+    })
+    .no_gradient("its values are integers (positions)")
+    .doc(
+        "start, start + delta, ... below the limit (above it for a negative delta), the limit the dim of a "
+        "reference input named by `from` = (0, input, dim), read for its shape only: a transformer's positions "
+        "0 .. sequence - 1 at run time.");
 
 HUB_REGISTER_OP(Squeeze)
     .inputs(1)

@@ -889,6 +889,29 @@ void export_dynamic_slice(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// DynamicRange: Range(start, the reference dim, delta) in its dtype.
+void export_dynamic_range(Exporter& e, const Node& n) {
+  const std::vector<int64_t> from = n.attrs.get_ints("from");
+  const DType dtype = n.attrs.get_dtype("dtype");
+  auto scalar = [&](int64_t v, const std::string& base) {
+    return e.initializer(evaluate("Cast", {Tensor::scalar<int64_t>(v)}, Attrs().set("dtype", dtype)), base);
+  };
+  const std::string shape = e.fresh(n.name + "/reference_shape"), dim = e.fresh(n.name + "/limit");
+  e.add("Shape", {e.nhwc(in(n, static_cast<int>(from.at(1))))}, shape, shape);
+  e.add("Gather", {shape, e.initializer(Tensor::scalar<int64_t>(from.at(2)), n.name + "/at")}, dim, dim);
+  std::string limit = dim;
+  if (dtype != DType::kInt64) {
+    limit = e.fresh(n.name + "/limit_cast");
+    set_int(e.add("Cast", {dim}, limit, limit), "to", dtype_to_onnx(dtype));
+  }
+  std::string y = e.fresh(n.name);
+  e.add(
+      "Range",
+      {scalar(n.attrs.get_int("start"), n.name + "/start"), limit, scalar(n.attrs.get_int("delta"), n.name + "/delta")},
+      y, n.name);
+  e.set(out0(n), y);
+}
+
 void export_squeeze(Exporter& e, const Node& n) {
   std::vector<int64_t> axes = n.attrs.get_ints("axes");
   if (axes.empty()) {
@@ -1271,6 +1294,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Reshape", export_reshape},
       {"DynamicReshape", export_dynamic_reshape},
       {"DynamicSlice", export_dynamic_slice},
+      {"DynamicRange", export_dynamic_range},
       {"Squeeze", export_squeeze},
       {"ExpandDims", export_expand_dims},
       {"Transpose", export_transpose},

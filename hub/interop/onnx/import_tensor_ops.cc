@@ -189,6 +189,21 @@ void map_size(NodeContext& c) {
 
 void map_range(NodeContext& c) {
   std::optional<Tensor> start = c.constant(0), limit = c.constant(1), delta = c.constant(2);
+  std::optional<SymShape> run_time = limit ? std::nullopt : c.symbolic(1);
+  if (start && delta && run_time && run_time->size() == 1 && !(*run_time)[0].known() && !(*run_time)[0].derived) {
+    // A limit that is a run-time dim (positions 0 .. sequence - 1): DynamicRange reads it at each run.
+    const std::vector<int64_t> s = c.constant_ints(0, "start"), d = c.constant_ints(2, "delta");
+    if (s.size() != 1 || d.size() != 1 || d[0] == 0) c.fail("start and delta must be scalars, delta nonzero");
+    const auto [tensor, dim] = c.dim_source((*run_time)[0]);
+    c.set_output(0, c.scope().op("DynamicRange", {tensor},
+                                 Attrs()
+                                     .set("start", s[0])
+                                     .set("delta", d[0])
+                                     .set("dtype", c.dtype(0))
+                                     .set("from", std::vector<int64_t>{0, 0, dim}),
+                                 "Range"));
+    return;
+  }
   if (!start || !limit || !delta) c.fail("start, limit and delta must be constants");
   if (start->num_elements() != 1 || limit->num_elements() != 1 || delta->num_elements() != 1)
     c.fail("start, limit and delta must be scalars");

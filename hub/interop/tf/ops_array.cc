@@ -584,6 +584,22 @@ void map_tensor_scatter(OpContext& c) {
 // Range(start, limit, delta) of constants, folded (at most 2^24 values).
 void map_range(OpContext& c) {
   std::optional<Tensor> args[3] = {c.constant(0), c.constant(1), c.constant(2)};
+  if (args[0] && args[2] && !args[1]) {
+    // A limit that is a run-time dim (tf.range(tf.shape(x)[1])): DynamicRange reads it at each run.
+    const std::optional<std::vector<DimValue>> limit = dim_values(c, 1);
+    if (limit && limit->size() == 1 && !(*limit)[0].known()) {
+      const std::vector<int64_t> start = c.constant_ints(0, "start"), delta = c.constant_ints(2, "delta");
+      if (start.size() != 1 || delta.size() != 1 || delta[0] == 0)
+        c.fail("start and delta must be scalars, delta nonzero");
+      c.set_output(0, c.add("DynamicRange", {(*limit)[0].of},
+                            Attrs()
+                                .set("start", start[0])
+                                .set("delta", delta[0])
+                                .set("dtype", c.attr_dtype("Tidx"))
+                                .set("from", std::vector<int64_t>{0, 0, (*limit)[0].dim})));
+      return;
+    }
+  }
   double v[3];
   for (int i = 0; i < 3; ++i) {
     if (!args[i] || args[i]->num_elements() != 1) c.unsupported("Range needs constant scalar start, limit and delta");
@@ -733,6 +749,39 @@ void export_dynamic_slice(ExportContext& c) {
     (*n.mutable_attr())[mask].set_i(0);
   (*n.mutable_attr())["end_mask"].set_i(end_mask);
   c.set_output(0, n.name());
+}
+
+// DynamicRange: Range(start, the reference dim, delta) in int32 (the dim's
+// type), cast to its dtype.
+void export_dynamic_range(ExportContext& c) {
+  const Attrs& a = c.node().attrs;
+  const DType dtype = a.get_dtype("dtype");
+  const std::vector<int64_t> from = a.get_ints("from");
+  auto scalar = [&](const std::string& name, int64_t v) { return ints_const(c, name, {v}, Shape{}); };
+  const int input = static_cast<int>(from.at(1));
+  auto& shape = c.add("reference_shape", "Shape", {c.input(input)});
+  set_type(shape, "T", c.input_spec(input).dtype);
+  set_type(shape, "out_type", DType::kInt32);
+  auto& dim = c.add("limit", "StridedSlice",
+                    {shape.name(), ints_const(c, "at", {from.at(2)}, Shape{1}),
+                     ints_const(c, "to", {from.at(2) + 1}, Shape{1}), ints_const(c, "step", {1}, Shape{1})});
+  set_type(dim, "T", DType::kInt32);
+  set_type(dim, "Index", DType::kInt32);
+  for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask"})
+    (*dim.mutable_attr())[mask].set_i(0);
+  (*dim.mutable_attr())["shrink_axis_mask"].set_i(1);
+  auto& range = c.add(dtype == DType::kInt32 ? "" : "int32", "Range",
+                      {scalar("start", a.get_int("start")), dim.name(), scalar("delta", a.get_int("delta"))});
+  set_type(range, "Tidx", DType::kInt32);
+  if (dtype == DType::kInt32) {
+    c.set_output(0, range.name());
+    return;
+  }
+  auto& cast = c.add("", "Cast", {range.name()});
+  set_type(cast, "SrcT", DType::kInt32);
+  set_type(cast, "DstT", dtype);
+  (*cast.mutable_attr())["Truncate"].set_b(false);
+  c.set_output(0, cast.name());
 }
 
 void export_squeeze(ExportContext& c) {
@@ -957,6 +1006,7 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["ReshapeLike"] = export_reshape_like;
   m["DynamicReshape"] = export_dynamic_reshape;
   m["DynamicSlice"] = export_dynamic_slice;
+  m["DynamicRange"] = export_dynamic_range;
   m["Squeeze"] = export_squeeze;
   m["ExpandDims"] = export_expand_dims;
   m["Transpose"] = export_transpose;

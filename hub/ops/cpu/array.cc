@@ -83,6 +83,17 @@ size_t elem_size(const Tensor& t) { return dtype_size(t.dtype()); }
 
 void alias_kernel(KernelContext& c) { c.set_output(0, c.input(0).reshaped(c.output_spec(0).shape)); }
 
+// DynamicRange: start + i * delta.
+void range_kernel(KernelContext& c) {
+  Tensor& y = c.output(0);
+  const int64_t start = c.attrs().get_int("start"), delta = c.attrs().get_int("delta");
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = y.data<T>();
+    for (int64_t i = 0; i < y.num_elements(); ++i) p[i] = static_cast<T>(start + i * delta);
+  });
+}
+
 // ---- Pad ------------------------------------------------------------------------
 //
 // Mirror and edge modes fill the border dim after dim: for dim d, each border
@@ -705,6 +716,7 @@ HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
 HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
 HUB_REGISTER_KERNEL(DynamicSlice, reference, slice_kernel);
+HUB_REGISTER_KERNEL(DynamicRange, reference, range_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 
 }  // namespace hub::cpu

@@ -1583,8 +1583,15 @@ TEST_CASE("ONNX import and export: a transformer with run-time batch and sequenc
   node("Mul", {"batch", "heads_count"}, "batch_heads");
   int_attr(node("Concat", {"batch_heads", "length", "depth"}, "flat_heads"), "axis", 0);
   node("Reshape", {"q2", "flat_heads"}, "q_flat");
+  // Positions 0 .. length - 1 by Range with a run-time limit (GPT-style exports).
+  b.init("zero_i", Tensor::scalar<int64_t>(0));
+  b.init("one_i", Tensor::scalar<int64_t>(1));
+  node("Squeeze", {"sequence"}, "sequence_scalar");
+  node("Range", {"zero_i", "sequence_scalar", "one_i"}, "range");
+  int_attr(node("Cast", {"range"}, "range_f"), "to", ::onnx::TensorProto::FLOAT);
   b.output("y", {-1, -1, hidden});
   b.output("q_flat", {-1, -1, hidden / heads});
+  b.output("range_f", {-1});
   const std::string path = b.save(dir.path, "transformer.onnx");
   const ModuleSpec spec = onnx_interop::import_onnx(path);
   CHECK(spec.input_info().at("ids_f").shape == Shape{kUnknownDim, kUnknownDim});
@@ -1598,18 +1605,20 @@ TEST_CASE("ONNX import and export: a transformer with run-time batch and sequenc
     }
     const std::vector<std::pair<std::string, Tensor>> inputs{{"ids_f", ids_in}, {"mask_f", mask}};
     const std::vector<Tensor> want = run_onnx_runtime(path, inputs, dir.path / ("ort" + std::to_string(length)));
-    REQUIRE(want.size() == 2);
+    REQUIRE(want.size() == 3);
     CHECK(want[0].shape() == Shape{batch, length, hidden});
     CHECK(want[1].shape() == Shape{batch * heads, length, hidden / heads});
+    CHECK(want[2].shape() == Shape{length});
     for (const char* backend : {"reference", "onednn"}) {
       INFO(backend);
       const TensorMap got = run_signature(spec, "default", {{"ids_f", ids_in}, {"mask_f", mask}}, backend);
       expect_close(got.at("y"), want[0], 1e-5, 1e-4);
       expect_close(got.at("q_flat"), want[1], 1e-5, 1e-4);
+      expect_close(got.at("range_f"), want[2], 0, 0);
     }
     // One Module, shapes changing between calls.
     expect_close(module({{"ids_f", ids_in}, {"mask_f", mask}}).at("y"), want[0], 1e-5, 1e-4);
-    if (length == 7) expect_exported_agrees(spec, dir.path, inputs, {"y", "q_flat"}, want);
+    if (length == 7) expect_exported_agrees(spec, dir.path, inputs, {"y", "q_flat", "range_f"}, want);
   }
 }
 

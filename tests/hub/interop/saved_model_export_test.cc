@@ -196,7 +196,15 @@ void every_op(ModuleBuilder& b) {
   Output rows = s.op("DynamicSlice", {split, x},
                      Attrs().set("begin", ints({0, 1, 0})).set("size", ints({-1, 0, 4})).set("from", ints({1, 1, 0})),
                      "dynamic_slice");
-  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}});
+  // Positions 0 .. batch - 1 (a limit read at run time), as floats.
+  Output range = s.op("DynamicRange", {x},
+                      Attrs()
+                          .set("start", int64_t{0})
+                          .set("delta", int64_t{1})
+                          .set("dtype", DType::kFloat32)
+                          .set("from", ints({0, 0, 0})),
+                      "dynamic_range");
+  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}, {"range", range}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
 
@@ -254,6 +262,7 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "ResizeNearestNeighbor",
                                         "ResizeBicubic",
                                         "Shape",
+                                        "Range",
                                         "ConcatV2",
                                         "Pad",
                                         "PadV2",

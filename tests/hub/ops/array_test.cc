@@ -167,6 +167,20 @@ TEST_CASE("DynamicReshape and DynamicSlice: run-time dims from reference inputs"
   CHECK(run_op("DynamicSlice", {t, random_tensor({1, 1}, 5)}, slice)[0].shape() == Shape{0, 3});
 }
 
+TEST_CASE("DynamicRange: positions up to a reference's dim") {
+  const Tensor ref = random_tensor({2, 7}, 6);
+  auto range = [&](int64_t start, int64_t delta, DType dtype) {
+    return run_op("DynamicRange", {ref},
+                  Attrs().set("start", start).set("delta", delta).set("dtype", dtype).set("from", Ints{0, 0, 1}))[0];
+  };
+  CHECK(range(0, 1, DType::kInt64).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(range(1, 3, DType::kInt32).to_vector<int32_t>() == std::vector<int32_t>{1, 4});   // below 7
+  CHECK(range(10, -2, DType::kFloat32).to_vector<float>() == std::vector<float>{10, 8});  // above 7
+  CHECK(range(9, 1, DType::kInt64).shape() == Shape{0});
+  expect_build_error("DynamicRange", {2, 7}, Attrs().set("delta", int64_t{0}).set("from", Ints{0, 0, 1}), "delta is 0");
+  expect_build_error("DynamicRange", {2, 7}, Attrs().set("from", Ints{0, 0, 2}), "input 0 has no dim 2");
+}
+
 TEST_CASE("Squeeze and ExpandDims") {
   Tensor x = make({1, 2, 1, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(run_op("Squeeze", {x})[0].shape() == Shape{2, 3});
