@@ -537,10 +537,10 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
     if (d.known()) {
       if (d.value == -1)
         minus_one = static_cast<int>(i);
-      else if (d.value == 0)
+      else if (d.value <= 0)
         return std::nullopt;
-      else
-        known_product *= d.value;
+      else if (__builtin_mul_overflow(known_product, d.value, &known_product))
+        c.fail("the target shape's known elements overflow an int64 count");
       dims.push_back(d.value);
     } else {
       if (d.tensor != c.node().input(0) || symbolic >= 0) return std::nullopt;
@@ -552,10 +552,11 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
   // Every run-time dim of x must be the referenced one.
   int64_t x_known = 1;
   for (int d = 0; d < x.rank(); ++d) {
-    if (x[d] >= 0)
-      x_known *= x[d];
-    else if (!referenced.count(d))
+    if (x[d] >= 0) {
+      if (__builtin_mul_overflow(x_known, x[d], &x_known)) c.fail("the input's dims overflow an int64 count");
+    } else if (!referenced.count(d)) {
       return std::nullopt;
+    }
   }
   if (minus_one >= 0) {
     if (x_known % known_product != 0) c.fail("the target shape does not divide the input's " + x.to_string());

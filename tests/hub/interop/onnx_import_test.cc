@@ -880,6 +880,24 @@ TEST_CASE("issue13: ONNX constants that would overflow an integer conversion are
   }
 }
 
+TEST_CASE("ONNX import: a run-time reshape target whose known elements overflow int64 is refused, not computed") {
+  // The fuzzer's find: Reshape(x, Concat(Shape(x)[0], huge)) multiplied the known elements in int64.
+  TempDir dir("onnx_symbolic_overflow");
+  OnnxBuilder b;
+  b.input("x", {-1, 4});
+  b.init("i0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("huge", Tensor::from_vector<int64_t>({2}, {int64_t{1} << 62, 8}));
+  b.node("Shape", {"x"}, "shape");
+  b.node("Gather", {"shape", "i0"}, "batch");
+  auto* concat = b.node("Concat", {"batch", "huge"}, "target");
+  int_attr(concat, "axis", 0);
+  b.node("Reshape", {"x", "target"}, "y", "reshape");
+  b.output("y", {-1, -1, -1});
+  const std::string path = b.save(dir.path, "overflow.onnx");
+  expect_error(
+      Code::kInvalidArgument, [&] { onnx_interop::import_onnx(path); }, "overflow");
+}
+
 TEST_CASE("ONNX import: a dimension above 2^31 - 1 is kept at opset 17 and refused where the converter would cut it") {
   // ONNX's version converter carried 2^32 + 5 through 32 bits and gave 5: the
   // module declared [1,5] where the model said [1,4294967301].
