@@ -172,7 +172,7 @@ std::vector<int64_t> reshape_target(const OpContext& c) {
   int64_t known_in = 1;
   for (int d = 0; d < in.rank(); ++d) {
     if (in[d] >= 0) {
-      known_in *= in[d];
+      if (__builtin_mul_overflow(known_in, in[d], &known_in)) c.fail("the input's dims overflow an int64 count");
       continue;
     }
     bool matched = false;
@@ -194,7 +194,8 @@ std::vector<int64_t> reshape_target(const OpContext& c) {
   // The -1 = known input elements / known target elements.
   int64_t known_out = 1;
   for (const DimValue& d : *dims)
-    if (d.known() && d.value != -1) known_out *= d.value;
+    if (d.known() && d.value != -1 && (d.value < 0 || __builtin_mul_overflow(known_out, d.value, &known_out)))
+      c.fail("the target shape " + std::to_string(d.value) + " is negative or overflows an int64 count");
   if (known_out == 0 || known_in % known_out != 0)
     c.fail("the target shape does not divide the input " + in.to_string());
   for (size_t k = 0; k < dims->size(); ++k) {
