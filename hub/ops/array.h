@@ -159,6 +159,27 @@ struct StridedSliceSpec {
 };
 StridedSliceSpec strided_slice_spec(const Shape& in, const Attrs& attrs);
 
+// The reference inputs and `from` triples (position, input, dim) of a
+// DynamicReshape or DynamicSlice (hub/ops/array.cc): target entry `position`
+// is dim `dim` of a tensor, read at run time. Each distinct tensor becomes
+// one input after x.
+struct DimReferences {
+  std::vector<Output> tensors;
+  std::vector<int64_t> from;
+  void add(int64_t position, Output tensor, int64_t dim) {
+    size_t index = 0;
+    while (index < tensors.size() && !(tensors[index] == tensor)) ++index;
+    if (index == tensors.size()) tensors.push_back(tensor);
+    from.insert(from.end(), {position, static_cast<int64_t>(index) + 1, dim});
+  }
+  // The op's inputs: x, then the tensors.
+  std::vector<Output> inputs(Output x) const {
+    std::vector<Output> all{x};
+    all.insert(all.end(), tensors.begin(), tensors.end());
+    return all;
+  }
+};
+
 // Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]
 // (batch dims, dims before the axis, the axis, dims after it), indices as
 // [B, N], the result as [B, P, N, I]. Its fields are plain data, so device

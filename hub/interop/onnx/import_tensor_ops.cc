@@ -565,25 +565,11 @@ std::optional<std::vector<int64_t>> resolve_symbolic_target(NodeContext& c, cons
   return dims;
 }
 
-// The reference inputs and `from` triples (position, input, dim) of a
-// DynamicReshape or DynamicSlice whose target entries `dims` (ONNX order)
-// are run-time dims; `x` is input 0.
-struct References {
-  std::vector<Output> inputs;
-  std::vector<int64_t> from;
-  void add(NodeContext& c, size_t position, const SymDim& d) {
-    const auto [tensor, dim] = c.dim_source(d);
-    size_t index = 0;
-    while (index < inputs.size() && !(inputs[index] == tensor)) ++index;
-    if (index == inputs.size()) inputs.push_back(tensor);
-    from.insert(from.end(), {static_cast<int64_t>(position), static_cast<int64_t>(index) + 1, dim});
-  }
-  std::vector<Output> with(Output x) const {
-    std::vector<Output> all{x};
-    all.insert(all.end(), inputs.begin(), inputs.end());
-    return all;
-  }
-};
+// Records run-time dim `d` as target entry `position` of a DynamicReshape or DynamicSlice.
+void add_reference(NodeContext& c, ops::DimReferences& refs, size_t position, const SymDim& d) {
+  const auto [tensor, dim] = c.dim_source(d);
+  refs.add(static_cast<int64_t>(position), tensor, dim);
+}
 
 // A reshape whose target holds several run-time dims (a transformer's
 // [batch, sequence, heads, depth] from Shape, Gather and Concat): each is a
@@ -591,7 +577,7 @@ struct References {
 Output dynamic_reshape(NodeContext& c, const SymShape& target) {
   const Shape x = c.shape(0);
   std::vector<int64_t> shape;
-  References refs;
+  ops::DimReferences refs;
   // One element computed by arithmetic (batch x heads) is the -1 where there is none.
   const int64_t derived = std::count_if(target.begin(), target.end(), [](const SymDim& d) { return d.derived; });
   const bool minus_one =
@@ -615,10 +601,10 @@ Output dynamic_reshape(NodeContext& c, const SymShape& target) {
       shape.push_back(d.value);
     } else {
       shape.push_back(0);
-      refs.add(c, i, d);
+      add_reference(c, refs, i, d);
     }
   }
-  return c.scope().op("DynamicReshape", refs.with(c.native(0)), Attrs().set("shape", shape).set("from", refs.from),
+  return c.scope().op("DynamicReshape", refs.inputs(c.native(0)), Attrs().set("shape", shape).set("from", refs.from),
                       "Reshape");
 }
 
@@ -733,7 +719,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
       if (step != 1) c.fail("steps other than 1 need constant ends");
   if (ends.size() != starts.size() || axes.size() != starts.size()) c.fail("starts, ends and axes differ in length");
   std::vector<int64_t> begin(rank, 0), size(rank, -1);
-  References refs;
+  ops::DimReferences refs;
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = normalize_axis(c, axes[k], rank, "axes");
     const int64_t dim = s[static_cast<int>(a)];
@@ -744,7 +730,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
     if (dim >= 0) st = std::min(st, dim);
     begin[a] = st;
     if (!ends[k].known()) {
-      refs.add(c, static_cast<size_t>(a), ends[k]);
+      add_reference(c, refs, static_cast<size_t>(a), ends[k]);
       continue;
     }
     int64_t en = ends[k].value;
@@ -756,7 +742,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
     if (en < 0) en += dim;
     size[a] = std::max<int64_t>(0, std::clamp<int64_t>(en, 0, dim) - st);
   }
-  c.set_output(0, c.scope().op("DynamicSlice", refs.with(c.native(0)),
+  c.set_output(0, c.scope().op("DynamicSlice", refs.inputs(c.native(0)),
                                Attrs().set("begin", begin).set("size", size).set("from", refs.from), "Slice"));
 }
 

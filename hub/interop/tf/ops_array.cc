@@ -14,6 +14,7 @@
 #include "hub/interop/fold.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
+#include "hub/ops/array.h"
 #include "hub/ops/math.h"
 
 namespace hub::tf {
@@ -205,24 +206,6 @@ std::vector<int64_t> reshape_target(const OpContext& c) {
   return out;
 }
 
-// The reference inputs and `from` triples (position, input, dim) of a
-// DynamicReshape or DynamicSlice whose target holds run-time dims.
-struct References {
-  std::vector<Output> inputs;
-  std::vector<int64_t> from;
-  void add(size_t position, const DimValue& d) {
-    size_t index = 0;
-    while (index < inputs.size() && !(inputs[index] == d.of)) ++index;
-    if (index == inputs.size()) inputs.push_back(d.of);
-    from.insert(from.end(), {static_cast<int64_t>(position), static_cast<int64_t>(index) + 1, d.dim});
-  }
-  std::vector<Output> with(Output x) const {
-    std::vector<Output> all{x};
-    all.insert(all.end(), inputs.begin(), inputs.end());
-    return all;
-  }
-};
-
 // A target with several run-time elements (a transformer's [batch, sequence,
 // heads, depth] from tf.shape): DynamicReshape reads each from the tensor it
 // is a dim of, at each run.
@@ -230,14 +213,15 @@ void map_reshape(OpContext& c) {
   const std::optional<std::vector<DimValue>> dims = dim_values(c, 1);
   if (dims && std::count_if(dims->begin(), dims->end(), [](const DimValue& d) { return !d.known(); }) > 1) {
     std::vector<int64_t> shape;
-    References refs;
+    ops::DimReferences refs;
     for (size_t i = 0; i < dims->size(); ++i) {
       const DimValue& d = (*dims)[i];
       if (d.known() && d.value < -1) c.fail("shape element " + std::to_string(d.value));
       shape.push_back(d.known() ? d.value : 0);
-      if (!d.known()) refs.add(i, d);
+      if (!d.known()) refs.add(static_cast<int64_t>(i), d.of, d.dim);
     }
-    c.set_output(0, c.add("DynamicReshape", refs.with(c.input(0)), Attrs().set("shape", shape).set("from", refs.from)));
+    c.set_output(0,
+                 c.add("DynamicReshape", refs.inputs(c.input(0)), Attrs().set("shape", shape).set("from", refs.from)));
     return;
   }
   c.set_output(0, c.add("Reshape", {c.input(0)}, Attrs().set("shape", reshape_target(c))));
@@ -397,7 +381,7 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
   if (c.attr_int("ellipsis_mask") != 0 || c.attr_int("new_axis_mask") != 0)
     c.unsupported("an end computed at run time needs a slice without ellipsis or new axes");
   std::vector<int64_t> b(in.rank(), 0), size(in.rank(), -1), squeezed;
-  References refs;
+  ops::DimReferences refs;
   for (size_t k = 0; k < n; ++k) {
     const int d = static_cast<int>(k);
     const bool shrink = (shrink_mask >> k) & 1;
@@ -412,14 +396,14 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
     } else if ((end_mask >> k) & 1) {
       size[d] = -1;
     } else if (!end[k].known()) {
-      refs.add(k, end[k]);
+      refs.add(static_cast<int64_t>(k), end[k].of, end[k].dim);
     } else {
       if (end[k].value < 0 || in[d] < 0) c.unsupported("an end computed at run time needs ends of 0 or more");
       size[d] = std::max<int64_t>(0, std::min(end[k].value, in[d]) - b[d]);
     }
   }
   Output y =
-      c.add("DynamicSlice", refs.with(c.input(0)), Attrs().set("begin", b).set("size", size).set("from", refs.from));
+      c.add("DynamicSlice", refs.inputs(c.input(0)), Attrs().set("begin", b).set("size", size).set("from", refs.from));
   if (!squeezed.empty()) y = c.add("Squeeze", {y}, Attrs().set("axes", squeezed));
   c.set_output(0, y);
 }
