@@ -840,18 +840,24 @@ void export_reshape(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// Dim `dim` of node input `input`'s run-time shape (Shape, then Gather): an
+// int64 scalar, or a one-element vector.
+std::string reference_dim(Exporter& e, const Node& n, int64_t input, int64_t dim, bool scalar) {
+  const std::string shape = e.fresh(n.name + "/reference_shape"), y = e.fresh(n.name + "/reference_dim");
+  e.add("Shape", {e.nhwc(in(n, static_cast<int>(input)))}, shape, shape);
+  const std::string at =
+      scalar ? e.initializer(Tensor::scalar<int64_t>(dim), n.name + "/at") : e.ints({dim}, n.name + "/at");
+  e.add("Gather", {shape, at}, y, y);
+  return y;
+}
+
 // A DynamicReshape's or DynamicSlice's target as a run-time int64 vector:
 // the attribute's entries, with those its `from` triples name read from the
-// reference inputs' shapes (Shape, then the one dim).
+// reference inputs' shapes.
 std::string dims_with_references(Exporter& e, const Node& n, std::vector<int64_t> target) {
   const std::vector<int64_t> from = n.attrs.get_ints("from");
   std::map<int64_t, std::string> named;
-  for (size_t k = 0; k + 2 < from.size(); k += 3) {
-    const std::string shape = e.fresh(n.name + "/reference_shape"), dim = e.fresh(n.name + "/reference_dim");
-    e.add("Shape", {e.nhwc(in(n, static_cast<int>(from[k + 1])))}, shape, shape);
-    e.add("Slice", {shape, e.ints({from[k + 2]}, n.name + "/at"), e.ints({from[k + 2] + 1}, n.name + "/to")}, dim, dim);
-    named[from[k]] = dim;
-  }
+  for (size_t k = 0; k + 2 < from.size(); k += 3) named[from[k]] = reference_dim(e, n, from[k + 1], from[k + 2], false);
   std::vector<std::string> parts;
   for (size_t i = 0; i < target.size(); ++i)
     parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
@@ -896,13 +902,11 @@ void export_dynamic_range(Exporter& e, const Node& n) {
   auto scalar = [&](int64_t v, const std::string& base) {
     return e.initializer(evaluate("Cast", {Tensor::scalar<int64_t>(v)}, Attrs().set("dtype", dtype)), base);
   };
-  const std::string shape = e.fresh(n.name + "/reference_shape"), dim = e.fresh(n.name + "/limit");
-  e.add("Shape", {e.nhwc(in(n, static_cast<int>(from.at(1))))}, shape, shape);
-  e.add("Gather", {shape, e.initializer(Tensor::scalar<int64_t>(from.at(2)), n.name + "/at")}, dim, dim);
-  std::string limit = dim;
+  std::string limit = reference_dim(e, n, from.at(1), from.at(2), true);
   if (dtype != DType::kInt64) {
-    limit = e.fresh(n.name + "/limit_cast");
-    set_int(e.add("Cast", {dim}, limit, limit), "to", dtype_to_onnx(dtype));
+    const std::string cast = e.fresh(n.name + "/limit_cast");
+    set_int(e.add("Cast", {limit}, cast, cast), "to", dtype_to_onnx(dtype));
+    limit = cast;
   }
   std::string y = e.fresh(n.name);
   e.add(

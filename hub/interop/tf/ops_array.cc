@@ -671,26 +671,30 @@ void export_reshape_like(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// Dim `dim` of node input `input`'s run-time shape (Shape, then a
+// one-element StridedSlice): an int32 scalar (shrunk), or a one-element vector.
+std::string reference_dim(ExportContext& c, int64_t input, int64_t dim, bool scalar) {
+  auto& shape = c.add("reference_shape", "Shape", {c.input(static_cast<int>(input))});
+  set_type(shape, "T", c.input_spec(static_cast<int>(input)).dtype);
+  set_type(shape, "out_type", DType::kInt32);
+  auto& d = c.add("reference_dim", "StridedSlice",
+                  {shape.name(), ints_const(c, "at", {dim}, Shape{1}), ints_const(c, "to", {dim + 1}, Shape{1}),
+                   ints_const(c, "step", {1}, Shape{1})});
+  set_type(d, "T", DType::kInt32);
+  set_type(d, "Index", DType::kInt32);
+  for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask"})
+    (*d.mutable_attr())[mask].set_i(0);
+  (*d.mutable_attr())["shrink_axis_mask"].set_i(scalar ? 1 : 0);
+  return d.name();
+}
+
 // A DynamicReshape's or DynamicSlice's target as a run-time int32 vector:
 // the entries of `target`, those the `from` triples name read from the
-// reference inputs' shapes (Shape, then a one-element StridedSlice).
+// reference inputs' shapes.
 std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target) {
   const std::vector<int64_t> from = c.node().attrs.get_ints("from");
   std::map<int64_t, std::string> named;
-  for (size_t k = 0; k + 2 < from.size(); k += 3) {
-    const int input = static_cast<int>(from[k + 1]);
-    auto& shape = c.add("reference_shape", "Shape", {c.input(input)});
-    set_type(shape, "T", c.input_spec(input).dtype);
-    set_type(shape, "out_type", DType::kInt32);
-    auto& dim = c.add("reference_dim", "StridedSlice",
-                      {shape.name(), ints_const(c, "at", {from[k + 2]}, Shape{1}),
-                       ints_const(c, "to", {from[k + 2] + 1}, Shape{1}), ints_const(c, "step", {1}, Shape{1})});
-    set_type(dim, "T", DType::kInt32);
-    set_type(dim, "Index", DType::kInt32);
-    for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
-      (*dim.mutable_attr())[mask].set_i(0);
-    named[from[k]] = dim.name();
-  }
+  for (size_t k = 0; k + 2 < from.size(); k += 3) named[from[k]] = reference_dim(c, from[k + 1], from[k + 2], false);
   std::vector<std::string> parts;
   for (size_t i = 0; i < target.size(); ++i)
     parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
@@ -743,20 +747,9 @@ void export_dynamic_range(ExportContext& c) {
   const DType dtype = a.get_dtype("dtype");
   const std::vector<int64_t> from = a.get_ints("from");
   auto scalar = [&](const std::string& name, int64_t v) { return ints_const(c, name, {v}, Shape{}); };
-  const int input = static_cast<int>(from.at(1));
-  auto& shape = c.add("reference_shape", "Shape", {c.input(input)});
-  set_type(shape, "T", c.input_spec(input).dtype);
-  set_type(shape, "out_type", DType::kInt32);
-  auto& dim = c.add("limit", "StridedSlice",
-                    {shape.name(), ints_const(c, "at", {from.at(2)}, Shape{1}),
-                     ints_const(c, "to", {from.at(2) + 1}, Shape{1}), ints_const(c, "step", {1}, Shape{1})});
-  set_type(dim, "T", DType::kInt32);
-  set_type(dim, "Index", DType::kInt32);
-  for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask"})
-    (*dim.mutable_attr())[mask].set_i(0);
-  (*dim.mutable_attr())["shrink_axis_mask"].set_i(1);
   auto& range = c.add(dtype == DType::kInt32 ? "" : "int32", "Range",
-                      {scalar("start", a.get_int("start")), dim.name(), scalar("delta", a.get_int("delta"))});
+                      {scalar("start", a.get_int("start")), reference_dim(c, from.at(1), from.at(2), true),
+                       scalar("delta", a.get_int("delta"))});
   set_type(range, "Tidx", DType::kInt32);
   if (dtype == DType::kInt32) {
     c.set_output(0, range.name());
