@@ -216,14 +216,6 @@ void export_cumsum(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
-void export_batch_matmul(ExportContext& c) {
-  auto& n = c.add("", "BatchMatMulV2", {c.input(0), c.input(1)});
-  set_type(n, "T", DType::kFloat32);
-  (*n.mutable_attr())["adj_x"].set_b(c.node().attrs.get_bool("adj_x"));
-  (*n.mutable_attr())["adj_y"].set_b(c.node().attrs.get_bool("adj_y"));
-  c.set_output(0, n.name());
-}
-
 void export_arg_max(ExportContext& c) {
   if (c.node().attrs.get_bool("select_last")) c.fail("ArgMax of the last tied maximum has no TensorFlow op");
   std::string dim =
@@ -257,11 +249,14 @@ void export_reduction(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// MatMul (transpose_a, transpose_b) and BatchMatMul (adj_x, adj_y): TF's
+// MatMul and BatchMatMulV2, with the same two flags.
 void export_matmul(ExportContext& c) {
-  auto& n = c.add("", "MatMul", {c.input(0), c.input(1)});
+  const bool batch = c.node().op == "BatchMatMul";
+  auto& n = c.add("", batch ? "BatchMatMulV2" : "MatMul", {c.input(0), c.input(1)});
   set_type(n, "T", DType::kFloat32);
-  (*n.mutable_attr())["transpose_a"].set_b(c.node().attrs.get_bool("transpose_a"));
-  (*n.mutable_attr())["transpose_b"].set_b(c.node().attrs.get_bool("transpose_b"));
+  static constexpr const char* kFlags[2][2] = {{"transpose_a", "transpose_b"}, {"adj_x", "adj_y"}};
+  for (const char* flag : kFlags[batch]) (*n.mutable_attr())[flag].set_b(c.node().attrs.get_bool(flag));
   c.set_output(0, n.name());
 }
 
@@ -302,7 +297,7 @@ void add_math_exporters(std::map<std::string, OpExporter>& m) {
   for (const auto& [hub_op, tf_op] : elementwise_export()) m[hub_op] = export_elementwise;
   m["Mod"] = export_mod;
   m["CumSum"] = export_cumsum;
-  m["BatchMatMul"] = export_batch_matmul;
+  m["BatchMatMul"] = export_matmul;
   m["ArgMax"] = export_arg_max;
   m["AddN"] = export_add_n;
   for (const char* op : {"Mean", "Sum", "Max", "Min", "Prod"}) m[op] = export_reduction;
