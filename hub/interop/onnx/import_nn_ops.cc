@@ -41,6 +41,14 @@ struct Window {
   }
 };
 
+// The padding SAME needs along one dim of static size `in` (output
+// ceil(in / stride)), split by auto_pad: SAME_UPPER (TF's SAME) puts the odd
+// pixel after, SAME_LOWER before.
+int64_t same_total_padding(int64_t in, int64_t kernel, int64_t stride, int64_t dilation) {
+  const int64_t out = (in + stride - 1) / stride;
+  return std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in);
+}
+
 // TF's SAME padding [top, bottom, left, right] for a static input size
 // (empty when a spatial size is unknown).
 std::vector<int64_t> same_paddings(const Window& w, const Shape& x) {
@@ -48,8 +56,7 @@ std::vector<int64_t> same_paddings(const Window& w, const Shape& x) {
   for (int d = 0; d < 2; ++d) {
     int64_t in = x[2 + d];
     if (in < 0) return {};
-    int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-    int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+    const int64_t total = same_total_padding(in, w.kernel[d], w.strides[d], w.dilations[d]);
     p.push_back(total / 2);
     p.push_back(total - total / 2);
   }
@@ -96,8 +103,7 @@ Window window(NodeContext& c, std::vector<int64_t> kernel, const Shape& x, bool 
     for (int d = 0; d < 2; ++d) {
       int64_t in = x[2 + d];
       if (in < 0) c.fail("auto_pad SAME_LOWER needs a static input size, got " + x.to_string());
-      int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+      const int64_t total = same_total_padding(in, w.kernel[d], w.strides[d], w.dilations[d]);
       w.explicit_paddings.push_back(total - total / 2);
       w.explicit_paddings.push_back(total / 2);
     }
@@ -181,9 +187,7 @@ Window3 window3(NodeContext& c, std::vector<int64_t> kernel) {
     w.pads.assign(6, 0);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (int d = 0; d < 3; ++d) {
-      const int64_t in = x[2 + d], out = (in + w.strides[d] - 1) / w.strides[d];
-      const int64_t total =
-          std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
+      const int64_t total = same_total_padding(x[2 + d], w.kernel[d], w.strides[d], w.dilations[d]);
       w.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       w.pads[d + 3] = total - w.pads[d];
     }
