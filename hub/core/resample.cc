@@ -134,6 +134,26 @@ void resample_cubic(const T* x, int64_t n, int64_t h, int64_t w, int64_t c, cons
   });
 }
 
+// The cubic plan's adjoint: each dy element added to its 4 x 4 taps, times
+// their weights. Parallel over images (they never share a dx pixel).
+void resample_cubic_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_t c, const ResamplePlan& plan,
+                         float* dx) {
+  const ResampleAxis& ys = plan.rows;
+  const ResampleAxis& xs = plan.cols;
+  const int64_t oh = ys.size(), ow = xs.size();
+  parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          Eigen::Map<const Arr> g(dy + ((b * oh + i) * ow + j) * c, c);
+          for (int ky = 0; ky < 4; ++ky)
+            for (int kx = 0; kx < 4; ++kx)
+              MapArr(dx + ((b * h + ys.taps[4 * i + ky]) * w + xs.taps[4 * j + kx]) * c, c) +=
+                  g * (ys.weights[4 * i + ky] * xs.weights[4 * j + kx]);
+        }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -183,26 +203,20 @@ void resample_nhwc_grad(const float* dy, int64_t n, int64_t h, int64_t w, int64_
   const ResampleAxis& xs = plan.cols;
   const int64_t oh = ys.size(), ow = xs.size();
   std::fill_n(dx, n * h * w * c, 0.0f);
+  if (ys.cubic()) return resample_cubic_grad(dy, n, h, w, c, plan, dx);
   parallel_for(n, 1, [&](int64_t begin, int64_t end) {  // images never share a dx pixel
     for (int64_t b = begin; b < end; ++b) {
       float* dxb = dx + b * h * w * c;
       auto pixel = [&](int64_t row, int64_t col) { return MapArr(dxb + (row * w + col) * c, c); };
       for (int64_t i = 0; i < oh; ++i) {
-        const float fy = ys.cubic() ? 0.0f : ys.frac[i];
+        const float fy = ys.frac[i];
         for (int64_t j = 0; j < ow; ++j) {
           Eigen::Map<const Arr> g(dy + ((b * oh + i) * ow + j) * c, c);
-          if (ys.cubic()) {
-            for (int ky = 0; ky < 4; ++ky)
-              for (int kx = 0; kx < 4; ++kx)
-                pixel(ys.taps[4 * i + ky], xs.taps[4 * j + kx]) +=
-                    g * (ys.weights[4 * i + ky] * xs.weights[4 * j + kx]);
-            continue;
-          }
           if (ys.nearest) {
             pixel(ys.lo[i], xs.lo[j]) += g;
             continue;
           }
-          const float fx = xs.frac[j];  // linear
+          const float fx = xs.frac[j];
           pixel(ys.lo[i], xs.lo[j]) += g * ((1 - fy) * (1 - fx));
           pixel(ys.lo[i], xs.hi[j]) += g * ((1 - fy) * fx);
           pixel(ys.hi[i], xs.lo[j]) += g * (fy * (1 - fx));
