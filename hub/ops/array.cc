@@ -343,7 +343,7 @@ HUB_REGISTER_OP(DynamicSlice)
       std::vector<int64_t> size = c.attrs().get_ints("size");
       std::vector<char> named;
       const std::vector<std::optional<int64_t>> ends = reference_dims(c, size.size(), &named);
-      for (size_t i = 0; i < size.size() && i < named.size(); ++i)
+      for (size_t i = 0; i < size.size(); ++i)
         if (named[i]) size[i] = 0;
       check_slice(c, begin, size);
       Shape out;
