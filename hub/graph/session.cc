@@ -67,7 +67,9 @@ struct Session::Plan {
   std::vector<Tensor> values;                       // per slot
   std::map<int, StepFusion::Replacement> replaced;  // fused nodes (step_fusion.h), by source node
 
-  // Memory plan (SessionOptions::plan_memory).
+  // Memory plan (SessionOptions::plan_memory); none when a step's output
+  // shapes follow from input values (OpDef::value_dependent_shape).
+  bool plannable = true;
   std::vector<TensorSpec> planned_feeds;  // feed specs the layout was made for
   std::shared_ptr<Storage> arena;         // null: no layout yet
   int64_t arena_bytes = 0;
@@ -207,6 +209,7 @@ Session::Plan& Session::plan_for(const FeedList& feeds, const std::vector<Output
     else
       for (int i = 0; i < static_cast<int>(graph_.node(id).outputs.size()); ++i)
         step.output_slots.push_back(slot({id, i}));
+    if (OpRegistry::global().find(step.to_run(graph_).op).value_dependent_shape) plan->plannable = false;
     plan->steps.push_back(std::move(step));
   }
   for (Output o : fetches) plan->fetch_slots.push_back(slot(o));
@@ -322,8 +325,8 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
   }
   // Memory plan: use the layout when the feed shapes are those it was made
   // for (every shape in the run follows from them), else record this run.
-  bool use_arena = plan_memory_ && plan.arena && plan.planned_feeds == feed_specs;
-  bool recording = plan_memory_ && !use_arena;
+  bool use_arena = plan_memory_ && plan.plannable && plan.arena && plan.planned_feeds == feed_specs;
+  bool recording = plan_memory_ && plan.plannable && !use_arena;
   if (recording) {
     plan.arena = nullptr;
     plan.arena_bytes = 0;
@@ -356,15 +359,16 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
         if (same && (step.in_specs[i].dtype != t.dtype() || step.in_specs[i].shape != t.shape())) same = false;
       }
       if (!same) {
-        // Every op's output shapes follow from its input shapes and attributes
-        // (no op's from input values), so equal feed shapes mean equal shapes.
+        // Output shapes follow from input shapes and attributes (in a plan
+        // with no value-dependent op), so equal feed shapes mean equal shapes.
         HUB_CHECK(!use_arena, "node '" + node.name + "': input shapes changed under a memory plan");
         step.in_specs.clear();
         for (const Tensor* t : inputs) step.in_specs.push_back({t->dtype(), t->shape()});
         InferContext ictx(node.name, node.op, step.in_specs, node.attrs);
-        step.out_specs = OpRegistry::global().find(node.op).shape_fn(ictx);
+        const OpDef& def = OpRegistry::global().find(node.op);
+        step.out_specs = def.shape_fn(ictx);
         for (const TensorSpec& s : step.out_specs)
-          if (!s.shape.is_fully_defined())
+          if (!s.shape.is_fully_defined() && !def.value_dependent_shape)
             throw_error(Code::kInternal,
                         "node '" + node.name + "': output shape " + s.to_string() + " unknown at run time");
         step.placement = place(node, step.in_specs, *backend_);

@@ -27,7 +27,8 @@
 // output whose op allows it (OpDef::in_place) takes over the buffer of an
 // input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no
 // allocation at all beyond what kernels take for scratch (from the pool) and the fetched outputs. Only host (CPU) plans
-// are laid out; a plan with another device runs as without the option.
+// are laid out; a plan with another device, or with an op whose output shape follows from its input values
+// (OpDef::value_dependent_shape: NonZero, NonMaxSuppression), runs as without the option.
 //
 // Kernels may keep per-node state between runs (KernelContext::state()); the
 // session clears a node's state when its input shapes change.

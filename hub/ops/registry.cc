@@ -32,9 +32,20 @@ Tensor& KernelContext::output(int i) {
   return t;
 }
 
+Tensor& KernelContext::output(int i, const Shape& shape) {
+  const TensorSpec& spec = output_specs_.at(i);
+  HUB_CHECK(shape.is_fully_defined() && shape.compatible_with(spec.shape),
+            "node " + node_.name + " output " + std::to_string(i) + ": " + shape.to_string() + " vs inferred " +
+                spec.to_string());
+  Tensor& t = outputs_[i];
+  HUB_CHECK(!t.defined(), "node " + node_.name + " output " + std::to_string(i) + " allocated twice");
+  t = alloc_.allocate_tensor(spec.dtype, shape);
+  return t;
+}
+
 void KernelContext::set_output(int i, Tensor t) {
   const TensorSpec& spec = output_specs_.at(i);
-  HUB_CHECK(t.dtype() == spec.dtype && t.shape() == spec.shape, "node " + node_.name + " output " + std::to_string(i) +
+  HUB_CHECK(t.dtype() == spec.dtype && t.shape().compatible_with(spec.shape) && t.shape().is_fully_defined(), "node " + node_.name + " output " + std::to_string(i) +
                                                                     ": " + t.spec_string() + " vs inferred " +
                                                                     spec.to_string());
   outputs_[i] = std::move(t);

@@ -86,6 +86,10 @@ class KernelContext {
   const TensorSpec& output_spec(int i) const { return output_specs_[i]; }
   // Allocates output i (shape from shape inference) on first use.
   Tensor& output(int i);
+  // Allocates output i with `shape`, which must agree with the inferred
+  // shape's known dims: for ops whose output shape depends on their input
+  // values (OpDef::value_dependent_shape), which infer some dims unknown.
+  Tensor& output(int i, const Shape& shape);
   // Makes output i alias an existing tensor (must match the inferred spec).
   void set_output(int i, Tensor t);
   Tensor temp(DType dtype, const Shape& shape) { return alloc_.allocate_tensor(dtype, shape); }
@@ -148,6 +152,11 @@ struct OpDef {
   GradFn grad;              // empty: not differentiable, and then:
   std::string no_gradient;  // why the op has no gradient (every op states one or the other)
   bool stateful = false;    // reads/writes variables or draws random numbers
+  // Some output dims follow from the input values (NonZero's count), so shape
+  // inference leaves them unknown and the kernel sizes the output
+  // (KernelContext::output(i, shape)). Runs with such a node are not laid
+  // out in a memory arena: equal feed shapes no longer mean equal shapes.
+  bool value_dependent_shape = false;
   // (input, output) pairs: the session's memory plan may place the output in
   // the input's buffer when this node is the input's last use; the kernel
   // must then be correct with both aliasing (reading the input before it
@@ -201,6 +210,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& stateful() {
     def_.stateful = true;
+    return *this;
+  }
+  OpDefBuilder& value_dependent_shape() {
+    def_.value_dependent_shape = true;
     return *this;
   }
   OpDefBuilder& in_place(int input, int output) {
