@@ -954,6 +954,31 @@ void export_concat(Exporter& e, const Node& n) {
   e.set(out0(n), y, nchw);
 }
 
+// Split: ONNX's Split with the part sizes as its `split` input (a -1 size
+// resolved against the static dim), or equal parts without it.
+void export_split(Exporter& e, const Node& n) {
+  const Shape x = e.spec(in(n, 0)).shape;
+  int64_t axis = n.attrs.get_int("axis");
+  if (axis < 0) axis += x.rank();
+  const bool nchw = x.rank() == 4 && e.is_nchw(in(n, 0));
+  static constexpr int64_t kNhwcToNchw[4] = {0, 2, 3, 1};
+  std::vector<std::string> ins{nchw ? e.nchw(in(n, 0)) : e.nhwc(in(n, 0))};
+  std::vector<int64_t> sizes = n.attrs.get_ints("sizes");
+  if (!sizes.empty()) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) sizes[i] = n.outputs[i].shape[static_cast<int>(axis)];
+      if (sizes[i] < 0) e.fail(n, "a part of size -1 along a dim known only at run time has no ONNX Split form");
+    }
+    ins.push_back(e.ints(sizes, n.name + "/split"));
+  }
+  std::vector<std::string> ys;
+  for (size_t i = 0; i < n.outputs.size(); ++i) ys.push_back(e.fresh(n.name + "/" + std::to_string(i)));
+  NodeProto* p = e.add("Split", ins, ys[0], n.name);
+  for (size_t i = 1; i < ys.size(); ++i) p->add_output(ys[i]);
+  set_int(p, "axis", nchw ? kNhwcToNchw[axis] : axis);
+  for (size_t i = 0; i < ys.size(); ++i) e.set(Output{n.id, static_cast<int>(i)}, ys[i], nchw);
+}
+
 void export_pad(Exporter& e, const Node& n) {
   std::vector<int64_t> p = n.attrs.get_ints("paddings");  // [b0, a0, b1, a1, ...]
   const size_t r = p.size() / 2;
@@ -1143,6 +1168,29 @@ void export_top_k(Exporter& e, const Node& n) {
   e.set(Output{n.id, 1}, cast);
 }
 
+void export_non_zero(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  e.add("NonZero", {e.nhwc(in(n, 0))}, y, n.name);
+  e.set(out0(n), y);
+}
+
+// NonMaxSuppression, its limits as initializers (no score_threshold for -inf).
+void export_non_max_suppression(Exporter& e, const Node& n) {
+  const Attrs& a = n.attrs;
+  std::vector<std::string> inputs{e.nhwc(in(n, 0)), e.nhwc(in(n, 1)),
+                                  e.ints({a.get_int("max_per_class")}, n.name + "/max_output_boxes_per_class"),
+                                  e.initializer(Tensor::from_vector<float>(
+                                                    {1}, {static_cast<float>(a.get_float("iou_threshold"))}),
+                                                n.name + "/iou_threshold")};
+  const double score = a.get_float("score_threshold");
+  if (score != -std::numeric_limits<double>::infinity())
+    inputs.push_back(
+        e.initializer(Tensor::from_vector<float>({1}, {static_cast<float>(score)}), n.name + "/score_threshold"));
+  std::string y = e.fresh(n.name);
+  set_int(e.add("NonMaxSuppression", inputs, y, n.name), "center_point_box", a.get_bool("center_point_box"));
+  e.set(out0(n), y);
+}
+
 // OneHot along a new last axis, values [off, on] as float32.
 void export_one_hot(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
@@ -1310,6 +1358,9 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
+      {"NonZero", export_non_zero},
+      {"Split", export_split},
+      {"NonMaxSuppression", export_non_max_suppression},
       {"Gather", export_gather},
       {"BroadcastLike", export_broadcast_like},
       {"GatherElements", export_gather_elements},

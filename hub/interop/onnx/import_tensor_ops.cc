@@ -11,6 +11,7 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/reduction.h"
+#include "hub/ops/selection.h"
 #include "hub/ops/softmax.h"
 #include "hub/ops/state.h"
 
@@ -1274,6 +1275,57 @@ void map_top_k(NodeContext& c) {
   c.set_output(1, indices);
 }
 
+void map_non_zero(NodeContext& c) { c.set_output(0, ops::non_zero(c.scope(), c.native(0), "NonZero")); }
+
+// Compress: the slices of x along `axis` (x flattened without one) whose
+// condition entry is true; entries past the axis' length are ignored.
+void map_compress(NodeContext& c) {
+  Output x = c.native(0);
+  const Shape cond = c.shape(1);
+  if (cond.rank() != 1) c.fail("condition must be 1-D, got " + cond.to_string());
+  int64_t axis = 0;
+  if (c.has_attr("axis")) {
+    axis = normalize_axis(c, c.attr_int("axis", 0), c.rank(0), "axis");
+  } else {
+    x = ops::reshape(c.scope(), x, {-1}, "flatten");
+  }
+  const int64_t dim = c.scope().graph().spec(x).shape[static_cast<int>(axis)];
+  Output condition = c.native(1);
+  if (cond[0] < 0 || dim < 0) {
+    if (cond[0] != dim) c.fail("condition " + cond.to_string() + " and the axis' length must be known at import");
+  } else if (cond[0] > dim) {
+    condition = ops::slice(c.scope(), condition, {0}, {dim}, "within");
+  }
+  Output positions = ops::squeeze(c.scope(), ops::non_zero(c.scope(), condition, "NonZero"), {0}, "positions");
+  c.set_output(0, ops::gather(c.scope(), x, positions, axis, 0, "Compress"));
+}
+
+// NonMaxSuppression with constant limits (absent ones as ONNX's defaults).
+void map_non_max_suppression(NodeContext& c) {
+  auto scalar = [&](int i, DType dtype, const std::string& what) -> std::optional<Tensor> {
+    if (!c.has_input(i)) return std::nullopt;
+    std::optional<Tensor> t = c.constant(i);
+    if (!t) c.fail(what + " must be a constant");
+    if (t->dtype() != dtype || t->num_elements() != 1)
+      c.fail(what + " must hold one " + std::string(dtype_name(dtype)) + ", got " + t->spec_string());
+    return t;
+  };
+  ops::NmsOptions o;
+  const int64_t center = c.attr_int("center_point_box", 0);
+  if (center != 0 && center != 1) c.fail_attr("center_point_box", std::to_string(center), "must be 0 or 1");
+  o.center_point_box = center == 1;
+  if (auto t = scalar(2, DType::kInt64, "max_output_boxes_per_class"))
+    o.max_per_class = std::max<int64_t>(0, t->data<int64_t>()[0]);  // a negative one keeps none, as 0
+  if (auto t = scalar(3, DType::kFloat32, "iou_threshold")) o.iou_threshold = t->data<float>()[0];
+  if (!(o.iou_threshold >= 0 && o.iou_threshold <= 1))
+    c.fail("iou_threshold " + std::to_string(o.iou_threshold) + " is outside [0, 1]");
+  if (auto t = scalar(4, DType::kFloat32, "score_threshold")) {
+    o.score_threshold = t->data<float>()[0];
+    if (std::isnan(o.score_threshold)) c.fail("score_threshold is NaN");
+  }
+  c.set_output(0, ops::non_max_suppression(c.scope(), c.native(0), c.native(1), o, "NonMaxSuppression"));
+}
+
 // Trilu: x where (upper) j - i >= k or (lower) j - i <= k over the last two
 // dims, else 0; k constant.
 void map_trilu(NodeContext& c) {
@@ -1477,6 +1529,9 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["Hardmax"] = {map_hardmax, {"axis"}};
   m["TopK"] = {map_top_k, {"axis", "largest", "sorted"}};
   m["Trilu"] = {map_trilu, {"upper"}};
+  m["NonZero"] = {map_non_zero, {}};
+  m["Compress"] = {map_compress, {"axis"}};
+  m["NonMaxSuppression"] = {map_non_max_suppression, {"center_point_box"}};
   m["EyeLike"] = {map_eye_like, {"dtype", "k"}};
 }
 

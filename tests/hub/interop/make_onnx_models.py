@@ -220,11 +220,42 @@ def half_weights():
     return b.model("input", [1, 3, 8, 8], out, opset=13), "input", [1, 3, 8, 8], out
 
 
+def detector():
+    """A one-stage detector's head and post-processing as exported whole:
+    per cell of an 8 x 8 grid, a box and three class scores; boxes scoring
+    above 0.3 in any class (NonZero of ReduceMax's test, then Gather), then
+    NonMaxSuppression (corner boxes, IoU 0.4, at most 20 per class; score
+    threshold 0.35) and the kept boxes gathered with their class as
+    [M, 5]. M follows from the values."""
+    b = Builder()
+    y = b.op("Relu", [b.conv("input", 3, 8, 3, stride=2)])
+    y = b.conv(y, 8, 7, 1, pads=[0, 0, 0, 0])                                   # [1, 7, 8, 8]
+    y = b.op("Reshape", [y, b.const(np.array([1, 7, 64], np.int64))])
+    raw, logits = b.op("Split", [y, b.const(np.array([4, 3], np.int64))], n_out=2, axis=1)
+    # Corners [y1, x1, y2, x2] around the cell's own point, unordered (NMS takes either order).
+    boxes = b.op("Transpose", [b.op("Mul", [raw, b.const(np.float32(4.0))])], perm=[0, 2, 1])
+    scores = b.op("Sigmoid", [logits])                                           # [1, 3, 64]
+    best = b.op("ReduceMax", [scores], axes=[1], keepdims=0)                     # [1, 64]
+    hit = b.op("NonZero", [b.op("Greater", [best, b.const(np.float32(0.3))])])   # [2, K]
+    cells = b.op("Gather", [hit, b.const(np.int64(1))], axis=0)                  # [K]
+    boxes = b.op("Gather", [boxes, cells], axis=1)                               # [1, K, 4]
+    scores = b.op("Gather", [scores, cells], axis=2)                             # [1, 3, K]
+    kept = b.op("NonMaxSuppression", [boxes, scores, b.const(np.array([20], np.int64)),
+                                      b.const(np.array([0.4], np.float32)),
+                                      b.const(np.array([0.35], np.float32))])     # [M, 3]
+    which = b.op("Gather", [kept, b.const(np.int64(2))], axis=1)                 # [M]
+    cls = b.op("Cast", [b.op("Gather", [kept, b.const(np.array([1], np.int64))], axis=1)], to=TensorProto.FLOAT)
+    picked = b.op("Gather", [b.op("Squeeze", [boxes, b.const(np.array([0], np.int64))]), which], axis=0)
+    out = b.op("Concat", [picked, cls], axis=1)                                  # [M, 5]
+    return b.model("input", [1, 3, 16, 16], out, opset=13, batch_param=False, out_dims=["M", 5]), \
+        "input", [1, 3, 16, 16], out
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     manifest = {}
-    for make in [cnn, reshape_chain, resize, mobilenet, vit, half_weights]:
+    for make in [cnn, reshape_chain, resize, mobilenet, vit, half_weights, detector]:
         model, inp, shape, out = make()
         name = make.__name__
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))
