@@ -360,6 +360,31 @@ node('dyn/positions', 'StridedSlice',
       shrink_axis_mask: {i: '0'}});
 node('dynamic', 'AddV2', ['dyn/merged', 'dyn/positions'], {T});
 
+// Post-processing whose output sizes follow from the values: the image's
+// values as 150 boxes [y1, x1, y2, x2] scored by their mean, kept by
+// NonMaxSuppressionV3, V4 (padded to its maximum) and V5 (with scores), and
+// Where of a test: 'nms', 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'.
+const cast = (name, from, src) => node(name, 'Cast', [from], {SrcT: {type: src}, DstT: T, Truncate: {b: false}});
+node('det/boxes', 'Reshape', ['images', vec('det/box_shape', [-1, 4])], {T, Tshape: IT});
+node('det/scores', 'Mean', ['det/boxes', intScalar('det/axis', 1)], {T, keep_dims: {b: false}, Tidx: IT});
+node('det/nms3', 'NonMaxSuppressionV3',
+     ['det/boxes', 'det/scores', intScalar('det/max3', 150), scalar('det/iou3', 0.3), scalar('det/score3', 0.45)],
+     {T, T_threshold: T});
+cast('nms', 'det/nms3', 'DT_INT32');
+node('det/nms4', 'NonMaxSuppressionV4',
+     ['det/boxes', 'det/scores', intScalar('det/max4', 100), scalar('det/iou4', 0.5), scalar('det/score4', 0.5)],
+     {T, T_threshold: T, pad_to_max_output_size: {b: true}});
+cast('nms4/indices', 'det/nms4', 'DT_INT32');
+cast('nms4/valid', 'det/nms4:1', 'DT_INT32');
+node('det/nms5', 'NonMaxSuppressionV5',
+     ['det/boxes', 'det/scores', intScalar('det/max5', 150), scalar('det/iou5', 0.4), scalar('det/score5', 0.4),
+      scalar('det/sigma', 0)],
+     {T, pad_to_max_output_size: {b: false}});
+node('nms5/scores', 'Identity', ['det/nms5:1'], {T});
+node('det/high', 'Greater', ['det/scores', scalar('det/cut', 0.55)], {T});
+node('det/where', 'Where', ['det/high'], {T: {type: 'DT_BOOL'}});
+cast('where', 'det/where', 'DT_INT64');
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -381,7 +406,9 @@ async function main() {
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
                 'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
                 'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
-                'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4])},
+                'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
+                'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -410,8 +437,10 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic'];
-  const results = model.execute({images: input, tokens}, names);
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'nms',
+                 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'];
+  // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
+  const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};
   names.forEach((name, i) => {
     const file = name.replace(/\//g, '_') + '.bin';

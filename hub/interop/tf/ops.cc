@@ -184,6 +184,7 @@ const std::map<std::string, OpImporter>& op_importers() {
     add_array_importers(*out);
     add_math_importers(*out);
     add_nn_importers(*out);
+    add_select_importers(*out);
     return out;
   }();
   return *m;
@@ -211,6 +212,7 @@ const std::map<std::string, OpExporter>& op_exporters() {
     add_array_exporters(*out);
     add_math_exporters(*out);
     add_nn_exporters(*out);
+    add_select_exporters(*out);
     return out;
   }();
   return *m;

@@ -15,7 +15,8 @@
 //
 // Families: ops_array.cc (sources, variables, shapes, slicing, joining),
 // ops_math.cc (element-wise, reductions, matrix products), ops_nn.cc
-// (convolution, pooling, normalization, activations, resizing).
+// (convolution, pooling, normalization, activations, resizing), ops_select.cc
+// (Where, NonMaxSuppression: output sizes that follow from the values).
 #pragma once
 
 #include <functional>
@@ -159,6 +160,7 @@ const std::map<std::string, OpImporter>& op_importers();
 void add_array_importers(std::map<std::string, OpImporter>& m);
 void add_math_importers(std::map<std::string, OpImporter>& m);
 void add_nn_importers(std::map<std::string, OpImporter>& m);
+void add_select_importers(std::map<std::string, OpImporter>& m);
 
 // ---- Export -----------------------------------------------------------------
 
@@ -191,6 +193,7 @@ const std::map<std::string, OpExporter>& op_exporters();
 void add_array_exporters(std::map<std::string, OpExporter>& m);
 void add_math_exporters(std::map<std::string, OpExporter>& m);
 void add_nn_exporters(std::map<std::string, OpExporter>& m);
+void add_select_exporters(std::map<std::string, OpExporter>& m);
 
 // Attribute setters for exporters.
 void set_type(proto::NodeDef& n, const std::string& attr, DType dtype);

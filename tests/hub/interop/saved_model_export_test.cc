@@ -205,6 +205,20 @@ void every_op(ModuleBuilder& b) {
                           .set("from", ints({0, 0, 0})),
                       "dynamic_range");
   b.add_signature("dynamic", {{"images", x}}, {{"default", rows}, {"range", range}});
+  // Output sizes that follow from the values: the images' values as one batch of center-point boxes
+  // scored by their mean (NonMaxSuppressionV3 of corners), and NonZero of a test (Where).
+  Output boxes = s.op("Reshape", {x}, Attrs().set("shape", ints({1, -1, 4})), "boxes");
+  Output scores = s.op("Reshape", {s.op("Mean", {boxes}, Attrs().set("axes", ints({2})), "box_mean")},
+                       Attrs().set("shape", ints({1, 1, -1})), "scores");
+  Output kept = s.op("NonMaxSuppression", {boxes, scores},
+                     Attrs()
+                         .set("center_point_box", true)
+                         .set("max_per_class", int64_t{200})
+                         .set("iou_threshold", 0.3)
+                         .set("score_threshold", 0.45),
+                     "nms");
+  Output nonzero = s.op("NonZero", {s.op("Greater", {scores, ops::scalar(s, 0.6f)}, {}, "high")}, {}, "nonzero");
+  b.add_signature("selection", {{"images", x}}, {{"kept", kept}, {"nonzero", nonzero}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
 
@@ -345,7 +359,9 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "PlaceholderWithDefault",
                                         "SaveV2",
                                         "RestoreV2",
-                                        "NoOp"};
+                                        "NoOp",
+                                        "Where",
+                                        "NonMaxSuppressionV3"};
   for (const auto& [name, n] : nodes) {
     INFO(name);
     CHECK(tf_ops.count(n->op()));
@@ -378,15 +394,21 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
   // Read back: the same outputs and variables.
   ModuleSpec back = tf::import_saved_model(out);
   CHECK(back.signature_names() ==
-        std::vector<std::string>{"default", "dynamic", "image_feature_vector", "serving_default"});
+        std::vector<std::string>{"default", "dynamic", "image_feature_vector", "selection", "serving_default"});
   // (A fresh spec's variables start from their initializers, which the
   // export wrote.)
   Module want(spec), got(back);
   const Tensor images = random_tensor({3, 8, 8, 3}, 5, 0, 1);
-  for (const char* sig : {"default", "image_feature_vector", "dynamic"}) {
+  for (const char* sig : {"default", "image_feature_vector", "dynamic", "selection"}) {
     INFO(sig);
     TensorMap w = want(sig, {{"images", images}}), g = got(sig, {{"images", images}});
     REQUIRE(g.size() == w.size());
+    if (std::string(sig) == "selection") {
+      // Some boxes kept and some suppressed (of 144), some scores above the cut.
+      CHECK(w.at("kept").shape()[0] > 5);
+      CHECK(w.at("kept").shape()[0] < 100);
+      CHECK(w.at("nonzero").shape()[1] > 5);
+    }
     for (const auto& [key, v] : w) expect_close(g.at(key), v, 0, 0);
   }
   for (const VariableInfo& v : back.variables()) {
