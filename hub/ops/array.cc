@@ -861,6 +861,30 @@ HUB_REGISTER_OP(Tile)
     })
     .doc("x repeated multiples[i] times along each dim i.");
 
+HUB_REGISTER_OP(ReverseSequence)
+    .inputs(2)
+    .attr("batch_axis", AttrType::kInt, int64_t{1})
+    .attr("time_axis", AttrType::kInt, int64_t{0})
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& x = c.shape(0);
+      if (c.dtype(1) != DType::kInt32 && c.dtype(1) != DType::kInt64)
+        c.fail("lengths must be int32 or int64, got " + c.input(1).to_string());
+      c.expect_rank(1, 1);
+      const int64_t batch = normalize_axis(c, c.attrs().get_int("batch_axis"), x.rank(), "batch_axis");
+      const int64_t time = normalize_axis(c, c.attrs().get_int("time_axis"), x.rank(), "time_axis");
+      if (batch == time) c.fail("batch_axis and time_axis are both " + std::to_string(batch));
+      const int64_t b = x[static_cast<int>(batch)], n = c.shape(1)[0];
+      if (b >= 0 && n >= 0 && b != n)
+        c.fail("lengths " + c.input(1).to_string() + " must have one entry per batch element of " +
+               c.input(0).to_string());
+      return {{c.dtype(0), x}};
+    })
+    .grad([](const GradContext& c) {
+      // A permutation that is its own inverse.
+      return std::vector<Output>{c.scope.op("ReverseSequence", {c.grads[0], c.inputs[1]}, c.node.attrs), Output{}};
+    })
+    .doc("Per batch element b, the first lengths[b] entries along time_axis reversed, the rest kept.");
+
 HUB_REGISTER_OP(TileGrad)
     .inputs(2)
     .attr("multiples", AttrType::kInts)

@@ -98,6 +98,14 @@
 //                              one per dim), y[j] = x[j mod x.shape] (TF Tile, ONNX Tile).
 //                                                        dx = TileGrad(g, x): the
 //                                                        sum of g over the copies
+//   ReverseSequence(x, lengths; batch_axis = 1, time_axis = 0)
+//                              per batch element b (along batch_axis), the
+//                              first lengths[b] entries along time_axis in
+//                              reverse order, the rest as they are (ONNX and
+//                              TF ReverseSequence); lengths int32 or int64, one
+//                              per batch element, each in [0, time steps]
+//                              (InvalidArgument at run time otherwise).
+//                                                        dx = ReverseSequence(g, lengths)
 //
 // ONNX Slice(starts, ends, axes, steps) on static dims maps to StridedSlice
 // with begin/end/strides set on the listed axes, begin_mask and end_mask bits

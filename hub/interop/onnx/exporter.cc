@@ -1168,6 +1168,28 @@ void export_top_k(Exporter& e, const Node& n) {
   e.set(Output{n.id, 1}, cast);
 }
 
+// ReverseSequence: ONNX's takes int64 lengths and axes 0 and 1 only.
+void export_reverse_sequence(Exporter& e, const Node& n) {
+  const int rank = e.spec(in(n, 0)).shape.rank();
+  auto axis = [&](const char* name) {
+    const int64_t a = n.attrs.get_int(name);
+    return a < 0 ? a + rank : a;
+  };
+  const int64_t batch = axis("batch_axis"), time = axis("time_axis");
+  if (batch > 1 || time > 1) e.fail(n, "ONNX's ReverseSequence takes batch and time axes 0 and 1 only");
+  std::string lengths = e.nhwc(in(n, 1));
+  if (e.spec(in(n, 1)).dtype != DType::kInt64) {
+    const std::string wide = e.fresh(n.name + "/lengths");
+    set_int(e.add("Cast", {lengths}, wide, wide), "to", ::onnx::TensorProto::INT64);
+    lengths = wide;
+  }
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("ReverseSequence", {e.nhwc(in(n, 0)), lengths}, y, n.name);
+  set_int(p, "batch_axis", batch);
+  set_int(p, "time_axis", time);
+  e.set(out0(n), y);
+}
+
 void export_non_zero(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
   e.add("NonZero", {e.nhwc(in(n, 0))}, y, n.name);
@@ -1359,6 +1381,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
       {"NonZero", export_non_zero},
+      {"ReverseSequence", export_reverse_sequence},
       {"Split", export_split},
       {"NonMaxSuppression", export_non_max_suppression},
       {"Gather", export_gather},

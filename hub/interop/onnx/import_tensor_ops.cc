@@ -1275,6 +1275,14 @@ void map_top_k(NodeContext& c) {
   c.set_output(1, indices);
 }
 
+void map_reverse_sequence(NodeContext& c) {
+  c.set_output(0, c.scope().op("ReverseSequence", {c.native(0), c.native(1)},
+                               Attrs()
+                                   .set("batch_axis", c.attr_int("batch_axis", 1))
+                                   .set("time_axis", c.attr_int("time_axis", 0)),
+                               "ReverseSequence"));
+}
+
 void map_non_zero(NodeContext& c) { c.set_output(0, ops::non_zero(c.scope(), c.native(0), "NonZero")); }
 
 // Compress: the slices of x along `axis` (x flattened without one) whose
@@ -1530,6 +1538,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["TopK"] = {map_top_k, {"axis", "largest", "sorted"}};
   m["Trilu"] = {map_trilu, {"upper"}};
   m["NonZero"] = {map_non_zero, {}};
+  m["ReverseSequence"] = {map_reverse_sequence, {"batch_axis", "time_axis"}};
   m["Compress"] = {map_compress, {"axis"}};
   m["NonMaxSuppression"] = {map_non_max_suppression, {"center_point_box"}};
   m["EyeLike"] = {map_eye_like, {"dtype", "k"}};

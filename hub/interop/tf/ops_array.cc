@@ -22,6 +22,7 @@ namespace hub::tf {
 namespace {
 
 constexpr int kDtInt32 = 3;
+constexpr int kDtInt64 = 9;
 
 // ---- Helpers ---------------------------------------------------------------------
 
@@ -639,6 +640,11 @@ void map_top_k(OpContext& c) {
   c.set_output(1, index == DType::kInt32 ? out[1] : ops::cast(c.scope(), out[1], index, "IndexType"));
 }
 
+void map_reverse_sequence(OpContext& c) {
+  c.set_output(0, c.add("ReverseSequence", {c.input(0), c.input(1)},
+                        Attrs().set("batch_axis", c.attr_int("batch_dim")).set("time_axis", c.attr_int("seq_dim"))));
+}
+
 // ---- Exporters --------------------------------------------------------------------------
 
 std::string ints_const(ExportContext& c, const std::string& name, const std::vector<int64_t>& values, Shape shape) {
@@ -915,6 +921,15 @@ void export_scatter_nd(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+void export_reverse_sequence(ExportContext& c) {
+  auto& n = c.add("", "ReverseSequence", {c.input(0), c.input(1)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tlen", c.input_spec(1).dtype);
+  (*n.mutable_attr())["seq_dim"].set_i(c.node().attrs.get_int("time_axis"));
+  (*n.mutable_attr())["batch_dim"].set_i(c.node().attrs.get_int("batch_axis"));
+  c.set_output(0, n.name());
+}
+
 }  // namespace
 
 void add_array_importers(std::map<std::string, OpImporter>& m) {
@@ -973,6 +988,7 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                  {"values", "indices"}};
   m["GatherV2"] = {map_gather, {{"Tparams", T}, {"Tindices", T}, {"Taxis", T}, {"batch_dims", attr_i(0)}}};
   m["GatherNd"] = {map_gather_nd, {{"Tparams", T}, {"Tindices", T}}};
+  m["ReverseSequence"] = {map_reverse_sequence, {{"T", T}, {"Tlen", attr_type(kDtInt64)}, {"seq_dim", T}, {"batch_dim", attr_i(0)}}};
   for (const char* op : {"TensorScatterUpdate", "TensorScatterAdd", "TensorScatterMax", "TensorScatterMin"})
     m[op] = {map_tensor_scatter, {{"T", T}, {"Tindices", T}}};
 }
@@ -999,6 +1015,7 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["OnesLike"] = export_fill_like;
   m["TopK"] = export_top_k;
   m["GatherND"] = export_gather_nd;
+  m["ReverseSequence"] = export_reverse_sequence;
   m["ScatterND"] = export_scatter_nd;
 }
 

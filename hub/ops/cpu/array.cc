@@ -692,9 +692,54 @@ void tile_grad_kernel(KernelContext& c) {
   sum_to_shape<float>(g.reshaped(tiled), dv);
 }
 
+// y = x with, per batch element b, the first lengths[b] steps along the time
+// axis reversed: contiguous blocks (the dims after both axes) copied from
+// their mirrored time step, in parallel.
+void reverse_sequence_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Shape& s = x.shape();
+  // (Checked in range by the shape function.)
+  auto axis = [&](const char* name) {
+    const int64_t a = c.attrs().get_int(name);
+    return a < 0 ? a + s.rank() : a;
+  };
+  const int64_t batch_axis = axis("batch_axis"), time_axis = axis("time_axis");
+  const int64_t steps = s[static_cast<int>(time_axis)];
+  std::vector<int64_t> lengths = dispatch_dtype(c.input(1).dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* v = c.input(1).data<T>();
+    return std::vector<int64_t>(v, v + c.input(1).num_elements());
+  });
+  if (static_cast<int64_t>(lengths.size()) != s[static_cast<int>(batch_axis)])
+    throw_error(Code::kInvalidArgument, "ReverseSequence: " + std::to_string(lengths.size()) + " lengths for " +
+                                            x.spec_string() + " (batch axis " + std::to_string(batch_axis) + ")");
+  for (size_t b = 0; b < lengths.size(); ++b)
+    if (lengths[b] < 0 || lengths[b] > steps)
+      throw_error(Code::kInvalidArgument, "ReverseSequence: length " + std::to_string(lengths[b]) + " of batch element " +
+                                              std::to_string(b) + " is outside [0, " + std::to_string(steps) + "]");
+  const int64_t last = std::max(batch_axis, time_axis);
+  int64_t block = static_cast<int64_t>(dtype_size(x.dtype()));  // bytes after both axes
+  for (int d = static_cast<int>(last) + 1; d < s.rank(); ++d) block *= s[d];
+  int64_t blocks = 1, time_stride = 1, batch_stride = 1;  // in blocks
+  for (int d = 0; d <= last; ++d) blocks *= s[d];
+  for (int d = static_cast<int>(last); d > time_axis; --d) time_stride *= s[d];
+  for (int d = static_cast<int>(last); d > batch_axis; --d) batch_stride *= s[d];
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(c.output(0).raw_data());
+  parallel_for(blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(block, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t t = (k / time_stride) % steps, b = (k / batch_stride) % s[static_cast<int>(batch_axis)];
+      const int64_t len = lengths[static_cast<size_t>(b)];
+      const int64_t from = t < len ? k + (len - 1 - 2 * t) * time_stride : k;
+      std::memcpy(dst + k * block, src + from * block, static_cast<size_t>(block));
+    }
+  });
+}
+
 }  // namespace
 
 HUB_REGISTER_KERNEL(Tile, reference, tile_kernel);
+HUB_REGISTER_KERNEL(ReverseSequence, reference, reverse_sequence_kernel);
 HUB_REGISTER_KERNEL(TileGrad, reference, tile_grad_kernel);
 HUB_REGISTER_KERNEL(Split, reference, split_kernel);
 HUB_REGISTER_KERNEL(Gather, reference, gather_kernel);

@@ -218,7 +218,10 @@ void every_op(ModuleBuilder& b) {
                          .set("score_threshold", 0.45),
                      "nms");
   Output nonzero = s.op("NonZero", {s.op("Greater", {scores, ops::scalar(s, 0.6f)}, {}, "high")}, {}, "nonzero");
-  b.add_signature("selection", {{"images", x}}, {{"kept", kept}, {"nonzero", nonzero}});
+  // Each image's rows reversed over its first 8, 3 and 5 (int32 lengths: batch 3).
+  Output reversed = s.op("ReverseSequence", {x, ops::constant(s, Tensor::from_vector<int32_t>({3}, {8, 3, 5}), "lengths")},
+                         Attrs().set("batch_axis", int64_t{0}).set("time_axis", int64_t{1}), "reverse_rows");
+  b.add_signature("selection", {{"images", x}}, {{"kept", kept}, {"nonzero", nonzero}, {"reversed", reversed}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
 
@@ -361,7 +364,8 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "RestoreV2",
                                         "NoOp",
                                         "Where",
-                                        "NonMaxSuppressionV3"};
+                                        "NonMaxSuppressionV3",
+                                        "ReverseSequence"};
   for (const auto& [name, n] : nodes) {
     INFO(name);
     CHECK(tf_ops.count(n->op()));
