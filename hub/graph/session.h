@@ -28,7 +28,7 @@
 // input whose last use is that step. Later runs of the plan hand each kernel its output already placed in the arena: no
 // allocation at all beyond what kernels take for scratch (from the pool) and the fetched outputs. Only host (CPU) plans
 // are laid out; a plan with another device, or with an op whose output shape follows from its input values
-// (OpDef::value_dependent_shape: NonZero, NonMaxSuppression), runs as without the option.
+// (OpDef::value_dependent_shape: NonZero, Unique, NonMaxSuppression), runs as without the option.
 //
 // Kernels may keep per-node state between runs (KernelContext::state()); the
 // session clears a node's state when its input shapes change.

@@ -46,6 +46,28 @@ HUB_REGISTER_OP(NonMaxSuppression)
         "int64 [M, 3]: (batch, class, box) of the boxes greedy non-maximum suppression keeps per batch and class "
         "(ONNX NonMaxSuppression).");
 
+HUB_REGISTER_OP(Unique)
+    .inputs(1)
+    .outputs(4)
+    .attr("axis", AttrType::kInt, int64_t{0})
+    .attr("sorted", AttrType::kBool, true)
+    .value_dependent_shape()
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      Shape y = c.shape(0);
+      if (y.rank() == 0) c.fail("x must have at least one dim, got " + c.input(0).to_string());
+      int axis = static_cast<int>(c.attrs().get_int("axis"));
+      if (axis < -y.rank() || axis >= y.rank())
+        c.fail("axis " + std::to_string(axis) + " out of range for " + c.input(0).to_string());
+      if (axis < 0) axis += y.rank();
+      const int64_t n = y[axis];
+      y.set_dim(axis, n == 0 ? 0 : kUnknownDim);
+      const Shape k{y[axis]};
+      return {{c.dtype(0), y}, {DType::kInt64, k}, {DType::kInt64, Shape{n}}, {DType::kInt64, k}};
+    })
+    .no_gradient("its outputs are a selection and integer positions")
+    .doc("The distinct slices of x along axis (sorted, or as they first occur), with where each first occurs, "
+         "which one each slice is, and how often each occurs (ONNX Unique).");
+
 namespace ops {
 
 Output non_zero(const Scope& s, Output x, const std::string& name) { return s.op("NonZero", {x}, {}, name); }

@@ -25,6 +25,15 @@
 //                              of zero area overlaps nothing. Output int64
 //                              [M, 3]: rows (b, c, box index), by b, then c,
 //                              then the order kept.
+//   Unique(x; axis = 0, sorted = true)  -> y, indices, inverse, counts
+//                              the distinct slices of x along axis (its
+//                              elements when x is 1-D; ONNX Unique, whose
+//                              importer flattens x when it has no axis), in
+//                              ascending lexicographic order (sorted) or in
+//                              the order they first occur; indices (int64 [k])
+//                              where each first occurs, inverse (int64 [n])
+//                              which of y each slice of x is, counts (int64
+//                              [k]) how often each occurs. -0 equals 0.
 #pragma once
 
 #include <cstdint>

@@ -363,7 +363,8 @@ node('dynamic', 'AddV2', ['dyn/merged', 'dyn/positions'], {T});
 // Post-processing whose output sizes follow from the values: the image's
 // values as 150 boxes [y1, x1, y2, x2] scored by their mean, kept by
 // NonMaxSuppressionV3, V4 (padded to its maximum) and V5 (with scores), and
-// Where of a test: 'nms', 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'.
+// Where of a test: 'nms', 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'; Unique: 'unique/values',
+// 'unique/idx'.
 const cast = (name, from, src) => node(name, 'Cast', [from], {SrcT: {type: src}, DstT: T, Truncate: {b: false}});
 node('det/boxes', 'Reshape', ['images', vec('det/box_shape', [-1, 4])], {T, Tshape: IT});
 node('det/scores', 'Mean', ['det/boxes', intScalar('det/axis', 1)], {T, keep_dims: {b: false}, Tidx: IT});
@@ -384,6 +385,11 @@ node('nms5/scores', 'Identity', ['det/nms5:1'], {T});
 node('det/high', 'Greater', ['det/scores', scalar('det/cut', 0.55)], {T});
 node('det/where', 'Where', ['det/high'], {T: {type: 'DT_BOOL'}});
 cast('where', 'det/where', 'DT_INT64');
+// Unique of the scores rounded to tenths: the values in first-occurrence order and each score's place.
+node('det/tenths', 'Round', [node('det/x10', 'Mul', ['det/scores', scalar('det/ten', 10)], {T})], {T});
+node('det/unique', 'Unique', ['det/tenths'], {T, out_idx: IT});
+node('unique/values', 'Identity', ['det/unique'], {T});
+cast('unique/idx', 'det/unique:1', 'DT_INT32');
 
 // ---- Files -------------------------------------------------------------------
 async function main() {
@@ -408,7 +414,8 @@ async function main() {
                 'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
                 'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
-                'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1])},
+                'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
+                'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
     },
     modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
     weightsManifest: [
@@ -438,7 +445,7 @@ async function main() {
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'nms',
-                 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'];
+                 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};

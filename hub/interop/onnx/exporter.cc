@@ -1190,6 +1190,16 @@ void export_reverse_sequence(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+void export_unique(Exporter& e, const Node& n) {
+  std::vector<std::string> ys;
+  for (int i = 0; i < 4; ++i) ys.push_back(e.fresh(n.name + "/" + std::to_string(i)));
+  NodeProto* p = e.add("Unique", {e.nhwc(in(n, 0))}, ys[0], n.name);
+  for (int i = 1; i < 4; ++i) p->add_output(ys[static_cast<size_t>(i)]);
+  set_int(p, "axis", n.attrs.get_int("axis"));
+  set_int(p, "sorted", n.attrs.get_bool("sorted"));
+  for (int i = 0; i < 4; ++i) e.set(Output{n.id, i}, ys[static_cast<size_t>(i)]);
+}
+
 void export_non_zero(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
   e.add("NonZero", {e.nhwc(in(n, 0))}, y, n.name);
@@ -1381,6 +1391,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
       {"NonZero", export_non_zero},
+      {"Unique", export_unique},
       {"ReverseSequence", export_reverse_sequence},
       {"Split", export_split},
       {"NonMaxSuppression", export_non_max_suppression},

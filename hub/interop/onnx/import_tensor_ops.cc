@@ -1283,6 +1283,20 @@ void map_reverse_sequence(NodeContext& c) {
                                "ReverseSequence"));
 }
 
+// Unique: along `axis`, or over the flattened input without one.
+void map_unique(NodeContext& c) {
+  Output x = c.native(0);
+  int64_t axis = 0;
+  if (c.has_attr("axis"))
+    axis = normalize_axis(c, c.attr_int("axis", 0), c.rank(0), "axis");
+  else
+    x = ops::reshape(c.scope(), x, {-1}, "flatten");
+  std::vector<Output> outs = c.scope().op_n(
+      "Unique", {x}, Attrs().set("axis", axis).set("sorted", c.attr_int("sorted", 1) != 0), "Unique");
+  for (int i = 0; i < c.node().output_size(); ++i)
+    if (!c.node().output(i).empty()) c.set_output(i, outs[static_cast<size_t>(i)]);
+}
+
 void map_non_zero(NodeContext& c) { c.set_output(0, ops::non_zero(c.scope(), c.native(0), "NonZero")); }
 
 // Compress: the slices of x along `axis` (x flattened without one) whose
@@ -1538,6 +1552,7 @@ void add_tensor_mappers(std::map<std::string, OpMapper>& m) {
   m["TopK"] = {map_top_k, {"axis", "largest", "sorted"}};
   m["Trilu"] = {map_trilu, {"upper"}};
   m["NonZero"] = {map_non_zero, {}};
+  m["Unique"] = {map_unique, {"axis", "sorted"}};
   m["ReverseSequence"] = {map_reverse_sequence, {"batch_axis", "time_axis"}};
   m["Compress"] = {map_compress, {"axis"}};
   m["NonMaxSuppression"] = {map_non_max_suppression, {"center_point_box"}};

@@ -17,11 +17,34 @@ namespace hub::tf {
 namespace {
 
 constexpr int kDtFloat = 1;
+constexpr int kDtInt32 = 3;
+constexpr int kDtInt64 = 9;
 constexpr int kDtBool = 10;
 
 // Where(condition): the [n, rank] int64 coordinates of its true (nonzero) elements.
 void map_where(OpContext& c) {
   c.set_output(0, ops::transpose(c.scope(), ops::non_zero(c.scope(), c.input(0), "NonZero"), {1, 0}, c.name()));
+}
+
+// Unique, UniqueV2 (a constant axis), UniqueWithCounts: in the order the
+// values first occur; the positions (and counts) in out_idx's type.
+void map_unique(OpContext& c) {
+  int64_t axis = 0;
+  if (c.op() == "UniqueV2") {
+    const std::vector<int64_t> a = c.constant_ints(1, "axis");
+    if (a.size() != 1) c.fail("axis must hold one value, got " + std::to_string(a.size()));
+    axis = a[0];
+  } else if (c.shape(0).rank() != 1) {
+    c.fail("x must be 1-D, got " + c.shape(0).to_string());
+  }
+  std::vector<Output> outs = c.add_n("Unique", {c.input(0)}, Attrs().set("axis", axis).set("sorted", false));
+  const DType index = c.attr_dtype("out_idx");
+  auto typed = [&](Output o, const std::string& name) {
+    return index == DType::kInt64 ? o : ops::cast(c.scope(), o, index, name);
+  };
+  c.set_output(0, outs[0]);
+  c.set_output(1, typed(outs[2], "idx"));
+  if (c.op() == "UniqueWithCounts") c.set_output(2, typed(outs[3], "count"));
 }
 
 // The value of scalar input i (int32/int64, or float32).
@@ -151,6 +174,11 @@ void export_non_max_suppression(ExportContext& c) {
 
 void add_select_importers(std::map<std::string, OpImporter>& m) {
   m["Where"] = {map_where, {{"T", attr_type(kDtBool)}}, {"index"}};
+  m["Unique"] = {map_unique, {{"T", attr_required()}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx"}};
+  m["UniqueV2"] = {
+      map_unique, {{"T", attr_required()}, {"Taxis", attr_type(kDtInt64)}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx"}};
+  m["UniqueWithCounts"] = {
+      map_unique, {{"T", attr_required()}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx", "count"}};
   const auto nms_attrs = [&](int version) {
     std::map<std::string, proto::AttrValue> a = {{"T", attr_type(kDtFloat)}};
     if (version == 1) a["iou_threshold"] = attr_f(0.5f);

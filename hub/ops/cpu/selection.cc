@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -134,8 +135,76 @@ void non_max_suppression_kernel(KernelContext& ctx) {
     }
 }
 
+// Unique: the slices x[:, j, :] of x viewed as [outer, n, inner] gathered
+// into rows, row indices sorted stably by the rows' values (lexicographic),
+// equal runs grouped; unsorted, the groups are then ordered by their first
+// index. Element comparison is the dtype's (so -0 == 0).
+template <class T>
+void unique(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Shape& s = x.shape();
+  int64_t axis = ctx.attrs().get_int("axis");
+  if (axis < 0) axis += s.rank();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < s.rank(); ++d) (d < axis ? outer : inner) *= d == axis ? 1 : s[d];
+  const int64_t n = s[static_cast<int>(axis)], width = outer * inner;
+  // Row j: slice j in (outer, inner) order. (Not a std::vector: vector<bool> has no data().)
+  const std::unique_ptr<T[]> rows(new T[static_cast<size_t>(n * width)]);
+  const T* v = x.data<T>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      std::copy(v + (o * n + j) * inner, v + (o * n + j + 1) * inner, rows.get() + j * width + o * inner);
+  const T* r = rows.get();
+  auto less = [&](int64_t a, int64_t b) {
+    return std::lexicographical_compare(r + a * width, r + (a + 1) * width, r + b * width, r + (b + 1) * width);
+  };
+  auto equal = [&](int64_t a, int64_t b) { return std::equal(r + a * width, r + (a + 1) * width, r + b * width); };
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<int64_t> first;               // per group: its first row
+  std::vector<int64_t> group(order.size());  // per row: its group
+  std::vector<int64_t> count;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || !equal(order[i - 1], order[i])) {
+      first.push_back(order[i]);
+      count.push_back(0);
+    }
+    group[static_cast<size_t>(order[i])] = static_cast<int64_t>(first.size()) - 1;
+    ++count.back();
+  }
+  const auto k = static_cast<int64_t>(first.size());
+  std::vector<int64_t> rank(first.size());  // group -> its place in y
+  std::iota(rank.begin(), rank.end(), 0);
+  if (!ctx.attrs().get_bool("sorted")) {
+    std::vector<int64_t> by_first(first.size());
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[a] < first[b]; });
+    for (int64_t p = 0; p < k; ++p) rank[static_cast<size_t>(by_first[static_cast<size_t>(p)])] = p;
+  }
+  Shape ys = s;
+  ys.set_dim(static_cast<int>(axis), k);
+  T* y = ctx.output(0, ys).data<T>();
+  int64_t* indices = ctx.output(1, Shape{k}).data<int64_t>();
+  int64_t* inverse = ctx.output(2, Shape{n}).data<int64_t>();
+  int64_t* counts = ctx.output(3, Shape{k}).data<int64_t>();
+  for (int64_t g = 0; g < k; ++g) {
+    const int64_t p = rank[static_cast<size_t>(g)], row = first[static_cast<size_t>(g)];
+    indices[p] = row;
+    counts[p] = count[static_cast<size_t>(g)];
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy(r + row * width + o * inner, r + row * width + (o + 1) * inner, y + (o * k + p) * inner);
+  }
+  for (int64_t j = 0; j < n; ++j) inverse[j] = rank[static_cast<size_t>(group[static_cast<size_t>(j)])];
+}
+
+void unique_kernel(KernelContext& ctx) {
+  dispatch_dtype(ctx.input(0).dtype(), [&](auto t) { unique<decltype(t)>(ctx); });
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(Unique, reference, unique_kernel);
 HUB_REGISTER_KERNEL(NonZero, reference, non_zero_kernel);
 HUB_REGISTER_KERNEL(NonMaxSuppression, reference, non_max_suppression_kernel);
 

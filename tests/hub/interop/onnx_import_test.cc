@@ -1900,3 +1900,51 @@ TEST_CASE("ONNX import and export: ReverseSequence on either axis order agrees w
   expect_close(got.at("batch_major"), want[1], 0, 0);
   expect_exported_agrees(spec, dir.path, {{"x", x}, {"y", y}}, {"batch_major", "time_major"}, {want[1], want[0]});
 }
+
+TEST_CASE("ONNX import and export: Unique, sorted or not, flattened or along an axis, agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_unique");
+  OnnxBuilder b(13);
+  b.input("x", {4, 6});
+  // Values repeat (rounded to halves) so rows and elements recur.
+  b.init("two", Tensor::scalar<float>(2));
+  b.node("Mul", {"x", "two"}, "x2");
+  b.node("Round", {"x2"}, "halves");
+  std::vector<std::string> outputs;
+  auto unique = [&](const std::string& name, std::optional<int64_t> axis, int sorted) {
+    auto* n = b.g->add_node();
+    n->set_op_type("Unique");
+    n->set_name("/" + name);
+    n->add_input("halves");
+    for (const char* o : {"y", "indices", "inverse", "counts"}) n->add_output(name + "_" + o);
+    if (axis) int_attr(n, "axis", *axis);
+    int_attr(n, "sorted", sorted);
+    for (const char* o : {"y", "indices", "inverse", "counts"}) {
+      const std::string out = name + "_" + o, f = out + "_f";
+      if (std::string(o) != "y") {
+        int_attr(b.node("Cast", {out}, f, "/" + f), "to", ::onnx::TensorProto::FLOAT);
+      } else {
+        b.node("Identity", {out}, f, "/" + f);
+      }
+      b.output(f, axis ? std::vector<int64_t>(std::string(o) == "y" ? 2 : 1, -1) : std::vector<int64_t>{-1});
+      outputs.push_back(f);
+    }
+  };
+  unique("flat_sorted", std::nullopt, 1);
+  unique("flat_unsorted", std::nullopt, 0);
+  unique("rows", 0, 1);
+  const std::string path = b.save(dir.path, "unique.onnx");
+  // Rows 0 and 2 equal, so rows has three.
+  Tensor x = random_tensor({4, 6}, 63, -1.5f, 1.5f);
+  for (int j = 0; j < 6; ++j) x.data<float>()[12 + j] = x.data<float>()[j];
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, dir.path / "source");
+  REQUIRE(want.size() == outputs.size());
+  CHECK(want[8].shape() == Shape{3, 6});
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  const TensorMap got = run_signature(spec, "default", {{"x", x}}, "reference");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO(outputs[i]);
+    expect_close(got.at(outputs[i]), want[i], 0, 0);
+  }
+  expect_exported_agrees(spec, dir.path, {{"x", x}}, outputs, want);
+}

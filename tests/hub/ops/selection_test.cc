@@ -125,3 +125,31 @@ TEST_CASE("a value-dependent shape flows on through a memory-planned session") {
     CHECK(planned.last_arena_bytes() == 0);
   }
 }
+
+TEST_CASE("Unique: sorted or in first-occurrence order, of elements and of slices along an axis") {
+  Tensor x = make({7}, {2, 1, 1, 3, -0.0f, 2, 0});
+  Attrs sorted = Attrs().set("axis", int64_t{0}).set("sorted", true);
+  std::vector<Tensor> u = run_op("Unique", {x}, sorted);
+  CHECK(u[0].to_vector<float>() == std::vector<float>{-0.0f, 1, 2, 3});  // -0 and 0 are one value
+  CHECK(longs(u[1]) == std::vector<int64_t>{4, 1, 0, 3});
+  CHECK(longs(u[2]) == std::vector<int64_t>{2, 1, 1, 3, 0, 2, 0});
+  CHECK(longs(u[3]) == std::vector<int64_t>{2, 2, 2, 1});
+  u = run_op("Unique", {x}, Attrs().set("axis", int64_t{0}).set("sorted", false));
+  CHECK(u[0].to_vector<float>() == std::vector<float>{2, 1, 3, -0.0f});
+  CHECK(longs(u[1]) == std::vector<int64_t>{0, 1, 3, 4});
+  CHECK(longs(u[2]) == std::vector<int64_t>{0, 1, 1, 2, 3, 0, 3});
+  CHECK(longs(u[3]) == std::vector<int64_t>{2, 2, 1, 2});
+  // Columns of [2, 4]: (1, 5), (0, 5), (1, 5), (0, 4) -> sorted (0, 4), (0, 5), (1, 5).
+  Tensor m = Tensor::from_vector<int32_t>({2, 4}, {1, 0, 1, 0, 5, 5, 5, 4});
+  u = run_op("Unique", {m}, Attrs().set("axis", int64_t{-1}).set("sorted", true));
+  CHECK(u[0].shape() == Shape{2, 3});
+  CHECK(u[0].to_vector<int32_t>() == std::vector<int32_t>{0, 0, 1, 4, 5, 5});
+  CHECK(longs(u[1]) == std::vector<int64_t>{3, 1, 0});
+  CHECK(longs(u[2]) == std::vector<int64_t>{2, 1, 2, 0});
+  CHECK(longs(u[3]) == std::vector<int64_t>{1, 1, 2});
+  u = run_op("Unique", {Tensor::from_vector<bool>({4}, {true, false, true, true})}, sorted);
+  CHECK(longs(u[3]) == std::vector<int64_t>{1, 3});
+  u = run_op("Unique", {make({0}, {})}, sorted);
+  CHECK(u[0].shape() == Shape{0});
+  CHECK(u[2].shape() == Shape{0});
+}
