@@ -275,33 +275,6 @@ HUB_REGISTER_OP(ReshapeLike)
     })
     .doc("x viewed with the (run-time) shape of `like`; no copy.");
 
-// DynamicReshape / DynamicSlice: the `from` attribute lists triples
-// (position, input, dim): entry `position` of the op's target takes dim `dim`
-// of input `input` (>= 1, a reference tensor read for its shape only).
-// Returns, per target entry, that dim (nullopt where the reference's dim is
-// not known yet), or nullopt for an entry `from` does not name (`named`
-// tells them apart).
-std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
-                                                   int first_reference = 1) {
-  const auto& from = c.attrs().get_ints("from");
-  if (from.size() % 3 != 0) c.fail("from " + attr_to_string(from) + " is not a list of (position, input, dim)");
-  std::vector<std::optional<int64_t>> dims(rank);
-  named->assign(rank, 0);
-  for (size_t k = 0; k < from.size(); k += 3) {
-    const int64_t position = from[k], input = from[k + 1], dim = from[k + 2];
-    if (position < 0 || position >= static_cast<int64_t>(rank) || (*named)[static_cast<size_t>(position)])
-      c.fail("from " + attr_to_string(from) + ": position " + std::to_string(position) +
-             " is outside the target or given twice");
-    if (input < first_reference || input >= c.num_inputs() || dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
-      c.fail("from " + attr_to_string(from) + ": input " + std::to_string(input) + " has no dim " +
-             std::to_string(dim));
-    (*named)[static_cast<size_t>(position)] = 1;
-    const int64_t d = c.shape(static_cast<int>(input))[static_cast<int>(dim)];
-    if (d >= 0) dims[static_cast<size_t>(position)] = d;
-  }
-  return dims;
-}
-
 HUB_REGISTER_OP(DynamicReshape)
     .inputs(1, -1)
     .attr("shape", AttrType::kInts)
@@ -309,7 +282,7 @@ HUB_REGISTER_OP(DynamicReshape)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       std::vector<int64_t> target = c.attrs().get_ints("shape");
       std::vector<char> named;
-      const std::vector<std::optional<int64_t>> refs = reference_dims(c, target.size(), &named);
+      const std::vector<std::optional<int64_t>> refs = ops::reference_dims(c, target.size(), &named);
       bool pending = false;
       for (size_t i = 0; i < target.size(); ++i) {
         if (!named[i]) continue;
@@ -342,7 +315,7 @@ HUB_REGISTER_OP(DynamicSlice)
       const auto& begin = c.attrs().get_ints("begin");
       std::vector<int64_t> size = c.attrs().get_ints("size");
       std::vector<char> named;
-      const std::vector<std::optional<int64_t>> ends = reference_dims(c, size.size(), &named);
+      const std::vector<std::optional<int64_t>> ends = ops::reference_dims(c, size.size(), &named);
       for (size_t i = 0; i < size.size(); ++i)
         if (named[i]) size[i] = 0;
       check_slice(c, begin, size);
@@ -378,7 +351,7 @@ HUB_REGISTER_OP(DynamicRange)
       const int64_t start = c.attrs().get_int("start"), delta = c.attrs().get_int("delta");
       if (delta == 0) c.fail("delta is 0");
       std::vector<char> named;
-      const std::optional<int64_t> limit = reference_dims(c, 1, &named, 0)[0];
+      const std::optional<int64_t> limit = ops::reference_dims(c, 1, &named, 0)[0];
       if (!named[0]) c.fail("from " + attr_to_string(c.attrs().get_ints("from")) + " gives no limit (position 0)");
       if (!limit) return {{dtype, Shape{kUnknownDim}}};
       const int64_t span = *limit - start;
@@ -907,6 +880,28 @@ HUB_REGISTER_OP(TileGrad)
     .doc("(g, x) -> g summed over the tiles, at x's shape.");
 
 namespace ops {
+
+std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
+                                                   int first_reference) {
+  const auto& from = c.attrs().get_ints("from");
+  if (from.size() % 3 != 0) c.fail("from " + attr_to_string(from) + " is not a list of (position, input, dim)");
+  std::vector<std::optional<int64_t>> dims(rank);
+  named->assign(rank, 0);
+  for (size_t k = 0; k < from.size(); k += 3) {
+    const int64_t position = from[k], input = from[k + 1], dim = from[k + 2];
+    if (position < 0 || position >= static_cast<int64_t>(rank) || (*named)[static_cast<size_t>(position)])
+      c.fail("from " + attr_to_string(from) + ": position " + std::to_string(position) +
+             " is outside the target or given twice");
+    if (input < first_reference || input >= c.num_inputs() || dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
+      c.fail("from " + attr_to_string(from) + ": input " + std::to_string(input) + " has no dim " +
+             std::to_string(dim));
+    (*named)[static_cast<size_t>(position)] = 1;
+    const int64_t d = c.shape(static_cast<int>(input))[static_cast<int>(dim)];
+    if (d >= 0) dims[static_cast<size_t>(position)] = d;
+  }
+  return dims;
+}
+
 
 Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
   return s.op("Reshape", {x}, Attrs().set("shape", shape), name);

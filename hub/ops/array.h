@@ -123,10 +123,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hub/ops/scope.h"
+
+namespace hub {
+class InferContext;
+}
 
 namespace hub::ops {
 
@@ -187,6 +192,16 @@ struct DimReferences {
     return all;
   }
 };
+
+// The `from` attribute of DynamicReshape, DynamicSlice, DynamicRange and
+// Resize: triples (position, input, dim), entry `position` of the op's
+// target taking dim `dim` of input `input` (>= first_reference: a reference
+// tensor read for its shape only). Returns, per target entry, that dim
+// (nullopt where the reference's dim is not known yet), or nullopt for an
+// entry `from` does not name (`named` tells them apart). Fails through `c`
+// on a malformed list.
+std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
+                                                   int first_reference = 1);
 
 // Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]
 // (batch dims, dims before the axis, the axis, dims after it), indices as

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "hub/core/error.h"
+#include "hub/ops/array.h"
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -57,8 +58,8 @@ struct Parsed {
 // "" or what is wrong with the attributes, naming the attribute and value.
 std::string parse(const Attrs& attrs, Parsed* p) {
   const std::vector<int64_t>& size = attrs.get_ints("size");
-  if (size.size() != 2 || size[0] < 1 || size[1] < 1)
-    return "attribute size must be [OH, OW] with OH, OW >= 1, got " + attr_to_string(size);
+  if (size.size() != 2 || size[0] < 0 || size[1] < 0)
+    return "attribute size must be [OH, OW] with OH, OW >= 1 (0: known at run time), got " + attr_to_string(size);
   p->oh = size[0];
   p->ow = size[1];
   auto string_attr = [&](const char* name, auto& table, auto* out) -> std::string {
@@ -85,14 +86,14 @@ std::string parse(const Attrs& attrs, Parsed* p) {
 
 }  // namespace
 
-ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w) {
+ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w) {
   Parsed p;
   std::string error = parse(attrs, &p);
   HUB_CHECK(error.empty(), error);
-  const double sh = p.scales.empty() ? static_cast<double>(p.oh) / static_cast<double>(in_h) : p.scales[0];
-  const double sw = p.scales.empty() ? static_cast<double>(p.ow) / static_cast<double>(in_w) : p.scales[1];
-  return {resample_axis(in_h, p.oh, sh, p.mode, p.coordinates, p.nearest, p.cubic),
-          resample_axis(in_w, p.ow, sw, p.mode, p.coordinates, p.nearest, p.cubic)};
+  const double sh = p.scales.empty() ? static_cast<double>(out_h) / static_cast<double>(in_h) : p.scales[0];
+  const double sw = p.scales.empty() ? static_cast<double>(out_w) / static_cast<double>(in_w) : p.scales[1];
+  return {resample_axis(in_h, out_h, sh, p.mode, p.coordinates, p.nearest, p.cubic),
+          resample_axis(in_w, out_w, sw, p.mode, p.coordinates, p.nearest, p.cubic)};
 }
 
 Attrs ResizeOptions::to_attrs() const {
@@ -121,16 +122,48 @@ ops::Parsed checked(const InferContext& c) {
   return p;
 }
 
+// The output's [OH, OW] for input x: the size attribute's entries, and
+// where they are 0, the dims `from` names (references, inputs 1 on) or else
+// floor(H * sh), floor(W * sw) with the scales (unknown until x's are known).
+std::pair<int64_t, int64_t> output_size(const InferContext& c, const ops::Parsed& p) {
+  const Shape& x = c.shape(0);
+  std::vector<char> named;
+  const std::vector<std::optional<int64_t>> refs = ops::reference_dims(c, 2, &named);
+  int64_t out[2] = {p.oh, p.ow};
+  for (int i = 0; i < 2; ++i) {
+    if (named[static_cast<size_t>(i)]) {
+      if (out[i] != 0) c.fail("size entry " + std::to_string(i) + " is both fixed and read from a reference");
+      out[i] = refs[static_cast<size_t>(i)].value_or(kUnknownDim);
+      if (out[i] == 0) c.fail("the reference's dim for size entry " + std::to_string(i) + " is 0");
+    } else if (out[i] == 0) {
+      if (p.scales.empty()) c.fail("size entry " + std::to_string(i) + " is 0 without scales or a reference");
+      const int64_t in = x[i + 1];
+      if (in < 0) {
+        out[i] = kUnknownDim;
+        continue;
+      }
+      const double o = std::floor(static_cast<double>(in) * p.scales[static_cast<size_t>(i)]);
+      if (!(o >= 1 && o <= static_cast<double>(int64_t{1} << 31)))
+        c.fail("scale " + std::to_string(p.scales[static_cast<size_t>(i)]) + " of size " + std::to_string(in) +
+               " gives no output size from 1 to 2^31");
+      out[i] = static_cast<int64_t>(o);
+    }
+  }
+  return {out[0], out[1]};
+}
+
 std::vector<TensorSpec> resize_shape_fn(const InferContext& c) {
   c.expect_rank(0, 4);
   c.expect_dtype(0, DType::kFloat32);
   ops::Parsed p = checked(c);
   const Shape& x = c.shape(0);
   if (x[1] == 0 || x[2] == 0) c.fail("cannot resize an empty image " + c.input(0).to_string());
-  return {{DType::kFloat32, Shape{x[0], p.oh, p.ow, x[3]}}};
+  const auto [oh, ow] = output_size(c, p);
+  return {{DType::kFloat32, Shape{x[0], oh, ow, x[3]}}};
 }
 
-// ResizeGrad(x_like, grad): grad must have Resize(x_like)'s shape.
+// ResizeGrad(x_like, grad): grad must have Resize(x_like)'s shape where the
+// size attribute fixes it (a run-time size is grad's own).
 std::vector<TensorSpec> resize_grad_shape_fn(const InferContext& c) {
   for (int i = 0; i < 2; ++i) {
     c.expect_rank(i, 4);
@@ -139,16 +172,16 @@ std::vector<TensorSpec> resize_grad_shape_fn(const InferContext& c) {
   ops::Parsed p = checked(c);
   const Shape& x = c.shape(0);
   if (x[1] == 0 || x[2] == 0) c.fail("cannot resize an empty image " + c.input(0).to_string());
-  const Shape out{x[0], p.oh, p.ow, x[3]};
+  const Shape out{x[0], p.oh > 0 ? p.oh : kUnknownDim, p.ow > 0 ? p.ow : kUnknownDim, x[3]};
   if (!c.shape(1).compatible_with(out))
     c.fail("grad " + c.input(1).to_string() + " does not match the resized shape " + out.to_string() + " of " +
            c.input(0).to_string());
   return {c.input(0)};
 }
 
-OpDefBuilder resize_op(const char* name, int inputs, ShapeFn shape_fn) {
+OpDefBuilder resize_op(const char* name, int min_inputs, int max_inputs, ShapeFn shape_fn) {
   OpDefBuilder b(name);
-  b.inputs(inputs)
+  b.inputs(min_inputs, max_inputs)
       .attr("size", AttrType::kInts)
       .attr("mode", AttrType::kString, std::string("nearest"))
       .attr("coordinate_transformation_mode", AttrType::kString, std::string("half_pixel"))
@@ -156,23 +189,33 @@ OpDefBuilder resize_op(const char* name, int inputs, ShapeFn shape_fn) {
       .attr("cubic_coeff_a", AttrType::kFloat, -0.75)
       .attr("exclude_outside", AttrType::kBool, false)
       .attr("scales", AttrType::kFloats, std::vector<double>{})
+      .attr("from", AttrType::kInts, std::vector<int64_t>{})
       .shape_fn(std::move(shape_fn));
   return b;
 }
 
 const OpRegistrar resize_registration =
-    resize_op("Resize", 1, resize_shape_fn)
+    resize_op("Resize", 1, -1, resize_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs)};
+          // (The reference inputs are read for their shapes only.)
+          std::vector<Output> grads(c.inputs.size());
+          grads[0] = c.scope.op("ResizeGrad", {c.inputs[0], c.grads[0]}, c.node.attrs);
+          return grads;
         })
         .doc(
             "Resize NHWC images to size [OH,OW]: nearest, (bi)linear or (bi)cubic with ONNX's coordinate "
             "transformation and nearest modes, cubic_coeff_a and exclude_outside.");
 
 const OpRegistrar resize_grad_registration =
-    resize_op("ResizeGrad", 2, resize_grad_shape_fn)
+    resize_op("ResizeGrad", 2, 2, resize_grad_shape_fn)
         .grad([](const GradContext& c) {
-          return std::vector<Output>{Output{}, c.scope.op("Resize", {c.grads[0]}, c.node.attrs)};
+          // Linear in grad: Resize of gg to grad's size (its run-time size read from grad itself).
+          Attrs a = c.node.attrs;
+          std::vector<int64_t> from;
+          for (int64_t i : {0, 1})
+            if (a.get_ints("size")[static_cast<size_t>(i)] == 0) from.insert(from.end(), {i, 1, i + 1});
+          a.set("from", from);
+          return std::vector<Output>{Output{}, c.scope.op("Resize", {c.grads[0], c.inputs[1]}, a)};
         })
         .doc(
             "Gradient of Resize: grad added back to the pixels each output read, by their "

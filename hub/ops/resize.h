@@ -4,7 +4,8 @@
 //
 // Resize(x [N,H,W,C]) -> y [N,OH,OW,C]
 // Attributes (defaults are ONNX's):
-//   size                           ints [OH, OW], each >= 1 (required)
+//   size                           ints [OH, OW], each >= 1, or 0: known at run time,
+//                                  from `from` or else `scales` (required)
 //   mode                           "nearest" (default) | "linear" | "cubic"
 //   coordinate_transformation_mode "half_pixel" (default) | "pytorch_half_pixel" |
 //                                  "align_corners" | "asymmetric" | "tf_half_pixel_for_nn"
@@ -17,7 +18,14 @@
 //                                  the coordinate transform divides by, as ONNX's
 //                                  `scales` input (with which ONNX's output size is
 //                                  floor(H*sh) x floor(W*sw); the importer passes
-//                                  that size and the scales)
+//                                  that size and the scales; a size entry of
+//                                  0 is floor(H*sh) or floor(W*sw) of each run's x)
+//   from                           ints: triples (position, input, dim) as
+//                                  DynamicReshape's: size entry `position` (0 or 1,
+//                                  itself 0) is dim `dim` of reference input `input`
+//                                  (inputs 1 on, read for their shapes only): a
+//                                  resize to another tensor's run-time size, as
+//                                  F.interpolate(x, size=y.shape[2:]) exports
 // Per axis, with input length L, output length O, scale s and O' = s * L
 // (= O up to rounding when scales is empty; ONNX's reference implementation
 // uses this O', so the scales input changes align_corners too), for output
@@ -87,8 +95,9 @@ struct ResizeOptions {
 Output resize(const Scope& s, Output x, const ResizeOptions& o, const std::string& name = "Resize");
 
 // The sampling (hub/core/resample.h) of a Resize or ResizeGrad node with
-// attributes `attrs` for an input of spatial size in_h x in_w. The attributes
-// passed the shape function.
-ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w);
+// attributes `attrs` from an input of spatial size in_h x in_w to out_h x
+// out_w (the node's output, or ResizeGrad's grad). The attributes passed the
+// shape function.
+ResamplePlan resize_plan(const Attrs& attrs, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w);
 
 }  // namespace hub::ops

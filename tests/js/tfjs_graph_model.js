@@ -359,6 +359,9 @@ node('dyn/positions', 'StridedSlice',
      {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '0'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
       shrink_axis_mask: {i: '0'}});
 node('dynamic', 'AddV2', ['dyn/merged', 'dyn/positions'], {T});
+// The images resized to the tokens' run-time length squared (tf.image.resize(images, [L, L])): 'dyn_resized'.
+node('dyn_resized', 'ResizeBilinear', ['images', pack('dyn/square', ['dyn/length', 'dyn/length'])],
+     {T, align_corners: {b: false}, half_pixel_centers: {b: true}});
 
 // Post-processing whose output sizes follow from the values: the image's
 // values as 150 boxes [y1, x1, y2, x2] scored by their mean, kept by
@@ -412,7 +415,8 @@ async function main() {
       outputs: {'probs:0': tensorInfo('probs:0', [-1, 5]), 'features:0': tensorInfo('features:0', [-1, 12]),
                 'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
                 'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
-                'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]),
+                'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]), 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
@@ -444,7 +448,7 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'nms',
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);

@@ -1243,19 +1243,28 @@ void export_resize(Exporter& e, const Node& n) {
   const std::vector<double> scales = n.attrs.get_floats("scales");
   const Shape x = e.spec(in(n, 0)).shape;
   std::vector<std::string> inputs{e.nchw(in(n, 0)), ""};
+  if (!scales.empty() && !n.attrs.get_ints("from").empty())
+    e.fail(n, "a size read from reference tensors with explicit scales has no ONNX Resize form");
   if (!scales.empty()) {
     inputs.push_back(e.initializer(
         Tensor::from_vector<float>({4}, {1.0f, 1.0f, static_cast<float>(scales[0]), static_cast<float>(scales[1])}),
         n.name + "/scales"));
   } else {
     std::string sizes = e.ints({x[0] < 0 ? 1 : x[0], x[3], size[0], size[1]}, n.name + "/sizes");
-    if (x[0] < 0) {
-      // The batch is only known at run time: sizes = Shape(x)[0:2] ++ [OH, OW].
-      std::string shape = e.fresh(n.name + "/shape"), nc = e.fresh(n.name + "/nc");
-      e.add("Shape", {e.nchw(in(n, 0))}, shape, shape);
-      e.add("Slice", {shape, e.ints({0}, n.name + "/s0"), e.ints({2}, n.name + "/s2")}, nc, nc);
+    const bool runtime_hw = !n.attrs.get_ints("from").empty();
+    if (x[0] < 0 || runtime_hw) {
+      // Known only at run time: the batch (sizes = Shape(x)[0:2] ++ [OH, OW]),
+      // or OH, OW read from the reference inputs' shapes.
+      std::string nc = e.ints({x[0], x[3]}, n.name + "/nc");
+      if (x[0] < 0) {
+        std::string shape = e.fresh(n.name + "/shape");
+        nc = e.fresh(n.name + "/nc");
+        e.add("Shape", {e.nchw(in(n, 0))}, shape, shape);
+        e.add("Slice", {shape, e.ints({0}, n.name + "/s0"), e.ints({2}, n.name + "/s2")}, nc, nc);
+      }
+      const std::string hw = runtime_hw ? dims_with_references(e, n, size) : e.ints(size, n.name + "/hw");
       sizes = e.fresh(n.name + "/sizes_runtime");
-      set_int(e.add("Concat", {nc, e.ints(size, n.name + "/hw")}, sizes, sizes), "axis", 0);
+      set_int(e.add("Concat", {nc, hw}, sizes, sizes), "axis", 0);
     }
     inputs.push_back("");
     inputs.push_back(sizes);

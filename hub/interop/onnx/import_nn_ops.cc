@@ -603,23 +603,49 @@ void map_resize(NodeContext& c) {
   if (x.rank() != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + x.to_string());
   std::vector<int64_t> size;
   std::vector<double> scale_attr;
+  ops::DimReferences refs;
   if (c.has_input(3)) {
-    std::vector<int64_t> sizes = c.constant_ints(3, "sizes");
-    if (sizes.size() != 4) c.fail("sizes must have 4 entries");
-    if (sizes[0] != x[0] || sizes[1] != x[1]) c.fail("resizing the batch or channel dimension is not supported");
-    size = {sizes[2], sizes[3]};
+    // Constant sizes, or ones read at run time from tensors' dims
+    // (F.interpolate(x, size=y.shape[2:]) with dynamic axes).
+    std::optional<SymShape> sizes = c.constant(3) ? std::nullopt : c.symbolic(3);
+    if (!sizes) {
+      sizes.emplace();
+      for (int64_t v : c.constant_ints(3, "sizes")) sizes->push_back(SymDim{v, "", 0});
+    }
+    if (sizes->size() != 4) c.fail("sizes must have 4 entries");
+    for (int i = 0; i < 2; ++i) {
+      const SymDim& d = (*sizes)[static_cast<size_t>(i)];
+      const bool same = d.known() ? d.value == x[i] : !d.derived && d.tensor == c.node().input(0) && d.dim == i;
+      if (!same) c.fail("resizing the batch or channel dimension is not supported");
+    }
+    for (int i = 0; i < 2; ++i) {
+      const SymDim& d = (*sizes)[static_cast<size_t>(2 + i)];
+      if (d.known()) {
+        if (d.value < 1) c.fail("sizes must be positive, got " + std::to_string(d.value));
+        size.push_back(d.value);
+      } else {
+        if (d.derived) c.fail("an output size computed by arithmetic on run-time dims is not supported");
+        const auto [tensor, dim] = c.dim_source(d);
+        refs.add(i, tensor, dim);
+        size.push_back(0);
+      }
+    }
   } else if (c.has_input(2)) {
     std::optional<Tensor> scales = c.constant(2);
     if (!scales || scales->num_elements() != 4 || scales->dtype() != DType::kFloat32)
       c.fail("scales must be 4 constant floats");
     const float* s = scales->data<float>();
     if (s[0] != 1.0f || s[1] != 1.0f) c.fail("resizing the batch or channel dimension is not supported");
-    if (x[2] < 0 || x[3] < 0) c.fail("scales need a static input size, got " + x.to_string());
     for (int i = 0; i < 2; ++i) {
-      // Checked in double before converting: a huge or non-finite scale must
-      // not reach an integer conversion.
+      if (!(s[2 + i] > 0.0f) || !std::isfinite(s[2 + i]))
+        c.fail("scales must give output sizes from 1 to 2^31, got scale " + std::to_string(s[2 + i]));
+      if (x[2 + i] < 0) {
+        size.push_back(0);  // floor(size * scale) at each run
+        continue;
+      }
+      // Checked in double before converting: a huge scale must not reach an integer conversion.
       const double out = std::floor(static_cast<double>(x[2 + i]) * s[2 + i]);
-      if (!(s[2 + i] > 0.0f) || !(out >= 1.0 && out <= static_cast<double>(int64_t{1} << 31)))
+      if (!(out >= 1.0 && out <= static_cast<double>(int64_t{1} << 31)))
         c.fail("scales must give output sizes from 1 to 2^31, got scale " + std::to_string(s[2 + i]) + " for size " +
                std::to_string(x[2 + i]));
       size.push_back(static_cast<int64_t>(out));
@@ -636,11 +662,12 @@ void map_resize(NodeContext& c) {
   Attrs a;
   a.set("size", size).set("mode", mode).set("coordinate_transformation_mode", ctm);
   if (!scale_attr.empty()) a.set("scales", scale_attr);
+  if (!refs.from.empty()) a.set("from", refs.from);
   if (mode == "nearest") a.set("nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor"));
   if (mode == "cubic")
     a.set("cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f)))
         .set("exclude_outside", c.attr_int("exclude_outside", 0) != 0);
-  c.set_output(0, c.scope().op("Resize", {c.nhwc(0)}, a, "Resize"), true);
+  c.set_output(0, c.scope().op("Resize", refs.inputs(c.nhwc(0)), a, "Resize"), true);
 }
 
 // ---- matrix products --------------------------------------------------------------------

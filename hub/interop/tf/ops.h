@@ -195,6 +195,11 @@ void add_math_exporters(std::map<std::string, OpExporter>& m);
 void add_nn_exporters(std::map<std::string, OpExporter>& m);
 void add_select_exporters(std::map<std::string, OpExporter>& m);
 
+// A target of `target`'s entries as a run-time int32 vector, those the node's
+// `from` triples (position, input, dim) name read from its reference inputs'
+// shapes (DynamicReshape, DynamicSlice, Resize).
+std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target);
+
 // Attribute setters for exporters.
 void set_type(proto::NodeDef& n, const std::string& attr, DType dtype);
 void set_ints(proto::NodeDef& n, const std::string& attr, const std::vector<int64_t>& v);

@@ -694,24 +694,6 @@ std::string reference_dim(ExportContext& c, int64_t input, int64_t dim, bool sca
   return d.name();
 }
 
-// A DynamicReshape's or DynamicSlice's target as a run-time int32 vector:
-// the entries of `target`, those the `from` triples name read from the
-// reference inputs' shapes.
-std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target) {
-  const std::vector<int64_t> from = c.node().attrs.get_ints("from");
-  std::map<int64_t, std::string> named;
-  for (size_t k = 0; k + 2 < from.size(); k += 3) named[from[k]] = reference_dim(c, from[k + 1], from[k + 2], false);
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < target.size(); ++i)
-    parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
-                                                         : ints_const(c, "dim", {target[i]}, Shape{1}));
-  parts.push_back(ints_const(c, "axis", {0}, Shape{}));
-  auto& dims = c.add("dims", "ConcatV2", parts);
-  set_type(dims, "T", DType::kInt32);
-  set_type(dims, "Tidx", DType::kInt32);
-  (*dims.mutable_attr())["N"].set_i(static_cast<int64_t>(target.size()));
-  return dims.name();
-}
 
 void export_dynamic_reshape(ExportContext& c) {
   auto& n = c.add("", "Reshape", {c.input(0), dims_with_references(c, c.node().attrs.get_ints("shape"))});
@@ -931,6 +913,22 @@ void export_reverse_sequence(ExportContext& c) {
 }
 
 }  // namespace
+
+std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target) {
+  const std::vector<int64_t> from = c.node().attrs.get_ints("from");
+  std::map<int64_t, std::string> named;
+  for (size_t k = 0; k + 2 < from.size(); k += 3) named[from[k]] = reference_dim(c, from[k + 1], from[k + 2], false);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < target.size(); ++i)
+    parts.push_back(named.count(static_cast<int64_t>(i)) ? named.at(static_cast<int64_t>(i))
+                                                         : ints_const(c, "dim", {target[i]}, Shape{1}));
+  parts.push_back(ints_const(c, "axis", {0}, Shape{}));
+  auto& dims = c.add("dims", "ConcatV2", parts);
+  set_type(dims, "T", DType::kInt32);
+  set_type(dims, "Tidx", DType::kInt32);
+  (*dims.mutable_attr())["N"].set_i(static_cast<int64_t>(target.size()));
+  return dims.name();
+}
 
 void add_array_importers(std::map<std::string, OpImporter>& m) {
   const auto T = attr_required();

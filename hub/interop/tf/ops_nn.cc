@@ -3,6 +3,7 @@
 // activations, softmax, pooling, LRN. NHWC only, as hub.
 #include "hub/core/error.h"
 #include "hub/interop/tf/ops.h"
+#include "hub/ops/array.h"
 
 namespace hub::tf {
 
@@ -154,13 +155,27 @@ void map_pool(OpContext& c) {
 // of a pixel's position).
 void map_resize(OpContext& c) {
   if (c.dtype(0) != DType::kFloat32) c.unsupported("only float32 images are supported");
-  std::vector<int64_t> size = c.constant_ints(1, "size");
-  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) c.fail("size (input 1) must be two positive numbers");
+  // A constant size, or one read at run time from tensors' dims (tf.shape(y)[1:3]).
+  std::vector<int64_t> size;
+  ops::DimReferences refs;
+  const TfValue& v = c.value(1);
+  if (!v.constant && v.dims) {
+    if (v.dims->size() != 2) c.fail("size (input 1) must hold two numbers");
+    for (size_t i = 0; i < 2; ++i) {
+      const DimValue& d = (*v.dims)[i];
+      size.push_back(d.known() ? d.value : 0);
+      if (!d.known()) refs.add(static_cast<int64_t>(i), d.of, d.dim);
+    }
+  } else {
+    size = c.constant_ints(1, "size");
+  }
+  if (size.size() != 2 || size[0] < 0 || size[1] < 0 || (refs.from.empty() && (size[0] == 0 || size[1] == 0)))
+    c.fail("size (input 1) must be two positive numbers");
   const bool align = c.attr_bool("align_corners"), half = c.attr_bool("half_pixel_centers");
   if (align && half) c.fail_attr("half_pixel_centers", "TensorFlow refuses it together with align_corners");
   const bool linear = c.op() == "ResizeBilinear";
   Attrs a;
-  a.set("size", size);
+  a.set("size", size).set("from", refs.from);
   if (c.op() == "ResizeBicubic") {
     // Keys' A = -0.5 with outside taps dropped for half-pixel centres; the legacy kernel's -0.75
     // with edge pixels repeated otherwise.
@@ -170,7 +185,7 @@ void map_resize(OpContext& c) {
                                                       : "asymmetric")
         .set("cubic_coeff_a", half ? -0.5 : -0.75)
         .set("exclude_outside", half);
-    c.set_output(0, c.add("Resize", {c.input(0)}, a));
+    c.set_output(0, c.add("Resize", refs.inputs(c.input(0)), a));
     return;
   }
   a.set("mode", linear ? "linear" : "nearest");
@@ -180,7 +195,7 @@ void map_resize(OpContext& c) {
     a.set("coordinate_transformation_mode", align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric");
     a.set("nearest_mode", align ? "round_prefer_ceil" : "floor");
   }
-  c.set_output(0, c.add("Resize", {c.input(0)}, a));
+  c.set_output(0, c.add("Resize", refs.inputs(c.input(0)), a));
 }
 
 void map_lrn(OpContext& c) {
@@ -325,9 +340,14 @@ void export_resize(ExportContext& c) {
                             : "") +
            " has no TensorFlow equivalent");
   }
+  // A run-time size (entries 0) is read from the reference inputs' shapes.
   const auto& size = a.get_ints("size");
-  std::string sz = c.constant(
-      "size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}));
+  if ((size[0] == 0 || size[1] == 0) && a.get_ints("from").empty())
+    c.fail("a size of floor(input size x scale) at run time has no TensorFlow equivalent");
+  std::string sz = a.get_ints("from").empty()
+                       ? c.constant("size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]),
+                                                                               static_cast<int32_t>(size[1])}))
+                       : dims_with_references(c, size);
   auto& n = c.add("",
                   mode == "linear"  ? "ResizeBilinear"
                   : mode == "cubic" ? "ResizeBicubic"

@@ -18,14 +18,15 @@ namespace {
 
 void resize_kernel(KernelContext& c) {
   const Shape& s = c.input(0).shape();
-  resample_nhwc(c.input(0).data<float>(), s[0], s[1], s[2], s[3], ops::resize_plan(c.attrs(), s[1], s[2]),
-                c.output(0).data<float>());
+  Tensor& y = c.output(0);
+  resample_nhwc(c.input(0).data<float>(), s[0], s[1], s[2], s[3],
+                ops::resize_plan(c.attrs(), s[1], s[2], y.shape()[1], y.shape()[2]), y.data<float>());
 }
 
 void resize_grad_kernel(KernelContext& c) {
-  const Shape& s = c.input(0).shape();
-  resample_nhwc_grad(c.input(1).data<float>(), s[0], s[1], s[2], s[3], ops::resize_plan(c.attrs(), s[1], s[2]),
-                     c.output(0).data<float>());
+  const Shape &s = c.input(0).shape(), &g = c.input(1).shape();
+  resample_nhwc_grad(c.input(1).data<float>(), s[0], s[1], s[2], s[3],
+                     ops::resize_plan(c.attrs(), s[1], s[2], g[1], g[2]), c.output(0).data<float>());
 }
 
 // ---- GridSample --------------------------------------------------------------

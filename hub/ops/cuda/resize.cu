@@ -140,7 +140,9 @@ const Tables& tables(KernelContext& c, bool readers) {
   auto& state = c.state();
   if (state) return *static_cast<const Tables*>(state.get());
   const Shape& s = c.input(0).shape();
-  const ResamplePlan plan = ops::resize_plan(c.attrs(), s[1], s[2]);
+  // The resized size: the output's, or ResizeGrad's grad's.
+  const Shape& r = c.node().op == "ResizeGrad" ? c.input(1).shape() : c.output_spec(0).shape;
+  const ResamplePlan plan = ops::resize_plan(c.attrs(), s[1], s[2], r[1], r[2]);
   auto t = std::make_shared<Tables>();
   t->nearest = plan.rows.nearest;
   if (readers) {

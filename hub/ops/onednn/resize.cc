@@ -57,6 +57,7 @@ bool supports(const Node& node, const std::vector<TensorSpec>& inputs) {
   const Attrs& a = node.attrs;
   if (a.get_string("mode") != "linear" || !a.get_floats("scales").empty()) return false;
   const std::string& coordinates = a.get_string("coordinate_transformation_mode");
+  // (A run-time size, 0, could be 1: pytorch_half_pixel then differs.)
   const std::vector<int64_t>& size = a.get_ints("size");
   return coordinates == "half_pixel" || (coordinates == "pytorch_half_pixel" && size[0] > 1 && size[1] > 1);
 }

@@ -1948,3 +1948,62 @@ TEST_CASE("ONNX import and export: Unique, sorted or not, flattened or along an 
   }
   expect_exported_agrees(spec, dir.path, {{"x", x}}, outputs, want);
 }
+
+TEST_CASE("ONNX import and export: resizes to run-time sizes (scales of a dynamic image, another tensor's size)") {
+  // A U-Net step as PyTorch exports it with dynamic height and width: a stride-2 convolution, then
+  // F.interpolate(down, size=x.shape[2:]) (sizes = Concat(Shape(down)[0:2], Shape(x)[2:4])) added to
+  // the input, and nn.Upsample(scale_factor=2) (constant scales on a size known only at run time).
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_resize_runtime");
+  OnnxBuilder b(13);
+  b.input("x", {1, 3, -1, -1});
+  auto* dims = b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(2)->set_dim_param("height");
+  dims->mutable_dim(3)->set_dim_param("width");
+  b.init("w", random_tensor({3, 3, 3, 3}, 71));
+  b.init("i0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("i2", Tensor::from_vector<int64_t>({1}, {2}));
+  b.init("i4", Tensor::from_vector<int64_t>({1}, {4}));
+  b.init("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}));
+  auto* conv = b.node("Conv", {"x", "w"}, "down", "/down");
+  ints_attr(conv, "strides", {2, 2});
+  ints_attr(conv, "pads", {1, 1, 1, 1});
+  b.node("Shape", {"down"}, "down_shape", "/down_shape");
+  b.node("Slice", {"down_shape", "i0", "i2"}, "nc", "/nc");
+  b.node("Shape", {"x"}, "x_shape", "/x_shape");
+  b.node("Slice", {"x_shape", "i2", "i4"}, "hw", "/hw");
+  int_attr(b.node("Concat", {"nc", "hw"}, "sizes", "/sizes"), "axis", 0);
+  auto* up = b.node("Resize", {"down", "", "", "sizes"}, "up", "/up");
+  auto str_attr = [](::onnx::NodeProto* n, const char* name, const char* value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(value);
+  };
+  str_attr(up, "mode", "linear");
+  b.node("Add", {"x", "up"}, "skip", "/skip");
+  auto* twice = b.node("Resize", {"x", "", "scales"}, "twice", "/twice");
+  str_attr(twice, "mode", "nearest");
+  str_attr(twice, "coordinate_transformation_mode", "asymmetric");
+  str_attr(twice, "nearest_mode", "floor");
+  b.output("skip", {1, 3, -1, -1});
+  b.output("twice", {1, 3, -1, -1});
+  const std::string path = b.save(dir.path, "resize_runtime.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  CHECK(spec.input_info().at("x").shape == Shape{1, 3, kUnknownDim, kUnknownDim});
+  Module module(spec);
+  int run = 0;
+  for (const auto& [h, w] : std::vector<std::pair<int64_t, int64_t>>{{9, 13}, {16, 10}, {9, 13}}) {
+    INFO(h << " x " << w);
+    const fs::path here = dir.path / std::to_string(run++);
+    fs::create_directories(here);
+    const Tensor x = random_tensor({1, 3, h, w}, 72 + h);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, here / "source");
+    REQUIRE(want.size() == 2);
+    CHECK(want[1].shape() == Shape{1, 3, 2 * h, 2 * w});
+    const TensorMap got = module("default", {{"x", x}});
+    expect_close(got.at("skip"), want[0], 1e-5, 1e-4);
+    expect_close(got.at("twice"), want[1], 0, 0);
+    expect_exported_agrees(spec, here, {{"x", x}}, {"skip", "twice"}, want);
+  }
+}

@@ -204,7 +204,15 @@ void every_op(ModuleBuilder& b) {
                           .set("dtype", DType::kFloat32)
                           .set("from", ints({0, 0, 0})),
                       "dynamic_range");
-  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}, {"range", range}});
+  // The images resized to [batch, 4] (a height read at run time from x's batch).
+  Output resized = s.op("Resize", {x, x},
+                        Attrs()
+                            .set("size", ints({0, 4}))
+                            .set("mode", "linear")
+                            .set("coordinate_transformation_mode", "half_pixel")
+                            .set("from", ints({0, 1, 0})),
+                        "resize_runtime");
+  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}, {"range", range}, {"resized", resized}});
   // Output sizes that follow from the values: the images' values as one batch of center-point boxes
   // scored by their mean (NonMaxSuppressionV3 of corners), and NonZero of a test (Where).
   Output boxes = s.op("Reshape", {x}, Attrs().set("shape", ints({1, -1, 4})), "boxes");

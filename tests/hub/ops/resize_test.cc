@@ -249,10 +249,10 @@ TEST_CASE("Resize: shape inference and errors name the node, attribute and value
   Output x = ops::placeholder(s, DType::kFloat32, {kUnknownDim, 5, kUnknownDim, 3}, "x");
   CHECK(g.spec(ops::resize(s, x, {{7, 2}, "linear", "half_pixel"})).shape == Shape{kUnknownDim, 7, 2, 3});
 
-  std::string m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({0, 4}, "linear", "half_pixel"));
+  std::string m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({-1, 4}, "linear", "half_pixel"));
   CHECK(contains(m, "'resize'"));
   CHECK(contains(m, "size must be [OH, OW]"));
-  CHECK(contains(m, "[0,4]"));
+  CHECK(contains(m, "[-1,4]"));
   m = error_of({{1, 4, 4, 1}}, "Resize", resize_attrs({2, 2}, "lanczos", "half_pixel"));
   CHECK(contains(m, "mode must be one of \"nearest\", \"linear\", \"cubic\", got \"lanczos\""));
   m = error_of({{1, 4, 4, 1}}, "Resize",
@@ -332,4 +332,37 @@ TEST_CASE("GridSample: hand-computed taps for each mode, padding and alignment; 
   CHECK_THROWS_WITH_AS(
       s.op("GridSample", {xi, ops::placeholder(s, DType::kFloat32, {1, 2, 2, 2}, "g")}, Attrs().set("mode", "area")),
       doctest::Contains("attribute mode 'area' is not one of bilinear, nearest, bicubic"), Error);
+}
+
+TEST_CASE("Resize: a size known at run time, from scales or from a reference tensor's dims; gradients") {
+  const Tensor x = random_tensor({1, 3, 4, 2}, 90);
+  // size 0 with scales: floor(3 * 2) x floor(4 * 1.5), as the fixed size with the same scales.
+  const Attrs scaled = resize_attrs({0, 0}, "linear", "asymmetric", "round_prefer_floor", {2, 1.5});
+  const Tensor want = run_op("Resize", {x}, resize_attrs({6, 6}, "linear", "asymmetric", "round_prefer_floor", {2, 1.5}))[0];
+  expect_close(run_op("Resize", {x}, scaled)[0], want, 0, 0);
+  Graph g;
+  Scope s(g);
+  Output p = ops::placeholder(s, DType::kFloat32, {1, kUnknownDim, kUnknownDim, 2}, "p");
+  CHECK(g.spec(s.op("Resize", {p}, scaled, "r")).shape == Shape{1, kUnknownDim, kUnknownDim, 2});
+  // OH from dim 2 of a reference (read for its shape only), OW fixed at 5.
+  const Tensor ref = random_tensor({2, 9, 7}, 91);
+  Attrs like = resize_attrs({0, 5}, "linear", "half_pixel");
+  like.set("from", std::vector<int64_t>{0, 1, 2});
+  expect_close(run_op("Resize", {x, ref}, like)[0], run_op("Resize", {x}, resize_attrs({7, 5}, "linear", "half_pixel"))[0],
+               0, 0);
+  GradCheckOptions x_only;
+  x_only.inputs = {0};
+  check_gradients("Resize", {x, ref}, like, x_only);
+  check_gradients("Resize", {x}, scaled);
+  // ResizeGrad of a run-time size takes it from grad; its own gradient resizes to grad's size.
+  GradCheckOptions grad_only;
+  grad_only.inputs = {1};
+  check_gradients("ResizeGrad", {x, random_tensor(want.shape(), 92)}, scaled, grad_only);
+  check_gradients("ResizeGrad", {x, random_tensor({1, 7, 5, 2}, 93)}, like, grad_only);
+  CHECK(error_of({{1, 3, 4, 2}}, "Resize", resize_attrs({0, 4}, "linear", "half_pixel"))
+            .find("size entry 0 is 0 without scales or a reference") != std::string::npos);
+  Attrs both = resize_attrs({3, 4}, "linear", "half_pixel");
+  both.set("from", std::vector<int64_t>{0, 1, 1});
+  CHECK(error_of({{1, 3, 4, 2}, {1, 5, 5, 1}}, "Resize", both).find("both fixed and read from a reference") !=
+        std::string::npos);
 }
