@@ -310,17 +310,43 @@ HUB_REGISTER_OP(DynamicSlice)
     .attr("begin", AttrType::kInts)
     .attr("size", AttrType::kInts)
     .attr("from", AttrType::kInts)
+    .attr("begin_from", AttrType::kInts, std::vector<int64_t>{})
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       const Shape& in = c.shape(0);
-      const auto& begin = c.attrs().get_ints("begin");
       std::vector<int64_t> size = c.attrs().get_ints("size");
       std::vector<char> named;
       const std::vector<std::optional<int64_t>> ends = ops::reference_dims(c, size.size(), &named);
       for (size_t i = 0; i < size.size(); ++i)
         if (named[i]) size[i] = 0;
+      // Begins with run-time terms: validated here, resolved where the dims are known.
+      const auto& terms = c.attrs().get_ints("begin_from");
+      if (terms.size() % 4 != 0)
+        c.fail("begin_from " + attr_to_string(terms) + " is not a list of (position, input, dim, coefficient)");
+      std::vector<char> computed(size.size(), 0);
+      for (size_t k = 0; k < terms.size(); k += 4) {
+        const int64_t position = terms[k], input = terms[k + 1], dim = terms[k + 2];
+        if (position < 0 || position >= static_cast<int64_t>(size.size()) || input < 1 || input >= c.num_inputs() ||
+            dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
+          c.fail("begin_from " + attr_to_string(terms) + ": no position " + std::to_string(position) +
+                 " or no dim " + std::to_string(dim) + " of input " + std::to_string(input));
+        computed[static_cast<size_t>(position)] = 1;
+      }
+      std::vector<int64_t> begin = c.attrs().get_ints("begin");
+      std::vector<std::optional<int64_t>> begins(begin.begin(), begin.end());
+      if (!terms.empty()) {
+        std::vector<Shape> shapes;
+        for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.shape(i));
+        begins = ops::dynamic_slice_begin(c.attrs(), shapes);
+        for (size_t i = 0; i < begin.size() && i < begins.size(); ++i)
+          if (computed[i]) begin[i] = begins[i].value_or(0);
+      }
       check_slice(c, begin, size);
       Shape out;
       for (int i = 0; i < in.rank(); ++i) {
+        if (!begins[static_cast<size_t>(i)]) {
+          out.push_back(kUnknownDim);
+          continue;
+        }
         if (named[static_cast<size_t>(i)]) {
           // The slice ends at the reference's dim, clamped to x's (as ONNX's Slice clamps).
           const std::optional<int64_t>& end = ends[static_cast<size_t>(i)];
@@ -336,7 +362,9 @@ HUB_REGISTER_OP(DynamicSlice)
     .no_gradient("its size is known only at run time (used on index tensors: position ids)")
     .doc(
         "x[begin : end] per dim: end = begin + size (-1: the rest), or at the `from` positions (position, "
-        "input, dim) the dim of a reference input (read for its shape only), clamped to x's.");
+        "input, dim) the dim of a reference input (read for its shape only), clamped to x's; begin plus "
+        "coefficient x dim per `begin_from` (position, input, dim, coefficient) term, a negative sum counting "
+        "from the end.");
 
 HUB_REGISTER_OP(DynamicRange)
     .inputs(1, -1)
@@ -880,6 +908,38 @@ HUB_REGISTER_OP(TileGrad)
     .doc("(g, x) -> g summed over the tiles, at x's shape.");
 
 namespace ops {
+
+std::vector<std::optional<int64_t>> dynamic_slice_begin(const Attrs& attrs, const std::vector<Shape>& shapes) {
+  const std::vector<int64_t>& terms = attrs.get_ints("begin_from");
+  const std::vector<int64_t>& constant = attrs.get_ints("begin");
+  std::vector<std::optional<int64_t>> begin(constant.begin(), constant.end());
+  std::vector<char> computed(begin.size(), 0);
+  for (size_t k = 0; k + 3 < terms.size(); k += 4) {
+    const auto position = static_cast<size_t>(terms[k]);
+    computed[position] = 1;
+    const int64_t d = shapes[static_cast<size_t>(terms[k + 1])][static_cast<int>(terms[k + 2])];
+    if (!begin[position] || d < 0) {
+      begin[position].reset();
+      continue;
+    }
+    // (Coefficients come from model files: overflow is refused, not wrapped.)
+    int64_t term = 0, sum = 0;
+    if (__builtin_mul_overflow(terms[k + 3], d, &term) || __builtin_add_overflow(*begin[position], term, &sum))
+      throw_error(Code::kInvalidArgument, "DynamicSlice: a begin term overflows int64");
+    begin[position] = sum;
+  }
+  const Shape& x = shapes[0];
+  for (size_t i = 0; i < begin.size(); ++i) {
+    if (!computed[i] || !begin[i]) continue;
+    const int64_t n = x[static_cast<int>(i)];
+    if (n < 0) {
+      if (*begin[i] < 0) begin[i].reset();  // counts from an end not known yet
+      continue;
+    }
+    begin[i] = std::clamp<int64_t>(*begin[i] < 0 ? *begin[i] + n : *begin[i], 0, n);
+  }
+  return begin;
+}
 
 std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
                                                    int first_reference) {

@@ -179,11 +179,13 @@ StridedSliceSpec strided_slice_spec(const Shape& in, const Attrs& attrs);
 struct DimReferences {
   std::vector<Output> tensors;
   std::vector<int64_t> from;
-  void add(int64_t position, Output tensor, int64_t dim) {
+  void add(int64_t position, Output tensor, int64_t dim) { from.insert(from.end(), {position, input(tensor), dim}); }
+  // The op input carrying `tensor` (1 on), added on first use.
+  int64_t input(Output tensor) {
     size_t index = 0;
     while (index < tensors.size() && !(tensors[index] == tensor)) ++index;
     if (index == tensors.size()) tensors.push_back(tensor);
-    from.insert(from.end(), {position, static_cast<int64_t>(index) + 1, dim});
+    return static_cast<int64_t>(index) + 1;
   }
   // The op's inputs: x, then the tensors.
   std::vector<Output> inputs(Output x) const {
@@ -202,6 +204,14 @@ struct DimReferences {
 // on a malformed list.
 std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t rank, std::vector<char>* named,
                                                    int first_reference = 1);
+
+// DynamicSlice's begin per dim for its inputs' shapes: the `begin`
+// attribute plus, at positions `begin_from` names, the sum of coefficient x
+// dim over its (position, input, dim, coefficient) terms, which counts from
+// the end of x's dim when negative and is clamped to [0, dim] (ONNX's
+// Slice); nullopt where a dim it needs is unknown. Shared by the shape
+// function and the kernel; the attributes passed the shape function.
+std::vector<std::optional<int64_t>> dynamic_slice_begin(const Attrs& attrs, const std::vector<Shape>& shapes);
 
 // Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]
 // (batch dims, dims before the axis, the axis, dims after it), indices as

@@ -359,6 +359,13 @@ node('dyn/positions', 'StridedSlice',
      {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '0'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
       shrink_axis_mask: {i: '0'}});
 node('dynamic', 'AddV2', ['dyn/merged', 'dyn/positions'], {T});
+// The last two tokens, from a begin computed at run time (tokens[:, L - 2:]): 'dyn_tail'.
+node('dyn/start', 'Sub', ['dyn/length', 'dyn/two'], {T: IT});
+node('dyn_tail', 'StridedSlice',
+     ['tokens', pack('dyn/tail_begin', [intScalar('dyn/zero', 0), 'dyn/start', 'dyn/zero']),
+      vec('dyn/tail_end', [0, 0, 0]), vec('dyn/tail_strides', [1, 1, 1])],
+     {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '7'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
+      shrink_axis_mask: {i: '0'}});
 // The images resized to the tokens' run-time length squared (tf.image.resize(images, [L, L])): 'dyn_resized'.
 node('dyn_resized', 'ResizeBilinear', ['images', pack('dyn/square', ['dyn/length', 'dyn/length'])],
      {T, align_corners: {b: false}, half_pixel_centers: {b: true}});
@@ -416,7 +423,8 @@ async function main() {
                 'log_probs/cast:0': tensorInfo('log_probs/cast:0', [-1, 5]), 'resized:0': tensorInfo('resized:0', [-1, 54]),
                 'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
                 'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]),
-                'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]),
+                'dyn_tail:0': tensorInfo('dyn_tail:0', [-1, 2, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
@@ -448,7 +456,7 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'nms',
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);

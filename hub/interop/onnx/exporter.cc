@@ -880,17 +880,57 @@ void export_dynamic_reshape(Exporter& e, const Node& n) {
 
 // DynamicSlice: Slice over every dim; ends begin + size (the rest: INT64_MAX)
 // or, at the `from` positions, the reference dims (ONNX clamps them as hub does).
+// DynamicSlice's starts: its begin, with the `begin_from` terms (coefficient
+// x reference dim) added at run time where it has them.
+std::string slice_starts(Exporter& e, const Node& n) {
+  const std::vector<int64_t> begin = n.attrs.get_ints("begin"), terms = n.attrs.get_ints("begin_from");
+  if (terms.empty()) return e.ints(begin, n.name + "/starts");
+  std::map<int64_t, std::string> computed;
+  for (size_t k = 0; k + 3 < terms.size(); k += 4) {
+    std::string term = reference_dim(e, n, terms[k + 1], terms[k + 2], false);
+    if (terms[k + 3] != 1) {
+      const std::string scaled = e.fresh(n.name + "/term");
+      e.add("Mul", {term, e.ints({terms[k + 3]}, n.name + "/coefficient")}, scaled, scaled);
+      term = scaled;
+    }
+    auto [at, first] = computed.emplace(terms[k], term);
+    if (!first) {
+      const std::string sum = e.fresh(n.name + "/sum");
+      e.add("Add", {at->second, term}, sum, sum);
+      at->second = sum;
+    }
+  }
+  std::vector<std::string> parts;
+  for (size_t d = 0; d < begin.size(); ++d) {
+    auto it = computed.find(static_cast<int64_t>(d));
+    std::string part = e.ints({begin[d]}, n.name + "/start");
+    if (it != computed.end() && begin[d] != 0) {
+      const std::string sum = e.fresh(n.name + "/start_sum");
+      e.add("Add", {it->second, part}, sum, sum);
+      part = sum;
+    } else if (it != computed.end()) {
+      part = it->second;
+    }
+    parts.push_back(part);
+  }
+  const std::string starts = e.fresh(n.name + "/starts");
+  set_int(e.add("Concat", parts, starts, starts), "axis", 0);
+  return starts;
+}
+
 void export_dynamic_slice(Exporter& e, const Node& n) {
   const std::vector<int64_t> begin = n.attrs.get_ints("begin"), size = n.attrs.get_ints("size");
+  const std::vector<int64_t> terms = n.attrs.get_ints("begin_from");
+  for (size_t k = 0; k + 3 < terms.size(); k += 4)
+    if (size[static_cast<size_t>(terms[k])] >= 0)
+      e.fail(n, "a fixed size after a start computed at run time has no ONNX Slice form");
   std::vector<int64_t> ends, axes;
   for (size_t d = 0; d < begin.size(); ++d) {
     ends.push_back(size[d] < 0 ? std::numeric_limits<int64_t>::max() : begin[d] + size[d]);
     axes.push_back(static_cast<int64_t>(d));
   }
   std::string y = e.fresh(n.name);
-  e.add("Slice",
-        {e.nhwc(in(n, 0)), e.ints(begin, n.name + "/starts"), dims_with_references(e, n, ends),
-         e.ints(axes, n.name + "/axes")},
+  e.add("Slice", {e.nhwc(in(n, 0)), slice_starts(e, n), dims_with_references(e, n, ends), e.ints(axes, n.name + "/axes")},
         y, n.name);
   e.set(out0(n), y);
 }

@@ -610,7 +610,7 @@ void map_resize(NodeContext& c) {
     std::optional<SymShape> sizes = c.constant(3) ? std::nullopt : c.symbolic(3);
     if (!sizes) {
       sizes.emplace();
-      for (int64_t v : c.constant_ints(3, "sizes")) sizes->push_back(SymDim{v, "", 0});
+      for (int64_t v : c.constant_ints(3, "sizes")) sizes->push_back(SymDim::constant(v));
     }
     if (sizes->size() != 4) c.fail("sizes must have 4 entries");
     for (int i = 0; i < 2; ++i) {

@@ -97,7 +97,7 @@ void map_shape(NodeContext& c) {
   bool known = true;
   for (int64_t i = start; i < end; ++i) {
     int64_t d = s[static_cast<int>(i)];
-    dims.push_back(d >= 0 ? SymDim{d, "", 0} : SymDim{0, c.node().input(0), static_cast<int>(i)});
+    dims.push_back(d >= 0 ? SymDim::constant(d) : SymDim::dim_of(c.node().input(0), static_cast<int>(i)));
     known = known && d >= 0;
   }
   if (!known) {
@@ -109,14 +109,51 @@ void map_shape(NodeContext& c) {
   c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
 }
 
+// A symbolic element as value + terms, when it is linear in run-time dims.
+std::optional<SymDim> as_linear(const SymDim& d) {
+  if (d.known()) return d;
+  if (!d.derived) return SymDim::computed(0, {{d.tensor, d.dim, 1}});
+  if (d.terms.empty()) return std::nullopt;
+  return d;
+}
+
+// x + k * y for linear x and y (k = 1 or -1, or y a constant factor when
+// scaling): terms of one dim merged, zero ones dropped; a result with no
+// terms is known, one of a single dim with coefficient 1 and no constant is
+// that dim; nullopt past int64.
+std::optional<SymDim> linear_sum(const SymDim& x, const SymDim& y, int64_t k) {
+  SymDim out = SymDim::computed(x.value, x.terms);
+  int64_t scaled = 0;
+  if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(out.value, scaled, &out.value))
+    return std::nullopt;
+  for (const DimTerm& t : y.terms) {
+    int64_t c = 0;
+    if (__builtin_mul_overflow(t.coefficient, k, &c)) return std::nullopt;
+    auto same = std::find_if(out.terms.begin(), out.terms.end(),
+                             [&](const DimTerm& o) { return o.tensor == t.tensor && o.dim == t.dim; });
+    if (same == out.terms.end()) {
+      out.terms.push_back({t.tensor, t.dim, c});
+    } else if (__builtin_add_overflow(same->coefficient, c, &same->coefficient)) {
+      return std::nullopt;
+    }
+  }
+  out.terms.erase(std::remove_if(out.terms.begin(), out.terms.end(), [](const DimTerm& t) { return t.coefficient == 0; }),
+                  out.terms.end());
+  if (out.terms.empty()) return SymDim::constant(out.value);
+  if (out.terms.size() == 1 && out.value == 0 && out.terms[0].coefficient == 1)
+    return SymDim::dim_of(out.terms[0].tensor, out.terms[0].dim);
+  return out;
+}
+
 // Shape arithmetic on symbolic values (Gather, Unsqueeze, Squeeze, Concat,
 // Slice, Cast, Identity of 1-D shapes with run-time elements). Returns false
 // when the node's data input is not symbolic (the normal mapping applies).
 bool map_symbolic(NodeContext& c) {
   const std::string& op = c.op();
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    // Arithmetic on shape elements: known where both operands are, else
-    // derived (a run-time value that is no tensor's dim).
+    // Arithmetic on shape elements: known where both operands are; sums,
+    // differences and constant multiples of run-time dims stay linear in
+    // them; anything else is derived (a run-time value that is no tensor's dim).
     const std::optional<SymShape> a = c.symbolic(0), b = c.symbolic(1);
     if (!a || !b || (c.constant(0) && c.constant(1)) || c.rank(0) > 1 || c.rank(1) > 1) return false;
     if (a->size() != b->size() && a->size() != 1 && b->size() != 1) c.fail("shape operands differ in length");
@@ -125,14 +162,22 @@ bool map_symbolic(NodeContext& c) {
       const SymDim& x = (*a)[a->size() == 1 ? 0 : i];
       const SymDim& y = (*b)[b->size() == 1 ? 0 : i];
       if (!x.known() || !y.known() || (op == "Div" && y.value == 0)) {
-        out.push_back(SymDim{0, "", 0, true});
+        const std::optional<SymDim> lx = as_linear(x), ly = as_linear(y);
+        std::optional<SymDim> r;
+        if (lx && ly && (op == "Add" || op == "Sub")) {
+          r = linear_sum(*lx, *ly, op == "Add" ? 1 : -1);
+        } else if (lx && ly && op == "Mul" && (x.known() || y.known())) {
+          const SymDim& factor = x.known() ? x : y;
+          r = linear_sum(SymDim::computed(), x.known() ? *ly : *lx, factor.value);
+        }
+        out.push_back(r ? *r : SymDim::computed());
         continue;
       }
       const int64_t v = op == "Add"   ? x.value + y.value
                         : op == "Sub" ? x.value - y.value
                         : op == "Mul" ? x.value * y.value
                                       : x.value / y.value;
-      out.push_back(SymDim{v, "", 0});
+      out.push_back(SymDim::constant(v));
     }
     c.set_symbolic(0, out);
     return true;
@@ -594,8 +639,8 @@ Output dynamic_reshape(NodeContext& c, const SymShape& target) {
     }
     if (d.known() && d.value == 0 && c.attr_int("allowzero", 0) == 0) {  // 0 copies the input's dim
       if (static_cast<int>(i) >= x.rank()) c.fail("shape element 0 at " + std::to_string(i) + " has no input dim");
-      d = x[static_cast<int>(i)] >= 0 ? SymDim{x[static_cast<int>(i)], "", 0}
-                                      : SymDim{0, c.node().input(0), static_cast<int>(i)};
+      d = x[static_cast<int>(i)] >= 0 ? SymDim::constant(x[static_cast<int>(i)])
+                                      : SymDim::dim_of(c.node().input(0), static_cast<int>(i));
     }
     if (d.known()) {
       if (d.value < -1) c.fail("shape element " + std::to_string(d.value) + " at " + std::to_string(i));
@@ -704,12 +749,13 @@ void map_split(NodeContext& c) {
 }
 
 // Slice: constant starts/ends/axes/steps, on a static shape where needed.
-// A Slice whose ends are run-time dims of tensors the graph has (an
-// imported transformer's position_ids[:, :sequence]): DynamicSlice, steps 1.
-void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
+// A Slice whose starts or ends are run-time dims of tensors the graph has (an
+// imported transformer's position_ids[:, :sequence]), or whose starts are
+// sums of such dims (GPT-2's causal mask bias[key - query : key]):
+// DynamicSlice, steps 1.
+void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& ends) {
   const Shape s = c.shape(0);
   const int rank = s.rank();
-  const std::vector<int64_t> starts = c.constant_ints(1, "starts");
   std::vector<int64_t> axes;
   if (c.has_input(3))
     axes = c.constant_ints(3, "axes");
@@ -717,39 +763,59 @@ void map_dynamic_slice(NodeContext& c, const SymShape& ends) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (c.has_input(4))
     for (int64_t step : c.constant_ints(4, "steps"))
-      if (step != 1) c.fail("steps other than 1 need constant ends");
+      if (step != 1) c.fail("steps other than 1 need constant starts and ends");
   if (ends.size() != starts.size() || axes.size() != starts.size()) c.fail("starts, ends and axes differ in length");
-  std::vector<int64_t> begin(rank, 0), size(rank, -1);
+  std::vector<int64_t> begin(rank, 0), size(rank, -1), begin_from;
   ops::DimReferences refs;
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = normalize_axis(c, axes[k], rank, "axes");
     const int64_t dim = s[static_cast<int>(a)];
-    int64_t st = starts[k];
-    if (st < 0 && dim < 0) c.fail("a negative start on axis " + std::to_string(a) + " of run-time size");
-    if (st < 0) st += dim;
-    st = std::max<int64_t>(st, 0);
-    if (dim >= 0) st = std::min(st, dim);
-    begin[a] = st;
+    const bool runtime_start = !starts[k].known();
+    int64_t st = 0;
+    if (runtime_start) {
+      // value + sum of coefficient x dim, resolved (and made non-negative) at each run.
+      const std::optional<SymDim> linear = as_linear(starts[k]);
+      if (!linear) c.fail("a start computed by arithmetic other than sums of run-time dims on axis " + std::to_string(a));
+      begin[a] = linear->value;
+      for (const DimTerm& t : linear->terms) {
+        const auto [tensor, d] = c.dim_source(SymDim::dim_of(t.tensor, t.dim));
+        begin_from.insert(begin_from.end(), {a, refs.input(tensor), d, t.coefficient});
+      }
+    } else {
+      st = starts[k].value;
+      if (st < 0 && dim < 0) c.fail("a negative start on axis " + std::to_string(a) + " of run-time size");
+      if (st < 0) st += dim;
+      st = std::max<int64_t>(st, 0);
+      if (dim >= 0) st = std::min(st, dim);
+      begin[a] = st;
+    }
     if (!ends[k].known()) {
+      if (ends[k].derived) c.fail("an end computed by arithmetic on run-time dims on axis " + std::to_string(a));
       add_reference(c, refs, static_cast<size_t>(a), ends[k]);
       continue;
     }
     int64_t en = ends[k].value;
-    if (dim < 0) {
-      if (en < std::numeric_limits<int32_t>::max() || st != 0)
-        c.fail("axis " + std::to_string(a) + " has a size known only at run time");
-      continue;
-    }
+    if (en >= std::numeric_limits<int32_t>::max() || (runtime_start && dim >= 0 && en >= dim)) continue;  // the rest
+    if (dim < 0 || runtime_start)
+      c.fail("axis " + std::to_string(a) + ": a constant end " + std::to_string(en) + " with " +
+             (runtime_start ? "a start computed at run time" : "a size known only at run time"));
     if (en < 0) en += dim;
     size[a] = std::max<int64_t>(0, std::clamp<int64_t>(en, 0, dim) - st);
   }
   c.set_output(0, c.scope().op("DynamicSlice", refs.inputs(c.native(0)),
-                               Attrs().set("begin", begin).set("size", size).set("from", refs.from), "Slice"));
+                               Attrs()
+                                   .set("begin", begin)
+                                   .set("size", size)
+                                   .set("from", refs.from)
+                                   .set("begin_from", begin_from),
+                               "Slice"));
 }
 
 void map_slice(NodeContext& c) {
-  if (!c.constant(2))
-    if (std::optional<SymShape> ends = c.symbolic(2)) return map_dynamic_slice(c, *ends);
+  if (!c.constant(1) || !c.constant(2)) {
+    const std::optional<SymShape> starts = c.symbolic(1), ends = c.symbolic(2);
+    if (starts && ends) return map_dynamic_slice(c, *starts, *ends);
+  }
   const Shape s = c.shape(0);
   const int rank = s.rank();
   std::vector<int64_t> starts = c.constant_ints(1, "starts"), ends = c.constant_ints(2, "ends");

@@ -207,7 +207,7 @@ std::optional<SymShape> GraphContext::symbolic(int i) const {
   if (v.constant && v.constant->rank() <= 1 &&
       (v.constant->dtype() == DType::kInt64 || v.constant->dtype() == DType::kInt32)) {
     SymShape s;
-    for (int64_t x : constant_ints(i, "input")) s.push_back(SymDim{x, "", 0});
+    for (int64_t x : constant_ints(i, "input")) s.push_back(SymDim::constant(x));
     return s;
   }
   return std::nullopt;

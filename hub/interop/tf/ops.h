@@ -31,14 +31,27 @@
 
 namespace hub::tf {
 
+// coefficient x dimension `dim` of tensor `of` (a linear DimValue's term).
+struct DimTerm {
+  Output of;
+  int dim = -1;
+  int64_t coefficient = 1;
+};
+
 // One element of a partially known int vector (a Shape of a tensor with
-// unknown dims, and what is computed from it): a known value, or dimension
-// `dim` of tensor `of` in the hub graph, unknown until run time.
+// unknown dims, and what is computed from it): a known value, dimension
+// `dim` of tensor `of` in the hub graph, unknown until run time, or value +
+// the sum of `terms` (sums, differences and constant multiples of such
+// dims: tf.shape(k)[1] - tf.shape(q)[1]).
 struct DimValue {
   int64_t value = 0;
-  Output of;  // valid: symbolic
+  Output of;  // valid: one run-time dim
   int dim = -1;
-  bool known() const { return !of.valid(); }
+  std::vector<DimTerm> terms;  // non-empty: linear in run-time dims
+  static DimValue constant(int64_t v) { return {v, {}, -1, {}}; }
+  static DimValue dim_of(Output of, int dim) { return {0, of, dim, {}}; }
+  bool known() const { return !of.valid() && terms.empty(); }
+  bool is_dim() const { return of.valid(); }
 };
 
 // A TensorFlow tensor during import.
@@ -154,6 +167,12 @@ struct OpImporter {
   // May be evaluated at import when all its inputs are constant.
   bool foldable = true;
 };
+
+// Add, AddV2, Sub, Mul of int values computed from shapes with run-time
+// elements (tf.shape(k)[1] - tf.shape(q)[1]): sums, differences and constant
+// multiples stay partially known (linear DimValues). False when the node is
+// not such arithmetic (the normal mapping applies).
+bool map_dim_arithmetic(OpContext& c);
 
 // Importers by TensorFlow op type.
 const std::map<std::string, OpImporter>& op_importers();

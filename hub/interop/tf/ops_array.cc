@@ -40,7 +40,7 @@ std::optional<std::vector<DimValue>> dim_values(const OpContext& c, int i) {
   if (v.constant && (v.constant->dtype() == DType::kInt32 || v.constant->dtype() == DType::kInt64) &&
       v.constant->rank() <= 1) {
     std::vector<DimValue> out;
-    for (int64_t x : c.constant_ints(i, "value")) out.push_back({x, {}, -1});
+    for (int64_t x : c.constant_ints(i, "value")) out.push_back(DimValue::constant(x));
     return out;
   }
   return std::nullopt;
@@ -69,6 +69,37 @@ void set_int_value(OpContext& c, int i, std::vector<DimValue> dims, DType dtype,
     c.set_constant(i, int_tensor(dims, dtype, scalar));
   else
     c.set_dims(i, std::move(dims), dtype, scalar);
+}
+
+// A partially known element as value + terms.
+DimValue as_linear(const DimValue& d) {
+  if (d.is_dim()) return {0, {}, -1, {{d.of, d.dim, 1}}};
+  return d;
+}
+
+// x + k * y for linear x, y: terms of one dim merged, zero ones dropped; no
+// terms left is a constant, a lone dim with coefficient 1 and no constant is
+// that dim; nullopt past int64.
+std::optional<DimValue> linear_sum(const DimValue& x, const DimValue& y, int64_t k) {
+  DimValue out{x.value, {}, -1, x.terms};
+  int64_t scaled = 0;
+  if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(out.value, scaled, &out.value))
+    return std::nullopt;
+  for (const DimTerm& t : y.terms) {
+    int64_t c = 0;
+    if (__builtin_mul_overflow(t.coefficient, k, &c)) return std::nullopt;
+    auto same = std::find_if(out.terms.begin(), out.terms.end(),
+                             [&](const DimTerm& o) { return o.of == t.of && o.dim == t.dim; });
+    if (same == out.terms.end())
+      out.terms.push_back({t.of, t.dim, c});
+    else if (__builtin_add_overflow(same->coefficient, c, &same->coefficient))
+      return std::nullopt;
+  }
+  out.terms.erase(std::remove_if(out.terms.begin(), out.terms.end(), [](const DimTerm& t) { return t.coefficient == 0; }),
+                  out.terms.end());
+  if (out.terms.size() == 1 && out.value == 0 && out.terms[0].coefficient == 1)
+    return DimValue::dim_of(out.terms[0].of, out.terms[0].dim);
+  return out;
 }
 
 // ---- Sources and identities -------------------------------------------------------
@@ -118,9 +149,9 @@ void map_shape(OpContext& c) {
   std::vector<DimValue> dims;
   for (int d = 0; d < s.rank(); ++d) {
     if (s[d] >= 0)
-      dims.push_back({s[d], {}, -1});
+      dims.push_back(DimValue::constant(s[d]));
     else
-      dims.push_back({0, v.out, d});
+      dims.push_back(DimValue::dim_of(v.out, d));
   }
   set_int_value(c, 0, std::move(dims), out, false);
 }
@@ -218,6 +249,7 @@ void map_reshape(OpContext& c) {
     for (size_t i = 0; i < dims->size(); ++i) {
       const DimValue& d = (*dims)[i];
       if (d.known() && d.value < -1) c.fail("shape element " + std::to_string(d.value));
+      if (!d.known() && !d.is_dim()) c.unsupported("a target shape element computed by arithmetic on run-time dims");
       shape.push_back(d.known() ? d.value : 0);
       if (!d.known()) refs.add(static_cast<int64_t>(i), d.of, d.dim);
     }
@@ -371,8 +403,8 @@ void map_slice(OpContext& c) {
 // StridedSlice with an end computed at run time (x[:, :tf.shape(y)[1]]):
 // DynamicSlice, for a plain spec (no ellipsis or new axes, strides 1,
 // non-negative begins), then a Squeeze of the shrunk dims.
-void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
-  const std::vector<int64_t> begin = c.constant_ints(1, "begin"), strides = c.constant_ints(3, "strides");
+void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& begin, const std::vector<DimValue>& end) {
+  const std::vector<int64_t> strides = c.constant_ints(3, "strides");
   const Shape in = c.shape(0);
   const size_t n = begin.size();
   if (end.size() != n || strides.size() != n || static_cast<int>(n) > in.rank())
@@ -380,16 +412,23 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
   const int64_t begin_mask = c.attr_int("begin_mask"), end_mask = c.attr_int("end_mask"),
                 shrink_mask = c.attr_int("shrink_axis_mask");
   if (c.attr_int("ellipsis_mask") != 0 || c.attr_int("new_axis_mask") != 0)
-    c.unsupported("an end computed at run time needs a slice without ellipsis or new axes");
-  std::vector<int64_t> b(in.rank(), 0), size(in.rank(), -1), squeezed;
+    c.unsupported("a begin or end computed at run time needs a slice without ellipsis or new axes");
+  std::vector<int64_t> b(in.rank(), 0), size(in.rank(), -1), squeezed, begin_from;
   ops::DimReferences refs;
   for (size_t k = 0; k < n; ++k) {
     const int d = static_cast<int>(k);
     const bool shrink = (shrink_mask >> k) & 1;
-    if (strides[k] != 1) c.unsupported("an end computed at run time needs strides of 1");
-    if (!((begin_mask >> k) & 1) || shrink) {
-      if (begin[k] < 0) c.unsupported("an end computed at run time needs begins of 0 or more");
-      b[d] = begin[k];
+    if (strides[k] != 1) c.unsupported("a begin or end computed at run time needs strides of 1");
+    const bool runtime_begin = (!((begin_mask >> k) & 1) || shrink) && !begin[k].known();
+    if (runtime_begin) {
+      // value + sum of coefficient x dim at each run (negative: from the end, as TensorFlow's).
+      const DimValue linear = as_linear(begin[k]);
+      b[d] = linear.value;
+      for (const DimTerm& t : linear.terms)
+        begin_from.insert(begin_from.end(), {d, refs.input(t.of), t.dim, t.coefficient});
+    } else if (!((begin_mask >> k) & 1) || shrink) {
+      if (begin[k].value < 0) c.unsupported("a begin or end computed at run time needs constant begins of 0 or more");
+      b[d] = begin[k].value;
     }
     if (shrink) {
       size[d] = 1;
@@ -397,21 +436,26 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& end) {
     } else if ((end_mask >> k) & 1) {
       size[d] = -1;
     } else if (!end[k].known()) {
+      if (!end[k].is_dim()) c.unsupported("an end computed by arithmetic on run-time dims");
       refs.add(static_cast<int64_t>(k), end[k].of, end[k].dim);
     } else {
-      if (end[k].value < 0 || in[d] < 0) c.unsupported("an end computed at run time needs ends of 0 or more");
-      size[d] = std::max<int64_t>(0, std::min(end[k].value, in[d]) - b[d]);
+      if (end[k].value < 0 || in[d] < 0) c.unsupported("a begin or end computed at run time needs ends of 0 or more");
+      if (runtime_begin && end[k].value < in[d])
+        c.unsupported("a constant end short of the dim after a begin computed at run time");
+      size[d] = runtime_begin ? -1 : std::max<int64_t>(0, std::min(end[k].value, in[d]) - b[d]);
     }
   }
-  Output y =
-      c.add("DynamicSlice", refs.inputs(c.input(0)), Attrs().set("begin", b).set("size", size).set("from", refs.from));
+  Output y = c.add("DynamicSlice", refs.inputs(c.input(0)),
+                   Attrs().set("begin", b).set("size", size).set("from", refs.from).set("begin_from", begin_from));
   if (!squeezed.empty()) y = c.add("Squeeze", {y}, Attrs().set("axes", squeezed));
   c.set_output(0, y);
 }
 
 void map_strided_slice(OpContext& c) {
-  if (!c.constant(2))
-    if (const std::optional<std::vector<DimValue>> end = dim_values(c, 2)) return map_dynamic_strided_slice(c, *end);
+  if (!c.constant(1) || !c.constant(2)) {
+    const std::optional<std::vector<DimValue>> begin = dim_values(c, 1), end = dim_values(c, 2);
+    if (begin && end) return map_dynamic_strided_slice(c, *begin, *end);
+  }
   std::vector<int64_t> begin = c.constant_ints(1, "begin"), end = c.constant_ints(2, "end"),
                        strides = c.constant_ints(3, "strides");
   const size_t n = begin.size();
@@ -573,7 +617,7 @@ void map_range(OpContext& c) {
   if (args[0] && args[2] && !args[1]) {
     // A limit that is a run-time dim (tf.range(tf.shape(x)[1])): DynamicRange reads it at each run.
     const std::optional<std::vector<DimValue>> limit = dim_values(c, 1);
-    if (limit && limit->size() == 1 && !(*limit)[0].known()) {
+    if (limit && limit->size() == 1 && (*limit)[0].is_dim()) {
       const std::vector<int64_t> start = c.constant_ints(0, "start"), delta = c.constant_ints(2, "delta");
       if (start.size() != 1 || delta.size() != 1 || delta[0] == 0)
         c.fail("start and delta must be scalars, delta nonzero");
@@ -717,8 +761,24 @@ void export_dynamic_slice(ExportContext& c) {
     ends.push_back(rest ? 0 : begin[d] + size[d]);
   }
   const auto rank = static_cast<int64_t>(begin.size());
+  // Begins with `begin_from` terms: coefficient x reference dim added at run time.
+  std::string starts = ints_const(c, "begin", begin, Shape{rank});
+  const std::vector<int64_t> terms = c.node().attrs.get_ints("begin_from");
+  for (size_t k = 0; k + 3 < terms.size(); k += 4) {
+    if (size[static_cast<size_t>(terms[k])] >= 0)
+      c.fail("a fixed size after a begin computed at run time has no StridedSlice form");
+    // The term placed at its position of a rank-long vector (a one-hot mask times the dim).
+    std::vector<int64_t> at(begin.size(), 0);
+    at[static_cast<size_t>(terms[k])] = terms[k + 3];
+    auto& term = c.add("begin_term", "Mul",
+                       {reference_dim(c, terms[k + 1], terms[k + 2], false), ints_const(c, "coefficients", at, Shape{rank})});
+    set_type(term, "T", DType::kInt32);
+    auto& sum = c.add("begin_sum", "Add", {starts, term.name()});
+    set_type(sum, "T", DType::kInt32);
+    starts = sum.name();
+  }
   auto& n = c.add("", "StridedSlice",
-                  {c.input(0), ints_const(c, "begin", begin, Shape{rank}), dims_with_references(c, ends),
+                  {c.input(0), starts, dims_with_references(c, ends),
                    ints_const(c, "strides", std::vector<int64_t>(begin.size(), 1), Shape{rank})});
   set_type(n, "T", c.input_spec(0).dtype);
   set_type(n, "Index", DType::kInt32);
@@ -913,6 +973,31 @@ void export_reverse_sequence(ExportContext& c) {
 }
 
 }  // namespace
+
+bool map_dim_arithmetic(OpContext& c) {
+  const std::string& op = c.op();
+  if ((op != "Add" && op != "AddV2" && op != "Sub" && op != "Mul") || c.num_inputs() != 2) return false;
+  if (!c.value(0).dims && !c.value(1).dims) return false;
+  const std::optional<std::vector<DimValue>> a = dim_values(c, 0), b = dim_values(c, 1);
+  if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return false;
+  std::vector<DimValue> out;
+  for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
+    const DimValue& x = (*a)[a->size() == 1 ? 0 : i];
+    const DimValue& y = (*b)[b->size() == 1 ? 0 : i];
+    std::optional<DimValue> r;
+    if (op == "Mul") {
+      if (!x.known() && !y.known()) return false;  // a product of run-time dims: not linear
+      r = linear_sum(DimValue::constant(0), x.known() ? as_linear(y) : as_linear(x), x.known() ? x.value : y.value);
+    } else {
+      r = linear_sum(as_linear(x), as_linear(y), op == "Sub" ? -1 : 1);
+    }
+    if (!r) c.fail("shape arithmetic overflows int64");
+    out.push_back(*r);
+  }
+  const bool scalar = c.shape(0).rank() == 0 && c.shape(1).rank() == 0;
+  set_int_value(c, 0, std::move(out), c.dtype(0), scalar);
+  return true;
+}
 
 std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& target) {
   const std::vector<int64_t> from = c.node().attrs.get_ints("from");

@@ -77,6 +77,7 @@ bool is_unary(const std::string& tf_op) {
 bool is_logical(const std::string& tf_op) { return tf_op.rfind("Logical", 0) == 0; }
 
 void map_elementwise(OpContext& c) {
+  if (map_dim_arithmetic(c)) return;
   const std::string& hub_op = elementwise().at(c.op());
   // TensorFlow's Div of integers rounds toward zero and hub's Div is for
   // floats: only the float form is the same.

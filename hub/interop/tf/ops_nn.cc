@@ -163,6 +163,7 @@ void map_resize(OpContext& c) {
     if (v.dims->size() != 2) c.fail("size (input 1) must hold two numbers");
     for (size_t i = 0; i < 2; ++i) {
       const DimValue& d = (*v.dims)[i];
+      if (!d.known() && !d.is_dim()) c.unsupported("a size computed by arithmetic on run-time dims");
       size.push_back(d.known() ? d.value : 0);
       if (!d.known()) refs.add(static_cast<int64_t>(i), d.of, d.dim);
     }

@@ -197,6 +197,19 @@ void slice_kernel(KernelContext& c) {
            static_cast<char*>(y.raw_data()), y.shape().dims(), zero, y.shape().dims(), elem_size(x));
 }
 
+// DynamicSlice: its begin resolved for this run's shapes (the size is the output's).
+void dynamic_slice_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor& y = c.output(0);
+  std::vector<Shape> shapes;
+  for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.input(i).shape());
+  std::vector<int64_t> begin;
+  for (const std::optional<int64_t>& b : ops::dynamic_slice_begin(c.attrs(), shapes)) begin.push_back(b.value());
+  std::vector<int64_t> zero(x.rank(), 0);
+  copy_box(static_cast<const char*>(x.raw_data()), x.shape().dims(), begin, static_cast<char*>(y.raw_data()),
+           y.shape().dims(), zero, y.shape().dims(), elem_size(x));
+}
+
 void concat_kernel(KernelContext& c) {
   Tensor& y = c.output(0);
   int rank = y.rank();
@@ -760,7 +773,7 @@ HUB_REGISTER_KERNEL(Transpose, reference, transpose_kernel);
 HUB_REGISTER_KERNEL(Pad, reference, pad_kernel);
 HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
-HUB_REGISTER_KERNEL(DynamicSlice, reference, slice_kernel);
+HUB_REGISTER_KERNEL(DynamicSlice, reference, dynamic_slice_kernel);
 HUB_REGISTER_KERNEL(DynamicRange, reference, range_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 

@@ -2007,3 +2007,61 @@ TEST_CASE("ONNX import and export: resizes to run-time sizes (scales of a dynami
     expect_exported_agrees(spec, here, {{"x", x}}, {"skip", "twice"}, want);
   }
 }
+
+TEST_CASE("ONNX import and export: GPT-2's causal mask, a Slice starting at key_length - query_length, agrees with ONNX Runtime") {
+  // HF GPT-2's attention as torch.onnx exports it: bias[:, :, key_length - query_length : key_length,
+  // :key_length] with both lengths Gathered from Shape at run time (queries of a later step attend to
+  // a longer key cache), the mask applied with Where, then Softmax.
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_causal_mask");
+  OnnxBuilder b(13);
+  b.input("q", {1, 2, -1, 4});
+  b.input("k", {1, 2, -1, 4});
+  b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("query");
+  b.g->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("key");
+  const int64_t positions = 16;
+  std::vector<bool> tril;
+  for (int64_t i = 0; i < positions; ++i)
+    for (int64_t j = 0; j < positions; ++j) tril.push_back(j <= i);
+  Tensor bias(DType::kBool, Shape{1, 1, positions, positions});
+  for (size_t i = 0; i < tril.size(); ++i) bias.data<bool>()[i] = tril[i];
+  b.init("bias", bias);
+  b.init("two", Tensor::scalar<int64_t>(2));
+  b.init("axis0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("axis2", Tensor::from_vector<int64_t>({1}, {2}));
+  b.init("axis3", Tensor::from_vector<int64_t>({1}, {3}));
+  b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("masked", Tensor::scalar<float>(-10000.0f));
+  ints_attr(b.node("Transpose", {"k"}, "kt", "/kt"), "perm", {0, 1, 3, 2});
+  b.node("MatMul", {"q", "kt"}, "scores", "/scores");
+  b.node("Shape", {"q"}, "q_shape", "/q_shape");
+  b.node("Shape", {"k"}, "k_shape", "/k_shape");
+  b.node("Gather", {"q_shape", "two"}, "query_length", "/query_length");
+  b.node("Gather", {"k_shape", "two"}, "key_length", "/key_length");
+  b.node("Sub", {"key_length", "query_length"}, "offset", "/offset");
+  b.node("Unsqueeze", {"offset", "axis0"}, "start", "/start");
+  b.node("Unsqueeze", {"key_length", "axis0"}, "end", "/end");
+  b.node("Slice", {"bias", "start", "end", "axis2"}, "rows", "/rows");
+  b.node("Slice", {"rows", "zero", "end", "axis3"}, "mask", "/mask");
+  b.node("Where", {"mask", "scores", "masked"}, "scores_masked", "/scores_masked");
+  int_attr(b.node("Softmax", {"scores_masked"}, "weights", "/weights"), "axis", -1);
+  b.output("weights", {1, 2, -1, -1});
+  const std::string path = b.save(dir.path, "causal_mask.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  Module module(spec);
+  int run = 0;
+  for (const auto& [query, key] : std::vector<std::pair<int64_t, int64_t>>{{3, 5}, {4, 4}, {1, 7}, {3, 5}}) {
+    INFO(query << " queries, " << key << " keys");
+    const fs::path here = dir.path / std::to_string(run++);
+    fs::create_directories(here);
+    const Tensor q = random_tensor({1, 2, query, 4}, 80 + query), k = random_tensor({1, 2, key, 4}, 90 + key);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"q", q}, {"k", k}}, here / "source");
+    REQUIRE(want.size() == 1);
+    // Query i sees keys 0 .. key - query + i: the last query sees all, the first only key - query + 1.
+    if (query > 1) CHECK(want[0].data<float>()[key - query + 1] == 0.0f);
+    CHECK(want[0].data<float>()[key - query] > 0.0f);
+    const TensorMap got = module("default", {{"q", q}, {"k", k}});
+    expect_close(got.at("weights"), want[0], 1e-6, 1e-5);
+    expect_exported_agrees(spec, here, {{"q", q}, {"k", k}}, {"weights"}, want);
+  }
+}

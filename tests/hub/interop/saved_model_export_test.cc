@@ -212,7 +212,16 @@ void every_op(ModuleBuilder& b) {
                             .set("coordinate_transformation_mode", "half_pixel")
                             .set("from", ints({0, 1, 0})),
                         "resize_runtime");
-  b.add_signature("dynamic", {{"images", x}}, {{"default", rows}, {"range", range}, {"resized", resized}});
+  // The last `batch` rows of each image: begin = H - batch at run time (GPT-2's causal-mask slice).
+  Output last_rows = s.op("DynamicSlice", {x, x},
+                          Attrs()
+                              .set("begin", ints({0, 0, 0, 0}))
+                              .set("size", ints({-1, -1, -1, -1}))
+                              .set("from", ints({}))
+                              .set("begin_from", ints({1, 1, 1, 1, 1, 1, 0, -1})),
+                          "last_rows");
+  b.add_signature("dynamic", {{"images", x}},
+                  {{"default", rows}, {"range", range}, {"resized", resized}, {"last_rows", last_rows}});
   // Output sizes that follow from the values: the images' values as one batch of center-point boxes
   // scored by their mean (NonMaxSuppressionV3 of corners), and NonZero of a test (Where).
   Output boxes = s.op("Reshape", {x}, Attrs().set("shape", ints({1, -1, 4})), "boxes");
