@@ -280,5 +280,45 @@ const OpRegistrar grid_sample_grad_registration =
             "(g, x, grid) -> (dx, dgrid) of bilinear or nearest GridSample; dgrid is 0 for nearest and where "
             "border padding clips.");
 
+// RoiAlign: x [N, H, W, C] pooled over rois [R, 4] (x1, y1, x2, y2) of
+// images batch_indices [R] into [R, OH, OW, C].
+std::vector<TensorSpec> roi_align_shape_fn(const InferContext& c) {
+  c.expect_rank(0, 4);
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_rank(1, 2);
+  c.expect_dtype(1, DType::kFloat32);
+  c.expect_rank(2, 1);
+  if (c.dtype(2) != DType::kInt32 && c.dtype(2) != DType::kInt64)
+    c.fail("batch_indices must be int32 or int64, got " + c.input(2).to_string());
+  const Shape &rois = c.shape(1), &indices = c.shape(2);
+  if ((rois[1] >= 0 && rois[1] != 4) || (rois[0] >= 0 && indices[0] >= 0 && rois[0] != indices[0]))
+    c.fail("rois " + c.input(1).to_string() + " must be [R, 4] and batch_indices " + c.input(2).to_string() + " [R]");
+  const Attrs& a = c.attrs();
+  const int64_t oh = a.get_int("output_height"), ow = a.get_int("output_width");
+  if (oh < 1 || ow < 1) c.fail("output_height and output_width must be positive, got " + std::to_string(oh) + ", " +
+                               std::to_string(ow));
+  if (a.get_int("sampling_ratio") < 0) c.fail("sampling_ratio must be 0 (adaptive) or positive");
+  const std::string& mode = a.get_string("mode");
+  if (mode != "avg" && mode != "max") c.fail("mode must be avg or max, got " + mode);
+  if (!std::isfinite(a.get_float("spatial_scale"))) c.fail("spatial_scale must be finite");
+  const int64_t r = rois[0] >= 0 ? rois[0] : indices[0];
+  return {{DType::kFloat32, Shape{r, oh, ow, c.shape(0)[3]}}};
+}
+
+const OpRegistrar roi_align_registration =
+    OpDefBuilder("RoiAlign")
+        .inputs(3)
+        .attr("mode", AttrType::kString, std::string("avg"))
+        .attr("output_height", AttrType::kInt, int64_t{1})
+        .attr("output_width", AttrType::kInt, int64_t{1})
+        .attr("sampling_ratio", AttrType::kInt, int64_t{0})
+        .attr("spatial_scale", AttrType::kFloat, 1.0)
+        .attr("half_pixel", AttrType::kBool, true)
+        .shape_fn(roi_align_shape_fn)
+        .no_gradient("detection heads are imported for inference")
+        .doc(
+            "Pools NHWC x over each region of interest (x1, y1, x2, y2) of its image into [OH, OW] bins, averaging "
+            "(or taking the largest of) bilinear samples per bin (ONNX RoiAlign, Mask R-CNN).");
+
 }  // namespace
 }  // namespace hub

@@ -70,6 +70,16 @@
 // The shape function rejects (InvalidArgument naming the node, the attribute
 // and its value): rank != 4, a non-float32 input, a bad size, an unknown mode
 // string, scales that are not two positive numbers.
+//
+// RoiAlign(x [N,H,W,C], rois [R,4], batch_indices [R]) -> [R,OH,OW,C]
+// (ONNX RoiAlign, Mask R-CNN): region r = (x1, y1, x2, y2) of image
+// batch_indices[r] (int32/int64, checked at run time), times spatial_scale,
+// minus 0.5 with half_pixel (else at least 1 x 1), in OH x OW bins; each bin
+// sampled at sampling_ratio^2 points (0: ceil(bin size) per axis), each
+// point bilinear (more than one pixel outside: 0; else clamped); mode avg
+// averages the points, max takes the largest weighted tap of any point
+// (ONNX Runtime's). Attributes mode, output_height, output_width,
+// sampling_ratio, spatial_scale, half_pixel. No gradient.
 #pragma once
 
 #include <cstdint>

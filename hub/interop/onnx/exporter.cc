@@ -284,7 +284,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   // The opset: the lowest that has every op written, or the one asked for if it does.
   auto first_opset = [](const Node& n) {
     if (n.op == "HardSwish") return 14;
-    if (n.op == "GridSample") return 16;
+    if (n.op == "GridSample" || n.op == "RoiAlign") return 16;
     if ((n.op == "ScatterND" || n.op == "ScatterElements") && n.attrs.get_string("reduction") != "none") return 16;
     return 13;
   };
@@ -1187,6 +1187,24 @@ void export_fill_like(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// RoiAlign: NCHW x (opset 16, for coordinate_transformation_mode).
+void export_roi_align(Exporter& e, const Node& n) {
+  std::string indices = e.nhwc(in(n, 2));
+  if (e.spec(in(n, 2)).dtype != DType::kInt64) {
+    const std::string wide = e.fresh(n.name + "/batch_indices");
+    set_int(e.add("Cast", {indices}, wide, wide), "to", ::onnx::TensorProto::INT64);
+    indices = wide;
+  }
+  std::string y = e.fresh(n.name);
+  NodeProto* p = e.add("RoiAlign", {e.nchw(in(n, 0)), e.nhwc(in(n, 1)), indices}, y, n.name);
+  const Attrs& a = n.attrs;
+  set_string(p, "coordinate_transformation_mode", a.get_bool("half_pixel") ? "half_pixel" : "output_half_pixel");
+  set_string(p, "mode", a.get_string("mode"));
+  for (const char* name : {"output_height", "output_width", "sampling_ratio"}) set_int(p, name, a.get_int(name));
+  set_float(p, "spatial_scale", a.get_float("spatial_scale"));
+  e.set(out0(n), y, true);
+}
+
 // GridSample: NCHW x, the grid as it is (opset 16).
 void export_grid_sample(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
@@ -1357,6 +1375,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ScatterND", export_scatter},
       {"ScatterElements", export_scatter},
       {"GridSample", export_grid_sample},
+      {"RoiAlign", export_roi_align},
       {"ZerosLike", export_fill_like},
       {"OnesLike", export_fill_like},
       {"Pow", export_elementwise<kPow>},

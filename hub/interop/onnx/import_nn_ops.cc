@@ -670,6 +670,23 @@ void map_resize(NodeContext& c) {
   c.set_output(0, c.scope().op("Resize", refs.inputs(c.nhwc(0)), a, "Resize"), true);
 }
 
+// RoiAlign (opset 16 semantics; opset 10's legacy pixel offsets arrive as
+// output_half_pixel from the version converter).
+void map_roi_align(NodeContext& c) {
+  if (c.rank(0) != 4) c.fail("only 4-D inputs (N,C,H,W) are supported, got " + c.shape(0).to_string());
+  const std::string ctm = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    c.fail_attr("coordinate_transformation_mode", ctm, "expected half_pixel or output_half_pixel");
+  Attrs a;
+  a.set("mode", c.attr_string("mode", "avg"))
+      .set("output_height", c.attr_int("output_height", 1))
+      .set("output_width", c.attr_int("output_width", 1))
+      .set("sampling_ratio", c.attr_int("sampling_ratio", 0))
+      .set("spatial_scale", static_cast<double>(c.attr_float("spatial_scale", 1.0f)))
+      .set("half_pixel", ctm == "half_pixel");
+  c.set_output(0, c.scope().op("RoiAlign", {c.nhwc(0), c.native(1), c.native(2)}, a, "RoiAlign"), true);
+}
+
 // ---- matrix products --------------------------------------------------------------------
 
 void map_gemm(NodeContext& c) {
@@ -984,6 +1001,9 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["GlobalMaxPool"] = {map_global_pool<true>, {}};
   m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
   m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
+  m["RoiAlign"] = {map_roi_align,
+                   {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio",
+                    "spatial_scale"}};
   m["LayerNormalization"] = {map_layer_norm, {"axis", "epsilon", "stash_type"}};
   m["InstanceNormalization"] = {map_instance_norm, {"epsilon"}};
   m["DepthToSpace"] = {map_depth_space<true>, {"blocksize", "mode"}};

@@ -229,8 +229,109 @@ void grid_sample_grad_kernel(KernelContext& c) {
   });
 }
 
+// ---- RoiAlign ----------------------------------------------------------------
+//
+// ONNX's RoiAlign (as Detectron's): per region, bins of (h, w) / (OH, OW),
+// each sampled at a grid of sampling_ratio^2 points (adaptive: ceil(h / OH)
+// x ceil(w / OW)), each point bilinear (a point more than one pixel outside
+// reads 0, else clamped to the image); avg averages the points, max takes
+// the largest of each point's four weighted taps. Parallel over bins; the C
+// channels of a tap are one contiguous NHWC run.
+
+struct Tap {
+  int64_t at[4];
+  float w[4];
+};
+
+void roi_align_kernel(KernelContext& c) {
+  const Tensor &x = c.input(0), &rois = c.input(1), &indices = c.input(2);
+  const Shape& s = x.shape();
+  const int64_t n = s[0], h = s[1], w = s[2], ch = s[3], r = rois.dim(0);
+  if (indices.dim(0) != r)
+    throw_error(Code::kInvalidArgument, "RoiAlign: " + std::to_string(indices.dim(0)) + " batch indices for " +
+                                            std::to_string(r) + " regions");
+  std::vector<int64_t> batch = dispatch_dtype(indices.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* v = indices.data<T>();
+    return std::vector<int64_t>(v, v + r);
+  });
+  for (int64_t i = 0; i < r; ++i)
+    if (batch[static_cast<size_t>(i)] < 0 || batch[static_cast<size_t>(i)] >= n)
+      throw_error(Code::kInvalidArgument, "RoiAlign: batch index " + std::to_string(batch[static_cast<size_t>(i)]) +
+                                              " of region " + std::to_string(i) + " is outside [0, " + std::to_string(n) +
+                                              ")");
+  const Attrs& a = c.attrs();
+  const int64_t oh = a.get_int("output_height"), ow = a.get_int("output_width"), ratio = a.get_int("sampling_ratio");
+  const bool max_mode = a.get_string("mode") == "max", half_pixel = a.get_bool("half_pixel");
+  const auto scale = static_cast<float>(a.get_float("spatial_scale"));
+  const float* xd = x.data<float>();
+  const float* rd = rois.data<float>();
+  float* y = c.output(0).data<float>();
+  parallel_for(r * oh * ow, 1, [&](int64_t begin, int64_t end) {
+    std::vector<Tap> taps;
+    for (int64_t bin = begin; bin < end; ++bin) {
+      const int64_t i = bin / (oh * ow), ph = bin / ow % oh, pw = bin % ow;
+      const float* roi = rd + 4 * i;
+      const float offset = half_pixel ? 0.5f : 0.0f;
+      const float x0 = roi[0] * scale - offset, y0 = roi[1] * scale - offset;
+      float rw = roi[2] * scale - offset - x0, rh = roi[3] * scale - offset - y0;
+      if (!half_pixel) rw = std::max(rw, 1.0f), rh = std::max(rh, 1.0f);  // legacy: at least one pixel
+      const float bh = rh / static_cast<float>(oh), bw = rw / static_cast<float>(ow);
+      const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<float>(oh)));
+      const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<float>(ow)));
+      taps.clear();
+      for (int64_t iy = 0; iy < gh; ++iy) {
+        const float yy = y0 + static_cast<float>(ph) * bh + (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          const float xx =
+              x0 + static_cast<float>(pw) * bw + (static_cast<float>(ix) + 0.5f) * bw / static_cast<float>(gw);
+          Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};
+          if (!(yy < -1.0f || yy > static_cast<float>(h) || xx < -1.0f || xx > static_cast<float>(w))) {
+            float py = std::max(yy, 0.0f), px = std::max(xx, 0.0f);
+            auto lo_y = static_cast<int64_t>(py), lo_x = static_cast<int64_t>(px);
+            int64_t hi_y = lo_y + 1, hi_x = lo_x + 1;
+            if (lo_y >= h - 1) hi_y = lo_y = h - 1, py = static_cast<float>(lo_y);
+            if (lo_x >= w - 1) hi_x = lo_x = w - 1, px = static_cast<float>(lo_x);
+            const float ly = py - static_cast<float>(lo_y), lx = px - static_cast<float>(lo_x);
+            const float hy = 1.0f - ly, hx = 1.0f - lx;
+            t = {{lo_y * w + lo_x, lo_y * w + hi_x, hi_y * w + lo_x, hi_y * w + hi_x},
+                 {hy * hx, hy * lx, ly * hx, ly * lx}};
+          }
+          taps.push_back(t);
+        }
+      }
+      const float* img = xd + batch[static_cast<size_t>(i)] * h * w * ch;
+      Eigen::Map<Eigen::ArrayXf> out(y + bin * ch, ch);
+      auto pixel = [&](int64_t at) { return Eigen::Map<const Eigen::ArrayXf>(img + at * ch, ch); };
+      if (taps.empty()) {
+        out.setZero();
+        continue;
+      }
+      if (max_mode) {
+        for (size_t k = 0; k < taps.size(); ++k) {
+          const Tap& t = taps[k];
+          const Eigen::ArrayXf v = (pixel(t.at[0]) * t.w[0])
+                                       .max(pixel(t.at[1]) * t.w[1])
+                                       .max(pixel(t.at[2]) * t.w[2])
+                                       .max(pixel(t.at[3]) * t.w[3]);
+          if (k == 0)
+            out = v;
+          else
+            out = out.max(v);
+        }
+      } else {
+        out.setZero();
+        for (const Tap& t : taps)
+          out += pixel(t.at[0]) * t.w[0] + pixel(t.at[1]) * t.w[1] + pixel(t.at[2]) * t.w[2] + pixel(t.at[3]) * t.w[3];
+        out /= static_cast<float>(taps.size());
+      }
+    }
+  });
+}
+
 }  // namespace
 
+HUB_REGISTER_KERNEL(RoiAlign, reference, roi_align_kernel);
 HUB_REGISTER_KERNEL(GridSample, reference, grid_sample_kernel);
 HUB_REGISTER_KERNEL(GridSampleGrad, reference, grid_sample_grad_kernel);
 HUB_REGISTER_KERNEL(Resize, reference, resize_kernel);

@@ -2065,3 +2065,54 @@ TEST_CASE("ONNX import and export: GPT-2's causal mask, a Slice starting at key_
     expect_exported_agrees(spec, here, {{"q", q}, {"k", k}}, {"weights"}, want);
   }
 }
+
+TEST_CASE("ONNX import and export: RoiAlign (avg and max, both pixel conventions, adaptive sampling) agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_roi_align");
+  OnnxBuilder b(16);
+  b.input("x", {2, 3, 10, 12});
+  b.input("rois", {5, 4});
+  // Regions inside, across the border, degenerate (zero width) and tiny, on both images.
+  b.init("batch", Tensor::from_vector<int64_t>({5}, {0, 1, 1, 0, 1}));
+  std::vector<std::string> outputs;
+  auto str_attr = [](::onnx::NodeProto* n, const char* name, const std::string& value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(value);
+  };
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"})
+      for (int ratio : {0, 2}) {
+        const std::string out = std::string(mode) + "_" + ctm + "_" + std::to_string(ratio);
+        auto* n = b.node("RoiAlign", {"x", "rois", "batch"}, out, "/" + out);
+        str_attr(n, "mode", mode);
+        str_attr(n, "coordinate_transformation_mode", ctm);
+        int_attr(n, "output_height", 3);
+        int_attr(n, "output_width", 4);
+        int_attr(n, "sampling_ratio", ratio);
+        auto* a = n->add_attribute();
+        a->set_name("spatial_scale");
+        a->set_type(::onnx::AttributeProto::FLOAT);
+        a->set_f(0.5f);
+        b.output(out, {5, 3, 3, 4});
+        outputs.push_back(out);
+      }
+  const std::string path = b.save(dir.path, "roi_align.onnx");
+  const Tensor x = random_tensor({2, 3, 10, 12}, 73);
+  const Tensor rois = make({5, 4}, {2, 2, 18, 14,     // inside (image coordinates at scale 0.5)
+                                    -4, -3, 10, 25,   // across the top-left and bottom edges
+                                    6, 4, 6, 16,      // zero width
+                                    1, 1, 2.5f, 1.8f,  // smaller than a bin
+                                    20, 0, 26, 22});  // past the right edge
+  const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"rois", rois}}, dir.path / "source");
+  REQUIRE(want.size() == outputs.size());
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  const TensorMap got = run_signature(spec, "default", {{"x", x}, {"rois", rois}}, "reference");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    INFO(outputs[i]);
+    expect_close(got.at(outputs[i]), want[i], 1e-5, 1e-5);
+  }
+  CHECK(expect_exported_agrees(spec, dir.path, {{"x", x}, {"rois", rois}}, outputs, want).opset_import(0).version() ==
+        16);
+}

@@ -366,3 +366,28 @@ TEST_CASE("Resize: a size known at run time, from scales or from a reference ten
   CHECK(error_of({{1, 3, 4, 2}, {1, 5, 5, 1}}, "Resize", both).find("both fixed and read from a reference") !=
         std::string::npos);
 }
+
+TEST_CASE("RoiAlign: bin centres worked out by hand, both pixel conventions, max of weighted taps, bad indices") {
+  // x[y][x] = 4y + x on a 4 x 4 image; the region (0, 0, 4, 4) in 2 x 2 bins, one sample per bin.
+  const Tensor x = iota({1, 4, 4, 1});
+  const Tensor roi = make({1, 4}, {0, 0, 4, 4});
+  const Tensor batch = Tensor::from_vector<int64_t>({1}, {0});
+  auto attrs = [](bool half_pixel, const char* mode) {
+    return Attrs()
+        .set("mode", mode)
+        .set("output_height", int64_t{2})
+        .set("output_width", int64_t{2})
+        .set("sampling_ratio", int64_t{1})
+        .set("spatial_scale", 1.0)
+        .set("half_pixel", half_pixel);
+  };
+  // No offset: centres at pixels (1, 1), (1, 3), (3, 1), (3, 3).
+  expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(false, "avg"))[0], make({1, 2, 2, 1}, {5, 7, 13, 15}));
+  // Half-pixel: centres at (0.5, 0.5) ...: the mean of four pixels each.
+  expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(true, "avg"))[0], make({1, 2, 2, 1}, {2.5f, 4.5f, 10.5f, 12.5f}));
+  // max: the largest tap times its weight (0.25 each): the bottom-right pixel's quarter.
+  expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(true, "max"))[0],
+               make({1, 2, 2, 1}, {1.25f, 1.75f, 3.25f, 3.75f}));
+  CHECK_THROWS_WITH_AS(run_op("RoiAlign", {x, roi, Tensor::from_vector<int64_t>({1}, {1})}, attrs(true, "avg")),
+                       doctest::Contains("batch index 1 of region 0 is outside [0, 1)"), Error);
+}
