@@ -327,8 +327,8 @@ HUB_REGISTER_OP(DynamicSlice)
         const int64_t position = terms[k], input = terms[k + 1], dim = terms[k + 2];
         if (position < 0 || position >= static_cast<int64_t>(size.size()) || input < 1 || input >= c.num_inputs() ||
             dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
-          c.fail("begin_from " + attr_to_string(terms) + ": no position " + std::to_string(position) +
-                 " or no dim " + std::to_string(dim) + " of input " + std::to_string(input));
+          c.fail("begin_from " + attr_to_string(terms) + ": no position " + std::to_string(position) + " or no dim " +
+                 std::to_string(dim) + " of input " + std::to_string(input));
         computed[static_cast<size_t>(position)] = 1;
       }
       std::vector<int64_t> begin = c.attrs().get_ints("begin");
@@ -868,8 +868,7 @@ HUB_REGISTER_OP(ReverseSequence)
     .attr("time_axis", AttrType::kInt, int64_t{0})
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       const Shape& x = c.shape(0);
-      if (c.dtype(1) != DType::kInt32 && c.dtype(1) != DType::kInt64)
-        c.fail("lengths must be int32 or int64, got " + c.input(1).to_string());
+      if (!is_index_dtype(c.dtype(1))) c.fail("lengths must be int32 or int64, got " + c.input(1).to_string());
       c.expect_rank(1, 1);
       const int64_t batch = normalize_axis(c, c.attrs().get_int("batch_axis"), x.rank(), "batch_axis");
       const int64_t time = normalize_axis(c, c.attrs().get_int("time_axis"), x.rank(), "time_axis");
@@ -961,7 +960,6 @@ std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t
   }
   return dims;
 }
-
 
 Output reshape(const Scope& s, Output x, const std::vector<int64_t>& shape, const std::string& name) {
   return s.op("Reshape", {x}, Attrs().set("shape", shape), name);

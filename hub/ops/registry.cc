@@ -45,9 +45,9 @@ Tensor& KernelContext::output(int i, const Shape& shape) {
 
 void KernelContext::set_output(int i, Tensor t) {
   const TensorSpec& spec = output_specs_.at(i);
-  HUB_CHECK(t.dtype() == spec.dtype && t.shape().compatible_with(spec.shape) && t.shape().is_fully_defined(), "node " + node_.name + " output " + std::to_string(i) +
-                                                                    ": " + t.spec_string() + " vs inferred " +
-                                                                    spec.to_string());
+  HUB_CHECK(t.dtype() == spec.dtype && t.shape().compatible_with(spec.shape) && t.shape().is_fully_defined(),
+            "node " + node_.name + " output " + std::to_string(i) + ": " + t.spec_string() + " vs inferred " +
+                spec.to_string());
   outputs_[i] = std::move(t);
 }
 

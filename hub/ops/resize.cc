@@ -295,8 +295,8 @@ std::vector<TensorSpec> roi_align_shape_fn(const InferContext& c) {
     c.fail("rois " + c.input(1).to_string() + " must be [R, 4] and batch_indices " + c.input(2).to_string() + " [R]");
   const Attrs& a = c.attrs();
   const int64_t oh = a.get_int("output_height"), ow = a.get_int("output_width");
-  if (oh < 1 || ow < 1) c.fail("output_height and output_width must be positive, got " + std::to_string(oh) + ", " +
-                               std::to_string(ow));
+  if (oh < 1 || ow < 1)
+    c.fail("output_height and output_width must be positive, got " + std::to_string(oh) + ", " + std::to_string(ow));
   if (a.get_int("sampling_ratio") < 0) c.fail("sampling_ratio must be 0 (adaptive) or positive");
   const std::string& mode = a.get_string("mode");
   if (mode != "avg" && mode != "max") c.fail("mode must be avg or max, got " + mode);

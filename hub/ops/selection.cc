@@ -65,8 +65,9 @@ HUB_REGISTER_OP(Unique)
       return {{c.dtype(0), y}, {DType::kInt64, k}, {DType::kInt64, Shape{n}}, {DType::kInt64, k}};
     })
     .no_gradient("its outputs are a selection and integer positions")
-    .doc("The distinct slices of x along axis (sorted, or as they first occur), with where each first occurs, "
-         "which one each slice is, and how often each occurs (ONNX Unique).");
+    .doc(
+        "The distinct slices of x along axis (sorted, or as they first occur), with where each first occurs, "
+        "which one each slice is, and how often each occurs (ONNX Unique).");
 
 namespace ops {
 

@@ -35,15 +35,8 @@ struct Deferred {
 
 // One element of a shape computed at import: a known value, or dimension
 // `dim` of ONNX value `tensor` (known only at run time, e.g. the batch).
-// One run-time dim times a coefficient, in a linear SymDim.
-struct DimTerm {
-  std::string tensor;
-  int dim = 0;
-  int64_t coefficient = 1;
-  bool operator==(const DimTerm& o) const {
-    return tensor == o.tensor && dim == o.dim && coefficient == o.coefficient;
-  }
-};
+// A run-time dim: (ONNX value name, dim index).
+using DimKey = std::pair<std::string, int>;
 
 struct SymDim {
   int64_t value = 0;
@@ -52,12 +45,13 @@ struct SymDim {
   // Computed by arithmetic from run-time dims (a transformer's batch x
   // heads): known only at run time, and not a dim of one tensor.
   bool derived = false;
-  // A derived value that is linear in run-time dims: value + the sum of the
-  // terms (GPT-2's key_length - query_length); empty for other arithmetic.
-  std::vector<DimTerm> terms;
+  // A derived value that is linear in run-time dims: value + the sum of
+  // coefficient x dim over the terms (GPT-2's key_length - query_length;
+  // hub/interop/linear.h); empty for other arithmetic.
+  std::vector<std::pair<DimKey, int64_t>> terms;
   static SymDim constant(int64_t v) { return SymDim{v, "", 0, false, {}}; }
   static SymDim dim_of(std::string tensor, int dim) { return SymDim{0, std::move(tensor), dim, false, {}}; }
-  static SymDim computed(int64_t v = 0, std::vector<DimTerm> terms = {}) {
+  static SymDim computed(int64_t v = 0, std::vector<std::pair<DimKey, int64_t>> terms = {}) {
     return SymDim{v, "", 0, true, std::move(terms)};
   }
   bool known() const { return tensor.empty() && !derived; }

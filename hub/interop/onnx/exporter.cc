@@ -930,8 +930,9 @@ void export_dynamic_slice(Exporter& e, const Node& n) {
     axes.push_back(static_cast<int64_t>(d));
   }
   std::string y = e.fresh(n.name);
-  e.add("Slice", {e.nhwc(in(n, 0)), slice_starts(e, n), dims_with_references(e, n, ends), e.ints(axes, n.name + "/axes")},
-        y, n.name);
+  e.add("Slice",
+        {e.nhwc(in(n, 0)), slice_starts(e, n), dims_with_references(e, n, ends), e.ints(axes, n.name + "/axes")}, y,
+        n.name);
   e.set(out0(n), y);
 }
 
@@ -1187,16 +1188,20 @@ void export_fill_like(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// Integer input i of n as int64 (ONNX's index type), cast where it is int32.
+std::string int64_input(Exporter& e, const Node& n, int i, const std::string& what) {
+  const std::string v = e.nhwc(in(n, i));
+  if (e.spec(in(n, i)).dtype == DType::kInt64) return v;
+  const std::string wide = e.fresh(n.name + "/" + what);
+  set_int(e.add("Cast", {v}, wide, wide), "to", ::onnx::TensorProto::INT64);
+  return wide;
+}
+
 // RoiAlign: NCHW x (opset 16, for coordinate_transformation_mode).
 void export_roi_align(Exporter& e, const Node& n) {
-  std::string indices = e.nhwc(in(n, 2));
-  if (e.spec(in(n, 2)).dtype != DType::kInt64) {
-    const std::string wide = e.fresh(n.name + "/batch_indices");
-    set_int(e.add("Cast", {indices}, wide, wide), "to", ::onnx::TensorProto::INT64);
-    indices = wide;
-  }
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("RoiAlign", {e.nchw(in(n, 0)), e.nhwc(in(n, 1)), indices}, y, n.name);
+  NodeProto* p =
+      e.add("RoiAlign", {e.nchw(in(n, 0)), e.nhwc(in(n, 1)), int64_input(e, n, 2, "batch_indices")}, y, n.name);
   const Attrs& a = n.attrs;
   set_string(p, "coordinate_transformation_mode", a.get_bool("half_pixel") ? "half_pixel" : "output_half_pixel");
   set_string(p, "mode", a.get_string("mode"));
@@ -1235,14 +1240,8 @@ void export_reverse_sequence(Exporter& e, const Node& n) {
   };
   const int64_t batch = axis("batch_axis"), time = axis("time_axis");
   if (batch > 1 || time > 1) e.fail(n, "ONNX's ReverseSequence takes batch and time axes 0 and 1 only");
-  std::string lengths = e.nhwc(in(n, 1));
-  if (e.spec(in(n, 1)).dtype != DType::kInt64) {
-    const std::string wide = e.fresh(n.name + "/lengths");
-    set_int(e.add("Cast", {lengths}, wide, wide), "to", ::onnx::TensorProto::INT64);
-    lengths = wide;
-  }
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add("ReverseSequence", {e.nhwc(in(n, 0)), lengths}, y, n.name);
+  NodeProto* p = e.add("ReverseSequence", {e.nhwc(in(n, 0)), int64_input(e, n, 1, "lengths")}, y, n.name);
   set_int(p, "batch_axis", batch);
   set_int(p, "time_axis", time);
   e.set(out0(n), y);
@@ -1267,11 +1266,10 @@ void export_non_zero(Exporter& e, const Node& n) {
 // NonMaxSuppression, its limits as initializers (no score_threshold for -inf).
 void export_non_max_suppression(Exporter& e, const Node& n) {
   const Attrs& a = n.attrs;
-  std::vector<std::string> inputs{e.nhwc(in(n, 0)), e.nhwc(in(n, 1)),
-                                  e.ints({a.get_int("max_per_class")}, n.name + "/max_output_boxes_per_class"),
-                                  e.initializer(Tensor::from_vector<float>(
-                                                    {1}, {static_cast<float>(a.get_float("iou_threshold"))}),
-                                                n.name + "/iou_threshold")};
+  std::vector<std::string> inputs{
+      e.nhwc(in(n, 0)), e.nhwc(in(n, 1)), e.ints({a.get_int("max_per_class")}, n.name + "/max_output_boxes_per_class"),
+      e.initializer(Tensor::from_vector<float>({1}, {static_cast<float>(a.get_float("iou_threshold"))}),
+                    n.name + "/iou_threshold")};
   const double score = a.get_float("score_threshold");
   if (score != -std::numeric_limits<double>::infinity())
     inputs.push_back(

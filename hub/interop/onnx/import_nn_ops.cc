@@ -1001,9 +1001,9 @@ void add_nn_mappers(std::map<std::string, OpMapper>& m) {
   m["GlobalMaxPool"] = {map_global_pool<true>, {}};
   m["BatchNormalization"] = {map_batch_norm, {"epsilon", "momentum", "training_mode"}};
   m["LRN"] = {map_lrn, {"alpha", "beta", "bias", "size"}};
-  m["RoiAlign"] = {map_roi_align,
-                   {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio",
-                    "spatial_scale"}};
+  m["RoiAlign"] = {
+      map_roi_align,
+      {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"}};
   m["LayerNormalization"] = {map_layer_norm, {"axis", "epsilon", "stash_type"}};
   m["InstanceNormalization"] = {map_instance_norm, {"epsilon"}};
   m["DepthToSpace"] = {map_depth_space<true>, {"blocksize", "mode"}};

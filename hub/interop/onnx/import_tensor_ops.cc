@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "hub/interop/linear.h"
 #include "hub/interop/onnx/convert.h"
 #include "hub/interop/onnx/model.h"
 #include "hub/ops/array.h"
@@ -109,40 +110,21 @@ void map_shape(NodeContext& c) {
   c.set_constant(0, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
 }
 
+using Linear = interop::Linear<DimKey>;
+
 // A symbolic element as value + terms, when it is linear in run-time dims.
-std::optional<SymDim> as_linear(const SymDim& d) {
-  if (d.known()) return d;
-  if (!d.derived) return SymDim::computed(0, {{d.tensor, d.dim, 1}});
+std::optional<Linear> as_linear(const SymDim& d) {
+  if (d.known()) return Linear{d.value, {}};
+  if (!d.derived) return Linear{0, {{{d.tensor, d.dim}, 1}}};
   if (d.terms.empty()) return std::nullopt;
-  return d;
+  return Linear{d.value, d.terms};
 }
 
-// x + k * y for linear x and y (k = 1 or -1, or y a constant factor when
-// scaling): terms of one dim merged, zero ones dropped; a result with no
-// terms is known, one of a single dim with coefficient 1 and no constant is
-// that dim; nullopt past int64.
-std::optional<SymDim> linear_sum(const SymDim& x, const SymDim& y, int64_t k) {
-  SymDim out = SymDim::computed(x.value, x.terms);
-  int64_t scaled = 0;
-  if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(out.value, scaled, &out.value))
-    return std::nullopt;
-  for (const DimTerm& t : y.terms) {
-    int64_t c = 0;
-    if (__builtin_mul_overflow(t.coefficient, k, &c)) return std::nullopt;
-    auto same = std::find_if(out.terms.begin(), out.terms.end(),
-                             [&](const DimTerm& o) { return o.tensor == t.tensor && o.dim == t.dim; });
-    if (same == out.terms.end()) {
-      out.terms.push_back({t.tensor, t.dim, c});
-    } else if (__builtin_add_overflow(same->coefficient, c, &same->coefficient)) {
-      return std::nullopt;
-    }
-  }
-  out.terms.erase(std::remove_if(out.terms.begin(), out.terms.end(), [](const DimTerm& t) { return t.coefficient == 0; }),
-                  out.terms.end());
-  if (out.terms.empty()) return SymDim::constant(out.value);
-  if (out.terms.size() == 1 && out.value == 0 && out.terms[0].coefficient == 1)
-    return SymDim::dim_of(out.terms[0].tensor, out.terms[0].dim);
-  return out;
+// The SymDim of a linear value: known without terms, a dim when it is one.
+SymDim from_linear(const Linear& l) {
+  if (l.terms.empty()) return SymDim::constant(l.value);
+  if (l.is_dim()) return SymDim::dim_of(l.terms[0].first.first, l.terms[0].first.second);
+  return SymDim::computed(l.value, l.terms);
 }
 
 // Shape arithmetic on symbolic values (Gather, Unsqueeze, Squeeze, Concat,
@@ -162,15 +144,13 @@ bool map_symbolic(NodeContext& c) {
       const SymDim& x = (*a)[a->size() == 1 ? 0 : i];
       const SymDim& y = (*b)[b->size() == 1 ? 0 : i];
       if (!x.known() || !y.known() || (op == "Div" && y.value == 0)) {
-        const std::optional<SymDim> lx = as_linear(x), ly = as_linear(y);
-        std::optional<SymDim> r;
-        if (lx && ly && (op == "Add" || op == "Sub")) {
-          r = linear_sum(*lx, *ly, op == "Add" ? 1 : -1);
-        } else if (lx && ly && op == "Mul" && (x.known() || y.known())) {
-          const SymDim& factor = x.known() ? x : y;
-          r = linear_sum(SymDim::computed(), x.known() ? *ly : *lx, factor.value);
-        }
-        out.push_back(r ? *r : SymDim::computed());
+        const std::optional<Linear> lx = as_linear(x), ly = as_linear(y);
+        std::optional<Linear> r;
+        if (lx && ly && (op == "Add" || op == "Sub"))
+          r = interop::linear_sum(*lx, *ly, op == "Add" ? 1 : -1);
+        else if (lx && ly && op == "Mul" && (x.known() || y.known()))
+          r = interop::linear_sum(Linear{}, x.known() ? *ly : *lx, x.known() ? x.value : y.value);
+        out.push_back(r ? from_linear(*r) : SymDim::computed());
         continue;
       }
       const int64_t v = op == "Add"   ? x.value + y.value
@@ -774,12 +754,13 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
     int64_t st = 0;
     if (runtime_start) {
       // value + sum of coefficient x dim, resolved (and made non-negative) at each run.
-      const std::optional<SymDim> linear = as_linear(starts[k]);
-      if (!linear) c.fail("a start computed by arithmetic other than sums of run-time dims on axis " + std::to_string(a));
+      const std::optional<Linear> linear = as_linear(starts[k]);
+      if (!linear)
+        c.fail("a start computed by arithmetic other than sums of run-time dims on axis " + std::to_string(a));
       begin[a] = linear->value;
-      for (const DimTerm& t : linear->terms) {
-        const auto [tensor, d] = c.dim_source(SymDim::dim_of(t.tensor, t.dim));
-        begin_from.insert(begin_from.end(), {a, refs.input(tensor), d, t.coefficient});
+      for (const auto& [key, coefficient] : linear->terms) {
+        const auto [tensor, d] = c.dim_source(SymDim::dim_of(key.first, key.second));
+        begin_from.insert(begin_from.end(), {a, refs.input(tensor), d, coefficient});
       }
     } else {
       st = starts[k].value;
@@ -802,13 +783,11 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
     if (en < 0) en += dim;
     size[a] = std::max<int64_t>(0, std::clamp<int64_t>(en, 0, dim) - st);
   }
-  c.set_output(0, c.scope().op("DynamicSlice", refs.inputs(c.native(0)),
-                               Attrs()
-                                   .set("begin", begin)
-                                   .set("size", size)
-                                   .set("from", refs.from)
-                                   .set("begin_from", begin_from),
-                               "Slice"));
+  c.set_output(
+      0,
+      c.scope().op("DynamicSlice", refs.inputs(c.native(0)),
+                   Attrs().set("begin", begin).set("size", size).set("from", refs.from).set("begin_from", begin_from),
+                   "Slice"));
 }
 
 void map_slice(NodeContext& c) {
@@ -1342,11 +1321,11 @@ void map_top_k(NodeContext& c) {
 }
 
 void map_reverse_sequence(NodeContext& c) {
-  c.set_output(0, c.scope().op("ReverseSequence", {c.native(0), c.native(1)},
-                               Attrs()
-                                   .set("batch_axis", c.attr_int("batch_axis", 1))
-                                   .set("time_axis", c.attr_int("time_axis", 0)),
-                               "ReverseSequence"));
+  c.set_output(
+      0,
+      c.scope().op("ReverseSequence", {c.native(0), c.native(1)},
+                   Attrs().set("batch_axis", c.attr_int("batch_axis", 1)).set("time_axis", c.attr_int("time_axis", 0)),
+                   "ReverseSequence"));
 }
 
 // Unique: along `axis`, or over the flattened input without one.
@@ -1357,8 +1336,8 @@ void map_unique(NodeContext& c) {
     axis = normalize_axis(c, c.attr_int("axis", 0), c.rank(0), "axis");
   else
     x = ops::reshape(c.scope(), x, {-1}, "flatten");
-  std::vector<Output> outs = c.scope().op_n(
-      "Unique", {x}, Attrs().set("axis", axis).set("sorted", c.attr_int("sorted", 1) != 0), "Unique");
+  std::vector<Output> outs =
+      c.scope().op_n("Unique", {x}, Attrs().set("axis", axis).set("sorted", c.attr_int("sorted", 1) != 0), "Unique");
   for (int i = 0; i < c.node().output_size(); ++i)
     if (!c.node().output(i).empty()) c.set_output(i, outs[static_cast<size_t>(i)]);
 }

@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hub/interop/tf/proto/graph.pb.h"
@@ -31,23 +32,20 @@
 
 namespace hub::tf {
 
-// coefficient x dimension `dim` of tensor `of` (a linear DimValue's term).
-struct DimTerm {
-  Output of;
-  int dim = -1;
-  int64_t coefficient = 1;
-};
+// A run-time dim: (hub tensor, dim index).
+using DimKey = std::pair<Output, int>;
 
 // One element of a partially known int vector (a Shape of a tensor with
 // unknown dims, and what is computed from it): a known value, dimension
 // `dim` of tensor `of` in the hub graph, unknown until run time, or value +
-// the sum of `terms` (sums, differences and constant multiples of such
-// dims: tf.shape(k)[1] - tf.shape(q)[1]).
+// the sum of coefficient x dim over `terms` (sums, differences and constant
+// multiples of such dims: tf.shape(k)[1] - tf.shape(q)[1];
+// hub/interop/linear.h).
 struct DimValue {
   int64_t value = 0;
   Output of;  // valid: one run-time dim
   int dim = -1;
-  std::vector<DimTerm> terms;  // non-empty: linear in run-time dims
+  std::vector<std::pair<DimKey, int64_t>> terms;  // non-empty: linear in run-time dims
   static DimValue constant(int64_t v) { return {v, {}, -1, {}}; }
   static DimValue dim_of(Output of, int dim) { return {0, of, dim, {}}; }
   bool known() const { return !of.valid() && terms.empty(); }

@@ -12,6 +12,7 @@
 
 #include "hub/core/error.h"
 #include "hub/interop/fold.h"
+#include "hub/interop/linear.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
 #include "hub/ops/array.h"
@@ -71,35 +72,18 @@ void set_int_value(OpContext& c, int i, std::vector<DimValue> dims, DType dtype,
     c.set_dims(i, std::move(dims), dtype, scalar);
 }
 
+using Linear = interop::Linear<DimKey>;
+
 // A partially known element as value + terms.
-DimValue as_linear(const DimValue& d) {
-  if (d.is_dim()) return {0, {}, -1, {{d.of, d.dim, 1}}};
-  return d;
+Linear as_linear(const DimValue& d) {
+  if (d.is_dim()) return Linear{0, {{{d.of, d.dim}, 1}}};
+  return Linear{d.value, d.terms};
 }
 
-// x + k * y for linear x, y: terms of one dim merged, zero ones dropped; no
-// terms left is a constant, a lone dim with coefficient 1 and no constant is
-// that dim; nullopt past int64.
-std::optional<DimValue> linear_sum(const DimValue& x, const DimValue& y, int64_t k) {
-  DimValue out{x.value, {}, -1, x.terms};
-  int64_t scaled = 0;
-  if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(out.value, scaled, &out.value))
-    return std::nullopt;
-  for (const DimTerm& t : y.terms) {
-    int64_t c = 0;
-    if (__builtin_mul_overflow(t.coefficient, k, &c)) return std::nullopt;
-    auto same = std::find_if(out.terms.begin(), out.terms.end(),
-                             [&](const DimTerm& o) { return o.of == t.of && o.dim == t.dim; });
-    if (same == out.terms.end())
-      out.terms.push_back({t.of, t.dim, c});
-    else if (__builtin_add_overflow(same->coefficient, c, &same->coefficient))
-      return std::nullopt;
-  }
-  out.terms.erase(std::remove_if(out.terms.begin(), out.terms.end(), [](const DimTerm& t) { return t.coefficient == 0; }),
-                  out.terms.end());
-  if (out.terms.size() == 1 && out.value == 0 && out.terms[0].coefficient == 1)
-    return DimValue::dim_of(out.terms[0].of, out.terms[0].dim);
-  return out;
+// The DimValue of a linear value: known without terms, a dim when it is one.
+DimValue from_linear(const Linear& l) {
+  if (l.is_dim()) return DimValue::dim_of(l.terms[0].first.first, l.terms[0].first.second);
+  return {l.value, {}, -1, l.terms};
 }
 
 // ---- Sources and identities -------------------------------------------------------
@@ -422,10 +406,10 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& begin,
     const bool runtime_begin = (!((begin_mask >> k) & 1) || shrink) && !begin[k].known();
     if (runtime_begin) {
       // value + sum of coefficient x dim at each run (negative: from the end, as TensorFlow's).
-      const DimValue linear = as_linear(begin[k]);
+      const Linear linear = as_linear(begin[k]);
       b[d] = linear.value;
-      for (const DimTerm& t : linear.terms)
-        begin_from.insert(begin_from.end(), {d, refs.input(t.of), t.dim, t.coefficient});
+      for (const auto& [key, coefficient] : linear.terms)
+        begin_from.insert(begin_from.end(), {d, refs.input(key.first), key.second, coefficient});
     } else if (!((begin_mask >> k) & 1) || shrink) {
       if (begin[k].value < 0) c.unsupported("a begin or end computed at run time needs constant begins of 0 or more");
       b[d] = begin[k].value;
@@ -738,7 +722,6 @@ std::string reference_dim(ExportContext& c, int64_t input, int64_t dim, bool sca
   return d.name();
 }
 
-
 void export_dynamic_reshape(ExportContext& c) {
   auto& n = c.add("", "Reshape", {c.input(0), dims_with_references(c, c.node().attrs.get_ints("shape"))});
   set_type(n, "T", c.input_spec(0).dtype);
@@ -770,8 +753,9 @@ void export_dynamic_slice(ExportContext& c) {
     // The term placed at its position of a rank-long vector (a one-hot mask times the dim).
     std::vector<int64_t> at(begin.size(), 0);
     at[static_cast<size_t>(terms[k])] = terms[k + 3];
-    auto& term = c.add("begin_term", "Mul",
-                       {reference_dim(c, terms[k + 1], terms[k + 2], false), ints_const(c, "coefficients", at, Shape{rank})});
+    auto& term =
+        c.add("begin_term", "Mul",
+              {reference_dim(c, terms[k + 1], terms[k + 2], false), ints_const(c, "coefficients", at, Shape{rank})});
     set_type(term, "T", DType::kInt32);
     auto& sum = c.add("begin_sum", "Add", {starts, term.name()});
     set_type(sum, "T", DType::kInt32);
@@ -984,15 +968,15 @@ bool map_dim_arithmetic(OpContext& c) {
   for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
     const DimValue& x = (*a)[a->size() == 1 ? 0 : i];
     const DimValue& y = (*b)[b->size() == 1 ? 0 : i];
-    std::optional<DimValue> r;
+    std::optional<Linear> r;
     if (op == "Mul") {
       if (!x.known() && !y.known()) return false;  // a product of run-time dims: not linear
-      r = linear_sum(DimValue::constant(0), x.known() ? as_linear(y) : as_linear(x), x.known() ? x.value : y.value);
+      r = interop::linear_sum(Linear{}, x.known() ? as_linear(y) : as_linear(x), x.known() ? x.value : y.value);
     } else {
-      r = linear_sum(as_linear(x), as_linear(y), op == "Sub" ? -1 : 1);
+      r = interop::linear_sum(as_linear(x), as_linear(y), op == "Sub" ? -1 : 1);
     }
     if (!r) c.fail("shape arithmetic overflows int64");
-    out.push_back(*r);
+    out.push_back(from_linear(*r));
   }
   const bool scalar = c.shape(0).rank() == 0 && c.shape(1).rank() == 0;
   set_int_value(c, 0, std::move(out), c.dtype(0), scalar);
@@ -1071,7 +1055,8 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                  {"values", "indices"}};
   m["GatherV2"] = {map_gather, {{"Tparams", T}, {"Tindices", T}, {"Taxis", T}, {"batch_dims", attr_i(0)}}};
   m["GatherNd"] = {map_gather_nd, {{"Tparams", T}, {"Tindices", T}}};
-  m["ReverseSequence"] = {map_reverse_sequence, {{"T", T}, {"Tlen", attr_type(kDtInt64)}, {"seq_dim", T}, {"batch_dim", attr_i(0)}}};
+  m["ReverseSequence"] = {map_reverse_sequence,
+                          {{"T", T}, {"Tlen", attr_type(kDtInt64)}, {"seq_dim", T}, {"batch_dim", attr_i(0)}}};
   for (const char* op : {"TensorScatterUpdate", "TensorScatterAdd", "TensorScatterMax", "TensorScatterMin"})
     m[op] = {map_tensor_scatter, {{"T", T}, {"Tindices", T}}};
 }

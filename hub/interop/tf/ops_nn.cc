@@ -346,8 +346,8 @@ void export_resize(ExportContext& c) {
   if ((size[0] == 0 || size[1] == 0) && a.get_ints("from").empty())
     c.fail("a size of floor(input size x scale) at run time has no TensorFlow equivalent");
   std::string sz = a.get_ints("from").empty()
-                       ? c.constant("size", Tensor::from_vector<int32_t>({2}, {static_cast<int32_t>(size[0]),
-                                                                               static_cast<int32_t>(size[1])}))
+                       ? c.constant("size", Tensor::from_vector<int32_t>(
+                                                {2}, {static_cast<int32_t>(size[0]), static_cast<int32_t>(size[1])}))
                        : dims_with_references(c, size);
   auto& n = c.add("",
                   mode == "linear"  ? "ResizeBilinear"

@@ -89,8 +89,8 @@ void map_non_max_suppression(OpContext& c) {
   const Scope s = c.scope();
   Output kept = ops::non_max_suppression(s, ops::expand_dims(s, c.input(0), 0, "boxes"),
                                          ops::reshape(s, c.input(1), {1, 1, -1}, "scores"), o, "NonMaxSuppression");
-  Output index = ops::cast(s, ops::reshape(s, ops::slice(s, kept, {0, 2}, {-1, 1}, "box"), {-1}, "flat"),
-                           DType::kInt32, "index");
+  Output index =
+      ops::cast(s, ops::reshape(s, ops::slice(s, kept, {0, 2}, {-1, 1}, "box"), {-1}, "flat"), DType::kInt32, "index");
   Output valid = ops::sum(s, ops::ones_like(s, index, "ones"), {0}, false, "valid");
   // Padded with zeros to max_output_size: [kept..., 0, ...] cut to that length.
   auto padded = [&](Output v, const std::string& name) {
@@ -133,8 +133,8 @@ void export_non_max_suppression(ExportContext& c) {
   std::string corners = b.name();
   if (a.get_bool("center_point_box")) {
     // [xc, yc, w, h] -> [yc - h/2, xc - w/2, yc + h/2, xc + w/2].
-    const Tensor m = Tensor::from_vector<float>({4, 4}, {0, 1, 0, 1,        //
-                                                         1, 0, 1, 0,        //
+    const Tensor m = Tensor::from_vector<float>({4, 4}, {0, 1, 0, 1,         //
+                                                         1, 0, 1, 0,         //
                                                          0, -0.5f, 0, 0.5f,  //
                                                          -0.5f, 0, 0.5f, 0});
     auto& mm = c.add("corners", "MatMul", {corners, c.constant("corners/matrix", m)});
@@ -143,7 +143,8 @@ void export_non_max_suppression(ExportContext& c) {
     (*mm.mutable_attr())["transpose_b"].set_b(false);
     corners = mm.name();
   }
-  auto& sc = c.add("scores", "Reshape", {c.input(1), c.constant("scores/shape", Tensor::from_vector<int32_t>({1}, {-1}))});
+  auto& sc =
+      c.add("scores", "Reshape", {c.input(1), c.constant("scores/shape", Tensor::from_vector<int32_t>({1}, {-1}))});
   set_type(sc, "T", DType::kFloat32);
   set_type(sc, "Tshape", DType::kInt32);
   const int64_t max = std::min<int64_t>(a.get_int("max_per_class"), std::numeric_limits<int32_t>::max());
@@ -164,7 +165,8 @@ void export_non_max_suppression(ExportContext& c) {
   auto& column = c.add("column", "ExpandDims", {wide.name(), c.constant("column/axis", Tensor::scalar<int32_t>(1))});
   set_type(column, "T", DType::kInt64);
   set_type(column, "Tdim", DType::kInt32);
-  auto& rows = c.add("", "Pad", {column.name(), c.constant("paddings", Tensor::from_vector<int32_t>({2, 2}, {0, 0, 2, 0}))});
+  auto& rows =
+      c.add("", "Pad", {column.name(), c.constant("paddings", Tensor::from_vector<int32_t>({2, 2}, {0, 0, 2, 0}))});
   set_type(rows, "T", DType::kInt64);
   set_type(rows, "Tpaddings", DType::kInt32);
   c.set_output(0, rows.name());
@@ -175,8 +177,9 @@ void export_non_max_suppression(ExportContext& c) {
 void add_select_importers(std::map<std::string, OpImporter>& m) {
   m["Where"] = {map_where, {{"T", attr_type(kDtBool)}}, {"index"}};
   m["Unique"] = {map_unique, {{"T", attr_required()}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx"}};
-  m["UniqueV2"] = {
-      map_unique, {{"T", attr_required()}, {"Taxis", attr_type(kDtInt64)}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx"}};
+  m["UniqueV2"] = {map_unique,
+                   {{"T", attr_required()}, {"Taxis", attr_type(kDtInt64)}, {"out_idx", attr_type(kDtInt32)}},
+                   {"y", "idx"}};
   m["UniqueWithCounts"] = {
       map_unique, {{"T", attr_required()}, {"out_idx", attr_type(kDtInt32)}}, {"y", "idx", "count"}};
   const auto nms_attrs = [&](int version) {

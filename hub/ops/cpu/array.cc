@@ -728,8 +728,9 @@ void reverse_sequence_kernel(KernelContext& c) {
                                             x.spec_string() + " (batch axis " + std::to_string(batch_axis) + ")");
   for (size_t b = 0; b < lengths.size(); ++b)
     if (lengths[b] < 0 || lengths[b] > steps)
-      throw_error(Code::kInvalidArgument, "ReverseSequence: length " + std::to_string(lengths[b]) + " of batch element " +
-                                              std::to_string(b) + " is outside [0, " + std::to_string(steps) + "]");
+      throw_error(Code::kInvalidArgument, "ReverseSequence: length " + std::to_string(lengths[b]) +
+                                              " of batch element " + std::to_string(b) + " is outside [0, " +
+                                              std::to_string(steps) + "]");
   const int64_t last = std::max(batch_axis, time_axis);
   int64_t block = static_cast<int64_t>(dtype_size(x.dtype()));  // bytes after both axes
   for (int d = static_cast<int>(last) + 1; d < s.rank(); ++d) block *= s[d];

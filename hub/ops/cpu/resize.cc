@@ -248,8 +248,8 @@ void roi_align_kernel(KernelContext& c) {
   const Shape& s = x.shape();
   const int64_t n = s[0], h = s[1], w = s[2], ch = s[3], r = rois.dim(0);
   if (indices.dim(0) != r)
-    throw_error(Code::kInvalidArgument, "RoiAlign: " + std::to_string(indices.dim(0)) + " batch indices for " +
-                                            std::to_string(r) + " regions");
+    throw_error(Code::kInvalidArgument,
+                "RoiAlign: " + std::to_string(indices.dim(0)) + " batch indices for " + std::to_string(r) + " regions");
   std::vector<int64_t> batch = dispatch_dtype(indices.dtype(), [&](auto t) {
     using T = decltype(t);
     const T* v = indices.data<T>();
@@ -258,8 +258,8 @@ void roi_align_kernel(KernelContext& c) {
   for (int64_t i = 0; i < r; ++i)
     if (batch[static_cast<size_t>(i)] < 0 || batch[static_cast<size_t>(i)] >= n)
       throw_error(Code::kInvalidArgument, "RoiAlign: batch index " + std::to_string(batch[static_cast<size_t>(i)]) +
-                                              " of region " + std::to_string(i) + " is outside [0, " + std::to_string(n) +
-                                              ")");
+                                              " of region " + std::to_string(i) + " is outside [0, " +
+                                              std::to_string(n) + ")");
   const Attrs& a = c.attrs();
   const int64_t oh = a.get_int("output_height"), ow = a.get_int("output_width"), ratio = a.get_int("sampling_ratio");
   const bool max_mode = a.get_string("mode") == "max", half_pixel = a.get_bool("half_pixel");
@@ -281,7 +281,8 @@ void roi_align_kernel(KernelContext& c) {
       const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<float>(ow)));
       taps.clear();
       for (int64_t iy = 0; iy < gh; ++iy) {
-        const float yy = y0 + static_cast<float>(ph) * bh + (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
+        const float yy =
+            y0 + static_cast<float>(ph) * bh + (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
         for (int64_t ix = 0; ix < gw; ++ix) {
           const float xx =
               x0 + static_cast<float>(pw) * bw + (static_cast<float>(ix) + 0.5f) * bw / static_cast<float>(gw);

@@ -162,7 +162,7 @@ void unique(KernelContext& ctx) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), less);
-  std::vector<int64_t> first;               // per group: its first row
+  std::vector<int64_t> first;                // per group: its first row
   std::vector<int64_t> group(order.size());  // per row: its group
   std::vector<int64_t> count;
   for (size_t i = 0; i < order.size(); ++i) {

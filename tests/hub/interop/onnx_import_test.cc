@@ -2008,7 +2008,9 @@ TEST_CASE("ONNX import and export: resizes to run-time sizes (scales of a dynami
   }
 }
 
-TEST_CASE("ONNX import and export: GPT-2's causal mask, a Slice starting at key_length - query_length, agrees with ONNX Runtime") {
+TEST_CASE(
+    "ONNX import and export: GPT-2's causal mask, a Slice starting at key_length - query_length, agrees with ONNX "
+    "Runtime") {
   // HF GPT-2's attention as torch.onnx exports it: bias[:, :, key_length - query_length : key_length,
   // :key_length] with both lengths Gathered from Shape at run time (queries of a later step attend to
   // a longer key cache), the mask applied with Where, then Softmax.
@@ -2066,7 +2068,9 @@ TEST_CASE("ONNX import and export: GPT-2's causal mask, a Slice starting at key_
   }
 }
 
-TEST_CASE("ONNX import and export: RoiAlign (avg and max, both pixel conventions, adaptive sampling) agrees with ONNX Runtime") {
+TEST_CASE(
+    "ONNX import and export: RoiAlign (avg and max, both pixel conventions, adaptive sampling) agrees with ONNX "
+    "Runtime") {
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
   TempDir dir("onnx_roi_align");
   OnnxBuilder b(16);
@@ -2100,11 +2104,11 @@ TEST_CASE("ONNX import and export: RoiAlign (avg and max, both pixel conventions
       }
   const std::string path = b.save(dir.path, "roi_align.onnx");
   const Tensor x = random_tensor({2, 3, 10, 12}, 73);
-  const Tensor rois = make({5, 4}, {2, 2, 18, 14,     // inside (image coordinates at scale 0.5)
-                                    -4, -3, 10, 25,   // across the top-left and bottom edges
-                                    6, 4, 6, 16,      // zero width
-                                    1, 1, 2.5f, 1.8f,  // smaller than a bin
-                                    20, 0, 26, 22});  // past the right edge
+  const Tensor rois = make({5, 4}, {2,  2,  18,   14,    // inside (image coordinates at scale 0.5)
+                                    -4, -3, 10,   25,    // across the top-left and bottom edges
+                                    6,  4,  6,    16,    // zero width
+                                    1,  1,  2.5f, 1.8f,  // smaller than a bin
+                                    20, 0,  26,   22});  // past the right edge
   const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"rois", rois}}, dir.path / "source");
   REQUIRE(want.size() == outputs.size());
   const ModuleSpec spec = onnx_interop::import_onnx(path);

@@ -236,8 +236,9 @@ void every_op(ModuleBuilder& b) {
                      "nms");
   Output nonzero = s.op("NonZero", {s.op("Greater", {scores, ops::scalar(s, 0.6f)}, {}, "high")}, {}, "nonzero");
   // Each image's rows reversed over its first 8, 3 and 5 (int32 lengths: batch 3).
-  Output reversed = s.op("ReverseSequence", {x, ops::constant(s, Tensor::from_vector<int32_t>({3}, {8, 3, 5}), "lengths")},
-                         Attrs().set("batch_axis", int64_t{0}).set("time_axis", int64_t{1}), "reverse_rows");
+  Output reversed =
+      s.op("ReverseSequence", {x, ops::constant(s, Tensor::from_vector<int32_t>({3}, {8, 3, 5}), "lengths")},
+           Attrs().set("batch_axis", int64_t{0}).set("time_axis", int64_t{1}), "reverse_rows");
   b.add_signature("selection", {{"images", x}}, {{"kept", kept}, {"nonzero", nonzero}, {"reversed", reversed}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }

@@ -338,7 +338,8 @@ TEST_CASE("Resize: a size known at run time, from scales or from a reference ten
   const Tensor x = random_tensor({1, 3, 4, 2}, 90);
   // size 0 with scales: floor(3 * 2) x floor(4 * 1.5), as the fixed size with the same scales.
   const Attrs scaled = resize_attrs({0, 0}, "linear", "asymmetric", "round_prefer_floor", {2, 1.5});
-  const Tensor want = run_op("Resize", {x}, resize_attrs({6, 6}, "linear", "asymmetric", "round_prefer_floor", {2, 1.5}))[0];
+  const Tensor want =
+      run_op("Resize", {x}, resize_attrs({6, 6}, "linear", "asymmetric", "round_prefer_floor", {2, 1.5}))[0];
   expect_close(run_op("Resize", {x}, scaled)[0], want, 0, 0);
   Graph g;
   Scope s(g);
@@ -348,8 +349,8 @@ TEST_CASE("Resize: a size known at run time, from scales or from a reference ten
   const Tensor ref = random_tensor({2, 9, 7}, 91);
   Attrs like = resize_attrs({0, 5}, "linear", "half_pixel");
   like.set("from", std::vector<int64_t>{0, 1, 2});
-  expect_close(run_op("Resize", {x, ref}, like)[0], run_op("Resize", {x}, resize_attrs({7, 5}, "linear", "half_pixel"))[0],
-               0, 0);
+  expect_close(run_op("Resize", {x, ref}, like)[0],
+               run_op("Resize", {x}, resize_attrs({7, 5}, "linear", "half_pixel"))[0], 0, 0);
   GradCheckOptions x_only;
   x_only.inputs = {0};
   check_gradients("Resize", {x, ref}, like, x_only);
@@ -384,7 +385,8 @@ TEST_CASE("RoiAlign: bin centres worked out by hand, both pixel conventions, max
   // No offset: centres at pixels (1, 1), (1, 3), (3, 1), (3, 3).
   expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(false, "avg"))[0], make({1, 2, 2, 1}, {5, 7, 13, 15}));
   // Half-pixel: centres at (0.5, 0.5) ...: the mean of four pixels each.
-  expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(true, "avg"))[0], make({1, 2, 2, 1}, {2.5f, 4.5f, 10.5f, 12.5f}));
+  expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(true, "avg"))[0],
+               make({1, 2, 2, 1}, {2.5f, 4.5f, 10.5f, 12.5f}));
   // max: the largest tap times its weight (0.25 each): the bottom-right pixel's quarter.
   expect_close(run_op("RoiAlign", {x, roi, batch}, attrs(true, "max"))[0],
                make({1, 2, 2, 1}, {1.25f, 1.75f, 3.25f, 3.75f}));

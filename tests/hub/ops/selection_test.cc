@@ -60,11 +60,11 @@ TEST_CASE("NonZero: chunks counted and filled in parallel agree with a serial sc
 TEST_CASE("NonMaxSuppression: hand-worked greedy selection") {
   // Five boxes in one batch, corners in either order. IoU(0, 1) = 81 / 119
   // (0.68); IoU(0, 2) = 0; box 3 has no area; box 4 flips box 0's corners.
-  Tensor boxes = make({1, 5, 4}, {0, 0, 10, 10,    // 10 x 10
-                                  1, 1, 11, 10,    // 10 x 9, meeting box 0 in 9 x 9
-                                  20, 20, 30, 30,  // apart
-                                  5, 5, 5, 9,      // no area
-                                  10, 10, 0, 0});  // box 0, corners swapped
+  Tensor boxes = make({1, 5, 4}, {0,  0,  10, 10,   // 10 x 10
+                                  1,  1,  11, 10,   // 10 x 9, meeting box 0 in 9 x 9
+                                  20, 20, 30, 30,   // apart
+                                  5,  5,  5,  9,    // no area
+                                  10, 10, 0,  0});  // box 0, corners swapped
   // IoU(0, 1) = IoU(4, 1) = 81 / (100 + 90 - 81) = 0.743; IoU(0, 4) = 1.
   Tensor scores = make({1, 2, 5}, {0.9f, 0.95f, 0.5f, 0.99f, 0.1f,  //
                                    0.2f, 0.3f, 0.4f, kNaN, 0.8f});

@@ -1,0 +1,45 @@
+// Shape values the importers keep while they are known only at run time but
+// linear in run-time dims: value + the sum of coefficient x dim over the
+// terms (GPT-2's key_length - query_length, a transformer's batch x heads
+// for a constant heads). Dim identifies one dim of one tensor, each
+// importer its own way. Shared by the ONNX and TensorFlow importers.
+// Internal to hub/interop; not installed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace hub::interop {
+
+template <class Dim>
+struct Linear {
+  int64_t value = 0;
+  std::vector<std::pair<Dim, int64_t>> terms;  // (dim, coefficient), no zero coefficients
+  // One dim as it is (no constant, coefficient 1).
+  bool is_dim() const { return value == 0 && terms.size() == 1 && terms[0].second == 1; }
+};
+
+// x + k * y: terms of one dim merged, zero ones dropped; nullopt past int64.
+template <class Dim>
+std::optional<Linear<Dim>> linear_sum(Linear<Dim> x, const Linear<Dim>& y, int64_t k) {
+  int64_t scaled = 0;
+  if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(x.value, scaled, &x.value))
+    return std::nullopt;
+  for (const auto& [dim, coefficient] : y.terms) {
+    int64_t c = 0;
+    if (__builtin_mul_overflow(coefficient, k, &c)) return std::nullopt;
+    auto same = std::find_if(x.terms.begin(), x.terms.end(), [&](const auto& t) { return t.first == dim; });
+    if (same == x.terms.end())
+      x.terms.emplace_back(dim, c);
+    else if (__builtin_add_overflow(same->second, c, &same->second))
+      return std::nullopt;
+  }
+  x.terms.erase(std::remove_if(x.terms.begin(), x.terms.end(), [](const auto& t) { return t.second == 0; }),
+                x.terms.end());
+  return x;
+}
+
+}  // namespace hub::interop
