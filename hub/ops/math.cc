@@ -4,6 +4,7 @@
 
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
+#include "hub/ops/array.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 
@@ -259,12 +260,18 @@ HUB_REGISTER_OP(BroadcastLike)
     .doc("x broadcast to like's run-time shape (after re-inserting reduced_axes as size 1).");
 
 HUB_REGISTER_OP(BroadcastTo)
-    .inputs(1)
+    .inputs(1, -1)
     .attr("shape", AttrType::kInts)
+    .attr("from", AttrType::kInts, std::vector<int64_t>{})
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
-      const auto& shape = c.attrs().get_ints("shape");
+      std::vector<int64_t> shape = c.attrs().get_ints("shape");
       for (int64_t d : shape)
         if (d < 0) c.fail("shape " + attr_to_string(shape) + " has a negative dim");
+      // Entries read at run time from the reference inputs' dims.
+      std::vector<char> named;
+      const std::vector<std::optional<int64_t>> refs = ops::reference_dims(c, shape.size(), &named);
+      for (size_t i = 0; i < shape.size(); ++i)
+        if (named[i]) shape[i] = refs[i].value_or(kUnknownDim);
       try {
         return {{c.dtype(0), broadcast_shapes(c.shape(0), Shape(shape))}};
       } catch (const Error& e) {
@@ -272,9 +279,13 @@ HUB_REGISTER_OP(BroadcastTo)
       }
     })
     .grad([](const GradContext& c) {
-      return std::vector<Output>{ops::reduce_to_like(c.scope, c.grads[0], c.inputs[0])};
+      std::vector<Output> grads(c.inputs.size());  // (the references are read for their shapes only)
+      grads[0] = ops::reduce_to_like(c.scope, c.grads[0], c.inputs[0]);
+      return grads;
     })
-    .doc("x broadcast to broadcast(x.shape, shape) (NumPy rules; ONNX Expand, TF BroadcastTo).");
+    .doc(
+        "x broadcast to broadcast(x.shape, shape) (NumPy rules; ONNX Expand, TF BroadcastTo); shape entries at "
+        "the `from` positions (position, input, dim) are dims of reference inputs, read at each run.");
 
 namespace ops {
 

@@ -366,6 +366,10 @@ node('dyn_tail', 'StridedSlice',
       vec('dyn/tail_end', [0, 0, 0]), vec('dyn/tail_strides', [1, 1, 1])],
      {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '7'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
       shrink_axis_mask: {i: '0'}});
+// A row broadcast to the tokens' run-time [N, L, 4] (tf.broadcast_to(row, tf.shape(tokens))): 'dyn_broadcast'.
+node('dyn_broadcast', 'BroadcastTo',
+     [vec('dyn/row', [1, 2, 3, 4], 'float32'), pack('dyn/tokens_shape', ['dyn/batch', 'dyn/length', 'dyn/four'])],
+     {T, Tidx: IT});
 // The images resized to the tokens' run-time length squared (tf.image.resize(images, [L, L])): 'dyn_resized'.
 node('dyn_resized', 'ResizeBilinear', ['images', pack('dyn/square', ['dyn/length', 'dyn/length'])],
      {T, align_corners: {b: false}, half_pixel_centers: {b: true}});
@@ -424,7 +428,8 @@ async function main() {
                 'math:0': tensorInfo('math:0', [-1, 12]), 'attention:0': tensorInfo('attention:0', [-1, 12]),
                 'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]),
                 'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]),
-                'dyn_tail:0': tensorInfo('dyn_tail:0', [-1, 2, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'dyn_tail:0': tensorInfo('dyn_tail:0', [-1, 2, 4]),
+                'dyn_broadcast:0': tensorInfo('dyn_broadcast:0', [-1, -1, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
@@ -456,7 +461,8 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'nms',
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast',
+                 'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);

@@ -1110,6 +1110,17 @@ void export_arg_extreme(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
+// BroadcastTo: Expand to its shape (entries `from` names read at run time).
+void export_broadcast_to(Exporter& e, const Node& n) {
+  const std::vector<int64_t> shape = n.attrs.get_ints("shape");
+  std::string y = e.fresh(n.name);
+  e.add("Expand",
+        {e.nhwc(in(n, 0)), n.attrs.get_ints("from").empty() ? e.ints(shape, n.name + "/shape")
+                                                             : dims_with_references(e, n, shape)},
+        y, n.name);
+  e.set(out0(n), y);
+}
+
 // BroadcastLike: Expand to Shape(like), after an Unsqueeze of the reduced axes.
 void export_broadcast_like(Exporter& e, const Node& n) {
   std::string x = e.nhwc(in(n, 0));
@@ -1463,6 +1474,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"NonMaxSuppression", export_non_max_suppression},
       {"Gather", export_gather},
       {"BroadcastLike", export_broadcast_like},
+      {"BroadcastTo", export_broadcast_to},
       {"GatherElements", export_gather_elements},
       {"OneHot", export_one_hot},
       {"Resize", export_resize},

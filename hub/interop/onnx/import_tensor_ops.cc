@@ -1013,8 +1013,23 @@ void map_expand(NodeContext& c) {
         const SymDim& t = (*sym)[sym->size() - static_cast<size_t>(x.rank()) + static_cast<size_t>(d)];
         fits = x[d] == 1 || (t.known() ? x[d] == t.value : x[d] < 0);  // run-time dims checked at run time
       }
-      if (!fits) c.fail("the shape is computed at run time and is not the whole shape of one tensor x broadcasts to");
-      c.set_output(0, c.scope().op("BroadcastLike", {c.native(0), *like}, {}, "Expand"));
+      if (fits) {
+        c.set_output(0, c.scope().op("BroadcastLike", {c.native(0), *like}, {}, "Expand"));
+        return;
+      }
+      // Dims of several tensors (an attention mask expanded to [batch, 1, target, source]):
+      // BroadcastTo reads them at each run.
+      std::vector<int64_t> shape;
+      ops::DimReferences refs;
+      for (size_t i = 0; i < sym->size(); ++i) {
+        const SymDim& d = (*sym)[i];
+        if (d.derived) c.fail("shape entry " + std::to_string(i) + " is computed by arithmetic on run-time dims");
+        if (d.known() && d.value < 0) c.fail("shape entry " + std::to_string(i) + " is negative");
+        shape.push_back(d.known() ? d.value : 1);
+        if (!d.known()) add_reference(c, refs, i, d);
+      }
+      c.set_output(0, c.scope().op("BroadcastTo", refs.inputs(c.native(0)),
+                                   Attrs().set("shape", shape).set("from", refs.from), "BroadcastTo"));
       return;
     }
   std::vector<int64_t> shape = c.constant_ints(1, "shape");

@@ -633,9 +633,22 @@ void map_range(OpContext& c) {
   c.set_constant(0, out);
 }
 
-// Fill(dims, value): the value broadcast to the constant dims.
-void map_fill(OpContext& c) {
-  c.set_output(0, c.add("BroadcastTo", {c.input(1)}, Attrs().set("shape", c.constant_ints(0, "dims"))));
+// BroadcastTo(x, shape) and Fill(dims, value): x (the value) broadcast to a
+// constant shape, or one with elements of tf.shape (read at each run).
+void map_broadcast(OpContext& c) {
+  const int x = c.op() == "Fill" ? 1 : 0, target = 1 - x;
+  std::vector<int64_t> shape;
+  ops::DimReferences refs;
+  const std::optional<std::vector<DimValue>> dims = dim_values(c, target);
+  if (!dims) c.fail("the shape (input " + std::to_string(target) + ") must be constant or computed from tf.shape");
+  for (size_t i = 0; i < dims->size(); ++i) {
+    const DimValue& d = (*dims)[i];
+    if (!d.known() && !d.is_dim()) c.unsupported("a shape element computed by arithmetic on run-time dims");
+    if (d.known() && d.value < 0) c.fail("shape element " + std::to_string(i) + " is negative");
+    shape.push_back(d.known() ? d.value : 1);
+    if (!d.known()) refs.add(static_cast<int64_t>(i), d.of, d.dim);
+  }
+  c.set_output(0, c.add("BroadcastTo", refs.inputs(c.input(x)), Attrs().set("shape", shape).set("from", refs.from)));
 }
 
 // Rank and Size: constants of the static shape.
@@ -956,6 +969,18 @@ void export_reverse_sequence(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// BroadcastTo of a constant shape, or of one with `from` entries read from the references' shapes.
+void export_broadcast_to(ExportContext& c) {
+  const std::vector<int64_t>& shape = c.node().attrs.get_ints("shape");
+  const bool runtime = !c.node().attrs.get_ints("from").empty();
+  auto& n = c.add("", "BroadcastTo",
+                  {c.input(0), runtime ? dims_with_references(c, shape)
+                                       : ints_const(c, "shape", shape, Shape{static_cast<int64_t>(shape.size())})});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "Tidx", DType::kInt32);
+  c.set_output(0, n.name());
+}
+
 }  // namespace
 
 bool map_dim_arithmetic(OpContext& c) {
@@ -1045,7 +1070,8 @@ void add_array_importers(std::map<std::string, OpImporter>& m) {
                         {"shrink_axis_mask", attr_i(0)}}};
   m["Cast"] = {map_cast, {{"SrcT", T}, {"DstT", T}, {"Truncate", attr_b(false)}}, {"y"}};
   m["Range"] = {map_range, {{"Tidx", attr_type(kDtInt32)}}};
-  m["Fill"] = {map_fill, {{"T", T}, {"index_type", attr_type(kDtInt32)}}};
+  m["Fill"] = {map_broadcast, {{"T", T}, {"index_type", attr_type(kDtInt32)}}};
+  m["BroadcastTo"] = {map_broadcast, {{"T", T}, {"Tidx", attr_type(kDtInt32)}}};
   m["Rank"] = {map_rank, {{"T", T}}};
   m["Size"] = {map_size, {{"T", T}, {"out_type", attr_type(kDtInt32)}}};
   m["Tile"] = {map_tile, {{"T", T}, {"Tmultiples", attr_type(kDtInt32)}}};
@@ -1084,6 +1110,7 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["TopK"] = export_top_k;
   m["GatherND"] = export_gather_nd;
   m["ReverseSequence"] = export_reverse_sequence;
+  m["BroadcastTo"] = export_broadcast_to;
   m["ScatterND"] = export_scatter_nd;
 }
 

@@ -2120,3 +2120,52 @@ TEST_CASE(
   CHECK(expect_exported_agrees(spec, dir.path, {{"x", x}, {"rois", rois}}, outputs, want).opset_import(0).version() ==
         16);
 }
+
+TEST_CASE("ONNX import and export: Expand to dims of several tensors (an attention mask to [batch, 1, target, source])") {
+  // BART-style: mask [batch, source] unsqueezed to [batch, 1, 1, source], expanded to
+  // Concat(Shape(mask)[0], 1, Shape(q)[2], Shape(mask)[1]) with batch, target and source known at run time.
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_expand_runtime");
+  OnnxBuilder b(13);
+  b.input("mask", {-1, -1});
+  b.input("q", {-1, 2, -1, 4});
+  auto* md = b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  md->mutable_dim(0)->set_dim_param("batch");
+  md->mutable_dim(1)->set_dim_param("source");
+  auto* qd = b.g->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  qd->mutable_dim(0)->set_dim_param("batch");
+  qd->mutable_dim(2)->set_dim_param("target");
+  b.init("axes12", Tensor::from_vector<int64_t>({2}, {1, 2}));
+  b.init("i0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("i1", Tensor::from_vector<int64_t>({1}, {1}));
+  b.init("i2", Tensor::from_vector<int64_t>({1}, {2}));
+  b.init("one", Tensor::from_vector<int64_t>({1}, {1}));
+  b.node("Unsqueeze", {"mask", "axes12"}, "mask4", "/mask4");
+  b.node("Shape", {"mask"}, "mask_shape", "/mask_shape");
+  b.node("Shape", {"q"}, "q_shape", "/q_shape");
+  b.node("Gather", {"mask_shape", "i0"}, "batch", "/batch");
+  b.node("Gather", {"q_shape", "i2"}, "target", "/target");
+  b.node("Gather", {"mask_shape", "i1"}, "source", "/source");
+  int_attr(b.node("Concat", {"batch", "one", "target", "source"}, "shape", "/shape"), "axis", 0);
+  b.node("Expand", {"mask4", "shape"}, "expanded", "/expanded");
+  b.output("expanded", {-1, 1, -1, -1});
+  const std::string path = b.save(dir.path, "expand_runtime.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  int broadcasts = 0;
+  for (int id = 0; id < spec.graph().num_nodes(); ++id) broadcasts += spec.graph().node(id).op == "BroadcastTo";
+  CHECK(broadcasts == 1);  // the shape is several tensors' dims, read at each run
+  Module module(spec);
+  int run = 0;
+  for (const auto& [batch, target, source] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 3, 5}, {1, 4, 2}, {2, 3, 5}}) {
+    INFO(batch << " x " << target << " x " << source);
+    const fs::path here = dir.path / std::to_string(run++);
+    fs::create_directories(here);
+    const Tensor mask = random_tensor({batch, source}, 74 + source), q = random_tensor({batch, 2, target, 4}, 75);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"mask", mask}, {"q", q}}, here / "source");
+    REQUIRE(want.size() == 1);
+    CHECK(want[0].shape() == Shape{batch, 1, target, source});
+    expect_close(module("default", {{"mask", mask}, {"q", q}}).at("expanded"), want[0], 0, 0);
+    expect_exported_agrees(spec, here, {{"mask", mask}, {"q", q}}, {"expanded"}, want);
+  }
+}

@@ -220,8 +220,18 @@ void every_op(ModuleBuilder& b) {
                               .set("from", ints({}))
                               .set("begin_from", ints({1, 1, 1, 1, 1, 1, 0, -1})),
                           "last_rows");
+  // A row broadcast to [batch, 4] (the batch read at run time), and to a constant [2, 4].
+  Output row = ops::constant(s, Tensor::floats({1, 2, 3, 4}).reshaped({1, 4}), "row");
+  Output rows_of_batch = s.op("BroadcastTo", {row, x},
+                              Attrs().set("shape", ints({1, 4})).set("from", ints({0, 1, 0})), "row_per_image");
+  Output two_rows = s.op("BroadcastTo", {row}, Attrs().set("shape", ints({2, 4})), "two_rows");
   b.add_signature("dynamic", {{"images", x}},
-                  {{"default", rows}, {"range", range}, {"resized", resized}, {"last_rows", last_rows}});
+                  {{"default", rows},
+                   {"range", range},
+                   {"resized", resized},
+                   {"last_rows", last_rows},
+                   {"row_per_image", rows_of_batch},
+                   {"two_rows", two_rows}});
   // Output sizes that follow from the values: the images' values as one batch of center-point boxes
   // scored by their mean (NonMaxSuppressionV3 of corners), and NonZero of a test (Where).
   Output boxes = s.op("Reshape", {x}, Attrs().set("shape", ints({1, -1, 4})), "boxes");
@@ -383,7 +393,8 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "NoOp",
                                         "Where",
                                         "NonMaxSuppressionV3",
-                                        "ReverseSequence"};
+                                        "ReverseSequence",
+                                        "BroadcastTo"};
   for (const auto& [name, n] : nodes) {
     INFO(name);
     CHECK(tf_ops.count(n->op()));
