@@ -372,25 +372,39 @@ HUB_REGISTER_OP(DynamicRange)
     .attr("delta", AttrType::kInt, int64_t{1})
     .attr("dtype", AttrType::kDType, DType::kInt64)
     .attr("from", AttrType::kInts)
+    .attr("limit", AttrType::kInt, int64_t{0})
+    .attr("terms", AttrType::kInts, std::vector<int64_t>{})
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
       const DType dtype = c.attrs().get_dtype("dtype");
       if (dtype != DType::kInt64 && dtype != DType::kInt32 && dtype != DType::kFloat32)
         c.fail("dtype must be int64, int32 or float32, got " + std::string(dtype_name(dtype)));
-      const int64_t start = c.attrs().get_int("start"), delta = c.attrs().get_int("delta");
+      const int64_t delta = c.attrs().get_int("delta");
       if (delta == 0) c.fail("delta is 0");
       std::vector<char> named;
-      const std::optional<int64_t> limit = ops::reference_dims(c, 1, &named, 0)[0];
-      if (!named[0]) c.fail("from " + attr_to_string(c.attrs().get_ints("from")) + " gives no limit (position 0)");
-      if (!limit) return {{dtype, Shape{kUnknownDim}}};
-      const int64_t span = *limit - start;
+      ops::reference_dims(c, 1, &named, 0);  // validates `from`
+      const auto& terms = c.attrs().get_ints("terms");
+      if (terms.size() % 4 != 0)
+        c.fail("terms " + attr_to_string(terms) + " is not a list of (0 start | 1 limit, input, dim, coefficient)");
+      for (size_t k = 0; k < terms.size(); k += 4)
+        if ((terms[k] != 0 && terms[k] != 1) || terms[k + 1] < 0 || terms[k + 1] >= c.num_inputs() ||
+            terms[k + 2] < 0 || terms[k + 2] >= c.shape(static_cast<int>(terms[k + 1])).rank())
+          c.fail("terms " + attr_to_string(terms) + ": no slot " + std::to_string(terms[k]) + " or no dim " +
+                 std::to_string(terms[k + 2]) + " of input " + std::to_string(terms[k + 1]));
+      if (!named[0] && terms.empty()) c.fail("neither from nor terms gives a value read at run time");
+      std::vector<Shape> shapes;
+      for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.shape(i));
+      const std::optional<std::pair<int64_t, int64_t>> bounds = ops::dynamic_range_bounds(c.attrs(), shapes);
+      if (!bounds) return {{dtype, Shape{kUnknownDim}}};
+      const int64_t span = bounds->second - bounds->first;
       const int64_t n = delta > 0 ? (span + delta - 1) / delta : (span + delta + 1) / delta;
       return {{dtype, Shape{std::max<int64_t>(0, n)}}};
     })
     .no_gradient("its values are integers (positions)")
     .doc(
-        "start, start + delta, ... below the limit (above it for a negative delta), the limit the dim of a "
-        "reference input named by `from` = (0, input, dim), read for its shape only: a transformer's positions "
-        "0 .. sequence - 1 at run time.");
+        "start, start + delta, ... below the limit (above it for a negative delta), read at each run from the "
+        "reference inputs' dims: the limit is `limit` plus the dim `from` = (0, input, dim) names, and each "
+        "`terms` entry (0 start | 1 limit, input, dim, coefficient) adds coefficient x dim: a transformer's "
+        "positions 0 .. sequence - 1, or past .. past + sequence - 1 with a key cache.");
 
 HUB_REGISTER_OP(Squeeze)
     .inputs(1)
@@ -907,6 +921,24 @@ HUB_REGISTER_OP(TileGrad)
     .doc("(g, x) -> g summed over the tiles, at x's shape.");
 
 namespace ops {
+
+std::optional<std::pair<int64_t, int64_t>> dynamic_range_bounds(const Attrs& attrs, const std::vector<Shape>& shapes) {
+  int64_t bound[2] = {attrs.get_int("start"), attrs.get_int("limit")};
+  auto add = [&](int slot, int64_t input, int64_t dim, int64_t coefficient) {
+    const int64_t d = shapes[static_cast<size_t>(input)][static_cast<int>(dim)];
+    if (d < 0) return false;
+    int64_t term = 0;
+    if (__builtin_mul_overflow(coefficient, d, &term) || __builtin_add_overflow(bound[slot], term, &bound[slot]))
+      throw_error(Code::kInvalidArgument, "DynamicRange: a bound overflows int64");
+    return true;
+  };
+  const std::vector<int64_t>& from = attrs.get_ints("from");
+  if (from.size() == 3 && !add(1, from[1], from[2], 1)) return std::nullopt;
+  const std::vector<int64_t>& terms = attrs.get_ints("terms");
+  for (size_t k = 0; k + 3 < terms.size(); k += 4)
+    if (!add(static_cast<int>(terms[k]), terms[k + 1], terms[k + 2], terms[k + 3])) return std::nullopt;
+  return std::make_pair(bound[0], bound[1]);
+}
 
 std::vector<std::optional<int64_t>> dynamic_slice_begin(const Attrs& attrs, const std::vector<Shape>& shapes) {
   const std::vector<int64_t>& terms = attrs.get_ints("begin_from");

@@ -125,6 +125,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hub/ops/scope.h"
@@ -212,6 +213,12 @@ std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t
 // Slice); nullopt where a dim it needs is unknown. Shared by the shape
 // function and the kernel; the attributes passed the shape function.
 std::vector<std::optional<int64_t>> dynamic_slice_begin(const Attrs& attrs, const std::vector<Shape>& shapes);
+
+// DynamicRange's (start, limit) for its inputs' shapes (its attributes:
+// start, limit, the dim `from` names added to the limit, and coefficient x
+// dim per `terms` entry); nullopt where a dim it needs is unknown. Shared by
+// the shape function and the kernel; the attributes passed the shape function.
+std::optional<std::pair<int64_t, int64_t>> dynamic_range_bounds(const Attrs& attrs, const std::vector<Shape>& shapes);
 
 // Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]
 // (batch dims, dims before the axis, the axis, dims after it), indices as

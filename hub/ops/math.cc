@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/reduction.h"
-#include "hub/ops/array.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
 

@@ -90,6 +90,8 @@ function constant(name, shape, data, {dtype = 'float32', quant, group = 0} = {})
 const scalar = (name, v) => constant(name, [], [v], {group: 1});
 const intScalar = (name, v) => constant(name, [], [v], {dtype: 'int32', group: 1});
 const vec = (name, v, dtype = 'int32') => constant(name, [v.length], v, {dtype, group: 1});
+// x as float32 (outputs are read back as float32).
+const cast = (name, from, src) => node(name, 'Cast', [from], {SrcT: {type: src}, DstT: T, Truncate: {b: false}});
 
 // ---- The network: input [N, 10, 10, 3] -> probs [N, 5], features [N, 12] ----
 node('images', 'Placeholder', [], {dtype: T, shape: {shape: shapeOf([-1, 10, 10, 3])}});
@@ -366,6 +368,9 @@ node('dyn_tail', 'StridedSlice',
       vec('dyn/tail_end', [0, 0, 0]), vec('dyn/tail_strides', [1, 1, 1])],
      {T, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '7'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
       shrink_axis_mask: {i: '0'}});
+// Positions L - 2 .. L - 1 (tf.range of a start and limit from tf.shape): 'dyn_positions'.
+cast('dyn_positions', node('dyn/range', 'Range', ['dyn/start', 'dyn/length', intScalar('dyn/one', 1)], {Tidx: IT}),
+     'DT_INT32');
 // A row broadcast to the tokens' run-time [N, L, 4] (tf.broadcast_to(row, tf.shape(tokens))): 'dyn_broadcast'.
 node('dyn_broadcast', 'BroadcastTo',
      [vec('dyn/row', [1, 2, 3, 4], 'float32'), pack('dyn/tokens_shape', ['dyn/batch', 'dyn/length', 'dyn/four'])],
@@ -379,7 +384,6 @@ node('dyn_resized', 'ResizeBilinear', ['images', pack('dyn/square', ['dyn/length
 // NonMaxSuppressionV3, V4 (padded to its maximum) and V5 (with scores), and
 // Where of a test: 'nms', 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where'; Unique: 'unique/values',
 // 'unique/idx'.
-const cast = (name, from, src) => node(name, 'Cast', [from], {SrcT: {type: src}, DstT: T, Truncate: {b: false}});
 node('det/boxes', 'Reshape', ['images', vec('det/box_shape', [-1, 4])], {T, Tshape: IT});
 node('det/scores', 'Mean', ['det/boxes', intScalar('det/axis', 1)], {T, keep_dims: {b: false}, Tidx: IT});
 node('det/nms3', 'NonMaxSuppressionV3',
@@ -429,7 +433,8 @@ async function main() {
                 'dynamic:0': tensorInfo('dynamic:0', [-1, -1, 4]),
                 'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]),
                 'dyn_tail:0': tensorInfo('dyn_tail:0', [-1, 2, 4]),
-                'dyn_broadcast:0': tensorInfo('dyn_broadcast:0', [-1, -1, 4]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'dyn_broadcast:0': tensorInfo('dyn_broadcast:0', [-1, -1, 4]),
+                'dyn_positions:0': tensorInfo('dyn_positions:0', [-1]), 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
@@ -461,7 +466,7 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast',
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -880,38 +881,46 @@ void export_dynamic_reshape(Exporter& e, const Node& n) {
 
 // DynamicSlice: Slice over every dim; ends begin + size (the rest: INT64_MAX)
 // or, at the `from` positions, the reference dims (ONNX clamps them as hub does).
-// DynamicSlice's starts: its begin, with the `begin_from` terms (coefficient
-// x reference dim) added at run time where it has them.
+// base + the sum of coefficient x dim over (input, dim, coefficient) terms
+// of n's reference inputs, as an int64 scalar or one-element vector built at
+// run time (Shape, Gather, Mul, Add); a constant without terms.
+std::string run_time_sum(Exporter& e, const Node& n, int64_t base, const std::vector<std::array<int64_t, 3>>& terms,
+                         bool scalar) {
+  auto constant = [&](int64_t v, const std::string& what) {
+    return scalar ? e.initializer(Tensor::scalar<int64_t>(v), n.name + "/" + what) : e.ints({v}, n.name + "/" + what);
+  };
+  std::string sum;
+  for (const auto& [input, dim, coefficient] : terms) {
+    std::string term = reference_dim(e, n, input, dim, scalar);
+    if (coefficient != 1) {
+      const std::string scaled = e.fresh(n.name + "/term");
+      e.add("Mul", {term, constant(coefficient, "coefficient")}, scaled, scaled);
+      term = scaled;
+    }
+    if (!sum.empty()) {
+      const std::string next = e.fresh(n.name + "/sum");
+      e.add("Add", {sum, term}, next, next);
+      term = next;
+    }
+    sum = term;
+  }
+  if (sum.empty() || base == 0) return sum.empty() ? constant(base, "value") : sum;
+  const std::string with_base = e.fresh(n.name + "/sum");
+  e.add("Add", {sum, constant(base, "base")}, with_base, with_base);
+  return with_base;
+}
+
+// DynamicSlice's starts: its begin, with the `begin_from` terms added at run
+// time where it has them.
 std::string slice_starts(Exporter& e, const Node& n) {
   const std::vector<int64_t> begin = n.attrs.get_ints("begin"), terms = n.attrs.get_ints("begin_from");
   if (terms.empty()) return e.ints(begin, n.name + "/starts");
-  std::map<int64_t, std::string> computed;
-  for (size_t k = 0; k + 3 < terms.size(); k += 4) {
-    std::string term = reference_dim(e, n, terms[k + 1], terms[k + 2], false);
-    if (terms[k + 3] != 1) {
-      const std::string scaled = e.fresh(n.name + "/term");
-      e.add("Mul", {term, e.ints({terms[k + 3]}, n.name + "/coefficient")}, scaled, scaled);
-      term = scaled;
-    }
-    auto [at, first] = computed.emplace(terms[k], term);
-    if (!first) {
-      const std::string sum = e.fresh(n.name + "/sum");
-      e.add("Add", {at->second, term}, sum, sum);
-      at->second = sum;
-    }
-  }
   std::vector<std::string> parts;
   for (size_t d = 0; d < begin.size(); ++d) {
-    auto it = computed.find(static_cast<int64_t>(d));
-    std::string part = e.ints({begin[d]}, n.name + "/start");
-    if (it != computed.end() && begin[d] != 0) {
-      const std::string sum = e.fresh(n.name + "/start_sum");
-      e.add("Add", {it->second, part}, sum, sum);
-      part = sum;
-    } else if (it != computed.end()) {
-      part = it->second;
-    }
-    parts.push_back(part);
+    std::vector<std::array<int64_t, 3>> at;
+    for (size_t k = 0; k + 3 < terms.size(); k += 4)
+      if (terms[k] == static_cast<int64_t>(d)) at.push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+    parts.push_back(run_time_sum(e, n, begin[d], at, false));
   }
   const std::string starts = e.fresh(n.name + "/starts");
   set_int(e.add("Concat", parts, starts, starts), "axis", 0);
@@ -938,22 +947,26 @@ void export_dynamic_slice(Exporter& e, const Node& n) {
 
 // DynamicRange: Range(start, the reference dim, delta) in its dtype.
 void export_dynamic_range(Exporter& e, const Node& n) {
-  const std::vector<int64_t> from = n.attrs.get_ints("from");
-  const DType dtype = n.attrs.get_dtype("dtype");
-  auto scalar = [&](int64_t v, const std::string& base) {
-    return e.initializer(evaluate("Cast", {Tensor::scalar<int64_t>(v)}, Attrs().set("dtype", dtype)), base);
+  const Attrs& a = n.attrs;
+  const DType dtype = a.get_dtype("dtype");
+  std::vector<std::array<int64_t, 3>> bound[2];
+  const std::vector<int64_t> from = a.get_ints("from"), terms = a.get_ints("terms");
+  if (from.size() == 3) bound[1].push_back({from[1], from[2], 1});
+  for (size_t k = 0; k + 3 < terms.size(); k += 4)
+    bound[terms[k]].push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+  auto typed = [&](std::string v, const std::string& what) {
+    if (dtype == DType::kInt64) return v;
+    const std::string cast = e.fresh(n.name + "/" + what + "_cast");
+    set_int(e.add("Cast", {v}, cast, cast), "to", dtype_to_onnx(dtype));
+    return cast;
   };
-  std::string limit = reference_dim(e, n, from.at(1), from.at(2), true);
-  if (dtype != DType::kInt64) {
-    const std::string cast = e.fresh(n.name + "/limit_cast");
-    set_int(e.add("Cast", {limit}, cast, cast), "to", dtype_to_onnx(dtype));
-    limit = cast;
-  }
+  const std::string delta = e.initializer(
+      evaluate("Cast", {Tensor::scalar<int64_t>(a.get_int("delta"))}, Attrs().set("dtype", dtype)), n.name + "/delta");
   std::string y = e.fresh(n.name);
-  e.add(
-      "Range",
-      {scalar(n.attrs.get_int("start"), n.name + "/start"), limit, scalar(n.attrs.get_int("delta"), n.name + "/delta")},
-      y, n.name);
+  e.add("Range",
+        {typed(run_time_sum(e, n, a.get_int("start"), bound[0], true), "start"),
+         typed(run_time_sum(e, n, a.get_int("limit"), bound[1], true), "limit"), delta},
+        y, n.name);
   e.set(out0(n), y);
 }
 
@@ -1115,8 +1128,8 @@ void export_broadcast_to(Exporter& e, const Node& n) {
   const std::vector<int64_t> shape = n.attrs.get_ints("shape");
   std::string y = e.fresh(n.name);
   e.add("Expand",
-        {e.nhwc(in(n, 0)), n.attrs.get_ints("from").empty() ? e.ints(shape, n.name + "/shape")
-                                                             : dims_with_references(e, n, shape)},
+        {e.nhwc(in(n, 0)),
+         n.attrs.get_ints("from").empty() ? e.ints(shape, n.name + "/shape") : dims_with_references(e, n, shape)},
         y, n.name);
   e.set(out0(n), y);
 }

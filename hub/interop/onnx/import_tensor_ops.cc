@@ -215,18 +215,35 @@ void map_size(NodeContext& c) {
 
 void map_range(NodeContext& c) {
   std::optional<Tensor> start = c.constant(0), limit = c.constant(1), delta = c.constant(2);
-  std::optional<SymShape> run_time = limit ? std::nullopt : c.symbolic(1);
-  if (start && delta && run_time && run_time->size() == 1 && !(*run_time)[0].known() && !(*run_time)[0].derived) {
-    // A limit that is a run-time dim (positions 0 .. sequence - 1): DynamicRange reads it at each run.
-    const std::vector<int64_t> s = c.constant_ints(0, "start"), d = c.constant_ints(2, "delta");
-    if (s.size() != 1 || d.size() != 1 || d[0] == 0) c.fail("start and delta must be scalars, delta nonzero");
-    const auto [tensor, dim] = c.dim_source((*run_time)[0]);
-    c.set_output(0, c.scope().op("DynamicRange", {tensor},
+  if (delta && (!start || !limit)) {
+    // A start and limit linear in run-time dims (positions 0 .. sequence - 1, or past .. past +
+    // sequence - 1 with a key cache): DynamicRange reads them at each run.
+    auto linear = [&](int i) -> std::optional<Linear> {
+      const std::optional<SymShape> sym = c.symbolic(i);
+      if (!sym || sym->size() != 1) return std::nullopt;
+      return as_linear((*sym)[0]);
+    };
+    const std::optional<Linear> s = linear(0), l = linear(1);
+    const std::vector<int64_t> d = c.constant_ints(2, "delta");
+    if (d.size() != 1 || d[0] == 0) c.fail("delta must be a nonzero scalar");
+    if (!s || !l) c.fail("start and limit must be constants or sums of run-time dims");
+    std::vector<Output> inputs;
+    std::vector<int64_t> terms;
+    for (const auto& [slot, value] : {std::pair<int64_t, const Linear*>{0, &*s}, {1, &*l}})
+      for (const auto& [key, coefficient] : value->terms) {
+        const auto [tensor, dim] = c.dim_source(SymDim::dim_of(key.first, key.second));
+        auto at = std::find(inputs.begin(), inputs.end(), tensor);
+        if (at == inputs.end()) at = inputs.insert(inputs.end(), tensor);
+        terms.insert(terms.end(), {slot, at - inputs.begin(), dim, coefficient});
+      }
+    c.set_output(0, c.scope().op("DynamicRange", inputs,
                                  Attrs()
-                                     .set("start", s[0])
+                                     .set("start", s->value)
+                                     .set("limit", l->value)
                                      .set("delta", d[0])
                                      .set("dtype", c.dtype(0))
-                                     .set("from", std::vector<int64_t>{0, 0, dim}),
+                                     .set("from", std::vector<int64_t>{})
+                                     .set("terms", terms),
                                  "Range"));
     return;
   }

@@ -4,6 +4,7 @@
 // Reshape, ExpandDims, Squeeze, Transpose, Pad, ConcatV2, Split, Slice,
 // StridedSlice, Cast.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -598,21 +599,32 @@ void map_tensor_scatter(OpContext& c) {
 // Range(start, limit, delta) of constants, folded (at most 2^24 values).
 void map_range(OpContext& c) {
   std::optional<Tensor> args[3] = {c.constant(0), c.constant(1), c.constant(2)};
-  if (args[0] && args[2] && !args[1]) {
-    // A limit that is a run-time dim (tf.range(tf.shape(x)[1])): DynamicRange reads it at each run.
-    const std::optional<std::vector<DimValue>> limit = dim_values(c, 1);
-    if (limit && limit->size() == 1 && (*limit)[0].is_dim()) {
-      const std::vector<int64_t> start = c.constant_ints(0, "start"), delta = c.constant_ints(2, "delta");
-      if (start.size() != 1 || delta.size() != 1 || delta[0] == 0)
-        c.fail("start and delta must be scalars, delta nonzero");
-      c.set_output(0, c.add("DynamicRange", {(*limit)[0].of},
-                            Attrs()
-                                .set("start", start[0])
-                                .set("delta", delta[0])
-                                .set("dtype", c.attr_dtype("Tidx"))
-                                .set("from", std::vector<int64_t>{0, 0, (*limit)[0].dim})));
-      return;
-    }
+  if (args[2] && (!args[0] || !args[1])) {
+    // A start and limit linear in tf.shape elements (tf.range(tf.shape(x)[1]), or
+    // tf.range(past, past + length)): DynamicRange reads them at each run.
+    const std::optional<std::vector<DimValue>> start = dim_values(c, 0), limit = dim_values(c, 1);
+    const std::vector<int64_t> delta = c.constant_ints(2, "delta");
+    if (delta.size() != 1 || delta[0] == 0) c.fail("delta must be a nonzero scalar");
+    if (!start || !limit || start->size() != 1 || limit->size() != 1)
+      c.unsupported("start and limit must be scalars: constants or computed from tf.shape");
+    std::vector<Output> inputs;
+    std::vector<int64_t> terms;
+    const Linear bounds[2] = {as_linear((*start)[0]), as_linear((*limit)[0])};
+    for (int64_t slot : {0, 1})
+      for (const auto& [key, coefficient] : bounds[slot].terms) {
+        auto at = std::find(inputs.begin(), inputs.end(), key.first);
+        if (at == inputs.end()) at = inputs.insert(inputs.end(), key.first);
+        terms.insert(terms.end(), {slot, at - inputs.begin(), key.second, coefficient});
+      }
+    c.set_output(0, c.add("DynamicRange", inputs,
+                          Attrs()
+                              .set("start", bounds[0].value)
+                              .set("limit", bounds[1].value)
+                              .set("delta", delta[0])
+                              .set("dtype", c.attr_dtype("Tidx"))
+                              .set("from", std::vector<int64_t>{})
+                              .set("terms", terms)));
+    return;
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {
@@ -744,6 +756,34 @@ void export_dynamic_reshape(ExportContext& c) {
 
 // DynamicSlice: StridedSlice from `begin` to begin + size (the rest: the end
 // mask) or, at the `from` positions, the reference dims (clamped as hub does).
+// base + the sum of coefficient x dim over (input, dim, coefficient) terms
+// of the node's reference inputs, as an int32 scalar or one-element vector
+// built at run time (Shape, StridedSlice, Mul, Add); a constant without terms.
+std::string run_time_sum(ExportContext& c, int64_t base, const std::vector<std::array<int64_t, 3>>& terms,
+                         bool scalar) {
+  const Shape shape = scalar ? Shape{} : Shape{1};
+  std::string sum;
+  for (const auto& [input, dim, coefficient] : terms) {
+    std::string term = reference_dim(c, input, dim, scalar);
+    if (coefficient != 1) {
+      auto& scaled = c.add("term", "Mul", {term, ints_const(c, "coefficient", {coefficient}, shape)});
+      set_type(scaled, "T", DType::kInt32);
+      term = scaled.name();
+    }
+    if (!sum.empty()) {
+      auto& next = c.add("sum", "Add", {sum, term});
+      set_type(next, "T", DType::kInt32);
+      term = next.name();
+    }
+    sum = term;
+  }
+  if (sum.empty()) return ints_const(c, "value", {base}, shape);
+  if (base == 0) return sum;
+  auto& with_base = c.add("sum", "Add", {sum, ints_const(c, "base", {base}, shape)});
+  set_type(with_base, "T", DType::kInt32);
+  return with_base.name();
+}
+
 void export_dynamic_slice(ExportContext& c) {
   const std::vector<int64_t> begin = c.node().attrs.get_ints("begin"), size = c.node().attrs.get_ints("size");
   std::vector<int64_t> ends;
@@ -760,19 +800,22 @@ void export_dynamic_slice(ExportContext& c) {
   // Begins with `begin_from` terms: coefficient x reference dim added at run time.
   std::string starts = ints_const(c, "begin", begin, Shape{rank});
   const std::vector<int64_t> terms = c.node().attrs.get_ints("begin_from");
-  for (size_t k = 0; k + 3 < terms.size(); k += 4) {
-    if (size[static_cast<size_t>(terms[k])] >= 0)
-      c.fail("a fixed size after a begin computed at run time has no StridedSlice form");
-    // The term placed at its position of a rank-long vector (a one-hot mask times the dim).
-    std::vector<int64_t> at(begin.size(), 0);
-    at[static_cast<size_t>(terms[k])] = terms[k + 3];
-    auto& term =
-        c.add("begin_term", "Mul",
-              {reference_dim(c, terms[k + 1], terms[k + 2], false), ints_const(c, "coefficients", at, Shape{rank})});
-    set_type(term, "T", DType::kInt32);
-    auto& sum = c.add("begin_sum", "Add", {starts, term.name()});
-    set_type(sum, "T", DType::kInt32);
-    starts = sum.name();
+  if (!terms.empty()) {
+    std::vector<std::string> parts;
+    for (size_t d = 0; d < begin.size(); ++d) {
+      std::vector<std::array<int64_t, 3>> at;
+      for (size_t k = 0; k + 3 < terms.size(); k += 4)
+        if (terms[k] == static_cast<int64_t>(d)) at.push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+      if (!at.empty() && size[d] >= 0)
+        c.fail("a fixed size after a begin computed at run time has no StridedSlice form");
+      parts.push_back(run_time_sum(c, begin[d], at, false));
+    }
+    parts.push_back(ints_const(c, "axis", {0}, Shape{}));
+    auto& joined = c.add("begin", "ConcatV2", parts);
+    set_type(joined, "T", DType::kInt32);
+    set_type(joined, "Tidx", DType::kInt32);
+    (*joined.mutable_attr())["N"].set_i(rank);
+    starts = joined.name();
   }
   auto& n = c.add("", "StridedSlice",
                   {c.input(0), starts, dims_with_references(c, ends),
@@ -785,16 +828,20 @@ void export_dynamic_slice(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
-// DynamicRange: Range(start, the reference dim, delta) in int32 (the dim's
-// type), cast to its dtype.
+// DynamicRange: Range of its start and limit built at run time, in int32
+// (the dims' type), cast to its dtype.
 void export_dynamic_range(ExportContext& c) {
   const Attrs& a = c.node().attrs;
   const DType dtype = a.get_dtype("dtype");
-  const std::vector<int64_t> from = a.get_ints("from");
-  auto scalar = [&](const std::string& name, int64_t v) { return ints_const(c, name, {v}, Shape{}); };
-  auto& range = c.add(dtype == DType::kInt32 ? "" : "int32", "Range",
-                      {scalar("start", a.get_int("start")), reference_dim(c, from.at(1), from.at(2), true),
-                       scalar("delta", a.get_int("delta"))});
+  std::vector<std::array<int64_t, 3>> bound[2];
+  const std::vector<int64_t> from = a.get_ints("from"), terms = a.get_ints("terms");
+  if (from.size() == 3) bound[1].push_back({from[1], from[2], 1});
+  for (size_t k = 0; k + 3 < terms.size(); k += 4)
+    bound[terms[k]].push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+  auto& range =
+      c.add(dtype == DType::kInt32 ? "" : "int32", "Range",
+            {run_time_sum(c, a.get_int("start"), bound[0], true), run_time_sum(c, a.get_int("limit"), bound[1], true),
+             ints_const(c, "delta", {a.get_int("delta")}, Shape{})});
   set_type(range, "Tidx", DType::kInt32);
   if (dtype == DType::kInt32) {
     c.set_output(0, range.name());

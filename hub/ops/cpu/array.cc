@@ -86,7 +86,10 @@ void alias_kernel(KernelContext& c) { c.set_output(0, c.input(0).reshaped(c.outp
 // DynamicRange: start + i * delta.
 void range_kernel(KernelContext& c) {
   Tensor& y = c.output(0);
-  const int64_t start = c.attrs().get_int("start"), delta = c.attrs().get_int("delta");
+  std::vector<Shape> shapes;
+  for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.input(i).shape());
+  const int64_t start = ops::dynamic_range_bounds(c.attrs(), shapes).value().first;
+  const int64_t delta = c.attrs().get_int("delta");
   dispatch_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* p = y.data<T>();

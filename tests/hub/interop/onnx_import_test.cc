@@ -2121,7 +2121,8 @@ TEST_CASE(
         16);
 }
 
-TEST_CASE("ONNX import and export: Expand to dims of several tensors (an attention mask to [batch, 1, target, source])") {
+TEST_CASE(
+    "ONNX import and export: Expand to dims of several tensors (an attention mask to [batch, 1, target, source])") {
   // BART-style: mask [batch, source] unsqueezed to [batch, 1, 1, source], expanded to
   // Concat(Shape(mask)[0], 1, Shape(q)[2], Shape(mask)[1]) with batch, target and source known at run time.
   HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
@@ -2167,5 +2168,52 @@ TEST_CASE("ONNX import and export: Expand to dims of several tensors (an attenti
     CHECK(want[0].shape() == Shape{batch, 1, target, source});
     expect_close(module("default", {{"mask", mask}, {"q", q}}).at("expanded"), want[0], 0, 0);
     expect_exported_agrees(spec, here, {{"mask", mask}, {"q", q}}, {"expanded"}, want);
+  }
+}
+
+TEST_CASE(
+    "ONNX import and export: positions past .. past + length - 1 (GPT-2 with a key cache) agree with ONNX Runtime") {
+  // position_ids = arange(past_length, past_length + input_length) with both lengths Gathered from
+  // Shape at run time, then the position embeddings looked up: Range with a start and a limit linear
+  // in run-time dims (DynamicRange's terms).
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_range_past");
+  OnnxBuilder b(13);
+  b.input("ids_f", {1, -1});
+  b.input("past", {1, 2, -1, 4});
+  b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param(
+      "length");
+  b.g->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("past");
+  b.init("table", random_tensor({16, 3}, 76));
+  b.init("i1", Tensor::scalar<int64_t>(1));
+  b.init("i2", Tensor::scalar<int64_t>(2));
+  b.init("step", Tensor::scalar<int64_t>(1));
+  b.init("axis0", Tensor::from_vector<int64_t>({1}, {0}));
+  b.node("Shape", {"ids_f"}, "ids_shape", "/ids_shape");
+  b.node("Shape", {"past"}, "past_shape", "/past_shape");
+  b.node("Gather", {"ids_shape", "i1"}, "length", "/length");
+  b.node("Gather", {"past_shape", "i2"}, "past_length", "/past_length");
+  b.node("Add", {"length", "past_length"}, "limit", "/limit");
+  b.node("Range", {"past_length", "limit", "step"}, "positions", "/positions");
+  b.node("Unsqueeze", {"positions", "axis0"}, "position_ids", "/position_ids");
+  b.node("Gather", {"table", "position_ids"}, "embedded", "/embedded");
+  b.output("embedded", {1, -1, 3});
+  const std::string path = b.save(dir.path, "range_past.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  Module module(spec);
+  int run = 0;
+  for (const auto& [length, past] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {1, 5}, {4, 0}, {3, 2}}) {
+    INFO(length << " tokens after " << past);
+    const fs::path here = dir.path / std::to_string(run++);
+    fs::create_directories(here);
+    const Tensor ids = random_tensor({1, length}, 77), cache = random_tensor({1, 2, past, 4}, 78);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"ids_f", ids}, {"past", cache}}, here / "source");
+    REQUIRE(want.size() == 1);
+    // Row k is table row past + k.
+    CHECK(want[0].shape() == Shape{1, length, 3});
+    const Tensor table = random_tensor({16, 3}, 76);
+    for (int j = 0; j < 3; ++j) CHECK(want[0].data<float>()[j] == table.data<float>()[past * 3 + j]);
+    expect_close(module("default", {{"ids_f", ids}, {"past", cache}}).at("embedded"), want[0], 0, 0);
+    expect_exported_agrees(spec, here, {{"ids_f", ids}, {"past", cache}}, {"embedded"}, want);
   }
 }

@@ -222,11 +222,20 @@ void every_op(ModuleBuilder& b) {
                           "last_rows");
   // A row broadcast to [batch, 4] (the batch read at run time), and to a constant [2, 4].
   Output row = ops::constant(s, Tensor::floats({1, 2, 3, 4}).reshaped({1, 4}), "row");
-  Output rows_of_batch = s.op("BroadcastTo", {row, x},
-                              Attrs().set("shape", ints({1, 4})).set("from", ints({0, 1, 0})), "row_per_image");
+  Output rows_of_batch =
+      s.op("BroadcastTo", {row, x}, Attrs().set("shape", ints({1, 4})).set("from", ints({0, 1, 0})), "row_per_image");
   Output two_rows = s.op("BroadcastTo", {row}, Attrs().set("shape", ints({2, 4})), "two_rows");
+  // batch .. 2 x batch - 1: a start and a limit linear in the run-time batch.
+  Output later = s.op("DynamicRange", {x},
+                      Attrs()
+                          .set("delta", int64_t{1})
+                          .set("dtype", DType::kFloat32)
+                          .set("from", ints({}))
+                          .set("terms", ints({0, 0, 0, 1, 1, 0, 0, 2})),
+                      "later_positions");
   b.add_signature("dynamic", {{"images", x}},
-                  {{"default", rows},
+                  {{"later_positions", later},
+                   {"default", rows},
                    {"range", range},
                    {"resized", resized},
                    {"last_rows", last_rows},
@@ -436,6 +445,8 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
     INFO(sig);
     TensorMap w = want(sig, {{"images", images}}), g = got(sig, {{"images", images}});
     REQUIRE(g.size() == w.size());
+    if (std::string(sig) == "dynamic")
+      CHECK(w.at("later_positions").to_vector<float>() == std::vector<float>{3, 4, 5});  // batch 3
     if (std::string(sig) == "selection") {
       // Some boxes kept and some suppressed (of 144), some scores above the cut.
       CHECK(w.at("kept").shape()[0] > 5);
