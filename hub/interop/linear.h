@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "hub/ops/scope.h"
+
 namespace hub::interop {
 
 template <class Dim>
@@ -28,12 +30,12 @@ std::optional<Linear<Dim>> linear_sum(Linear<Dim> x, const Linear<Dim>& y, int64
   int64_t scaled = 0;
   if (__builtin_mul_overflow(y.value, k, &scaled) || __builtin_add_overflow(x.value, scaled, &x.value))
     return std::nullopt;
-  for (const auto& [dim, coefficient] : y.terms) {
+  for (const auto& term : y.terms) {
     int64_t c = 0;
-    if (__builtin_mul_overflow(coefficient, k, &c)) return std::nullopt;
-    auto same = std::find_if(x.terms.begin(), x.terms.end(), [&](const auto& t) { return t.first == dim; });
+    if (__builtin_mul_overflow(term.second, k, &c)) return std::nullopt;
+    auto same = std::find_if(x.terms.begin(), x.terms.end(), [&](const auto& t) { return t.first == term.first; });
     if (same == x.terms.end())
-      x.terms.emplace_back(dim, c);
+      x.terms.emplace_back(term.first, c);
     else if (__builtin_add_overflow(same->second, c, &same->second))
       return std::nullopt;
   }
@@ -41,5 +43,10 @@ std::optional<Linear<Dim>> linear_sum(Linear<Dim> x, const Linear<Dim>& y, int64
                 x.terms.end());
   return x;
 }
+
+// A linear value over dims of tensors in the graph being built, as an int64
+// [1] computed at run time: each dim read from its tensor's Shape, times its
+// coefficient, summed with the constant (hub/interop/linear.cc).
+Output run_time_value(const Scope& s, const Linear<std::pair<Output, int>>& value);
 
 }  // namespace hub::interop

@@ -406,6 +406,14 @@ HUB_REGISTER_OP(DynamicRange)
         "`terms` entry (0 start | 1 limit, input, dim, coefficient) adds coefficient x dim: a transformer's "
         "positions 0 .. sequence - 1, or past .. past + sequence - 1 with a key cache.");
 
+HUB_REGISTER_OP(Shape)
+    .inputs(1)
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      return {{DType::kInt64, Shape{static_cast<int64_t>(c.shape(0).rank())}}};
+    })
+    .no_gradient("its values are dims")
+    .doc("int64 [rank]: x's dims at run time (read for its shape only).");
+
 HUB_REGISTER_OP(Squeeze)
     .inputs(1)
     .attr("axes", AttrType::kInts, std::vector<int64_t>{})

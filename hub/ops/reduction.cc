@@ -216,6 +216,27 @@ HUB_REGISTER_OP(TopK)
     .doc(
         "k largest values along the last axis and their int32 indices; ties: lower index first; NaN ranks above "
         "every number.");
+HUB_REGISTER_OP(DynamicTopK)
+    .inputs(2)
+    .outputs(2)
+    .attr("sorted", AttrType::kBool, true)
+    .value_dependent_shape()
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      if (!is_arith(c.dtype(0))) c.fail("needs float32, int32 or int64, got " + c.input(0).to_string());
+      if ((c.dtype(1) != DType::kInt32 && c.dtype(1) != DType::kInt64) || c.shape(1).num_elements() > 1)
+        c.fail("k must be one int32 or int64, got " + c.input(1).to_string());
+      const Shape& x = c.shape(0);
+      if (x.rank() < 1) c.fail("needs rank >= 1, got " + c.input(0).to_string());
+      Shape out = x;
+      if (x[x.rank() - 1] != 0) out.set_dim(x.rank() - 1, kUnknownDim);  // k is read at run time
+      return {{c.dtype(0), out}, {DType::kInt32, out}};
+    })
+    .grad([](const GradContext& c) -> std::vector<Output> {
+      if (!c.grads[0].valid()) return {Output{}, Output{}};
+      return {c.scope.op("TopKGrad", {c.grads[0], c.outputs[1], c.inputs[0]}), Output{}};
+    })
+    .doc("TopK with k read at each run from input 1 (a count computed by the graph: min(k, boxes left)).");
+
 HUB_REGISTER_OP(TopKGrad)
     .inputs(3)
     .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {

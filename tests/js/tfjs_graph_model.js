@@ -371,6 +371,11 @@ node('dyn_tail', 'StridedSlice',
 // Positions L - 2 .. L - 1 (tf.range of a start and limit from tf.shape): 'dyn_positions'.
 cast('dyn_positions', node('dyn/range', 'Range', ['dyn/start', 'dyn/length', intScalar('dyn/one', 1)], {Tidx: IT}),
      'DT_INT32');
+// The largest min(L, 3) token values, k computed at run time (TopKV2 of a tf.minimum): 'dyn_top'.
+node('dyn/flat', 'Reshape', ['tokens', vec('dyn/flat_shape', [-1])], {T, Tshape: IT});
+node('dyn/k', 'Minimum', ['dyn/length', intScalar('dyn/three', 3)], {T: IT});
+node('dyn/top', 'TopKV2', ['dyn/flat', 'dyn/k'], {T, sorted: {b: true}});
+node('dyn_top', 'Identity', ['dyn/top'], {T});
 // A row broadcast to the tokens' run-time [N, L, 4] (tf.broadcast_to(row, tf.shape(tokens))): 'dyn_broadcast'.
 node('dyn_broadcast', 'BroadcastTo',
      [vec('dyn/row', [1, 2, 3, 4], 'float32'), pack('dyn/tokens_shape', ['dyn/batch', 'dyn/length', 'dyn/four'])],
@@ -434,7 +439,8 @@ async function main() {
                 'dyn_resized:0': tensorInfo('dyn_resized:0', [-1, -1, -1, 3]),
                 'dyn_tail:0': tensorInfo('dyn_tail:0', [-1, 2, 4]),
                 'dyn_broadcast:0': tensorInfo('dyn_broadcast:0', [-1, -1, 4]),
-                'dyn_positions:0': tensorInfo('dyn_positions:0', [-1]), 'nms:0': tensorInfo('nms:0', [-1]),
+                'dyn_positions:0': tensorInfo('dyn_positions:0', [-1]), 'dyn_top:0': tensorInfo('dyn_top:0', [-1]),
+                'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
@@ -466,7 +472,7 @@ async function main() {
   fs.writeFileSync(path.join(out, 'input.bin'), Buffer.from(input.dataSync().buffer));
   const tokens = tf.tensor(values(2 * 5 * 4), [2, 5, 4]);
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
-  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions',
+  const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
   // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.

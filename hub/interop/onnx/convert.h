@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hub/interop/fold.h"
+#include "hub/interop/linear.h"
 #include "hub/ops/scope.h"
 #include "hub/tensor/tensor.h"
 
@@ -55,6 +56,13 @@ struct SymDim {
     return SymDim{v, "", 0, true, std::move(terms)};
   }
   bool known() const { return tensor.empty() && !derived; }
+  // As value + terms, when it is linear in run-time dims (known and dim ones too).
+  std::optional<interop::Linear<DimKey>> linear() const {
+    if (known()) return interop::Linear<DimKey>{value, {}};
+    if (!derived) return interop::Linear<DimKey>{0, {{{tensor, dim}, 1}}};
+    if (terms.empty()) return std::nullopt;
+    return interop::Linear<DimKey>{value, terms};
+  }
   bool operator==(const SymDim& o) const {
     return value == o.value && tensor == o.tensor && dim == o.dim && derived == o.derived && terms == o.terms;
   }

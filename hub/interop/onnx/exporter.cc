@@ -1243,10 +1243,18 @@ void export_grid_sample(Exporter& e, const Node& n) {
   e.set(out0(n), y, true);
 }
 
-// TopK along the last axis; ONNX's int64 indices cast to hub's int32.
+// TopK (and DynamicTopK, its k an input) along the last axis; ONNX's int64
+// indices cast to hub's int32.
 void export_top_k(Exporter& e, const Node& n) {
   std::string values = e.fresh(n.name + "/values"), indices = e.fresh(n.name + "/indices64");
-  NodeProto* p = e.add("TopK", {e.nhwc(in(n, 0)), e.ints({n.attrs.get_int("k")}, n.name + "/k")}, values, n.name);
+  std::string k;
+  if (n.op == "TopK") {
+    k = e.ints({n.attrs.get_int("k")}, n.name + "/k");
+  } else {
+    k = e.fresh(n.name + "/k");
+    e.add("Reshape", {int64_input(e, n, 1, "k64"), e.ints({1}, n.name + "/one")}, k, k);
+  }
+  NodeProto* p = e.add("TopK", {e.nhwc(in(n, 0)), k}, values, n.name);
   p->add_output(indices);
   set_int(p, "axis", -1);
   std::string cast = e.fresh(n.name + "/indices");
@@ -1279,6 +1287,12 @@ void export_unique(Exporter& e, const Node& n) {
   set_int(p, "axis", n.attrs.get_int("axis"));
   set_int(p, "sorted", n.attrs.get_bool("sorted"));
   for (int i = 0; i < 4; ++i) e.set(Output{n.id, i}, ys[static_cast<size_t>(i)]);
+}
+
+void export_shape(Exporter& e, const Node& n) {
+  std::string y = e.fresh(n.name);
+  e.add("Shape", {e.nhwc(in(n, 0))}, y, n.name);
+  e.set(out0(n), y);
 }
 
 void export_non_zero(Exporter& e, const Node& n) {
@@ -1480,6 +1494,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"ArgMax", export_arg_extreme},
       {"ArgMin", export_arg_extreme},
       {"TopK", export_top_k},
+      {"DynamicTopK", export_top_k},
+      {"Shape", export_shape},
       {"NonZero", export_non_zero},
       {"Unique", export_unique},
       {"ReverseSequence", export_reverse_sequence},

@@ -112,14 +112,6 @@ void map_shape(NodeContext& c) {
 
 using Linear = interop::Linear<DimKey>;
 
-// A symbolic element as value + terms, when it is linear in run-time dims.
-std::optional<Linear> as_linear(const SymDim& d) {
-  if (d.known()) return Linear{d.value, {}};
-  if (!d.derived) return Linear{0, {{{d.tensor, d.dim}, 1}}};
-  if (d.terms.empty()) return std::nullopt;
-  return Linear{d.value, d.terms};
-}
-
 // The SymDim of a linear value: known without terms, a dim when it is one.
 SymDim from_linear(const Linear& l) {
   if (l.terms.empty()) return SymDim::constant(l.value);
@@ -144,7 +136,7 @@ bool map_symbolic(NodeContext& c) {
       const SymDim& x = (*a)[a->size() == 1 ? 0 : i];
       const SymDim& y = (*b)[b->size() == 1 ? 0 : i];
       if (!x.known() || !y.known() || (op == "Div" && y.value == 0)) {
-        const std::optional<Linear> lx = as_linear(x), ly = as_linear(y);
+        const std::optional<Linear> lx = x.linear(), ly = y.linear();
         std::optional<Linear> r;
         if (lx && ly && (op == "Add" || op == "Sub"))
           r = interop::linear_sum(*lx, *ly, op == "Add" ? 1 : -1);
@@ -221,7 +213,7 @@ void map_range(NodeContext& c) {
     auto linear = [&](int i) -> std::optional<Linear> {
       const std::optional<SymShape> sym = c.symbolic(i);
       if (!sym || sym->size() != 1) return std::nullopt;
-      return as_linear((*sym)[0]);
+      return (*sym)[0].linear();
     };
     const std::optional<Linear> s = linear(0), l = linear(1);
     const std::vector<int64_t> d = c.constant_ints(2, "delta");
@@ -771,7 +763,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
     int64_t st = 0;
     if (runtime_start) {
       // value + sum of coefficient x dim, resolved (and made non-negative) at each run.
-      const std::optional<Linear> linear = as_linear(starts[k]);
+      const std::optional<Linear> linear = starts[k].linear();
       if (!linear)
         c.fail("a start computed by arithmetic other than sums of run-time dims on axis " + std::to_string(a));
       begin[a] = linear->value;
@@ -1334,14 +1326,21 @@ void map_hardmax(NodeContext& c) {
 void map_top_k(NodeContext& c) {
   const int rank = c.rank(0);
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank, "axis");
-  const std::vector<int64_t> k = c.constant_ints(1, "K");
-  if (k.size() != 1 || k[0] < 0) c.fail("K must hold one non-negative value");
   const bool largest = c.attr_int("largest", 1) != 0;
   const Scope& s = c.scope();
   const std::vector<int64_t> perm = swap_with_last(axis, rank);
   Output v = perm.empty() ? c.native(0) : ops::transpose(s, c.native(0), perm, "to_last");
   if (!largest) v = ops::neg(s, v, "negated");
-  ops::TopKResult top = ops::top_k(s, v, k[0], true, "TopK");
+  ops::TopKResult top;
+  if (c.constant(1)) {
+    const std::vector<int64_t> k = c.constant_ints(1, "K");
+    if (k.size() != 1 || k[0] < 0) c.fail("K must hold one non-negative value");
+    top = ops::top_k(s, v, k[0], true, "TopK");
+  } else {
+    // K computed at run time (min(k, the boxes left)): read at each run.
+    const std::vector<Output> outs = s.op_n("DynamicTopK", {v, c.native(1)}, Attrs().set("sorted", true), "TopK");
+    top = {outs[0], outs[1]};
+  }
   Output values = largest ? top.values : ops::neg(s, top.values, "values");
   Output indices = ops::cast(s, top.indices, DType::kInt64, "indices");
   if (!perm.empty()) {

@@ -17,6 +17,7 @@
 #include "hub/interop/onnx/model.h"
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
 #include "hub/ops/state.h"
 
 namespace hub::onnx_interop {
@@ -116,6 +117,9 @@ class Importer {
   }
   // The module variable for a weight (created once per name).
   Output variable(Graph& g, const std::string& onnx_name, const Tensor& value, bool trainable);
+  // Value `name`, a shape value with run-time elements (symbolic), as a tensor
+  // computed at run time from the shapes of the tensors it is made of.
+  Output symbolic_tensor(const std::string& name);
 
  private:
   void collect_info();
@@ -216,6 +220,10 @@ std::optional<SymShape> GraphContext::symbolic(int i) const {
 Output GraphContext::materialise(int i) {
   Value& v = mutable_value(i);
   if (!v.unavailable.empty()) throw Deferred{v.unavailable};
+  if (!v.out.valid() && v.symbolic && !v.constant) {
+    v.out = importer_.symbolic_tensor(node().input(i));
+    v.nhwc = false;
+  }
   if (!v.out.valid()) {
     if (!v.constant) fail("input '" + node().input(i) + "' has no value");
     v.out = ops::constant(Scope(graph_), *v.constant, graph_.unique_name(sanitize(node().input(i))));
@@ -433,13 +441,8 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
         v.nhwc = out.second;
       }
       for (const auto& [i, t] : ctx.constants()) values_[node.output(i)].constant = t;
-      for (const auto& [i, s] : ctx.symbolic_outputs()) {
-        Value& v = values_[node.output(i)];
-        v.symbolic = s;
-        v.unavailable = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + "): output '" +
-                        node.output(i) +
-                        "' is a shape known only at run time, and a run-time use of it is not supported";
-      }
+      // (A run-time use of one computes it as a tensor: Importer::symbolic_tensor.)
+      for (const auto& [i, s] : ctx.symbolic_outputs()) values_[node.output(i)].symbolic = s;
     } catch (const Deferred& d) {
       for (const std::string& out : node.output())
         if (!out.empty()) values_[out].unavailable = d.reason;
@@ -450,14 +453,50 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
     const std::string& out = node.output(i);
     if (out.empty()) continue;
     Value& v = values_[out];
-    if (!v.constant && !v.out.valid() && v.unavailable.empty())
+    if (!v.constant && !v.out.valid() && !v.symbolic && v.unavailable.empty())
       v.unavailable = where + ": output " + std::to_string(i) + " ('" + out + "') is not supported";
   }
+}
+
+// Each element: a constant, or its terms' dims read from their tensors'
+// shapes (Shape, Slice) times their coefficients, summed; then the value's
+// rank (a scalar reshaped) and type.
+Output Importer::symbolic_tensor(const std::string& name) {
+  const Value& v = values_.at(name);
+  const std::string where = "ONNX model '" + path() + "': value '" + name + "'";
+  const Scope s = Scope(graph_).sub(sanitize(name));
+  std::vector<Output> parts;
+  for (const SymDim& d : *v.symbolic) {
+    const std::optional<interop::Linear<DimKey>> linear = d.linear();
+    if (!linear)
+      throw_error(Code::kUnimplemented, where + " is computed from run-time dims by arithmetic other than sums and " +
+                                            "constant multiples, which hub cannot compute as a tensor");
+    interop::Linear<std::pair<Output, int>> in_graph{linear->value, {}};
+    for (const auto& [key, coefficient] : linear->terms) {
+      auto it = values_.find(key.first);
+      if (it == values_.end() || !it->second.out.valid())
+        throw_error(Code::kInvalidArgument, where + ": the run-time dims of '" + key.first + "' are not available");
+      const int dim = it->second.nhwc ? static_cast<int>(nhwc_axis(key.second)) : key.second;
+      in_graph.terms.emplace_back(std::make_pair(it->second.out, dim), coefficient);
+    }
+    parts.push_back(interop::run_time_value(s, in_graph));
+  }
+  Output t = parts.empty()       ? ops::constant(s, Tensor(DType::kInt64, Shape{0}), "empty")
+             : parts.size() == 1 ? parts[0]
+                                 : ops::concat(s, parts, 0, "value");
+  const ValueInfo* type = info(name);
+  if (type && type->shape && type->shape->rank() == 0) t = ops::reshape(s, t, {}, "scalar");
+  if (type && type->elem_type) {
+    const DType dtype = dtype_from_onnx(type->elem_type, where);
+    if (dtype != DType::kInt64) t = ops::cast(s, t, dtype, "cast");
+  }
+  return t;
 }
 
 Output Importer::graph_output(const std::string& name) {
   Value& v = values_.at(name);
   if (!v.unavailable.empty()) throw_error(Code::kUnimplemented, v.unavailable);
+  if (!v.out.valid() && !v.constant && v.symbolic) v.out = symbolic_tensor(name);
   const std::string node_name = graph_.unique_name(sanitize(name));
   if (!v.out.valid()) return ops::constant(Scope(graph_), *v.constant, node_name);
   Output x = v.out;

@@ -7,9 +7,12 @@
 #include "hub/core/error.h"
 #include "hub/graph/session.h"
 #include "hub/interop/fold.h"
+#include "hub/interop/linear.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
+#include "hub/ops/array.h"
+#include "hub/ops/math.h"
 #include "hub/ops/state.h"
 
 namespace hub::tf {
@@ -390,8 +393,19 @@ Output Context::input(int i) {
     inputs_[i].out = c;  // later uses of this input in the same node share it
     return c;
   }
-  if (v.dims)
-    unsupported("input " + std::to_string(i) + " ('" + node().input(i) + "') is a shape known only at run time");
+  if (v.dims) {
+    // Computed at run time from the dims' tensors' shapes (a count for a run-time TopK's k).
+    const Scope s = Scope(graph_).sub(imp_.helper_name(name() + "/input" + std::to_string(i)));
+    std::vector<Output> parts;
+    for (const DimValue& d : *v.dims) parts.push_back(interop::run_time_value(s, d.linear()));
+    Output t = parts.empty()       ? ops::constant(s, Tensor(DType::kInt64, Shape{0}), "empty")
+               : parts.size() == 1 ? parts[0]
+                                   : ops::concat(s, parts, 0, "value");
+    if (v.dims_scalar) t = ops::reshape(s, t, {}, "scalar");
+    if (v.dims_dtype != DType::kInt64) t = ops::cast(s, t, v.dims_dtype, "cast");
+    inputs_[i].out = t;
+    return t;
+  }
   fail("input " + std::to_string(i) + " ('" + node().input(i) + "') is a resource handle, not a tensor");
 }
 

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "hub/interop/linear.h"
 #include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/ops/scope.h"
 #include "hub/tensor/tensor.h"
@@ -50,6 +51,11 @@ struct DimValue {
   static DimValue dim_of(Output of, int dim) { return {0, of, dim, {}}; }
   bool known() const { return !of.valid() && terms.empty(); }
   bool is_dim() const { return of.valid(); }
+  // As value + terms (a known value has none, a dim one).
+  interop::Linear<DimKey> linear() const {
+    if (is_dim()) return {0, {{{of, dim}, 1}}};
+    return {value, terms};
+  }
 };
 
 // A TensorFlow tensor during import.

@@ -75,12 +75,6 @@ void set_int_value(OpContext& c, int i, std::vector<DimValue> dims, DType dtype,
 
 using Linear = interop::Linear<DimKey>;
 
-// A partially known element as value + terms.
-Linear as_linear(const DimValue& d) {
-  if (d.is_dim()) return Linear{0, {{{d.of, d.dim}, 1}}};
-  return Linear{d.value, d.terms};
-}
-
 // The DimValue of a linear value: known without terms, a dim when it is one.
 DimValue from_linear(const Linear& l) {
   if (l.is_dim()) return DimValue::dim_of(l.terms[0].first.first, l.terms[0].first.second);
@@ -407,7 +401,7 @@ void map_dynamic_strided_slice(OpContext& c, const std::vector<DimValue>& begin,
     const bool runtime_begin = (!((begin_mask >> k) & 1) || shrink) && !begin[k].known();
     if (runtime_begin) {
       // value + sum of coefficient x dim at each run (negative: from the end, as TensorFlow's).
-      const Linear linear = as_linear(begin[k]);
+      const Linear linear = begin[k].linear();
       b[d] = linear.value;
       for (const auto& [key, coefficient] : linear.terms)
         begin_from.insert(begin_from.end(), {d, refs.input(key.first), key.second, coefficient});
@@ -609,7 +603,7 @@ void map_range(OpContext& c) {
       c.unsupported("start and limit must be scalars: constants or computed from tf.shape");
     std::vector<Output> inputs;
     std::vector<int64_t> terms;
-    const Linear bounds[2] = {as_linear((*start)[0]), as_linear((*limit)[0])};
+    const Linear bounds[2] = {(*start)[0].linear(), (*limit)[0].linear()};
     for (int64_t slot : {0, 1})
       for (const auto& [key, coefficient] : bounds[slot].terms) {
         auto at = std::find(inputs.begin(), inputs.end(), key.first);
@@ -685,9 +679,15 @@ void map_fill_like(OpContext& c) { c.set_output(0, c.add(c.op(), {c.input(0)}));
 
 // TopKV2(input, k): the k largest along the last dim, sorted or not, and their int32 indices.
 void map_top_k(OpContext& c) {
-  const std::vector<int64_t> k = c.constant_ints(1, "k");
-  if (k.size() != 1) c.fail("k must hold one value, got " + std::to_string(k.size()));
-  std::vector<Output> out = c.add_n("TopK", {c.input(0)}, Attrs().set("k", k[0]).set("sorted", c.attr_bool("sorted")));
+  std::vector<Output> out;
+  if (c.constant(1)) {
+    const std::vector<int64_t> k = c.constant_ints(1, "k");
+    if (k.size() != 1) c.fail("k must hold one value, got " + std::to_string(k.size()));
+    out = c.add_n("TopK", {c.input(0)}, Attrs().set("k", k[0]).set("sorted", c.attr_bool("sorted")));
+  } else {
+    // k computed at run time (tf.minimum(k, tf.shape(scores)[0])): read at each run.
+    out = c.add_n("DynamicTopK", {c.input(0), c.input(1)}, Attrs().set("sorted", c.attr_bool("sorted")));
+  }
   c.set_output(0, out[0]);
   const DType index = c.attr_dtype("index_type");
   c.set_output(1, index == DType::kInt32 ? out[1] : ops::cast(c.scope(), out[1], index, "IndexType"));
@@ -967,13 +967,33 @@ void export_fill_like(ExportContext& c) {
   c.set_output(0, n.name());
 }
 
+// TopK, and DynamicTopK with its k cast to an int32 scalar.
 void export_top_k(ExportContext& c) {
-  std::string k = c.constant("k", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("k"))));
+  std::string k;
+  if (c.node().op == "TopK") {
+    k = c.constant("k", Tensor::scalar<int32_t>(static_cast<int32_t>(c.node().attrs.get_int("k"))));
+  } else {
+    auto& narrow = c.add("k_int32", "Cast", {c.input(1)});
+    set_type(narrow, "SrcT", c.input_spec(1).dtype);
+    set_type(narrow, "DstT", DType::kInt32);
+    (*narrow.mutable_attr())["Truncate"].set_b(false);
+    auto& scalar = c.add("k", "Reshape", {narrow.name(), ints_const(c, "scalar", {}, Shape{0})});
+    set_type(scalar, "T", DType::kInt32);
+    set_type(scalar, "Tshape", DType::kInt32);
+    k = scalar.name();
+  }
   auto& n = c.add("", "TopKV2", {c.input(0), k});
   set_type(n, "T", c.input_spec(0).dtype);
   (*n.mutable_attr())["sorted"].set_b(c.node().attrs.get_bool("sorted"));
   c.set_output(0, n.name());
   c.set_output(1, n.name() + ":1");
+}
+
+void export_shape(ExportContext& c) {
+  auto& n = c.add("", "Shape", {c.input(0)});
+  set_type(n, "T", c.input_spec(0).dtype);
+  set_type(n, "out_type", DType::kInt64);
+  c.set_output(0, n.name());
 }
 
 void export_gather(ExportContext& c) {
@@ -1043,9 +1063,9 @@ bool map_dim_arithmetic(OpContext& c) {
     std::optional<Linear> r;
     if (op == "Mul") {
       if (!x.known() && !y.known()) return false;  // a product of run-time dims: not linear
-      r = interop::linear_sum(Linear{}, x.known() ? as_linear(y) : as_linear(x), x.known() ? x.value : y.value);
+      r = interop::linear_sum(Linear{}, x.known() ? y.linear() : x.linear(), x.known() ? x.value : y.value);
     } else {
-      r = interop::linear_sum(as_linear(x), as_linear(y), op == "Sub" ? -1 : 1);
+      r = interop::linear_sum(x.linear(), y.linear(), op == "Sub" ? -1 : 1);
     }
     if (!r) c.fail("shape arithmetic overflows int64");
     out.push_back(from_linear(*r));
@@ -1155,6 +1175,8 @@ void add_array_exporters(std::map<std::string, OpExporter>& m) {
   m["ZerosLike"] = export_fill_like;
   m["OnesLike"] = export_fill_like;
   m["TopK"] = export_top_k;
+  m["DynamicTopK"] = export_top_k;
+  m["Shape"] = export_shape;
   m["GatherND"] = export_gather_nd;
   m["ReverseSequence"] = export_reverse_sequence;
   m["BroadcastTo"] = export_broadcast_to;

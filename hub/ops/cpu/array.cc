@@ -97,6 +97,11 @@ void range_kernel(KernelContext& c) {
   });
 }
 
+void shape_kernel(KernelContext& c) {
+  const std::vector<int64_t>& dims = c.input(0).shape().dims();
+  std::copy(dims.begin(), dims.end(), c.output(0).data<int64_t>());
+}
+
 // ---- Pad ------------------------------------------------------------------------
 //
 // Mirror and edge modes fill the border dim after dim: for dim d, each border
@@ -779,6 +784,7 @@ HUB_REGISTER_KERNEL(PadGrad, reference, pad_grad_kernel);
 HUB_REGISTER_KERNEL(Slice, reference, slice_kernel);
 HUB_REGISTER_KERNEL(DynamicSlice, reference, dynamic_slice_kernel);
 HUB_REGISTER_KERNEL(DynamicRange, reference, range_kernel);
+HUB_REGISTER_KERNEL(Shape, reference, shape_kernel);
 HUB_REGISTER_KERNEL(Concat, reference, concat_kernel);
 
 }  // namespace hub::cpu

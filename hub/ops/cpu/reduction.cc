@@ -309,16 +309,18 @@ bool is_nan(T v) {
   return false;
 }
 
-void top_k_kernel(KernelContext& c) {
+// The k largest along the last axis (TopK's k attribute, DynamicTopK's input 1).
+void top_k(KernelContext& c, int64_t k) {
   const Tensor& x = c.input(0);
-  int64_t k = c.attrs().get_int("k");
   int64_t n = x.dim(x.rank() - 1);
-  if (k > n)
+  if (k < 0 || k > n)
     throw_error(Code::kInvalidArgument,
-                "TopK: k = " + std::to_string(k) + " exceeds the last dim of " + x.spec_string());
+                "TopK: k = " + std::to_string(k) + " is negative or exceeds the last dim of " + x.spec_string());
   int64_t rows = n == 0 ? 0 : x.num_elements() / n;
-  Tensor& values = c.output(0);
-  int32_t* idx = c.output(1).data<int32_t>();
+  Shape out = x.shape();
+  out.set_dim(x.rank() - 1, k);
+  Tensor& values = c.output(0, out);
+  int32_t* idx = c.output(1, out).data<int32_t>();
   dispatch_arith(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -341,6 +343,14 @@ void top_k_kernel(KernelContext& c) {
       }
     });
   });
+}
+
+void top_k_kernel(KernelContext& c) { top_k(c, c.attrs().get_int("k")); }
+
+void dynamic_top_k_kernel(KernelContext& c) {
+  const Tensor& k = c.input(1);
+  if (k.num_elements() != 1) throw_error(Code::kInvalidArgument, "TopK: k must hold one value, got " + k.spec_string());
+  top_k(c, k.dtype() == DType::kInt64 ? k.data<int64_t>()[0] : k.data<int32_t>()[0]);
 }
 
 void top_k_grad_kernel(KernelContext& c) {
@@ -383,6 +393,7 @@ HUB_REGISTER_KERNEL(ArgMax, reference, arg_extreme_kernel<true>);
 HUB_REGISTER_KERNEL(ArgMin, reference, arg_extreme_kernel<false>);
 HUB_REGISTER_KERNEL(CumSum, reference, cum_sum_kernel);
 HUB_REGISTER_KERNEL(TopK, reference, top_k_kernel);
+HUB_REGISTER_KERNEL(DynamicTopK, reference, dynamic_top_k_kernel);
 HUB_REGISTER_KERNEL(TopKGrad, reference, top_k_grad_kernel);
 HUB_REGISTER_KERNEL(L2Loss, reference, l2_loss_kernel);
 

@@ -2217,3 +2217,52 @@ TEST_CASE(
     expect_exported_agrees(spec, here, {{"ids_f", ids}, {"past", cache}}, {"embedded"}, want);
   }
 }
+
+TEST_CASE(
+    "ONNX import and export: TopK of the survivors, K = min(5, their count) computed at run time, agrees with ONNX "
+    "Runtime") {
+  // A detector's last step: scores above 0.5 kept (NonZero, Gather), then the best min(5, kept) of them
+  // (K from Shape of a value-dependent tensor, through Min: a shape value hub computes as a tensor).
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_top_k_runtime");
+  OnnxBuilder b(13);
+  b.input("scores", {12});
+  b.init("half", Tensor::scalar<float>(0.5f));
+  b.init("five", Tensor::from_vector<int64_t>({1}, {5}));
+  b.init("i0", Tensor::scalar<int64_t>(0));
+  b.node("Greater", {"scores", "half"}, "high", "/high");
+  b.node("NonZero", {"high"}, "where", "/where");
+  b.node("Gather", {"where", "i0"}, "kept_at", "/kept_at");
+  b.node("Gather", {"scores", "kept_at"}, "kept", "/kept");
+  b.node("Shape", {"kept"}, "count", "/count");
+  b.node("Min", {"count", "five"}, "k", "/k");
+  auto* top = b.g->add_node();
+  top->set_op_type("TopK");
+  top->set_name("/top");
+  for (const char* in : {"kept", "k"}) top->add_input(in);
+  for (const char* out : {"best", "best_at"}) top->add_output(out);
+  int_attr(b.node("Cast", {"best_at"}, "best_at_f", "/best_at_f"), "to", ::onnx::TensorProto::FLOAT);
+  b.output("best", {-1});
+  b.output("best_at_f", {-1});
+  const std::string path = b.save(dir.path, "top_k_runtime.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  Module module(spec);
+  int run = 0;
+  for (const float cut : {0.2f, 0.8f}) {  // many survivors (K = 5), then few (K = their count)
+    INFO("scores above " << cut);
+    const fs::path here = dir.path / std::to_string(run++);
+    fs::create_directories(here);
+    Tensor scores = random_tensor({12}, 79, 0, 1);
+    for (int i = 0; i < 12; ++i) scores.data<float>()[i] = scores.data<float>()[i] * (1 - cut) + cut - 0.3f;
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"scores", scores}}, here / "source");
+    REQUIRE(want.size() == 2);
+    if (cut > 0.5f)
+      CHECK(want[0].num_elements() == 5);  // all 12 survive: K = 5
+    else
+      CHECK(want[0].num_elements() < 5);  // a few survive: K = their count
+    const TensorMap got = module("default", {{"scores", scores}});
+    expect_close(got.at("best"), want[0], 0, 0);
+    expect_close(got.at("best_at_f"), want[1], 0, 0);
+    expect_exported_agrees(spec, here, {{"scores", scores}}, {"best", "best_at_f"}, want);
+  }
+}

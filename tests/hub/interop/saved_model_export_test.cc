@@ -17,6 +17,7 @@
 #include "hub/interop/tf/proto/saved_model.pb.h"
 #include "hub/interop/tf/proto/variable.pb.h"
 #include "hub/interop/tf/saved_model.h"
+#include "hub/ops/array.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
 
@@ -258,7 +259,14 @@ void every_op(ModuleBuilder& b) {
   Output reversed =
       s.op("ReverseSequence", {x, ops::constant(s, Tensor::from_vector<int32_t>({3}, {8, 3, 5}), "lengths")},
            Attrs().set("batch_axis", int64_t{0}).set("time_axis", int64_t{1}), "reverse_rows");
-  b.add_signature("selection", {{"images", x}}, {{"kept", kept}, {"nonzero", nonzero}, {"reversed", reversed}});
+  // The best min(3, kept) scores: k computed at run time from a value-dependent count.
+  Output k = s.op("Minimum",
+                  {ops::slice(s, s.op("Shape", {kept}, {}, "kept_shape"), {0}, {1}, "kept_count"),
+                   ops::constant(s, Tensor::from_vector<int64_t>({1}, {3}), "three")},
+                  {}, "k");
+  Output best = s.op_n("DynamicTopK", {ops::reshape(s, scores, {-1}, "flat_scores"), k}, {}, "best")[0];
+  b.add_signature("selection", {{"images", x}},
+                  {{"kept", kept}, {"nonzero", nonzero}, {"reversed", reversed}, {"best", best}});
   b.add_asset("labels.txt", "a\nb\nc\nd\n");
 }
 
@@ -403,7 +411,10 @@ TEST_CASE("a module of every exported op: the SavedModel TensorFlow reads, and b
                                         "Where",
                                         "NonMaxSuppressionV3",
                                         "ReverseSequence",
-                                        "BroadcastTo"};
+                                        "BroadcastTo",
+                                        "Minimum",
+                                        "Cast",
+                                        "TopKV2"};
   for (const auto& [name, n] : nodes) {
     INFO(name);
     CHECK(tf_ops.count(n->op()));

@@ -353,3 +353,18 @@ TEST_CASE("Min and Prod: gradients; ProdGrad is exact with zeros") {
       },
       "is not x");
 }
+
+TEST_CASE("DynamicTopK: k read from its input at each run, as TopK's; gradient; k checked") {
+  const Tensor x = make({2, 4}, {1, 5, 3, 2, 7, 0, 7, 4});
+  const Attrs sorted = Attrs().set("sorted", true);
+  std::vector<Tensor> top = run_op("DynamicTopK", {x, Tensor::scalar<int64_t>(2)}, sorted);
+  CHECK(top[0].to_vector<float>() == std::vector<float>{5, 3, 7, 7});
+  CHECK(top[1].to_vector<int32_t>() == std::vector<int32_t>{1, 2, 0, 2});  // ties: the lower index first
+  top = run_op("DynamicTopK", {x, Tensor::from_vector<int32_t>({1}, {0})}, sorted);
+  CHECK(top[0].shape() == Shape{2, 0});
+  GradCheckOptions x_only;
+  x_only.inputs = {0};
+  check_gradients("DynamicTopK", {random_tensor({3, 5}, 41), Tensor::scalar<int64_t>(3)}, sorted, x_only);
+  CHECK_THROWS_WITH_AS(run_op("DynamicTopK", {x, Tensor::scalar<int64_t>(5)}, sorted),
+                       doctest::Contains("k = 5 is negative or exceeds the last dim"), Error);
+}

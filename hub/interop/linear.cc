@@ -1,0 +1,21 @@
+#include "hub/interop/linear.h"
+
+#include "hub/ops/array.h"
+#include "hub/ops/elementwise.h"
+#include "hub/ops/state.h"
+
+namespace hub::interop {
+
+Output run_time_value(const Scope& s, const Linear<std::pair<Output, int>>& value) {
+  auto constant = [&](int64_t v) { return ops::constant(s, Tensor::from_vector<int64_t>({1}, {v}), "value"); };
+  Output sum;
+  for (const auto& [dim, coefficient] : value.terms) {
+    Output term = ops::slice(s, s.op("Shape", {dim.first}, {}, "shape"), {dim.second}, {1}, "dim");
+    if (coefficient != 1) term = ops::mul(s, term, constant(coefficient), "term");
+    sum = sum.valid() ? ops::add(s, sum, term, "sum") : term;
+  }
+  if (!sum.valid()) return constant(value.value);
+  return value.value == 0 ? sum : ops::add(s, sum, constant(value.value), "sum");
+}
+
+}  // namespace hub::interop
