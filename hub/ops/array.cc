@@ -930,21 +930,27 @@ HUB_REGISTER_OP(TileGrad)
 
 namespace ops {
 
-std::optional<std::pair<int64_t, int64_t>> dynamic_range_bounds(const Attrs& attrs, const std::vector<Shape>& shapes) {
-  int64_t bound[2] = {attrs.get_int("start"), attrs.get_int("limit")};
-  auto add = [&](int slot, int64_t input, int64_t dim, int64_t coefficient) {
-    const int64_t d = shapes[static_cast<size_t>(input)][static_cast<int>(dim)];
-    if (d < 0) return false;
-    int64_t term = 0;
-    if (__builtin_mul_overflow(coefficient, d, &term) || __builtin_add_overflow(bound[slot], term, &bound[slot]))
-      throw_error(Code::kInvalidArgument, "DynamicRange: a bound overflows int64");
-    return true;
-  };
+std::array<std::vector<std::array<int64_t, 3>>, 2> dynamic_range_terms(const Attrs& attrs) {
+  std::array<std::vector<std::array<int64_t, 3>>, 2> out;
   const std::vector<int64_t>& from = attrs.get_ints("from");
-  if (from.size() == 3 && !add(1, from[1], from[2], 1)) return std::nullopt;
+  if (from.size() == 3) out[1].push_back({from[1], from[2], 1});
   const std::vector<int64_t>& terms = attrs.get_ints("terms");
   for (size_t k = 0; k + 3 < terms.size(); k += 4)
-    if (!add(static_cast<int>(terms[k]), terms[k + 1], terms[k + 2], terms[k + 3])) return std::nullopt;
+    out[static_cast<size_t>(terms[k])].push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+  return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> dynamic_range_bounds(const Attrs& attrs, const std::vector<Shape>& shapes) {
+  int64_t bound[2] = {attrs.get_int("start"), attrs.get_int("limit")};
+  const auto terms = dynamic_range_terms(attrs);
+  for (size_t slot = 0; slot < 2; ++slot)
+    for (const auto& [input, dim, coefficient] : terms[slot]) {
+      const int64_t d = shapes[static_cast<size_t>(input)][static_cast<int>(dim)];
+      if (d < 0) return std::nullopt;
+      int64_t term = 0;
+      if (__builtin_mul_overflow(coefficient, d, &term) || __builtin_add_overflow(bound[slot], term, &bound[slot]))
+        throw_error(Code::kInvalidArgument, "DynamicRange: a bound overflows int64");
+    }
   return std::make_pair(bound[0], bound[1]);
 }
 

@@ -122,6 +122,7 @@
 // the last input's). Building such a gradient otherwise throws InvalidArgument.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -214,10 +215,15 @@ std::vector<std::optional<int64_t>> reference_dims(const InferContext& c, size_t
 // function and the kernel; the attributes passed the shape function.
 std::vector<std::optional<int64_t>> dynamic_slice_begin(const Attrs& attrs, const std::vector<Shape>& shapes);
 
-// DynamicRange's (start, limit) for its inputs' shapes (its attributes:
-// start, limit, the dim `from` names added to the limit, and coefficient x
-// dim per `terms` entry); nullopt where a dim it needs is unknown. Shared by
-// the shape function and the kernel; the attributes passed the shape function.
+// DynamicRange's run-time terms (input, dim, coefficient) of its start [0]
+// and its limit [1] (the dim `from` names, with coefficient 1, and the
+// `terms` entries): what the exporters rebuild as graph arithmetic.
+std::array<std::vector<std::array<int64_t, 3>>, 2> dynamic_range_terms(const Attrs& attrs);
+
+// DynamicRange's (start, limit) for its inputs' shapes: its start and limit
+// attributes plus coefficient x dim over dynamic_range_terms; nullopt where
+// a dim it needs is unknown. Shared by the shape function and the kernel; the
+// attributes passed the shape function.
 std::optional<std::pair<int64_t, int64_t>> dynamic_range_bounds(const Attrs& attrs, const std::vector<Shape>& shapes);
 
 // Gather's geometry, shared by its kernels: params viewed as [B, P, S, I]

@@ -945,15 +945,11 @@ void export_dynamic_slice(Exporter& e, const Node& n) {
   e.set(out0(n), y);
 }
 
-// DynamicRange: Range(start, the reference dim, delta) in its dtype.
+// DynamicRange: Range of its start and limit built at run time, in its dtype.
 void export_dynamic_range(Exporter& e, const Node& n) {
   const Attrs& a = n.attrs;
   const DType dtype = a.get_dtype("dtype");
-  std::vector<std::array<int64_t, 3>> bound[2];
-  const std::vector<int64_t> from = a.get_ints("from"), terms = a.get_ints("terms");
-  if (from.size() == 3) bound[1].push_back({from[1], from[2], 1});
-  for (size_t k = 0; k + 3 < terms.size(); k += 4)
-    bound[terms[k]].push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+  const auto bound = ops::dynamic_range_terms(a);
   auto typed = [&](std::string v, const std::string& what) {
     if (dtype == DType::kInt64) return v;
     const std::string cast = e.fresh(n.name + "/" + what + "_cast");

@@ -833,11 +833,7 @@ void export_dynamic_slice(ExportContext& c) {
 void export_dynamic_range(ExportContext& c) {
   const Attrs& a = c.node().attrs;
   const DType dtype = a.get_dtype("dtype");
-  std::vector<std::array<int64_t, 3>> bound[2];
-  const std::vector<int64_t> from = a.get_ints("from"), terms = a.get_ints("terms");
-  if (from.size() == 3) bound[1].push_back({from[1], from[2], 1});
-  for (size_t k = 0; k + 3 < terms.size(); k += 4)
-    bound[terms[k]].push_back({terms[k + 1], terms[k + 2], terms[k + 3]});
+  const auto bound = ops::dynamic_range_terms(a);
   auto& range =
       c.add(dtype == DType::kInt32 ? "" : "int32", "Range",
             {run_time_sum(c, a.get_int("start"), bound[0], true), run_time_sum(c, a.get_int("limit"), bound[1], true),
