@@ -118,7 +118,8 @@ class Importer {
   // The module variable for a weight (created once per name).
   Output variable(Graph& g, const std::string& onnx_name, const Tensor& value, bool trainable);
   // Value `name`, a shape value with run-time elements (symbolic), as a tensor
-  // computed at run time from the shapes of the tensors it is made of.
+  // computed at run time from the shapes of the tensors it is made of;
+  // Deferred (an error only if the value is needed) where hub cannot.
   Output symbolic_tensor(const std::string& name);
 
  private:
@@ -469,13 +470,13 @@ Output Importer::symbolic_tensor(const std::string& name) {
   for (const SymDim& d : *v.symbolic) {
     const std::optional<interop::Linear<DimKey>> linear = d.linear();
     if (!linear)
-      throw_error(Code::kUnimplemented, where + " is computed from run-time dims by arithmetic other than sums and " +
-                                            "constant multiples, which hub cannot compute as a tensor");
+      throw Deferred{where + " is computed from run-time dims by arithmetic other than sums and constant " +
+                     "multiples, which hub cannot compute as a tensor"};
     interop::Linear<std::pair<Output, int>> in_graph{linear->value, {}};
     for (const auto& [key, coefficient] : linear->terms) {
       auto it = values_.find(key.first);
       if (it == values_.end() || !it->second.out.valid())
-        throw_error(Code::kInvalidArgument, where + ": the run-time dims of '" + key.first + "' are not available");
+        throw Deferred{where + ": the run-time dims of '" + key.first + "' are not available"};
       const int dim = it->second.nhwc ? static_cast<int>(nhwc_axis(key.second)) : key.second;
       in_graph.terms.emplace_back(std::make_pair(it->second.out, dim), coefficient);
     }
@@ -496,7 +497,13 @@ Output Importer::symbolic_tensor(const std::string& name) {
 Output Importer::graph_output(const std::string& name) {
   Value& v = values_.at(name);
   if (!v.unavailable.empty()) throw_error(Code::kUnimplemented, v.unavailable);
-  if (!v.out.valid() && !v.constant && v.symbolic) v.out = symbolic_tensor(name);
+  if (!v.out.valid() && !v.constant && v.symbolic) {
+    try {
+      v.out = symbolic_tensor(name);
+    } catch (const Deferred& d) {
+      throw_error(Code::kUnimplemented, d.reason);
+    }
+  }
   const std::string node_name = graph_.unique_name(sanitize(name));
   if (!v.out.valid()) return ops::constant(Scope(graph_), *v.constant, node_name);
   Output x = v.out;

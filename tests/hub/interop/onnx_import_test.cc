@@ -2266,3 +2266,39 @@ TEST_CASE(
     expect_exported_agrees(spec, here, {{"scores", scores}}, {"best", "best_at_f"}, want);
   }
 }
+
+TEST_CASE("ONNX import: a shape value hub cannot compute as a tensor fails only where it is needed") {
+  // rows x cols (a product of two run-time dims) used by a run-time op (Neg): unused, the model
+  // imports; as a graph output, the import names the value.
+  TempDir dir("onnx_shape_product");
+  for (const bool used : {false, true}) {
+    INFO("used " << used);
+    OnnxBuilder b(13);
+    b.input("x", {-1, -1});
+    b.init("i0", Tensor::from_vector<int64_t>({1}, {0}));
+    b.init("i1", Tensor::from_vector<int64_t>({1}, {1}));
+    b.node("Shape", {"x"}, "shape", "/shape");
+    b.node("Gather", {"shape", "i0"}, "rows", "/rows");
+    b.node("Gather", {"shape", "i1"}, "cols", "/cols");
+    b.node("Mul", {"rows", "cols"}, "count", "/count");
+    b.node("Neg", {"count"}, "negated", "/negated");
+    b.node("Relu", {"x"}, "y", "/y");
+    b.output("y", {-1, -1});
+    if (used) {
+      auto* o = b.g->add_output();
+      o->set_name("negated");
+      o->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+      o->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+    }
+    const std::string path = b.save(dir.path, used ? "used.onnx" : "unused.onnx");
+    if (!used) {
+      const ModuleSpec spec = onnx_interop::import_onnx(path);
+      expect_close(run_signature(spec, "default", {{"x", make({1, 2}, {-1, 2})}}, "reference").at("y"),
+                   make({1, 2}, {0, 2}));
+    } else {
+      expect_error(
+          Code::kUnimplemented, [&] { onnx_interop::import_onnx(path); },
+          "arithmetic other than sums and constant multiples");
+    }
+  }
+}
