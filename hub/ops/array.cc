@@ -318,28 +318,26 @@ HUB_REGISTER_OP(DynamicSlice)
       const std::vector<std::optional<int64_t>> ends = ops::reference_dims(c, size.size(), &named);
       for (size_t i = 0; i < size.size(); ++i)
         if (named[i]) size[i] = 0;
+      const std::vector<int64_t>& begin_attr = c.attrs().get_ints("begin");
+      if (static_cast<int>(begin_attr.size()) != in.rank() || static_cast<int>(size.size()) != in.rank())
+        c.fail("begin " + attr_to_string(begin_attr) + " and size " + attr_to_string(size) + " need " +
+               std::to_string(in.rank()) + " entries for " + c.input(0).to_string());
       // Begins with run-time terms: validated here, resolved where the dims are known.
       const auto& terms = c.attrs().get_ints("begin_from");
       if (terms.size() % 4 != 0)
         c.fail("begin_from " + attr_to_string(terms) + " is not a list of (position, input, dim, coefficient)");
-      std::vector<char> computed(size.size(), 0);
       for (size_t k = 0; k < terms.size(); k += 4) {
         const int64_t position = terms[k], input = terms[k + 1], dim = terms[k + 2];
-        if (position < 0 || position >= static_cast<int64_t>(size.size()) || input < 1 || input >= c.num_inputs() ||
-            dim < 0 || dim >= c.shape(static_cast<int>(input)).rank())
+        if (position < 0 || position >= in.rank() || input < 1 || input >= c.num_inputs() || dim < 0 ||
+            dim >= c.shape(static_cast<int>(input)).rank())
           c.fail("begin_from " + attr_to_string(terms) + ": no position " + std::to_string(position) + " or no dim " +
                  std::to_string(dim) + " of input " + std::to_string(input));
-        computed[static_cast<size_t>(position)] = 1;
       }
-      std::vector<int64_t> begin = c.attrs().get_ints("begin");
-      std::vector<std::optional<int64_t>> begins(begin.begin(), begin.end());
-      if (!terms.empty()) {
-        std::vector<Shape> shapes;
-        for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.shape(i));
-        begins = ops::dynamic_slice_begin(c.attrs(), shapes);
-        for (size_t i = 0; i < begin.size() && i < begins.size(); ++i)
-          if (computed[i]) begin[i] = begins[i].value_or(0);
-      }
+      std::vector<Shape> shapes;
+      for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.shape(i));
+      const std::vector<std::optional<int64_t>> begins = ops::dynamic_slice_begin(c.attrs(), shapes);
+      std::vector<int64_t> begin;
+      for (const std::optional<int64_t>& b : begins) begin.push_back(b.value_or(0));
       check_slice(c, begin, size);
       Shape out;
       for (int i = 0; i < in.rank(); ++i) {
