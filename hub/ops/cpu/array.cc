@@ -726,11 +726,7 @@ void reverse_sequence_kernel(KernelContext& c) {
   };
   const int64_t batch_axis = axis("batch_axis"), time_axis = axis("time_axis");
   const int64_t steps = s[static_cast<int>(time_axis)];
-  std::vector<int64_t> lengths = dispatch_dtype(c.input(1).dtype(), [&](auto t) {
-    using T = decltype(t);
-    const T* v = c.input(1).data<T>();
-    return std::vector<int64_t>(v, v + c.input(1).num_elements());
-  });
+  const std::vector<int64_t> lengths = c.input(1).to_int64_vector().value();  // int32 or int64
   if (static_cast<int64_t>(lengths.size()) != s[static_cast<int>(batch_axis)])
     throw_error(Code::kInvalidArgument, "ReverseSequence: " + std::to_string(lengths.size()) + " lengths for " +
                                             x.spec_string() + " (batch axis " + std::to_string(batch_axis) + ")");

@@ -350,7 +350,7 @@ void top_k_kernel(KernelContext& c) { top_k(c, c.attrs().get_int("k")); }
 void dynamic_top_k_kernel(KernelContext& c) {
   const Tensor& k = c.input(1);
   if (k.num_elements() != 1) throw_error(Code::kInvalidArgument, "TopK: k must hold one value, got " + k.spec_string());
-  top_k(c, k.dtype() == DType::kInt64 ? k.data<int64_t>()[0] : k.data<int32_t>()[0]);
+  top_k(c, k.to_int64_vector().value()[0]);
 }
 
 void top_k_grad_kernel(KernelContext& c) {

@@ -250,11 +250,7 @@ void roi_align_kernel(KernelContext& c) {
   if (indices.dim(0) != r)
     throw_error(Code::kInvalidArgument,
                 "RoiAlign: " + std::to_string(indices.dim(0)) + " batch indices for " + std::to_string(r) + " regions");
-  std::vector<int64_t> batch = dispatch_dtype(indices.dtype(), [&](auto t) {
-    using T = decltype(t);
-    const T* v = indices.data<T>();
-    return std::vector<int64_t>(v, v + r);
-  });
+  const std::vector<int64_t> batch = indices.to_int64_vector().value();  // int32 or int64
   for (int64_t i = 0; i < r; ++i)
     if (batch[static_cast<size_t>(i)] < 0 || batch[static_cast<size_t>(i)] >= n)
       throw_error(Code::kInvalidArgument, "RoiAlign: batch index " + std::to_string(batch[static_cast<size_t>(i)]) +
