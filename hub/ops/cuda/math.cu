@@ -260,14 +260,9 @@ void broadcast_to_op(KernelContext& c) {
 }
 
 bool supports_broadcast_to(const Node& node, const std::vector<TensorSpec>& inputs) {
-  // The target with its `from` entries (position, input, dim) read from the references (checked by the shape
-  // function).
-  std::vector<int64_t> shape = node.attrs.get_ints("shape");
-  const std::vector<int64_t>& from = node.attrs.get_ints("from");
-  for (size_t k = 0; k + 2 < from.size(); k += 3)
-    shape[static_cast<size_t>(from[k])] = inputs[static_cast<size_t>(from[k + 1])].shape[static_cast<int>(from[k + 2])];
-  const Shape& x = inputs[0].shape;
-  return broadcast_fits(broadcast_shapes(x, Shape(shape)), x);
+  // The output as the shape function infers it (with the entries `from` reads from the references).
+  const InferContext ictx(node.name, node.op, inputs, node.attrs);
+  return broadcast_fits(OpRegistry::global().find(node.op).shape_fn(ictx)[0].shape, inputs[0].shape);
 }
 
 }  // namespace
