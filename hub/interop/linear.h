@@ -44,9 +44,11 @@ std::optional<Linear<Dim>> linear_sum(Linear<Dim> x, const Linear<Dim>& y, int64
   return x;
 }
 
-// A linear value over dims of tensors in the graph being built, as an int64
-// [1] computed at run time: each dim read from its tensor's Shape, times its
-// coefficient, summed with the constant (hub/interop/linear.cc).
-Output run_time_value(const Scope& s, const Linear<std::pair<Output, int>>& value);
+// Linear values over dims of tensors in the graph being built, as one
+// tensor computed at run time (hub/interop/linear.cc): each element's dims
+// read from their tensors' Shape, times their coefficients, summed with its
+// constant; an int64 vector of them, or the one as a scalar, in `dtype`.
+Output run_time_tensor(const Scope& s, const std::vector<Linear<std::pair<Output, int>>>& elements, bool scalar,
+                       DType dtype);
 
 }  // namespace hub::interop

@@ -17,7 +17,6 @@
 #include "hub/interop/onnx/model.h"
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
-#include "hub/ops/math.h"
 #include "hub/ops/state.h"
 
 namespace hub::onnx_interop {
@@ -466,7 +465,7 @@ Output Importer::symbolic_tensor(const std::string& name) {
   const Value& v = values_.at(name);
   const std::string where = "ONNX model '" + path() + "': value '" + name + "'";
   const Scope s = Scope(graph_).sub(sanitize(name));
-  std::vector<Output> parts;
+  std::vector<interop::Linear<std::pair<Output, int>>> elements;
   for (const SymDim& d : *v.symbolic) {
     const std::optional<interop::Linear<DimKey>> linear = d.linear();
     if (!linear)
@@ -480,18 +479,11 @@ Output Importer::symbolic_tensor(const std::string& name) {
       const int dim = it->second.nhwc ? static_cast<int>(nhwc_axis(key.second)) : key.second;
       in_graph.terms.emplace_back(std::make_pair(it->second.out, dim), coefficient);
     }
-    parts.push_back(interop::run_time_value(s, in_graph));
+    elements.push_back(std::move(in_graph));
   }
-  Output t = parts.empty()       ? ops::constant(s, Tensor(DType::kInt64, Shape{0}), "empty")
-             : parts.size() == 1 ? parts[0]
-                                 : ops::concat(s, parts, 0, "value");
   const ValueInfo* type = info(name);
-  if (type && type->shape && type->shape->rank() == 0) t = ops::reshape(s, t, {}, "scalar");
-  if (type && type->elem_type) {
-    const DType dtype = dtype_from_onnx(type->elem_type, where);
-    if (dtype != DType::kInt64) t = ops::cast(s, t, dtype, "cast");
-  }
-  return t;
+  return interop::run_time_tensor(s, elements, type && type->shape && type->shape->rank() == 0,
+                                  type && type->elem_type ? dtype_from_onnx(type->elem_type, where) : DType::kInt64);
 }
 
 Output Importer::graph_output(const std::string& name) {

@@ -11,8 +11,6 @@
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
-#include "hub/ops/array.h"
-#include "hub/ops/math.h"
 #include "hub/ops/state.h"
 
 namespace hub::tf {
@@ -396,13 +394,9 @@ Output Context::input(int i) {
   if (v.dims) {
     // Computed at run time from the dims' tensors' shapes (a count for a run-time TopK's k).
     const Scope s = Scope(graph_).sub(imp_.helper_name(name() + "/input" + std::to_string(i)));
-    std::vector<Output> parts;
-    for (const DimValue& d : *v.dims) parts.push_back(interop::run_time_value(s, d.linear()));
-    Output t = parts.empty()       ? ops::constant(s, Tensor(DType::kInt64, Shape{0}), "empty")
-               : parts.size() == 1 ? parts[0]
-                                   : ops::concat(s, parts, 0, "value");
-    if (v.dims_scalar) t = ops::reshape(s, t, {}, "scalar");
-    if (v.dims_dtype != DType::kInt64) t = ops::cast(s, t, v.dims_dtype, "cast");
+    std::vector<interop::Linear<DimKey>> elements;
+    for (const DimValue& d : *v.dims) elements.push_back(d.linear());
+    const Output t = interop::run_time_tensor(s, elements, v.dims_scalar, v.dims_dtype);
     inputs_[i].out = t;
     return t;
   }
