@@ -12,11 +12,17 @@ namespace {
 // keeps its meaning, so there is nothing to rewrite.
 void upgrade_v1_to_v2(ModuleDef&) {}
 
+// Version 3 added graph-valued attributes (AttrValueDef.graph: the branches
+// and bodies of If and Loop), which a version-2 reader takes for an attribute
+// without a value; nothing else changed.
+void upgrade_v2_to_v3(ModuleDef&) {}
+
 }  // namespace
 
 const std::vector<FormatUpgrade>& format_upgrades() {
   // {from_version, "upgrade_vN_to_vN+1", function}, in order.
-  static const std::vector<FormatUpgrade> kUpgrades = {{1, "upgrade_v1_to_v2", upgrade_v1_to_v2}};
+  static const std::vector<FormatUpgrade> kUpgrades = {{1, "upgrade_v1_to_v2", upgrade_v1_to_v2},
+                                                       {2, "upgrade_v2_to_v3", upgrade_v2_to_v3}};
   return kUpgrades;
 }
 

@@ -24,7 +24,7 @@ namespace hub {
 
 class ModuleDef;
 
-inline constexpr unsigned kModuleFormatVersion = 2;
+inline constexpr unsigned kModuleFormatVersion = 3;
 
 struct FormatUpgrade {
   unsigned from_version;      // turns a version `from_version` ModuleDef into from_version + 1
@@ -34,7 +34,8 @@ struct FormatUpgrade {
 
 // The upgrades this hub knows, by from_version: upgrade_v1_to_v2 (version 2
 // only added int8 data and ModuleDef.quantization, so a version-1 module is a
-// valid version-2 module as it stands).
+// valid version-2 module as it stands) and upgrade_v2_to_v3 (version 3 only
+// added graph-valued attributes, control flow's subgraphs).
 const std::vector<FormatUpgrade>& format_upgrades();
 
 // Brings `def` to `current` (the default: kModuleFormatVersion). `where` names

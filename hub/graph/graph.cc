@@ -1,5 +1,7 @@
 #include "hub/graph/graph.h"
 
+#include <algorithm>
+
 #include "hub/ops/registry.h"
 
 namespace hub {
@@ -63,6 +65,33 @@ const std::vector<std::string>& Graph::collection(const std::string& key) const 
   static const std::vector<std::string> kEmpty;
   auto it = collections_.find(key);
   return it == collections_.end() ? kEmpty : it->second;
+}
+
+SubgraphPtr make_subgraph(const Graph& graph, const std::vector<Output>& arguments,
+                          const std::vector<Output>& results) {
+  auto sub = std::make_shared<Subgraph>();
+  sub->nodes = graph.nodes();
+  for (size_t a = 0; a < arguments.size(); ++a) {
+    const Output arg = arguments[a];
+    if (arg.node < 0 || arg.node >= graph.num_nodes() || graph.node(arg.node).op != "Placeholder" ||
+        std::find(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(a), arg) !=
+            arguments.begin() + static_cast<std::ptrdiff_t>(a))
+      throw_error(Code::kInvalidArgument,
+                  "subgraph argument " + std::to_string(a) + " is not a distinct Placeholder of the graph");
+  }
+  for (Output r : results)
+    if (r.node < 0 || r.node >= graph.num_nodes() || r.index < 0 ||
+        r.index >= static_cast<int>(graph.node(r.node).outputs.size()))
+      throw_error(Code::kInvalidArgument, "a subgraph result is not a tensor of the graph");
+  sub->arguments = arguments;
+  sub->results = results;
+  return sub;
+}
+
+Graph subgraph_graph(const Subgraph& subgraph) {
+  Graph g;
+  for (const Node& n : subgraph.nodes) g.add_node(n.op, n.name, n.inputs, n.attrs);
+  return g;
 }
 
 }  // namespace hub

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hub/ops/scope.h"
+#include "hub/ops/subgraph.h"
 
 namespace hub {
 
@@ -48,5 +49,12 @@ class Graph final : public GraphBuilder {
   std::map<std::string, std::vector<std::string>> collections_;
   uint64_t seed_ = 0;
 };
+
+// The subgraph (control flow's attribute: hub/ops/subgraph.h) of `graph`'s
+// nodes, fed through `arguments` (outputs of Placeholder nodes, distinct) and
+// returning `results`. Throws InvalidArgument naming an argument that is not.
+SubgraphPtr make_subgraph(const Graph& graph, const std::vector<Output>& arguments, const std::vector<Output>& results);
+// A Graph of the subgraph's nodes (each validated again as it is added).
+Graph subgraph_graph(const Subgraph& subgraph);
 
 }  // namespace hub

@@ -85,8 +85,40 @@ struct Session::Buffer {
   int64_t offset = -1;
 };
 
+class Session::Subgraphs final : public SubgraphRunner {
+ public:
+  Subgraphs(VariableStore* variables, const SessionOptions& options) : variables_(variables), options_(options) {
+    options_.plan_memory = false;
+    options_.profile = false;
+    options_.fetch_to_host = true;
+  }
+  std::vector<Tensor> run(const Subgraph& graph, const std::vector<Tensor>& arguments) override {
+    auto it = children_.find(&graph);
+    if (it == children_.end()) {
+      auto child = std::make_unique<Child>();
+      child->graph = subgraph_graph(graph);
+      child->session = std::make_unique<Session>(child->graph, variables_, options_);
+      it = children_.emplace(&graph, std::move(child)).first;
+    }
+    HUB_CHECK(arguments.size() == graph.arguments.size(), "subgraph arguments");
+    FeedList feeds;
+    for (size_t a = 0; a < arguments.size(); ++a) feeds.emplace_back(graph.arguments[a], arguments[a]);
+    return it->second->session->run(feeds, graph.results);
+  }
+
+ private:
+  struct Child {
+    Graph graph;
+    std::unique_ptr<Session> session;
+  };
+  VariableStore* variables_;
+  SessionOptions options_;
+  std::map<const Subgraph*, std::unique_ptr<Child>> children_;
+};
+
 Session::Session(const Graph& graph, VariableStore* variables, SessionOptions options)
-    : graph_(graph),
+    : subgraphs_(std::make_unique<Subgraphs>(variables, options)),
+      graph_(graph),
       variables_(variables),
       backend_(options.backend ? options.backend : &default_backend()),
       plan_memory_(options.plan_memory),
@@ -396,6 +428,7 @@ std::vector<Tensor> Session::run(const FeedList& feeds, const std::vector<Output
       KernelContext ctx(node, inputs, step.out_specs, alloc, variables_,
                         mix_seed(mix_seed(graph_.seed(), static_cast<uint64_t>(step.node)), run_number));
       ctx.set_state_slot(&step.kernel_state);
+      ctx.set_subgraph_runner(subgraphs_.get());
       if (use_arena)
         for (size_t i = 0; i < step.output_slots.size(); ++i)
           if (step.arena_offset[i] >= 0)

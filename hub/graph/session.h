@@ -30,6 +30,10 @@
 // are laid out; a plan with another device, or with an op whose output shape follows from its input values
 // (OpDef::value_dependent_shape: NonZero, Unique, NonMaxSuppression), runs as without the option.
 //
+// Control-flow nodes (If, Loop: hub/ops/control_flow.h) run their subgraphs
+// through the session: each subgraph gets a session of its own (same backend,
+// variables and fusion; no memory plan), made on the first call and kept.
+//
 // Kernels may keep per-node state between runs (KernelContext::state()); the
 // session clears a node's state when its input shapes change.
 //
@@ -145,6 +149,11 @@ class Session {
   // `t` on `device`: t itself, or a copy made by the backend owning the
   // non-host side (counted in last_copies()).
   Tensor on_device(const Tensor& t, Device device);
+
+  // Runs the subgraphs of control-flow nodes (If, Loop): one session per
+  // subgraph, made on first use (session.cc).
+  class Subgraphs;
+  std::unique_ptr<Subgraphs> subgraphs_;
 
   const Graph& graph_;
   VariableStore* variables_;

@@ -70,6 +70,32 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& where) {
 
 namespace {
 
+void subgraph_to_proto(const Subgraph& sub, SubgraphDef* out) {
+  const Graph g = subgraph_graph(sub);
+  graph_to_proto(g, out->mutable_graph());
+  for (Output a : sub.arguments) out->add_arguments(g.tensor_name(a));
+  for (Output r : sub.results) out->add_results(g.tensor_name(r));
+}
+
+SubgraphPtr subgraph_from_proto(const SubgraphDef& p, const std::string& where) {
+  const Graph g = graph_from_proto(p.graph(), where + ": subgraph");
+  auto tensor = [&](const std::string& name, const char* what) {
+    try {
+      return g.tensor(name);
+    } catch (const Error& e) {
+      corrupt(where, std::string(what) + " '" + name + "' is not a tensor of the subgraph");
+    }
+  };
+  std::vector<Output> arguments, results;
+  for (const std::string& a : p.arguments()) arguments.push_back(tensor(a, "argument"));
+  for (const std::string& r : p.results()) results.push_back(tensor(r, "result"));
+  try {
+    return make_subgraph(g, arguments, results);
+  } catch (const Error& e) {
+    corrupt(where, e.message());
+  }
+}
+
 void attr_to_proto(const AttrValue& value, AttrValueDef* out) {
   std::visit(
       [&](const auto& v) {
@@ -97,6 +123,8 @@ void attr_to_proto(const AttrValue& value, AttrValueDef* out) {
           shape_to_proto(v, out->mutable_shape());
         else if constexpr (std::is_same_v<T, Tensor>)
           tensor_to_proto(v, out->mutable_tensor());
+        else if constexpr (std::is_same_v<T, SubgraphPtr>)
+          subgraph_to_proto(*v, out->mutable_graph());
       },
       value);
 }
@@ -123,6 +151,8 @@ AttrValue attr_from_proto(const AttrValueDef& p, const std::string& where) {
       return shape_from_proto(p.shape(), where);
     case AttrValueDef::kTensor:
       return tensor_from_proto(p.tensor(), where);
+    case AttrValueDef::kGraph:
+      return subgraph_from_proto(p.graph(), where);
     case AttrValueDef::VALUE_NOT_SET:
       break;
   }

@@ -14,7 +14,7 @@
 // range: min and max over all batches ("minmax"), or the (100 - P) and P
 // percentiles of its values ("percentile", P = 99.99 by default; a second
 // pass over the data, the values binned in 2048 bins between the min and max
-// of the first). The result is format_version 2 with a quantization record
+// of the first). The result carries a quantization record (format version 2 and later)
 // (ModuleSpec::quantization(), shown by `hub info`); the other tag sets
 // (training graphs) are dropped: a quantized module is for inference.
 #pragma once

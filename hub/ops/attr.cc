@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "hub/ops/subgraph.h"
+
 namespace hub {
 
 std::string_view attr_type_name(AttrType type) {
@@ -26,6 +28,8 @@ std::string_view attr_type_name(AttrType type) {
       return "shape";
     case AttrType::kTensor:
       return "tensor";
+    case AttrType::kGraph:
+      return "graph";
   }
   return "?";
 }
@@ -49,6 +53,8 @@ std::string attr_to_string(const AttrValue& value) {
           os << v.to_string();
         else if constexpr (std::is_same_v<T, Tensor>)
           os << "tensor " << v.spec_string();
+        else if constexpr (std::is_same_v<T, SubgraphPtr>)
+          os << "graph of " << (v ? v->nodes.size() : 0) << " nodes";
         else {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
@@ -68,6 +74,12 @@ const AttrValue& Attrs::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) throw_error(Code::kInvalidArgument, "missing attribute '" + name + "'");
   return it->second;
+}
+
+const Subgraph& Attrs::get_graph(const std::string& name) const {
+  const SubgraphPtr& g = as<SubgraphPtr>(name);
+  if (!g) throw_error(Code::kInvalidArgument, "attribute '" + name + "' holds no graph");
+  return *g;
 }
 
 template <class T>

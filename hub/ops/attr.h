@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,12 +12,17 @@
 
 namespace hub {
 
+// A graph held by an attribute: a control-flow op's branch or loop body
+// (hub/ops/subgraph.h).
+struct Subgraph;
+using SubgraphPtr = std::shared_ptr<const Subgraph>;
+
 // Order is part of the module format mapping (signatures/module.proto AttrValue).
-enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kStrings, kDType, kShape, kTensor };
+enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kStrings, kDType, kShape, kTensor, kGraph };
 std::string_view attr_type_name(AttrType type);
 
 using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
-                               std::vector<std::string>, DType, Shape, Tensor>;
+                               std::vector<std::string>, DType, Shape, Tensor, SubgraphPtr>;
 AttrType attr_type(const AttrValue& value);
 std::string attr_to_string(const AttrValue& value);
 
@@ -36,6 +42,7 @@ class Attrs {
   Attrs& set(const std::string& name, DType value) { return set(name, AttrValue(value)); }
   Attrs& set(const std::string& name, Shape value) { return set(name, AttrValue(std::move(value))); }
   Attrs& set(const std::string& name, Tensor value) { return set(name, AttrValue(std::move(value))); }
+  Attrs& set(const std::string& name, SubgraphPtr value) { return set(name, AttrValue(std::move(value))); }
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   // Throws InvalidArgument naming the attribute when missing or of another type.
@@ -52,6 +59,7 @@ class Attrs {
   DType get_dtype(const std::string& name) const { return as<DType>(name); }
   const Shape& get_shape(const std::string& name) const { return as<Shape>(name); }
   const Tensor& get_tensor(const std::string& name) const { return as<Tensor>(name); }
+  const Subgraph& get_graph(const std::string& name) const;
 
   const std::map<std::string, AttrValue>& items() const { return values_; }
   bool empty() const { return values_.empty(); }

@@ -57,6 +57,13 @@ VariableStore& KernelContext::variables() const {
   return *variables_;
 }
 
+SubgraphRunner& KernelContext::subgraphs() const {
+  if (!subgraphs_)
+    throw_error(Code::kFailedPrecondition,
+                "node '" + node_.name + "' (" + node_.op + ") runs a subgraph, which " + "needs a session");
+  return *subgraphs_;
+}
+
 OpRegistry& OpRegistry::global() {
   static OpRegistry* registry = new OpRegistry;
   return *registry;

@@ -33,6 +33,7 @@
 namespace hub {
 
 class Scope;
+class SubgraphRunner;
 class VariableStore;
 
 // ---- shape inference --------------------------------------------------------
@@ -105,6 +106,10 @@ class KernelContext {
   // Variable storage; throws FailedPrecondition if the run has none.
   VariableStore& variables() const;
   bool has_variables() const { return variables_ != nullptr; }
+  // Runs a subgraph (control flow: hub/ops/subgraph.h); throws
+  // FailedPrecondition when the caller (a Session does) set no runner.
+  SubgraphRunner& subgraphs() const;
+  void set_subgraph_runner(SubgraphRunner* runner) { subgraphs_ = runner; }
   // Deterministic per (seed, node, run): the seed random kernels start from.
   uint64_t seed() const { return seed_; }
   std::vector<Tensor>& outputs() { return outputs_; }
@@ -116,6 +121,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   Allocator& alloc_;
   VariableStore* variables_;
+  SubgraphRunner* subgraphs_ = nullptr;
   uint64_t seed_;
   std::shared_ptr<void> local_state_;
   std::shared_ptr<void>* state_ = &local_state_;

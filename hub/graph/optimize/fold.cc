@@ -42,6 +42,10 @@ int fold_constants(Ir& ir, bool keep_quantized_weights) {
   for (int id : order) {
     const INode& n = ir.nodes[id];
     if (n.dead || n.inputs.empty() || n.op == "Const" || OpRegistry::global().find(n.op).stateful) continue;
+    // Control flow (its subgraphs need a session) runs at run time.
+    if (std::any_of(n.attrs.items().begin(), n.attrs.items().end(),
+                    [](const auto& a) { return attr_type(a.second) == AttrType::kGraph; }))
+      continue;
     if (keep_quantized_weights && n.op == "DequantizeLinear" && ir.spec(n.inputs[0]).dtype == DType::kInt8) continue;
     bool all_constant =
         std::all_of(n.inputs.begin(), n.inputs.end(), [&](Output in) { return ir.constant(in).defined(); });

@@ -48,6 +48,8 @@ bool to_attr(const AttrValue& value, proto::AttrValue* out) {
       tensor_to_proto(t, out->mutable_tensor());
       return true;
     }
+    case AttrType::kGraph:  // a branch or loop body: not drawn
+      return false;
   }
   return false;
 }

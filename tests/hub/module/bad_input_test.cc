@@ -10,6 +10,7 @@
 #include "hub/module/module.h"
 #include "hub/module/module_proto.h"
 #include "hub/module/safetensors.h"
+#include "hub/ops/control_flow.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/state.h"
 #include "module_testutil.h"
@@ -82,7 +83,7 @@ TEST_CASE("newer format_version is refused clearly") {
   std::string dir = export_good(tmp);
   edit_module_pb(dir, [](ModuleDef& d) { d.set_format_version(99); });
   expect_error([&] { load_module_spec(dir); }, Code::kFailedPrecondition,
-               {"module " + dir + " has format_version 99; this hub reads up to 2; upgrade hub"});
+               {"module " + dir + " has format_version 99; this hub reads up to 3; upgrade hub"});
 }
 
 TEST_CASE("unknown op names the op and the node") {
@@ -213,4 +214,47 @@ TEST_CASE("export onto an existing path is refused and leaves it untouched") {
   write_file_atomic(tmp / "file", "x");
   expect_error([&] { m.export_to(tmp / "file"); }, Code::kAlreadyExists, {"already exists"});
   CHECK(std::distance(fs::directory_iterator(tmp.path), fs::directory_iterator()) == 2);
+}
+
+TEST_CASE("a subgraph attribute naming tensors its graph lacks, or not a Placeholder, is corruption") {
+  TempDir tmp("hub_bad_module");
+  auto export_if = [&](const std::string& name) {
+    ModuleSpec spec = create_module_spec([](ModuleBuilder& b) {
+      Scope s = b.scope();
+      Output x = ops::placeholder(s, DType::kFloat32, {-1}, "x");
+      Graph branch;
+      Scope t(branch);
+      Output a = ops::placeholder(t, DType::kFloat32, {-1}, "a");
+      SubgraphPtr same = make_subgraph(branch, {a}, {ops::neg(t, a)});
+      Output y = ops::if_(s, ops::constant(s, Tensor::scalar<bool>(true), "c"), {x}, same, same)[0];
+      b.add_signature("default", x, ops::identity(s, y, "y"), "x", "y");
+    });
+    Module(spec).export_to(tmp / name);
+    return tmp / name;
+  };
+  auto edit_branch = [&](const std::string& dir, const std::function<void(SubgraphDef&)>& edit) {
+    edit_module_pb(dir, [&](ModuleDef& d) {
+      for (auto& n : *d.mutable_tag_sets(0)->mutable_graph()->mutable_nodes())
+        if (n.op() == "If") edit(*(*n.mutable_attrs())["else_branch"].mutable_graph());
+    });
+  };
+  std::string dir = export_if("ghost");
+  edit_branch(dir, [](SubgraphDef& g) { g.set_results(0, "ghost"); });
+  expect_error([&] { load_module_spec(dir); }, Code::kCorruption,
+               {"node 'If' (If)", "attribute 'else_branch'", "result 'ghost' is not a tensor of the subgraph"});
+  dir = export_if("not_placeholder");
+  edit_branch(dir, [](SubgraphDef& g) { g.set_arguments(0, "Neg"); });
+  expect_error([&] { load_module_spec(dir); }, Code::kCorruption,
+               {"subgraph argument 0 is not a distinct Placeholder"});
+  dir = export_if("bad_node");
+  edit_branch(dir, [](SubgraphDef& g) { g.mutable_graph()->mutable_nodes(1)->set_inputs(0, "nowhere"); });
+  expect_error([&] { load_module_spec(dir); }, Code::kCorruption, {"subgraph", "input 'nowhere'"});
+  dir = export_if("extra_argument");
+  edit_branch(dir, [](SubgraphDef& g) {
+    auto* p = g.mutable_graph()->add_nodes();
+    *p = g.graph().nodes(0);
+    p->set_name("b");
+    g.add_arguments("b");
+  });
+  expect_error([&] { load_module_spec(dir); }, Code::kInvalidArgument, {"else_branch takes 2 arguments, given 1"});
 }

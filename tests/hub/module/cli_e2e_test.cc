@@ -71,12 +71,15 @@ TEST_CASE("half_plus_two export, then hub run in another process") {
   CHECK(read_file_bytes(err).find("input 'x' expects float32[?], got int32[3]") != std::string::npos);
 }
 
-TEST_CASE("the golden version-1 module still loads and runs") {
+TEST_CASE("the golden version-1 and version-2 modules still load and run") {
   const std::string hub_exe = env_or_fail("HUB_EXE");
-  const std::string golden = env_or_fail("HUB_TESTDATA") + "/modules/half_plus_two_v1";
-  TempDir tmp("hub_cli_e2e");
-  write_npy((tmp.path / "x.npy").string(), Tensor::floats({10, 3, 4}));
-  REQUIRE(run("'" + hub_exe + "' run '" + golden + "' --input x=" + (tmp.path / "x.npy").string() + " --output_dir '" +
-              tmp.path.string() + "' > /dev/null") == 0);
-  CHECK(read_npy((tmp.path / "y.npy").string()).to_vector<float>() == std::vector<float>{7.0f, 3.5f, 4.0f});
+  for (const char* version : {"v1", "v2"}) {
+    CAPTURE(version);
+    const std::string golden = env_or_fail("HUB_TESTDATA") + "/modules/half_plus_two_" + version;
+    TempDir tmp("hub_cli_e2e");
+    write_npy((tmp.path / "x.npy").string(), Tensor::floats({10, 3, 4}));
+    REQUIRE(run("'" + hub_exe + "' run '" + golden + "' --input x=" + (tmp.path / "x.npy").string() +
+                " --output_dir '" + tmp.path.string() + "' > /dev/null") == 0);
+    CHECK(read_npy((tmp.path / "y.npy").string()).to_vector<float>() == std::vector<float>{7.0f, 3.5f, 4.0f});
+  }
 }

@@ -11,9 +11,12 @@
 #include "hub/module/module_proto.h"
 #include "hub/module/safetensors.h"
 #include "hub/ops/activation.h"
+#include "hub/ops/control_flow.h"
 #include "hub/ops/conv2d.h"
 #include "hub/ops/elementwise.h"
+#include "hub/ops/math.h"
 #include "hub/ops/matmul.h"
+#include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 #include "module_testutil.h"
 #include "signatures/upgrade.h"
@@ -289,16 +292,17 @@ TEST_CASE("format upgrades are named functions chained on load") {
   CHECK_THROWS_AS(upgrade_module_def(def, "m", {}, 2), Error);  // gap in the chain
   def.set_format_version(0);
   CHECK_THROWS_AS(upgrade_module_def(def, "m"), Error);
-  // The real chain: version 2 is current (it added int8 data and quantization records); a
-  // version-1 module goes through upgrade_v1_to_v2 and is otherwise unchanged.
-  CHECK(kModuleFormatVersion == 2);
+  // The real chain: version 3 is current (2 added int8 data and quantization records, 3 graph-valued
+  // attributes); a version-1 module goes through both upgrades and is otherwise unchanged.
+  CHECK(kModuleFormatVersion == 3);
   def.set_format_version(1);
   def.mutable_metadata()->set_name("kept");
   upgrade_module_def(def, "m");
-  CHECK(def.format_version() == 2);
+  CHECK(def.format_version() == 3);
   CHECK(def.metadata().name() == "kept");
-  CHECK(format_upgrades().size() == 1);
+  REQUIRE(format_upgrades().size() == 2);
   CHECK(std::string(format_upgrades()[0].name) == "upgrade_v1_to_v2");
+  CHECK(std::string(format_upgrades()[1].name) == "upgrade_v2_to_v3");
 }
 
 TEST_CASE("load_module_spec reads local directories only; handles need a Resolver (issue 15)") {
@@ -356,4 +360,45 @@ TEST_CASE("loaded weights are views of the mapped variables file; writes never r
   CHECK(a.item<float>() == 7);
   CHECK(read_file_bytes(st_path) == on_disk);
   CHECK(Module(load_module_spec(tmp / "m"))({4}).to_vector<float>() == std::vector<float>{4});
+}
+
+TEST_CASE("control flow: a Loop and an If round-trip through export and load, and run the same") {
+  // y = if (sum(x) > 0) then x * 2^3 by a loop of three doublings (scanning each) else -x.
+  auto doubling = [] {
+    Graph g;
+    Scope s(g);
+    Output i = ops::placeholder(s, DType::kInt64, {}, "i");
+    Output cond = ops::placeholder(s, DType::kBool, {}, "cond");
+    Output acc = ops::placeholder(s, DType::kFloat32, {-1}, "acc");
+    Output next = ops::mul(s, acc, ops::scalar(s, 2));
+    return make_subgraph(g, {i, cond, acc}, {cond, next, ops::identity(s, next, "scan")});
+  };
+  auto positive = [&] {
+    Graph g;
+    Scope s(g);
+    Output x = ops::placeholder(s, DType::kFloat32, {-1}, "x");
+    std::vector<Output> l = ops::loop(s, ops::constant(s, Tensor::scalar<int64_t>(3), "trips"),
+                                      ops::constant(s, Tensor::scalar<bool>(true), "go"), {x}, {}, doubling());
+    return make_subgraph(g, {x}, {l[0]});
+  };
+  auto negative = [] {
+    Graph g;
+    Scope s(g);
+    Output x = ops::placeholder(s, DType::kFloat32, {-1}, "x");
+    return make_subgraph(g, {x}, {ops::neg(s, x)});
+  };
+  ModuleSpec spec = create_module_spec([&](ModuleBuilder& b) {
+    Scope s = b.scope();
+    Output x = ops::placeholder(s, DType::kFloat32, {-1}, "x");
+    Output cond = ops::greater(s, ops::sum(s, x), ops::scalar(s, 0));
+    Output y = ops::if_(s, cond, {x}, positive(), negative())[0];
+    b.add_signature("default", x, ops::identity(s, y, "y"), "x", "y");
+  });
+  TempDir tmp("hub_module_test");
+  Module(spec).export_to(tmp / "m");
+  Module loaded(load_module_spec(tmp / "m"));
+  CHECK(loaded(Tensor::floats({1, -0.5f})).to_vector<float>() == std::vector<float>{8, -4});
+  CHECK(loaded(Tensor::floats({-1, 0.5f})).to_vector<float>() == std::vector<float>{1, -0.5f});
+  loaded.export_to(tmp / "m2");
+  CHECK(read_file_bytes(tmp / "m/module.pb") == read_file_bytes(tmp / "m2/module.pb"));
 }

@@ -1,7 +1,7 @@
 // quantize_module (hub/module/quantize.h) on a small MobileNet-like module
 // (conv + batch norm + Relu6, depthwise + batch norm + Relu, pointwise,
 // average pool, dense): the written module is standard QDQ ops with int8
-// weights, loads back with its quantization record (format_version 2), runs
+// weights, loads back with its quantization record (format_version 2 and later), runs
 // on int8 oneDNN primitives, and stays close to the float module.
 #include "hub/module/quantize.h"
 
@@ -78,7 +78,7 @@ TEST_CASE("quantize_module: QDQ graph, int8 weights, quantization record, close 
     CHECK(q.tag_sets() == std::vector<TagSet>{TagSet{}});
     CHECK(get_expected_image_size(q) == std::pair<int64_t, int64_t>{16, 16});
 
-    // Written and read back: format_version 2 with the record; runs in int8, close to float.
+    // Written and read back: the record kept; runs in int8, close to float.
     TempDir dir("hub_quantize");
     Module(q).export_to(dir / "q");
     const ModuleSpec loaded = load_module_spec(dir / "q");
