@@ -22,6 +22,7 @@
 #include "hub/interop/fold.h"
 #include "hub/interop/linear.h"
 #include "hub/ops/scope.h"
+#include "hub/ops/subgraph.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::onnx_interop {
@@ -118,6 +119,19 @@ class NodeContext {
   // of (as stored, NHWC or not) and the dim's index there.
   virtual std::pair<Output, int> dim_source(const SymDim& d) = 0;
 
+  // Control flow: the graphs of attributes `attrs` (If's two branches,
+  // Loop's body) as hub subgraphs. Subgraph k takes first its ONNX inputs, as
+  // `formal[k]` says (specs in ONNX order), then one argument per value it
+  // reads from the graphs around it, the same list for all of them:
+  // `captured`, the tensors the control-flow node passes (constants are
+  // copied in instead). Its results are its ONNX outputs, in ONNX order.
+  struct Subgraphs {
+    std::vector<SubgraphPtr> graphs;
+    std::vector<Output> captured;
+  };
+  virtual Subgraphs subgraphs(const std::vector<std::string>& attrs,
+                              const std::vector<std::vector<TensorSpec>>& formal) = 0;
+
   // Attributes (the mapper's declared ones; others are refused before it runs).
   bool has_attr(const std::string& name) const;
   int64_t attr_int(const std::string& name, int64_t dflt) const;
@@ -160,11 +174,12 @@ struct OpMapper {
 };
 
 // The op mappers by ONNX op type (opset 17 semantics): the tensor and
-// element-wise family (import_tensor_ops.cc) and the neural-network family
-// (import_nn_ops.cc).
+// element-wise family (import_tensor_ops.cc), the neural-network family
+// (import_nn_ops.cc) and control flow (import_control_flow.cc).
 const std::map<std::string, OpMapper>& op_mappers();
 void add_tensor_mappers(std::map<std::string, OpMapper>& mappers);
 void add_nn_mappers(std::map<std::string, OpMapper>& mappers);
+void add_control_flow_mappers(std::map<std::string, OpMapper>& mappers);
 
 // Runs one hub op on constant tensors with the reference kernels (weight
 // transforms at import: transposes, reshapes, arithmetic).

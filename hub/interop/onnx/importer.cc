@@ -81,6 +81,8 @@ class GraphContext final : public NodeContext {
   std::optional<SymShape> symbolic(int i) const override;
   void set_symbolic(int i, SymShape value) override { symbolic_[i] = std::move(value); }
   std::pair<Output, int> dim_source(const SymDim& d) override;
+  Subgraphs subgraphs(const std::vector<std::string>& attrs,
+                      const std::vector<std::vector<TensorSpec>>& formal) override;
   const std::map<int, SymShape>& symbolic_outputs() const { return symbolic_; }
 
   // Outputs set by the mapper, by index.
@@ -120,9 +122,20 @@ class Importer {
   // computed at run time from the shapes of the tensors it is made of;
   // Deferred (an error only if the value is needed) where hub cannot.
   Output symbolic_tensor(const std::string& name);
+  // Control flow's subgraphs (NodeContext::subgraphs) of `node`.
+  NodeContext::Subgraphs import_subgraphs(const ::onnx::NodeProto& node, const std::vector<std::string>& attrs,
+                                          const std::vector<std::vector<TensorSpec>>& formal);
+  // Inside a subgraph, weights are constants of the subgraph (module
+  // variables live in the main graph).
+  bool in_subgraph() const { return depth_ > 0; }
 
  private:
   void collect_info();
+  void add_info(const ::onnx::GraphProto& g);
+  void add_initializers(const ::onnx::GraphProto& g, const std::string& where);
+  // An If whose condition is known at import: the branch it takes is
+  // imported in its place (its values become the If's outputs).
+  void inline_branch(const ::onnx::NodeProto& node, const std::string& where);
   // Maps every node, starting from values_ holding the initializers and the
   // graph inputs' values.
   void import_body();
@@ -153,6 +166,7 @@ class Importer {
   // Variables by ONNX name, with the value each holds: a second import of the
   // body reuses them.
   std::map<std::string, std::vector<std::pair<Tensor, Output>>> variables_;
+  int depth_ = 0;  // subgraphs being imported around the current node
 };
 
 // ---- GraphContext ------------------------------------------------------------
@@ -272,7 +286,7 @@ Output GraphContext::weight(int i, const std::function<Tensor(const Tensor&)>& t
     fail("input " + std::to_string(i) + " ('" + node().input(i) + "') must be a constant (an initializer); " +
          "weights computed at run time are not supported");
   Tensor t = transform(*v.constant);
-  if (folding_) return ops::constant(scope(), t, "weight" + std::to_string(i));
+  if (folding_ || importer_.in_subgraph()) return ops::constant(scope(), t, "weight" + std::to_string(i));
   if (v.quantized)
     if (std::optional<Output> q = quantized_weight(i, transform, t)) return *q;
   return importer_.variable(graph_, node().input(i), t, trainable);
@@ -327,6 +341,13 @@ void GraphContext::set_output(int i, Output value, bool nhwc) {
   outputs_[i] = {value, nhwc};
 }
 
+NodeContext::Subgraphs GraphContext::subgraphs(const std::vector<std::string>& attrs,
+                                               const std::vector<std::vector<TensorSpec>>& formal) {
+  for (const std::string& a : attrs)
+    if (!attr(a) || !attr(a)->has_g()) fail("attribute " + a + " must be a graph");
+  return importer_.import_subgraphs(node(), attrs, formal);
+}
+
 // ---- Importer ------------------------------------------------------------------
 
 Output Importer::variable(Graph& g, const std::string& onnx_name, const Tensor& value, bool trainable) {
@@ -343,8 +364,9 @@ Output Importer::variable(Graph& g, const std::string& onnx_name, const Tensor& 
   return v;
 }
 
-void Importer::collect_info() {
-  const auto& g = model_.proto.graph();
+void Importer::collect_info() { add_info(model_.proto.graph()); }
+
+void Importer::add_info(const ::onnx::GraphProto& g) {
   auto add = [&](const ::onnx::ValueInfoProto& vi) {
     ValueInfo info;
     info.shape = shape_of(vi.type());
@@ -354,6 +376,140 @@ void Importer::collect_info() {
   for (const auto& vi : g.input()) add(vi);
   for (const auto& vi : g.value_info()) add(vi);
   for (const auto& vi : g.output()) add(vi);
+}
+
+void Importer::add_initializers(const ::onnx::GraphProto& g, const std::string& where) {
+  for (const auto& t : g.initializer())
+    values_[t.name()].constant = tensor_from_onnx(t, where + ": initializer '" + t.name() + "'");
+}
+
+namespace {
+
+// The values the nodes of `g` (and of the subgraphs in them) read that `g`
+// does not define, in the order first read.
+void free_values(const ::onnx::GraphProto& g, std::vector<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  auto use = [&](const std::string& v) {
+    if (!v.empty() && !defined.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) use(in);
+    for (const auto& a : n.attribute())
+      if (a.has_g()) {
+        std::vector<std::string> inner;
+        free_values(a.g(), inner);
+        for (const std::string& v : inner) use(v);
+      }
+    defined.insert(n.output().begin(), n.output().end());
+  }
+  for (const auto& v : g.output()) use(v.name());
+}
+
+}  // namespace
+
+NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node, const std::vector<std::string>& attrs,
+                                                  const std::vector<std::vector<TensorSpec>>& formal) {
+  const std::string where = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + ")";
+  std::vector<const ::onnx::GraphProto*> graphs;
+  for (const std::string& a : attrs)
+    for (const auto& at : node.attribute())
+      if (at.name() == a) graphs.push_back(&at.g());
+  HUB_CHECK(graphs.size() == attrs.size() && formal.size() == attrs.size(), "import_subgraphs arguments");
+  // What the subgraphs read from here: constants are copied in, the rest passed.
+  std::vector<std::string> reads;
+  for (const auto* g : graphs) free_values(*g, reads);
+  std::map<std::string, Value> copied;
+  std::vector<std::pair<std::string, std::pair<TensorSpec, bool>>> passed;
+  NodeContext::Subgraphs out;
+  for (const std::string& name : reads) {
+    auto it = values_.find(name);
+    if (it == values_.end())
+      throw_error(Code::kInvalidArgument, where + ": a subgraph reads '" + name + "', which is not defined before it");
+    Value& v = it->second;
+    if (!v.unavailable.empty()) throw Deferred{v.unavailable};
+    if (v.constant) {
+      copied[name].constant = v.constant;
+      copied[name].quantized = v.quantized;
+      continue;
+    }
+    if (!v.out.valid() && v.symbolic) {
+      v.out = symbolic_tensor(name);
+      v.nhwc = false;
+    }
+    HUB_CHECK(v.out.valid(), "value '" + name + "' has no tensor");
+    out.captured.push_back(v.out);
+    passed.push_back({name, {graph_.spec(v.out), v.nhwc}});
+  }
+  for (size_t k = 0; k < graphs.size(); ++k) {
+    const ::onnx::GraphProto& g = *graphs[k];
+    const std::string gw = where + " attribute " + attrs[k];
+    if (g.input_size() != static_cast<int>(formal[k].size()))
+      throw_error(Code::kInvalidArgument, gw + ": the graph has " + std::to_string(g.input_size()) + " inputs; " +
+                                              node.op_type() + " gives it " + std::to_string(formal[k].size()));
+    // This frame (graph, values, value infos) is set aside while the subgraph is built.
+    struct Frame {
+      Importer& im;
+      Graph graph;
+      std::map<std::string, Value> values;
+      std::map<std::string, ValueInfo> info;
+      explicit Frame(Importer& i) : im(i) {
+        std::swap(graph, im.graph_);
+        std::swap(values, im.values_);
+        info = im.info_;
+        ++im.depth_;
+      }
+      ~Frame() {
+        std::swap(graph, im.graph_);
+        std::swap(values, im.values_);
+        im.info_ = std::move(info);
+        --im.depth_;
+      }
+    } frame(*this);
+    values_ = copied;
+    add_info(g);
+    std::vector<Output> arguments;
+    const Scope s(graph_);
+    for (int i = 0; i < g.input_size(); ++i) {
+      Output p = ops::placeholder(s, formal[k][i].dtype, formal[k][i].shape, sanitize(g.input(i).name()));
+      values_[g.input(i).name()] = Value{};
+      values_[g.input(i).name()].out = p;
+      arguments.push_back(p);
+    }
+    for (const auto& [name, spec] : passed) {
+      Output p = ops::placeholder(s, spec.first.dtype, spec.first.shape, sanitize(name));
+      values_[name] = Value{};
+      values_[name].out = p;
+      values_[name].nhwc = spec.second;
+      arguments.push_back(p);
+    }
+    add_initializers(g, gw);
+    for (int i = 0; i < g.node_size(); ++i) import_node(g.node(i), i);
+    std::vector<Output> results;
+    for (const auto& o : g.output()) results.push_back(graph_output(o.name()));
+    out.graphs.push_back(make_subgraph(graph_, arguments, results));
+  }
+  return out;
+}
+
+void Importer::inline_branch(const ::onnx::NodeProto& node, const std::string& where) {
+  const Tensor& cond = *values_.at(node.input(0)).constant;
+  if (cond.dtype() != DType::kBool || cond.num_elements() != 1)
+    throw_error(Code::kInvalidArgument, where + ": cond must be a bool of one element, got " + cond.spec_string());
+  const std::string taken = cond.item<bool>() ? "then_branch" : "else_branch";
+  const ::onnx::GraphProto* g = nullptr;
+  for (const auto& a : node.attribute())
+    if (a.name() == taken && a.has_g()) g = &a.g();
+  if (!g) throw_error(Code::kInvalidArgument, where + ": attribute " + taken + " must be a graph");
+  if (g->output_size() != node.output_size())
+    throw_error(Code::kInvalidArgument, where + ": " + taken + " has " + std::to_string(g->output_size()) +
+                                            " outputs, the node " + std::to_string(node.output_size()));
+  add_info(*g);
+  add_initializers(*g, where + " attribute " + taken);
+  for (int i = 0; i < g->node_size(); ++i) import_node(g->node(i), i);
+  for (int i = 0; i < node.output_size(); ++i)
+    if (!node.output(i).empty()) values_[node.output(i)] = values_.at(g->output(i).name());
 }
 
 bool Importer::fold(const ::onnx::NodeProto& node, const OpMapper& mapper) {
@@ -428,6 +584,11 @@ void Importer::import_node(const ::onnx::NodeProto& node, int index) {
     if (v == values_.end())
       throw_error(Code::kInvalidArgument, where + ": input '" + in + "' is produced by no earlier node");
     all_constant = all_constant && v->second.constant.has_value();
+  }
+  if (node.op_type() == "If" && node.input_size() > 0 && values_.count(node.input(0)) &&
+      values_.at(node.input(0)).constant) {
+    inline_branch(node, where);
+    return;
   }
   if (all_constant && fold(node, mapper)) {
     if (node.op_type() == "DequantizeLinear") note_quantized(node);
@@ -681,10 +842,8 @@ ModuleSpec Importer::run() {
   collect_info();
   const auto& g = model_.proto.graph();
   std::set<std::string> initializer_names;
-  for (const auto& t : g.initializer()) {
-    values_[t.name()].constant = tensor_from_onnx(t, "ONNX model '" + path() + "': initializer '" + t.name() + "'");
-    initializer_names.insert(t.name());
-  }
+  add_initializers(g, "ONNX model '" + path() + "'");
+  for (const auto& t : g.initializer()) initializer_names.insert(t.name());
   const std::map<std::string, Value> initial = values_;
   SignatureInfo sig;
   for (const auto& in : g.input()) {
@@ -814,6 +973,7 @@ const std::map<std::string, OpMapper>& op_mappers() {
     auto* m = new std::map<std::string, OpMapper>;
     add_tensor_mappers(*m);
     add_nn_mappers(*m);
+    add_control_flow_mappers(*m);
     return m;
   }();
   return *mappers;

@@ -6,9 +6,11 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -206,8 +208,10 @@ void check_window_attributes(const ::onnx::GraphProto& g, const std::string& whe
 // graph input, an initializer, or one node's output); nodes come in
 // topological order, each input defined by an earlier node or the graph; every
 // graph output is defined; inputs, outputs and value infos are tensors.
-// Subgraphs (If, Loop, Scan) are refused: hub maps no control flow.
-void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
+// A subgraph (the branches of If, the body of Loop) is checked the same way,
+// its nodes also reading the values defined before its node in the graphs
+// around it (`outer`); other ops' subgraphs, and lists of them, are refused.
+void check_wiring(const ::onnx::GraphProto& g, const std::string& where, const std::set<std::string>& outer = {}) {
   // Sequences, maps and optionals: hub maps tensors only, and ONNX's version
   // converter crashed on a map-typed graph input.
   auto expect_tensor = [&](const ::onnx::ValueInfoProto& v, const char* what) {
@@ -219,10 +223,11 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
   for (const auto& v : g.input()) expect_tensor(v, "graph input");
   for (const auto& v : g.output()) expect_tensor(v, "graph output");
   for (const auto& v : g.value_info()) expect_tensor(v, "value");
-  std::set<std::string> defined;
+  std::set<std::string> defined, declared;
   for (const auto& v : g.input()) {
     if (v.name().empty()) throw_error(Code::kInvalidArgument, where + ": a graph input has no name");
-    if (!defined.insert(v.name()).second)
+    defined.insert(v.name());
+    if (!declared.insert(v.name()).second)
       throw_error(Code::kInvalidArgument, where + ": graph input '" + printable(v.name()) + "' is declared twice");
   }
   std::set<std::string> initializers;
@@ -235,22 +240,55 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where) {
     const auto& n = g.node(i);
     const std::string nw =
         where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" + printable(n.op_type()) + ")";
-    for (const auto& a : n.attribute())
-      if (a.has_g() || a.graphs_size() > 0)
-        throw_error(Code::kUnimplemented,
-                    nw + " has a subgraph (attribute " + printable(a.name()) + "); hub imports no control flow");
+    auto visible = [&](const std::string& v) { return defined.count(v) || outer.count(v); };
+    for (const auto& a : n.attribute()) {
+      const bool control_flow = n.op_type() == "If" || n.op_type() == "Loop";
+      if (a.graphs_size() > 0 || (a.has_g() && !control_flow))
+        throw_error(Code::kUnimplemented, nw + " has a subgraph (attribute " + printable(a.name()) +
+                                              "); hub imports the subgraphs of If and Loop only");
+      if (a.has_g()) {
+        std::set<std::string> around = outer;
+        around.insert(defined.begin(), defined.end());
+        check_wiring(a.g(), nw + " attribute " + printable(a.name()), around);
+      }
+    }
     for (const auto& in : n.input())
-      if (!in.empty() && !defined.count(in))
+      if (!in.empty() && !visible(in))
         throw_error(Code::kInvalidArgument,
                     nw + ": input '" + printable(in) + "' is defined by no earlier node, graph input or initializer");
     for (const auto& out : n.output())
-      if (!out.empty() && !defined.insert(out).second)
+      if (!out.empty() && (visible(out) || !defined.insert(out).second))
         throw_error(Code::kInvalidArgument, nw + ": output '" + printable(out) + "' is already defined");
   }
   for (const auto& v : g.output())
-    if (!defined.count(v.name()))
+    if (!defined.count(v.name()) && !outer.count(v.name()))
       throw_error(Code::kInvalidArgument,
                   where + ": graph output '" + printable(v.name()) + "' is produced by no node");
+}
+
+// Calls fn on g and on each subgraph nested in it (check_wiring admitted
+// only If's and Loop's), each with where it is.
+void for_each_graph(const ::onnx::GraphProto& g, const std::string& where,
+                    const std::function<void(const ::onnx::GraphProto&, const std::string&)>& fn) {
+  fn(g, where);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& a : g.node(i).attribute())
+      if (a.has_g())
+        for_each_graph(a.g(),
+                       where + ": node " + std::to_string(i) + " '" + printable(g.node(i).name()) + "' (" +
+                           printable(g.node(i).op_type()) + ") attribute " + printable(a.name()),
+                       fn);
+}
+void for_each_mutable_graph(::onnx::GraphProto* g, const std::string& where,
+                            const std::function<void(::onnx::GraphProto*, const std::string&)>& fn) {
+  fn(g, where);
+  for (int i = 0; i < g->node_size(); ++i)
+    for (auto& a : *g->mutable_node(i)->mutable_attribute())
+      if (a.has_g())
+        for_each_mutable_graph(a.mutable_g(),
+                               where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
+                                   printable(g->node(i).op_type()) + ") attribute " + printable(a.name()),
+                               fn);
 }
 
 // Every tensor of the graph (initializers, node attributes) holds the bytes
@@ -295,6 +333,11 @@ void check_dims_convertible(const ::onnx::GraphProto& g, int opset, const std::s
 // only what the model declares. Errors are left to the inference after
 // conversion, which reports them.
 void annotate_shapes(::onnx::ModelProto& model, const std::string& where);
+// guard_inference's checks for a subgraph, which reads weights from the
+// graphs around it: a convolution without kernel_shape gets its weights'
+// where the subgraph fixes them, and is refused otherwise; a
+// LayerNormalization whose Mean or InvStdDev is read is refused.
+void guard_subgraph_inference(::onnx::GraphProto* g, const std::string& where);
 
 template <class T, class Field>
 void copy_typed(const Field& field, Tensor& out) {
@@ -536,15 +579,21 @@ OnnxModel load_onnx_model(const std::string& path) {
     throw_error(Code::kInvalidArgument, where + " uses opset " + std::to_string(m.source_opset) +
                                             "; hub imports opsets " + std::to_string(kMinOpset) + " to " +
                                             std::to_string(kMaxOpset));
-  for (const auto& n : m.proto.graph().node())
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      throw_error(Code::kInvalidArgument, where + ": node '" + n.name() + "' (" + n.op_type() + ") is in domain '" +
-                                              n.domain() + "'; hub imports the default ONNX domain only");
   check_wiring(m.proto.graph(), where);
-  check_window_attributes(m.proto.graph(), where);
-  check_conv_weights(m.proto.graph(), where);
+  for_each_graph(m.proto.graph(), where, [](const ::onnx::GraphProto& g, const std::string& w) {
+    for (const auto& n : g.node())
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        throw_error(Code::kInvalidArgument, w + ": node '" + printable(n.name()) + "' (" + printable(n.op_type()) +
+                                                ") is in domain '" + printable(n.domain()) +
+                                                "'; hub imports the default ONNX domain only");
+    check_window_attributes(g, w);
+    check_conv_weights(g, w);
+  });
   load_graph_external_data(path, m.proto.mutable_graph());
-  check_graph_tensors(m.proto.graph(), where);
+  for_each_graph(m.proto.graph(), where, check_graph_tensors);
+  for_each_mutable_graph(m.proto.mutable_graph(), where, [&](::onnx::GraphProto* g, const std::string& w) {
+    if (g != m.proto.mutable_graph()) guard_subgraph_inference(g, w);
+  });
   auto check = [&](const std::string& when) {
     try {
       ::onnx::checker::check_model(m.proto);
@@ -560,7 +609,9 @@ OnnxModel load_onnx_model(const std::string& path) {
   }
   if (m.source_opset != kTargetOpset) {
     annotate_shapes(m.proto, where);
-    check_dims_convertible(m.proto.graph(), m.source_opset, where);
+    for_each_graph(m.proto.graph(), where, [&](const ::onnx::GraphProto& g, const std::string& w) {
+      check_dims_convertible(g, m.source_opset, w);
+    });
     try {
       m.proto = ::onnx::version_conversion::ConvertVersion(m.proto, kTargetOpset);
     } catch (const std::exception& e) {
@@ -738,6 +789,31 @@ void guard_inference(::onnx::ModelProto& model, const std::string& where) {
         check(i, types);
     }
     guarded = std::move(left);
+  }
+}
+
+void guard_subgraph_inference(::onnx::GraphProto* g, const std::string& where) {
+  trim_layer_norm_outputs(g);
+  const ValueSources sources(*g);
+  for (int i = 0; i < g->node_size(); ++i) {
+    ::onnx::NodeProto* n = g->mutable_node(i);
+    const std::string nw =
+        where + ": node " + std::to_string(i) + " '" + printable(n->name()) + "' (" + printable(n->op_type()) + ")";
+    if (n->op_type() == "LayerNormalization" && n->output_size() > 1)
+      throw_error(Code::kUnimplemented, nw + ": inside a subgraph, hub imports a LayerNormalization's Y only");
+    auto w = conv_weights_input().find(n->op_type());
+    if (w == conv_weights_input().end() || n->input_size() <= w->second) continue;
+    if (std::any_of(n->attribute().begin(), n->attribute().end(),
+                    [](const auto& a) { return a.name() == "kernel_shape"; }))
+      continue;
+    const std::optional<std::vector<int64_t>> dims = conv_weight_dims(*g, sources, i);
+    if (!dims || dims->size() < 3 || !std::all_of(dims->begin() + 2, dims->end(), [](int64_t d) { return d >= 0; }))
+      throw_error(Code::kUnimplemented, nw + ": inside a subgraph, a convolution needs kernel_shape unless its "
+                                             "weights are the subgraph's own constants");
+    auto* a = n->add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (size_t d = 2; d < dims->size(); ++d) a->add_ints((*dims)[d]);
   }
 }
 

@@ -251,11 +251,86 @@ def detector():
         "input", [1, 3, 16, 16], out
 
 
+def recurrent():
+    """Control flow as exporters write it: a Loop over time steps (at most 5,
+    stopping after the step whose index reaches 3) whose body reads the
+    convolution features and a weight from the graph around it, updates a
+    state h [1, 8], grows a sequence by one value per step and scans h; inside
+    it an If on a run-time condition (the sign of the state's sum) picks how
+    the state is updated. One output: the final h, the scanned states and the
+    sequence, flattened and concatenated."""
+    b = Builder()
+    feat = b.op("Relu", [b.conv("input", 3, 8, 3)])                                 # [1, 8, 8, 8]
+    w = b.weight([8, 8])
+    one = b.const(np.float32(1.0))
+
+    def vi(name, elem, dims):
+        return helper.make_tensor_value_info(name, elem, dims)
+
+    # The If's branches (read h_next, feat and one from around them).
+    then_node = helper.make_node("Add", ["h_next", "one_step"], ["then_h"])
+    then_one = helper.make_node("Constant", [], ["one_step"], value=numpy_helper.from_array(np.float32(0.5)))
+    then_g = helper.make_graph([then_one, then_node], "then", [], [vi("then_h", TensorProto.FLOAT, [1, 8])])
+    pooled = helper.make_node("ReduceMean", ["feat_in"], ["pooled"], axes=[2, 3], keepdims=0)
+    feat_id = helper.make_node("Identity", [feat], ["feat_in"])
+    else_node = helper.make_node("Sub", ["pooled", "h_next"], ["else_h"])
+    else_g = helper.make_graph([feat_id, pooled, else_node], "else", [], [vi("else_h", TensorProto.FLOAT, [1, 8])])
+
+    body_nodes = [
+        helper.make_node("Cast", ["iter"], ["iter_f"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["h_in", w], ["hw"]),
+        helper.make_node("ReduceMean", [feat], ["feat_mean"], axes=[2, 3], keepdims=0),
+        helper.make_node("Mul", ["feat_mean", "iter_f"], ["feat_scaled"]),
+        helper.make_node("Add", ["hw", "feat_scaled"], ["pre"]),
+        helper.make_node("Tanh", ["pre"], ["h_next"]),
+        helper.make_node("ReduceSum", ["h_next"], ["h_sum"], keepdims=0),
+        helper.make_node("Greater", ["h_sum", "zero_f"], ["positive"]),
+        helper.make_node("Constant", [], ["zero_f"], value=numpy_helper.from_array(np.float32(0.0))),
+        helper.make_node("If", ["positive"], ["h_out"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Add", ["h_sum", one], ["h_sum1"]),
+        helper.make_node("Reshape", ["h_sum1", "shape_1"], ["h_sum_1"]),
+        helper.make_node("Constant", [], ["shape_1"], value=numpy_helper.from_array(np.array([1], np.int64))),
+        helper.make_node("Concat", ["seq_in", "h_sum_1"], ["seq_out"], axis=0),
+        helper.make_node("Constant", [], ["three"], value=numpy_helper.from_array(np.int64(3))),
+        helper.make_node("Less", ["iter", "three"], ["cond_out"]),
+        helper.make_node("Identity", ["h_out"], ["h_scan"]),
+    ]
+    # Nodes in topological order (Constant before use).
+    order = ["iter_f", "hw", "feat_mean", "feat_scaled", "pre", "h_next", "h_sum", "zero_f", "positive", "h_out",
+             "h_sum1", "shape_1", "h_sum_1", "seq_out", "three", "cond_out", "h_scan"]
+    produced = {n.output[0]: n for n in body_nodes}
+    ordered, done = [], set()
+
+    def place(name):
+        n = produced.get(name)
+        if n is None or name in done:
+            return
+        for i in n.input:
+            place(i)
+        done.add(name)
+        ordered.append(n)
+    for name in order:
+        place(name)
+    body = helper.make_graph(
+        ordered, "body",
+        [vi("iter", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [1, 8]), vi("seq_in", TensorProto.FLOAT, ["S"])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [1, 8]),
+         vi("seq_out", TensorProto.FLOAT, ["S1"]), vi("h_scan", TensorProto.FLOAT, [1, 8])])
+    h0 = b.const(np.zeros([1, 8], np.float32))
+    seq0 = b.const(np.zeros([0], np.float32))
+    h, seq, scans = b.op("Loop", [b.const(np.int64(5)), b.const(np.array(True)), h0, seq0], n_out=3, body=body)
+    flat = [b.op("Reshape", [v, b.const(np.array([-1], np.int64))]) for v in (h, scans, seq)]
+    out = b.op("Concat", flat, axis=0)
+    return b.model("input", [1, 3, 8, 8], out, opset=13, batch_param=False, out_dims=["L"]), \
+        "input", [1, 3, 8, 8], out
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     manifest = {}
-    for make in [cnn, reshape_chain, resize, mobilenet, vit, half_weights, detector]:
+    for make in [cnn, reshape_chain, resize, mobilenet, vit, half_weights, detector, recurrent]:
         model, inp, shape, out = make()
         name = make.__name__
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))
