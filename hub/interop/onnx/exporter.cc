@@ -47,6 +47,12 @@ class Exporter {
   ::onnx::ModelProto run();
   int opset() const { return opset_; }
 
+  // Writes `sub` (a branch or loop body of a node being exported) into `out`:
+  // its first `formal` arguments become the graph's inputs, the others read
+  // the values `outer` of this graph by name (ONNX subgraphs see the values
+  // around them); its results become the graph's outputs.
+  void subgraph(const Subgraph& sub, size_t formal, const std::vector<Output>& outer, ::onnx::GraphProto* out);
+
   // ---- what the per-op functions use ---------------------------------------
   const Graph& graph() const { return g_; }
   const Node& node(Output o) const { return g_.node(o); }
@@ -74,13 +80,26 @@ class Exporter {
   // (computed at run time) the runtime transform of the value.
   std::string weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
                      const std::function<std::string(const std::string&)>& runtime);
+  const Val& val(Output o) const { return vals_.at(o); }
   [[noreturn]] void fail(const Node& n, const std::string& why) const {
     throw_error(Code::kUnimplemented,
                 "converting module " + spec_.source() + " to ONNX: node '" + n.name + "' (" + n.op + "): " + why);
   }
 
  private:
+  // A subgraph's exporter: names, variables and opset are the model's.
+  Exporter(const Exporter& parent, const Graph& g, ::onnx::GraphProto* out)
+      : spec_(parent.spec_),
+        g_(g),
+        options_(parent.options_),
+        out_(out),
+        variables_(parent.variables_),
+        opset_(parent.opset_),
+        names_(parent.names_) {}
   std::string convert(Output o, bool to_nchw);
+  // Counts the readers of every tensor, the `results` as uses too, and
+  // returns the nodes the results need, stopping at the nodes in `stop`.
+  std::vector<char> plan(const std::vector<Output>& results, const std::set<int>& stop);
 
   const ModuleSpec& spec_;
   const Graph& g_;
@@ -90,9 +109,14 @@ class Exporter {
   std::map<Output, std::vector<std::pair<int, int>>> readers_;
   std::map<Output, int> signature_uses_;
   std::map<std::string, Tensor> variables_;
-  int opset_ = 0;                     // the opset written
-  std::set<std::string> names_;       // value names
-  std::set<std::string> node_names_;  // node names (ONNX Runtime refuses a model that repeats one)
+  int opset_ = 0;  // the opset written
+  // Value and node names, shared with the subgraphs' exporters: a name
+  // defined anywhere in the model is defined once (ONNX Runtime refuses a
+  // model that repeats a node name).
+  struct Names {
+    std::set<std::string> values, nodes;
+  };
+  std::shared_ptr<Names> names_ = std::make_shared<Names>();
 };
 
 void set_ints(NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
@@ -122,8 +146,8 @@ void set_string(NodeProto* n, const std::string& name, const std::string& v) {
 
 std::string Exporter::fresh(const std::string& base) {
   std::string name = base;
-  for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
-  names_.insert(name);
+  for (int i = 1; names_->values.count(name); ++i) name = base + "_" + std::to_string(i);
+  names_->values.insert(name);
   return name;
 }
 
@@ -140,7 +164,7 @@ NodeProto* Exporter::add(const std::string& op, const std::vector<std::string>& 
   NodeProto* n = out_->add_node();
   n->set_op_type(op);
   std::string unique = name;
-  for (int i = 1; !node_names_.insert(unique).second; ++i) unique = name + "_" + std::to_string(i);
+  for (int i = 1; !names_->nodes.insert(unique).second; ++i) unique = name + "_" + std::to_string(i);
   n->set_name(unique);
   for (const auto& in : inputs) n->add_input(in);
   n->add_output(output);
@@ -221,7 +245,10 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   return runtime(nhwc(o));
 }
 
-::onnx::TypeProto type_of(const TensorSpec& s) {
+// An unknown dim is named (N for the first, d1, d2, ... for the others) in
+// the model's inputs and outputs, and left unnamed inside subgraphs, whose
+// unknown dims are no batch.
+::onnx::TypeProto type_of(const TensorSpec& s, bool named = true) {
   ::onnx::TypeProto t;
   t.mutable_tensor_type()->set_elem_type(dtype_to_onnx(s.dtype));
   auto* shape = t.mutable_tensor_type()->mutable_shape();
@@ -229,10 +256,88 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     auto* d = shape->add_dim();
     if (s.shape[i] >= 0)
       d->set_dim_value(s.shape[i]);
-    else
+    else if (named)
       d->set_dim_param(i == 0 ? std::string("N") : std::string("d").append(std::to_string(i)));
   }
   return t;
+}
+
+// Calls fn on each node of g that `needed` marks and on every node of the
+// subgraphs they hold (nested ones too; their Placeholders are arguments).
+void for_each_written(const Graph& g, const std::vector<char>& needed, const std::function<void(const Node&)>& fn) {
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (!needed[id]) continue;
+    const Node& n = g.node(id);
+    fn(n);
+    for (const auto& [name, value] : n.attrs.items()) {
+      if (attr_type(value) != AttrType::kGraph) continue;
+      const Graph sub = subgraph_graph(*std::get<SubgraphPtr>(value));
+      std::vector<char> all(sub.num_nodes(), 1);
+      for (const Node& p : sub.nodes())
+        if (p.op == "Placeholder") all[p.id] = 0;
+      for_each_written(sub, all, fn);
+    }
+  }
+}
+
+// The value names the nodes of g read, those of its subgraphs included.
+void collect_reads(const ::onnx::GraphProto& g, std::set<std::string>& used) {
+  for (const NodeProto& n : g.node()) {
+    used.insert(n.input().begin(), n.input().end());
+    for (const AttributeProto& a : n.attribute())
+      if (a.has_g()) collect_reads(a.g(), used);
+  }
+  for (const auto& o : g.output()) used.insert(o.name());
+}
+
+std::vector<char> Exporter::plan(const std::vector<Output>& results, const std::set<int>& stop) {
+  for (const Node& n : g_.nodes())
+    for (size_t i = 0; i < n.inputs.size(); ++i) readers_[n.inputs[i]].emplace_back(n.id, static_cast<int>(i));
+  for (Output r : results) ++signature_uses_[r];
+  std::vector<char> needed(g_.num_nodes(), 0);
+  std::vector<int> stack;
+  for (Output r : results) stack.push_back(r.node);
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = 1;
+    if (stop.count(id)) continue;
+    for (const Output& in : g_.node(id).inputs) stack.push_back(in.node);
+  }
+  return needed;
+}
+
+void Exporter::subgraph(const Subgraph& sub, size_t formal, const std::vector<Output>& outer, ::onnx::GraphProto* out) {
+  HUB_CHECK(formal + outer.size() == sub.arguments.size(), "subgraph arguments");
+  const Graph g = subgraph_graph(sub);
+  Exporter child(*this, g, out);
+  out->set_name(fresh("subgraph"));
+  std::set<int> stop;
+  for (size_t a = 0; a < sub.arguments.size(); ++a) {
+    const Output arg = sub.arguments[a];
+    stop.insert(arg.node);
+    if (a < formal) {
+      const std::string name = fresh(g.node(arg.node).name);
+      auto* vi = out->add_input();
+      vi->set_name(name);
+      *vi->mutable_type() = type_of(g.spec(arg), false);
+      child.set(arg, name);
+    } else {
+      const Val& v = val(outer[a - formal]);
+      child.set(arg, v.name, v.nchw);
+    }
+  }
+  const std::vector<char> needed = child.plan(sub.results, stop);
+  for (int id = 0; id < g.num_nodes(); ++id)
+    if (needed[id] && !stop.count(id)) exporters().at(g.node(id).op)(child, g.node(id));
+  for (Output r : sub.results) {
+    const std::string name = fresh(g.node(r.node).name + "_result");
+    child.add("Identity", {child.nhwc(r)}, name, name);
+    auto* vi = out->add_output();
+    vi->set_name(name);
+    *vi->mutable_type() = type_of(g.spec(r), false);
+  }
 }
 
 ::onnx::ModelProto Exporter::run() {
@@ -241,10 +346,6 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
     throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " (supported: 13 to " +
                                             std::to_string(kMaxOpset) + ")");
   const SignatureInfo& sig = spec_.signature(options_.signature);
-  // Who reads each tensor (the per-op functions ask).
-  for (const Node& n : g_.nodes())
-    for (size_t i = 0; i < n.inputs.size(); ++i) readers_[n.inputs[i]].emplace_back(n.id, static_cast<int>(i));
-  for (const auto& [key, info] : sig.outputs) ++signature_uses_[g_.tensor(info.tensor_name)];
   // Variable values: the stored weights, else the initial values.
   Module m(spec_);
   for (const auto& [name, t] : m.variables().items()) variables_[name] = t;
@@ -261,22 +362,16 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   // The nodes the signature's outputs need, stopping at its inputs.
   std::set<int> inputs;
   for (const auto& [key, info] : sig.inputs) inputs.insert(g_.tensor(info.tensor_name).node);
-  std::vector<char> needed(g_.num_nodes(), 0);
-  std::vector<int> stack;
-  for (const auto& [key, info] : sig.outputs) stack.push_back(g_.tensor(info.tensor_name).node);
-  while (!stack.empty()) {
-    int id = stack.back();
-    stack.pop_back();
-    if (needed[id]) continue;
-    needed[id] = 1;
-    if (inputs.count(id)) continue;
-    for (const Output& in : g_.node(id).inputs) stack.push_back(in.node);
-  }
-  // Every op must have an ONNX form: list all that do not, at once.
+  std::vector<Output> results;
+  for (const auto& [key, info] : sig.outputs) results.push_back(g_.tensor(info.tensor_name));
+  std::vector<char> needed = plan(results, inputs);
+  std::vector<char> written = needed;
+  for (int id : inputs) written[id] = 0;
+  // Every op must have an ONNX form (subgraphs' too): list all that do not, at once.
   std::map<std::string, std::string> missing;
-  for (int id = 0; id < g_.num_nodes(); ++id)
-    if (needed[id] && !inputs.count(id) && !exporters().count(g_.node(id).op))
-      missing.emplace(g_.node(id).op, g_.node(id).name);
+  for_each_written(g_, written, [&](const Node& n) {
+    if (!exporters().count(n.op)) missing.emplace(n.op, n.name);
+  });
   if (!missing.empty()) {
     std::string list;
     for (const auto& [op_name, node] : missing) list += (list.empty() ? "" : ", ") + op_name + " (node '" + node + "')";
@@ -291,14 +386,13 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   };
   int required = 13;
   std::string newest;  // the op (and node) that needs `required`
-  for (int id = 0; id < g_.num_nodes(); ++id) {
-    if (!needed[id] || inputs.count(id)) continue;
-    const int first = first_opset(g_.node(id));
+  for_each_written(g_, written, [&](const Node& n) {
+    const int first = first_opset(n);
     if (first > required) {
       required = first;
-      newest = g_.node(id).op + " (node '" + g_.node(id).name + "')";
+      newest = n.op + " (node '" + n.name + "')";
     }
-  }
+  });
   if (options_.opset != 0 && options_.opset < required)
     throw_error(Code::kInvalidArgument, where + ": --opset " + std::to_string(options_.opset) + " lacks " + newest +
                                             ", which ONNX has from opset " + std::to_string(required));
@@ -332,8 +426,7 @@ std::string Exporter::weight(Output o, const std::function<Tensor(const Tensor&)
   // Weights are written where a layer reads them, transformed to ONNX's
   // layout; the variables' untransformed initializers then go unused.
   std::set<std::string> used;
-  for (const NodeProto& n : out_->node())
-    for (const std::string& i : n.input()) used.insert(i);
+  collect_reads(*out_, used);
   auto* inits = out_->mutable_initializer();
   inits->erase(
       std::remove_if(inits->begin(), inits->end(), [&](const ::onnx::TensorProto& t) { return !used.count(t.name()); }),
@@ -1391,6 +1484,40 @@ void export_prelu(Exporter& e, const Node& n) {
   e.set(out0(n), y, nchw);
 }
 
+// If(cond, args...): the branches read the arguments by name.
+void export_if(Exporter& e, const Node& n) {
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < n.outputs.size(); ++i) outputs.push_back(e.fresh(n.name + "_" + std::to_string(i)));
+  NodeProto* p = e.add("If", {e.nhwc(in(n, 0))}, outputs[0], n.name);
+  for (size_t i = 1; i < outputs.size(); ++i) p->add_output(outputs[i]);
+  const std::vector<Output> args(n.inputs.begin() + 1, n.inputs.end());
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    AttributeProto* a = p->add_attribute();
+    a->set_name(branch);
+    a->set_type(AttributeProto::GRAPH);
+    e.subgraph(n.attrs.get_graph(branch), 0, args, a->mutable_g());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) e.set(Output{n.id, static_cast<int>(i)}, outputs[i]);
+}
+
+// Loop(max_trips, cond, carried..., invariant...): the body's inputs are
+// (iteration, cond, carried...); it reads the invariant values by name.
+void export_loop(Exporter& e, const Node& n) {
+  const size_t carried = static_cast<size_t>(n.attrs.get_int("num_carried"));
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < 2 + carried; ++i) inputs.push_back(e.nhwc(in(n, static_cast<int>(i))));
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < n.outputs.size(); ++i) outputs.push_back(e.fresh(n.name + "_" + std::to_string(i)));
+  NodeProto* p = e.add("Loop", inputs, outputs[0], n.name);
+  for (size_t i = 1; i < outputs.size(); ++i) p->add_output(outputs[i]);
+  AttributeProto* a = p->add_attribute();
+  a->set_name("body");
+  a->set_type(AttributeProto::GRAPH);
+  const std::vector<Output> invariant(n.inputs.begin() + 2 + static_cast<std::ptrdiff_t>(carried), n.inputs.end());
+  e.subgraph(n.attrs.get_graph("body"), 2 + carried, invariant, a->mutable_g());
+  for (size_t i = 0; i < outputs.size(); ++i) e.set(Output{n.id, static_cast<int>(i)}, outputs[i]);
+}
+
 const std::map<std::string, ExportFn>& exporters() {
   static const std::map<std::string, ExportFn> table = {
       {"Const", export_const},
@@ -1493,6 +1620,8 @@ const std::map<std::string, ExportFn>& exporters() {
       {"DynamicTopK", export_top_k},
       {"Shape", export_shape},
       {"NonZero", export_non_zero},
+      {"If", export_if},
+      {"Loop", export_loop},
       {"Unique", export_unique},
       {"ReverseSequence", export_reverse_sequence},
       {"Split", export_split},

@@ -723,7 +723,7 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
           a->mutable_g()->set_name("branch");
         }));
       },
-      "hub imports no control flow");
+      "node 1 'neg' (Neg) has a subgraph (attribute then_branch); hub imports the subgraphs of If and Loop only");
 }
 
 TEST_CASE("issue13: an ONNX node input whose type shape inference cannot infer is refused, not a crash") {
@@ -2301,4 +2301,119 @@ TEST_CASE("ONNX import: a shape value hub cannot compute as a tensor fails only 
           "arithmetic other than sums and constant multiples");
     }
   }
+}
+
+namespace {
+
+// A graph attribute `name` of `n` holding `sub`'s graph.
+void graph_attr(::onnx::NodeProto* n, const std::string& name, const OnnxBuilder& sub) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = *sub.g;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX import and export: If on a run-time condition with branches of different sizes; a known one inlined") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_if");
+  auto model = [&](bool known) {
+    OnnxBuilder b(13);
+    b.input("x", {2});
+    b.init("zero", Tensor::scalar<float>(0));
+    if (known)
+      b.init("positive", Tensor::scalar<bool>(false));
+    else
+      b.node("Greater", {b.node("ReduceSum", {"x"}, "sum")->output(0), "zero"}, "positive");
+    OnnxBuilder twice, negated;
+    twice.node("Concat", {"x", "x"}, "doubled");
+    int_attr(twice.g->mutable_node(0), "axis", 0);
+    twice.output("doubled", {4});
+    negated.node("Neg", {"x"}, "negated");
+    negated.output("negated", {2});
+    ::onnx::NodeProto* n = b.node("If", {"positive"}, "y", "/If");
+    graph_attr(n, "then_branch", twice);
+    graph_attr(n, "else_branch", negated);
+    b.output("y", {-1});
+    return b.save(dir.path, known ? "known.onnx" : "if.onnx");
+  };
+  const std::string path = model(false);
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  for (const Tensor& x : {Tensor::floats({1, 2}), Tensor::floats({-1, 0.5f})}) {
+    const bool positive = x.data<float>()[0] > 0;
+    const fs::path run_dir = dir.path / (positive ? "then" : "else");
+    fs::create_directories(run_dir);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, run_dir / "source");
+    REQUIRE(want.size() == 1);
+    CHECK(want[0].num_elements() == (positive ? 4 : 2));
+    expect_close(run_signature(spec, "default", {{"x", x}}, "reference").at("y"), want[0], 0, 0);
+    expect_exported_agrees(spec, run_dir, {{"x", x}}, {"y"}, want);
+  }
+  // A condition known at import: the branch is imported in the If's place.
+  const ModuleSpec known = onnx_interop::import_onnx(model(true));
+  for (const Node& node : known.graph().nodes()) CHECK(node.op != "If");
+  CHECK(run_signature(known, "default", {{"x", Tensor::floats({3, -4})}}, "reference").at("y").to_vector<float>() ==
+        std::vector<float>{-3, 4});
+}
+
+TEST_CASE("ONNX import: broken or unsupported subgraphs are refused naming the graph and node") {
+  TempDir dir("onnx_subgraphs");
+  // y = Loop(3, true, s0) with body (i, c, s) -> (c, s + 1): edited per case.
+  auto model = [&](const std::string& file, auto edit) {
+    OnnxBuilder b(13);
+    b.input("x", {1, 2, 4, 4});
+    b.init("trips", Tensor::scalar<int64_t>(3));
+    b.init("go", Tensor::scalar<bool>(true));
+    b.init("one", Tensor::scalar<float>(1));
+    b.init("w", random_tensor({2, 2, 3, 3}, 3));
+    OnnxBuilder body;
+    body.input("i", {}, ::onnx::TensorProto::INT64);
+    body.input("c", {}, ::onnx::TensorProto::BOOL);
+    body.input("s", {1, 2, 4, 4});
+    body.node("Add", {"s", "one"}, "s_next", "/body/Add");
+    body.node("Identity", {"c"}, "c_next", "/body/Identity");
+    body.g->add_output()->set_name("c_next");
+    body.output("s_next", {1, 2, 4, 4});
+    edit(body);
+    graph_attr(b.node("Loop", {"trips", "go", "x"}, "y", "/Loop"), "body", body);
+    b.output("y", {1, 2, 4, 4});
+    return b.save(dir.path, file);
+  };
+  const ModuleSpec good = onnx_interop::import_onnx(model("good.onnx", [](OnnxBuilder&) {}));
+  Tensor x = random_tensor({1, 2, 4, 4}, 4);
+  Tensor y = run_signature(good, "default", {{"x", x}}, "reference").at("y");
+  for (int64_t e = 0; e < x.num_elements(); ++e) CHECK(y.data<float>()[e] == doctest::Approx(x.data<float>()[e] + 3));
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(
+            model("ghost.onnx", [](OnnxBuilder& body) { body.g->mutable_node(0)->set_input(1, "ghost"); }));
+      },
+      "node 0 '/Loop' (Loop) attribute body: node 0 '/body/Add' (Add): input 'ghost' is defined by no earlier node");
+  expect_error(
+      Code::kInvalidArgument,
+      [&] {
+        onnx_interop::import_onnx(
+            model("shadow.onnx", [](OnnxBuilder& body) { body.g->mutable_node(0)->set_output(0, "one"); }));
+      },
+      "output 'one' is already defined");
+  expect_error(
+      Code::kUnimplemented,
+      [&] {
+        onnx_interop::import_onnx(model("conv.onnx", [](OnnxBuilder& body) {
+          body.g->mutable_node(0)->set_op_type("Conv");
+          body.g->mutable_node(0)->set_input(1, "w");
+        }));
+      },
+      "inside a subgraph, a convolution needs kernel_shape unless its weights are the subgraph's own constants");
+  // With its kernel_shape, the convolution runs in the body (its weights a constant there).
+  const ModuleSpec conv = onnx_interop::import_onnx(model("conv_kernel.onnx", [](OnnxBuilder& body) {
+    body.g->mutable_node(0)->set_op_type("Conv");
+    body.g->mutable_node(0)->set_input(1, "w");
+    ints_attr(body.g->mutable_node(0), "kernel_shape", {3, 3});
+    ints_attr(body.g->mutable_node(0), "pads", {1, 1, 1, 1});
+  }));
+  CHECK(run_signature(conv, "default", {{"x", x}}, "reference").at("y").shape() == Shape{1, 2, 4, 4});
+  CHECK(conv.variables().empty());
 }
