@@ -364,6 +364,39 @@ HUB_REGISTER_OP(DynamicSlice)
         "coefficient x dim per `begin_from` (position, input, dim, coefficient) term, a negative sum counting "
         "from the end.");
 
+HUB_REGISTER_OP(DynamicStridedSlice)
+    .inputs(3)
+    .attr("axes", AttrType::kInts)
+    .attr("steps", AttrType::kInts)
+    .value_dependent_shape()
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape& in = c.shape(0);
+      const std::vector<int64_t>& axes = c.attrs().get_ints("axes");
+      const std::vector<int64_t>& steps = c.attrs().get_ints("steps");
+      if (axes.size() != steps.size())
+        c.fail("axes " + attr_to_string(axes) + " and steps " + attr_to_string(steps) + " differ in length");
+      Shape out = in;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        if (axes[k] < 0 || axes[k] >= in.rank() || std::count(axes.begin(), axes.end(), axes[k]) > 1)
+          c.fail("axes " + attr_to_string(axes) + " are not distinct dims of " + c.input(0).to_string());
+        if (steps[k] == 0) c.fail("step 0 on axis " + std::to_string(axes[k]));
+        if (in[static_cast<int>(axes[k])] != 0) out.set_dim(static_cast<int>(axes[k]), kUnknownDim);
+      }
+      for (int i : {1, 2}) {
+        if (c.dtype(i) != DType::kInt32 && c.dtype(i) != DType::kInt64)
+          c.fail("input " + std::to_string(i) + " must be int32 or int64, got " + c.input(i).to_string());
+        const Shape& b = c.shape(i);
+        if (b.rank() != 1 || (b[0] >= 0 && b[0] != static_cast<int64_t>(axes.size())))
+          c.fail("input " + std::to_string(i) + " must be 1-D with " + std::to_string(axes.size()) +
+                 " entries (one per axis), got " + c.input(i).to_string());
+      }
+      return {{c.dtype(0), out}};
+    })
+    .no_gradient("its bounds are read at run time")
+    .doc(
+        "ONNX Slice with starts and ends read at run time (one per axis in `axes`), constant `steps`: "
+        "negative bounds count from the end, then are clamped.");
+
 HUB_REGISTER_OP(DynamicRange)
     .inputs(1, -1)
     .attr("start", AttrType::kInt, int64_t{0})
@@ -1047,6 +1080,19 @@ Output concat(const Scope& s, const std::vector<Output>& xs, int64_t axis, const
 Output tile(const Scope& s, Output x, const std::vector<int64_t>& multiples, const std::string& name) {
   return s.op("Tile", {x}, Attrs().set("multiples", multiples), name);
 }
+std::pair<int64_t, int64_t> onnx_slice_bounds(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (dim == 0) return {0, 0};  // empty either way (and [0, dim - 1] has no range)
+  if (step > 0) return {std::clamp<int64_t>(start, 0, dim), std::clamp<int64_t>(end, 0, dim)};
+  return {std::clamp<int64_t>(start, 0, dim - 1), std::clamp<int64_t>(end, -1, dim - 1)};
+}
+
+Output dynamic_strided_slice(const Scope& s, Output x, Output starts, Output ends, const std::vector<int64_t>& axes,
+                             const std::vector<int64_t>& steps, const std::string& name) {
+  return s.op("DynamicStridedSlice", {x, starts, ends}, Attrs().set("axes", axes).set("steps", steps), name);
+}
+
 std::vector<Output> split(const Scope& s, Output x, int64_t axis, int64_t num_split, const std::vector<int64_t>& sizes,
                           const std::string& name) {
   return s.op_n("Split", {x}, Attrs().set("axis", axis).set("num_split", num_split).set("sizes", sizes), name);

@@ -174,6 +174,18 @@ struct StridedSliceSpec {
 };
 StridedSliceSpec strided_slice_spec(const Shape& in, const Attrs& attrs);
 
+// ONNX Slice's start and end on a dim of size `dim` for step `step` (not 0):
+// counted from the end when negative, then clamped (to [0, dim] stepping
+// forward; to [0, dim - 1] and [-1, dim - 1] stepping back; 0 and 0 on an
+// empty dim). Shared by the ONNX importer and DynamicStridedSlice.
+std::pair<int64_t, int64_t> onnx_slice_bounds(int64_t dim, int64_t start, int64_t end, int64_t step);
+
+// DynamicStridedSlice(x, starts, ends; axes, steps): ONNX Slice with starts
+// and ends read at run time (int32 or int64, one per axis; a loop body's
+// x[i : i + 1]); axes distinct and in range, steps constant and not 0.
+Output dynamic_strided_slice(const Scope& s, Output x, Output starts, Output ends, const std::vector<int64_t>& axes,
+                             const std::vector<int64_t>& steps, const std::string& name = "DynamicStridedSlice");
+
 // The reference inputs and `from` triples (position, input, dim) of a
 // DynamicReshape or DynamicSlice (hub/ops/array.cc): target entry `position`
 // is dim `dim` of a tensor, read at run time. Each distinct tensor becomes

@@ -1484,6 +1484,23 @@ void export_prelu(Exporter& e, const Node& n) {
   e.set(out0(n), y, nchw);
 }
 
+// DynamicStridedSlice as Slice: starts and ends as int64, axes and steps as initializers.
+void export_dynamic_strided_slice(Exporter& e, const Node& n) {
+  auto int64_input = [&](int i) {
+    const std::string v = e.nhwc(in(n, i));
+    if (e.spec(in(n, i)).dtype == DType::kInt64) return v;
+    const std::string cast = e.fresh(v + "_int64");
+    set_int(e.add("Cast", {v}, cast, cast), "to", ::onnx::TensorProto::INT64);
+    return cast;
+  };
+  const std::string y = e.fresh(n.name);
+  e.add("Slice",
+        {e.nhwc(in(n, 0)), int64_input(1), int64_input(2), e.ints(n.attrs.get_ints("axes"), n.name + "_axes"),
+         e.ints(n.attrs.get_ints("steps"), n.name + "_steps")},
+        y, n.name);
+  e.set(out0(n), y);
+}
+
 // If(cond, args...): the branches read the arguments by name.
 void export_if(Exporter& e, const Node& n) {
   std::vector<std::string> outputs;
@@ -1621,6 +1638,7 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Shape", export_shape},
       {"NonZero", export_non_zero},
       {"If", export_if},
+      {"DynamicStridedSlice", export_dynamic_strided_slice},
       {"Loop", export_loop},
       {"Unique", export_unique},
       {"ReverseSequence", export_reverse_sequence},

@@ -799,10 +799,35 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
                    "Slice"));
 }
 
+// Starts and ends read at run time (a loop body's x[i : i + 1]), or bounds
+// on a dim known only at run time: DynamicStridedSlice, in ONNX's order.
+void map_run_time_slice(NodeContext& c) {
+  const int rank = c.rank(0);
+  std::vector<int64_t> axes, steps;
+  if (c.has_input(3)) {
+    for (int64_t a : c.constant_ints(3, "axes")) axes.push_back(normalize_axis(c, a, rank, "axes"));
+  } else {
+    const Shape b = c.shape(1);
+    if (b.rank() != 1 || b[0] < 0) c.fail("without axes, starts must be 1-D of a known length, got " + b.to_string());
+    for (int64_t i = 0; i < b[0]; ++i) axes.push_back(i);
+  }
+  steps = c.has_input(4) ? c.constant_ints(4, "steps") : std::vector<int64_t>(axes.size(), 1);
+  if (steps.size() != axes.size()) c.fail("axes and steps differ in length");
+  for (size_t k = 0; k < steps.size(); ++k)
+    if (steps[k] == 0) c.fail("step 0 on axis " + std::to_string(axes[k]));
+  c.set_output(0, ops::dynamic_strided_slice(c.scope(), c.native(0), c.native(1), c.native(2), axes, steps));
+}
+
 void map_slice(NodeContext& c) {
   if (!c.constant(1) || !c.constant(2)) {
     const std::optional<SymShape> starts = c.symbolic(1), ends = c.symbolic(2);
-    if (starts && ends) return map_dynamic_slice(c, *starts, *ends);
+    if (starts && ends) {
+      try {
+        return map_dynamic_slice(c, *starts, *ends);
+      } catch (const Error&) {  // not a linear slice of run-time dims: the bounds computed at run time
+      }
+    }
+    return map_run_time_slice(c);
   }
   const Shape s = c.shape(0);
   const int rank = s.rank();
@@ -818,6 +843,11 @@ void map_slice(NodeContext& c) {
     steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps differ in length");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const bool full = starts[k] == 0 && steps[k] == 1 && ends[k] >= std::numeric_limits<int32_t>::max();
+    if (s[static_cast<int>(normalize_axis(c, axes[k], rank, "axes"))] < 0 && !full)
+      return map_run_time_slice(c);  // bounds on a dim known only at run time
+  }
   // Per dim: begin/end/stride in TF StridedSlice terms, with ONNX's clamping.
   std::vector<int64_t> begin(rank, 0), end(rank, 0), stride(rank, 1);
   int64_t begin_mask = 0, end_mask = 0;
@@ -826,24 +856,8 @@ void map_slice(NodeContext& c) {
     int64_t a = normalize_axis(c, axes[k], rank, "axes");
     if (steps[k] == 0) c.fail("step 0 on axis " + std::to_string(a));
     int64_t dim = s[static_cast<int>(a)];
-    if (dim < 0) {
-      // Unknown size: only the full range is expressible.
-      bool full = starts[k] == 0 && steps[k] == 1 && ends[k] >= std::numeric_limits<int32_t>::max();
-      if (!full) c.fail("axis " + std::to_string(a) + " has a size known only at run time");
-      continue;
-    }
-    int64_t st = starts[k], en = ends[k];
-    if (st < 0) st += dim;
-    if (en < 0) en += dim;
-    if (dim == 0) {
-      st = en = 0;  // empty either way (and clamping to [0, dim - 1] has no range)
-    } else if (steps[k] > 0) {
-      st = std::clamp<int64_t>(st, 0, dim);
-      en = std::clamp<int64_t>(en, 0, dim);
-    } else {
-      st = std::clamp<int64_t>(st, 0, dim - 1);
-      en = std::clamp<int64_t>(en, -1, dim - 1);
-    }
+    if (dim < 0) continue;  // the full range (above)
+    const auto [st, en] = ops::onnx_slice_bounds(dim, starts[k], ends[k], steps[k]);
     begin[a] = st;
     end[a] = en;
     stride[a] = steps[k];

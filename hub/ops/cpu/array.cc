@@ -670,6 +670,37 @@ void strided_slice_kernel(KernelContext& c) {
   strided_walk_bytes<false>(const_cast<void*>(x.raw_data()), y.raw_data(), elem_size(x), x.shape(), spec);
 }
 
+// ONNX Slice's bounds of this run (ops::onnx_slice_bounds) as a walk over x.
+void dynamic_strided_slice_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const std::vector<int64_t>& axes = c.attrs().get_ints("axes");
+  const std::vector<int64_t>& steps = c.attrs().get_ints("steps");
+  const std::vector<int64_t> starts = *c.input(1).to_int64_vector(), ends = *c.input(2).to_int64_vector();
+  if (starts.size() != axes.size() || ends.size() != axes.size())
+    throw_error(Code::kInvalidArgument, "node '" + c.node().name + "': starts and ends must hold one entry per axis (" +
+                                            std::to_string(axes.size()) + "), got " + c.input(1).spec_string() +
+                                            " and " + c.input(2).spec_string());
+  ops::StridedSliceSpec spec;
+  for (int d = 0; d < x.rank(); ++d) {
+    spec.begin.push_back(0);
+    spec.stride.push_back(1);
+    spec.size.push_back(x.shape()[d]);
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const auto a = static_cast<size_t>(axes[k]);
+    const int64_t step = steps[k];
+    const auto [first, end] = ops::onnx_slice_bounds(x.shape()[static_cast<int>(a)], starts[k], ends[k], step);
+    const int64_t span = step > 0 ? end - first : first - end, stride = step > 0 ? step : -step;
+    spec.begin[a] = first;
+    spec.stride[a] = step;
+    spec.size[a] = span > 0 ? (span + stride - 1) / stride : 0;
+  }
+  spec.out = Shape(spec.size);
+  Tensor& y = c.output(0, spec.out);
+  if (y.num_elements() == 0) return;
+  strided_walk_bytes<false>(const_cast<void*>(x.raw_data()), y.raw_data(), elem_size(x), x.shape(), spec);
+}
+
 void strided_slice_grad_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& dy = c.input(1);
@@ -769,6 +800,7 @@ HUB_REGISTER_KERNEL(ScatterND, reference, scatter_nd_kernel);
 HUB_REGISTER_KERNEL(ScatterElements, reference, scatter_elements_kernel);
 HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
 HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
+HUB_REGISTER_KERNEL(DynamicStridedSlice, reference, dynamic_strided_slice_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
 HUB_REGISTER_KERNEL(DynamicReshape, reference, alias_kernel);

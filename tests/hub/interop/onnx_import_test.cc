@@ -2417,3 +2417,42 @@ TEST_CASE("ONNX import: broken or unsupported subgraphs are refused naming the g
   CHECK(run_signature(conv, "default", {{"x", x}}, "reference").at("y").shape() == Shape{1, 2, 4, 4});
   CHECK(conv.variables().empty());
 }
+
+TEST_CASE("ONNX import and export: Slice bounds computed at run time, and on a dim known only at run time") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_run_time_slice");
+  OnnxBuilder b(13);
+  b.input("x", {-1, 6});  // batch known only at run time
+  // from = argmax of row 0 (an int64 [1]); y = x[:, from : from + 2]; z = x[:-1, ::-2].
+  b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
+  b.init("one", Tensor::from_vector<int64_t>({1}, {1}));
+  b.init("two", Tensor::from_vector<int64_t>({1}, {2}));
+  b.init("minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.init("end", Tensor::from_vector<int64_t>({1}, {std::numeric_limits<int64_t>::min()}));
+  b.init("minus_two", Tensor::from_vector<int64_t>({1}, {-2}));
+  b.node("Slice", {"x", "zero", "one", "zero"}, "row0", "/row0");
+  ::onnx::NodeProto* argmax = b.node("ArgMax", {"row0"}, "from2d", "/argmax");
+  int_attr(argmax, "axis", 1);
+  b.node("Reshape", {"from2d", "minus_one"}, "from", "/from");
+  b.node("Add", {"from", "two"}, "to", "/to");
+  b.node("Slice", {"x", "from", "to", "one"}, "y", "/y");
+  b.node("Slice", {"x", "zero", "minus_one", "zero"}, "rows", "/rows");
+  b.init("last", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.node("Slice", {"rows", "last", "end", "one", "minus_two"}, "z", "/z");
+  b.output("y", {-1, -1});
+  b.output("z", {-1, 3});
+  const std::string path = b.save(dir.path, "slice.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  int run = 0;
+  for (const Tensor& x : {random_tensor({3, 6}, 70), random_tensor({5, 6}, 71)}) {
+    const fs::path run_dir = dir.path / std::to_string(run++);
+    fs::create_directories(run_dir);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}}, run_dir / "source");
+    REQUIRE(want.size() == 2);
+    CHECK(want[1].shape() == Shape{x.shape()[0] - 1, 3});
+    const TensorMap got = run_signature(spec, "default", {{"x", x}}, "reference");
+    expect_close(got.at("y"), want[0], 0, 0);
+    expect_close(got.at("z"), want[1], 0, 0);
+    expect_exported_agrees(spec, run_dir, {{"x", x}}, {"y", "z"}, want);
+  }
+}

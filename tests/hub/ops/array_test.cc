@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "hub/graph/autodiff.h"
 #include "hub/graph/session.h"
@@ -933,4 +934,39 @@ TEST_CASE("ReverseSequence: hand-worked, both axis orders, its own gradient, len
                        doctest::Contains("length 4 of batch element 0 is outside [0, 3]"), Error);
   CHECK_THROWS_WITH_AS(run_op("ReverseSequence", {x, Tensor::from_vector<int64_t>({3}, {1, 1, 1})}, a),
                        doctest::Contains("one entry per batch element"), Error);
+}
+
+TEST_CASE("DynamicStridedSlice: ONNX Slice bounds read at run time, hand-computed") {
+  // x = 0..11 as [3, 4].
+  std::vector<float> v(12);
+  std::iota(v.begin(), v.end(), 0.0f);
+  const Tensor x = make({3, 4}, v);
+  auto slice = [&](std::vector<int64_t> starts, std::vector<int64_t> ends, Ints axes, Ints steps) {
+    const auto k = static_cast<int64_t>(starts.size());
+    return run_op("DynamicStridedSlice",
+                  {x, Tensor::from_vector<int64_t>({k}, starts), Tensor::from_vector<int64_t>({k}, ends)},
+                  Attrs().set("axes", axes).set("steps", steps))[0];
+  };
+  Tensor y = slice({1}, {2}, {0}, {1});  // row 1
+  CHECK(y.shape() == Shape{1, 4});
+  CHECK(y.to_vector<float>() == std::vector<float>{4, 5, 6, 7});
+  y = slice({0, -1}, {100, -100}, {0, 1}, {2, -2});  // rows 0, 2; columns 3, 1
+  CHECK(y.shape() == Shape{2, 2});
+  CHECK(y.to_vector<float>() == std::vector<float>{3, 1, 11, 9});
+  y = slice({0}, {-1}, {1}, {1});  // x[:, :-1]
+  CHECK(y.to_vector<float>() == std::vector<float>{0, 1, 2, 4, 5, 6, 8, 9, 10});
+  CHECK(slice({3}, {1}, {0}, {1}).shape() == Shape{0, 4});  // an empty range
+  // int32 bounds too; the count must match the axes.
+  y = run_op("DynamicStridedSlice",
+             {x, Tensor::from_vector<int32_t>({1}, {-2}), Tensor::from_vector<int32_t>({1}, {4})},
+             Attrs().set("axes", Ints{1}).set("steps", Ints{1}))[0];
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 3, 6, 7, 10, 11});
+  CHECK_THROWS_WITH(run_op("DynamicStridedSlice",
+                           {x, Tensor::from_vector<int64_t>({2}, {0, 0}), Tensor::from_vector<int64_t>({2}, {1, 1})},
+                           Attrs().set("axes", Ints{1}).set("steps", Ints{1})),
+                    doctest::Contains("1-D with 1 entries"));
+  CHECK_THROWS_WITH(
+      run_op("DynamicStridedSlice", {x, Tensor::from_vector<int64_t>({1}, {0}), Tensor::from_vector<int64_t>({1}, {1})},
+             Attrs().set("axes", Ints{2}).set("steps", Ints{1})),
+      doctest::Contains("are not distinct dims"));
 }
