@@ -414,6 +414,64 @@ node('det/unique', 'Unique', ['det/tenths'], {T, out_idx: IT});
 node('unique/values', 'Identity', ['det/unique'], {T});
 cast('unique/idx', 'det/unique:1', 'DT_INT32');
 
+// ---- Control flow: StatelessWhile and StatelessIf calling library functions ----
+// (No Consts inside the functions: the constants they need come in as loop
+// variables the body passes through.)
+const functions = [];
+const FT = 'DT_FLOAT', I32 = 'DT_INT32';
+function fn(name, inputs, outputs, body, ret) {
+  functions.push({
+    signature: {name, inputArg: inputs.map(([n, t]) => ({name: n, type: t})),
+                outputArg: outputs.map(([n, t]) => ({name: n, type: t}))},
+    nodeDef: body.map(([n, op, input, attr]) => ({name: n, op, input, attr})),
+    ret,
+  });
+}
+const types = (list) => ({list: {type: list}});
+// loop: while i < limit: i += one, acc = tanh(acc * w + w); w, one, limit pass through.
+const loopArgs = [['i', I32], ['acc', FT], ['w', FT], ['one', I32], ['limit', I32]];
+fn('loop_cond', loopArgs, [['go', 'DT_BOOL']], [['less', 'Less', ['i', 'limit'], {T: IT}]], {go: 'less:z:0'});
+fn('loop_body', loopArgs, loopArgs.map(([n, t]) => [n + '_out', t]),
+   [['next_i', 'AddV2', ['i', 'one'], {T: IT}], ['scaled', 'Mul', ['acc', 'w'], {T}],
+    ['shifted', 'AddV2', ['scaled:z:0', 'w'], {T}], ['act', 'Tanh', ['shifted:z:0'], {T}],
+    ['w_id', 'Identity', ['w'], {T}], ['one_id', 'Identity', ['one'], {T: IT}],
+    ['limit_id', 'Identity', ['limit'], {T: IT}]],
+   {i_out: 'next_i:z:0', acc_out: 'act:y:0', w_out: 'w_id:output:0', one_out: 'one_id:output:0',
+    limit_out: 'limit_id:output:0'});
+node('loop/while', 'StatelessWhile',
+     [intScalar('loop/i0', 0), 'features', constant('loop/w', [12], values(12), {group: 1}), intScalar('loop/one', 1),
+      intScalar('loop/limit', 3)],
+     {T: types([I32, FT, FT, I32, I32]), cond: {func: {name: 'loop_cond'}}, body: {func: {name: 'loop_body'}},
+      parallel_iterations: {i: '10'}, output_shapes: {list: {}}});
+node('loop', 'Identity', ['loop/while:1'], {T});
+// grow: a sequence one element longer each step: seq = concat(seq, [float(i)]) while i < limit.
+const growArgs = [['i', I32], ['seq', FT], ['one', I32], ['limit', I32], ['zero', I32]];
+fn('grow_cond', growArgs, [['go', 'DT_BOOL']], [['less', 'Less', ['i', 'limit'], {T: IT}]], {go: 'less:z:0'});
+fn('grow_body', growArgs, growArgs.map(([n, t]) => [n + '_out', t]),
+   [['next_i', 'AddV2', ['i', 'one'], {T: IT}], ['fi', 'Cast', ['i'], {SrcT: IT, DstT: T, Truncate: {b: false}}],
+    ['one_elem', 'ExpandDims', ['fi:y:0', 'zero'], {T, Tdim: IT}],
+    ['longer', 'ConcatV2', ['seq', 'one_elem:output:0', 'zero'], {T, N: {i: '2'}, Tidx: IT}],
+    ['one_id', 'Identity', ['one'], {T: IT}], ['limit_id', 'Identity', ['limit'], {T: IT}],
+    ['zero_id', 'Identity', ['zero'], {T: IT}]],
+   {i_out: 'next_i:z:0', seq_out: 'longer:output:0', one_out: 'one_id:output:0', limit_out: 'limit_id:output:0',
+    zero_out: 'zero_id:output:0'});
+node('grow/while', 'StatelessWhile',
+     ['loop/i0', constant('grow/empty', [0], [], {group: 1}), 'loop/one', intScalar('grow/limit', 4),
+      intScalar('grow/zero', 0)],
+     {T: types([I32, FT, I32, I32, I32]), cond: {func: {name: 'grow_cond'}}, body: {func: {name: 'grow_body'}},
+      parallel_iterations: {i: '10'}, output_shapes: {list: {}}});
+node('grow', 'Identity', ['grow/while:1'], {T});
+// branch: features doubled where the tokens sum above 0, else negated; branch2 the other way round.
+fn('double_it', [['x', FT]], [['y', FT]], [['sum', 'AddV2', ['x', 'x'], {T}]], {y: 'sum:z:0'});
+fn('negate', [['x', FT]], [['y', FT]], [['neg', 'Neg', ['x'], {T}]], {y: 'neg:y:0'});
+node('cond/total', 'Sum', ['tokens', vec('cond/axes', [0, 1, 2])], {T, Tidx: IT, keep_dims: {b: false}});
+node('cond/positive', 'Greater', ['cond/total', scalar('cond/zero', 0)], {T});
+node('cond/negative', 'LogicalNot', ['cond/positive']);
+const ifAttrs = {Tcond: {type: 'DT_BOOL'}, Tin: types([FT]), Tout: types([FT]), then_branch: {func: {name: 'double_it'}},
+                 else_branch: {func: {name: 'negate'}}, output_shapes: {list: {}}};
+node('branch', 'Identity', [node('cond/if', 'StatelessIf', ['cond/positive', 'features'], ifAttrs)], {T});
+node('branch2', 'Identity', [node('cond/if2', 'StatelessIf', ['cond/negative', 'features'], ifAttrs)], {T});
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -443,9 +501,11 @@ async function main() {
                 'nms:0': tensorInfo('nms:0', [-1]),
                 'nms4/indices:0': tensorInfo('nms4/indices:0', [100]), 'nms4/valid:0': tensorInfo('nms4/valid:0', []),
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
-                'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1])},
+                'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1]),
+                'loop:0': tensorInfo('loop:0', [-1, 12]), 'grow:0': tensorInfo('grow:0', [-1]),
+                'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12])},
     },
-    modelTopology: {node: nodes, library: {}, versions: {producer: 1395}},
+    modelTopology: {node: nodes, library: {function: functions}, versions: {producer: 1395}},
     weightsManifest: [
       {paths: ['group1-shard1of2.bin', 'group1-shard2of2.bin'], weights: weights[0].map((w) => w.spec)},
       {paths: ['group2-shard1of1.bin'], weights: weights[1].map((w) => w.spec)},
@@ -474,8 +534,9 @@ async function main() {
   fs.writeFileSync(path.join(out, 'tokens.bin'), Buffer.from(tokens.dataSync().buffer));
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
-                 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx'];
-  // executeAsync: the NonMaxSuppression and Where ops are asynchronous in TF.js.
+                 'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
+                 'branch', 'branch2'];
+  // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};
   names.forEach((name, i) => {

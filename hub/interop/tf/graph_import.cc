@@ -91,6 +91,7 @@ class Flattener {
     out.file = file_;
     out.aliases = std::move(aliases_);
     out.broken = std::move(broken_);
+    out.library = graph_.library();
     for (auto& n : nodes_) {
       for (auto& in : *n.mutable_input()) in = out.resolve(in);
       if (!out.by_name.emplace(n.name(), static_cast<int>(out.nodes.size())).second)
@@ -295,6 +296,11 @@ class Context final : public OpContext {
   void set_unavailable(int i, const std::string& why) override { outputs_[i].unavailable = why; }
   void forward(int out, int in) override { outputs_[out] = value(in); }
 
+  SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+                                    const std::vector<std::string>& fetches) override;
+  const proto::NodeDef& variable_node(const std::string& name) const override;
+  const proto::FunctionDefLibrary& library() const override;
+
   std::map<int, TfValue>& outputs() { return outputs_; }
 
  private:
@@ -327,6 +333,10 @@ class Importer {
   // node's dtype and shape.
   Output variable(const std::string& name, const std::string& where);
   Output weight_variable(const std::string& const_node, const Tensor& value, bool trainable);
+  // Context::import_function_graph, for the node at `where`.
+  SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+                                    const std::vector<std::string>& fetches, const std::string& where);
+  const FlatGraph& flat() const { return g_; }
 
  private:
   void import_node(const proto::NodeDef& node);
@@ -412,6 +422,19 @@ Output Context::weight(int i, bool trainable) {
 }
 
 Output Context::variable(const std::string& node) { return imp_.variable(node, where()); }
+
+SubgraphPtr Context::import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+                                           const std::vector<std::string>& fetches) {
+  return imp_.import_function_graph(std::move(graph), feeds, fetches, where());
+}
+
+const proto::NodeDef& Context::variable_node(const std::string& name) const {
+  const proto::NodeDef* n = imp_.flat().find(name);
+  HUB_CHECK(n != nullptr, "variable node " + name);
+  return *n;
+}
+
+const proto::FunctionDefLibrary& Context::library() const { return imp_.flat().library; }
 
 Scope Context::scope() const {
   if (folding_) return Scope(graph_).sub("fold");
@@ -503,6 +526,33 @@ Output Importer::weight_variable(const std::string& const_node, const Tensor& va
   out_.weights[out_.graph.node(v).name] = value;
   weight_vars_[const_node] = v;
   return v;
+}
+
+SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+                                            const std::vector<std::string>& fetches, const std::string& where) {
+  if (o_.depth >= kMaxCallDepth)
+    throw_error(Code::kInvalidArgument, where + ": control flow nests deeper than " + std::to_string(kMaxCallDepth));
+  // The library the graph's calls name (and any function the caller added).
+  std::set<std::string> defined;
+  for (const auto& f : graph.library().function()) defined.insert(f.signature().name());
+  for (const auto& f : g_.library.function())
+    if (!defined.count(f.signature().name())) *graph.mutable_library()->add_function() = f;
+  GraphImportOptions o = o_;
+  o.feeds.clear();
+  for (const std::string& f : feeds) o.feeds.push_back(Feed{f, std::nullopt, std::nullopt});
+  o.fetches = fetches;
+  o.trainable = std::set<std::string>{};  // the module's variables are the main graph's (below)
+  o.weights_as_variables = false;
+  o.depth = o_.depth + 1;
+  ImportedGraph sub;
+  try {
+    sub = import_graph(flatten_graph(graph, g_.file), o);
+  } catch (const Error& e) {
+    throw e.with_context(where);
+  }
+  // A variable read inside is the module's: declared in the main graph too.
+  for (const auto& [name, value] : sub.weights) variable(name, where);
+  return make_subgraph(sub.graph, sub.feeds, sub.fetches);
 }
 
 std::vector<const proto::NodeDef*> Importer::needed_nodes() {

@@ -55,6 +55,9 @@ struct FlatGraph {
   // Calls that could not be inlined (kept as nodes) -> why; importing one
   // is that error.
   std::map<std::string, Error> broken;
+  // The graph's function library: control flow (If, While) imports the
+  // functions it names as subgraphs (OpContext::import_function_graph).
+  proto::FunctionDefLibrary library;
   // The node, or nullptr.
   const proto::NodeDef* find(const std::string& name) const;
   // A canonical tensor name with call outputs replaced by what they return.
@@ -92,6 +95,9 @@ struct GraphImportOptions {
   // variables named after their Const node, so they live in
   // variables.safetensors and can be fine-tuned.
   bool weights_as_variables = true;
+  // Control flow nesting around this import (each function graph imported
+  // for an If or While adds one; at most kMaxCallDepth).
+  int depth = 0;
 };
 
 struct ImportedGraph {

@@ -185,6 +185,7 @@ const std::map<std::string, OpImporter>& op_importers() {
     add_math_importers(*out);
     add_nn_importers(*out);
     add_select_importers(*out);
+    add_control_flow_importers(*out);
     return out;
   }();
   return *m;

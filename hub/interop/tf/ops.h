@@ -16,7 +16,8 @@
 // Families: ops_array.cc (sources, variables, shapes, slicing, joining),
 // ops_math.cc (element-wise, reductions, matrix products), ops_nn.cc
 // (convolution, pooling, normalization, activations, resizing), ops_select.cc
-// (Where, NonMaxSuppression: output sizes that follow from the values).
+// (Where, NonMaxSuppression: output sizes that follow from the values),
+// ops_control.cc (If and While: functions imported as subgraphs).
 #pragma once
 
 #include <functional>
@@ -29,6 +30,7 @@
 #include "hub/interop/linear.h"
 #include "hub/interop/tf/proto/graph.pb.h"
 #include "hub/ops/scope.h"
+#include "hub/ops/subgraph.h"
 #include "hub/tensor/tensor.h"
 
 namespace hub::tf {
@@ -115,6 +117,15 @@ class OpContext {
   // VarHandleOp behind a ReadVariableOp's handle).
   virtual Output variable(const std::string& node) = 0;
 
+  // Control flow: `graph` (nodes calling functions of the model's library,
+  // fed through the Placeholders `feeds`) imported as a hub subgraph
+  // returning `fetches` ("node:k"). The library is added to it; variables it
+  // reads (VarHandleOp nodes copied from variable_node()) are the module's.
+  virtual SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+                                            const std::vector<std::string>& fetches) = 0;
+  // The VarHandleOp (or VariableV2) node of a variable a handle names.
+  virtual const proto::NodeDef& variable_node(const std::string& name) const = 0;
+  virtual const proto::FunctionDefLibrary& library() const = 0;
   // Where helper nodes go: a scope named after this node.
   virtual Scope scope() const = 0;
   // Adds the node's main hub op under the node's own name (made unique).
@@ -184,6 +195,7 @@ void add_array_importers(std::map<std::string, OpImporter>& m);
 void add_math_importers(std::map<std::string, OpImporter>& m);
 void add_nn_importers(std::map<std::string, OpImporter>& m);
 void add_select_importers(std::map<std::string, OpImporter>& m);
+void add_control_flow_importers(std::map<std::string, OpImporter>& m);
 
 // ---- Export -----------------------------------------------------------------
 

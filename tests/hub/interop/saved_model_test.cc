@@ -677,3 +677,109 @@ TEST_CASE("a quantization-aware training graph: FakeQuant ops on variables and o
   for (const Node& n : spec.graph().nodes()) fake_quants += n.op.rfind("FakeQuantWithMinMaxVars", 0) == 0;
   CHECK(fake_quants == 2);
 }
+
+TEST_CASE("a While reading a resource variable through a loop variable (Keras style), and an If, worked by hand") {
+  // y = x * v^3 by three steps of `x *= read(v)`, then doubled by an If where sum(x) > 0 (else negated).
+  TempDir dir("saved_model");
+  tfp::SavedModel sm;
+  sm.set_saved_model_schema_version(1);
+  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+  mg->mutable_meta_info_def()->add_tags("serve");
+  TfGraph g(mg->mutable_graph_def());
+  g.placeholder("x", {-1, 2});
+  g.resource_variable("v", {2});
+  g.constant("zero", Tensor::scalar<int32_t>(0));
+  g.constant("limit", Tensor::scalar<int32_t>(3));
+  auto* lib = mg->mutable_graph_def()->mutable_library();
+  auto arg = [](tfp::OpDef* sig, bool output, const std::string& name, int type) {
+    auto* a = output ? sig->add_output_arg() : sig->add_input_arg();
+    a->set_name(name);
+    a->set_type(static_cast<tfp::DataType>(type));
+  };
+  const std::vector<std::pair<std::string, int>> vars{
+      {"i", kTfInt32}, {"acc", kTfFloat}, {"handle", kTfResource}, {"n", kTfInt32}};
+  auto function = [&](const std::string& name, const std::vector<std::pair<std::string, int>>& outputs) {
+    tfp::FunctionDef* f = lib->add_function();
+    f->mutable_signature()->set_name(name);
+    for (const auto& [n, t] : vars) arg(f->mutable_signature(), false, n, t);
+    for (const auto& [n, t] : outputs) arg(f->mutable_signature(), true, n, t);
+    return f;
+  };
+  auto body_node = [](tfp::FunctionDef* f, const std::string& name, const std::string& op,
+                      std::vector<std::string> inputs, int type) -> tfp::NodeDef& {
+    tfp::NodeDef& n = *f->add_node_def();
+    n.set_name(name);
+    n.set_op(op);
+    for (auto& i : inputs) n.add_input(i);
+    attr_type(n, op == "ReadVariableOp" ? "dtype" : "T", type);
+    return n;
+  };
+  tfp::FunctionDef* cond = function("cond", {{"go", 10 /* DT_BOOL */}});
+  body_node(cond, "less", "Less", {"i", "n"}, kTfInt32);
+  (*cond->mutable_ret())["go"] = "less:z:0";
+  tfp::FunctionDef* body =
+      function("body", {{"i_out", kTfInt32}, {"acc_out", kTfFloat}, {"handle_out", kTfResource}, {"n_out", kTfInt32}});
+  tfp::NodeDef& one = *body->add_node_def();
+  one.set_name("one");
+  one.set_op("Const");
+  attr_type(one, "dtype", kTfInt32);
+  tfp::TensorProto* one_value = (*one.mutable_attr())["value"].mutable_tensor();
+  one_value->set_dtype(tfp::DT_INT32);
+  one_value->mutable_tensor_shape();
+  one_value->add_int_val(1);
+  body_node(body, "next", "AddV2", {"i", "one:output:0"}, kTfInt32);
+  body_node(body, "read", "ReadVariableOp", {"handle"}, kTfFloat);
+  body_node(body, "scaled", "Mul", {"acc", "read:value:0"}, kTfFloat);
+  body_node(body, "handle_id", "Identity", {"handle"}, kTfResource);
+  body_node(body, "n_id", "Identity", {"n"}, kTfInt32);
+  (*body->mutable_ret())["i_out"] = "next:z:0";
+  (*body->mutable_ret())["acc_out"] = "scaled:z:0";
+  (*body->mutable_ret())["handle_out"] = "handle_id:output:0";
+  (*body->mutable_ret())["n_out"] = "n_id:output:0";
+  tfp::NodeDef& loop = g.add("while", "While", {"zero", "x", "v", "limit"});
+  for (const auto& [n, t] : vars) (*loop.mutable_attr())["T"].mutable_list()->add_type(static_cast<tfp::DataType>(t));
+  (*loop.mutable_attr())["cond"].mutable_func()->set_name("cond");
+  (*loop.mutable_attr())["body"].mutable_func()->set_name("body");
+  // The If: branches of one float input.
+  auto branch = [&](const std::string& name, const std::string& op) {
+    tfp::FunctionDef* f = lib->add_function();
+    f->mutable_signature()->set_name(name);
+    arg(f->mutable_signature(), false, "a", kTfFloat);
+    arg(f->mutable_signature(), true, "b", kTfFloat);
+    tfp::NodeDef& n = *f->add_node_def();
+    n.set_name("r");
+    n.set_op(op);
+    n.add_input("a");
+    if (op == "AddV2") n.add_input("a");
+    attr_type(n, "T", kTfFloat);
+    (*f->mutable_ret())["b"] = op == "AddV2" ? "r:z:0" : "r:y:0";
+  };
+  branch("twice", "AddV2");
+  branch("negated", "Neg");
+  g.constant("axes", Tensor::from_vector<int32_t>({2}, {0, 1}));
+  tfp::NodeDef& sum = g.op("sum", "Sum", {"while:1", "axes"});
+  attr_type(sum, "Tidx", kTfInt32);
+  attr_bool(sum, "keep_dims", false);
+  g.constant("zero_f", Tensor::scalar<float>(0));
+  g.op("positive", "Greater", {"sum", "zero_f"});
+  tfp::NodeDef& iff = g.add("if", "StatelessIf", {"positive", "while:1"});
+  attr_type(iff, "Tcond", 10);
+  (*iff.mutable_attr())["Tin"].mutable_list()->add_type(tfp::DT_FLOAT);
+  (*iff.mutable_attr())["Tout"].mutable_list()->add_type(tfp::DT_FLOAT);
+  (*iff.mutable_attr())["then_branch"].mutable_func()->set_name("twice");
+  (*iff.mutable_attr())["else_branch"].mutable_func()->set_name("negated");
+  *mg->mutable_saver_def() = g.saver({{"v", "v"}});
+  (*mg->mutable_signature_def())["serving_default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"if:0", DType::kFloat32, {-1, 2}}}});
+  write_saved_model(dir / "m", sm, {{"v", Tensor::floats({0.5f, 2})}});
+  ModuleSpec spec = tf::import_saved_model(dir / "m");
+  REQUIRE(spec.variables().size() == 1);
+  CHECK(spec.variables()[0].name == "v");
+  // x * v^3 = x * [0.125, 8], summed over the whole batch (> 0: doubled; < 0: negated).
+  expect_close(run_sig(spec, "default", "x", make({2, 2}, {1, 1, 2, -1}), "y"), make({2, 2}, {0.25f, 16, 0.5f, -16}));
+  expect_close(run_sig(spec, "default", "x", make({1, 2}, {1, -1}), "y"), make({1, 2}, {-0.125f, 8}));
+  // The variable is the module's: a new value changes what the loop reads.
+  Module m(spec);
+  m.variable_map().at("v").assign(Tensor::floats({1, -1}));  // x * v^3 = [3, -4]: sum < 0, negated
+  expect_close(m("default", {{"x", make({1, 2}, {3, 4})}}).at("y"), make({1, 2}, {-3, 4}));
+}

@@ -1,0 +1,255 @@
+// TensorFlow -> hub: functional control flow. If and StatelessIf become hub's
+// If, While and StatelessWhile hub's Loop; the functions they name are
+// imported as hub subgraphs (OpContext::import_function_graph) from a small
+// graph that feeds them: constants enter as Consts (and fold there),
+// variables as their VarHandleOp (the module's variables), other tensors as
+// Placeholders the hub node passes.
+#include <limits>
+
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/ops.h"
+#include "hub/interop/tf/tensor_proto.h"
+#include "hub/ops/control_flow.h"
+#include "hub/ops/math.h"
+#include "hub/ops/state.h"
+
+namespace hub::tf {
+
+namespace {
+
+proto::NodeDef& add_node(proto::GraphDef& g, const std::string& name, const std::string& op) {
+  proto::NodeDef& n = *g.add_node();
+  n.set_name(name);
+  n.set_op(op);
+  return n;
+}
+
+// The graph feeding a function: its inputs as Consts, VarHandleOps or fed
+// Placeholders, by name.
+struct FunctionInputs {
+  proto::GraphDef graph;
+  std::vector<std::string> feeds;  // Placeholder tensors, in the order fed
+  std::vector<Output> passed;      // the tensors the hub node passes for the feeds after `fixed`
+  std::vector<std::string> names;  // each input's tensor in the graph
+
+  std::string placeholder(const std::string& name, DType dtype, const Shape& shape) {
+    proto::NodeDef& n = add_node(graph, name, "Placeholder");
+    (*n.mutable_attr())["dtype"].set_type(static_cast<proto::DataType>(dtype_to_tf(dtype)));
+    shape_to_proto(shape, (*n.mutable_attr())["shape"].mutable_shape());
+    feeds.push_back(name + ":0");
+    return name + ":0";
+  }
+  // Input i of the node: a constant, a variable handle, or a tensor passed.
+  void add(OpContext& c, int i) {
+    const TfValue& v = c.value(i);
+    const std::string name = "__hub_in" + std::to_string(i);
+    if (v.constant) {
+      proto::NodeDef& n = add_node(graph, name, "Const");
+      (*n.mutable_attr())["dtype"].set_type(static_cast<proto::DataType>(dtype_to_tf(v.constant->dtype())));
+      tensor_to_proto(*v.constant, (*n.mutable_attr())["value"].mutable_tensor());
+      names.push_back(name + ":0");
+    } else if (!v.variable.empty()) {
+      bool declared = false;
+      for (const auto& n : graph.node()) declared = declared || n.name() == v.variable;
+      if (!declared) *graph.add_node() = c.variable_node(v.variable);
+      names.push_back(v.variable + ":0");
+    } else {
+      names.push_back(placeholder(name, c.dtype(i), c.shape(i)));
+      passed.push_back(c.input(i));
+    }
+  }
+  // A call of function `f` (with its instantiation attributes) on `inputs`.
+  void call(const std::string& name, const proto::NameAttrList& f, const std::vector<std::string>& inputs) {
+    proto::NodeDef& n = add_node(graph, name, f.name());
+    for (const std::string& in : inputs) n.add_input(in);
+    for (const auto& [key, value] : f.attr()) (*n.mutable_attr())[key] = value;
+  }
+};
+
+const proto::FunctionDef& function(OpContext& c, const std::string& name) {
+  for (const auto& f : c.library().function())
+    if (f.signature().name() == name) return f;
+  c.fail("calls function '" + name + "', which the function library lacks");
+}
+
+// The node's condition as a bool of one element (TensorFlow's If takes a
+// number too: nonzero is true).
+Output condition(OpContext& c, int i) {
+  const Shape s = c.shape(i);
+  if (!s.is_fully_defined() || s.num_elements() != 1)
+    c.unsupported("the condition must hold one element, got " + s.to_string());
+  if (c.dtype(i) == DType::kBool) return c.input(i);
+  return ops::not_equal(c.scope(), c.input(i), ops::constant(c.scope(), Tensor::zeros(c.dtype(i), Shape{}), "zero"),
+                        "cond");
+}
+
+void map_if(OpContext& c) {
+  const Output cond = condition(c, 0);
+  FunctionInputs in;
+  for (int i = 1; i < c.num_inputs(); ++i) in.add(c, i);
+  // Outputs hub has no tensor for (resource handles, variants) are left out.
+  std::vector<int> kept;
+  const auto& types = c.attr("Tout").list().type();
+  for (int k = 0; k < types.size(); ++k) {
+    if (dtype_from_tf(types[k]))
+      kept.push_back(k);
+    else
+      c.set_unavailable(k, "an If output of dtype " + tf_dtype_name(types[k]) + " (not a tensor hub computes)");
+  }
+  if (kept.empty()) c.unsupported("no output of the If is a tensor hub computes");
+  std::vector<SubgraphPtr> branches;
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    FunctionInputs g = in;
+    g.call("__hub_branch", c.attr(branch).func(), g.names);
+    std::vector<std::string> fetches;
+    for (int k : kept) fetches.push_back("__hub_branch:" + std::to_string(k));
+    branches.push_back(c.import_function_graph(g.graph, g.feeds, fetches));
+  }
+  std::vector<Output> inputs{cond};
+  inputs.insert(inputs.end(), in.passed.begin(), in.passed.end());
+  const std::vector<Output> out =
+      c.add_n("If", inputs, Attrs().set("then_branch", branches[0]).set("else_branch", branches[1]));
+  for (size_t j = 0; j < kept.size(); ++j) c.set_output(kept[j], out[j]);
+}
+
+// Whether `f` returns its input k unchanged (directly or through Identity).
+bool passes_through(const proto::FunctionDef& f, int k) {
+  if (k >= f.signature().input_arg_size() || k >= f.signature().output_arg_size()) return false;
+  auto r = f.ret().find(f.signature().output_arg(k).name());
+  if (r == f.ret().end()) return false;
+  std::string ref = r->second;
+  for (int hops = 0; hops < 16; ++hops) {
+    if (ref == f.signature().input_arg(k).name()) return true;
+    const std::string node = ref.substr(0, ref.find(':'));
+    const proto::NodeDef* n = nullptr;
+    for (const auto& d : f.node_def())
+      if (d.name() == node) n = &d;
+    if (!n || n->op() != "Identity" || n->input_size() < 1) return false;
+    ref = n->input(0);
+  }
+  return false;
+}
+
+// While(vars; cond, body): hub's Loop, whose body computes go = cond(vars)
+// and then body(vars) where go holds, vars where it does not (an If), so the
+// last iteration, the one finding the condition false, leaves the values as
+// they are. Loop variables the body passes through unchanged are not carried:
+// constants and variables enter as themselves, tensors as invariant inputs.
+// A carried value whose dims change across iterations enters the body with
+// those dims unknown (its function graph is imported again until its
+// results fit).
+void map_while(OpContext& c) {
+  const proto::NameAttrList& cond_fn = c.attr("cond").func();
+  const proto::NameAttrList& body_fn = c.attr("body").func();
+  const proto::FunctionDef& body = function(c, body_fn.name());
+  const int n = c.num_inputs();
+  if (body.signature().input_arg_size() != n || body.signature().output_arg_size() != n)
+    c.fail("the body takes and returns " + std::to_string(body.signature().input_arg_size()) + " and " +
+           std::to_string(body.signature().output_arg_size()) + " values; the loop has " + std::to_string(n));
+  std::vector<int> carried;
+  std::vector<TensorSpec> specs;
+  for (int k = 0; k < n; ++k) {
+    if (passes_through(body, k)) {
+      c.forward(k, k);
+      continue;
+    }
+    if (!c.value(k).variable.empty())
+      c.unsupported("loop variable " + std::to_string(k) + " is a resource the body changes");
+    carried.push_back(k);
+    specs.push_back({c.dtype(k), c.shape(k)});
+  }
+  if (carried.empty()) c.unsupported("the body changes no loop variable");
+  // The body's If returns every loop variable unchanged when the condition fails.
+  const std::string identity = "__hub_while_identity";
+  proto::FunctionDef same;
+  same.mutable_signature()->set_name(identity);
+  const auto& types = c.attr("T").list().type();
+  if (types.size() != n)
+    c.fail("T lists " + std::to_string(types.size()) + " types for " + std::to_string(n) + " inputs");
+  for (int k = 0; k < n; ++k) {
+    auto* a = same.mutable_signature()->add_input_arg();
+    a->set_name("in" + std::to_string(k));
+    a->set_type(static_cast<proto::DataType>(types[k]));
+    auto* o = same.mutable_signature()->add_output_arg();
+    o->set_name("out" + std::to_string(k));
+    o->set_type(static_cast<proto::DataType>(types[k]));
+    (*same.mutable_ret())["out" + std::to_string(k)] = "in" + std::to_string(k);
+  }
+  SubgraphPtr step;
+  std::vector<Output> invariant;
+  for (int round = 0;; ++round) {
+    FunctionInputs g;
+    g.placeholder("__hub_iteration", DType::kInt64, Shape{});
+    g.placeholder("__hub_cond", DType::kBool, Shape{});
+    std::vector<std::string> vars(static_cast<size_t>(n));
+    for (size_t j = 0; j < carried.size(); ++j)
+      vars[static_cast<size_t>(carried[j])] =
+          g.placeholder("__hub_var" + std::to_string(carried[j]), specs[j].dtype, specs[j].shape);
+    for (int k = 0; k < n; ++k) {
+      if (!vars[static_cast<size_t>(k)].empty()) continue;
+      g.add(c, k);
+      vars[static_cast<size_t>(k)] = g.names.back();
+    }
+    g.call("__hub_go", cond_fn, vars);
+    proto::NodeDef& step_if = add_node(g.graph, "__hub_step", "StatelessIf");
+    step_if.add_input("__hub_go:0");
+    for (const std::string& v : vars) step_if.add_input(v);
+    auto& attrs = *step_if.mutable_attr();
+    attrs["Tcond"].set_type(proto::DT_BOOL);
+    *attrs["Tin"].mutable_list() = c.attr("T").list();
+    *attrs["Tout"].mutable_list() = c.attr("T").list();
+    *attrs["then_branch"].mutable_func() = body_fn;
+    attrs["else_branch"].mutable_func()->set_name(identity);
+    *g.graph.mutable_library()->add_function() = same;
+    std::vector<std::string> fetches{"__hub_go:0"};
+    for (int k : carried) fetches.push_back("__hub_step:" + std::to_string(k));
+    step = c.import_function_graph(g.graph, g.feeds, fetches);
+    invariant = g.passed;
+    bool relaxed = false;
+    for (size_t j = 0; j < carried.size(); ++j) {
+      const TensorSpec& result = step->spec(step->results[1 + j]);
+      if (result.dtype != specs[j].dtype || result.shape.rank() != specs[j].shape.rank())
+        c.fail("loop variable " + std::to_string(carried[j]) + " enters the body as " + specs[j].to_string() +
+               " and leaves it as " + result.to_string());
+      for (int d = 0; d < specs[j].shape.rank(); ++d)
+        if (specs[j].shape[d] != kUnknownDim && specs[j].shape[d] != result.shape[d]) {
+          specs[j].shape.set_dim(d, kUnknownDim);
+          relaxed = true;
+        }
+    }
+    if (!relaxed) break;
+    HUB_CHECK(round < 64, "While: carried shapes keep changing");  // each round makes a dim unknown
+  }
+  const TensorSpec& go = step->spec(step->results[0]);
+  if (go.dtype != DType::kBool || !go.shape.is_fully_defined() || go.shape.num_elements() != 1)
+    c.unsupported("the condition function returns " + go.to_string() + ", not a bool of one element");
+  const Scope s = c.scope();
+  std::vector<Output> inputs{
+      ops::constant(s, Tensor::scalar<int64_t>(std::numeric_limits<int64_t>::max()), "no_trip_limit"),
+      ops::constant(s, Tensor::scalar<bool>(true), "go")};
+  for (int k : carried) inputs.push_back(c.input(k));
+  inputs.insert(inputs.end(), invariant.begin(), invariant.end());
+  const std::vector<Output> out =
+      c.add_n("Loop", inputs, Attrs().set("body", step).set("num_carried", static_cast<int64_t>(carried.size())));
+  for (size_t j = 0; j < carried.size(); ++j) c.set_output(carried[j], out[j]);
+}
+
+}  // namespace
+
+void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
+  const std::map<std::string, proto::AttrValue> if_attrs{{"Tcond", attr_required()},
+                                                         {"Tin", attr_list()},
+                                                         {"Tout", attr_list()},
+                                                         {"then_branch", attr_required()},
+                                                         {"else_branch", attr_required()},
+                                                         {"output_shapes", attr_list()}};
+  const std::map<std::string, proto::AttrValue> while_attrs{{"T", attr_list()},
+                                                            {"cond", attr_required()},
+                                                            {"body", attr_required()},
+                                                            {"output_shapes", attr_list()},
+                                                            {"parallel_iterations", attr_i(10)}};
+  for (const char* op : {"If", "StatelessIf"}) m[op] = {map_if, if_attrs, {"output"}, false};
+  for (const char* op : {"While", "StatelessWhile"}) m[op] = {map_while, while_attrs, {"output"}, false};
+}
+
+}  // namespace hub::tf
