@@ -65,7 +65,11 @@ ModuleSpec load_module_spec(const std::string& dir) {
     throw e.with_context("loading " + where);
   }
   google::protobuf::ArenaOptions arena_options;
-  arena_options.start_block_size = std::max<size_t>(4096, 2 * bytes.size());
+  // Block sizes are multiples of 8: the arena places cleanup records (of a
+  // parsed message's unknown fields) back from a block's end, and a block of
+  // another size misaligned them (undefined behaviour; found by
+  // tests/fuzz/module_pb.cc).
+  arena_options.start_block_size = (std::max<size_t>(4096, 2 * bytes.size()) + 7) & ~size_t{7};
   arena_options.max_block_size = std::max<size_t>(arena_options.start_block_size, 1 << 20);
   google::protobuf::Arena arena(arena_options);
   ModuleDef& def = *google::protobuf::Arena::CreateMessage<ModuleDef>(&arena);
