@@ -364,6 +364,27 @@ HUB_REGISTER_OP(DynamicSlice)
         "coefficient x dim per `begin_from` (position, input, dim, coefficient) term, a negative sum counting "
         "from the end.");
 
+HUB_REGISTER_OP(ListSetItem)
+    .inputs(3)
+    .value_dependent_shape()
+    .shape_fn([](const InferContext& c) -> std::vector<TensorSpec> {
+      const Shape &list = c.shape(0), &item = c.shape(2);
+      if (c.dtype(2) != c.dtype(0))
+        c.fail("item " + c.input(2).to_string() + " differs in dtype from the list " + c.input(0).to_string());
+      if (list.rank() != item.rank() + 1)
+        c.fail("item " + c.input(2).to_string() + " is not a row of the list " + c.input(0).to_string());
+      if ((c.dtype(1) != DType::kInt32 && c.dtype(1) != DType::kInt64) || c.shape(1).rank() != 0)
+        c.fail("index must be an int32 or int64 scalar, got " + c.input(1).to_string());
+      // The rows take the item's shape (an empty list's recorded one may differ).
+      std::vector<int64_t> dims{kUnknownDim};
+      dims.insert(dims.end(), item.dims().begin(), item.dims().end());
+      return {{c.dtype(0), Shape(std::move(dims))}};
+    })
+    .no_gradient("its index is read at run time (an imported loop's output list)")
+    .doc(
+        "A list kept as one tensor [n, ...] with row `index` replaced (index < n) or item appended (index = n); "
+        "an empty list takes item's shape (TensorFlow's TensorListSetItem as a loop fills a list).");
+
 HUB_REGISTER_OP(DynamicStridedSlice)
     .inputs(3)
     .attr("axes", AttrType::kInts)
@@ -1086,6 +1107,10 @@ std::pair<int64_t, int64_t> onnx_slice_bounds(int64_t dim, int64_t start, int64_
   if (dim == 0) return {0, 0};  // empty either way (and [0, dim - 1] has no range)
   if (step > 0) return {std::clamp<int64_t>(start, 0, dim), std::clamp<int64_t>(end, 0, dim)};
   return {std::clamp<int64_t>(start, 0, dim - 1), std::clamp<int64_t>(end, -1, dim - 1)};
+}
+
+Output list_set_item(const Scope& s, Output list, Output index, Output item, const std::string& name) {
+  return s.op("ListSetItem", {list, index, item}, {}, name);
 }
 
 Output dynamic_strided_slice(const Scope& s, Output x, Output starts, Output ends, const std::vector<int64_t>& axes,

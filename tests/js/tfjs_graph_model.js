@@ -461,6 +461,40 @@ node('grow/while', 'StatelessWhile',
      {T: types([I32, FT, I32, I32, I32]), cond: {func: {name: 'grow_cond'}}, body: {func: {name: 'grow_body'}},
       parallel_iterations: {i: '10'}, output_shapes: {list: {}}});
 node('grow', 'Identity', ['grow/while:1'], {T});
+// rnn: a Keras-style recurrent loop over the tokens' time steps: read step t from a TensorList made from
+// the sequence, h = tanh((x_t + h) w), write h at t into a reserved TensorList, stack it: [L, N, 4].
+const VT = 'DT_VARIANT';
+const rnnArgs = [['t', I32], ['steps', I32], ['h', FT], ['outs', VT], ['ins', VT], ['w', FT], ['one', I32],
+                 ['shape', I32]];
+fn('rnn_cond', rnnArgs, [['go', 'DT_BOOL']], [['less', 'Less', ['t', 'steps'], {T: IT}]], {go: 'less:z:0'});
+fn('rnn_body', rnnArgs, rnnArgs.map(([n, t]) => [n + '_out', t]),
+   [['x_t', 'TensorListGetItem', ['ins', 't', 'shape'], {element_dtype: T}],
+    ['sum', 'AddV2', ['x_t:item:0', 'h'], {T}],
+    ['mm', 'MatMul', ['sum:z:0', 'w'], {T, transpose_a: {b: false}, transpose_b: {b: false}}],
+    ['act', 'Tanh', ['mm:product:0'], {T}],
+    ['write', 'TensorListSetItem', ['outs', 't', 'act:y:0'], {element_dtype: T}],
+    ['next_t', 'AddV2', ['t', 'one'], {T: IT}],
+    ['steps_id', 'Identity', ['steps'], {T: IT}], ['ins_id', 'Identity', ['ins'], {T: {type: VT}}],
+    ['w_id', 'Identity', ['w'], {T}], ['one_id', 'Identity', ['one'], {T: IT}],
+    ['shape_id', 'Identity', ['shape'], {T: IT}]],
+   {t_out: 'next_t:z:0', steps_out: 'steps_id:output:0', h_out: 'act:y:0', outs_out: 'write:output_handle:0',
+    ins_out: 'ins_id:output:0', w_out: 'w_id:output:0', one_out: 'one_id:output:0', shape_out: 'shape_id:output:0'});
+node('rnn/seq', 'Transpose', ['tokens', vec('rnn/perm', [1, 0, 2])], {T, Tperm: IT});
+node('rnn/shape', 'Shape', ['rnn/seq'], {T, out_type: IT});
+node('rnn/steps', 'StridedSlice', ['rnn/shape', vec('rnn/b', [0]), vec('rnn/e', [1]), vec('rnn/s', [1])],
+     {T: IT, Index: IT, begin_mask: {i: '0'}, end_mask: {i: '0'}, ellipsis_mask: {i: '0'}, new_axis_mask: {i: '0'},
+      shrink_axis_mask: {i: '1'}});
+vec('rnn/element', [-1, 4]);
+node('rnn/ins', 'TensorListFromTensor', ['rnn/seq', 'rnn/element'], {element_dtype: T, shape_type: IT});
+node('rnn/outs', 'TensorListReserve', ['rnn/element', 'rnn/steps'], {element_dtype: T, shape_type: IT});
+node('rnn/h0', 'Mul', [node('rnn/first', 'Sum', ['tokens', intScalar('rnn/axis', 1)],
+                            {T, Tidx: IT, keep_dims: {b: false}}), scalar('rnn/zero', 0)], {T});
+node('rnn/while', 'StatelessWhile',
+     ['loop/i0', 'rnn/steps', 'rnn/h0', 'rnn/outs', 'rnn/ins', constant('rnn/w', [4, 4], values(16), {group: 1}),
+      'loop/one', 'rnn/element'],
+     {T: types([I32, I32, FT, VT, VT, FT, I32, I32]), cond: {func: {name: 'rnn_cond'}},
+      body: {func: {name: 'rnn_body'}}, parallel_iterations: {i: '10'}, output_shapes: {list: {}}});
+node('rnn', 'TensorListStack', ['rnn/while:3', 'rnn/element'], {element_dtype: T, num_elements: {i: '-1'}});
 // branch: features doubled where the tokens sum above 0, else negated; branch2 the other way round.
 fn('double_it', [['x', FT]], [['y', FT]], [['sum', 'AddV2', ['x', 'x'], {T}]], {y: 'sum:z:0'});
 fn('negate', [['x', FT]], [['y', FT]], [['neg', 'Neg', ['x'], {T}]], {y: 'neg:y:0'});
@@ -503,7 +537,8 @@ async function main() {
                 'nms5/scores:0': tensorInfo('nms5/scores:0', [-1]), 'where:0': tensorInfo('where:0', [-1, 1]),
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1]),
                 'loop:0': tensorInfo('loop:0', [-1, 12]), 'grow:0': tensorInfo('grow:0', [-1]),
-                'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12])},
+                'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12]),
+                'rnn:0': tensorInfo('rnn:0', [-1, -1, 4])},
     },
     modelTopology: {node: nodes, library: {function: functions}, versions: {producer: 1395}},
     weightsManifest: [
@@ -535,7 +570,7 @@ async function main() {
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
-                 'branch', 'branch2'];
+                 'branch', 'branch2', 'rnn'];
   // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};

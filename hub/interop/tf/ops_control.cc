@@ -4,6 +4,7 @@
 // graph that feeds them: constants enter as Consts (and fold there),
 // variables as their VarHandleOp (the module's variables), other tensors as
 // Placeholders the hub node passes.
+#include <algorithm>
 #include <limits>
 
 #include "hub/interop/tf/bundle.h"
@@ -87,14 +88,14 @@ void map_if(OpContext& c) {
   const Output cond = condition(c, 0);
   FunctionInputs in;
   for (int i = 1; i < c.num_inputs(); ++i) in.add(c, i);
-  // Outputs hub has no tensor for (resource handles, variants) are left out.
+  // Resource handles (variables the branches pass on) are not tensors: left out.
   std::vector<int> kept;
   const auto& types = c.attr("Tout").list().type();
   for (int k = 0; k < types.size(); ++k) {
-    if (dtype_from_tf(types[k]))
+    if (types[k] != proto::DT_RESOURCE)
       kept.push_back(k);
     else
-      c.set_unavailable(k, "an If output of dtype " + tf_dtype_name(types[k]) + " (not a tensor hub computes)");
+      c.set_unavailable(k, "an If output of dtype " + tf_dtype_name(types[k]) + " (a resource handle)");
   }
   if (kept.empty()) c.unsupported("no output of the If is a tensor hub computes");
   std::vector<SubgraphPtr> branches;
@@ -234,6 +235,42 @@ void map_while(OpContext& c) {
   for (size_t j = 0; j < carried.size(); ++j) c.set_output(carried[j], out[j]);
 }
 
+// TensorLists (a loop reads its input sequence from one and writes its
+// outputs to another, as Keras' RNN layers do) are kept as one tensor
+// [n, ...]: the list made from a tensor is that tensor; a reserved list is
+// empty ([0, ...], unknown row dims as 0), and setting the item after the
+// last appends it (ListSetItem).
+void map_tensor_list_from_tensor(OpContext& c) { c.forward(0, 0); }
+
+void map_tensor_list_reserve(OpContext& c) {
+  const std::optional<DType> dtype = dtype_from_tf(c.attr("element_dtype").type());
+  if (!dtype) c.unsupported("element_dtype " + tf_dtype_name(c.attr("element_dtype").type()) + " is not supported");
+  if (c.shape(0).rank() != 1) c.unsupported("an element_shape of unknown rank is not supported");
+  std::vector<int64_t> dims{0};
+  for (int64_t d : c.constant_ints(0, "element_shape")) dims.push_back(std::max<int64_t>(d, 0));
+  c.set_constant(0, Tensor::zeros(*dtype, Shape(dims)));
+}
+
+void map_tensor_list_set_item(OpContext& c) {
+  if (c.attr_bool("resize_if_index_out_of_bounds")) c.unsupported("resize_if_index_out_of_bounds is not supported");
+  c.set_output(0, c.add("ListSetItem", {c.input(0), c.input(1), c.input(2)}));
+}
+
+void map_tensor_list_get_item(OpContext& c) {
+  c.set_output(
+      0, c.add("Gather", {c.input(0), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
+}
+
+void map_tensor_list_stack(OpContext& c) { c.forward(0, 0); }
+
+void map_tensor_list_length(OpContext& c) {
+  if (const std::optional<Tensor> list = c.constant(0)) {
+    c.set_constant(0, Tensor::scalar<int32_t>(static_cast<int32_t>(list->shape()[0])));
+    return;
+  }
+  c.set_dims(0, {DimValue::dim_of(c.input(0), 0)}, DType::kInt32, /*scalar=*/true);
+}
+
 }  // namespace
 
 void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
@@ -250,6 +287,21 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
                                                             {"parallel_iterations", attr_i(10)}};
   for (const char* op : {"If", "StatelessIf"}) m[op] = {map_if, if_attrs, {"output"}, false};
   for (const char* op : {"While", "StatelessWhile"}) m[op] = {map_while, while_attrs, {"output"}, false};
+  const proto::AttrValue element_dtype = attr_required(), shape_type = attr_type(3 /* DT_INT32 */);
+  m["TensorListFromTensor"] = {map_tensor_list_from_tensor,
+                               {{"element_dtype", element_dtype}, {"shape_type", shape_type}},
+                               {"output_handle"},
+                               false};
+  m["TensorListReserve"] = {
+      map_tensor_list_reserve, {{"element_dtype", element_dtype}, {"shape_type", shape_type}}, {"handle"}, false};
+  m["TensorListSetItem"] = {map_tensor_list_set_item,
+                            {{"element_dtype", element_dtype}, {"resize_if_index_out_of_bounds", attr_b(false)}},
+                            {"output_handle"},
+                            false};
+  m["TensorListGetItem"] = {map_tensor_list_get_item, {{"element_dtype", element_dtype}}, {"item"}, false};
+  m["TensorListStack"] = {
+      map_tensor_list_stack, {{"element_dtype", element_dtype}, {"num_elements", attr_i(-1)}}, {"tensor"}, false};
+  m["TensorListLength"] = {map_tensor_list_length, {}, {"length"}, false};
 }
 
 }  // namespace hub::tf

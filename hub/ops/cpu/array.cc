@@ -670,6 +670,26 @@ void strided_slice_kernel(KernelContext& c) {
   strided_walk_bytes<false>(const_cast<void*>(x.raw_data()), y.raw_data(), elem_size(x), x.shape(), spec);
 }
 
+void list_set_item_kernel(KernelContext& c) {
+  const Tensor &list = c.input(0), &item = c.input(2);
+  const int64_t n = list.shape()[0], index = c.input(1).to_int64_vector()->at(0);
+  bool rows_fit = list.rank() == item.rank() + 1;
+  for (int d = 0; rows_fit && d < item.rank(); ++d) rows_fit = list.shape()[d + 1] == item.shape()[d];
+  if (n > 0 && !rows_fit)
+    throw_error(Code::kInvalidArgument, "node '" + c.node().name + "': item " + item.spec_string() +
+                                            " is not a row of the list " + list.spec_string());
+  if (index < 0 || index > n)
+    throw_error(Code::kInvalidArgument, "node '" + c.node().name + "': index " + std::to_string(index) +
+                                            " is outside a list of " + std::to_string(n) +
+                                            " (a row is set or appended)");
+  std::vector<int64_t> dims{index == n ? n + 1 : n};
+  dims.insert(dims.end(), item.shape().dims().begin(), item.shape().dims().end());
+  Tensor& y = c.output(0, Shape(dims));
+  char* out = static_cast<char*>(y.raw_data());
+  if (n > 0) std::memcpy(out, list.raw_data(), list.nbytes());
+  std::memcpy(out + static_cast<size_t>(index) * item.nbytes(), item.raw_data(), item.nbytes());
+}
+
 // ONNX Slice's bounds of this run (ops::onnx_slice_bounds) as a walk over x.
 void dynamic_strided_slice_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
@@ -801,6 +821,7 @@ HUB_REGISTER_KERNEL(ScatterElements, reference, scatter_elements_kernel);
 HUB_REGISTER_KERNEL(StridedSlice, reference, strided_slice_kernel);
 HUB_REGISTER_KERNEL(StridedSliceGrad, reference, strided_slice_grad_kernel);
 HUB_REGISTER_KERNEL(DynamicStridedSlice, reference, dynamic_strided_slice_kernel);
+HUB_REGISTER_KERNEL(ListSetItem, reference, list_set_item_kernel);
 HUB_REGISTER_KERNEL(Reshape, reference, alias_kernel);
 HUB_REGISTER_KERNEL(ReshapeLike, reference, alias_kernel);
 HUB_REGISTER_KERNEL(DynamicReshape, reference, alias_kernel);

@@ -970,3 +970,19 @@ TEST_CASE("DynamicStridedSlice: ONNX Slice bounds read at run time, hand-compute
              Attrs().set("axes", Ints{2}).set("steps", Ints{1})),
       doctest::Contains("are not distinct dims"));
 }
+
+TEST_CASE("ListSetItem: appends at the end, replaces a row, and an empty list takes the item's shape") {
+  auto set = [](const Tensor& list, int64_t index, const Tensor& item) {
+    return run_op("ListSetItem", {list, Tensor::scalar<int64_t>(index), item})[0];
+  };
+  // An empty list recorded as [0, 0, 2] (its batch unknown when it was reserved) takes [1, 3, 2].
+  Tensor list = set(make({0, 0, 2}, {}), 0, make({3, 2}, {1, 2, 3, 4, 5, 6}));
+  CHECK(list.shape() == Shape{1, 3, 2});
+  list = set(list, 1, make({3, 2}, {7, 8, 9, 10, 11, 12}));
+  CHECK(list.shape() == Shape{2, 3, 2});
+  list = set(list, 0, make({3, 2}, {0, 0, 0, 0, 0, -1}));
+  CHECK(list.to_vector<float>() == std::vector<float>{0, 0, 0, 0, 0, -1, 7, 8, 9, 10, 11, 12});
+  CHECK_THROWS_WITH(set(list, 3, make({3, 2}, {1, 2, 3, 4, 5, 6})),
+                    doctest::Contains("index 3 is outside a list of 2"));
+  CHECK_THROWS_WITH(set(list, 1, make({2, 3}, {1, 2, 3, 4, 5, 6})), doctest::Contains("is not a row of the list"));
+}
