@@ -120,17 +120,24 @@ class NodeContext {
   virtual std::pair<Output, int> dim_source(const SymDim& d) = 0;
 
   // Control flow: the graphs of attributes `attrs` (If's two branches,
-  // Loop's body) as hub subgraphs. Subgraph k takes first its ONNX inputs, as
-  // `formal[k]` says (specs in ONNX order), then one argument per value it
-  // reads from the graphs around it, the same list for all of them:
-  // `captured`, the tensors the control-flow node passes (constants are
-  // copied in instead). Its results are its ONNX outputs, in ONNX order.
+  // Loop's and Scan's bodies) as hub subgraphs. Subgraph k takes first the
+  // arguments `frames[k]` declares (specs in ONNX order), then one argument
+  // per value it reads from the graphs around it, the same list for all of
+  // them: `captured`, the tensors the control-flow node passes (constants are
+  // copied in instead). Its ONNX inputs are those arguments, or what
+  // frames[k].inputs builds from them in the subgraph (Scan's element of each
+  // sequence); its results its ONNX outputs, or what frames[k].results builds
+  // from them (in ONNX order, native layout).
+  struct SubgraphFrame {
+    std::vector<TensorSpec> arguments;
+    std::function<std::vector<Output>(const Scope&, const std::vector<Output>& arguments)> inputs;
+    std::function<std::vector<Output>(const Scope&, const std::vector<Output>& outputs)> results;
+  };
   struct Subgraphs {
     std::vector<SubgraphPtr> graphs;
     std::vector<Output> captured;
   };
-  virtual Subgraphs subgraphs(const std::vector<std::string>& attrs,
-                              const std::vector<std::vector<TensorSpec>>& formal) = 0;
+  virtual Subgraphs subgraphs(const std::vector<std::string>& attrs, const std::vector<SubgraphFrame>& frames) = 0;
 
   // Attributes (the mapper's declared ones; others are refused before it runs).
   bool has_attr(const std::string& name) const;

@@ -81,8 +81,7 @@ class GraphContext final : public NodeContext {
   std::optional<SymShape> symbolic(int i) const override;
   void set_symbolic(int i, SymShape value) override { symbolic_[i] = std::move(value); }
   std::pair<Output, int> dim_source(const SymDim& d) override;
-  Subgraphs subgraphs(const std::vector<std::string>& attrs,
-                      const std::vector<std::vector<TensorSpec>>& formal) override;
+  Subgraphs subgraphs(const std::vector<std::string>& attrs, const std::vector<SubgraphFrame>& frames) override;
   const std::map<int, SymShape>& symbolic_outputs() const { return symbolic_; }
 
   // Outputs set by the mapper, by index.
@@ -124,7 +123,7 @@ class Importer {
   Output symbolic_tensor(const std::string& name);
   // Control flow's subgraphs (NodeContext::subgraphs) of `node`.
   NodeContext::Subgraphs import_subgraphs(const ::onnx::NodeProto& node, const std::vector<std::string>& attrs,
-                                          const std::vector<std::vector<TensorSpec>>& formal);
+                                          const std::vector<NodeContext::SubgraphFrame>& frames);
   // Inside a subgraph, weights are constants of the subgraph (module
   // variables live in the main graph).
   bool in_subgraph() const { return depth_ > 0; }
@@ -342,10 +341,10 @@ void GraphContext::set_output(int i, Output value, bool nhwc) {
 }
 
 NodeContext::Subgraphs GraphContext::subgraphs(const std::vector<std::string>& attrs,
-                                               const std::vector<std::vector<TensorSpec>>& formal) {
+                                               const std::vector<SubgraphFrame>& frames) {
   for (const std::string& a : attrs)
     if (!attr(a) || !attr(a)->has_g()) fail("attribute " + a + " must be a graph");
-  return importer_.import_subgraphs(node(), attrs, formal);
+  return importer_.import_subgraphs(node(), attrs, frames);
 }
 
 // ---- Importer ------------------------------------------------------------------
@@ -410,13 +409,13 @@ void free_values(const ::onnx::GraphProto& g, std::vector<std::string>& out) {
 }  // namespace
 
 NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node, const std::vector<std::string>& attrs,
-                                                  const std::vector<std::vector<TensorSpec>>& formal) {
+                                                  const std::vector<NodeContext::SubgraphFrame>& frames) {
   const std::string where = "ONNX model '" + path() + "': node '" + node.name() + "' (" + node.op_type() + ")";
   std::vector<const ::onnx::GraphProto*> graphs;
   for (const std::string& a : attrs)
     for (const auto& at : node.attribute())
       if (at.name() == a) graphs.push_back(&at.g());
-  HUB_CHECK(graphs.size() == attrs.size() && formal.size() == attrs.size(), "import_subgraphs arguments");
+  HUB_CHECK(graphs.size() == attrs.size() && frames.size() == attrs.size(), "import_subgraphs arguments");
   // What the subgraphs read from here: constants are copied in, the rest passed.
   std::vector<std::string> reads;
   for (const auto* g : graphs) free_values(*g, reads);
@@ -444,10 +443,8 @@ NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node,
   }
   for (size_t k = 0; k < graphs.size(); ++k) {
     const ::onnx::GraphProto& g = *graphs[k];
+    const NodeContext::SubgraphFrame& f = frames[k];
     const std::string gw = where + " attribute " + attrs[k];
-    if (g.input_size() != static_cast<int>(formal[k].size()))
-      throw_error(Code::kInvalidArgument, gw + ": the graph has " + std::to_string(g.input_size()) + " inputs; " +
-                                              node.op_type() + " gives it " + std::to_string(formal[k].size()));
     // This frame (graph, values, value infos) is set aside while the subgraph is built.
     struct Frame {
       Importer& im;
@@ -471,11 +468,17 @@ NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node,
     add_info(g);
     std::vector<Output> arguments;
     const Scope s(graph_);
+    for (size_t i = 0; i < f.arguments.size(); ++i)
+      arguments.push_back(ops::placeholder(
+          s, f.arguments[i].dtype, f.arguments[i].shape,
+          i < static_cast<size_t>(g.input_size()) ? sanitize(g.input(static_cast<int>(i)).name()) : "argument"));
+    const std::vector<Output> inputs = f.inputs ? f.inputs(s, arguments) : arguments;
+    if (g.input_size() != static_cast<int>(inputs.size()))
+      throw_error(Code::kInvalidArgument, gw + ": the graph has " + std::to_string(g.input_size()) + " inputs; " +
+                                              node.op_type() + " gives it " + std::to_string(inputs.size()));
     for (int i = 0; i < g.input_size(); ++i) {
-      Output p = ops::placeholder(s, formal[k][i].dtype, formal[k][i].shape, sanitize(g.input(i).name()));
       values_[g.input(i).name()] = Value{};
-      values_[g.input(i).name()].out = p;
-      arguments.push_back(p);
+      values_[g.input(i).name()].out = inputs[static_cast<size_t>(i)];
     }
     for (const auto& [name, spec] : passed) {
       Output p = ops::placeholder(s, spec.first.dtype, spec.first.shape, sanitize(name));
@@ -488,6 +491,7 @@ NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node,
     for (int i = 0; i < g.node_size(); ++i) import_node(g.node(i), i);
     std::vector<Output> results;
     for (const auto& o : g.output()) results.push_back(graph_output(o.name()));
+    if (f.results) results = f.results(s, results);
     out.graphs.push_back(make_subgraph(graph_, arguments, results));
   }
   return out;

@@ -208,7 +208,7 @@ void check_window_attributes(const ::onnx::GraphProto& g, const std::string& whe
 // graph input, an initializer, or one node's output); nodes come in
 // topological order, each input defined by an earlier node or the graph; every
 // graph output is defined; inputs, outputs and value infos are tensors.
-// A subgraph (the branches of If, the body of Loop) is checked the same way,
+// A subgraph (the branches of If, the body of Loop or Scan) is checked the same way,
 // its nodes also reading the values defined before its node in the graphs
 // around it (`outer`); other ops' subgraphs, and lists of them, are refused.
 void check_wiring(const ::onnx::GraphProto& g, const std::string& where, const std::set<std::string>& outer = {}) {
@@ -242,10 +242,10 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where, const s
         where + ": node " + std::to_string(i) + " '" + printable(n.name()) + "' (" + printable(n.op_type()) + ")";
     auto visible = [&](const std::string& v) { return defined.count(v) || outer.count(v); };
     for (const auto& a : n.attribute()) {
-      const bool control_flow = n.op_type() == "If" || n.op_type() == "Loop";
+      const bool control_flow = n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan";
       if (a.graphs_size() > 0 || (a.has_g() && !control_flow))
         throw_error(Code::kUnimplemented, nw + " has a subgraph (attribute " + printable(a.name()) +
-                                              "); hub imports the subgraphs of If and Loop only");
+                                              "); hub imports the subgraphs of If, Loop and Scan only");
       if (a.has_g()) {
         std::set<std::string> around = outer;
         around.insert(defined.begin(), defined.end());
@@ -267,7 +267,7 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where, const s
 }
 
 // Calls fn on g and on each subgraph nested in it (check_wiring admitted
-// only If's and Loop's), each with where it is.
+// only If's, Loop's and Scan's), each with where it is.
 void for_each_graph(const ::onnx::GraphProto& g, const std::string& where,
                     const std::function<void(const ::onnx::GraphProto&, const std::string&)>& fn) {
   fn(g, where);
@@ -580,12 +580,18 @@ OnnxModel load_onnx_model(const std::string& path) {
                                             "; hub imports opsets " + std::to_string(kMinOpset) + " to " +
                                             std::to_string(kMaxOpset));
   check_wiring(m.proto.graph(), where);
-  for_each_graph(m.proto.graph(), where, [](const ::onnx::GraphProto& g, const std::string& w) {
-    for (const auto& n : g.node())
+  for_each_graph(m.proto.graph(), where, [&](const ::onnx::GraphProto& g, const std::string& w) {
+    for (const auto& n : g.node()) {
       if (!n.domain().empty() && n.domain() != "ai.onnx")
         throw_error(Code::kInvalidArgument, w + ": node '" + printable(n.name()) + "' (" + printable(n.op_type()) +
                                                 ") is in domain '" + printable(n.domain()) +
                                                 "'; hub imports the default ONNX domain only");
+      // Opset 8's Scan (a batch axis, sequence_lens) is not what ONNX's converter makes of it.
+      if (n.op_type() == "Scan" && m.source_opset < 9)
+        throw_error(Code::kUnimplemented, w + ": node '" + printable(n.name()) +
+                                              "' (Scan): opset 8's Scan (with a batch axis) is not supported; "
+                                              "hub imports Scan from opset 9 on");
+    }
     check_window_attributes(g, w);
     check_conv_weights(g, w);
   });

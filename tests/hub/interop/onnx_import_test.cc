@@ -723,7 +723,7 @@ TEST_CASE("issue13: ONNX graphs with broken wiring are refused before ONNX's con
           a->mutable_g()->set_name("branch");
         }));
       },
-      "node 1 'neg' (Neg) has a subgraph (attribute then_branch); hub imports the subgraphs of If and Loop only");
+      "node 1 'neg' (Neg) has a subgraph (attribute then_branch); hub imports the subgraphs of If, Loop and Scan only");
 }
 
 TEST_CASE("issue13: an ONNX node input whose type shape inference cannot infer is refused, not a crash") {
@@ -2454,5 +2454,60 @@ TEST_CASE("ONNX import and export: Slice bounds computed at run time, and on a d
     expect_close(got.at("y"), want[0], 0, 0);
     expect_close(got.at("z"), want[1], 0, 0);
     expect_exported_agrees(spec, run_dir, {{"x", x}}, {"y", "z"}, want);
+  }
+}
+
+TEST_CASE(
+    "ONNX import and export: Scan over two sequences (one reversed, on another axis), scan outputs reversed and "
+    "moved, a value read from around it, agrees with ONNX Runtime") {
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("onnx_scan");
+  OnnxBuilder b(16);
+  b.input("x", {3, -1});  // steps along axis 1, known only at run time
+  b.input("y", {-1, 3});  // steps along axis 0
+  b.init("s0", Tensor::floats({0, 1, -1}));
+  b.node("ReduceMean", {"x"}, "w", "/w");
+  ints_attr(b.g->mutable_node(0), "axes", {1});
+  int_attr(b.g->mutable_node(0), "keepdims", 0);
+  // body(s, a, c) -> (s + a * c + w, the new state scanned, a - c)
+  OnnxBuilder body(16);
+  body.input("s", {3});
+  body.input("a", {3});
+  body.input("c", {3});
+  body.node("Mul", {"a", "c"}, "ac", "/body/mul");
+  body.node("Add", {"s", "ac"}, "sac", "/body/add");
+  body.node("Add", {"sac", "w"}, "s_next", "/body/add_w");
+  body.node("Identity", {"s_next"}, "scanned", "/body/scanned");
+  body.node("Sub", {"a", "c"}, "diff", "/body/sub");
+  body.output("s_next", {3});
+  body.output("scanned", {3});
+  body.output("diff", {3});
+  ::onnx::NodeProto* scan = b.node("Scan", {"s0", "x", "y"}, "final", "/Scan");
+  scan->add_output("states");
+  scan->add_output("diffs");
+  graph_attr(scan, "body", body);
+  int_attr(scan, "num_scan_inputs", 2);
+  ints_attr(scan, "scan_input_axes", {1, 0});
+  ints_attr(scan, "scan_input_directions", {1, 0});
+  ints_attr(scan, "scan_output_axes", {1, 0});
+  ints_attr(scan, "scan_output_directions", {1, 0});
+  b.output("final", {3});
+  b.output("states", {3, -1});
+  b.output("diffs", {-1, 3});
+  const std::string path = b.save(dir.path, "scan.onnx");
+  const ModuleSpec spec = onnx_interop::import_onnx(path);
+  int run = 0;
+  for (int64_t steps : {5, 2}) {
+    const fs::path run_dir = dir.path / std::to_string(run++);
+    fs::create_directories(run_dir);
+    const Tensor x = random_tensor({3, steps}, 80 + run), y = random_tensor({steps, 3}, 90 + run);
+    const std::vector<Tensor> want = run_onnx_runtime(path, {{"x", x}, {"y", y}}, run_dir / "source");
+    REQUIRE(want.size() == 3);
+    CHECK(want[1].shape() == Shape{3, steps});
+    const TensorMap got = run_signature(spec, "default", {{"x", x}, {"y", y}}, "reference");
+    expect_close(got.at("final"), want[0], 1e-6, 1e-5);
+    expect_close(got.at("states"), want[1], 1e-6, 1e-5);
+    expect_close(got.at("diffs"), want[2], 0, 0);
+    expect_exported_agrees(spec, run_dir, {{"x", x}, {"y", y}}, {"final", "states", "diffs"}, want);
   }
 }
