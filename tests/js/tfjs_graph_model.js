@@ -495,6 +495,23 @@ node('rnn/while', 'StatelessWhile',
      {T: types([I32, I32, FT, VT, VT, FT, I32, I32]), cond: {func: {name: 'rnn_cond'}},
       body: {func: {name: 'rnn_body'}}, parallel_iterations: {i: '10'}, output_shapes: {list: {}}});
 node('rnn', 'TensorListStack', ['rnn/while:3', 'rnn/element'], {element_dtype: T, num_elements: {i: '-1'}});
+// learning: TensorFlow 1's cond on a learning phase left at its default (false): features + 1, not * 0.5.
+node('lp/default', 'Const', [], {dtype: {type: 'DT_BOOL'}, value: {tensor: {dtype: 'DT_BOOL', tensorShape: shapeOf([])}}});
+weights[1].push({spec: {name: 'lp/default', shape: [], dtype: 'bool'}, bytes: Buffer.from([0])});
+node('lp', 'PlaceholderWithDefault', ['lp/default'], {dtype: {type: 'DT_BOOL'}, shape: {shape: shapeOf([])}});
+node('lp/switch', 'Switch', ['lp', 'lp'], {T: {type: 'DT_BOOL'}});
+node('lp/switch_t', 'Identity', ['lp/switch:1'], {T: {type: 'DT_BOOL'}});
+node('lp/switch_f', 'Identity', ['lp/switch'], {T: {type: 'DT_BOOL'}});
+node('lp/x', 'Switch', ['features', 'lp'], {T});
+nodes.push({name: 'lp/half', op: 'Const', input: ['^lp/switch_t'],
+            attr: {dtype: T, value: {tensor: {dtype: 'DT_FLOAT', tensorShape: shapeOf([])}}}});
+weights[1].push({spec: {name: 'lp/half', shape: [], dtype: 'float32'}, bytes: Buffer.from(Float32Array.from([0.5]).buffer)});
+nodes.push({name: 'lp/one', op: 'Const', input: ['^lp/switch_f'],
+            attr: {dtype: T, value: {tensor: {dtype: 'DT_FLOAT', tensorShape: shapeOf([])}}}});
+weights[1].push({spec: {name: 'lp/one', shape: [], dtype: 'float32'}, bytes: Buffer.from(Float32Array.from([1]).buffer)});
+node('lp/mul', 'Mul', ['lp/x:1', 'lp/half'], {T});
+node('lp/add', 'AddV2', ['lp/x', 'lp/one'], {T});
+node('learning', 'Merge', ['lp/add', 'lp/mul'], {T, N: {i: '2'}});
 // branch: features doubled where the tokens sum above 0, else negated; branch2 the other way round.
 fn('double_it', [['x', FT]], [['y', FT]], [['sum', 'AddV2', ['x', 'x'], {T}]], {y: 'sum:z:0'});
 fn('negate', [['x', FT]], [['y', FT]], [['neg', 'Neg', ['x'], {T}]], {y: 'neg:y:0'});
@@ -538,7 +555,7 @@ async function main() {
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1]),
                 'loop:0': tensorInfo('loop:0', [-1, 12]), 'grow:0': tensorInfo('grow:0', [-1]),
                 'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12]),
-                'rnn:0': tensorInfo('rnn:0', [-1, -1, 4])},
+                'rnn:0': tensorInfo('rnn:0', [-1, -1, 4]), 'learning:0': tensorInfo('learning:0', [-1, 12])},
     },
     modelTopology: {node: nodes, library: {function: functions}, versions: {producer: 1395}},
     weightsManifest: [
@@ -570,7 +587,7 @@ async function main() {
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
-                 'branch', 'branch2', 'rnn'];
+                 'branch', 'branch2', 'rnn', 'learning'];
   // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};

@@ -294,6 +294,7 @@ class Context final : public OpContext {
   }
   void set_variable(int i, const std::string& variable) override { outputs_[i].variable = variable; }
   void set_unavailable(int i, const std::string& why) override { outputs_[i].unavailable = why; }
+  void set_dead(int i) override { outputs_[i].dead = true; }
   void forward(int out, int in) override { outputs_[out] = value(in); }
 
   SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
@@ -345,6 +346,12 @@ class Importer {
   // mapped to run in the graph instead.
   bool fold(const proto::NodeDef& node, const OpImporter& mapper, std::vector<TfValue> inputs);
   std::vector<const proto::NodeDef*> needed_nodes();
+  // Whether a control input from node `name` marks a TensorFlow 1 cond
+  // branch (an Identity of a Switch output: cond/switch_t, cond/switch_f),
+  // which makes the node dead when that branch is not taken.
+  bool follows_branch(const std::string& name) const;
+  // Whether tensor `in` ("node:k", or "^node") is dead (TfValue::dead).
+  bool dead(const std::string& in) const;
   Output fetch(const std::string& tensor);
   bool feeds_statistics(const std::string& variable) const;
 
@@ -355,6 +362,7 @@ class Importer {
   std::map<std::string, Output> variables_;    // variable name -> Variable node
   std::map<std::string, Output> weight_vars_;  // Const node -> Variable node
   std::set<std::string> fed_;
+  std::set<std::string> dead_nodes_;  // nodes on a branch not taken (TfValue::dead)
 };
 
 Context::Context(Importer& imp, const proto::NodeDef& node, const OpImporter& mapper, Graph& graph,
@@ -555,6 +563,20 @@ SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::ve
   return make_subgraph(sub.graph, sub.feeds, sub.fetches);
 }
 
+bool Importer::follows_branch(const std::string& name) const {
+  const proto::NodeDef* n = g_.find(name);
+  if (!n || n->op() != "Identity" || n->input_size() < 1 || n->input(0).empty() || n->input(0)[0] == '^') return false;
+  const proto::NodeDef* src = g_.find(split_tensor(n->input(0), g_.file).first);
+  return src && src->op() == "Switch";
+}
+
+bool Importer::dead(const std::string& in) const {
+  if (in[0] == '^') return dead_nodes_.count(in.substr(1)) > 0;
+  if (dead_nodes_.count(split_tensor(in, g_.file).first)) return true;
+  auto v = values_.find(in);
+  return v != values_.end() && v->second.dead;
+}
+
 std::vector<const proto::NodeDef*> Importer::needed_nodes() {
   // Iterative depth-first search from the fetches over data inputs; fed
   // tensors end the search. 1 = on the stack, 2 = done.
@@ -582,8 +604,8 @@ std::vector<const proto::NodeDef*> Importer::needed_nodes() {
         continue;
       }
       const std::string& in = f.node->input(f.next_input++);
-      if (in.empty() || in[0] == '^' || fed_.count(in)) continue;
-      const std::string src = split_tensor(in, g_.file).first;
+      if (in.empty() || fed_.count(in) || (in[0] == '^' && !follows_branch(in.substr(1)))) continue;
+      const std::string src = in[0] == '^' ? in.substr(1) : split_tensor(in, g_.file).first;
       const proto::NodeDef* s = g_.find(src);
       if (!s)
         throw_error(Code::kInvalidArgument, g_.file + ": node '" + f.node->name() + "' (" + f.node->op() +
@@ -643,6 +665,16 @@ bool Importer::fold(const proto::NodeDef& node, const OpImporter& mapper, std::v
 
 void Importer::import_node(const proto::NodeDef& node) {
   const std::string where = g_.file + ": node '" + node.name() + "' (" + node.op() + ")";
+  // A node reading a dead tensor (or after a dead branch marker) is dead, its
+  // op never mapped; a Merge is dead only when all its inputs are.
+  if (node.op() != "Merge" ? std::any_of(node.input().begin(), node.input().end(),
+                                         [&](const std::string& in) { return !in.empty() && dead(in); })
+                           : std::all_of(node.input().begin(), node.input().end(), [&](const std::string& in) {
+                               return in.empty() || in[0] == '^' || dead(in);
+                             })) {
+    dead_nodes_.insert(node.name());
+    return;
+  }
   if (auto b = g_.broken.find(node.name()); b != g_.broken.end())
     throw_error(b->second.code(), b->second.message() + " (the outputs need this call)");
   const auto& importers = op_importers();
@@ -660,6 +692,11 @@ void Importer::import_node(const proto::NodeDef& node) {
   bool all_constant = mapper.foldable;
   for (const std::string& in : node.input()) {
     if (in.empty() || in[0] == '^') continue;
+    if (dead(in)) {  // a Merge's input from the branch not taken
+      inputs.emplace_back().dead = true;
+      all_constant = false;
+      continue;
+    }
     auto v = values_.find(in);
     if (v == values_.end()) {
       // An output index the producing node does not have.
@@ -685,6 +722,9 @@ void Importer::import_node(const proto::NodeDef& node) {
 }
 
 Output Importer::fetch(const std::string& tensor) {
+  if (dead(tensor))
+    throw_error(Code::kInvalidArgument,
+                g_.file + ": output '" + tensor + "' is on a branch of a cond its (known) predicate does not take");
   auto it = values_.find(tensor);
   if (it == values_.end())
     throw_error(Code::kInvalidArgument, g_.file + ": output '" + tensor + "' names no output of its node");

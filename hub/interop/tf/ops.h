@@ -72,6 +72,9 @@ struct TfValue {
   std::string variable;     // a resource handle (VarHandleOp): the variable's name
   std::string const_node;   // the Const node a constant came from ("" if computed)
   std::string unavailable;  // why the value cannot be used ("" if it can)
+  // On the branch a TensorFlow 1 Switch of a known predicate does not take:
+  // the nodes it reaches are dead too, and a Merge takes its live input.
+  bool dead = false;
 };
 
 class OpContext {
@@ -139,6 +142,8 @@ class OpContext {
   virtual void set_dims(int i, std::vector<DimValue> dims, DType dtype, bool scalar = false) = 0;
   virtual void set_variable(int i, const std::string& variable) = 0;
   virtual void set_unavailable(int i, const std::string& why) = 0;
+  // Output i is on a branch not taken (TfValue::dead).
+  virtual void set_dead(int i) = 0;
   // Output `out` is input `in` as it is (a constant stays one, a variable
   // handle stays one).
   virtual void forward(int out, int in) = 0;

@@ -271,6 +271,29 @@ void map_tensor_list_length(OpContext& c) {
   c.set_dims(0, {DimValue::dim_of(c.input(0), 0)}, DType::kInt32, /*scalar=*/true);
 }
 
+// TensorFlow 1's cond: Switch(data, pred) passes data to output 1 (pred
+// true) or 0, the other output dead; a Merge passes on its live input and
+// which one it was. Only a predicate known at import is supported (a
+// PlaceholderWithDefault left at its default: Keras' learning phase).
+void map_switch(OpContext& c) {
+  const std::optional<Tensor> pred = c.constant(1);
+  if (!pred || pred->dtype() != DType::kBool || pred->num_elements() != 1)
+    c.unsupported("a Switch whose predicate is known only at run time (TensorFlow 1 control flow) is not supported");
+  const int taken = pred->item<bool>() ? 1 : 0;
+  c.forward(taken, 0);
+  c.set_dead(1 - taken);
+}
+
+void map_merge(OpContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (c.value(i).dead) continue;
+    c.forward(0, i);
+    c.set_constant(1, Tensor::scalar<int32_t>(i));
+    return;
+  }
+  c.fail("every input is dead");  // (the importer marks such a Merge dead before mapping it)
+}
+
 }  // namespace
 
 void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
@@ -302,6 +325,8 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
   m["TensorListStack"] = {
       map_tensor_list_stack, {{"element_dtype", element_dtype}, {"num_elements", attr_i(-1)}}, {"tensor"}, false};
   m["TensorListLength"] = {map_tensor_list_length, {}, {"length"}, false};
+  m["Switch"] = {map_switch, {{"T", attr_required()}}, {"output_false", "output_true"}, false};
+  m["Merge"] = {map_merge, {{"T", attr_required()}, {"N", attr_required()}}, {"output", "value_index"}, false};
 }
 
 }  // namespace hub::tf

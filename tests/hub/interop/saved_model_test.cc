@@ -783,3 +783,55 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   m.variable_map().at("v").assign(Tensor::floats({1, -1}));  // x * v^3 = [3, -4]: sum < 0, negated
   expect_close(m("default", {{"x", make({1, 2}, {3, 4})}}).at("y"), make({1, 2}, {-3, 4}));
 }
+
+TEST_CASE("TensorFlow 1 cond on a learning phase left at its default (Switch/Merge), worked by hand") {
+  // Keras' TF1 graphs: y = cond(learning_phase, x * 0.5 (dropout-like), x + 1), learning_phase a
+  // PlaceholderWithDefault of false. The branches' constants hang on cond/switch_t and cond/switch_f.
+  auto model = [](bool fed_phase) {
+    tfp::SavedModel sm;
+    sm.set_saved_model_schema_version(1);
+    tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+    mg->mutable_meta_info_def()->add_tags("serve");
+    TfGraph g(mg->mutable_graph_def());
+    g.placeholder("x", {-1, 2});
+    g.constant("phase_default", Tensor::scalar<bool>(false));
+    tfp::NodeDef& phase = g.add("learning_phase", "PlaceholderWithDefault", {"phase_default"});
+    attr_type(phase, "dtype", 10);
+    attr_shape(phase, "shape", {});
+    attr_type(g.add("cond/Switch", "Switch", {"learning_phase", "learning_phase"}), "T", 10);
+    tfp::NodeDef& t = g.add("cond/switch_t", "Identity", {"cond/Switch:1"});
+    attr_type(t, "T", 10);
+    tfp::NodeDef& f = g.add("cond/switch_f", "Identity", {"cond/Switch"});
+    attr_type(f, "T", 10);
+    g.op("cond/Switch_x", "Switch", {"x", "learning_phase"});
+    g.constant("cond/half", Tensor::scalar<float>(0.5f));
+    g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^cond/switch_t");
+    g.op("cond/mul", "Mul", {"cond/Switch_x:1", "cond/half"});
+    g.constant("cond/one", Tensor::scalar<float>(1));
+    g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^cond/switch_f");
+    g.op("cond/add", "AddV2", {"cond/Switch_x", "cond/one"});
+    tfp::NodeDef& merge = g.op("cond/Merge", "Merge", {"cond/add", "cond/mul"});
+    attr_int(merge, "N", 2);
+    g.op("y", "Identity", {"cond/Merge"});
+    std::map<std::string, TfTensor> inputs{{"x", {"x:0", DType::kFloat32, {-1, 2}}}};
+    if (fed_phase) inputs["learning_phase"] = {"learning_phase:0", DType::kBool, {}};
+    (*mg->mutable_signature_def())["serving_default"] =
+        tf_signature(inputs, {{"y", {"y:0", DType::kFloat32, {-1, 2}}}});
+    return sm;
+  };
+  TempDir dir("saved_model");
+  write_saved_model(dir / "m", model(false), {});
+  ModuleSpec spec = tf::import_saved_model(dir / "m");
+  expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "y"), make({1, 2}, {4, -1}));
+  for (const Node& n : spec.graph().nodes()) CHECK(n.op != "Mul");  // the branch not taken is not imported
+  // A learning phase fed at run time is a predicate known only then: refused, naming the Switch.
+  write_saved_model(dir / "fed", model(true), {});
+  try {
+    tf::import_saved_model(dir / "fed");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kUnimplemented);
+    CHECK(std::string(e.what()).find("node 'cond/Switch") != std::string::npos);
+    CHECK(std::string(e.what()).find("predicate is known only at run time") != std::string::npos);
+  }
+}
