@@ -444,6 +444,15 @@ void Exporter::subgraph(const Subgraph& sub, size_t formal, const std::vector<Ou
 Output in(const Node& n, int i) { return n.inputs[i]; }
 Output out0(const Node& n) { return Output{n.id, 0}; }
 
+// Integer input i of n as int64 (ONNX's index type), cast where it is int32.
+std::string int64_input(Exporter& e, const Node& n, int i, const std::string& what) {
+  const std::string v = e.nhwc(in(n, i));
+  if (e.spec(in(n, i)).dtype == DType::kInt64) return v;
+  const std::string wide = e.fresh(n.name + "/" + what);
+  set_int(e.add("Cast", {v}, wide, wide), "to", ::onnx::TensorProto::INT64);
+  return wide;
+}
+
 // Element-wise ops keep the layout of their 4-D inputs: NCHW when one of them
 // already is (a lower-rank operand is aligned to rank 4 and transposed), else
 // hub's own.
@@ -500,9 +509,29 @@ constexpr char kAdd[] = "Add", kSum[] = "Sum", kSub[] = "Sub", kMul[] = "Mul", k
 // integers only: ONNX's float Mod is fmod).
 void export_mod(Exporter& e, const Node& n) {
   const bool truncate = n.attrs.get_bool("truncate");
-  if (!truncate && e.spec(in(n, 0)).dtype == DType::kFloat32)
-    e.fail(n, "a float32 Mod with the divisor's sign has no ONNX form (ONNX's float Mod is C's fmod)");
-  set_int(elementwise(e, n, "Mod"), "fmod", truncate ? 1 : 0);
+  if (truncate || e.spec(in(n, 0)).dtype != DType::kFloat32) {
+    set_int(elementwise(e, n, "Mod"), "fmod", truncate ? 1 : 0);
+    return;
+  }
+  // A float Mod with the divisor's sign (ONNX's float Mod is C's fmod): r = fmod(x, y), plus y where r is
+  // nonzero and its sign differs from y's (as TensorFlow's FloorMod computes it).
+  auto node = [&](const std::string& op, const std::vector<std::string>& inputs, const std::string& what) {
+    const std::string v = e.fresh(n.name + "/" + what);
+    e.add(op, inputs, v, v);
+    return v;
+  };
+  const std::string x = e.nhwc(in(n, 0)), y = e.nhwc(in(n, 1));
+  const std::string zero = e.initializer(Tensor::scalar<float>(0), n.name + "/zero");
+  const std::string r = e.fresh(n.name + "/fmod");
+  set_int(e.add("Mod", {x, y}, r, r), "fmod", 1);
+  const std::string fix =
+      node("And",
+           {node("Xor", {node("Less", {r, zero}, "r_negative"), node("Less", {y, zero}, "y_negative")}, "signs_differ"),
+            node("Not", {node("Equal", {r, zero}, "r_zero")}, "r_nonzero")},
+           "adjust");
+  const std::string out = e.fresh(n.name);
+  e.add("Add", {r, node("Where", {fix, y, zero}, "by")}, out, n.name);
+  e.set(out0(n), out);
 }
 
 // NotEqual: Xor of bools, else Not of Equal.
@@ -762,13 +791,33 @@ void export_bias_add(Exporter& e, const Node& n) {
 }
 
 // Convolution and pooling geometry: TF's SAME is ONNX's SAME_UPPER.
-void window_attrs(NodeProto* p, const Node& n, bool dilations) {
+// Strides, dilations and padding of a window of `kernel` (height, width)
+// over `x` (NHWC). SAME padding is auto_pad SAME_UPPER, except with
+// dilations, which ONNX Runtime refuses with auto_pad: then explicit pads,
+// where they are known (a stride of 1, or a known input size).
+void window_attrs(NodeProto* p, const Node& n, bool dilations, const std::vector<int64_t>& kernel, const Shape& x) {
   auto pair = [](const std::vector<int64_t>& v) { return v.size() == 4 ? std::vector<int64_t>{v[1], v[2]} : v; };
-  set_ints(p, "strides", pair(n.attrs.get_ints("strides")));
-  if (dilations && n.attrs.has("dilations")) set_ints(p, "dilations", pair(n.attrs.get_ints("dilations")));
+  const std::vector<int64_t> strides = pair(n.attrs.get_ints("strides"));
+  const std::vector<int64_t> dilation =
+      dilations && n.attrs.has("dilations") ? pair(n.attrs.get_ints("dilations")) : std::vector<int64_t>{1, 1};
+  set_ints(p, "strides", strides);
+  if (dilations && n.attrs.has("dilations")) set_ints(p, "dilations", dilation);
   const std::string& padding = n.attrs.get_string("padding");
   if (padding == "SAME") {
-    set_string(p, "auto_pad", "SAME_UPPER");
+    std::vector<int64_t> pads(4, 0);  // [top, left, bottom, right]
+    bool explicit_pads = dilation[0] > 1 || dilation[1] > 1;
+    for (int d = 0; d < 2 && explicit_pads; ++d) {
+      const int64_t in = x[d + 1], s = strides[static_cast<size_t>(d)];
+      const int64_t reach = (kernel[static_cast<size_t>(d)] - 1) * dilation[static_cast<size_t>(d)] + 1;
+      if (s != 1 && in < 0) explicit_pads = false;
+      const int64_t total = s == 1 ? reach - 1 : std::max<int64_t>(((in + s - 1) / s - 1) * s + reach - in, 0);
+      pads[static_cast<size_t>(d)] = total / 2;
+      pads[static_cast<size_t>(d) + 2] = total - total / 2;
+    }
+    if (explicit_pads)
+      set_ints(p, "pads", pads);
+    else
+      set_string(p, "auto_pad", "SAME_UPPER");
   } else if (padding == "VALID") {
     set_string(p, "auto_pad", "VALID");
   } else {
@@ -796,7 +845,7 @@ void export_conv(Exporter& e, const Node& n) {
   NodeProto* p = e.add("Conv", layer_inputs(e, n, e.nchw(in(n, 0)), f), y, n.name);
   set_ints(p, "kernel_shape", {w[0], w[1]});
   set_int(p, "group", groups);
-  window_attrs(p, n, true);
+  window_attrs(p, n, true, {w[0], w[1]}, x);
   e.set(out0(n), y, true);
 }
 
@@ -843,7 +892,7 @@ void export_depthwise(Exporter& e, const Node& n) {
   NodeProto* p = e.add("Conv", layer_inputs(e, n, e.nchw(in(n, 0)), f), y, n.name);
   set_ints(p, "kernel_shape", {w[0], w[1]});
   set_int(p, "group", c);
-  window_attrs(p, n, true);
+  window_attrs(p, n, true, {w[0], w[1]}, e.spec(in(n, 0)).shape);
   e.set(out0(n), y, true);
 }
 
@@ -854,7 +903,7 @@ void export_pool(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
   NodeProto* p = e.add(kMax ? "MaxPool" : "AveragePool", {e.nchw(in(n, 0))}, y, n.name);
   set_ints(p, "kernel_shape", k);
-  window_attrs(p, n, kMax);
+  window_attrs(p, n, kMax, k, e.spec(in(n, 0)).shape);
   if (n.attrs.has("ceil_mode") && n.attrs.get_bool("ceil_mode")) set_int(p, "ceil_mode", 1);
   if (!kMax) set_int(p, "count_include_pad", n.attrs.has("count_include_pad") && n.attrs.get_bool("count_include_pad"));
   e.set(out0(n), y, true);
@@ -923,10 +972,56 @@ void export_reduce(Exporter& e, const Node& n, bool axes_as_input) {
   set_int(p, "keepdims", keep);
   e.set(out0(n), y, nchw && keep);
 }
-constexpr char kReduceSum[] = "ReduceSum", kReduceMean[] = "ReduceMean", kReduceMax[] = "ReduceMax";
+constexpr char kReduceSum[] = "ReduceSum", kReduceMean[] = "ReduceMean", kReduceMax[] = "ReduceMax",
+               kReduceMin[] = "ReduceMin", kReduceProd[] = "ReduceProd";
 void export_sum(Exporter& e, const Node& n) { export_reduce<kReduceSum>(e, n, true); }
 void export_mean(Exporter& e, const Node& n) { export_reduce<kReduceMean>(e, n, false); }
 void export_max(Exporter& e, const Node& n) { export_reduce<kReduceMax>(e, n, false); }
+void export_min(Exporter& e, const Node& n) { export_reduce<kReduceMin>(e, n, false); }
+void export_prod(Exporter& e, const Node& n) { export_reduce<kReduceProd>(e, n, false); }
+
+void export_tile(Exporter& e, const Node& n) {
+  const std::string y = e.fresh(n.name);
+  e.add("Tile", {e.nhwc(in(n, 0)), e.ints(n.attrs.get_ints("multiples"), n.name + "/repeats")}, y, n.name);
+  e.set(out0(n), y);
+}
+
+// ListSetItem(list, index, item): the list (its rows reshaped to the item's,
+// which an empty list takes) with the item appended, the item scattered to
+// row `index`, then the first max(n, index + 1) rows: a replaced row keeps n
+// rows, an appended one makes n + 1.
+void export_list_set_item(Exporter& e, const Node& n) {
+  auto node = [&](const std::string& op, const std::vector<std::string>& inputs, const std::string& what) {
+    const std::string v = e.fresh(n.name + "/" + what);
+    e.add(op, inputs, v, v);
+    return v;
+  };
+  const std::string index = int64_input(e, n, 1, "index");
+  const std::string list = e.nhwc(in(n, 0)), item = e.nhwc(in(n, 2));
+  const std::string rows = node(
+      "Slice", {node("Shape", {list}, "list_shape"), e.ints({0}, n.name + "/first"), e.ints({1}, n.name + "/second")},
+      "rows");
+  auto joined = [&](const std::vector<std::string>& inputs, const std::string& what) {
+    const std::string v = e.fresh(n.name + "/" + what);
+    set_int(e.add("Concat", inputs, v, v), "axis", 0);
+    return v;
+  };
+  const std::string fixed =
+      node("Reshape", {list, joined({rows, node("Shape", {item}, "item_shape")}, "rows_shape")}, "rows_as_item");
+  const std::string row = node("Unsqueeze", {item, e.ints({0}, n.name + "/axis")}, "row");
+  const std::string set = node(
+      "ScatterND",
+      {joined({fixed, row}, "appended"), node("Reshape", {index, e.ints({1, 1}, n.name + "/at_shape")}, "at"), row},
+      "set");
+  const std::string after = node(
+      "Add", {node("Reshape", {index, e.ints({1}, n.name + "/one_shape")}, "index_1d"), e.ints({1}, n.name + "/one")},
+      "after");
+  const std::string y = e.fresh(n.name);
+  e.add("Slice",
+        {set, e.ints({0}, n.name + "/start"), node("Max", {rows, after}, "length"), e.ints({0}, n.name + "/axes")}, y,
+        n.name);
+  e.set(out0(n), y);
+}
 
 void export_reshape(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
@@ -1131,7 +1226,31 @@ void export_pad(Exporter& e, const Node& n) {
     pads[d + r] = p[2 * d + 1];
   }
   const std::string mode = n.attrs.has("mode") ? n.attrs.get_string("mode") : "CONSTANT";
-  if (mode == "SYMMETRIC") e.fail(n, "SYMMETRIC padding has no ONNX equivalent");
+  if (mode == "SYMMETRIC") {
+    // No ONNX mode mirrors the edge itself: per padded dim, the first `before` elements reversed, x, the
+    // last `after` reversed (Slices with step -1), concatenated.
+    std::string x = e.nhwc(in(n, 0));
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t before = p[2 * d], after = p[2 * d + 1];
+      if (before == 0 && after == 0) continue;
+      const std::string at = n.name + "/" + std::to_string(d);
+      const std::string axis = e.ints({static_cast<int64_t>(d)}, at + "/axis"), back = e.ints({-1}, at + "/step");
+      std::vector<std::string> parts;
+      auto reversed = [&](int64_t start, int64_t end, const std::string& what) {
+        const std::string v = e.fresh(at + "/" + what);
+        e.add("Slice", {x, e.ints({start}, v + "/start"), e.ints({end}, v + "/end"), axis, back}, v, v);
+        parts.push_back(v);
+      };
+      if (before > 0) reversed(before - 1, std::numeric_limits<int64_t>::min(), "before");
+      parts.push_back(x);
+      if (after > 0) reversed(-1, -after - 1, "after");
+      const std::string y = e.fresh(d + 1 == r ? n.name : at);
+      set_int(e.add("Concat", parts, y, y), "axis", static_cast<int64_t>(d));
+      x = y;
+    }
+    e.set(out0(n), x);
+    return;
+  }
   std::vector<std::string> ins{e.nhwc(in(n, 0)), e.ints(pads, n.name + "/pads")};
   if (mode == "CONSTANT" && n.attrs.has("constant_value")) {
     Tensor v(e.spec(in(n, 0)).dtype, Shape{});
@@ -1268,7 +1387,7 @@ void export_cum_sum(Exporter& e, const Node& n) {
 
 void export_gather_nd(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
-  set_int(e.add("GatherND", {e.nhwc(in(n, 0)), e.nhwc(in(n, 1))}, y, n.name), "batch_dims",
+  set_int(e.add("GatherND", {e.nhwc(in(n, 0)), int64_input(e, n, 1, "indices")}, y, n.name), "batch_dims",
           n.attrs.get_int("batch_dims"));
   e.set(out0(n), y);
 }
@@ -1277,7 +1396,7 @@ void export_gather_nd(Exporter& e, const Node& n) {
 // max and min from 18).
 void export_scatter(Exporter& e, const Node& n) {
   std::string y = e.fresh(n.name);
-  NodeProto* p = e.add(n.op, {e.nhwc(in(n, 0)), e.nhwc(in(n, 1)), e.nhwc(in(n, 2))}, y, n.name);
+  NodeProto* p = e.add(n.op, {e.nhwc(in(n, 0)), int64_input(e, n, 1, "indices"), e.nhwc(in(n, 2))}, y, n.name);
   if (n.attrs.has("axis")) set_int(p, "axis", n.attrs.get_int("axis"));
   const std::string& r = n.attrs.get_string("reduction");
   if (r == "max" || r == "min") e.fail(n, "reduction '" + r + "' is in ONNX from opset 18; hub writes 13 to 17");
@@ -1299,15 +1418,6 @@ void export_fill_like(Exporter& e, const Node& n) {
   a->set_type(::onnx::AttributeProto::TENSOR);
   tensor_to_onnx(value, a->mutable_t());
   e.set(out0(n), y);
-}
-
-// Integer input i of n as int64 (ONNX's index type), cast where it is int32.
-std::string int64_input(Exporter& e, const Node& n, int i, const std::string& what) {
-  const std::string v = e.nhwc(in(n, i));
-  if (e.spec(in(n, i)).dtype == DType::kInt64) return v;
-  const std::string wide = e.fresh(n.name + "/" + what);
-  set_int(e.add("Cast", {v}, wide, wide), "to", ::onnx::TensorProto::INT64);
-  return wide;
 }
 
 // RoiAlign: NCHW x (opset 16, for coordinate_transformation_mode).
@@ -1486,17 +1596,10 @@ void export_prelu(Exporter& e, const Node& n) {
 
 // DynamicStridedSlice as Slice: starts and ends as int64, axes and steps as initializers.
 void export_dynamic_strided_slice(Exporter& e, const Node& n) {
-  auto int64_input = [&](int i) {
-    const std::string v = e.nhwc(in(n, i));
-    if (e.spec(in(n, i)).dtype == DType::kInt64) return v;
-    const std::string cast = e.fresh(v + "_int64");
-    set_int(e.add("Cast", {v}, cast, cast), "to", ::onnx::TensorProto::INT64);
-    return cast;
-  };
   const std::string y = e.fresh(n.name);
   e.add("Slice",
-        {e.nhwc(in(n, 0)), int64_input(1), int64_input(2), e.ints(n.attrs.get_ints("axes"), n.name + "_axes"),
-         e.ints(n.attrs.get_ints("steps"), n.name + "_steps")},
+        {e.nhwc(in(n, 0)), int64_input(e, n, 1, "starts"), int64_input(e, n, 2, "ends"),
+         e.ints(n.attrs.get_ints("axes"), n.name + "_axes"), e.ints(n.attrs.get_ints("steps"), n.name + "_steps")},
         y, n.name);
   e.set(out0(n), y);
 }
@@ -1619,6 +1722,10 @@ const std::map<std::string, ExportFn>& exporters() {
       {"Sum", export_sum},
       {"Mean", export_mean},
       {"Max", export_max},
+      {"Min", export_min},
+      {"Prod", export_prod},
+      {"Tile", export_tile},
+      {"ListSetItem", export_list_set_item},
       {"Reshape", export_reshape},
       {"DynamicReshape", export_dynamic_reshape},
       {"DynamicSlice", export_dynamic_slice},

@@ -12,6 +12,7 @@
 #include "hub/interop/tf/tfjs.h"
 
 #include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub/core/fileio.h"
+#include "hub/interop/onnx/exporter.h"
 #include "onnx_testutil.h"
 #include "subprocess.h"
 #include "testutil.h"
@@ -142,6 +144,38 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
       // exp/log (LogSoftmax) are within 1e-5 absolute, as tests/hub/ops check.
       expect_close(got.at(name), want, std::string(backend) == "reference" ? 1e-6 : 1e-5, 1e-5);
     }
+  }
+}
+
+TEST_CASE("a TF.js graph model converted to ONNX computes in ONNX Runtime what TensorFlow.js computes") {
+  // tfjs -> hub -> `hub convert --to onnx` -> ONNX Runtime, against TensorFlow.js on the same inputs: every
+  // mapped op's export, the control flow (loops, a TensorList loop, Ifs, a TensorFlow 1 cond) included.
+  HUB_SKIP_UNLESS(tfjs_missing().empty(), tfjs_missing());
+  HUB_SKIP_UNLESS(onnx_references_available(), onnx_references_missing());
+  TempDir dir("tfjs_onnx");
+  Child c = Child::spawn({"node", (kJsDir / "tfjs_graph_model.js").string(), dir.path.string()});
+  ChildResult r = c.wait(120, "TensorFlow.js (tests/js/tfjs_graph_model.js)");
+  REQUIRE_MESSAGE((r.exited && r.code == 0), "tfjs_graph_model.js failed: " << r.output);
+  const ModuleSpec spec = tf::import_tfjs(dir / "model/model.json");
+  const std::string onnx = (dir.path / "model.onnx").string();
+  onnx_interop::export_onnx(spec, onnx);
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(read_file_bytes(onnx)));
+  const Tensor input = read_float_bin(dir.path / "input.bin", {2, 10, 10, 3});
+  const Tensor tokens = read_float_bin(dir.path / "tokens.bin", {2, 5, 4});
+  const std::vector<Tensor> got = run_onnx_runtime(onnx, {{"images", input}, {"tokens", tokens}}, dir.path / "ort");
+  REQUIRE(static_cast<int>(got.size()) == m.graph().output_size());
+  const json outputs = json::parse(read_file_bytes(dir / "outputs.json"));
+  for (int i = 0; i < m.graph().output_size(); ++i) {
+    const std::string name = m.graph().output(i).name();
+    INFO("output " << name);
+    REQUIRE(outputs.contains(name));
+    const json& o = outputs[name];
+    // The int outputs come back as float32 (exact); ONNX Runtime's exp, tanh and convolutions differ from
+    // TensorFlow.js's in the last bits.
+    expect_close(got[static_cast<size_t>(i)],
+                 read_float_bin(dir.path / o["file"].get<std::string>(), Shape(o["shape"].get<std::vector<int64_t>>())),
+                 1e-5, 1e-4);
   }
 }
 
