@@ -48,13 +48,19 @@ const Tensor kB = Tensor::floats({0.5f, -1, 0});
 // relu(x w + b), worked by hand.
 const Tensor kY = make({2, 3}, {5.5f, 1, 0, 0, 0, 3.25f});
 
+// A SavedModel's one meta graph, tagged serve.
+tfp::MetaGraphDef* serving_meta_graph(tfp::SavedModel& sm) {
+  sm.set_saved_model_schema_version(1);
+  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
+  mg->mutable_meta_info_def()->add_tags("serve");
+  return mg;
+}
+
 // A TF1 serving SavedModel of relu(x w + b); the bias is saved under the key
 // "renamed/bias", which only the saver's restore ops tell.
 tfp::SavedModel dense_tf1(bool resource) {
   tfp::SavedModel sm;
-  sm.set_saved_model_schema_version(1);
-  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
-  mg->mutable_meta_info_def()->add_tags("serve");
+  tfp::MetaGraphDef* mg = serving_meta_graph(sm);
   mg->mutable_meta_info_def()->set_tensorflow_version("1.15.5");
   TfGraph g(mg->mutable_graph_def());
   g.placeholder("x", {-1, 2});
@@ -126,9 +132,7 @@ TEST_CASE("TF1 SavedModel with resource variables and a trainable_variables coll
 
 TEST_CASE("TensorFlow 2 SavedModel: signatures and restore in functions, object-graph keys") {
   tfp::SavedModel sm;
-  sm.set_saved_model_schema_version(1);
-  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
-  mg->mutable_meta_info_def()->add_tags("serve");
+  tfp::MetaGraphDef* mg = serving_meta_graph(sm);
   TfGraph g(mg->mutable_graph_def());
   for (const char* v : {"dense/kernel", "dense/bias"}) {
     auto& h = g.add(v, "VarHandleOp");
@@ -682,9 +686,7 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   // y = x * v^3 by three steps of `x *= read(v)`, then doubled by an If where sum(x) > 0 (else negated).
   TempDir dir("saved_model");
   tfp::SavedModel sm;
-  sm.set_saved_model_schema_version(1);
-  tfp::MetaGraphDef* mg = sm.add_meta_graphs();
-  mg->mutable_meta_info_def()->add_tags("serve");
+  tfp::MetaGraphDef* mg = serving_meta_graph(sm);
   TfGraph g(mg->mutable_graph_def());
   g.placeholder("x", {-1, 2});
   g.resource_variable("v", {2});
@@ -789,9 +791,7 @@ TEST_CASE("TensorFlow 1 cond on a learning phase left at its default (Switch/Mer
   // PlaceholderWithDefault of false. The branches' constants hang on cond/switch_t and cond/switch_f.
   auto model = [](bool fed_phase) {
     tfp::SavedModel sm;
-    sm.set_saved_model_schema_version(1);
-    tfp::MetaGraphDef* mg = sm.add_meta_graphs();
-    mg->mutable_meta_info_def()->add_tags("serve");
+    tfp::MetaGraphDef* mg = serving_meta_graph(sm);
     TfGraph g(mg->mutable_graph_def());
     g.placeholder("x", {-1, 2});
     g.constant("phase_default", Tensor::scalar<bool>(false));
