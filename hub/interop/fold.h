@@ -19,6 +19,12 @@ namespace hub::interop {
 
 inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 
+// The most subgraphs (control flow's branches and bodies) one import builds:
+// a loop body is imported again while its carried shapes relax, and nested
+// loops multiply that, so a few kilobytes of nested loops could otherwise
+// take exponential time.
+inline constexpr int kMaxSubgraphImports = 1 << 12;
+
 // The element count of `shape`, saturating at INT64_MAX (unknown dims count 0).
 inline int64_t saturated_elements(const Shape& shape) {
   int64_t n = 1;

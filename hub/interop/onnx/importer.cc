@@ -165,7 +165,8 @@ class Importer {
   // Variables by ONNX name, with the value each holds: a second import of the
   // body reuses them.
   std::map<std::string, std::vector<std::pair<Tensor, Output>>> variables_;
-  int depth_ = 0;  // subgraphs being imported around the current node
+  int depth_ = 0;             // subgraphs being imported around the current node
+  int subgraph_imports_ = 0;  // subgraphs imported so far (interop::kMaxSubgraphImports)
 };
 
 // ---- GraphContext ------------------------------------------------------------
@@ -442,6 +443,10 @@ NodeContext::Subgraphs Importer::import_subgraphs(const ::onnx::NodeProto& node,
     passed.push_back({name, {graph_.spec(v.out), v.nhwc}});
   }
   for (size_t k = 0; k < graphs.size(); ++k) {
+    if (++subgraph_imports_ > interop::kMaxSubgraphImports)
+      throw_error(Code::kResourceExhausted, where + ": importing its subgraphs takes more than " +
+                                                std::to_string(interop::kMaxSubgraphImports) +
+                                                " subgraph imports (nested loops whose carried shapes relax)");
     const ::onnx::GraphProto& g = *graphs[k];
     const NodeContext::SubgraphFrame& f = frames[k];
     const std::string gw = where + " attribute " + attrs[k];

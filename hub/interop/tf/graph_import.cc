@@ -540,6 +540,10 @@ SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::ve
                                             const std::vector<std::string>& fetches, const std::string& where) {
   if (o_.depth >= kMaxCallDepth)
     throw_error(Code::kInvalidArgument, where + ": control flow nests deeper than " + std::to_string(kMaxCallDepth));
+  if (++*o_.subgraph_imports > interop::kMaxSubgraphImports)
+    throw_error(Code::kResourceExhausted, where + ": importing its functions takes more than " +
+                                              std::to_string(interop::kMaxSubgraphImports) +
+                                              " function graph imports (nested loops whose carried shapes relax)");
   // The library the graph's calls name (and any function the caller added).
   std::set<std::string> defined;
   for (const auto& f : graph.library().function()) defined.insert(f.signature().name());

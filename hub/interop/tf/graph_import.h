@@ -28,6 +28,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -96,8 +97,11 @@ struct GraphImportOptions {
   // variables.safetensors and can be fine-tuned.
   bool weights_as_variables = true;
   // Control flow nesting around this import (each function graph imported
-  // for an If or While adds one; at most kMaxCallDepth).
+  // for an If or While adds one; at most kMaxCallDepth), and the function
+  // graphs imported so far, shared by the nested imports (at most
+  // interop::kMaxSubgraphImports).
   int depth = 0;
+  std::shared_ptr<int> subgraph_imports = std::make_shared<int>(0);
 };
 
 struct ImportedGraph {

@@ -2511,3 +2511,45 @@ TEST_CASE(
     expect_exported_agrees(spec, run_dir, {{"x", x}, {"y", y}}, {"final", "states", "diffs"}, want);
   }
 }
+
+TEST_CASE("ONNX import: nested loops whose carried shapes relax are bounded, not exponential") {
+  // Each level's body grows its carried sequence by one and appends what the next level's Loop makes
+  // from an empty sequence: each import of a body imports the next level's twice (its carried shape
+  // relaxes from the empty one's), so n levels take 2^n imports; 13 levels exceed the bound
+  // (interop::kMaxSubgraphImports) and are refused, 3 levels import and run.
+  TempDir dir("onnx_nested_loops");
+  std::function<OnnxBuilder(int)> body = [&](int level) {
+    const std::string l = std::to_string(level);
+    OnnxBuilder b(13);
+    b.input("i" + l, {}, ::onnx::TensorProto::INT64);
+    b.input("c" + l, {}, ::onnx::TensorProto::BOOL);
+    b.input("seq" + l, {0});
+    b.node("Identity", {"c" + l}, "c_out" + l, "/c" + l);
+    int_attr(b.node("Concat", {"seq" + l, "one"}, "grown" + l, "/grow" + l), "axis", 0);
+    std::string out = "grown" + l;
+    if (level > 0) {
+      graph_attr(b.node("Loop", {"trips", "", "empty"}, "inner" + l, "/loop" + l), "body", body(level - 1));
+      int_attr(b.node("Concat", {"grown" + l, "inner" + l}, "joined" + l, "/join" + l), "axis", 0);
+      out = "joined" + l;
+    }
+    b.g->add_output()->set_name("c_out" + l);
+    b.output(out, {-1});
+    return b;
+  };
+  auto model = [&](int levels) {
+    OnnxBuilder b(13);
+    b.input("x", {1});
+    b.init("trips", Tensor::scalar<int64_t>(1));
+    b.init("one", Tensor::floats({1}));
+    b.init("empty", make({0}, {}));
+    graph_attr(b.node("Loop", {"trips", "", "empty"}, "y", "/Loop"), "body", body(levels - 1));
+    b.node("Add", {"y", "x"}, "z", "/add");
+    b.output("z", {-1});
+    return b.save(dir.path, std::to_string(levels) + ".onnx");
+  };
+  const ModuleSpec three = onnx_interop::import_onnx(model(3));
+  CHECK(run_signature(three, "default", {{"x", Tensor::floats({2})}}, "reference").at("z").to_vector<float>() ==
+        std::vector<float>{3, 3, 3});
+  expect_error(
+      Code::kResourceExhausted, [&] { onnx_interop::import_onnx(model(13)); }, "subgraph imports");
+}
