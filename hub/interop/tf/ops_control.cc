@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "hub/interop/linear.h"
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
@@ -237,9 +238,9 @@ void map_while(OpContext& c) {
 
 // TensorLists (a loop reads its input sequence from one and writes its
 // outputs to another, as Keras' RNN layers do) are kept as one tensor
-// [n, ...]: the list made from a tensor is that tensor; a reserved list is
-// empty ([0, ...], unknown row dims as 0), and setting the item after the
-// last appends it (ListSetItem).
+// [n, ...]: the list made from a tensor is that tensor; a reserved or empty
+// list is empty ([0, ...], unknown row dims as 0), and setting the item after
+// the last (or pushing one back) appends it (ListSetItem).
 void map_tensor_list_from_tensor(OpContext& c) { c.forward(0, 0); }
 
 void map_tensor_list_reserve(OpContext& c) {
@@ -251,9 +252,19 @@ void map_tensor_list_reserve(OpContext& c) {
   c.set_constant(0, Tensor::zeros(*dtype, Shape(dims)));
 }
 
+// (resize_if_index_out_of_bounds, a dynamically sized TensorArray's: an
+// index one past the end appends either way; one further is an error at run
+// time.)
 void map_tensor_list_set_item(OpContext& c) {
-  if (c.attr_bool("resize_if_index_out_of_bounds")) c.unsupported("resize_if_index_out_of_bounds is not supported");
   c.set_output(0, c.add("ListSetItem", {c.input(0), c.input(1), c.input(2)}));
+}
+
+// PushBack appends: the item set at the list's length.
+void map_tensor_list_push_back(OpContext& c) {
+  const Output list = c.input(0);
+  const Output length = interop::run_time_tensor(
+      c.scope(), {interop::Linear<std::pair<Output, int>>{0, {{{list, 0}, 1}}}}, true, DType::kInt64);
+  c.set_output(0, c.add("ListSetItem", {list, length, c.input(1)}));
 }
 
 void map_tensor_list_get_item(OpContext& c) {
@@ -317,6 +328,9 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
                                false};
   m["TensorListReserve"] = {
       map_tensor_list_reserve, {{"element_dtype", element_dtype}, {"shape_type", shape_type}}, {"handle"}, false};
+  m["EmptyTensorList"] = {
+      map_tensor_list_reserve, {{"element_dtype", element_dtype}, {"shape_type", shape_type}}, {"handle"}, false};
+  m["TensorListPushBack"] = {map_tensor_list_push_back, {{"element_dtype", element_dtype}}, {"output_handle"}, false};
   m["TensorListSetItem"] = {map_tensor_list_set_item,
                             {{"element_dtype", element_dtype}, {"resize_if_index_out_of_bounds", attr_b(false)}},
                             {"output_handle"},

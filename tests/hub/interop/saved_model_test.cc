@@ -698,8 +698,10 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
     a->set_name(name);
     a->set_type(static_cast<tfp::DataType>(type));
   };
+  constexpr int kTfVariant = 21;
+  // hist: each step's acc pushed onto a TensorList made empty (TensorArray with dynamic_size).
   const std::vector<std::pair<std::string, int>> vars{
-      {"i", kTfInt32}, {"acc", kTfFloat}, {"handle", kTfResource}, {"n", kTfInt32}};
+      {"i", kTfInt32}, {"acc", kTfFloat}, {"handle", kTfResource}, {"n", kTfInt32}, {"hist", kTfVariant}};
   auto function = [&](const std::string& name, const std::vector<std::pair<std::string, int>>& outputs) {
     tfp::FunctionDef* f = lib->add_function();
     f->mutable_signature()->set_name(name);
@@ -719,8 +721,11 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   tfp::FunctionDef* cond = function("cond", {{"go", 10 /* DT_BOOL */}});
   body_node(cond, "less", "Less", {"i", "n"}, kTfInt32);
   (*cond->mutable_ret())["go"] = "less:z:0";
-  tfp::FunctionDef* body =
-      function("body", {{"i_out", kTfInt32}, {"acc_out", kTfFloat}, {"handle_out", kTfResource}, {"n_out", kTfInt32}});
+  tfp::FunctionDef* body = function("body", {{"i_out", kTfInt32},
+                                             {"acc_out", kTfFloat},
+                                             {"handle_out", kTfResource},
+                                             {"n_out", kTfInt32},
+                                             {"hist_out", kTfVariant}});
   tfp::NodeDef& one = *body->add_node_def();
   one.set_name("one");
   one.set_op("Const");
@@ -738,7 +743,16 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   (*body->mutable_ret())["acc_out"] = "scaled:z:0";
   (*body->mutable_ret())["handle_out"] = "handle_id:output:0";
   (*body->mutable_ret())["n_out"] = "n_id:output:0";
-  tfp::NodeDef& loop = g.add("while", "While", {"zero", "x", "v", "limit"});
+  tfp::NodeDef& push = body_node(body, "push", "TensorListPushBack", {"hist", "scaled:z:0"}, kTfFloat);
+  push.mutable_attr()->erase("T");
+  attr_type(push, "element_dtype", kTfFloat);
+  (*body->mutable_ret())["hist_out"] = "push:output_handle:0";
+  g.constant("element_shape", Tensor::from_vector<int32_t>({2}, {-1, 2}));
+  g.constant("max_elements", Tensor::scalar<int32_t>(-1));
+  tfp::NodeDef& empty = g.add("empty", "EmptyTensorList", {"element_shape", "max_elements"});
+  attr_type(empty, "element_dtype", kTfFloat);
+  attr_type(empty, "shape_type", kTfInt32);
+  tfp::NodeDef& loop = g.add("while", "While", {"zero", "x", "v", "limit", "empty"});
   for (const auto& [n, t] : vars) (*loop.mutable_attr())["T"].mutable_list()->add_type(static_cast<tfp::DataType>(t));
   (*loop.mutable_attr())["cond"].mutable_func()->set_name("cond");
   (*loop.mutable_attr())["body"].mutable_func()->set_name("body");
@@ -770,9 +784,12 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   (*iff.mutable_attr())["Tout"].mutable_list()->add_type(tfp::DT_FLOAT);
   (*iff.mutable_attr())["then_branch"].mutable_func()->set_name("twice");
   (*iff.mutable_attr())["else_branch"].mutable_func()->set_name("negated");
+  tfp::NodeDef& stack = g.add("steps", "TensorListStack", {"while:4", "element_shape"});
+  attr_type(stack, "element_dtype", kTfFloat);
   *mg->mutable_saver_def() = g.saver({{"v", "v"}});
   (*mg->mutable_signature_def())["serving_default"] =
-      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"if:0", DType::kFloat32, {-1, 2}}}});
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}},
+                   {{"y", {"if:0", DType::kFloat32, {-1, 2}}}, {"steps", {"steps:0", DType::kFloat32, {-1, -1, 2}}}});
   write_saved_model(dir / "m", sm, {{"v", Tensor::floats({0.5f, 2})}});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   REQUIRE(spec.variables().size() == 1);
@@ -780,6 +797,9 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   // x * v^3 = x * [0.125, 8], summed over the whole batch (> 0: doubled; < 0: negated).
   expect_close(run_sig(spec, "default", "x", make({2, 2}, {1, 1, 2, -1}), "y"), make({2, 2}, {0.25f, 16, 0.5f, -16}));
   expect_close(run_sig(spec, "default", "x", make({1, 2}, {1, -1}), "y"), make({1, 2}, {-0.125f, 8}));
+  // Each step's x * v^k, pushed: [3, 1, 2].
+  expect_close(run_sig(spec, "default", "x", make({1, 2}, {1, -1}), "steps"),
+               make({3, 1, 2}, {0.5f, -2, 0.25f, -4, 0.125f, -8}));
   // The variable is the module's: a new value changes what the loop reads.
   Module m(spec);
   m.variable_map().at("v").assign(Tensor::floats({1, -1}));  // x * v^3 = [3, -4]: sum < 0, negated
