@@ -32,20 +32,41 @@ OptimizedGraph optimize_for_inference(const Graph& graph, const VariableStore& v
   OptimizedGraph result;
   optimize::Ir ir(graph, keep);
   ir.drop_unused();
+  OptimizeStats& st = result.stats_;
+  // Control flow's subgraphs (a loop body runs once per iteration) are
+  // optimised the same way, each on its own: its arguments and results kept.
+  for (optimize::INode& n : ir.nodes) {
+    if (n.dead) continue;
+    for (const auto& [name, value] : n.attrs.items()) {
+      if (attr_type(value) != AttrType::kGraph) continue;
+      const Subgraph& sub = *std::get<SubgraphPtr>(value);
+      std::vector<Output> sub_keep = sub.arguments;
+      sub_keep.insert(sub_keep.end(), sub.results.begin(), sub.results.end());
+      const OptimizedGraph opt = optimize_for_inference(subgraph_graph(sub), variables, sub_keep, options);
+      std::vector<Output> arguments, results;
+      for (Output a : sub.arguments) arguments.push_back(opt.tensor(a));
+      for (Output r : sub.results) results.push_back(opt.tensor(r));
+      n.attrs.set(name, make_subgraph(opt.graph(), arguments, results));
+      result.sources_.insert(result.sources_.end(), opt.sources_.begin(), opt.sources_.end());
+      st.constants_folded += opt.stats().constants_folded;
+      st.fused += opt.stats().fused;
+      st.batch_norms_folded += opt.stats().batch_norms_folded;
+      st.post_ops += opt.stats().post_ops;
+    }
+  }
   std::vector<optimize::FrozenVariable> frozen;
   optimize::freeze_variables(ir, variables, &frozen);
   for (const auto& f : frozen) result.sources_.push_back({f.name, f.storage, f.generation});
   optimize::bypass_identities(ir);
-  OptimizeStats& st = result.stats_;
   st.nodes_before = graph.num_nodes();
-  st.constants_folded = optimize::fold_constants(ir, true);
+  st.constants_folded += optimize::fold_constants(ir, true);
   optimize::FuseCounts fc = optimize::fuse(ir);
   // Quantized weights no quantized convolution took run dequantized once.
   ir.drop_unused();
   st.constants_folded += optimize::fold_constants(ir, false);
-  st.fused = fc.fused;
-  st.batch_norms_folded = fc.batch_norms;
-  st.post_ops = fc.absorbed;
+  st.fused += fc.fused;
+  st.batch_norms_folded += fc.batch_norms;
+  st.post_ops += fc.absorbed;
   st.block = options.block >= 0 ? options.block : OpRegistry::global().activation_blocks(backend.name()).front();
   st.relayouts = optimize::assign_layouts(ir, st.block, backend);
   ir.drop_unused();

@@ -51,6 +51,11 @@
 //              kernels) nothing changes.
 //   then nodes no kept output needs are dropped.
 //
+// Control flow's subgraphs (If's branches, a Loop's body: hub/ops/subgraph.h)
+// are optimised the same way, each on its own with its arguments and results
+// kept (a loop body's MatMul, bias and activation become one _FusedMatMul
+// run once per iteration); their statistics add to the graph's.
+//
 // The result is derived from the variables' values (folded batch norm,
 // copies of scaled filters): OptimizedGraph::stale() says when a variable
 // was written since (Storage::generation) or replaced, and the caller must

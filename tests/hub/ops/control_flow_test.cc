@@ -3,12 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <set>
 
 #include "hub/graph/optimize/optimize.h"
 #include "hub/graph/session.h"
+#include "hub/ops/activation.h"
 #include "hub/ops/array.h"
 #include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
+#include "hub/ops/matmul.h"
 #include "hub/ops/reduction.h"
 #include "hub/ops/state.h"
 #include "testutil.h"
@@ -198,4 +201,46 @@ TEST_CASE("Control flow is left to run time by the inference optimiser, on const
   CHECK(opt.stats().constants_folded == 0);
   Session session(opt.graph(), nullptr);
   CHECK(floats(session.run_one({}, opt.tensor(y[0]))) == std::vector<float>{11, 12});
+}
+
+TEST_CASE("The inference optimiser optimises a loop body on its own: fused there, variables frozen and tracked") {
+  // acc -> relu(acc w + b) three times; w a variable read inside the body, b a constant.
+  Graph body;
+  Scope t(body);
+  Output i = ops::placeholder(t, DType::kInt64, {}, "i");
+  Output cond = ops::placeholder(t, DType::kBool, {}, "cond");
+  Output acc = ops::placeholder(t, DType::kFloat32, {1, 4}, "acc");
+  Output w = ops::variable(t, "w", {4, 4});
+  Output next =
+      ops::relu(t, ops::bias_add(t, ops::matmul(t, acc, w), ops::constant(t, make({4}, {0.1f, -0.2f, 0.3f, 0}), "b")));
+  SubgraphPtr b = make_subgraph(body, {i, cond, acc}, {cond, next});
+  (void)i;
+  Graph g;
+  Scope s(g);
+  Output x = ops::placeholder(s, DType::kFloat32, {1, 4}, "x");
+  std::vector<Output> y = ops::loop(s, ops::constant(s, Tensor::scalar<int64_t>(3), "trips"),
+                                    ops::constant(s, Tensor::scalar<bool>(true), "go"), {x}, {}, b);
+  VariableStore variables;
+  variables.set("w", random_tensor({4, 4}, 5, -0.5f, 0.5f));
+  const Tensor xs = make({1, 4}, {1, -1, 0.5f, 2});
+  Session plain(g, &variables);
+  const Tensor want = plain.run_one({{x, xs}}, y[0]);
+
+  OptimizedGraph opt = optimize_for_inference(g, variables, {x, y[0]});
+  CHECK(opt.stats().fused == 1);
+  const Node* loop = nullptr;
+  for (const Node& n : opt.graph().nodes())
+    if (n.op == "Loop") loop = &n;
+  REQUIRE(loop != nullptr);
+  std::set<std::string> ops_in_body;
+  for (const Node& n : loop->attrs.get_graph("body").nodes) ops_in_body.insert(n.op);
+  CHECK(ops_in_body.count("_FusedMatMul") == 1);
+  CHECK(ops_in_body.count("MatMul") == 0);
+  CHECK(ops_in_body.count("Variable") == 0);  // frozen into the body
+  Session fast(opt.graph(), nullptr);
+  expect_close(fast.run_one({{opt.tensor(x), xs}}, opt.tensor(y[0])), want, 1e-5, 1e-5);
+  // The frozen weights came from w: writing it makes the optimised graph stale.
+  CHECK_FALSE(opt.stale(variables));
+  variables.set("w", random_tensor({4, 4}, 6));
+  CHECK(opt.stale(variables));
 }
