@@ -31,7 +31,7 @@ proto::NodeDef& add_node(proto::GraphDef& g, const std::string& name, const std:
 struct FunctionInputs {
   proto::GraphDef graph;
   std::vector<std::string> feeds;  // Placeholder tensors, in the order fed
-  std::vector<Output> passed;      // the tensors the hub node passes for the feeds after `fixed`
+  std::vector<Output> passed;      // the tensors the hub node passes, one per Placeholder add() made
   std::vector<std::string> names;  // each input's tensor in the graph
 
   std::string placeholder(const std::string& name, DType dtype, const Shape& shape) {
