@@ -271,3 +271,66 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
         Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); }, "not valid JSON at byte");
   }
 }
+
+TEST_CASE("TF.js control flow that calls itself, or loops on a float condition, is refused clearly") {
+  TempDir dir("tfjs_control_flow_bad");
+  auto node = [](const std::string& name, const std::string& op, const json& inputs, const json& attr) {
+    return json{{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
+  };
+  const json f32 = {{"type", "DT_FLOAT"}};
+  auto types = [](int n) { return json{{"list", {{"type", std::vector<std::string>(n, "DT_FLOAT")}}}}; };
+  auto model = [&](const json& nodes, const json& functions) {
+    return json{{"format", "graph-model"},
+                {"signature",
+                 {{"inputs", {{"x:0", {{"name", "x:0"}, {"dtype", "DT_FLOAT"}}}}},
+                  {"outputs", {{"y:0", {{"name", "y:0"}, {"dtype", "DT_FLOAT"}}}}}}},
+                {"modelTopology", {{"node", nodes}, {"library", {{"function", functions}}}}},
+                {"weightsManifest", json::array()}};
+  };
+  // A function of float arguments `args`, returning its node `ret` as one float.
+  auto function = [&](const std::string& name, const std::vector<std::string>& args, const json& body,
+                      const std::string& ret) {
+    json inputs = json::array();
+    for (const std::string& a : args) inputs.push_back({{"name", a}, {"type", "DT_FLOAT"}});
+    return json{
+        {"signature", {{"name", name}, {"inputArg", inputs}, {"outputArg", {{{"name", "r"}, {"type", "DT_FLOAT"}}}}}},
+        {"nodeDef", body},
+        {"ret", {{"r", ret}}}};
+  };
+  json axes = node("axes", "Const", json::array(), {{"dtype", {{"type", "DT_INT32"}}}});
+  axes["attr"]["value"] = {
+      {"tensor", {{"dtype", "DT_INT32"}, {"tensorShape", {{"dim", {{{"size", "1"}}}}}}, {"intVal", {0}}}}};
+  auto sum = [&](const std::string& name, const std::string& of, const std::string& axes_tensor) {
+    return node(name, "Sum", {of, axes_tensor},
+                {{"T", f32}, {"Tidx", {{"type", "DT_INT32"}}}, {"keep_dims", {{"b", false}}}});
+  };
+  const json x =
+      node("x", "Placeholder", json::array(), {{"dtype", f32}, {"shape", {{"shape", {{"dim", {{{"size", "2"}}}}}}}}});
+  // An If whose branch holds an If calling that same branch (on a scalar condition): nesting without end.
+  auto if_attrs = [&](int inputs) {
+    return json{{"Tcond", f32},
+                {"Tin", types(inputs)},
+                {"Tout", types(1)},
+                {"then_branch", {{"func", {{"name", "again"}}}}},
+                {"else_branch", {{"func", {{"name", "again"}}}}}};
+  };
+  const json again =
+      function("again", {"c", "a"}, {node("inner", "StatelessIf", {"c", "c", "a"}, if_attrs(2))}, "inner:output:0");
+  const std::string recursive = write_model(
+      dir.path / "recursive",
+      model({x, axes, sum("s", "x", "axes"), node("y", "StatelessIf", {"s", "s", "x"}, if_attrs(2))}, {again}), "");
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_tfjs(recursive); }, "control flow nests deeper than 32");
+  // A While whose condition function returns a float (TensorFlow's Python API makes it a bool).
+  json axes_in_body = axes;
+  axes_in_body["name"] = "k";
+  const json while_attrs = {
+      {"T", types(1)}, {"cond", {{"func", {{"name", "float_cond"}}}}}, {"body", {{"func", {{"name", "step"}}}}}};
+  const json float_cond = function("float_cond", {"a"}, {axes_in_body, sum("n", "a", "k:output:0")}, "n:output:0");
+  const json step = function("step", {"a"}, {node("t", "Tanh", {"a"}, {{"T", f32}})}, "t:y:0");
+  const std::string float_loop = write_model(
+      dir.path / "float_loop", model({x, node("y", "StatelessWhile", {"x"}, while_attrs)}, {float_cond, step}), "");
+  expect_error(
+      Code::kUnimplemented, [&] { tf::import_tfjs(float_loop); },
+      "the condition function returns float32[], not a bool of one element");
+}
