@@ -1109,10 +1109,6 @@ std::pair<int64_t, int64_t> onnx_slice_bounds(int64_t dim, int64_t start, int64_
   return {std::clamp<int64_t>(start, 0, dim - 1), std::clamp<int64_t>(end, -1, dim - 1)};
 }
 
-Output list_set_item(const Scope& s, Output list, Output index, Output item, const std::string& name) {
-  return s.op("ListSetItem", {list, index, item}, {}, name);
-}
-
 Output dynamic_strided_slice(const Scope& s, Output x, Output starts, Output ends, const std::vector<int64_t>& axes,
                              const std::vector<int64_t>& steps, const std::string& name) {
   return s.op("DynamicStridedSlice", {x, starts, ends}, Attrs().set("axes", axes).set("steps", steps), name);

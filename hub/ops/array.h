@@ -180,13 +180,6 @@ StridedSliceSpec strided_slice_spec(const Shape& in, const Attrs& attrs);
 // empty dim). Shared by the ONNX importer and DynamicStridedSlice.
 std::pair<int64_t, int64_t> onnx_slice_bounds(int64_t dim, int64_t start, int64_t end, int64_t step);
 
-// ListSetItem(list, index, item): a list of tensors kept as one tensor
-// [n, ...] (TensorFlow's TensorList, as an imported loop fills it) with row
-// `index` replaced by item (index < n) or item appended (index == n); an
-// empty list (n = 0) takes item's shape, whatever its rows' recorded shape.
-// Any other index is an error at run time.
-Output list_set_item(const Scope& s, Output list, Output index, Output item, const std::string& name = "ListSetItem");
-
 // DynamicStridedSlice(x, starts, ends; axes, steps): ONNX Slice with starts
 // and ends read at run time (int32 or int64, one per axis; a loop body's
 // x[i : i + 1]); axes distinct and in range, steps constant and not 0.

@@ -6,18 +6,6 @@
 
 namespace hub {
 
-std::vector<TensorSpec> Subgraph::argument_specs() const {
-  std::vector<TensorSpec> specs;
-  for (Output a : arguments) specs.push_back(spec(a));
-  return specs;
-}
-
-std::vector<TensorSpec> Subgraph::result_specs() const {
-  std::vector<TensorSpec> specs;
-  for (Output r : results) specs.push_back(spec(r));
-  return specs;
-}
-
 namespace {
 
 // The spec both a and b satisfy: their dtype and rank (which must agree),

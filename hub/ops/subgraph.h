@@ -21,8 +21,6 @@ struct Subgraph {
   std::vector<Output> arguments;
   std::vector<Output> results;
   const TensorSpec& spec(Output o) const { return nodes.at(o.node).outputs.at(o.index); }
-  std::vector<TensorSpec> argument_specs() const;
-  std::vector<TensorSpec> result_specs() const;
 };
 
 class SubgraphRunner {
