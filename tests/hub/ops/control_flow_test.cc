@@ -32,16 +32,23 @@ SubgraphPtr affine(float factor, float offset, const Shape& shape = {-1}) {
   return make_subgraph(g, {x}, {y});
 }
 
+// A loop body under construction, its iteration and condition arguments made.
+struct LoopBody {
+  Graph graph;
+  Scope scope{graph};
+  Output i = ops::placeholder(scope, DType::kInt64, {}, "i");
+  Output cond = ops::placeholder(scope, DType::kBool, {}, "cond");
+};
+
 // Loop body: (i, cond, acc [2]) -> (acc' < limit, acc' = acc * 2 + i, scan acc').
 SubgraphPtr doubling_body(float limit) {
-  Graph g;
-  Scope s(g);
-  Output i = ops::placeholder(s, DType::kInt64, {}, "i");
-  Output cond = ops::placeholder(s, DType::kBool, {}, "cond");
+  LoopBody body;
+  const Scope& s = body.scope;
+  Output i = body.i, cond = body.cond;
   Output acc = ops::placeholder(s, DType::kFloat32, {2}, "acc");
   Output next = ops::add(s, ops::mul(s, acc, ops::scalar(s, 2)), ops::cast(s, i, DType::kFloat32));
   Output go = ops::reshape(s, ops::less(s, ops::max(s, next, {0}), ops::scalar(s, limit)), {});
-  return make_subgraph(g, {i, cond, acc}, {go, next, ops::identity(s, next, "scan")});
+  return make_subgraph(body.graph, {i, cond, acc}, {go, next, ops::identity(s, next, "scan")});
 }
 
 struct LoopGraph {
@@ -140,14 +147,13 @@ TEST_CASE("Loop: the body's condition ends it; no trips returns the inputs and a
 
 TEST_CASE("Loop: a carried value that grows, and an invariant input") {
   // seq: [] -> [b] -> [b, b+1] -> [b, b+1, b+2], with b the invariant base.
-  Graph body;
-  Scope t(body);
-  Output i = ops::placeholder(t, DType::kInt64, {}, "i");
-  Output cond = ops::placeholder(t, DType::kBool, {}, "cond");
+  LoopBody body;
+  const Scope& t = body.scope;
+  Output i = body.i, cond = body.cond;
   Output seq = ops::placeholder(t, DType::kFloat32, {-1}, "seq");
   Output base = ops::placeholder(t, DType::kFloat32, {1}, "base");
   Output element = ops::add(t, base, ops::reshape(t, ops::cast(t, i, DType::kFloat32), {1}));
-  SubgraphPtr b = make_subgraph(body, {i, cond, seq, base}, {cond, ops::concat(t, {seq, element}, 0)});
+  SubgraphPtr b = make_subgraph(body.graph, {i, cond, seq, base}, {cond, ops::concat(t, {seq, element}, 0)});
 
   Graph g;
   Scope s(g);
@@ -162,13 +168,12 @@ TEST_CASE("Loop: a carried value that grows, and an invariant input") {
 }
 
 TEST_CASE("Loop: a scan output changing shape between iterations is a clear error") {
-  Graph body;
-  Scope t(body);
-  Output i = ops::placeholder(t, DType::kInt64, {}, "i");
-  Output cond = ops::placeholder(t, DType::kBool, {}, "cond");
+  LoopBody body;
+  const Scope& t = body.scope;
+  Output i = body.i, cond = body.cond;
   Output seq = ops::placeholder(t, DType::kFloat32, {-1}, "seq");
   Output grown = ops::concat(t, {seq, ops::constant(t, make({1}, {0}), "zero")}, 0);
-  SubgraphPtr b = make_subgraph(body, {i, cond, seq}, {cond, grown, grown});
+  SubgraphPtr b = make_subgraph(body.graph, {i, cond, seq}, {cond, grown, grown});
   (void)i;
   Graph g;
   Scope s(g);
@@ -205,15 +210,14 @@ TEST_CASE("Control flow is left to run time by the inference optimiser, on const
 
 TEST_CASE("The inference optimiser optimises a loop body on its own: fused there, variables frozen and tracked") {
   // acc -> relu(acc w + b) three times; w a variable read inside the body, b a constant.
-  Graph body;
-  Scope t(body);
-  Output i = ops::placeholder(t, DType::kInt64, {}, "i");
-  Output cond = ops::placeholder(t, DType::kBool, {}, "cond");
+  LoopBody body;
+  const Scope& t = body.scope;
+  Output i = body.i, cond = body.cond;
   Output acc = ops::placeholder(t, DType::kFloat32, {1, 4}, "acc");
   Output w = ops::variable(t, "w", {4, 4});
   Output next =
       ops::relu(t, ops::bias_add(t, ops::matmul(t, acc, w), ops::constant(t, make({4}, {0.1f, -0.2f, 0.3f, 0}), "b")));
-  SubgraphPtr b = make_subgraph(body, {i, cond, acc}, {cond, next});
+  SubgraphPtr b = make_subgraph(body.graph, {i, cond, acc}, {cond, next});
   (void)i;
   Graph g;
   Scope s(g);
