@@ -174,7 +174,6 @@ TEST_CASE("Loop: a scan output changing shape between iterations is a clear erro
   Output seq = ops::placeholder(t, DType::kFloat32, {-1}, "seq");
   Output grown = ops::concat(t, {seq, ops::constant(t, make({1}, {0}), "zero")}, 0);
   SubgraphPtr b = make_subgraph(body.graph, {i, cond, seq}, {cond, grown, grown});
-  (void)i;
   Graph g;
   Scope s(g);
   std::vector<Output> out =
@@ -218,7 +217,6 @@ TEST_CASE("The inference optimiser optimises a loop body on its own: fused there
   Output next =
       ops::relu(t, ops::bias_add(t, ops::matmul(t, acc, w), ops::constant(t, make({4}, {0.1f, -0.2f, 0.3f, 0}), "b")));
   SubgraphPtr b = make_subgraph(body.graph, {i, cond, acc}, {cond, next});
-  (void)i;
   Graph g;
   Scope s(g);
   Output x = ops::placeholder(s, DType::kFloat32, {1, 4}, "x");
