@@ -76,6 +76,12 @@ class Exporter {
   }
   NodeProto* add(const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
                  const std::string& name);
+  // add() of a node named after its output, a fresh value `base`; returns the value.
+  std::string value(const std::string& op, const std::vector<std::string>& inputs, const std::string& base) {
+    const std::string v = fresh(base);
+    add(op, inputs, v, v);
+    return v;
+  }
   // A weight input: its constant value transformed into an initializer, or
   // (computed at run time) the runtime transform of the value.
   std::string weight(Output o, const std::function<Tensor(const Tensor&)>& transform,
@@ -516,9 +522,7 @@ void export_mod(Exporter& e, const Node& n) {
   // A float Mod with the divisor's sign (ONNX's float Mod is C's fmod): r = fmod(x, y), plus y where r is
   // nonzero and its sign differs from y's (as TensorFlow's FloorMod computes it).
   auto node = [&](const std::string& op, const std::vector<std::string>& inputs, const std::string& what) {
-    const std::string v = e.fresh(n.name + "/" + what);
-    e.add(op, inputs, v, v);
-    return v;
+    return e.value(op, inputs, n.name + "/" + what);
   };
   const std::string x = e.nhwc(in(n, 0)), y = e.nhwc(in(n, 1));
   const std::string zero = e.initializer(Tensor::scalar<float>(0), n.name + "/zero");
@@ -992,9 +996,7 @@ void export_tile(Exporter& e, const Node& n) {
 // rows, an appended one makes n + 1.
 void export_list_set_item(Exporter& e, const Node& n) {
   auto node = [&](const std::string& op, const std::vector<std::string>& inputs, const std::string& what) {
-    const std::string v = e.fresh(n.name + "/" + what);
-    e.add(op, inputs, v, v);
-    return v;
+    return e.value(op, inputs, n.name + "/" + what);
   };
   const std::string index = int64_input(e, n, 1, "index");
   const std::string list = e.nhwc(in(n, 0)), item = e.nhwc(in(n, 2));
