@@ -267,28 +267,18 @@ void check_wiring(const ::onnx::GraphProto& g, const std::string& where, const s
 }
 
 // Calls fn on g and on each subgraph nested in it (check_wiring admitted
-// only If's, Loop's and Scan's), each with where it is.
-void for_each_graph(const ::onnx::GraphProto& g, const std::string& where,
-                    const std::function<void(const ::onnx::GraphProto&, const std::string&)>& fn) {
-  fn(g, where);
-  for (int i = 0; i < g.node_size(); ++i)
-    for (const auto& a : g.node(i).attribute())
-      if (a.has_g())
-        for_each_graph(a.g(),
-                       where + ": node " + std::to_string(i) + " '" + printable(g.node(i).name()) + "' (" +
-                           printable(g.node(i).op_type()) + ") attribute " + printable(a.name()),
-                       fn);
-}
-void for_each_mutable_graph(::onnx::GraphProto* g, const std::string& where,
-                            const std::function<void(::onnx::GraphProto*, const std::string&)>& fn) {
-  fn(g, where);
+// only If's, Loop's and Scan's), each with where it is and whether it is one.
+void for_each_graph(::onnx::GraphProto* g, const std::string& where,
+                    const std::function<void(::onnx::GraphProto*, const std::string&, bool nested)>& fn,
+                    bool nested = false) {
+  fn(g, where, nested);
   for (int i = 0; i < g->node_size(); ++i)
     for (auto& a : *g->mutable_node(i)->mutable_attribute())
       if (a.has_g())
-        for_each_mutable_graph(a.mutable_g(),
-                               where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
-                                   printable(g->node(i).op_type()) + ") attribute " + printable(a.name()),
-                               fn);
+        for_each_graph(a.mutable_g(),
+                       where + ": node " + std::to_string(i) + " '" + printable(g->node(i).name()) + "' (" +
+                           printable(g->node(i).op_type()) + ") attribute " + printable(a.name()),
+                       fn, true);
 }
 
 // Every tensor of the graph (initializers, node attributes) holds the bytes
@@ -580,8 +570,8 @@ OnnxModel load_onnx_model(const std::string& path) {
                                             "; hub imports opsets " + std::to_string(kMinOpset) + " to " +
                                             std::to_string(kMaxOpset));
   check_wiring(m.proto.graph(), where);
-  for_each_graph(m.proto.graph(), where, [&](const ::onnx::GraphProto& g, const std::string& w) {
-    for (const auto& n : g.node()) {
+  for_each_graph(m.proto.mutable_graph(), where, [&](::onnx::GraphProto* g, const std::string& w, bool nested) {
+    for (const auto& n : g->node()) {
       if (!n.domain().empty() && n.domain() != "ai.onnx")
         throw_error(Code::kInvalidArgument, w + ": node '" + printable(n.name()) + "' (" + printable(n.op_type()) +
                                                 ") is in domain '" + printable(n.domain()) +
@@ -592,14 +582,13 @@ OnnxModel load_onnx_model(const std::string& path) {
                                               "' (Scan): opset 8's Scan (with a batch axis) is not supported; "
                                               "hub imports Scan from opset 9 on");
     }
-    check_window_attributes(g, w);
-    check_conv_weights(g, w);
+    check_window_attributes(*g, w);
+    check_conv_weights(*g, w);
+    if (nested) guard_subgraph_inference(g, w);
   });
   load_graph_external_data(path, m.proto.mutable_graph());
-  for_each_graph(m.proto.graph(), where, check_graph_tensors);
-  for_each_mutable_graph(m.proto.mutable_graph(), where, [&](::onnx::GraphProto* g, const std::string& w) {
-    if (g != m.proto.mutable_graph()) guard_subgraph_inference(g, w);
-  });
+  for_each_graph(m.proto.mutable_graph(), where,
+                 [](::onnx::GraphProto* g, const std::string& w, bool) { check_graph_tensors(*g, w); });
   auto check = [&](const std::string& when) {
     try {
       ::onnx::checker::check_model(m.proto);
@@ -615,8 +604,8 @@ OnnxModel load_onnx_model(const std::string& path) {
   }
   if (m.source_opset != kTargetOpset) {
     annotate_shapes(m.proto, where);
-    for_each_graph(m.proto.graph(), where, [&](const ::onnx::GraphProto& g, const std::string& w) {
-      check_dims_convertible(g, m.source_opset, w);
+    for_each_graph(m.proto.mutable_graph(), where, [&](::onnx::GraphProto* g, const std::string& w, bool) {
+      check_dims_convertible(*g, m.source_opset, w);
     });
     try {
       m.proto = ::onnx::version_conversion::ConvertVersion(m.proto, kTargetOpset);
