@@ -741,8 +741,9 @@ void map_split(NodeContext& c) {
 // A Slice whose starts or ends are run-time dims of tensors the graph has (an
 // imported transformer's position_ids[:, :sequence]), or whose starts are
 // sums of such dims (GPT-2's causal mask bias[key - query : key]):
-// DynamicSlice, steps 1.
-void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& ends) {
+// DynamicSlice, steps 1. False (nothing built) for bounds it cannot take:
+// they are read at run time instead (map_run_time_slice).
+bool map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& ends) {
   const Shape s = c.shape(0);
   const int rank = s.rank();
   std::vector<int64_t> axes;
@@ -752,7 +753,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (c.has_input(4))
     for (int64_t step : c.constant_ints(4, "steps"))
-      if (step != 1) c.fail("steps other than 1 need constant starts and ends");
+      if (step != 1) return false;
   if (ends.size() != starts.size() || axes.size() != starts.size()) c.fail("starts, ends and axes differ in length");
   std::vector<int64_t> begin(rank, 0), size(rank, -1), begin_from;
   ops::DimReferences refs;
@@ -764,8 +765,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
     if (runtime_start) {
       // value + sum of coefficient x dim, resolved (and made non-negative) at each run.
       const std::optional<Linear> linear = starts[k].linear();
-      if (!linear)
-        c.fail("a start computed by arithmetic other than sums of run-time dims on axis " + std::to_string(a));
+      if (!linear) return false;  // arithmetic other than sums of run-time dims
       begin[a] = linear->value;
       for (const auto& [key, coefficient] : linear->terms) {
         const auto [tensor, d] = c.dim_source(SymDim::dim_of(key.first, key.second));
@@ -773,22 +773,20 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
       }
     } else {
       st = starts[k].value;
-      if (st < 0 && dim < 0) c.fail("a negative start on axis " + std::to_string(a) + " of run-time size");
+      if (st < 0 && dim < 0) return false;  // counted from an end known only at run time
       if (st < 0) st += dim;
       st = std::max<int64_t>(st, 0);
       if (dim >= 0) st = std::min(st, dim);
       begin[a] = st;
     }
     if (!ends[k].known()) {
-      if (ends[k].derived) c.fail("an end computed by arithmetic on run-time dims on axis " + std::to_string(a));
+      if (ends[k].derived) return false;  // arithmetic on run-time dims
       add_reference(c, refs, static_cast<size_t>(a), ends[k]);
       continue;
     }
     int64_t en = ends[k].value;
     if (en >= std::numeric_limits<int32_t>::max() || (runtime_start && dim >= 0 && en >= dim)) continue;  // the rest
-    if (dim < 0 || runtime_start)
-      c.fail("axis " + std::to_string(a) + ": a constant end " + std::to_string(en) + " with " +
-             (runtime_start ? "a start computed at run time" : "a size known only at run time"));
+    if (dim < 0 || runtime_start) return false;  // a constant end with a start or size known only at run time
     if (en < 0) en += dim;
     size[a] = std::max<int64_t>(0, std::clamp<int64_t>(en, 0, dim) - st);
   }
@@ -797,6 +795,7 @@ void map_dynamic_slice(NodeContext& c, const SymShape& starts, const SymShape& e
       c.scope().op("DynamicSlice", refs.inputs(c.native(0)),
                    Attrs().set("begin", begin).set("size", size).set("from", refs.from).set("begin_from", begin_from),
                    "Slice"));
+  return true;
 }
 
 // Starts and ends read at run time (a loop body's x[i : i + 1]), or bounds
@@ -821,13 +820,8 @@ void map_run_time_slice(NodeContext& c) {
 void map_slice(NodeContext& c) {
   if (!c.constant(1) || !c.constant(2)) {
     const std::optional<SymShape> starts = c.symbolic(1), ends = c.symbolic(2);
-    if (starts && ends) {
-      try {
-        return map_dynamic_slice(c, *starts, *ends);
-      } catch (const Error&) {  // not a linear slice of run-time dims: the bounds computed at run time
-      }
-    }
-    return map_run_time_slice(c);
+    if (!(starts && ends && map_dynamic_slice(c, *starts, *ends))) map_run_time_slice(c);
+    return;
   }
   const Shape s = c.shape(0);
   const int rank = s.rank();
