@@ -34,4 +34,8 @@ Output run_time_tensor(const Scope& s, const std::vector<Linear<std::pair<Output
   return dtype == DType::kInt64 ? t : ops::cast(s, t, dtype, "cast");
 }
 
+Output run_time_dim(const Scope& s, Output x, int dim, int64_t offset) {
+  return run_time_tensor(s, {Linear<std::pair<Output, int>>{offset, {{{x, dim}, 1}}}}, true, DType::kInt64);
+}
+
 }  // namespace hub::interop

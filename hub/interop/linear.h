@@ -50,5 +50,8 @@ std::optional<Linear<Dim>> linear_sum(Linear<Dim> x, const Linear<Dim>& y, int64
 // constant; an int64 vector of them, or the one as a scalar, in `dtype`.
 Output run_time_tensor(const Scope& s, const std::vector<Linear<std::pair<Output, int>>>& elements, bool scalar,
                        DType dtype);
+// Dim `dim` of `x` at run time plus `offset`, as an int64 scalar (a loop's
+// number of steps, a list's length).
+Output run_time_dim(const Scope& s, Output x, int dim, int64_t offset = 0);
 
 }  // namespace hub::interop

@@ -81,12 +81,6 @@ void map_loop(NodeContext& c) {
   set_outputs(c, ops::loop(s, trips, cond, carried, sub.captured, sub.graphs[0], "Loop"));
 }
 
-// Position `d` of one dim of `x` at run time, plus `offset`, as an int64 scalar.
-Output run_time_dim(const Scope& s, Output x, int d, int64_t offset) {
-  return interop::run_time_tensor(s, {interop::Linear<std::pair<Output, int>>{offset, {{{x, d}, 1}}}}, true,
-                                  DType::kInt64);
-}
-
 // Scan(states..., sequences...): hub's Loop over the scan axis. Its body
 // takes the states and each sequence's element at step i (Gather along the
 // sequence's axis at i, or at length - 1 - i for a reversed one) and returns
@@ -121,7 +115,7 @@ void map_scan(NodeContext& c) {
       const Output sequence = a[static_cast<size_t>(2 + n + j)];
       Output at = a[0];
       if (in_reversed[static_cast<size_t>(j)])
-        at = ops::sub(b, run_time_dim(b, sequence, axes[static_cast<size_t>(j)], -1), at, "reversed_step");
+        at = ops::sub(b, interop::run_time_dim(b, sequence, axes[static_cast<size_t>(j)], -1), at, "reversed_step");
       in.push_back(ops::gather(b, sequence, at, axes[static_cast<size_t>(j)], 0, "element"));
     }
     return in;
@@ -137,7 +131,7 @@ void map_scan(NodeContext& c) {
   const Output steps =
       s.graph().spec(sequences[0]).shape[axes[0]] >= 0
           ? ops::constant(s, Tensor::scalar<int64_t>(s.graph().spec(sequences[0]).shape[axes[0]]), "steps")
-          : run_time_dim(s, sequences[0], axes[0], 0);
+          : interop::run_time_dim(s, sequences[0], axes[0], 0);
   std::vector<Output> out =
       ops::loop(s, steps, ops::constant(s, Tensor::scalar<bool>(true), "go"), states, invariant, sub.graphs[0], "Scan");
   const size_t k = out.size() - static_cast<size_t>(n);
@@ -161,7 +155,7 @@ void map_scan(NodeContext& c) {
                                        .set("from", std::vector<int64_t>{})
                                        .set("terms", std::vector<int64_t>{1, 0, axes[0], 1}),
                                    "steps_up");
-      const Output order = ops::sub(s, run_time_dim(s, sequences[0], axes[0], -1), steps_up, "reversed_order");
+      const Output order = ops::sub(s, interop::run_time_dim(s, sequences[0], axes[0], -1), steps_up, "reversed_order");
       y = ops::gather(s, y, order, 0, 0, "reversed");
     }
     const int axis = static_cast<int>(normalize_axis(c, out_axes[j], rank, "scan_output_axes"));

@@ -76,11 +76,15 @@ const std::map<std::string, std::vector<std::string>>& other_op_outputs() {
 
 class Flattener {
  public:
-  Flattener(const proto::GraphDef& graph, const std::string& file) : graph_(graph), file_(file) {
+  Flattener(const proto::GraphDef& graph, const std::string& file,
+            const std::map<std::string, const proto::FunctionDef*>& inherited)
+      : graph_(graph), file_(file), functions_(inherited) {
+    std::set<std::string> own;
     for (const auto& f : graph.library().function()) {
-      if (!functions_.emplace(f.signature().name(), &f).second)
+      if (!own.insert(f.signature().name()).second)
         throw_error(Code::kInvalidArgument,
                     file_ + ": the function library defines '" + f.signature().name() + "' twice");
+      functions_[f.signature().name()] = &f;
     }
   }
 
@@ -91,7 +95,7 @@ class Flattener {
     out.file = file_;
     out.aliases = std::move(aliases_);
     out.broken = std::move(broken_);
-    out.library = graph_.library();
+    out.functions = functions_;
     for (auto& n : nodes_) {
       for (auto& in : *n.mutable_input()) in = out.resolve(in);
       if (!out.by_name.emplace(n.name(), static_cast<int>(out.nodes.size())).second)
@@ -260,7 +264,10 @@ class Flattener {
 
 }  // namespace
 
-FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file) { return Flattener(graph, file).run(); }
+FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file,
+                        const std::map<std::string, const proto::FunctionDef*>& inherited) {
+  return Flattener(graph, file, inherited).run();
+}
 
 // ---- Import ---------------------------------------------------------------------
 
@@ -297,10 +304,10 @@ class Context final : public OpContext {
   void set_dead(int i) override { outputs_[i].dead = true; }
   void forward(int out, int in) override { outputs_[out] = value(in); }
 
-  SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+  SubgraphPtr import_function_graph(const proto::GraphDef& graph, const std::vector<std::string>& feeds,
                                     const std::vector<std::string>& fetches) override;
   const proto::NodeDef& variable_node(const std::string& name) const override;
-  const proto::FunctionDefLibrary& library() const override;
+  const proto::FunctionDef* function(const std::string& name) const override;
 
   std::map<int, TfValue>& outputs() { return outputs_; }
 
@@ -335,7 +342,7 @@ class Importer {
   Output variable(const std::string& name, const std::string& where);
   Output weight_variable(const std::string& const_node, const Tensor& value, bool trainable);
   // Context::import_function_graph, for the node at `where`.
-  SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+  SubgraphPtr import_function_graph(const proto::GraphDef& graph, const std::vector<std::string>& feeds,
                                     const std::vector<std::string>& fetches, const std::string& where);
   const FlatGraph& flat() const { return g_; }
 
@@ -431,9 +438,9 @@ Output Context::weight(int i, bool trainable) {
 
 Output Context::variable(const std::string& node) { return imp_.variable(node, where()); }
 
-SubgraphPtr Context::import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+SubgraphPtr Context::import_function_graph(const proto::GraphDef& graph, const std::vector<std::string>& feeds,
                                            const std::vector<std::string>& fetches) {
-  return imp_.import_function_graph(std::move(graph), feeds, fetches, where());
+  return imp_.import_function_graph(graph, feeds, fetches, where());
 }
 
 const proto::NodeDef& Context::variable_node(const std::string& name) const {
@@ -442,7 +449,10 @@ const proto::NodeDef& Context::variable_node(const std::string& name) const {
   return *n;
 }
 
-const proto::FunctionDefLibrary& Context::library() const { return imp_.flat().library; }
+const proto::FunctionDef* Context::function(const std::string& name) const {
+  auto it = imp_.flat().functions.find(name);
+  return it == imp_.flat().functions.end() ? nullptr : it->second;
+}
 
 Scope Context::scope() const {
   if (folding_) return Scope(graph_).sub("fold");
@@ -536,7 +546,7 @@ Output Importer::weight_variable(const std::string& const_node, const Tensor& va
   return v;
 }
 
-SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+SubgraphPtr Importer::import_function_graph(const proto::GraphDef& graph, const std::vector<std::string>& feeds,
                                             const std::vector<std::string>& fetches, const std::string& where) {
   if (o_.depth >= kMaxCallDepth)
     throw_error(Code::kInvalidArgument, where + ": control flow nests deeper than " + std::to_string(kMaxCallDepth));
@@ -544,11 +554,6 @@ SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::ve
     throw_error(Code::kResourceExhausted, where + ": importing its functions takes more than " +
                                               std::to_string(interop::kMaxSubgraphImports) +
                                               " function graph imports (nested loops whose carried shapes relax)");
-  // The library the graph's calls name (and any function the caller added).
-  std::set<std::string> defined;
-  for (const auto& f : graph.library().function()) defined.insert(f.signature().name());
-  for (const auto& f : g_.library.function())
-    if (!defined.count(f.signature().name())) *graph.mutable_library()->add_function() = f;
   GraphImportOptions o = o_;
   o.feeds.clear();
   for (const std::string& f : feeds) o.feeds.push_back(Feed{f, std::nullopt, std::nullopt});
@@ -558,7 +563,7 @@ SubgraphPtr Importer::import_function_graph(proto::GraphDef graph, const std::ve
   o.depth = o_.depth + 1;
   ImportedGraph sub;
   try {
-    sub = import_graph(flatten_graph(graph, g_.file), o);
+    sub = import_graph(flatten_graph(graph, g_.file, g_.functions), o);
   } catch (const Error& e) {
     throw e.with_context(where);
   }

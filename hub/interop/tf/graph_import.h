@@ -56,9 +56,10 @@ struct FlatGraph {
   // Calls that could not be inlined (kept as nodes) -> why; importing one
   // is that error.
   std::map<std::string, Error> broken;
-  // The graph's function library: control flow (If, While) imports the
-  // functions it names as subgraphs (OpContext::import_function_graph).
-  proto::FunctionDefLibrary library;
+  // The functions calls may name, by name: control flow (If, While) imports
+  // the ones it names as subgraphs (OpContext::import_function_graph). They
+  // point into the GraphDefs flattened, which must outlive the flat graph.
+  std::map<std::string, const proto::FunctionDef*> functions;
   // The node, or nullptr.
   const proto::NodeDef* find(const std::string& name) const;
   // A canonical tensor name with call outputs replaced by what they return.
@@ -70,7 +71,10 @@ std::string canonical_tensor(const std::string& name);
 // "x:1" -> {"x", 1}. Throws InvalidArgument naming `what` when malformed.
 std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what);
 
-FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file);
+// `inherited`: functions of an enclosing graph the calls may also name (a
+// control-flow function graph's); the graph's own library takes precedence.
+FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file,
+                        const std::map<std::string, const proto::FunctionDef*>& inherited = {});
 
 // A tensor fed at run time: a signature input.
 struct Feed {

@@ -121,14 +121,15 @@ class OpContext {
   virtual Output variable(const std::string& node) = 0;
 
   // Control flow: `graph` (nodes calling functions of the model's library,
-  // fed through the Placeholders `feeds`) imported as a hub subgraph
-  // returning `fetches` ("node:k"). The library is added to it; variables it
-  // reads (VarHandleOp nodes copied from variable_node()) are the module's.
-  virtual SubgraphPtr import_function_graph(proto::GraphDef graph, const std::vector<std::string>& feeds,
+  // or of its own, fed through the Placeholders `feeds`) imported as a hub
+  // subgraph returning `fetches` ("node:k"). Variables it reads (VarHandleOp
+  // nodes copied from variable_node()) are the module's.
+  virtual SubgraphPtr import_function_graph(const proto::GraphDef& graph, const std::vector<std::string>& feeds,
                                             const std::vector<std::string>& fetches) = 0;
   // The VarHandleOp (or VariableV2) node of a variable a handle names.
   virtual const proto::NodeDef& variable_node(const std::string& name) const = 0;
-  virtual const proto::FunctionDefLibrary& library() const = 0;
+  // The library function `name`, or null.
+  virtual const proto::FunctionDef* function(const std::string& name) const = 0;
   // Where helper nodes go: a scope named after this node.
   virtual Scope scope() const = 0;
   // Adds the node's main hub op under the node's own name (made unique).
@@ -193,6 +194,10 @@ struct OpImporter {
 // multiples stay partially known (linear DimValues). False when the node is
 // not such arithmetic (the normal mapping applies).
 bool map_dim_arithmetic(OpContext& c);
+
+// Output 0 is input 0 as it is (Identity, a PlaceholderWithDefault left at
+// its default, a TensorList made from or stacked into a tensor).
+void map_forward(OpContext& c);
 
 // Importers by TensorFlow op type.
 const std::map<std::string, OpImporter>& op_importers();

@@ -87,8 +87,6 @@ void map_placeholder(OpContext& c) {
   c.fail("the placeholder is needed by the outputs but is not an input of the signature");
 }
 
-void map_placeholder_with_default(OpContext& c) { c.forward(0, 0); }
-
 void map_const(OpContext& c) {
   const auto& v = c.attr("value");
   if (v.value_case() != proto::AttrValue::kTensor) c.fail("attribute 'value' must be a tensor");
@@ -98,8 +96,6 @@ void map_const(OpContext& c) {
            t.spec_string());
   c.set_constant(0, t);
 }
-
-void map_identity(OpContext& c) { c.forward(0, 0); }
 
 void map_stop_gradient(OpContext& c) {
   if (c.constant(0) || c.value(0).dims)
@@ -1090,10 +1086,10 @@ std::string dims_with_references(ExportContext& c, const std::vector<int64_t>& t
 void add_array_importers(std::map<std::string, OpImporter>& m) {
   const auto T = attr_required();
   m["Placeholder"] = {map_placeholder, {{"dtype", T}, {"shape", attr_required()}}};
-  m["PlaceholderWithDefault"] = {map_placeholder_with_default, {{"dtype", T}, {"shape", T}}, {"output"}, false};
+  m["PlaceholderWithDefault"] = {map_forward, {{"dtype", T}, {"shape", T}}, {"output"}, false};
   m["Const"] = {map_const, {{"dtype", T}, {"value", T}}};
-  m["Identity"] = {map_identity, {{"T", T}}, {"output"}, false};
-  m["Snapshot"] = {map_identity, {{"T", T}}, {"output"}, false};
+  m["Identity"] = {map_forward, {{"T", T}}, {"output"}, false};
+  m["Snapshot"] = {map_forward, {{"T", T}}, {"output"}, false};
   m["StopGradient"] = {map_stop_gradient, {{"T", T}}, {"output"}, false};
   m["VariableV2"] = {map_variable,
                      {{"shape", T}, {"dtype", T}, {"container", attr_s("")}, {"shared_name", attr_s("")}},

@@ -69,8 +69,7 @@ struct FunctionInputs {
 };
 
 const proto::FunctionDef& function(OpContext& c, const std::string& name) {
-  for (const auto& f : c.library().function())
-    if (f.signature().name() == name) return f;
+  if (const proto::FunctionDef* f = c.function(name)) return *f;
   c.fail("calls function '" + name + "', which the function library lacks");
 }
 
@@ -241,8 +240,6 @@ void map_while(OpContext& c) {
 // [n, ...]: the list made from a tensor is that tensor; a reserved or empty
 // list is empty ([0, ...], unknown row dims as 0), and setting the item after
 // the last (or pushing one back) appends it (ListSetItem).
-void map_tensor_list_from_tensor(OpContext& c) { c.forward(0, 0); }
-
 void map_tensor_list_reserve(OpContext& c) {
   const std::optional<DType> dtype = dtype_from_tf(c.attr("element_dtype").type());
   if (!dtype) c.unsupported("element_dtype " + tf_dtype_name(c.attr("element_dtype").type()) + " is not supported");
@@ -262,17 +259,13 @@ void map_tensor_list_set_item(OpContext& c) {
 // PushBack appends: the item set at the list's length.
 void map_tensor_list_push_back(OpContext& c) {
   const Output list = c.input(0);
-  const Output length = interop::run_time_tensor(
-      c.scope(), {interop::Linear<std::pair<Output, int>>{0, {{{list, 0}, 1}}}}, true, DType::kInt64);
-  c.set_output(0, c.add("ListSetItem", {list, length, c.input(1)}));
+  c.set_output(0, c.add("ListSetItem", {list, interop::run_time_dim(c.scope(), list, 0), c.input(1)}));
 }
 
 void map_tensor_list_get_item(OpContext& c) {
   c.set_output(
       0, c.add("Gather", {c.input(0), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
 }
-
-void map_tensor_list_stack(OpContext& c) { c.forward(0, 0); }
 
 void map_tensor_list_length(OpContext& c) {
   if (const std::optional<Tensor> list = c.constant(0)) {
@@ -322,10 +315,8 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
   for (const char* op : {"If", "StatelessIf"}) m[op] = {map_if, if_attrs, {"output"}, false};
   for (const char* op : {"While", "StatelessWhile"}) m[op] = {map_while, while_attrs, {"output"}, false};
   const proto::AttrValue element_dtype = attr_required(), shape_type = attr_type(3 /* DT_INT32 */);
-  m["TensorListFromTensor"] = {map_tensor_list_from_tensor,
-                               {{"element_dtype", element_dtype}, {"shape_type", shape_type}},
-                               {"output_handle"},
-                               false};
+  m["TensorListFromTensor"] = {
+      map_forward, {{"element_dtype", element_dtype}, {"shape_type", shape_type}}, {"output_handle"}, false};
   m["TensorListReserve"] = {
       map_tensor_list_reserve, {{"element_dtype", element_dtype}, {"shape_type", shape_type}}, {"handle"}, false};
   m["EmptyTensorList"] = {
@@ -337,7 +328,7 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
                             false};
   m["TensorListGetItem"] = {map_tensor_list_get_item, {{"element_dtype", element_dtype}}, {"item"}, false};
   m["TensorListStack"] = {
-      map_tensor_list_stack, {{"element_dtype", element_dtype}, {"num_elements", attr_i(-1)}}, {"tensor"}, false};
+      map_forward, {{"element_dtype", element_dtype}, {"num_elements", attr_i(-1)}}, {"tensor"}, false};
   m["TensorListLength"] = {map_tensor_list_length, {}, {"length"}, false};
   m["Switch"] = {map_switch, {{"T", attr_required()}}, {"output_false", "output_true"}, false};
   m["Merge"] = {map_merge, {{"T", attr_required()}, {"N", attr_required()}}, {"output", "value_index"}, false};
