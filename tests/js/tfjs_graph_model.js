@@ -523,6 +523,97 @@ const ifAttrs = {Tcond: {type: 'DT_BOOL'}, Tin: types([FT]), Tout: types([FT]), 
 node('branch', 'Identity', [node('cond/if', 'StatelessIf', ['cond/positive', 'features'], ifAttrs)], {T});
 node('branch2', 'Identity', [node('cond/if2', 'StatelessIf', ['cond/negative', 'features'], ifAttrs)], {T});
 
+// ---- TensorFlow 1 while loops: frames of Enter, Merge, Switch, LoopCond, NextIteration, Exit ----
+// A Const inside a loop: its control input from the loop's pivot puts it in the frame.
+function framedConst(name, pivot, shape, data, dtype = 'float32') {
+  const tfDtype = dtype === 'int32' ? 'DT_INT32' : 'DT_FLOAT';
+  nodes.push({name, op: 'Const', input: ['^' + pivot],
+              attr: {dtype: {type: tfDtype}, value: {tensor: {dtype: tfDtype, tensorShape: shapeOf(shape)}}}});
+  weights[1].push({spec: {name, shape, dtype},
+                   bytes: Buffer.from((dtype === 'int32' ? Int32Array.from(data) : Float32Array.from(data)).buffer)});
+  return name;
+}
+const RT = {type: 'DT_RESOURCE'};
+const enter = (name, from, frame, constant, t) =>
+  node(name, 'Enter', [from], {T: t, frame_name: str(frame), is_constant: {b: constant},
+                               parallel_iterations: {i: '32'}});
+// The loop variables' Enter, Merge, Switch, Identity (the body's view) and Exit around `cond`; `next`
+// gives each variable's next value from the Identities and the frame's pivot.
+function tf1Loop(scope, frame, initial, types, cond, next) {
+  const merges = initial.map((x, k) => {
+    const sfx = k ? '_' + k : '';
+    enter(`${scope}/Enter${sfx}`, x, frame, false, types[k]);
+    return node(`${scope}/Merge${sfx}`, 'Merge', [`${scope}/Enter${sfx}`, `${scope}/NextIteration${sfx}`],
+                {T: types[k], N: {i: '2'}});
+  });
+  node(`${scope}/LoopCond`, 'LoopCond', [cond(merges)]);
+  const ids = merges.map((m, k) => {
+    const sfx = k ? '_' + k : '';
+    node(`${scope}/Switch${sfx}`, 'Switch', [m, `${scope}/LoopCond`], {T: types[k]});
+    node(`${scope}/Exit${sfx}`, 'Exit', [`${scope}/Switch${sfx}`], {T: types[k]});
+    return node(`${scope}/Identity${sfx}`, 'Identity', [`${scope}/Switch${sfx}:1`], {T: types[k]});
+  });
+  next(ids).forEach((x, k) => node(`${scope}/NextIteration${k ? '_' + k : ''}`, 'NextIteration', [x], {T: types[k]}));
+}
+// v1rnn: dynamic_rnn's loop over the tokens' time steps: the input unstacked into a TensorArray (a
+// scatter of range(steps)), h = tanh((x_t + h) w) written into an output TensorArray of unknown element
+// shape (its gather states it), stacked: [L, N, 4]; v1h is the last h.
+const taAttrs = (shape) => ({dtype: T, element_shape: {shape: shape ? shapeOf(shape) : {unknownRank: true}},
+                             dynamic_size: {b: false}, clear_after_read: {b: true},
+                             identical_element_shapes: {b: true}, tensor_array_name: str('')});
+node('v1/in_ta', 'TensorArrayV3', ['rnn/steps'], taAttrs([-1, 4]));
+node('v1/in_range', 'Range', ['loop/i0', 'rnn/steps', 'loop/one'], {Tidx: IT});
+node('v1/unstack', 'TensorArrayScatterV3', ['v1/in_ta', 'v1/in_range', 'rnn/seq', 'v1/in_ta:1'], {T});
+node('v1/out_ta', 'TensorArrayV3', ['rnn/steps'], taAttrs(null));
+const v1Frame = 'v1/while/while_context';
+tf1Loop('v1/while', v1Frame, ['loop/i0', 'rnn/h0', 'v1/out_ta:1'], [IT, T, T],
+        ([t]) => node('v1/while/Less', 'Less', [t, enter('v1/while/Less/Enter', 'rnn/steps', v1Frame, true, IT)],
+                      {T: IT}),
+        ([t, h, flow]) => {
+          const x = node('v1/while/read', 'TensorArrayReadV3',
+                         [enter('v1/while/read/Enter', 'v1/in_ta', v1Frame, true, RT), t,
+                          enter('v1/while/read/Enter_1', 'v1/unstack', v1Frame, true, T)], {dtype: T});
+          node('v1/while/add', 'AddV2', [x, h], {T});
+          node('v1/while/MatMul', 'MatMul', ['v1/while/add', enter('v1/while/MatMul/Enter', 'rnn/w', v1Frame, true, T)],
+               {T, transpose_a: {b: false}, transpose_b: {b: false}});
+          node('v1/while/Tanh', 'Tanh', ['v1/while/MatMul'], {T});
+          node('v1/while/write', 'TensorArrayWriteV3',
+               [enter('v1/while/write/Enter', 'v1/out_ta', v1Frame, true, RT), t, 'v1/while/Tanh', flow], {T});
+          const one = framedConst('v1/while/add_1/y', 'v1/while/Identity', [], [1], 'int32');
+          return [node('v1/while/add_1', 'AddV2', [t, one], {T: IT}), 'v1/while/Tanh', 'v1/while/write'];
+        });
+node('v1/size', 'TensorArraySizeV3', ['v1/out_ta', 'v1/while/Exit_2']);
+node('v1/range', 'Range', ['loop/i0', 'v1/size', 'loop/one'], {Tidx: IT});
+node('v1rnn', 'TensorArrayGatherV3', ['v1/out_ta', 'v1/range', 'v1/while/Exit_2'],
+     {dtype: T, element_shape: {shape: shapeOf([-1, 4])}});
+node('v1h', 'Identity', ['v1/while/Exit_1'], {T});
+// v1nest: nested loops: for i < 3: acc = 0.5 * (inner loop, i + 1 times: s = tanh(s + w) from s = acc).
+// The inner loop enters w straight from outside (TensorFlow.js cannot run it entered through the outer
+// loop's Enter, as TensorFlow 1 writes it; tfjs_test.cc checks that form against this one's result).
+const outer = 'v1n/while/while_context', inner = 'v1n/while/inner/while_context';
+tf1Loop('v1n/while', outer, ['loop/i0', 'features'], [IT, T],
+        ([i]) => node('v1n/while/Less', 'Less', [i, enter('v1n/while/Less/Enter', 'loop/limit', outer, true, IT)],
+                      {T: IT}),
+        ([i, acc]) => {
+          const one = framedConst('v1n/while/one', 'v1n/while/Identity', [], [1], 'int32');
+          const bound = node('v1n/while/bound', 'AddV2', [i, one], {T: IT});
+          enter('v1n/while/w/Enter', 'loop/w', outer, true, T);
+          tf1Loop('v1n/while/inner', inner, [node('v1n/while/zero', 'Sub', [i, i], {T: IT}), acc],
+                  [IT, T],
+                  ([j]) => node('v1n/while/inner/Less', 'Less',
+                                [j, enter('v1n/while/inner/Less/Enter', bound, inner, true, IT)], {T: IT}),
+                  ([j, s]) => {
+                    node('v1n/while/inner/add', 'AddV2', [s, enter('v1n/while/inner/w', 'loop/w', inner, true, T)], {T});
+                    const step = framedConst('v1n/while/inner/one', 'v1n/while/inner/Identity', [], [1], 'int32');
+                    return [node('v1n/while/inner/next', 'AddV2', [j, step], {T: IT}),
+                            node('v1n/while/inner/tanh', 'Tanh', ['v1n/while/inner/add'], {T})];
+                  });
+          const half = framedConst('v1n/while/half', 'v1n/while/Identity', [], [0.5]);
+          return [node('v1n/while/next', 'AddV2', [i, one], {T: IT}),
+                  node('v1n/while/scaled', 'Mul', ['v1n/while/inner/Exit_1', half], {T})];
+        });
+node('v1nest', 'Identity', ['v1n/while/Exit_1'], {T});
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -555,7 +646,9 @@ async function main() {
                 'unique/values:0': tensorInfo('unique/values:0', [-1]), 'unique/idx:0': tensorInfo('unique/idx:0', [-1]),
                 'loop:0': tensorInfo('loop:0', [-1, 12]), 'grow:0': tensorInfo('grow:0', [-1]),
                 'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12]),
-                'rnn:0': tensorInfo('rnn:0', [-1, -1, 4]), 'learning:0': tensorInfo('learning:0', [-1, 12])},
+                'rnn:0': tensorInfo('rnn:0', [-1, -1, 4]), 'learning:0': tensorInfo('learning:0', [-1, 12]),
+                'v1rnn:0': tensorInfo('v1rnn:0', [-1, -1, 4]), 'v1h:0': tensorInfo('v1h:0', [-1, 4]),
+                'v1nest:0': tensorInfo('v1nest:0', [-1, 12])},
     },
     modelTopology: {node: nodes, library: {function: functions}, versions: {producer: 1395}},
     weightsManifest: [
@@ -587,7 +680,7 @@ async function main() {
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
-                 'branch', 'branch2', 'rnn', 'learning'];
+                 'branch', 'branch2', 'rnn', 'learning', 'v1rnn', 'v1h', 'v1nest'];
   // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};

@@ -125,16 +125,9 @@ class Flattener {
 
   // Index of output argument `arg`, element k, of a node of op `op`.
   int output_index(const std::string& op, const std::string& arg, int k, const std::string& where) const {
-    std::vector<std::string> args;
-    if (auto f = functions_.find(op); f != functions_.end()) {
-      for (const auto& a : f->second->signature().output_arg()) args.push_back(a.name());
-    } else if (auto imp = op_importers().find(op); imp != op_importers().end()) {
-      args = imp->second.outputs;
-    } else if (auto other = other_op_outputs().find(op); other != other_op_outputs().end()) {
-      args = other->second;
-    } else {
+    const std::vector<std::string> args = op_output_args(op, functions_);
+    if (args.empty() && !functions_.count(op) && !op_importers().count(op) && !other_op_outputs().count(op))
       return k;  // an op hub does not know: its node fails later if it is needed
-    }
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i] == arg) return static_cast<int>(i) + k;
     throw_error(Code::kInvalidArgument, where + ": op " + op + " has no output '" + arg + "'");
@@ -264,9 +257,24 @@ class Flattener {
 
 }  // namespace
 
+std::vector<std::string> op_output_args(const std::string& op,
+                                        const std::map<std::string, const proto::FunctionDef*>& functions) {
+  std::vector<std::string> args;
+  if (auto f = functions.find(op); f != functions.end()) {
+    for (const auto& a : f->second->signature().output_arg()) args.push_back(a.name());
+  } else if (auto imp = op_importers().find(op); imp != op_importers().end()) {
+    args = imp->second.outputs;
+  } else if (auto other = other_op_outputs().find(op); other != other_op_outputs().end()) {
+    args = other->second;
+  }
+  return args;
+}
+
 FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file,
                         const std::map<std::string, const proto::FunctionDef*>& inherited) {
-  return Flattener(graph, file, inherited).run();
+  FlatGraph flat = Flattener(graph, file, inherited).run();
+  rewrite_tf1_while_loops(flat);
+  return flat;
 }
 
 // ---- Import ---------------------------------------------------------------------

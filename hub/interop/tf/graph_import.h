@@ -60,6 +60,8 @@ struct FlatGraph {
   // the ones it names as subgraphs (OpContext::import_function_graph). They
   // point into the GraphDefs flattened, which must outlive the flat graph.
   std::map<std::string, const proto::FunctionDef*> functions;
+  // The functions made here: TensorFlow 1 loops' (rewrite_tf1_while_loops).
+  std::vector<std::shared_ptr<const proto::FunctionDef>> made_functions;
   // The node, or nullptr.
   const proto::NodeDef* find(const std::string& name) const;
   // A canonical tensor name with call outputs replaced by what they return.
@@ -70,6 +72,20 @@ struct FlatGraph {
 std::string canonical_tensor(const std::string& name);
 // "x:1" -> {"x", 1}. Throws InvalidArgument naming `what` when malformed.
 std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what);
+
+// The output arguments of op `op` ("node:arg:k" in function bodies): a
+// library function's, those its importer declares, or the savers' TensorFlow 2
+// exports name; empty for an op hub does not know.
+std::vector<std::string> op_output_args(const std::string& op,
+                                        const std::map<std::string, const proto::FunctionDef*>& functions);
+
+// TensorFlow 1 while loops (frames of Enter, Merge, Switch, LoopCond,
+// NextIteration and Exit nodes) as While nodes calling functions made from
+// their nodes, so they import as TensorFlow 2's (tf1_loops.cc). A loop that
+// cannot be read so is an error of its Exits (FlatGraph::broken). Also
+// gives a TensorArrayV3 of unknown element shape the one a gather of it
+// states. flatten_graph() ends with it.
+void rewrite_tf1_while_loops(FlatGraph& graph);
 
 // `inherited`: functions of an enclosing graph the calls may also name (a
 // control-flow function graph's); the graph's own library takes precedence.

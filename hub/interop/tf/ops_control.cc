@@ -12,6 +12,7 @@
 #include "hub/interop/tf/ops.h"
 #include "hub/interop/tf/tensor_proto.h"
 #include "hub/ops/control_flow.h"
+#include "hub/ops/elementwise.h"
 #include "hub/ops/math.h"
 #include "hub/ops/state.h"
 
@@ -267,12 +268,84 @@ void map_tensor_list_get_item(OpContext& c) {
       0, c.add("Gather", {c.input(0), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
 }
 
-void map_tensor_list_length(OpContext& c) {
-  if (const std::optional<Tensor> list = c.constant(0)) {
+// A list's length: its dim 0 (the list is input `i`), an int32 scalar.
+void list_length(OpContext& c, int i) {
+  if (const std::optional<Tensor> list = c.constant(i)) {
     c.set_constant(0, Tensor::scalar<int32_t>(static_cast<int32_t>(list->shape()[0])));
     return;
   }
-  c.set_dims(0, {DimValue::dim_of(c.input(0), 0)}, DType::kInt32, /*scalar=*/true);
+  c.set_dims(0, {DimValue::dim_of(c.input(i), 0)}, DType::kInt32, /*scalar=*/true);
+}
+
+void map_tensor_list_length(OpContext& c) { list_length(c, 0); }
+
+// TensorFlow 1's TensorArrays, as TensorLists: the array's tensor travels on
+// its flow (every read and write takes the flow of the array's last write),
+// the handle is a placeholder value nothing reads. A new array is empty
+// ([0, ...] in its element shape, unknown dims 0; or [0] when the element
+// shape is unknown, taking the rank of the first write outside a loop);
+// writes append or replace, a scatter onto a new array puts the rows where
+// its indices say (a permutation of 0..n-1, as unstack() gives).
+void map_tensor_array(OpContext& c) {
+  const DType dtype = c.attr_dtype("dtype");
+  const proto::TensorShapeProto& element = c.attr("element_shape").shape();
+  std::vector<int64_t> dims{0};
+  if (!element.unknown_rank()) {
+    const Shape shape = shape_from_proto(element, c.where());
+    for (int64_t d : shape.dims()) dims.push_back(std::max<int64_t>(d, 0));
+  }
+  c.set_constant(0, Tensor::scalar<int32_t>(0));
+  c.set_constant(1, Tensor::zeros(dtype, Shape(dims)));
+}
+
+// The flow input as a list of `item`'s rows: a new array of unknown element
+// shape takes the item's rank.
+Output tensor_array(OpContext& c, int flow, const Shape& item) {
+  if (const std::optional<Tensor> list = c.constant(flow); list && list->rank() > 0 && list->shape()[0] == 0) {
+    std::vector<int64_t> dims(static_cast<size_t>(item.rank()) + 1, 0);
+    return ops::constant(c.scope(), Tensor::zeros(list->dtype(), Shape(dims)), "empty");
+  }
+  if (c.shape(flow).rank() != item.rank() + 1)
+    c.unsupported("writes " + item.to_string() + " into a TensorArray of elements of rank " +
+                  std::to_string(c.shape(flow).rank() - 1) +
+                  " (a TensorArray of unknown element shape written in a loop needs element_shape, or a "
+                  "TensorArrayGatherV3 of it stating one)");
+  return c.input(flow);
+}
+
+void map_tensor_array_write(OpContext& c) {
+  c.set_output(0, c.add("ListSetItem", {tensor_array(c, 3, c.shape(2)), c.input(1), c.input(2)}));
+}
+
+void map_tensor_array_scatter(OpContext& c) {
+  const Shape value = c.shape(2);
+  if (value.rank() < 1) c.fail("scatters a scalar " + value.to_string());
+  Output list;
+  const std::optional<Tensor> flow = c.constant(3);
+  if (flow && flow->rank() > 0 && flow->shape()[0] == 0) {
+    if (c.constant(1)) {
+      const std::vector<int64_t> v = c.constant_ints(1, "indices");
+      bool in_order = value[0] == static_cast<int64_t>(v.size());
+      for (size_t i = 0; in_order && i < v.size(); ++i) in_order = v[i] == static_cast<int64_t>(i);
+      if (in_order) {
+        c.forward(0, 2);
+        return;
+      }
+    }
+    list = ops::zeros_like(c.scope(), c.input(2), "rows");
+  } else {
+    list = tensor_array(c, 3, Shape(std::vector<int64_t>(value.dims().begin() + 1, value.dims().end())));
+  }
+  const Output at = c.scope().op("ExpandDims", {c.input(1)}, Attrs().set("axis", int64_t{-1}), "at");
+  c.set_output(0, c.add("ScatterND", {list, at, c.input(2)}));
+}
+
+void map_tensor_array_size(OpContext& c) { list_length(c, 1); }
+
+// Read(handle, index, flow) and Gather(handle, indices, flow): rows of the flow.
+void map_tensor_array_read(OpContext& c) {
+  c.set_output(
+      0, c.add("Gather", {c.input(2), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
 }
 
 // TensorFlow 1's cond: Switch(data, pred) passes data to output 1 (pred
@@ -330,6 +403,27 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
   m["TensorListStack"] = {
       map_forward, {{"element_dtype", element_dtype}, {"num_elements", attr_i(-1)}}, {"tensor"}, false};
   m["TensorListLength"] = {map_tensor_list_length, {}, {"length"}, false};
+  // (The handle input of reads and writes is never read; the flow is the array.)
+  const proto::AttrValue T = attr_required(), unknown_shape = [] {
+    proto::AttrValue v;
+    v.mutable_shape()->set_unknown_rank(true);
+    return v;
+  }();
+  m["TensorArrayV3"] = {map_tensor_array,
+                        {{"dtype", T},
+                         {"element_shape", unknown_shape},
+                         {"dynamic_size", attr_b(false)},
+                         {"clear_after_read", attr_b(true)},
+                         {"identical_element_shapes", attr_b(false)},
+                         {"tensor_array_name", attr_s("")}},
+                        {"handle", "flow"},
+                        false};
+  m["TensorArrayWriteV3"] = {map_tensor_array_write, {{"T", T}}, {"flow_out"}, false};
+  m["TensorArrayScatterV3"] = {map_tensor_array_scatter, {{"T", T}}, {"flow_out"}, false};
+  m["TensorArrayReadV3"] = {map_tensor_array_read, {{"dtype", T}}, {"value"}, false};
+  m["TensorArrayGatherV3"] = {
+      map_tensor_array_read, {{"dtype", T}, {"element_shape", unknown_shape}}, {"value"}, false};
+  m["TensorArraySizeV3"] = {map_tensor_array_size, {}, {"size"}, false};
   m["Switch"] = {map_switch, {{"T", attr_required()}}, {"output_false", "output_true"}, false};
   m["Merge"] = {map_merge, {{"T", attr_required()}, {"N", attr_required()}}, {"output", "value_index"}, false};
 }

@@ -145,6 +145,25 @@ TEST_CASE("TensorFlow.js agrees with hub on a graph model using every mapped op"
       expect_close(got.at(name), want, std::string(backend) == "reference" ? 1e-6 : 1e-5, 1e-5);
     }
   }
+  // TensorFlow 1 enters the inner loop's w through the outer loop's Enter (an Enter of an Enter), a form
+  // TensorFlow.js cannot run: in that form the graph computes what TensorFlow.js computed above.
+  const json original = json::parse(read_file_bytes(model));
+  json edited = original;
+  for (json& n : edited["modelTopology"]["node"])
+    if (n["name"] == "v1n/while/inner/w") n["input"] = {"v1n/while/w/Enter"};
+  write(dir / "model/model.json", edited.dump());
+  const TensorMap chained =
+      run_signature(tf::import_tfjs(model), "default", {{"images", input}, {"tokens", tokens}}, "reference");
+  expect_close(chained.at("v1nest"), read_float_bin(dir / "v1nest.bin", Shape{2, 12}), 1e-6, 1e-5);
+  // A TensorArray of unknown element shape written in a loop, no gather of it stating one: its rank is
+  // unknown where the loop writes it.
+  edited = original;
+  for (json& n : edited["modelTopology"]["node"])
+    if (n["name"] == "v1rnn") n["attr"]["element_shape"] = {{"shape", {{"unknownRank", true}}}};
+  write(dir / "model/model.json", edited.dump());
+  expect_error(
+      Code::kUnimplemented, [&] { tf::import_tfjs(model); },
+      "a TensorArray of unknown element shape written in a loop needs element_shape");
 }
 
 TEST_CASE("a TF.js graph model converted to ONNX computes in ONNX Runtime what TensorFlow.js computes") {
@@ -270,6 +289,52 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
     expect_error(
         Code::kCorruption, [&] { tf::import_tfjs(dir / "deep/model.json"); }, "not valid JSON at byte");
   }
+}
+
+TEST_CASE("a TensorFlow 1 while loop that is not one is refused naming the loop and the node") {
+  // i = 0; while i < 3: i += 1 — with the Switch reading the Enter instead of the Merge.
+  TempDir dir("tfjs_tf1_loop_bad");
+  const json i32 = {{"type", "DT_INT32"}};
+  auto node = [&](const std::string& name, const std::string& op, const json& inputs, json attr) {
+    if (!attr.contains("T") && op != "LoopCond") attr["T"] = i32;
+    return json{{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
+  };
+  auto constant = [&](const std::string& name, const json& inputs, int value) {
+    return json{
+        {"name", name},
+        {"op", "Const"},
+        {"input", inputs},
+        {"attr",
+         {{"dtype", i32},
+          {"value", {{"tensor", {{"dtype", "DT_INT32"}, {"tensorShape", json::object()}, {"intVal", {value}}}}}}}}};
+  };
+  auto enter = [&](const std::string& name, const std::string& from, bool is_constant) {
+    return node(name, "Enter", {from}, {{"frame_name", {{"s", "ZnJhbWU="}}}, {"is_constant", {{"b", is_constant}}}});
+  };
+  auto model = [&](const std::string& switch_input) {
+    return json{
+        {"format", "graph-model"},
+        {"signature", {{"outputs", {{"y:0", {{"name", "y:0"}, {"dtype", "DT_INT32"}}}}}}},
+        {"modelTopology",
+         {{"node",
+           {constant("zero", json::array(), 0), constant("three", json::array(), 3), enter("f/Enter", "zero", false),
+            enter("f/Limit", "three", true),
+            node("f/Merge", "Merge", {"f/Enter", "f/NextIteration"}, {{"N", {{"i", "2"}}}}),
+            node("f/Less", "Less", {"f/Merge", "f/Limit"}, json::object()),
+            node("f/LoopCond", "LoopCond", {"f/Less"}, json::object()),
+            node("f/Switch", "Switch", {switch_input, "f/LoopCond"}, json::object()),
+            node("f/Identity", "Identity", {"f/Switch:1"}, json::object()), constant("f/one", {"^f/Identity"}, 1),
+            node("f/add", "AddV2", {"f/Identity", "f/one"}, json::object()),
+            node("f/NextIteration", "NextIteration", {"f/add"}, json::object()),
+            node("f/Exit", "Exit", {"f/Switch"}, json::object()), node("y", "Identity", {"f/Exit"}, json::object())}}}},
+        {"weightsManifest", json::array()}};
+  };
+  // The well-formed loop first: it counts to 3.
+  Module good(tf::import_tfjs(write_model(dir.path / "good", model("f/Merge"), "")));
+  CHECK(good(TensorMap{}).at("y").to_vector<int32_t>() == std::vector<int32_t>{3});
+  expect_error(
+      Code::kInvalidArgument, [&] { tf::import_tfjs(write_model(dir.path / "bad", model("f/Enter"), "")); },
+      "the TensorFlow 1 while loop 'frame': its Switch 'f/Switch' does not read a Merge");
 }
 
 TEST_CASE("TF.js control flow that calls itself, or loops on a float condition, is refused clearly") {

@@ -1,0 +1,453 @@
+// TensorFlow 1's while loops (tf.while_loop in a graph: dynamic_rnn, map_fn,
+// scan) as the functional While of TensorFlow 2, so one importer (map_while
+// in ops_control.cc) takes both.
+//
+// A TensorFlow 1 loop is a frame of nodes in the graph itself: each loop
+// variable enters by an Enter, meets its next value in a Merge (Enter,
+// NextIteration), is tested through the condition into a LoopCond and split
+// by a Switch (Merge, LoopCond) into the body (output 1) and an Exit
+// (output 0); loop invariants enter by Enters marked is_constant. Which frame
+// a node runs in follows from its inputs: an Enter's output is in the frame
+// it names, inside its input's; an Exit's in the frame around its input's.
+//
+// Each outermost frame becomes a While node whose inputs are the loop
+// variables' initial values then every tensor the frame reads from outside
+// (its invariant Enters' inputs, and any other tensor read directly), and
+// two functions made from the frame's nodes: the condition (the LoopCond's
+// input) and the body (each NextIteration's input; the outside tensors
+// returned as they are). Inside both, a loop variable's Merge and Switch
+// outputs are the function's argument. The Exits become Identities of the
+// While's outputs. A frame nested in it is part of those functions' nodes,
+// and becomes a While when they are flattened in their turn.
+#include <algorithm>
+#include <deque>
+
+#include "hub/interop/tf/bundle.h"
+#include "hub/interop/tf/graph_import.h"
+#include "hub/interop/tf/ops.h"
+
+namespace hub::tf {
+
+namespace {
+
+std::string node_of(const std::string& input) {
+  if (!input.empty() && input[0] == '^') return input.substr(1);
+  return input.substr(0, input.rfind(':'));
+}
+
+int index_of(const std::string& tensor) { return std::stoi(tensor.substr(tensor.rfind(':') + 1)); }
+
+// A function argument: "v<k>" for loop variable k, "e<k>" for outside tensor k.
+std::string arg_name(char kind, int64_t k) {
+  std::string name(1, kind);
+  name += std::to_string(k);
+  return name;
+}
+
+bool is_control(const std::string& input) { return !input.empty() && input[0] == '^'; }
+
+std::string attr_string(const proto::NodeDef& n, const std::string& key) {
+  auto a = n.attr().find(key);
+  return a == n.attr().end() ? std::string() : a->second.s();
+}
+
+// The frames nodes run in: 0 is the graph's own; each other one is named by
+// its Enters and nested in a parent frame.
+struct Frames {
+  std::vector<int> of;  // per node; -1 when no input leads to it from the graph's frame
+  std::vector<int> parent{-1};
+  std::vector<std::string> name{""};
+  std::map<std::string, int> ids;
+
+  // Whether `frame` is `around` or nested in it.
+  bool inside(int frame, int around) const {
+    for (int steps = 0; frame >= 0 && steps <= kMaxFrameDepth + 1; ++steps, frame = parent[static_cast<size_t>(frame)])
+      if (frame == around) return true;
+    return false;
+  }
+  int depth(int frame) const {
+    int d = 0;
+    for (; frame > 0 && d <= kMaxFrameDepth; frame = parent[static_cast<size_t>(frame)]) ++d;
+    return d;
+  }
+  // The outermost frame around `frame` (itself when it is one), 0 for 0.
+  int outermost(int frame) const {
+    while (frame > 0 && parent[static_cast<size_t>(frame)] > 0) frame = parent[static_cast<size_t>(frame)];
+    return frame;
+  }
+  // The frame an Enter from frame `from` names. Its parent is the innermost
+  // frame its Enters come from (TensorFlow.js runs graphs whose inner loop
+  // enters an outside tensor directly, not through the outer loop's Enter);
+  // `moved` is set when that changes.
+  int enter(int from, const std::string& frame_name, bool& moved) {
+    auto [it, added] = ids.emplace(frame_name, static_cast<int>(parent.size()));
+    if (added) {
+      parent.push_back(from);
+      name.push_back(frame_name);
+    } else if (int& p = parent[static_cast<size_t>(it->second)];
+               from != p && inside(from, p) && !inside(from, it->second) && depth(from) < kMaxFrameDepth) {
+      p = from;
+      moved = true;
+    }
+    return it->second;
+  }
+
+  static constexpr int kMaxFrameDepth = 64;
+};
+
+// Frames by propagation from the nodes without inputs, repeated until the
+// frames' nesting settles. A node runs in the innermost frame its inputs
+// lead it to: it takes the first one reached and moves into a frame nested in
+// it when another input leads there (a body node reading an outside tensor
+// directly, not through an Enter).
+Frames assign_frames(const FlatGraph& g, const std::vector<std::vector<int>>& consumers) {
+  Frames f;
+  for (int pass = 0; pass <= Frames::kMaxFrameDepth; ++pass) {
+    bool moved = false;
+    f.of.assign(g.nodes.size(), -1);
+    std::deque<int> ready;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].input_size() == 0) {
+        f.of[i] = 0;
+        ready.push_back(static_cast<int>(i));
+      }
+    while (!ready.empty()) {
+      const int p = ready.front();
+      ready.pop_front();
+      const int from = f.of[static_cast<size_t>(p)];
+      for (int c : consumers[static_cast<size_t>(p)]) {
+        const proto::NodeDef& n = g.nodes[static_cast<size_t>(c)];
+        int frame = from;
+        if (n.op() == "Enter") frame = f.enter(from, attr_string(n, "frame_name"), moved);
+        if (n.op() == "Exit") frame = from > 0 ? f.parent[static_cast<size_t>(from)] : 0;
+        int& own = f.of[static_cast<size_t>(c)];
+        if (own >= 0 && (frame == own || !f.inside(frame, own))) continue;
+        own = frame;
+        ready.push_back(c);
+      }
+    }
+    if (!moved) break;
+  }
+  return f;
+}
+
+// TensorArrayV3 of unknown element shape: the shape a TensorArrayGatherV3 of
+// it states (TensorFlow 1's stack() gives the shape its writes had), so the
+// array can be kept as one tensor of known rank.
+void take_tensor_array_shapes(FlatGraph& g) {
+  for (const proto::NodeDef& gather : g.nodes) {
+    if (gather.op() != "TensorArrayGatherV3" || gather.input_size() < 1) continue;
+    auto shape = gather.attr().find("element_shape");
+    if (shape == gather.attr().end() || shape->second.shape().unknown_rank()) continue;
+    std::string src = node_of(gather.input(0));
+    for (int hops = 0; hops < 64; ++hops) {
+      auto it = g.by_name.find(src);
+      if (it == g.by_name.end()) break;
+      proto::NodeDef& n = g.nodes[static_cast<size_t>(it->second)];
+      if ((n.op() == "Enter" || n.op() == "Identity") && n.input_size() > 0 && !is_control(n.input(0))) {
+        src = node_of(n.input(0));
+        continue;
+      }
+      if (n.op() != "TensorArrayV3") break;
+      auto own = n.mutable_attr()->find("element_shape");
+      if (own == n.mutable_attr()->end() || own->second.shape().unknown_rank())
+        *(*n.mutable_attr())["element_shape"].mutable_shape() = shape->second.shape();
+      break;
+    }
+  }
+}
+
+// One outermost frame, rewritten into `out` (the While node, the Exits as
+// Identities, the two functions).
+class FrameRewrite {
+ public:
+  FrameRewrite(FlatGraph& g, const std::set<int>& members, const std::vector<int>& exits, int frame,
+               const Frames& frames)
+      : g_(g), members_(members), exits_(exits), frame_(frame), frames_(frames) {}
+
+  // The nodes replacing the frame's.
+  std::vector<proto::NodeDef> run() {
+    find_structure();
+    std::vector<proto::NodeDef> body;
+    for (int i : members_) {
+      const proto::NodeDef& n = node(i);
+      if (structural_.count(n.name()) || hoisted(i)) continue;
+      proto::NodeDef copy = n;
+      copy.clear_input();
+      for (const std::string& in : n.input()) {
+        if (is_control(in)) {
+          const std::string src = in.substr(1);
+          if (!structural_.count(src) && member(src)) copy.add_input(in);
+          continue;
+        }
+        copy.add_input(ref(in, n));
+      }
+      body.push_back(std::move(copy));
+    }
+    const std::string cond_ref = ref(node(loop_cond_).input(0), node(loop_cond_));
+    std::vector<std::string> next;
+    for (const Var& v : vars_) next.push_back(ref(node(v.next).input(0), node(v.next)));
+    return replacement(body, cond_ref, next);
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw_error(Code::kInvalidArgument,
+                g_.file + ": the TensorFlow 1 while loop '" + frames_.name[frame_] + "': " + message);
+  }
+
+ private:
+  struct Var {
+    int enter, merge, swtch, next;
+  };
+
+  const proto::NodeDef& node(int i) const { return g_.nodes[static_cast<size_t>(i)]; }
+  int index(const std::string& name) const {
+    auto it = g_.by_name.find(name);
+    return it == g_.by_name.end() ? -1 : it->second;
+  }
+  // A node of the frame the functions take. Consts (in the frame by a control
+  // input from the pivot) stay outside, where TF.js keeps their values: the
+  // functions read them as outside tensors.
+  bool member(const std::string& name) const {
+    const int i = index(name);
+    return i >= 0 && members_.count(i) && !hoisted(i);
+  }
+  bool hoisted(int i) const { return node(i).op() == "Const"; }
+  bool in_frame(int i) const { return frames_.of[static_cast<size_t>(i)] == frame_; }
+
+  void find_structure() {
+    std::vector<int> conds;
+    for (int i : members_)
+      if (node(i).op() == "LoopCond" && in_frame(i)) conds.push_back(i);
+    if (conds.size() != 1) fail("it has " + std::to_string(conds.size()) + " LoopCond nodes, not one");
+    loop_cond_ = conds[0];
+    if (node(loop_cond_).input_size() < 1 || is_control(node(loop_cond_).input(0))) fail("its LoopCond has no input");
+    structural_.insert(node(loop_cond_).name());
+    const std::string pred = node(loop_cond_).name() + ":0";
+    for (int i : members_) {
+      const proto::NodeDef& s = node(i);
+      if (s.op() != "Switch" || !in_frame(i) || s.input_size() < 2 || s.input(1) != pred) continue;
+      Var v{-1, index(node_of(s.input(0))), i, -1};
+      if (v.merge < 0 || node(v.merge).op() != "Merge" || index_of(s.input(0)) != 0)
+        fail("its Switch '" + s.name() + "' does not read a Merge");
+      for (const std::string& in : node(v.merge).input()) {
+        if (is_control(in)) continue;
+        const int src = index(node_of(in));
+        if (src >= 0 && node(src).op() == "Enter" && v.enter < 0)
+          v.enter = src;
+        else if (src >= 0 && node(src).op() == "NextIteration" && v.next < 0)
+          v.next = src;
+        else
+          fail("its Merge '" + node(v.merge).name() + "' does not read one Enter and one NextIteration");
+      }
+      if (v.enter < 0 || v.next < 0 || node(v.enter).input_size() < 1 || node(v.next).input_size() < 1)
+        fail("its Merge '" + node(v.merge).name() + "' does not read one Enter and one NextIteration");
+      for (int k : {v.enter, v.merge, v.swtch, v.next}) structural_.insert(node(k).name());
+      var_of_[node(v.merge).name()] = static_cast<int>(vars_.size());
+      var_of_[node(v.swtch).name()] = static_cast<int>(vars_.size());
+      vars_.push_back(v);
+    }
+    if (vars_.empty()) fail("no Switch reads its LoopCond");
+    // Other Enters of this frame bring loop invariants.
+    for (int i : members_)
+      if (node(i).op() == "Enter" && in_frame(i) && !structural_.count(node(i).name())) {
+        if (node(i).input_size() < 1 || is_control(node(i).input(0)))
+          fail("its Enter '" + node(i).name() + "' has no input");
+        invariant_enters_.insert(node(i).name());
+        structural_.insert(node(i).name());
+      }
+  }
+
+  // A tensor the frame reads from outside: argument "e<j>".
+  std::string external(const std::string& tensor, int dtype) {
+    auto it = std::find(externals_.begin(), externals_.end(), tensor);
+    if (it == externals_.end()) {
+      externals_.push_back(tensor);
+      external_types_.push_back(dtype);
+      it = externals_.end() - 1;
+    }
+    return arg_name('e', it - externals_.begin());
+  }
+
+  // The dtype attribute of the node making `tensor` (for the While's T list;
+  // DT_INVALID when the node states none).
+  int stated_type(const std::string& tensor) const {
+    const int i = index(node_of(tensor));
+    if (i < 0) return 0;
+    for (const char* key : {"T", "dtype"})
+      if (auto a = node(i).attr().find(key); a != node(i).attr().end() && a->second.has_type()) return a->second.type();
+    return 0;
+  }
+
+  // Input `in` of frame node `reader`, as a function body names it.
+  std::string ref(const std::string& in, const proto::NodeDef& reader) {
+    const std::string src = node_of(in);
+    const int k = index_of(in);
+    if (auto v = var_of_.find(src); v != var_of_.end()) {
+      const bool merge = node(vars_[static_cast<size_t>(v->second)].merge).name() == src;
+      if ((merge && k == 0) || (!merge && k == 1)) return arg_name('v', v->second);
+    }
+    if (invariant_enters_.count(src)) {
+      const proto::NodeDef& e = node(index(src));
+      return external(e.input(0), stated_type(e.name() + ":0"));
+    }
+    if (structural_.count(src))
+      fail("node '" + reader.name() + "' reads '" + in + "', which only the loop's own nodes may read");
+    if (!member(src)) return external(in, stated_type(in));
+    const std::vector<std::string> args = op_output_args(node(index(src)).op(), g_.functions);
+    return src + ":" + (args.empty() ? "output" : args.front()) + ":" + std::to_string(k);
+  }
+
+  std::vector<proto::NodeDef> replacement(const std::vector<proto::NodeDef>& body, const std::string& cond_ref,
+                                          const std::vector<std::string>& next) {
+    // Named after the LoopCond's scope ("rnn/while/LoopCond" -> "rnn/while").
+    const std::string& lc = node(loop_cond_).name();
+    std::string name =
+        lc.size() > 9 && lc.compare(lc.size() - 9, 9, "/LoopCond") == 0 ? lc.substr(0, lc.size() - 9) : lc + "/while";
+    while (g_.by_name.count(name) && !member(name)) name += "_";
+    proto::NodeDef w;
+    w.set_name(name);
+    w.set_op("While");
+    auto& attrs = *w.mutable_attr();
+    auto* types = attrs["T"].mutable_list();
+    for (const Var& v : vars_) {
+      w.add_input(node(v.enter).input(0));
+      auto t = node(v.enter).attr().find("T");
+      if (t == node(v.enter).attr().end()) fail("its Enter '" + node(v.enter).name() + "' has no T");
+      types->add_type(t->second.type());
+    }
+    for (size_t j = 0; j < externals_.size(); ++j) {
+      w.add_input(externals_[j]);
+      types->add_type(static_cast<proto::DataType>(external_types_[j]));
+    }
+    attrs["parallel_iterations"].set_i(10);
+    if (auto p = node(vars_[0].enter).attr().find("parallel_iterations"); p != node(vars_[0].enter).attr().end())
+      attrs["parallel_iterations"] = p->second;
+    attrs["output_shapes"].mutable_list();
+
+    auto function = [&](const std::string& fname) {
+      auto f = std::make_shared<proto::FunctionDef>();
+      f->mutable_signature()->set_name(fname);
+      for (int k = 0; k < types->type_size(); ++k) {
+        auto* a = f->mutable_signature()->add_input_arg();
+        const int vars = static_cast<int>(vars_.size());
+        a->set_name(k < vars ? arg_name('v', k) : arg_name('e', k - vars));
+        a->set_type(types->type(k));
+      }
+      for (const proto::NodeDef& n : body) *f->add_node_def() = n;
+      return f;
+    };
+    auto cond = function("__hub_tf1_cond/" + name);
+    auto* go = cond->mutable_signature()->add_output_arg();
+    go->set_name("go");
+    go->set_type(proto::DT_BOOL);
+    (*cond->mutable_ret())["go"] = cond_ref;
+    auto step = function("__hub_tf1_body/" + name);
+    for (int k = 0; k < types->type_size(); ++k) {
+      const std::string arg = step->signature().input_arg(k).name();
+      auto* o = step->mutable_signature()->add_output_arg();
+      o->set_name(arg + "_next");
+      o->set_type(types->type(k));
+      (*step->mutable_ret())[arg + "_next"] = k < static_cast<int>(vars_.size()) ? next[static_cast<size_t>(k)] : arg;
+    }
+    for (const auto& f : {cond, step}) {
+      if (g_.functions.count(f->signature().name()))
+        fail("a function is already named '" + f->signature().name() + "'");
+      g_.functions[f->signature().name()] = f.get();
+      g_.made_functions.push_back(f);
+    }
+    attrs["cond"].mutable_func()->set_name(cond->signature().name());
+    attrs["body"].mutable_func()->set_name(step->signature().name());
+
+    std::vector<proto::NodeDef> out{w};
+    for (int e : exits_) {
+      const proto::NodeDef& x = node(e);
+      const std::string src = x.input_size() > 0 ? node_of(x.input(0)) : "";
+      auto v = var_of_.find(src);
+      if (v == var_of_.end() || node(vars_[static_cast<size_t>(v->second)].swtch).name() != src ||
+          index_of(x.input(0)) != 0)
+        fail("its Exit '" + x.name() + "' does not read a loop Switch's output 0");
+      proto::NodeDef id;
+      id.set_name(x.name());
+      id.set_op("Identity");
+      id.add_input(name + ":" + std::to_string(v->second));
+      if (auto t = x.attr().find("T"); t != x.attr().end()) (*id.mutable_attr())["T"] = t->second;
+      out.push_back(std::move(id));
+    }
+    return out;
+  }
+
+  FlatGraph& g_;
+  const std::set<int>& members_;
+  const std::vector<int>& exits_;
+  int frame_;
+  const Frames& frames_;
+  int loop_cond_ = -1;
+  std::vector<Var> vars_;
+  std::map<std::string, int> var_of_;  // a Merge or Switch -> its loop variable
+  std::set<std::string> structural_;   // the loop's own nodes: not copied into the functions
+  std::set<std::string> invariant_enters_;
+  std::vector<std::string> externals_;
+  std::vector<int> external_types_;
+};
+
+}  // namespace
+
+void rewrite_tf1_while_loops(FlatGraph& g) {
+  if (std::none_of(g.nodes.begin(), g.nodes.end(),
+                   [](const proto::NodeDef& n) { return n.op() == "Enter" || n.op() == "TensorArrayV3"; }))
+    return;
+  take_tensor_array_shapes(g);
+  std::vector<std::vector<int>> consumers(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& in : g.nodes[i].input())
+      if (auto it = g.by_name.find(node_of(in)); it != g.by_name.end())
+        consumers[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+  const Frames frames = assign_frames(g, consumers);
+  // Each outermost frame's nodes, and the Exits leaving it.
+  std::map<int, std::set<int>> members;
+  std::map<int, std::vector<int>> exits;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const int f = frames.of[i];
+    if (f > 0) members[frames.outermost(f)].insert(static_cast<int>(i));
+    if (f == 0 && g.nodes[i].op() == "Exit" && g.nodes[i].input_size() > 0) {
+      auto src = g.by_name.find(node_of(g.nodes[i].input(0)));
+      if (src != g.by_name.end() && frames.of[static_cast<size_t>(src->second)] > 0)
+        exits[frames.outermost(frames.of[static_cast<size_t>(src->second)])].push_back(static_cast<int>(i));
+    }
+  }
+  if (members.empty()) return;
+  std::set<int> removed;
+  std::vector<proto::NodeDef> added;
+  for (const auto& [frame, nodes] : members) {
+    const std::vector<int>& leaving = exits[frame];
+    try {
+      std::vector<proto::NodeDef> nodes_out = FrameRewrite(g, nodes, leaving, frame, frames).run();
+      for (int i : nodes) {
+        if (g.nodes[static_cast<size_t>(i)].op() == "Const")
+          g.nodes[static_cast<size_t>(i)].clear_input();  // hoisted: its control input was the pivot's
+        else
+          removed.insert(i);
+      }
+      removed.insert(leaving.begin(), leaving.end());
+      for (auto& n : nodes_out) added.push_back(std::move(n));
+    } catch (const Error& e) {
+      // Importing what leaves the loop is the error (the loop's nodes are never reached).
+      for (int x : leaving) {
+        g.nodes[static_cast<size_t>(x)].clear_input();
+        g.broken.emplace(g.nodes[static_cast<size_t>(x)].name(), e);
+      }
+    }
+  }
+  std::vector<proto::NodeDef> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!removed.count(static_cast<int>(i))) kept.push_back(std::move(g.nodes[i]));
+  for (auto& n : added) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  g.by_name.clear();
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.by_name.emplace(g.nodes[i].name(), static_cast<int>(i)).second)
+      throw_error(Code::kInvalidArgument, g.file + ": two nodes are named '" + g.nodes[i].name() + "'");
+}
+
+}  // namespace hub::tf
