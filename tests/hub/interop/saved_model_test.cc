@@ -855,3 +855,68 @@ TEST_CASE("TensorFlow 1 cond on a learning phase left at its default (Switch/Mer
     CHECK(std::string(e.what()).find("predicate is known only at run time") != std::string::npos);
   }
 }
+
+TEST_CASE("a TensorFlow 1 while loop reading a reference variable, worked by hand") {
+  // i = 0, acc = x; while i < 3: acc = acc * v + 1, i += 1 — as tf.while_loop writes it in a TF1 graph: the
+  // variable's snapshot and the limit enter the frame as invariants, the body's constants hang on its pivot.
+  tfp::SavedModel sm;
+  tfp::MetaGraphDef* mg = serving_meta_graph(sm);
+  TfGraph g(mg->mutable_graph_def());
+  g.placeholder("x", {-1, 2});
+  const std::string v = g.variable_v2("v", {2});
+  g.constant("zero", Tensor::scalar<int32_t>(0));
+  g.constant("three", Tensor::scalar<int32_t>(3));
+  auto enter = [&](const std::string& name, const std::string& from, bool invariant, int dtype) {
+    tfp::NodeDef& n = g.add(name, "Enter", {from});
+    attr_type(n, "T", dtype);
+    attr_string(n, "frame_name", "while/while_context");
+    attr_bool(n, "is_constant", invariant);
+    attr_int(n, "parallel_iterations", 10);
+  };
+  auto typed = [&](const std::string& name, const std::string& op, std::vector<std::string> inputs, int dtype) {
+    attr_type(g.add(name, op, std::move(inputs)), "T", dtype);
+  };
+  const int i32 = 3, f32 = 1;
+  enter("while/Enter", "zero", false, i32);
+  enter("while/Enter_1", "x", false, f32);
+  for (const char* k : {"", "_1"}) {
+    const int dtype = std::string(k).empty() ? i32 : f32;
+    tfp::NodeDef& merge =
+        g.add(std::string("while/Merge") + k, "Merge",
+              {std::string("while/Enter") + k, std::string("while/NextIteration") + k});
+    attr_type(merge, "T", dtype);
+    attr_int(merge, "N", 2);
+  }
+  enter("while/Less/Enter", "three", true, i32);
+  typed("while/Less", "Less", {"while/Merge", "while/Less/Enter"}, i32);
+  g.add("while/LoopCond", "LoopCond", {"while/Less"});
+  for (const char* k : {"", "_1"}) {
+    const int dtype = std::string(k).empty() ? i32 : f32;
+    const std::string sw = std::string("while/Switch") + k;
+    typed(sw, "Switch", {std::string("while/Merge") + k, "while/LoopCond"}, dtype);
+    typed(std::string("while/Identity") + k, "Identity", {sw + ":1"}, dtype);
+    typed(std::string("while/Exit") + k, "Exit", {sw}, dtype);
+  }
+  enter("while/mul/Enter", v, true, f32);
+  g.op("while/mul", "Mul", {"while/Identity_1", "while/mul/Enter"});
+  g.constant("while/one", Tensor::scalar<float>(1));
+  g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^while/Identity");
+  g.op("while/add", "AddV2", {"while/mul", "while/one"});
+  g.constant("while/step", Tensor::scalar<int32_t>(1));
+  g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^while/Identity");
+  typed("while/add_1", "AddV2", {"while/Identity", "while/step"}, i32);
+  typed("while/NextIteration", "NextIteration", {"while/add_1"}, i32);
+  typed("while/NextIteration_1", "NextIteration", {"while/add"}, f32);
+  g.op("y", "Identity", {"while/Exit_1"});
+  *mg->mutable_saver_def() = g.saver({{"v", "v"}});
+  (*mg->mutable_signature_def())["serving_default"] =
+      tf_signature({{"x", {"x:0", DType::kFloat32, {-1, 2}}}}, {{"y", {"y:0", DType::kFloat32, {-1, 2}}}});
+  TempDir dir("saved_model");
+  write_saved_model(dir / "m", sm, {{"v", Tensor::floats({0.5f, 2})}});
+  Module m(tf::import_saved_model(dir / "m"));
+  // [1, -2] -> [1.5, -3] -> [1.75, -5] -> [1.875, -9].
+  expect_close(m("default", {{"x", make({1, 2}, {1, -2})}}).at("y"), make({1, 2}, {1.875f, -9}));
+  // The loop reads the variable as it is at each run: v = 1 adds 3.
+  m.variable_map().at("v").assign(Tensor::floats({1, 1}));
+  expect_close(m("default", {{"x", make({1, 2}, {1, -2})}}).at("y"), make({1, 2}, {4, 1}));
+}
