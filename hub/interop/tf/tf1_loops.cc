@@ -35,7 +35,19 @@ std::string node_of(const std::string& input) {
   return input.substr(0, input.rfind(':'));
 }
 
-int index_of(const std::string& tensor) { return std::stoi(tensor.substr(tensor.rfind(':') + 1)); }
+// The output index of "node:k"; -1 for a control input or a malformed name.
+int index_of(const std::string& tensor) {
+  const size_t colon = tensor.rfind(':');
+  if (tensor.empty() || tensor[0] == '^' || colon == std::string::npos || colon + 1 == tensor.size() ||
+      tensor.size() - colon > 7)
+    return -1;
+  int k = 0;
+  for (size_t i = colon + 1; i < tensor.size(); ++i) {
+    if (tensor[i] < '0' || tensor[i] > '9') return -1;
+    k = k * 10 + (tensor[i] - '0');
+  }
+  return k;
+}
 
 // A function argument: "v<k>" for loop variable k, "e<k>" for outside tensor k.
 std::string arg_name(char kind, int64_t k) {
@@ -260,13 +272,12 @@ class FrameRewrite {
 
   // A tensor the frame reads from outside: argument "e<j>".
   std::string external(const std::string& tensor, int dtype) {
-    auto it = std::find(externals_.begin(), externals_.end(), tensor);
-    if (it == externals_.end()) {
+    auto [it, added] = external_index_.emplace(tensor, static_cast<int64_t>(externals_.size()));
+    if (added) {
       externals_.push_back(tensor);
       external_types_.push_back(dtype);
-      it = externals_.end() - 1;
     }
-    return arg_name('e', it - externals_.begin());
+    return arg_name('e', it->second);
   }
 
   // The dtype attribute of the node making `tensor` (for the While's T list;
@@ -389,6 +400,7 @@ class FrameRewrite {
   std::set<std::string> invariant_enters_;
   std::vector<std::string> externals_;
   std::vector<int> external_types_;
+  std::map<std::string, int64_t> external_index_;
 };
 
 }  // namespace
