@@ -81,7 +81,7 @@ std::vector<std::string> op_output_args(const std::string& op,
 
 // TensorFlow 1 while loops (frames of Enter, Merge, Switch, LoopCond,
 // NextIteration and Exit nodes) as While nodes calling functions made from
-// their nodes, so they import as TensorFlow 2's (tf1_loops.cc). A loop that
+// their nodes, so they import as TensorFlow 2's (tf1_control_flow.cc). A loop that
 // cannot be read so is an error of its Exits (FlatGraph::broken). Also
 // gives a TensorArrayV3 of unknown element shape the one a gather of it
 // states. flatten_graph() ends with it.

@@ -48,7 +48,7 @@ void check_same(const std::set<std::string>& documented, const std::set<std::str
 }  // namespace
 
 TEST_CASE("docs/import.md lists exactly the TensorFlow ops imported and the hub ops exported") {
-  // (TensorFlow 1 loops' own ops are rewritten into a While before import: tf1_loops.cc.)
+  // (TensorFlow 1 loops' own ops are rewritten into a While before import: tf1_control_flow.cc.)
   std::set<std::string> imported = {"Enter", "LoopCond", "NextIteration", "Exit"},
                         exported = {"Placeholder", "Const", "Variable"};
   for (const auto& [op, importer] : tf::op_importers()) imported.insert(op);

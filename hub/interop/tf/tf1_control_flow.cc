@@ -21,6 +21,7 @@
 // and becomes a While when they are flattened in their turn.
 #include <algorithm>
 #include <deque>
+#include <tuple>
 
 #include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/graph_import.h"
@@ -169,13 +170,95 @@ void take_tensor_array_shapes(FlatGraph& g) {
   }
 }
 
+// What loops and conds share: functions made from a region of the graph's
+// nodes (copied with their inputs named as function bodies name them), which
+// read the tensors from outside the region as arguments "e<j>".
+class RegionRewrite {
+ protected:
+  explicit RegionRewrite(FlatGraph& g) : g_(g) {}
+
+  const proto::NodeDef& node(int i) const { return g_.nodes[static_cast<size_t>(i)]; }
+  int index(const std::string& name) const {
+    auto it = g_.by_name.find(name);
+    return it == g_.by_name.end() ? -1 : it->second;
+  }
+
+  // A tensor the region reads from outside: argument "e<j>".
+  std::string external(const std::string& tensor) {
+    auto [it, added] = external_index_.emplace(tensor, static_cast<int64_t>(externals_.size()));
+    if (added) {
+      externals_.push_back(tensor);
+      external_types_.push_back(stated_type(tensor));
+    }
+    return arg_name('e', it->second);
+  }
+
+  // Output k of region node `src`, as a function body names it.
+  std::string member_ref(const std::string& src, int k) const {
+    const std::vector<std::string> args = op_output_args(node(index(src)).op(), g_.functions);
+    return src + ":" + (args.empty() ? "output" : args.front()) + ":" + std::to_string(k);
+  }
+
+  // A function of `args` (name, TensorFlow dtype) then the outside tensors,
+  // made of `nodes`, returning `outputs` (name, dtype, what it returns);
+  // added to the graph's functions.
+  std::string function(const std::string& name, const std::vector<std::pair<std::string, int>>& args,
+                       const std::vector<proto::NodeDef>& nodes,
+                       const std::vector<std::tuple<std::string, int, std::string>>& outputs) {
+    auto f = std::make_shared<proto::FunctionDef>();
+    f->mutable_signature()->set_name(name);
+    auto add_arg = [&](const std::string& arg, int dtype) {
+      auto* a = f->mutable_signature()->add_input_arg();
+      a->set_name(arg);
+      a->set_type(static_cast<proto::DataType>(dtype));
+    };
+    for (const auto& [arg, dtype] : args) add_arg(arg, dtype);
+    for (size_t j = 0; j < externals_.size(); ++j) add_arg(arg_name('e', static_cast<int64_t>(j)), external_types_[j]);
+    for (const proto::NodeDef& n : nodes) *f->add_node_def() = n;
+    for (const auto& [out, dtype, ret] : outputs) {
+      auto* o = f->mutable_signature()->add_output_arg();
+      o->set_name(out);
+      o->set_type(static_cast<proto::DataType>(dtype));
+      (*f->mutable_ret())[out] = ret;
+    }
+    if (g_.functions.count(name)) fail("a function is already named '" + name + "'");
+    g_.functions[name] = f.get();
+    g_.made_functions.push_back(std::move(f));
+    return name;
+  }
+
+  // A name for a new node from `base`, used by no node but possibly those of `region`.
+  std::string new_name(std::string base, const std::set<int>& region) const {
+    while (index(base) >= 0 && !region.count(index(base))) base += "_";
+    return base;
+  }
+
+  [[noreturn]] virtual void fail(const std::string& message) const = 0;
+
+  FlatGraph& g_;
+  std::vector<std::string> externals_;
+  std::vector<int> external_types_;  // DT_INVALID where the making node states none
+
+ private:
+  // The dtype attribute of the node making `tensor` (0, DT_INVALID, if none).
+  int stated_type(const std::string& tensor) const {
+    const int i = index(node_of(tensor));
+    if (i < 0) return 0;
+    for (const char* key : {"T", "dtype"})
+      if (auto a = node(i).attr().find(key); a != node(i).attr().end() && a->second.has_type()) return a->second.type();
+    return 0;
+  }
+
+  std::map<std::string, int64_t> external_index_;
+};
+
 // One outermost frame, rewritten into `out` (the While node, the Exits as
 // Identities, the two functions).
-class FrameRewrite {
+class FrameRewrite : RegionRewrite {
  public:
   FrameRewrite(FlatGraph& g, const std::set<int>& members, const std::vector<int>& exits, int frame,
                const Frames& frames)
-      : g_(g), members_(members), exits_(exits), frame_(frame), frames_(frames) {}
+      : RegionRewrite(g), members_(members), exits_(exits), frame_(frame), frames_(frames) {}
 
   // The nodes replacing the frame's.
   std::vector<proto::NodeDef> run() {
@@ -202,7 +285,7 @@ class FrameRewrite {
     return replacement(body, cond_ref, next);
   }
 
-  [[noreturn]] void fail(const std::string& message) const {
+  [[noreturn]] void fail(const std::string& message) const override {
     throw_error(Code::kInvalidArgument,
                 g_.file + ": the TensorFlow 1 while loop '" + frames_.name[frame_] + "': " + message);
   }
@@ -211,12 +294,6 @@ class FrameRewrite {
   struct Var {
     int enter, merge, swtch, next;
   };
-
-  const proto::NodeDef& node(int i) const { return g_.nodes[static_cast<size_t>(i)]; }
-  int index(const std::string& name) const {
-    auto it = g_.by_name.find(name);
-    return it == g_.by_name.end() ? -1 : it->second;
-  }
   // A node of the frame the functions take. Consts (in the frame by a control
   // input from the pivot) stay outside, where TF.js keeps their values: the
   // functions read them as outside tensors.
@@ -270,26 +347,6 @@ class FrameRewrite {
       }
   }
 
-  // A tensor the frame reads from outside: argument "e<j>".
-  std::string external(const std::string& tensor, int dtype) {
-    auto [it, added] = external_index_.emplace(tensor, static_cast<int64_t>(externals_.size()));
-    if (added) {
-      externals_.push_back(tensor);
-      external_types_.push_back(dtype);
-    }
-    return arg_name('e', it->second);
-  }
-
-  // The dtype attribute of the node making `tensor` (for the While's T list;
-  // DT_INVALID when the node states none).
-  int stated_type(const std::string& tensor) const {
-    const int i = index(node_of(tensor));
-    if (i < 0) return 0;
-    for (const char* key : {"T", "dtype"})
-      if (auto a = node(i).attr().find(key); a != node(i).attr().end() && a->second.has_type()) return a->second.type();
-    return 0;
-  }
-
   // Input `in` of frame node `reader`, as a function body names it.
   std::string ref(const std::string& in, const proto::NodeDef& reader) {
     const std::string src = node_of(in);
@@ -298,77 +355,48 @@ class FrameRewrite {
       const bool merge = node(vars_[static_cast<size_t>(v->second)].merge).name() == src;
       if ((merge && k == 0) || (!merge && k == 1)) return arg_name('v', v->second);
     }
-    if (invariant_enters_.count(src)) {
-      const proto::NodeDef& e = node(index(src));
-      return external(e.input(0), stated_type(e.name() + ":0"));
-    }
+    if (invariant_enters_.count(src)) return external(node(index(src)).input(0));
     if (structural_.count(src))
       fail("node '" + reader.name() + "' reads '" + in + "', which only the loop's own nodes may read");
-    if (!member(src)) return external(in, stated_type(in));
-    const std::vector<std::string> args = op_output_args(node(index(src)).op(), g_.functions);
-    return src + ":" + (args.empty() ? "output" : args.front()) + ":" + std::to_string(k);
+    if (!member(src)) return external(in);
+    return member_ref(src, k);
   }
 
   std::vector<proto::NodeDef> replacement(const std::vector<proto::NodeDef>& body, const std::string& cond_ref,
                                           const std::vector<std::string>& next) {
     // Named after the LoopCond's scope ("rnn/while/LoopCond" -> "rnn/while").
     const std::string& lc = node(loop_cond_).name();
-    std::string name =
-        lc.size() > 9 && lc.compare(lc.size() - 9, 9, "/LoopCond") == 0 ? lc.substr(0, lc.size() - 9) : lc + "/while";
-    while (g_.by_name.count(name) && !member(name)) name += "_";
+    const std::string name = new_name(
+        lc.size() > 9 && lc.compare(lc.size() - 9, 9, "/LoopCond") == 0 ? lc.substr(0, lc.size() - 9) : lc + "/while",
+        members_);
     proto::NodeDef w;
     w.set_name(name);
     w.set_op("While");
     auto& attrs = *w.mutable_attr();
-    auto* types = attrs["T"].mutable_list();
-    for (const Var& v : vars_) {
-      w.add_input(node(v.enter).input(0));
-      auto t = node(v.enter).attr().find("T");
-      if (t == node(v.enter).attr().end()) fail("its Enter '" + node(v.enter).name() + "' has no T");
-      types->add_type(t->second.type());
+    std::vector<std::pair<std::string, int>> args;
+    std::vector<std::tuple<std::string, int, std::string>> outs;
+    for (size_t k = 0; k < vars_.size(); ++k) {
+      const proto::NodeDef& e = node(vars_[k].enter);
+      auto t = e.attr().find("T");
+      if (t == e.attr().end()) fail("its Enter '" + e.name() + "' has no T");
+      w.add_input(e.input(0));
+      args.emplace_back(arg_name('v', static_cast<int64_t>(k)), t->second.type());
+      outs.emplace_back(args.back().first + "_next", t->second.type(), next[k]);
     }
     for (size_t j = 0; j < externals_.size(); ++j) {
+      const std::string arg = arg_name('e', static_cast<int64_t>(j));
       w.add_input(externals_[j]);
-      types->add_type(static_cast<proto::DataType>(external_types_[j]));
+      outs.emplace_back(arg + "_next", external_types_[j], arg);
     }
+    auto* types = attrs["T"].mutable_list();
+    for (const auto& [out, dtype, ret] : outs) types->add_type(static_cast<proto::DataType>(dtype));
     attrs["parallel_iterations"].set_i(10);
     if (auto p = node(vars_[0].enter).attr().find("parallel_iterations"); p != node(vars_[0].enter).attr().end())
       attrs["parallel_iterations"] = p->second;
     attrs["output_shapes"].mutable_list();
-
-    auto function = [&](const std::string& fname) {
-      auto f = std::make_shared<proto::FunctionDef>();
-      f->mutable_signature()->set_name(fname);
-      for (int k = 0; k < types->type_size(); ++k) {
-        auto* a = f->mutable_signature()->add_input_arg();
-        const int vars = static_cast<int>(vars_.size());
-        a->set_name(k < vars ? arg_name('v', k) : arg_name('e', k - vars));
-        a->set_type(types->type(k));
-      }
-      for (const proto::NodeDef& n : body) *f->add_node_def() = n;
-      return f;
-    };
-    auto cond = function("__hub_tf1_cond/" + name);
-    auto* go = cond->mutable_signature()->add_output_arg();
-    go->set_name("go");
-    go->set_type(proto::DT_BOOL);
-    (*cond->mutable_ret())["go"] = cond_ref;
-    auto step = function("__hub_tf1_body/" + name);
-    for (int k = 0; k < types->type_size(); ++k) {
-      const std::string arg = step->signature().input_arg(k).name();
-      auto* o = step->mutable_signature()->add_output_arg();
-      o->set_name(arg + "_next");
-      o->set_type(types->type(k));
-      (*step->mutable_ret())[arg + "_next"] = k < static_cast<int>(vars_.size()) ? next[static_cast<size_t>(k)] : arg;
-    }
-    for (const auto& f : {cond, step}) {
-      if (g_.functions.count(f->signature().name()))
-        fail("a function is already named '" + f->signature().name() + "'");
-      g_.functions[f->signature().name()] = f.get();
-      g_.made_functions.push_back(f);
-    }
-    attrs["cond"].mutable_func()->set_name(cond->signature().name());
-    attrs["body"].mutable_func()->set_name(step->signature().name());
+    attrs["cond"].mutable_func()->set_name(
+        function("__hub_tf1_cond/" + name, args, body, {{"go", proto::DT_BOOL, cond_ref}}));
+    attrs["body"].mutable_func()->set_name(function("__hub_tf1_body/" + name, args, body, outs));
 
     std::vector<proto::NodeDef> out{w};
     for (int e : exits_) {
@@ -388,7 +416,6 @@ class FrameRewrite {
     return out;
   }
 
-  FlatGraph& g_;
   const std::set<int>& members_;
   const std::vector<int>& exits_;
   int frame_;
@@ -398,9 +425,6 @@ class FrameRewrite {
   std::map<std::string, int> var_of_;  // a Merge or Switch -> its loop variable
   std::set<std::string> structural_;   // the loop's own nodes: not copied into the functions
   std::set<std::string> invariant_enters_;
-  std::vector<std::string> externals_;
-  std::vector<int> external_types_;
-  std::map<std::string, int64_t> external_index_;
 };
 
 }  // namespace
