@@ -614,6 +614,44 @@ tf1Loop('v1n/while', outer, ['loop/i0', 'features'], [IT, T],
         });
 node('v1nest', 'Identity', ['v1n/while/Exit_1'], {T});
 
+// ---- TensorFlow 1 conds on a predicate known only at run time ----
+// tf1Cond(scope, pred): on the true side features * 2 + 1, on the false side -features (<scope>); and a
+// second output: on the true side a nested cond (tanh(features * 2) where the features sum above 0, else
+// sigmoid), on the false side |features| (<scope>_nested). Constants hang on the branch markers.
+function tf1Cond(scope, pred, nestedPred) {
+  const marker = (s, p) => {
+    node(`${s}/Switch`, 'Switch', [p, p], {T: {type: 'DT_BOOL'}});
+    node(`${s}/switch_t`, 'Identity', [`${s}/Switch:1`], {T: {type: 'DT_BOOL'}});
+    node(`${s}/switch_f`, 'Identity', [`${s}/Switch`], {T: {type: 'DT_BOOL'}});
+    return node(`${s}/pred_id`, 'Identity', [p], {T: {type: 'DT_BOOL'}});
+  };
+  const predId = marker(scope, pred);
+  node(`${scope}/Switch_1`, 'Switch', ['features', predId], {T});
+  const two = framedConst(`${scope}/two`, `${scope}/switch_t`, [], [2]);
+  const one = framedConst(`${scope}/one`, `${scope}/switch_t`, [], [1]);
+  node(`${scope}/mul`, 'Mul', [`${scope}/Switch_1:1`, two], {T});
+  node(`${scope}/add`, 'AddV2', [`${scope}/mul`, one], {T});
+  node(`${scope}/neg`, 'Neg', [`${scope}/Switch_1`], {T});
+  node(`${scope}/Merge`, 'Merge', [`${scope}/neg`, `${scope}/add`], {T, N: {i: '2'}});
+  node(scope.replace('/cond', ''), 'Identity', [`${scope}/Merge`], {T});
+  // The nested cond, inside the true branch; its predicate computed there.
+  const inner = `${scope}/inner`;
+  const axes = framedConst(`${inner}/axes`, `${scope}/switch_t`, [2], [0, 1], 'int32');
+  node(`${inner}/total`, 'Sum', [`${scope}/mul`, axes], {T, Tidx: IT, keep_dims: {b: false}});
+  const zero = framedConst(`${inner}/zero`, `${scope}/switch_t`, [], [0]);
+  node(`${inner}/pred`, nestedPred, [`${inner}/total`, zero], {T});
+  const innerId = marker(inner, `${inner}/pred`);
+  node(`${inner}/Switch_1`, 'Switch', [`${scope}/mul`, innerId], {T});
+  node(`${inner}/tanh`, 'Tanh', [`${inner}/Switch_1:1`], {T});
+  node(`${inner}/sigmoid`, 'Sigmoid', [`${inner}/Switch_1`], {T});
+  node(`${inner}/Merge`, 'Merge', [`${inner}/sigmoid`, `${inner}/tanh`], {T, N: {i: '2'}});
+  node(`${scope}/abs`, 'Abs', [`${scope}/Switch_1`], {T});
+  node(`${scope}/Merge_1`, 'Merge', [`${scope}/abs`, `${inner}/Merge`], {T, N: {i: '2'}});
+  node(scope.replace('/cond', '') + '_nested', 'Identity', [`${scope}/Merge_1`], {T});
+}
+tf1Cond('v1cond/cond', 'cond/positive', 'Greater');
+tf1Cond('v1cond2/cond', 'cond/negative', 'Less');
+
 // ---- Files -------------------------------------------------------------------
 async function main() {
   const out = process.argv[2];
@@ -648,7 +686,10 @@ async function main() {
                 'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12]),
                 'rnn:0': tensorInfo('rnn:0', [-1, -1, 4]), 'learning:0': tensorInfo('learning:0', [-1, 12]),
                 'v1rnn:0': tensorInfo('v1rnn:0', [-1, -1, 4]), 'v1h:0': tensorInfo('v1h:0', [-1, 4]),
-                'v1nest:0': tensorInfo('v1nest:0', [-1, 12])},
+                'v1nest:0': tensorInfo('v1nest:0', [-1, 12]), 'v1cond:0': tensorInfo('v1cond:0', [-1, 12]),
+                'v1cond_nested:0': tensorInfo('v1cond_nested:0', [-1, 12]),
+                'v1cond2:0': tensorInfo('v1cond2:0', [-1, 12]),
+                'v1cond2_nested:0': tensorInfo('v1cond2_nested:0', [-1, 12])},
     },
     modelTopology: {node: nodes, library: {function: functions}, versions: {producer: 1395}},
     weightsManifest: [
@@ -680,7 +721,8 @@ async function main() {
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
-                 'branch', 'branch2', 'rnn', 'learning', 'v1rnn', 'v1h', 'v1nest'];
+                 'branch', 'branch2', 'rnn', 'learning', 'v1rnn', 'v1h', 'v1nest', 'v1cond',
+                 'v1cond_nested', 'v1cond2', 'v1cond2_nested'];
   // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);
   const shapes = {};

@@ -813,6 +813,10 @@ std::map<std::string, AttachedValue> provenance(const std::string& format, const
 }
 
 ImportedGraph import_graph(const FlatGraph& graph, const GraphImportOptions& options) {
+  std::set<std::string> fed;
+  for (const Feed& f : options.feeds) fed.insert(graph.resolve(canonical_tensor(f.tensor)));
+  if (const std::optional<FlatGraph> rewritten = rewrite_tf1_conds(graph, fed))
+    return Importer(*rewritten, options).run();
   return Importer(graph, options).run();
 }
 

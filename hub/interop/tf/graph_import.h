@@ -87,6 +87,14 @@ std::vector<std::string> op_output_args(const std::string& op,
 // states. flatten_graph() ends with it.
 void rewrite_tf1_while_loops(FlatGraph& graph);
 
+// TensorFlow 1 conds whose predicate is known only at run time (computed from
+// a tensor in `fed` or a variable): each becomes an If calling functions made
+// from its branches' nodes, its Merges Identities of the If's outputs
+// (tf1_control_flow.cc). Nothing (nullopt) when the graph has none; conds on
+// a predicate known at import are left to the Switch and Merge importers,
+// which import only the branch taken. import_graph() starts with it.
+std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::set<std::string>& fed);
+
 // `inherited`: functions of an enclosing graph the calls may also name (a
 // control-flow function graph's); the graph's own library takes precedence.
 FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file,

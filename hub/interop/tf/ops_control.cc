@@ -350,12 +350,15 @@ void map_tensor_array_read(OpContext& c) {
 
 // TensorFlow 1's cond: Switch(data, pred) passes data to output 1 (pred
 // true) or 0, the other output dead; a Merge passes on its live input and
-// which one it was. Only a predicate known at import is supported (a
-// PlaceholderWithDefault left at its default: Keras' learning phase).
+// which one it was. Here the predicate is known at import (a
+// PlaceholderWithDefault left at its default: Keras' learning phase); a cond
+// on a run-time predicate was made an If before import (tf1_control_flow.cc).
 void map_switch(OpContext& c) {
   const std::optional<Tensor> pred = c.constant(1);
   if (!pred || pred->dtype() != DType::kBool || pred->num_elements() != 1)
-    c.unsupported("a Switch whose predicate is known only at run time (TensorFlow 1 control flow) is not supported");
+    c.unsupported(
+        "a Switch on a predicate known only at run time outside a TensorFlow 1 cond hub reads (a Merge of the two "
+        "sides of Switches on one predicate computed from inputs or variables) is not supported");
   const int taken = pred->item<bool>() ? 1 : 0;
   c.forward(taken, 0);
   c.set_dead(1 - taken);

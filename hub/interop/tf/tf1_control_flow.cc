@@ -427,6 +427,208 @@ class FrameRewrite : RegionRewrite {
   std::set<std::string> invariant_enters_;
 };
 
+// ---- Conds --------------------------------------------------------------------
+
+// What a walk back from one input of a Merge finds: the nodes of the branch
+// it ends (members), the Switches it enters by (entries: output 1 of a
+// Switch on the cond's predicate is the true branch, output 0 the false
+// one), and the side a control input from a branch marker (cond/switch_t, an
+// Identity of a Switch) tells, for a branch that is only a Const.
+struct BranchWalk {
+  std::vector<int> members;
+  std::set<int> entries;          // Switch nodes
+  std::set<int> sides;            // 0 false, 1 true
+  std::set<std::string> preds;    // the Switches' predicate tensors
+  std::set<std::string> markers;  // branch markers' Switch(pred, pred) nodes
+  std::set<int> merges;           // inner conds' Merges among the members
+};
+
+// Ops whose outputs a walk never enters: values from outside the cond.
+bool is_source(const std::string& op) {
+  return op == "Const" || op == "Placeholder" || op == "PlaceholderWithDefault" || op == "VariableV2" ||
+         op == "VarHandleOp";
+}
+
+constexpr int kMaxCondDepth = 64;
+
+// Walks back from `tensor`, a data input of a Merge: a Switch met at depth 0
+// is the cond's entry; a Merge on the way opens an inner cond (depth + 1)
+// that its Switches close. Nothing once `budget` node visits are spent (a
+// Merge whose inputs lead far without a Switch is not read as a cond).
+std::optional<BranchWalk> walk_branch(const FlatGraph& g, const std::string& tensor, int64_t& budget) {
+  BranchWalk w;
+  std::set<std::pair<int, int>> seen;
+  std::vector<std::pair<std::string, int>> stack{{tensor, 0}};
+  auto marker = [&](const std::string& control) {  // ^cond/switch_t: Identity(Switch(p, p):1)
+    const int id = g.by_name.count(control) ? g.by_name.at(control) : -1;
+    if (id < 0 || g.nodes[static_cast<size_t>(id)].op() != "Identity" ||
+        g.nodes[static_cast<size_t>(id)].input_size() < 1)
+      return;
+    const std::string& in = g.nodes[static_cast<size_t>(id)].input(0);
+    auto sw = g.by_name.find(node_of(in));
+    if (sw == g.by_name.end() || g.nodes[static_cast<size_t>(sw->second)].op() != "Switch" || index_of(in) < 0) return;
+    w.sides.insert(index_of(in));
+    w.markers.insert(node_of(in));
+  };
+  while (!stack.empty()) {
+    const auto [t, depth] = stack.back();
+    stack.pop_back();
+    auto it = g.by_name.find(node_of(t));
+    if (it == g.by_name.end() || !seen.insert({it->second, depth}).second) continue;
+    if (--budget < 0) return std::nullopt;
+    const int i = it->second;
+    const proto::NodeDef& n = g.nodes[static_cast<size_t>(i)];
+    if (is_source(n.op())) {
+      if (depth == 0)
+        for (const std::string& in : n.input())
+          if (is_control(in)) marker(in.substr(1));
+      continue;
+    }
+    int inner = depth;
+    if (n.op() == "Switch" && n.input_size() >= 2) {
+      if (depth == 0) {
+        w.entries.insert(i);
+        w.sides.insert(index_of(t));
+        w.preds.insert(n.input(1));
+        continue;
+      }
+      inner = depth - 1;
+    }
+    if (n.op() == "Merge") {
+      if (depth == 0) w.merges.insert(i);
+      inner = depth + 1;
+      if (inner > kMaxCondDepth)
+        throw_error(Code::kInvalidArgument, g.file + ": node '" + n.name() + "': TensorFlow 1 conds nest deeper than " +
+                                                std::to_string(kMaxCondDepth));
+    }
+    w.members.push_back(i);
+    for (const std::string& in : n.input()) {
+      if (!is_control(in))
+        stack.emplace_back(in, inner);
+      else if (depth == 0)
+        marker(in.substr(1));
+    }
+  }
+  return w;
+}
+
+// Whether `pred` is known only at run time: computed from a fed tensor or a
+// variable (a Shape, Size or Rank of one may be known at import: those conds
+// are left to the Switch importer, which takes a known predicate's branch).
+bool run_time(const FlatGraph& g, const std::string& pred, const std::set<std::string>& fed) {
+  std::set<int> seen;
+  std::vector<std::string> stack{pred};
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    if (fed.count(t)) return true;
+    auto it = g.by_name.find(node_of(t));
+    if (it == g.by_name.end() || !seen.insert(it->second).second) continue;
+    const proto::NodeDef& n = g.nodes[static_cast<size_t>(it->second)];
+    if (n.op() == "VariableV2" || n.op() == "VarHandleOp" || n.op() == "Placeholder") return true;
+    if (n.op() == "Shape" || n.op() == "Size" || n.op() == "Rank") continue;
+    for (const std::string& in : n.input())
+      if (!is_control(in)) stack.push_back(in);
+  }
+  return false;
+}
+
+// One TensorFlow 1 cond on a run-time predicate: its Merges become
+// Identities of one If's outputs, its branches that If's functions.
+class CondRewrite : RegionRewrite {
+ public:
+  struct MergeBranches {
+    int merge;
+    BranchWalk branch[2];  // by side: false, true
+    std::string input[2];  // the Merge's input from each side
+  };
+
+  CondRewrite(FlatGraph& g, std::string pred, std::vector<MergeBranches> merges)
+      : RegionRewrite(g), pred_(std::move(pred)), merges_(std::move(merges)) {}
+
+  // The If node; the Merges are replaced in place.
+  proto::NodeDef run() {
+    for (const MergeBranches& m : merges_)
+      for (int side = 0; side < 2; ++side) {
+        entries_.insert(m.branch[side].entries.begin(), m.branch[side].entries.end());
+        for (int i : m.branch[side].members) members_[side].insert(i);
+      }
+    std::vector<proto::NodeDef> nodes[2];
+    std::vector<std::tuple<std::string, int, std::string>> outs[2];
+    for (int side = 0; side < 2; ++side) {
+      for (int i : members_[side]) {
+        proto::NodeDef copy = node(i);
+        copy.clear_input();
+        for (const std::string& in : node(i).input()) {
+          if (!is_control(in))
+            copy.add_input(ref(in, side));
+          else if (index(in.substr(1)) >= 0 && members_[side].count(index(in.substr(1))))
+            copy.add_input(in);
+        }
+        nodes[side].push_back(std::move(copy));
+      }
+      for (size_t k = 0; k < merges_.size(); ++k)
+        outs[side].emplace_back("out" + std::to_string(k), merge_type(k), ref(merges_[k].input[side], side));
+    }
+    const std::string& first = node(merges_[0].merge).name();
+    const size_t slash = first.rfind('/');
+    const std::string name = new_name((slash == std::string::npos ? first : first.substr(0, slash)) + "/If", {});
+    proto::NodeDef n;
+    n.set_name(name);
+    n.set_op("If");
+    n.add_input(pred_);
+    for (const std::string& e : externals_) n.add_input(e);
+    auto& attrs = *n.mutable_attr();
+    attrs["Tcond"].set_type(proto::DT_BOOL);
+    for (int t : external_types_) attrs["Tin"].mutable_list()->add_type(static_cast<proto::DataType>(t));
+    for (size_t k = 0; k < merges_.size(); ++k)
+      attrs["Tout"].mutable_list()->add_type(static_cast<proto::DataType>(merge_type(k)));
+    attrs["output_shapes"].mutable_list();
+    // (Both functions take every outside tensor: made after both branches are read.)
+    attrs["then_branch"].mutable_func()->set_name(function("__hub_tf1_then/" + name, {}, nodes[1], outs[1]));
+    attrs["else_branch"].mutable_func()->set_name(function("__hub_tf1_else/" + name, {}, nodes[0], outs[0]));
+    for (size_t k = 0; k < merges_.size(); ++k) {
+      proto::NodeDef& m = g_.nodes[static_cast<size_t>(merges_[k].merge)];
+      const int dtype = merge_type(k);
+      m.set_op("Identity");
+      m.clear_input();
+      m.add_input(name + ":" + std::to_string(k));
+      m.clear_attr();
+      (*m.mutable_attr())["T"].set_type(static_cast<proto::DataType>(dtype));
+    }
+    return n;
+  }
+
+  [[noreturn]] void fail(const std::string& message) const override {
+    throw_error(Code::kInvalidArgument,
+                g_.file + ": the TensorFlow 1 cond of '" + node(merges_[0].merge).name() + "': " + message);
+  }
+
+ private:
+  int merge_type(size_t k) const {
+    auto t = node(merges_[k].merge).attr().find("T");
+    return t == node(merges_[k].merge).attr().end() ? 0 : t->second.type();
+  }
+
+  // Data input `in` of a node of branch `side`, as its function names it.
+  std::string ref(const std::string& in, int side) {
+    const int src = index(node_of(in));
+    if (src >= 0 && entries_.count(src)) {
+      HUB_CHECK(index_of(in) == side, "a branch reads its Switch's other side");  // (the walks' sides are one each)
+      return external(node(src).input(0));
+    }
+    if (src >= 0 && members_[side].count(src)) return member_ref(node(src).name(), index_of(in));
+    // A Const of the branch hangs on its marker, which is never imported now.
+    if (src >= 0 && node(src).op() == "Const") g_.nodes[static_cast<size_t>(src)].clear_input();
+    return external(in);
+  }
+
+  std::string pred_;
+  std::vector<MergeBranches> merges_;
+  std::set<int> entries_;
+  std::set<int> members_[2];
+};
+
 }  // namespace
 
 void rewrite_tf1_while_loops(FlatGraph& g) {
@@ -484,6 +686,68 @@ void rewrite_tf1_while_loops(FlatGraph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!g.by_name.emplace(g.nodes[i].name(), static_cast<int>(i)).second)
       throw_error(Code::kInvalidArgument, g.file + ": two nodes are named '" + g.nodes[i].name() + "'");
+}
+
+std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::set<std::string>& fed) {
+  if (std::none_of(graph.nodes.begin(), graph.nodes.end(), [](const proto::NodeDef& n) { return n.op() == "Merge"; }))
+    return std::nullopt;
+  // Each Merge of two inputs from the two sides of Switches on one run-time
+  // predicate, grouped by that predicate tensor (each tf.cond has its own).
+  int64_t budget = 20'000'000;
+  std::map<std::string, std::vector<CondRewrite::MergeBranches>> conds;
+  std::set<int> inner;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const proto::NodeDef& n = graph.nodes[i];
+    if (n.op() != "Merge" || n.input_size() < 2 || is_control(n.input(0)) || is_control(n.input(1)) ||
+        (n.input_size() > 2 && !is_control(n.input(2))))
+      continue;
+    CondRewrite::MergeBranches m{static_cast<int>(i), {}, {}};
+    std::optional<BranchWalk> walk0 = walk_branch(graph, n.input(0), budget), walk1;
+    if (walk0) walk1 = walk_branch(graph, n.input(1), budget);
+    if (!walk1) break;
+    BranchWalk walks[2] = {std::move(*walk0), std::move(*walk1)};
+    std::set<std::string> preds = walks[0].preds;
+    preds.insert(walks[1].preds.begin(), walks[1].preds.end());
+    if (walks[0].sides.size() != 1 || walks[1].sides.size() != 1 || walks[0].sides == walks[1].sides ||
+        preds.size() > 1)
+      continue;  // not a cond this rewrite reads (a known predicate's goes to the Switch importer)
+    std::string pred = preds.empty() ? "" : *preds.begin();
+    if (pred.empty()) {  // branches of Consts only: the predicate of their markers' Switch(p, p)
+      std::set<std::string> markers = walks[0].markers;
+      markers.insert(walks[1].markers.begin(), walks[1].markers.end());
+      if (markers.size() != 1) continue;
+      const proto::NodeDef* sw = graph.find(*markers.begin());
+      if (!sw || sw->input_size() < 2) continue;
+      pred = sw->input(1);
+    }
+    if (!run_time(graph, pred, fed)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int s = *walks[side].sides.begin();
+      m.input[s] = n.input(side);
+      for (int merge : walks[side].merges) inner.insert(merge);
+      m.branch[s] = std::move(walks[side]);
+    }
+    conds[pred].push_back(std::move(m));
+  }
+  if (conds.empty()) return std::nullopt;
+  FlatGraph g = graph;
+  for (auto& [pred, merges] : conds) {
+    std::vector<CondRewrite::MergeBranches> outer;
+    for (auto& m : merges)
+      if (!inner.count(m.merge)) outer.push_back(std::move(m));
+    if (outer.empty()) continue;  // rewritten with the branch holding it
+    const int first = outer[0].merge;
+    try {
+      proto::NodeDef n = CondRewrite(g, pred, std::move(outer)).run();
+      g.by_name[n.name()] = static_cast<int>(g.nodes.size());
+      g.nodes.push_back(std::move(n));
+    } catch (const Error& e) {
+      // Importing the Merge is the error (its branches are never reached).
+      g.nodes[static_cast<size_t>(first)].clear_input();
+      g.broken.emplace(g.nodes[static_cast<size_t>(first)].name(), e);
+    }
+  }
+  return g;
 }
 
 }  // namespace hub::tf

@@ -806,7 +806,7 @@ TEST_CASE("a While reading a resource variable through a loop variable (Keras st
   expect_close(m("default", {{"x", make({1, 2}, {3, 4})}}).at("y"), make({1, 2}, {-3, 4}));
 }
 
-TEST_CASE("TensorFlow 1 cond on a learning phase left at its default (Switch/Merge), worked by hand") {
+TEST_CASE("TensorFlow 1 cond on a learning phase, left at its default or fed (Switch/Merge), worked by hand") {
   // Keras' TF1 graphs: y = cond(learning_phase, x * 0.5 (dropout-like), x + 1), learning_phase a
   // PlaceholderWithDefault of false. The branches' constants hang on cond/switch_t and cond/switch_f.
   auto model = [](bool fed_phase) {
@@ -833,26 +833,37 @@ TEST_CASE("TensorFlow 1 cond on a learning phase left at its default (Switch/Mer
     tfp::NodeDef& merge = g.op("cond/Merge", "Merge", {"cond/add", "cond/mul"});
     attr_int(merge, "N", 2);
     g.op("y", "Identity", {"cond/Merge"});
+    // A second output whose branches are only Consts (on which side: their control inputs tell): 1 or 0.
+    g.constant("cond/on", Tensor::scalar<float>(1));
+    g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^cond/switch_t");
+    g.constant("cond/off", Tensor::scalar<float>(0));
+    g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^cond/switch_f");
+    attr_int(g.op("cond/Merge_1", "Merge", {"cond/off", "cond/on"}), "N", 2);
+    g.op("training", "Identity", {"cond/Merge_1"});
     std::map<std::string, TfTensor> inputs{{"x", {"x:0", DType::kFloat32, {-1, 2}}}};
     if (fed_phase) inputs["learning_phase"] = {"learning_phase:0", DType::kBool, {}};
-    (*mg->mutable_signature_def())["serving_default"] =
-        tf_signature(inputs, {{"y", {"y:0", DType::kFloat32, {-1, 2}}}});
+    (*mg->mutable_signature_def())["serving_default"] = tf_signature(
+        inputs, {{"y", {"y:0", DType::kFloat32, {-1, 2}}}, {"training", {"training:0", DType::kFloat32, {}}}});
     return sm;
   };
   TempDir dir("saved_model");
   write_saved_model(dir / "m", model(false), {});
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "y"), make({1, 2}, {4, -1}));
+  expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "training"), Tensor::scalar<float>(0));
   for (const Node& n : spec.graph().nodes()) CHECK(n.op != "Mul");  // the branch not taken is not imported
-  // A learning phase fed at run time is a predicate known only then: refused, naming the Switch.
+  // A learning phase fed at run time is a predicate known only then: the cond becomes an If whose branches
+  // are the two sides, and the phase fed picks one at each run.
   write_saved_model(dir / "fed", model(true), {});
-  try {
-    tf::import_saved_model(dir / "fed");
-    FAIL("no error");
-  } catch (const Error& e) {
-    CHECK(e.code() == Code::kUnimplemented);
-    CHECK(std::string(e.what()).find("node 'cond/Switch") != std::string::npos);
-    CHECK(std::string(e.what()).find("predicate is known only at run time") != std::string::npos);
+  const ModuleSpec fed = tf::import_saved_model(dir / "fed");
+  CHECK(
+      std::any_of(fed.graph().nodes().begin(), fed.graph().nodes().end(), [](const Node& n) { return n.op == "If"; }));
+  Module m(fed);
+  const Tensor x = make({1, 2}, {3, -2});
+  for (const bool phase : {false, true}) {
+    const TensorMap out = m("default", {{"x", x}, {"learning_phase", Tensor::scalar<bool>(phase)}});
+    expect_close(out.at("y"), phase ? make({1, 2}, {1.5f, -1}) : make({1, 2}, {4, -1}));
+    expect_close(out.at("training"), Tensor::scalar<float>(phase ? 1 : 0));
   }
 }
 
@@ -881,9 +892,8 @@ TEST_CASE("a TensorFlow 1 while loop reading a reference variable, worked by han
   enter("while/Enter_1", "x", false, f32);
   for (const char* k : {"", "_1"}) {
     const int dtype = std::string(k).empty() ? i32 : f32;
-    tfp::NodeDef& merge =
-        g.add(std::string("while/Merge") + k, "Merge",
-              {std::string("while/Enter") + k, std::string("while/NextIteration") + k});
+    tfp::NodeDef& merge = g.add(std::string("while/Merge") + k, "Merge",
+                                {std::string("while/Enter") + k, std::string("while/NextIteration") + k});
     attr_type(merge, "T", dtype);
     attr_int(merge, "N", 2);
   }
