@@ -158,8 +158,11 @@ TEST_CASE("cache: racing writers without the lock still leave one complete modul
   // race): simulated by a zero stale timeout, so every waiter takes over.
   Sandbox sb;
   HttpServer server;
-  server.route("/m.tar.gz", [](const HttpRequest& r, HttpConn& c) {
-    c.sleep_ms(200);
+  // Each response waits (10 s at most) until a second writer has asked too, so the writers overlap however
+  // slowly the machine starts them.
+  server.route("/m.tar.gz", [&server](const HttpRequest& r, HttpConn& c) {
+    for (int waited = 0; waited < 10000 && server.requests("/m.tar.gz") < 2; waited += 50)
+      if (!c.sleep_ms(50)) return;
     serve_body(r, c, good_archive());
   });
   auto o = sb.options();
