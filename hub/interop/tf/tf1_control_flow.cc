@@ -1,29 +1,34 @@
-// TensorFlow 1's while loops (tf.while_loop in a graph: dynamic_rnn, map_fn,
-// scan) as the functional While of TensorFlow 2, so one importer (map_while
-// in ops_control.cc) takes both.
+// TensorFlow 1's control flow, written into the graph itself, as the
+// functional While and If of TensorFlow 2, so one importer (map_while and
+// map_if in ops_control.cc) takes both.
 //
-// A TensorFlow 1 loop is a frame of nodes in the graph itself: each loop
-// variable enters by an Enter, meets its next value in a Merge (Enter,
-// NextIteration), is tested through the condition into a LoopCond and split
-// by a Switch (Merge, LoopCond) into the body (output 1) and an Exit
-// (output 0); loop invariants enter by Enters marked is_constant. Which frame
-// a node runs in follows from its inputs: an Enter's output is in the frame
-// it names, inside its input's; an Exit's in the frame around its input's.
+// Loops (tf.while_loop in a graph: dynamic_rnn, map_fn, scan): a frame of
+// nodes. Each loop variable enters by an Enter, meets its next value in a
+// Merge (Enter, NextIteration), is tested through the condition into a
+// LoopCond and split by a Switch (Merge, LoopCond) into the body (output 1)
+// and an Exit (output 0); loop invariants enter by Enters marked is_constant.
+// Which frame a node runs in follows from its inputs: an Enter's output is in
+// the frame it names, inside its input's; an Exit's in the frame around its
+// input's. Each outermost frame becomes a While node whose inputs are the
+// loop variables' initial values then every tensor the frame reads from
+// outside (its invariant Enters' inputs, and any other tensor read
+// directly), and two functions made from the frame's nodes: the condition
+// (the LoopCond's input) and the body (each NextIteration's input; the
+// outside tensors returned as they are). Inside both, a loop variable's
+// Merge and Switch outputs are the function's argument. The Exits become
+// Identities of the While's outputs. A frame nested in it is part of those
+// functions' nodes, and becomes a While when they are flattened in their
+// turn.
 //
-// Each outermost frame becomes a While node whose inputs are the loop
-// variables' initial values then every tensor the frame reads from outside
-// (its invariant Enters' inputs, and any other tensor read directly), and
-// two functions made from the frame's nodes: the condition (the LoopCond's
-// input) and the body (each NextIteration's input; the outside tensors
-// returned as they are). Inside both, a loop variable's Merge and Switch
-// outputs are the function's argument. The Exits become Identities of the
-// While's outputs. A frame nested in it is part of those functions' nodes,
-// and becomes a While when they are flattened in their turn.
+// Conds (tf.cond) on a predicate known only at run time: Switches on the
+// predicate send each tensor the branches read to output 1 (true) or 0, and
+// each result is a Merge of the two sides. The Merges of one predicate become
+// Identities of one If's outputs, the branches (found by walking back from
+// the Merges to the Switches) its two functions.
 #include <algorithm>
 #include <deque>
 #include <tuple>
 
-#include "hub/interop/tf/bundle.h"
 #include "hub/interop/tf/graph_import.h"
 #include "hub/interop/tf/ops.h"
 
