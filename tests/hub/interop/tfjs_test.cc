@@ -291,11 +291,12 @@ TEST_CASE("bad TF.js models: each a clear error naming model.json") {
   }
 }
 
-TEST_CASE("a TensorFlow 1 while loop that is not one is refused naming the loop and the node") {
-  // i = 0; while i < 3: i += 1 — with the Switch reading the Enter instead of the Merge.
-  TempDir dir("tfjs_tf1_loop_bad");
-  const json i32 = {{"type", "DT_INT32"}};
-  auto node = [&](const std::string& name, const std::string& op, const json& inputs, json attr) {
+TEST_CASE("TensorFlow 1 control flow worked by hand: a run-time cond in a while loop; a loop that is not one") {
+  // i = 0, a = 1; while i < 3: a = cond(i < 2, a * 3, a - 1); i += 1 — so a = 3, 9, 8. The bad form has the
+  // loop's Switch read the Enter instead of the Merge.
+  TempDir dir("tfjs_tf1_control_flow");
+  const json i32 = {{"type", "DT_INT32"}}, b = {{"type", "DT_BOOL"}};
+  auto node = [&](const std::string& name, const std::string& op, const json& inputs, json attr = json::object()) {
     if (!attr.contains("T") && op != "LoopCond") attr["T"] = i32;
     return json{{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
   };
@@ -311,27 +312,37 @@ TEST_CASE("a TensorFlow 1 while loop that is not one is refused naming the loop 
   auto enter = [&](const std::string& name, const std::string& from, bool is_constant) {
     return node(name, "Enter", {from}, {{"frame_name", {{"s", "ZnJhbWU="}}}, {"is_constant", {{"b", is_constant}}}});
   };
+  const json merge2 = {{"N", {{"i", "2"}}}};
   auto model = [&](const std::string& switch_input) {
-    return json{
-        {"format", "graph-model"},
-        {"signature", {{"outputs", {{"y:0", {{"name", "y:0"}, {"dtype", "DT_INT32"}}}}}}},
-        {"modelTopology",
-         {{"node",
-           {constant("zero", json::array(), 0), constant("three", json::array(), 3), enter("f/Enter", "zero", false),
-            enter("f/Limit", "three", true),
-            node("f/Merge", "Merge", {"f/Enter", "f/NextIteration"}, {{"N", {{"i", "2"}}}}),
-            node("f/Less", "Less", {"f/Merge", "f/Limit"}, json::object()),
-            node("f/LoopCond", "LoopCond", {"f/Less"}, json::object()),
-            node("f/Switch", "Switch", {switch_input, "f/LoopCond"}, json::object()),
-            node("f/Identity", "Identity", {"f/Switch:1"}, json::object()), constant("f/one", {"^f/Identity"}, 1),
-            node("f/add", "AddV2", {"f/Identity", "f/one"}, json::object()),
-            node("f/NextIteration", "NextIteration", {"f/add"}, json::object()),
-            node("f/Exit", "Exit", {"f/Switch"}, json::object()), node("y", "Identity", {"f/Exit"}, json::object())}}}},
-        {"weightsManifest", json::array()}};
+    const json nodes = {
+        constant("zero", json::array(), 0), constant("one", json::array(), 1), constant("three", json::array(), 3),
+        enter("f/Enter", "zero", false), enter("f/Enter_1", "one", false), enter("f/Limit", "three", true),
+        node("f/Merge", "Merge", {"f/Enter", "f/NextIteration"}, merge2),
+        node("f/Merge_1", "Merge", {"f/Enter_1", "f/NextIteration_1"}, merge2),
+        node("f/Less", "Less", {"f/Merge", "f/Limit"}), node("f/LoopCond", "LoopCond", {"f/Less"}),
+        node("f/Switch", "Switch", {switch_input, "f/LoopCond"}),
+        node("f/Switch_1", "Switch", {"f/Merge_1", "f/LoopCond"}), node("f/Identity", "Identity", {"f/Switch:1"}),
+        node("f/Identity_1", "Identity", {"f/Switch_1:1"}),
+        // The cond, its predicate computed from the loop variable.
+        constant("f/two", {"^f/Identity"}, 2), node("f/p", "Less", {"f/Identity", "f/two"}),
+        node("f/c/Switch", "Switch", {"f/p", "f/p"}, {{"T", b}}),
+        node("f/c/switch_t", "Identity", {"f/c/Switch:1"}, {{"T", b}}),
+        node("f/c/switch_f", "Identity", {"f/c/Switch"}, {{"T", b}}),
+        node("f/c/pred_id", "Identity", {"f/p"}, {{"T", b}}),
+        node("f/c/Switch_1", "Switch", {"f/Identity_1", "f/c/pred_id"}), constant("f/c/k", {"^f/c/switch_t"}, 3),
+        node("f/c/mul", "Mul", {"f/c/Switch_1:1", "f/c/k"}), constant("f/c/d", {"^f/c/switch_f"}, 1),
+        node("f/c/sub", "Sub", {"f/c/Switch_1", "f/c/d"}), node("f/c/Merge", "Merge", {"f/c/sub", "f/c/mul"}, merge2),
+        constant("f/one", {"^f/Identity"}, 1), node("f/add", "AddV2", {"f/Identity", "f/one"}),
+        node("f/NextIteration", "NextIteration", {"f/add"}), node("f/NextIteration_1", "NextIteration", {"f/c/Merge"}),
+        node("f/Exit", "Exit", {"f/Switch"}), node("f/Exit_1", "Exit", {"f/Switch_1"}),
+        node("y", "Identity", {"f/Exit_1"})};
+    return json{{"format", "graph-model"},
+                {"signature", {{"outputs", {{"y:0", {{"name", "y:0"}, {"dtype", "DT_INT32"}}}}}}},
+                {"modelTopology", {{"node", nodes}}},
+                {"weightsManifest", json::array()}};
   };
-  // The well-formed loop first: it counts to 3.
   Module good(tf::import_tfjs(write_model(dir.path / "good", model("f/Merge"), "")));
-  CHECK(good(TensorMap{}).at("y").to_vector<int32_t>() == std::vector<int32_t>{3});
+  CHECK(good(TensorMap{}).at("y").to_vector<int32_t>() == std::vector<int32_t>{8});
   expect_error(
       Code::kInvalidArgument, [&] { tf::import_tfjs(write_model(dir.path / "bad", model("f/Enter"), "")); },
       "the TensorFlow 1 while loop 'frame': its Switch 'f/Switch' does not read a Merge");
