@@ -5,8 +5,48 @@
 #include "hub/ops/elementwise.h"
 #include "hub/ops/registry.h"
 #include "hub/ops/state.h"
+#include "hub/ops/subgraph.h"
 
 namespace hub {
+
+namespace {
+
+// Subgraph gradients for ops holding subgraphs (If): the subgraph's graph
+// again, gradient placeholders for its results, and autodiff over it.
+class Differentiator final : public SubgraphDifferentiator {
+ public:
+  SubgraphPtr gradient(const Subgraph& sub, const std::vector<bool>& has_grad,
+                       const std::vector<int>& wrt) const override {
+    // A trainable variable read inside would get no gradient (only arguments do): refused, not left untrained.
+    for (const Node& n : sub.nodes)
+      if (n.op == "Variable" && (!n.attrs.has("trainable") || n.attrs.get_bool("trainable")))
+        throw_error(Code::kInvalidArgument, "gradients: trainable variable '" + n.name +
+                                                "' is read inside a subgraph, which passes gradients only to its "
+                                                "arguments");
+    Graph g = subgraph_graph(sub);
+    const Scope s(g);
+    std::vector<Output> arguments = sub.arguments, xs;
+    for (int a : wrt) xs.push_back(sub.arguments[static_cast<size_t>(a)]);
+    std::vector<std::vector<Output>> parts(wrt.size());
+    for (size_t r = 0; r < sub.results.size(); ++r) {
+      if (!has_grad[r]) continue;
+      const TensorSpec& spec = sub.spec(sub.results[r]);
+      const Output dy = ops::placeholder(s, spec.dtype, spec.shape, "result" + std::to_string(r) + "_grad");
+      arguments.push_back(dy);
+      const std::vector<Output> d = gradients(s.sub("result" + std::to_string(r)), sub.results[r], xs, dy);
+      for (size_t j = 0; j < xs.size(); ++j)
+        if (d[j].valid()) parts[j].push_back(d[j]);
+    }
+    std::vector<Output> results;
+    for (size_t j = 0; j < xs.size(); ++j)
+      results.push_back(parts[j].empty()       ? ops::zeros_like(s, xs[j], "no_grad" + std::to_string(j))
+                        : parts[j].size() == 1 ? parts[j][0]
+                                               : ops::add_n(s, parts[j]));
+    return make_subgraph(g, arguments, results);
+  }
+};
+
+}  // namespace
 
 std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Output>& xs, Output grad_y) {
   GraphBuilder& g = scope.graph();
@@ -72,7 +112,8 @@ std::vector<Output> gradients(const Scope& scope, Output y, const std::vector<Ou
       throw_error(Code::kInvalidArgument,
                   "gradients: op " + node.op + " (node '" + node.name + "') has no gradient, but lies between y and x");
     std::vector<Output> inputs = node.inputs;
-    GradContext ctx{gs.sub(node.name), node, inputs, outs, grads};
+    static const Differentiator differentiator;
+    GradContext ctx{gs.sub(node.name), node, inputs, outs, grads, &differentiator};
     std::vector<Output> in_grads = def.grad(ctx);
     HUB_CHECK(in_grads.size() == inputs.size(),
               "gradient of " + node.op + " returned " + std::to_string(in_grads.size()) + " grads");

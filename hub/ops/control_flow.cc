@@ -104,6 +104,32 @@ std::vector<TensorSpec> loop_shape(const InferContext& c) {
   return out;
 }
 
+// If's gradient: an If on the same condition whose branches are the
+// branches' gradients (each recomputes its branch and differentiates it),
+// fed the arguments and the outputs' gradients; each float32 argument gets
+// its gradient from it.
+std::vector<Output> if_grad(const GradContext& c) {
+  HUB_CHECK(c.subgraphs != nullptr, "If's gradient needs a subgraph differentiator");
+  std::vector<Output> inputs = c.inputs;
+  std::vector<bool> has_grad;
+  for (const Output& g : c.grads) {
+    has_grad.push_back(g.valid());
+    if (g.valid()) inputs.push_back(g);
+  }
+  std::vector<int> wrt;
+  for (size_t a = 1; a < c.inputs.size(); ++a)
+    if (c.scope.graph().spec(c.inputs[a]).dtype == DType::kFloat32) wrt.push_back(static_cast<int>(a) - 1);
+  std::vector<Output> grads(c.inputs.size());
+  if (wrt.empty()) return grads;
+  const Attrs attrs =
+      Attrs()
+          .set("then_branch", c.subgraphs->gradient(c.node.attrs.get_graph("then_branch"), has_grad, wrt))
+          .set("else_branch", c.subgraphs->gradient(c.node.attrs.get_graph("else_branch"), has_grad, wrt));
+  const std::vector<Output> out = c.scope.op_n("If", inputs, attrs, "IfGrad");
+  for (size_t j = 0; j < wrt.size(); ++j) grads[static_cast<size_t>(wrt[j]) + 1] = out[j];
+  return grads;
+}
+
 }  // namespace
 
 HUB_REGISTER_OP(If)
@@ -113,7 +139,7 @@ HUB_REGISTER_OP(If)
     .attr("else_branch", AttrType::kGraph)
     .value_dependent_shape()
     .shape_fn(if_shape)
-    .no_gradient("control flow runs for inference only")
+    .grad(if_grad)
     .doc("Runs then_branch or else_branch (subgraphs) on the arguments as a bool decides (ONNX If).");
 
 HUB_REGISTER_OP(Loop)
@@ -123,7 +149,7 @@ HUB_REGISTER_OP(Loop)
     .attr("num_carried", AttrType::kInt)
     .value_dependent_shape()
     .shape_fn(loop_shape)
-    .no_gradient("control flow runs for inference only")
+    .no_gradient("a loop's gradient would need every iteration's values kept (inference only)")
     .doc(
         "Runs a body subgraph while a trip count and a condition allow, carrying values and stacking scans "
         "(ONNX Loop).");

@@ -34,6 +34,7 @@ namespace hub {
 
 class Scope;
 class SubgraphRunner;
+class SubgraphDifferentiator;
 class VariableStore;
 
 // ---- shape inference --------------------------------------------------------
@@ -137,6 +138,8 @@ struct GradContext {
   const std::vector<Output>& inputs;   // its inputs
   const std::vector<Output>& outputs;  // its outputs
   const std::vector<Output>& grads;    // d loss / d output_i (invalid if none flows)
+  // Differentiates the node's subgraphs (ops holding them: If).
+  const SubgraphDifferentiator* subgraphs = nullptr;
 };
 // Returns d loss / d input_i for each input (an invalid Output for none).
 using GradFn = std::function<std::vector<Output>(const GradContext&)>;

@@ -30,4 +30,17 @@ class SubgraphRunner {
   virtual std::vector<Tensor> run(const Subgraph& graph, const std::vector<Tensor>& arguments) = 0;
 };
 
+// Differentiates subgraphs, for the gradients of ops holding them (If): the
+// graph layer's autodiff gives one to their gradient functions
+// (GradContext::subgraphs), as the Session gives kernels a runner.
+class SubgraphDifferentiator {
+ public:
+  virtual ~SubgraphDifferentiator() = default;
+  // A subgraph taking `graph`'s arguments, then d loss / d result r for each
+  // result where has_grad[r], that recomputes `graph` and returns
+  // d loss / d argument a for each a in `wrt` (zeros where none flows).
+  virtual SubgraphPtr gradient(const Subgraph& graph, const std::vector<bool>& has_grad,
+                               const std::vector<int>& wrt) const = 0;
+};
+
 }  // namespace hub

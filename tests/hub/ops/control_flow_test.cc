@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "hub/graph/autodiff.h"
 #include "hub/graph/optimize/optimize.h"
 #include "hub/graph/session.h"
 #include "hub/ops/activation.h"
@@ -245,4 +246,55 @@ TEST_CASE("The inference optimiser optimises a loop body on its own: fused there
   CHECK_FALSE(opt.stale(variables));
   variables.set("w", random_tensor({4, 4}, 6));
   CHECK(opt.stale(variables));
+}
+
+TEST_CASE("If's gradient: each branch differentiated, against finite differences, on both conditions") {
+  // then: (x * w, tanh(x)); else: (x + x * x, w * 3) — the second result of each branch leaves one argument
+  // out, so its gradient there is zeros.
+  auto branch = [](bool then) {
+    Graph g;
+    Scope s(g);
+    Output x = ops::placeholder(s, DType::kFloat32, {-1}, "x"), w = ops::placeholder(s, DType::kFloat32, {-1}, "w");
+    std::vector<Output> results =
+        then ? std::vector<Output>{ops::mul(s, x, w), ops::tanh(s, x)}
+             : std::vector<Output>{ops::add(s, x, ops::mul(s, x, x)), ops::mul(s, w, ops::scalar(s, 3))};
+    return make_subgraph(g, {x, w}, results);
+  };
+  const Attrs attrs = Attrs().set("then_branch", branch(true)).set("else_branch", branch(false));
+  const Tensor x = make({3}, {0.5f, -1.2f, 2}), w = make({3}, {1.5f, 0.3f, -0.7f});
+  for (const bool cond : {true, false})
+    for (const int output : {0, 1}) {
+      INFO("cond " << cond << ", output " << output);
+      check_gradients("If", {Tensor::scalar<bool>(cond), x, w}, attrs, {.output = output});
+    }
+  // By hand: d(sum(x * w)) / dx = w where the condition holds.
+  Graph g;
+  Scope s(g);
+  Output c = ops::placeholder(s, DType::kBool, {}, "c"), xp = ops::placeholder(s, DType::kFloat32, {3}, "x"),
+         wp = ops::placeholder(s, DType::kFloat32, {3}, "w");
+  const std::vector<Output> y = s.op_n("If", {c, xp, wp}, attrs, "if");
+  const std::vector<Output> d = gradients(s, ops::sum(s, y[0], {0}), {xp, wp});
+  Session session(g, nullptr);
+  const std::vector<Tensor> got = session.run({{c, Tensor::scalar<bool>(true)}, {xp, x}, {wp, w}}, d);
+  expect_close(got[0], w);
+  expect_close(got[1], x);
+  // Else: d(sum(x + x^2)) / dx = 1 + 2x, and nothing flows to w.
+  const std::vector<Tensor> other = session.run({{c, Tensor::scalar<bool>(false)}, {xp, x}, {wp, w}}, d);
+  expect_close(other[0], make({3}, {2, -1.4f, 5}));
+  expect_close(other[1], Tensor::zeros(DType::kFloat32, {3}));
+}
+
+TEST_CASE("If's gradient refuses a trainable variable read inside a branch (it would stay untrained)") {
+  Graph branch_graph;
+  Scope b(branch_graph);
+  Output x = ops::placeholder(b, DType::kFloat32, {2}, "x");
+  Output v = ops::variable(b, "v", {2});
+  SubgraphPtr scaled = make_subgraph(branch_graph, {x}, {ops::mul(b, x, v)});
+  Graph g;
+  Scope s(g);
+  Output c = ops::placeholder(s, DType::kBool, {}, "c"), xp = ops::placeholder(s, DType::kFloat32, {2}, "x");
+  const Output y = s.op_n("If", {c, xp}, Attrs().set("then_branch", scaled).set("else_branch", scaled), "if")[0];
+  expect_error(
+      Code::kInvalidArgument, [&] { gradients(s, ops::sum(s, y, {0}), {xp}); },
+      "trainable variable 'v' is read inside a subgraph");
 }
