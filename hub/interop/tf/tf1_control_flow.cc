@@ -697,7 +697,7 @@ std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::se
   if (std::none_of(graph.nodes.begin(), graph.nodes.end(), [](const proto::NodeDef& n) { return n.op() == "Merge"; }))
     return std::nullopt;
   // Each Merge of two inputs from the two sides of Switches on one run-time
-  // predicate, grouped by that predicate tensor (each tf.cond has its own).
+  // predicate, by that predicate tensor (each tf.cond has its own pred_id).
   int64_t budget = 20'000'000;
   std::map<std::string, std::vector<CondRewrite::MergeBranches>> conds;
   std::set<int> inner;
@@ -740,16 +740,36 @@ std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::se
     std::vector<CondRewrite::MergeBranches> outer;
     for (auto& m : merges)
       if (!inner.count(m.merge)) outer.push_back(std::move(m));
-    if (outer.empty()) continue;  // rewritten with the branch holding it
-    const int first = outer[0].merge;
-    try {
-      proto::NodeDef n = CondRewrite(g, pred, std::move(outer)).run();
-      g.by_name[n.name()] = static_cast<int>(g.nodes.size());
-      g.nodes.push_back(std::move(n));
-    } catch (const Error& e) {
-      // Importing the Merge is the error (its branches are never reached).
-      g.nodes[static_cast<size_t>(first)].clear_input();
-      g.broken.emplace(g.nodes[static_cast<size_t>(first)].name(), e);
+    // One If per set of Merges whose branches share a node or a Switch (the
+    // outputs of one tf.cond); Merges on one predicate that share nothing
+    // may feed each other, so they are Ifs of their own.
+    std::vector<size_t> group(outer.size());
+    for (size_t k = 0; k < group.size(); ++k) group[k] = k;
+    auto root = [&](size_t k) {
+      while (group[k] != k) k = group[k] = group[group[k]];
+      return k;
+    };
+    std::map<int, size_t> owner;
+    for (size_t k = 0; k < outer.size(); ++k)
+      for (const BranchWalk& b : outer[k].branch) {
+        std::vector<int> nodes(b.members.begin(), b.members.end());
+        nodes.insert(nodes.end(), b.entries.begin(), b.entries.end());
+        for (int i : nodes)
+          if (auto [it, added] = owner.emplace(i, k); !added) group[root(k)] = root(it->second);
+      }
+    std::map<size_t, std::vector<CondRewrite::MergeBranches>> ifs;
+    for (size_t k = 0; k < outer.size(); ++k) ifs[root(k)].push_back(std::move(outer[k]));
+    for (auto& [key, one_if] : ifs) {
+      const int first = one_if[0].merge;
+      try {
+        proto::NodeDef n = CondRewrite(g, pred, std::move(one_if)).run();
+        g.by_name[n.name()] = static_cast<int>(g.nodes.size());
+        g.nodes.push_back(std::move(n));
+      } catch (const Error& e) {
+        // Importing the Merge is the error (its branches are never reached).
+        g.nodes[static_cast<size_t>(first)].clear_input();
+        g.broken.emplace(g.nodes[static_cast<size_t>(first)].name(), e);
+      }
     }
   }
   return g;

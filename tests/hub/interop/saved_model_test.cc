@@ -840,10 +840,18 @@ TEST_CASE("TensorFlow 1 cond on a learning phase, left at its default or fed (Sw
     g.graph().mutable_node(g.graph().node_size() - 1)->add_input("^cond/switch_f");
     attr_int(g.op("cond/Merge_1", "Merge", {"cond/off", "cond/on"}), "N", 2);
     g.op("training", "Identity", {"cond/Merge_1"});
+    // A later cond on the same predicate, reading the first one's result: y2 = phase ? y * 0.5 : y.
+    g.op("later/Switch_y", "Switch", {"cond/Merge", "learning_phase"});
+    g.op("later/mul", "Mul", {"later/Switch_y:1", "cond/half"});
+    g.op("later/same", "Identity", {"later/Switch_y"});
+    attr_int(g.op("later/Merge", "Merge", {"later/same", "later/mul"}), "N", 2);
+    g.op("y2", "Identity", {"later/Merge"});
     std::map<std::string, TfTensor> inputs{{"x", {"x:0", DType::kFloat32, {-1, 2}}}};
     if (fed_phase) inputs["learning_phase"] = {"learning_phase:0", DType::kBool, {}};
-    (*mg->mutable_signature_def())["serving_default"] = tf_signature(
-        inputs, {{"y", {"y:0", DType::kFloat32, {-1, 2}}}, {"training", {"training:0", DType::kFloat32, {}}}});
+    (*mg->mutable_signature_def())["serving_default"] =
+        tf_signature(inputs, {{"y", {"y:0", DType::kFloat32, {-1, 2}}},
+                              {"training", {"training:0", DType::kFloat32, {}}},
+                              {"y2", {"y2:0", DType::kFloat32, {-1, 2}}}});
     return sm;
   };
   TempDir dir("saved_model");
@@ -851,6 +859,7 @@ TEST_CASE("TensorFlow 1 cond on a learning phase, left at its default or fed (Sw
   ModuleSpec spec = tf::import_saved_model(dir / "m");
   expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "y"), make({1, 2}, {4, -1}));
   expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "training"), Tensor::scalar<float>(0));
+  expect_close(run_sig(spec, "default", "x", make({1, 2}, {3, -2}), "y2"), make({1, 2}, {4, -1}));
   for (const Node& n : spec.graph().nodes()) CHECK(n.op != "Mul");  // the branch not taken is not imported
   // A learning phase fed at run time is a predicate known only then: the cond becomes an If whose branches
   // are the two sides, and the phase fed picks one at each run.
@@ -864,6 +873,8 @@ TEST_CASE("TensorFlow 1 cond on a learning phase, left at its default or fed (Sw
     const TensorMap out = m("default", {{"x", x}, {"learning_phase", Tensor::scalar<bool>(phase)}});
     expect_close(out.at("y"), phase ? make({1, 2}, {1.5f, -1}) : make({1, 2}, {4, -1}));
     expect_close(out.at("training"), Tensor::scalar<float>(phase ? 1 : 0));
+    // (Two conds on one predicate, one feeding the other: two Ifs, not one.)
+    expect_close(out.at("y2"), phase ? make({1, 2}, {0.75f, -0.5f}) : make({1, 2}, {4, -1}));
   }
 }
 
