@@ -283,6 +283,14 @@ namespace {
 
 class Importer;
 
+// A partially known int value (TfValue::dims), computed at run time from the
+// shapes of the tensors its dims are of.
+Output dims_tensor(const Scope& s, const TfValue& v) {
+  std::vector<interop::Linear<DimKey>> elements;
+  for (const DimValue& d : *v.dims) elements.push_back(d.linear());
+  return interop::run_time_tensor(s, elements, v.dims_scalar, v.dims_dtype);
+}
+
 // The context of one node: builds into `graph_`, reading inputs from `values_`.
 class Context final : public OpContext {
  public:
@@ -426,10 +434,7 @@ Output Context::input(int i) {
   }
   if (v.dims) {
     // Computed at run time from the dims' tensors' shapes (a count for a run-time TopK's k).
-    const Scope s = Scope(graph_).sub(imp_.helper_name(name() + "/input" + std::to_string(i)));
-    std::vector<interop::Linear<DimKey>> elements;
-    for (const DimValue& d : *v.dims) elements.push_back(d.linear());
-    const Output t = interop::run_time_tensor(s, elements, v.dims_scalar, v.dims_dtype);
+    const Output t = dims_tensor(Scope(graph_).sub(imp_.helper_name(name() + "/input" + std::to_string(i))), v);
     inputs_[i].out = t;
     return t;
   }
@@ -751,6 +756,10 @@ Output Importer::fetch(const std::string& tensor) {
   if (v.out.valid()) return v.out;
   if (v.constant) {
     v.out = ops::constant(Scope(out_.graph), *v.constant, helper_name(split_tensor(tensor, g_.file).first));
+    return v.out;
+  }
+  if (v.dims) {  // an output computed from shapes (tf.shape(x)[0], a TensorArray's size)
+    v.out = dims_tensor(Scope(out_.graph).sub(helper_name(split_tensor(tensor, g_.file).first)), v);
     return v.out;
   }
   throw_error(Code::kUnimplemented, g_.file + ": output '" + tensor + "' is not a tensor hub can compute at run time");

@@ -348,6 +348,51 @@ TEST_CASE("TensorFlow 1 control flow worked by hand: a run-time cond in a while 
       "the TensorFlow 1 while loop 'frame': its Switch 'f/Switch' does not read a Merge");
 }
 
+TEST_CASE("TensorFlow 1 TensorArrays outside loops, worked by hand: scatters, reads, a write, size, gather") {
+  TempDir dir("tfjs_tensor_arrays");
+  const json f32 = {{"type", "DT_FLOAT"}}, i32 = {{"type", "DT_INT32"}};
+  auto node = [](const std::string& name, const std::string& op, const json& inputs, const json& attr) {
+    return json{{"name", name}, {"op", op}, {"input", inputs}, {"attr", attr}};
+  };
+  auto ints = [&](const std::string& name, const std::vector<int>& v, bool scalar) {
+    json shape = scalar ? json::object() : json{{"dim", {{{"size", std::to_string(v.size())}}}}};
+    const json tensor = {{"dtype", "DT_INT32"}, {"tensorShape", shape}, {"intVal", v}};
+    return node(name, "Const", json::array(), {{"dtype", i32}, {"value", {{"tensor", tensor}}}});
+  };
+  auto array = [&](const std::string& name, bool known_shape) {
+    json shape = known_shape ? json{{"dim", {{{"size", "2"}}}}} : json{{"unknownRank", true}};
+    return node(name, "TensorArrayV3", {"three"}, {{"dtype", f32}, {"element_shape", {{"shape", shape}}}});
+  };
+  const json nodes = {
+      node("x", "Placeholder", json::array(),
+           {{"dtype", f32}, {"shape", {{"shape", {{"dim", {{{"size", "3"}}, {{"size", "2"}}}}}}}}}),
+      ints("zero", {0}, true), ints("one", {1}, true), ints("three", {3}, true), ints("in_order", {0, 1, 2}, false),
+      ints("shuffled", {2, 0, 1}, false),
+      // unstack: rows 0, 1, 2 of x in order; read row 1; write row 1 over row 0.
+      array("ta", true), node("unstack", "TensorArrayScatterV3", {"ta", "in_order", "x", "ta:1"}, {{"T", f32}}),
+      node("row1", "TensorArrayReadV3", {"ta", "one", "unstack"}, {{"dtype", f32}}),
+      node("written", "TensorArrayWriteV3", {"ta", "zero", "row1", "unstack"}, {{"T", f32}}),
+      node("size", "TensorArraySizeV3", {"ta", "written"}, json::object()),
+      node("all", "TensorArrayGatherV3", {"ta", "in_order", "written"}, {{"dtype", f32}}),
+      // A scatter in another order onto a new array of unknown element shape: out[2] = x[0], out[0] = x[1], ...
+      array("tb", false), node("scattered", "TensorArrayScatterV3", {"tb", "shuffled", "x", "tb:1"}, {{"T", f32}}),
+      node("placed", "TensorArrayGatherV3", {"tb", "in_order", "scattered"}, {{"dtype", f32}})};
+  json outputs = json::object();
+  for (const char* o : {"row1", "size", "all", "placed"})
+    outputs[std::string(o) + ":0"] = {{"name", std::string(o) + ":0"}};
+  const json model = {
+      {"format", "graph-model"},
+      {"signature", {{"inputs", {{"x:0", {{"name", "x:0"}, {"dtype", "DT_FLOAT"}}}}}, {"outputs", outputs}}},
+      {"modelTopology", {{"node", nodes}}},
+      {"weightsManifest", json::array()}};
+  Module m(tf::import_tfjs(write_model(dir.path, model, "")));
+  const TensorMap out = m({{"x", make({3, 2}, {1, 2, 3, 4, 5, 6})}});
+  expect_close(out.at("row1"), Tensor::floats({3, 4}));
+  CHECK(out.at("size").to_vector<int32_t>() == std::vector<int32_t>{3});
+  expect_close(out.at("all"), make({3, 2}, {3, 4, 3, 4, 5, 6}));
+  expect_close(out.at("placed"), make({3, 2}, {3, 4, 5, 6, 1, 2}));
+}
+
 TEST_CASE("TF.js control flow that calls itself, or loops on a float condition, is refused clearly") {
   TempDir dir("tfjs_control_flow_bad");
   auto node = [](const std::string& name, const std::string& op, const json& inputs, const json& attr) {
