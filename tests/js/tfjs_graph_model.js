@@ -558,13 +558,13 @@ function tf1Loop(scope, frame, initial, types, cond, next) {
 // v1rnn: dynamic_rnn's loop over the tokens' time steps: the input unstacked into a TensorArray (a
 // scatter of range(steps)), h = tanh((x_t + h) w) written into an output TensorArray of unknown element
 // shape (its gather states it), stacked: [L, N, 4]; v1h is the last h.
-const taAttrs = (shape) => ({dtype: T, element_shape: {shape: shape ? shapeOf(shape) : {unknownRank: true}},
-                             dynamic_size: {b: false}, clear_after_read: {b: true},
+const taAttrs = (shape, clear = true) => ({dtype: T, element_shape: {shape: shape ? shapeOf(shape) : {unknownRank: true}},
+                             dynamic_size: {b: false}, clear_after_read: {b: clear},
                              identical_element_shapes: {b: true}, tensor_array_name: str('')});
 node('v1/in_ta', 'TensorArrayV3', ['rnn/steps'], taAttrs([-1, 4]));
 node('v1/in_range', 'Range', ['loop/i0', 'rnn/steps', 'loop/one'], {Tidx: IT});
 node('v1/unstack', 'TensorArrayScatterV3', ['v1/in_ta', 'v1/in_range', 'rnn/seq', 'v1/in_ta:1'], {T});
-node('v1/out_ta', 'TensorArrayV3', ['rnn/steps'], taAttrs(null));
+node('v1/out_ta', 'TensorArrayV3', ['rnn/steps'], taAttrs(null, false));  // read twice: stacked and concatenated
 const v1Frame = 'v1/while/while_context';
 tf1Loop('v1/while', v1Frame, ['loop/i0', 'rnn/h0', 'v1/out_ta:1'], [IT, T, T],
         ([t]) => node('v1/while/Less', 'Less', [t, enter('v1/while/Less/Enter', 'rnn/steps', v1Frame, true, IT)],
@@ -587,6 +587,14 @@ node('v1/range', 'Range', ['loop/i0', 'v1/size', 'loop/one'], {Tidx: IT});
 node('v1rnn', 'TensorArrayGatherV3', ['v1/out_ta', 'v1/range', 'v1/while/Exit_2'],
      {dtype: T, element_shape: {shape: shapeOf([-1, 4])}});
 node('v1h', 'Identity', ['v1/while/Exit_1'], {T});
+// v1concat: the states joined along the batch: [L * N, 4]; v1split: the 4x4 weight split into two 2x4
+// elements, gathered in reverse.
+node('v1concat', 'TensorArrayConcatV3', ['v1/out_ta', 'v1/while/Exit_2'],
+     {dtype: T, element_shape_except0: {shape: shapeOf([4])}});
+node('v1/split_ta', 'TensorArrayV3', [intScalar('v1/two', 2)], taAttrs([2, 4]));
+node('v1/split', 'TensorArraySplitV3', ['v1/split_ta', 'rnn/w', vec('v1/lengths', [2, 2]), 'v1/split_ta:1'], {T});
+node('v1split', 'TensorArrayGatherV3', ['v1/split_ta', vec('v1/reversed', [1, 0]), 'v1/split'],
+     {dtype: T, element_shape: {shape: shapeOf([2, 4])}});
 // v1nest: nested loops: for i < 3: acc = 0.5 * (inner loop, i + 1 times: s = tanh(s + w) from s = acc).
 // The inner loop enters w straight from outside (TensorFlow.js cannot run it entered through the outer
 // loop's Enter, as TensorFlow 1 writes it; tfjs_test.cc checks that form against this one's result).
@@ -686,7 +694,8 @@ async function main() {
                 'branch:0': tensorInfo('branch:0', [-1, 12]), 'branch2:0': tensorInfo('branch2:0', [-1, 12]),
                 'rnn:0': tensorInfo('rnn:0', [-1, -1, 4]), 'learning:0': tensorInfo('learning:0', [-1, 12]),
                 'v1rnn:0': tensorInfo('v1rnn:0', [-1, -1, 4]), 'v1h:0': tensorInfo('v1h:0', [-1, 4]),
-                'v1nest:0': tensorInfo('v1nest:0', [-1, 12]), 'v1cond:0': tensorInfo('v1cond:0', [-1, 12]),
+                'v1nest:0': tensorInfo('v1nest:0', [-1, 12]), 'v1concat:0': tensorInfo('v1concat:0', [-1, 4]),
+                'v1split:0': tensorInfo('v1split:0', [2, 2, 4]), 'v1cond:0': tensorInfo('v1cond:0', [-1, 12]),
                 'v1cond_nested:0': tensorInfo('v1cond_nested:0', [-1, 12]),
                 'v1cond2:0': tensorInfo('v1cond2:0', [-1, 12]),
                 'v1cond2_nested:0': tensorInfo('v1cond2_nested:0', [-1, 12])},
@@ -721,7 +730,7 @@ async function main() {
   const names = ['probs', 'features', 'log_probs/cast', 'resized', 'math', 'attention', 'dynamic', 'dyn_resized', 'dyn_tail', 'dyn_broadcast', 'dyn_positions', 'dyn_top',
                  'nms',
                  'nms4/indices', 'nms4/valid', 'nms5/scores', 'where', 'unique/values', 'unique/idx', 'loop', 'grow',
-                 'branch', 'branch2', 'rnn', 'learning', 'v1rnn', 'v1h', 'v1nest', 'v1cond',
+                 'branch', 'branch2', 'rnn', 'learning', 'v1rnn', 'v1h', 'v1nest', 'v1concat', 'v1split', 'v1cond',
                  'v1cond_nested', 'v1cond2', 'v1cond2_nested'];
   // executeAsync: NonMaxSuppression, Where and control flow are asynchronous in TF.js.
   const results = await model.executeAsync({images: input, tokens}, names);

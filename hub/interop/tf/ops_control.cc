@@ -342,6 +342,43 @@ void map_tensor_array_scatter(OpContext& c) {
 
 void map_tensor_array_size(OpContext& c) { list_length(c, 1); }
 
+// Concat(handle, flow): the elements joined along their first dim (all have
+// the same, the list being one tensor), and each one's length.
+void map_tensor_array_concat(OpContext& c) {
+  const Shape list = c.shape(1);
+  if (list.rank() < 2) c.fail("concatenates elements of rank 0 (a list " + list.to_string() + ")");
+  std::vector<int64_t> dims{-1};
+  for (int d = 2; d < list.rank(); ++d) {
+    if (list[d] == kUnknownDim)
+      c.unsupported("concatenates elements " + list.to_string() +
+                    " whose dims after the first are known only at run time");
+    dims.push_back(list[d]);
+  }
+  c.set_output(0, c.add("Reshape", {c.input(1)}, Attrs().set("shape", dims)));
+  if (list[0] == kUnknownDim || list[1] == kUnknownDim) {
+    c.set_unavailable(1, "the lengths of a TensorArray's elements known only at run time");
+    return;
+  }
+  c.set_constant(1,
+                 Tensor::from_vector<int64_t>({list[0]}, std::vector<int64_t>(static_cast<size_t>(list[0]), list[1])));
+}
+
+// Split(handle, value, lengths, flow): a new array of value's consecutive
+// pieces, which must be of one length (known at import) to be one tensor.
+void map_tensor_array_split(OpContext& c) {
+  const std::vector<int64_t> lengths = c.constant_ints(2, "lengths");
+  const Shape value = c.shape(1);
+  if (lengths.empty() || value.rank() < 1) c.fail("splits " + value.to_string() + " into no pieces");
+  if (std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l != lengths[0]; }))
+    c.unsupported("splits into pieces of different lengths, which hub's one-tensor TensorArray cannot hold");
+  std::vector<int64_t> dims{static_cast<int64_t>(lengths.size()), lengths[0]};
+  for (int d = 1; d < value.rank(); ++d) {
+    if (value[d] == kUnknownDim) c.unsupported("splits " + value.to_string() + " with dims known only at run time");
+    dims.push_back(value[d]);
+  }
+  c.set_output(0, c.add("Reshape", {c.input(1)}, Attrs().set("shape", dims)));
+}
+
 // Read(handle, index, flow) and Gather(handle, indices, flow): rows of the flow.
 void map_tensor_array_read(OpContext& c) {
   c.set_output(
@@ -427,6 +464,9 @@ void add_control_flow_importers(std::map<std::string, OpImporter>& m) {
   m["TensorArrayGatherV3"] = {
       map_tensor_array_read, {{"dtype", T}, {"element_shape", unknown_shape}}, {"value"}, false};
   m["TensorArraySizeV3"] = {map_tensor_array_size, {}, {"size"}, false};
+  m["TensorArrayConcatV3"] = {
+      map_tensor_array_concat, {{"dtype", T}, {"element_shape_except0", unknown_shape}}, {"value", "lengths"}, false};
+  m["TensorArraySplitV3"] = {map_tensor_array_split, {{"T", T}}, {"flow_out"}, false};
   m["Switch"] = {map_switch, {{"T", attr_required()}}, {"output_false", "output_true"}, false};
   m["Merge"] = {map_merge, {{"T", attr_required()}, {"N", attr_required()}}, {"output", "value_index"}, false};
 }
