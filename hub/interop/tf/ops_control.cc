@@ -355,7 +355,7 @@ void map_tensor_array_concat(OpContext& c) {
     dims.push_back(list[d]);
   }
   c.set_output(0, c.add("Reshape", {c.input(1)}, Attrs().set("shape", dims)));
-  if (list[0] == kUnknownDim || list[1] == kUnknownDim) {
+  if (list[0] == kUnknownDim || list[1] == kUnknownDim || list[0] > (int64_t{1} << 20)) {
     c.set_unavailable(1, "the lengths of a TensorArray's elements known only at run time");
     return;
   }
