@@ -232,9 +232,10 @@ class RegionRewrite {
     return name;
   }
 
-  // A name for a new node from `base`, used by no node but possibly those of `region`.
+  // A name for a new node from `base`, used by no node but possibly those of
+  // `region` the rewrite removes (not its Consts, which stay).
   std::string new_name(std::string base, const std::set<int>& region) const {
-    while (index(base) >= 0 && !region.count(index(base))) base += "_";
+    while (index(base) >= 0 && (!region.count(index(base)) || node(index(base)).op() == "Const")) base += "_";
     return base;
   }
 
