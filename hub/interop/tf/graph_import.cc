@@ -37,14 +37,20 @@ std::string canonical_tensor(const std::string& name) {
   return name.find(':') == std::string::npos ? name + ":0" : name;
 }
 
-std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what) {
+std::optional<std::pair<std::string, int>> parse_tensor(const std::string& name) {
   const size_t colon = name.rfind(':');
-  if (colon == std::string::npos) return {name, 0};
+  if (colon == std::string::npos) return std::make_pair(name, 0);
   const std::string index = name.substr(colon + 1);
   if (colon == 0 || index.empty() || index.size() > 6 ||
       !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    throw_error(Code::kInvalidArgument, what + ": malformed tensor name '" + name + "'");
-  return {name.substr(0, colon), std::stoi(index)};
+    return std::nullopt;
+  return std::make_pair(name.substr(0, colon), std::stoi(index));
+}
+
+std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what) {
+  std::optional<std::pair<std::string, int>> t = parse_tensor(name);
+  if (!t) throw_error(Code::kInvalidArgument, what + ": malformed tensor name '" + name + "'");
+  return *t;
 }
 
 // ---- Flattening ---------------------------------------------------------------
@@ -125,11 +131,10 @@ class Flattener {
 
   // Index of output argument `arg`, element k, of a node of op `op`.
   int output_index(const std::string& op, const std::string& arg, int k, const std::string& where) const {
-    const std::vector<std::string> args = op_output_args(op, functions_);
-    if (args.empty() && !functions_.count(op) && !op_importers().count(op) && !other_op_outputs().count(op))
-      return k;  // an op hub does not know: its node fails later if it is needed
-    for (size_t i = 0; i < args.size(); ++i)
-      if (args[i] == arg) return static_cast<int>(i) + k;
+    const std::optional<std::vector<std::string>> args = op_output_args(op, functions_);
+    if (!args) return k;  // an op hub does not know: its node fails later if it is needed
+    for (size_t i = 0; i < args->size(); ++i)
+      if ((*args)[i] == arg) return static_cast<int>(i) + k;
     throw_error(Code::kInvalidArgument, where + ": op " + op + " has no output '" + arg + "'");
   }
 
@@ -257,17 +262,16 @@ class Flattener {
 
 }  // namespace
 
-std::vector<std::string> op_output_args(const std::string& op,
-                                        const std::map<std::string, const proto::FunctionDef*>& functions) {
-  std::vector<std::string> args;
+std::optional<std::vector<std::string>> op_output_args(
+    const std::string& op, const std::map<std::string, const proto::FunctionDef*>& functions) {
   if (auto f = functions.find(op); f != functions.end()) {
+    std::vector<std::string> args;
     for (const auto& a : f->second->signature().output_arg()) args.push_back(a.name());
-  } else if (auto imp = op_importers().find(op); imp != op_importers().end()) {
-    args = imp->second.outputs;
-  } else if (auto other = other_op_outputs().find(op); other != other_op_outputs().end()) {
-    args = other->second;
+    return args;
   }
-  return args;
+  if (auto imp = op_importers().find(op); imp != op_importers().end()) return imp->second.outputs;
+  if (auto other = other_op_outputs().find(op); other != other_op_outputs().end()) return other->second;
+  return std::nullopt;
 }
 
 FlatGraph flatten_graph(const proto::GraphDef& graph, const std::string& file,

@@ -70,14 +70,16 @@ struct FlatGraph {
 
 // "x" -> "x:0"; "x:1" stays; "^x" stays.
 std::string canonical_tensor(const std::string& name);
-// "x:1" -> {"x", 1}. Throws InvalidArgument naming `what` when malformed.
+// "x:1" -> {"x", 1}, "x" -> {"x", 0}; nothing when malformed.
+std::optional<std::pair<std::string, int>> parse_tensor(const std::string& name);
+// parse_tensor, throwing InvalidArgument naming `what` when malformed.
 std::pair<std::string, int> split_tensor(const std::string& name, const std::string& what);
 
 // The output arguments of op `op` ("node:arg:k" in function bodies): a
 // library function's, those its importer declares, or the savers' TensorFlow 2
-// exports name; empty for an op hub does not know.
-std::vector<std::string> op_output_args(const std::string& op,
-                                        const std::map<std::string, const proto::FunctionDef*>& functions);
+// exports name; nothing for an op hub does not know.
+std::optional<std::vector<std::string>> op_output_args(
+    const std::string& op, const std::map<std::string, const proto::FunctionDef*>& functions);
 
 // TensorFlow 1 while loops (frames of Enter, Merge, Switch, LoopCond,
 // NextIteration and Exit nodes) as While nodes calling functions made from

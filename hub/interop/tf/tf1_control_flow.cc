@@ -36,23 +36,19 @@ namespace hub::tf {
 
 namespace {
 
+bool is_control(const std::string& input) { return !input.empty() && input[0] == '^'; }
+
+// The node of an input ("node:k" or "^node"); the name itself when malformed.
 std::string node_of(const std::string& input) {
-  if (!input.empty() && input[0] == '^') return input.substr(1);
-  return input.substr(0, input.rfind(':'));
+  if (is_control(input)) return input.substr(1);
+  const std::optional<std::pair<std::string, int>> t = parse_tensor(input);
+  return t ? t->first : input;
 }
 
 // The output index of "node:k"; -1 for a control input or a malformed name.
 int index_of(const std::string& tensor) {
-  const size_t colon = tensor.rfind(':');
-  if (tensor.empty() || tensor[0] == '^' || colon == std::string::npos || colon + 1 == tensor.size() ||
-      tensor.size() - colon > 7)
-    return -1;
-  int k = 0;
-  for (size_t i = colon + 1; i < tensor.size(); ++i) {
-    if (tensor[i] < '0' || tensor[i] > '9') return -1;
-    k = k * 10 + (tensor[i] - '0');
-  }
-  return k;
+  const std::optional<std::pair<std::string, int>> t = is_control(tensor) ? std::nullopt : parse_tensor(tensor);
+  return t ? t->second : -1;
 }
 
 // A function argument: "v<k>" for loop variable k, "e<k>" for outside tensor k.
@@ -61,8 +57,6 @@ std::string arg_name(char kind, int64_t k) {
   name += std::to_string(k);
   return name;
 }
-
-bool is_control(const std::string& input) { return !input.empty() && input[0] == '^'; }
 
 std::string attr_string(const proto::NodeDef& n, const std::string& key) {
   auto a = n.attr().find(key);
@@ -200,8 +194,8 @@ class RegionRewrite {
 
   // Output k of region node `src`, as a function body names it.
   std::string member_ref(const std::string& src, int k) const {
-    const std::vector<std::string> args = op_output_args(node(index(src)).op(), g_.functions);
-    return src + ":" + (args.empty() ? "output" : args.front()) + ":" + std::to_string(k);
+    const std::optional<std::vector<std::string>> args = op_output_args(node(index(src)).op(), g_.functions);
+    return src + ":" + (args && !args->empty() ? args->front() : "output") + ":" + std::to_string(k);
   }
 
   // A function of `args` (name, TensorFlow dtype) then the outside tensors,
