@@ -263,10 +263,13 @@ void map_tensor_list_push_back(OpContext& c) {
   c.set_output(0, c.add("ListSetItem", {list, interop::run_time_dim(c.scope(), list, 0), c.input(1)}));
 }
 
-void map_tensor_list_get_item(OpContext& c) {
-  c.set_output(
-      0, c.add("Gather", {c.input(0), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
+// Rows `index` (input) of the list (input), along its first dim.
+void gather_rows(OpContext& c, int list, int index) {
+  c.set_output(0, c.add("Gather", {c.input(list), c.input(index)},
+                        Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
 }
+
+void map_tensor_list_get_item(OpContext& c) { gather_rows(c, 0, 1); }
 
 // A list's length: its dim 0 (the list is input `i`), an int32 scalar.
 void list_length(OpContext& c, int i) {
@@ -298,12 +301,18 @@ void map_tensor_array(OpContext& c) {
   c.set_constant(1, Tensor::zeros(dtype, Shape(dims)));
 }
 
+// Whether the flow input is a new array's (empty, known at import).
+bool new_array(const OpContext& c, int flow) {
+  const std::optional<Tensor> list = c.constant(flow);
+  return list && list->rank() > 0 && list->shape()[0] == 0;
+}
+
 // The flow input as a list of `item`'s rows: a new array of unknown element
 // shape takes the item's rank.
 Output tensor_array(OpContext& c, int flow, const Shape& item) {
-  if (const std::optional<Tensor> list = c.constant(flow); list && list->rank() > 0 && list->shape()[0] == 0) {
+  if (new_array(c, flow)) {
     std::vector<int64_t> dims(static_cast<size_t>(item.rank()) + 1, 0);
-    return ops::constant(c.scope(), Tensor::zeros(list->dtype(), Shape(dims)), "empty");
+    return ops::constant(c.scope(), Tensor::zeros(c.dtype(flow), Shape(dims)), "empty");
   }
   if (c.shape(flow).rank() != item.rank() + 1)
     c.unsupported("writes " + item.to_string() + " into a TensorArray of elements of rank " +
@@ -321,8 +330,7 @@ void map_tensor_array_scatter(OpContext& c) {
   const Shape value = c.shape(2);
   if (value.rank() < 1) c.fail("scatters a scalar " + value.to_string());
   Output list;
-  const std::optional<Tensor> flow = c.constant(3);
-  if (flow && flow->rank() > 0 && flow->shape()[0] == 0) {
+  if (new_array(c, 3)) {
     if (c.constant(1)) {
       const std::vector<int64_t> v = c.constant_ints(1, "indices");
       bool in_order = value[0] == static_cast<int64_t>(v.size());
@@ -380,10 +388,7 @@ void map_tensor_array_split(OpContext& c) {
 }
 
 // Read(handle, index, flow) and Gather(handle, indices, flow): rows of the flow.
-void map_tensor_array_read(OpContext& c) {
-  c.set_output(
-      0, c.add("Gather", {c.input(2), c.input(1)}, Attrs().set("axis", int64_t{0}).set("batch_dims", int64_t{0})));
-}
+void map_tensor_array_read(OpContext& c) { gather_rows(c, 2, 1); }
 
 // TensorFlow 1's cond: Switch(data, pred) passes data to output 1 (pred
 // true) or 0, the other output dead; a Merge passes on its live input and
