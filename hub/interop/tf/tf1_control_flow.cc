@@ -512,26 +512,67 @@ std::optional<BranchWalk> walk_branch(const FlatGraph& g, const std::string& ten
   return w;
 }
 
-// Whether `pred` is known only at run time: computed from a fed tensor or a
-// variable (a Shape, Size or Rank of one may be known at import: those conds
-// are left to the Switch importer, which takes a known predicate's branch).
-bool run_time(const FlatGraph& g, const std::string& pred, const std::set<std::string>& fed) {
-  std::set<int> seen;
-  std::vector<std::string> stack{pred};
-  while (!stack.empty()) {
-    const std::string t = stack.back();
-    stack.pop_back();
-    if (fed.count(t)) return true;
-    auto it = g.by_name.find(node_of(t));
-    if (it == g.by_name.end() || !seen.insert(it->second).second) continue;
-    const proto::NodeDef& n = g.nodes[static_cast<size_t>(it->second)];
-    if (n.op() == "VariableV2" || n.op() == "VarHandleOp" || n.op() == "Placeholder") return true;
-    if (n.op() == "Shape" || n.op() == "Size" || n.op() == "Rank") continue;
-    for (const std::string& in : n.input())
-      if (!is_control(in)) stack.push_back(in);
+// Which tensors are known only at run time: computed from a fed tensor or a
+// variable (a Shape, Size or Rank of one may be known at import: conds on
+// those are left to the Switch importer, which takes a known predicate's
+// branch). Each node is classified once for all the graph's conds.
+class RunTimeValues {
+ public:
+  RunTimeValues(const FlatGraph& g, const std::set<std::string>& fed)
+      : g_(g), fed_(fed), state_(g.nodes.size(), kUnknown) {}
+
+  bool operator()(const std::string& tensor) {
+    if (fed_.count(tensor)) return true;
+    auto it = g_.by_name.find(node_of(tensor));
+    return it != g_.by_name.end() && computed(it->second);
   }
-  return false;
-}
+
+ private:
+  enum State : signed char { kUnknown, kVisiting, kNo, kYes };
+
+  // Depth first over data inputs; a node on the stack again (a cycle) counts as no.
+  bool computed(int root) {
+    std::vector<std::pair<int, int>> stack;  // node, next input
+    auto enter = [&](int i) {
+      const std::string& op = g_.nodes[static_cast<size_t>(i)].op();
+      if (op == "VariableV2" || op == "VarHandleOp" || op == "Placeholder") {
+        state_[static_cast<size_t>(i)] = kYes;
+      } else if (op == "Shape" || op == "Size" || op == "Rank") {
+        state_[static_cast<size_t>(i)] = kNo;
+      } else {
+        state_[static_cast<size_t>(i)] = kVisiting;
+        stack.emplace_back(i, 0);
+      }
+    };
+    if (state_[static_cast<size_t>(root)] == kUnknown) enter(root);
+    while (!stack.empty()) {
+      auto& [i, next] = stack.back();
+      const proto::NodeDef& n = g_.nodes[static_cast<size_t>(i)];
+      if (next == n.input_size()) {
+        state_[static_cast<size_t>(i)] = kNo;
+        stack.pop_back();
+        continue;
+      }
+      const std::string& in = n.input(next++);
+      if (is_control(in)) continue;
+      auto src = g_.by_name.find(node_of(in));
+      State found = fed_.count(in) ? kYes : kNo;
+      if (found == kNo && src != g_.by_name.end()) {
+        const size_t k = static_cast<size_t>(src->second);
+        if (state_[k] == kUnknown) enter(src->second);
+        if (state_[k] == kVisiting) continue;  // entered now (its inputs next), or a cycle
+        found = state_[k];
+      }
+      if (found == kYes)  // everything on the stack reads it
+        for (; !stack.empty(); stack.pop_back()) state_[static_cast<size_t>(stack.back().first)] = kYes;
+    }
+    return state_[static_cast<size_t>(root)] == kYes;
+  }
+
+  const FlatGraph& g_;
+  const std::set<std::string>& fed_;
+  std::vector<State> state_;
+};
 
 // One TensorFlow 1 cond on a run-time predicate: its Merges become
 // Identities of one If's outputs, its branches that If's functions.
@@ -694,6 +735,7 @@ std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::se
   // Each Merge of two inputs from the two sides of Switches on one run-time
   // predicate, by that predicate tensor (each tf.cond has its own pred_id).
   int64_t budget = 20'000'000;
+  RunTimeValues run_time(graph, fed);
   std::map<std::string, std::vector<CondRewrite::MergeBranches>> conds;
   std::set<int> inner;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -720,7 +762,7 @@ std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::se
       if (!sw || sw->input_size() < 2) continue;
       pred = sw->input(1);
     }
-    if (!run_time(graph, pred, fed)) continue;
+    if (!run_time(pred)) continue;
     for (int side = 0; side < 2; ++side) {
       const int s = *walks[side].sides.begin();
       m.input[s] = n.input(side);
