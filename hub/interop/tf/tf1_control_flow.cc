@@ -628,6 +628,8 @@ class CondRewrite : RegionRewrite {
     // (Both functions take every outside tensor: made after both branches are read.)
     attrs["then_branch"].mutable_func()->set_name(function("__hub_tf1_then/" + name, {}, nodes[1], outs[1]));
     attrs["else_branch"].mutable_func()->set_name(function("__hub_tf1_else/" + name, {}, nodes[0], outs[0]));
+    // The branches' Consts hang on their markers, which are never imported now.
+    for (int i : hoisted_) g_.nodes[static_cast<size_t>(i)].clear_input();
     for (size_t k = 0; k < merges_.size(); ++k) {
       proto::NodeDef& m = g_.nodes[static_cast<size_t>(merges_[k].merge)];
       const int dtype = merge_type(k);
@@ -659,8 +661,7 @@ class CondRewrite : RegionRewrite {
       return external(node(src).input(0));
     }
     if (src >= 0 && members_[side].count(src)) return member_ref(node(src).name(), index_of(in));
-    // A Const of the branch hangs on its marker, which is never imported now.
-    if (src >= 0 && node(src).op() == "Const") g_.nodes[static_cast<size_t>(src)].clear_input();
+    if (src >= 0 && node(src).op() == "Const") hoisted_.insert(src);
     return external(in);
   }
 
@@ -668,6 +669,7 @@ class CondRewrite : RegionRewrite {
   std::vector<MergeBranches> merges_;
   std::set<int> entries_;
   std::set<int> members_[2];
+  std::set<int> hoisted_;  // Consts the branches read, as outside tensors
 };
 
 }  // namespace
