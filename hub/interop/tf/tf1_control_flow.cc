@@ -169,6 +169,27 @@ void take_tensor_array_shapes(FlatGraph& g) {
   }
 }
 
+// The nodes of a function body `nodes` that its tensor `ref` ("node:arg:k",
+// or an argument) needs, through data and control inputs, in their order.
+std::vector<proto::NodeDef> needed(const std::vector<proto::NodeDef>& nodes, const std::string& ref) {
+  std::map<std::string, const proto::NodeDef*> by_name;
+  for (const proto::NodeDef& n : nodes) by_name[n.name()] = &n;
+  std::set<std::string> keep;
+  std::vector<std::string> stack{ref};
+  while (!stack.empty()) {
+    const std::string r = stack.back();
+    stack.pop_back();
+    const std::string name = is_control(r) ? r.substr(1) : r.substr(0, r.find(':'));
+    auto it = by_name.find(name);
+    if (it == by_name.end() || !keep.insert(name).second) continue;  // an argument, or seen
+    for (const std::string& in : it->second->input()) stack.push_back(in);
+  }
+  std::vector<proto::NodeDef> out;
+  for (const proto::NodeDef& n : nodes)
+    if (keep.count(n.name())) out.push_back(n);
+  return out;
+}
+
 // What loops and conds share: functions made from a region of the graph's
 // nodes (copied with their inputs named as function bodies name them), which
 // read the tensors from outside the region as arguments "e<j>".
@@ -282,7 +303,7 @@ class FrameRewrite : RegionRewrite {
     const std::string cond_ref = ref(node(loop_cond_).input(0), node(loop_cond_));
     std::vector<std::string> next;
     for (const Var& v : vars_) next.push_back(ref(node(v.next).input(0), node(v.next)));
-    return replacement(body, cond_ref, next);
+    return replacement(needed(body, cond_ref), body, cond_ref, next);
   }
 
   [[noreturn]] void fail(const std::string& message) const override {
@@ -362,7 +383,8 @@ class FrameRewrite : RegionRewrite {
     return member_ref(src, k);
   }
 
-  std::vector<proto::NodeDef> replacement(const std::vector<proto::NodeDef>& body, const std::string& cond_ref,
+  std::vector<proto::NodeDef> replacement(const std::vector<proto::NodeDef>& cond,
+                                          const std::vector<proto::NodeDef>& body, const std::string& cond_ref,
                                           const std::vector<std::string>& next) {
     // Named after the LoopCond's scope ("rnn/while/LoopCond" -> "rnn/while").
     const std::string& lc = node(loop_cond_).name();
@@ -395,7 +417,7 @@ class FrameRewrite : RegionRewrite {
       attrs["parallel_iterations"] = p->second;
     attrs["output_shapes"].mutable_list();
     attrs["cond"].mutable_func()->set_name(
-        function("__hub_tf1_cond/" + name, args, body, {{"go", proto::DT_BOOL, cond_ref}}));
+        function("__hub_tf1_cond/" + name, args, cond, {{"go", proto::DT_BOOL, cond_ref}}));
     attrs["body"].mutable_func()->set_name(function("__hub_tf1_body/" + name, args, body, outs));
 
     std::vector<proto::NodeDef> out{w};
