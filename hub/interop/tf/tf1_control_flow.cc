@@ -774,8 +774,10 @@ std::optional<FlatGraph> rewrite_tf1_conds(const FlatGraph& graph, const std::se
     BranchWalk walks[2] = {std::move(*walk0), std::move(*walk1)};
     std::set<std::string> preds = walks[0].preds;
     preds.insert(walks[1].preds.begin(), walks[1].preds.end());
-    if (walks[0].sides.size() != 1 || walks[1].sides.size() != 1 || walks[0].sides == walks[1].sides ||
-        preds.size() > 1)
+    // (Sides are Switch output indices: 0 and 1 of a well-formed graph, anything in a malformed one.)
+    if (walks[0].sides != std::set<int>{0} && walks[0].sides != std::set<int>{1}) continue;
+    if (walks[1].sides != std::set<int>{0} && walks[1].sides != std::set<int>{1}) continue;
+    if (walks[0].sides == walks[1].sides || preds.size() > 1)
       continue;  // not a cond this rewrite reads (a known predicate's goes to the Switch importer)
     std::string pred = preds.empty() ? "" : *preds.begin();
     if (pred.empty()) {  // branches of Consts only: the predicate of their markers' Switch(p, p)
